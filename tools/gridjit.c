@@ -1,0 +1,6 @@
+/* Placeholder until the CLI lands. */
+#include <stdio.h>
+int main(void) {
+    puts("gridjit: not built yet");
+    return 1;
+}
