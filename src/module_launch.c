@@ -1,0 +1,241 @@
+/* The launches: one public function per pass. Checks first (module_args.c), then in
+ * stream order: zero what the kernels accumulate into, the kernel, and for fp16
+ * parameters with F = 1 the cast of the fp32 gradients into the caller's array. */
+#include "module.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- small steps */
+
+static gj_status launch(gj_module *m, gj__kernel_id id, const gj__launch_dims *dims, void *args, gj_stream stream,
+                        const char *call) {
+    char what[96];
+    CUfunction function = NULL;
+    snprintf(what, sizeof what, "%s: cuKernelGetFunction", call);
+    /* The kernel's instance in the current context (the library serves every context). */
+    gj_status status = gj__cuda_check(m->ctx, m->drv, m->drv->KernelGetFunction(&function, m->kernels[id]), what);
+    if (status != GJ_OK) {
+        return status;
+    }
+    void *params[] = {args};
+    snprintf(what, sizeof what, "%s: cuLaunchKernel(%s)", call, gj__kernel_suffix(id));
+    return gj__cuda_check(m->ctx, m->drv,
+                          m->drv->LaunchKernel(function, dims->grid_x, dims->grid_y, 1, dims->block, 1, 1, 0,
+                                               (CUstream)stream, params, NULL),
+                          what);
+}
+
+/* Zeroes bytes at ptr on the stream, 32 bits at a time where the size and address allow. */
+static gj_status zero(gj_module *m, CUdeviceptr ptr, size_t bytes, gj_stream stream, const char *call) {
+    char what[96];
+    if (bytes % 4 == 0 && ptr % 4 == 0) {
+        snprintf(what, sizeof what, "%s: cuMemsetD32Async", call);
+        return gj__cuda_check(m->ctx, m->drv, m->drv->MemsetD32Async(ptr, 0u, bytes / 4, (CUstream)stream), what);
+    }
+    snprintf(what, sizeof what, "%s: cuMemsetD8Async", call);
+    return gj__cuda_check(m->ctx, m->drv, m->drv->MemsetD8Async(ptr, 0u, bytes, (CUstream)stream), what);
+}
+
+static CUdeviceptr device_address(const void *ptr) {
+    return (CUdeviceptr)(uintptr_t)ptr;
+}
+
+/* The context rule (driver.h): the thread's current context, else device 0's primary. */
+static gj_status enter(gj_module *m, CUcontext *current) {
+    return gj__driver_current_context(m->ctx, m->drv, current);
+}
+
+/* ------------------------------------------------------- fp32 gradient buffer */
+
+void gj__module_free_scratch(gj_module *m) {
+    if (!m->scratch) {
+        return;
+    }
+    /* cuMemFree needs a context; the buffer's own is the safe one. */
+    CUcontext current = NULL;
+    m->drv->CtxGetCurrent(&current);
+    if (current != m->scratch_context) {
+        m->drv->CtxSetCurrent(m->scratch_context);
+    }
+    m->drv->MemFree(m->scratch);
+    if (current != m->scratch_context) {
+        m->drv->CtxSetCurrent(current);
+    }
+    m->scratch = 0;
+    m->scratch_bytes = 0;
+    m->scratch_context = NULL;
+}
+
+/* An fp32 buffer of n_params in the current context, made once and kept. */
+static gj_status scratch(gj_module *m, CUcontext current, const char *call, CUdeviceptr *out) {
+    const size_t bytes = (size_t)m->shape.n_params * sizeof(float);
+    if (m->scratch && (m->scratch_context != current || m->scratch_bytes < bytes)) {
+        gj__module_free_scratch(m);
+    }
+    if (!m->scratch) {
+        char what[96];
+        snprintf(what, sizeof what, "%s: cuMemAlloc (fp32 gradient buffer, %zu bytes)", call, bytes);
+        gj_status status = gj__cuda_check(m->ctx, m->drv, m->drv->MemAlloc(&m->scratch, bytes), what);
+        if (status != GJ_OK) {
+            m->scratch = 0;
+            return status;
+        }
+        m->scratch_bytes = bytes;
+        m->scratch_context = current;
+    }
+    *out = m->scratch;
+    return GJ_OK;
+}
+
+/* Where the kernel accumulates dL/dparams: the caller's array (zeroed first when
+ * overwriting), or for fp16 parameters with F = 1 the zeroed fp32 buffer. */
+static int needs_cast(const gj_module *m) {
+    return m->shape.grad_fp32 && m->shape.precision == GJ_PRECISION_FP16;
+}
+
+static gj_status prepare_gradients(gj_module *m, CUcontext current, void *dL_dparams, gj_grad_mode mode,
+                                   gj_stream stream, const char *call, void **target) {
+    *target = dL_dparams;
+    if (!dL_dparams) {
+        return GJ_OK;
+    }
+    if (needs_cast(m)) {
+        CUdeviceptr buffer = 0;
+        gj_status status = scratch(m, current, call, &buffer);
+        if (status == GJ_OK) {
+            status = zero(m, buffer, m->scratch_bytes, stream, call);
+        }
+        *target = (void *)(uintptr_t)buffer;
+        return status;
+    }
+    if (mode == GJ_GRAD_OVERWRITE) {
+        return zero(m, device_address(dL_dparams), (size_t)m->shape.n_params * gj__shape_element_size(&m->shape),
+                    stream, call);
+    }
+    return GJ_OK;
+}
+
+/* dst = (accumulate ? dst : 0) + fp32 buffer, rounded once to fp16. */
+static gj_status finish_gradients(gj_module *m, void *dL_dparams, gj_grad_mode mode, gj_stream stream,
+                                  const char *call) {
+    if (!dL_dparams || !needs_cast(m)) {
+        return GJ_OK;
+    }
+    gj_cast_args args;
+    memset(&args, 0, sizeof args);
+    args.n = m->shape.n_params;
+    args.src = (const float *)(uintptr_t)m->scratch;
+    args.dst = dL_dparams;
+    args.accumulate = mode == GJ_GRAD_ACCUMULATE;
+    gj__launch_dims dims;
+    gj__elementwise_dims(&m->shape, &dims);
+    return launch(m, GJ__KERNEL_CAST_GRADIENTS, &dims, &args, stream, call);
+}
+
+/* ------------------------------------------------------------------ passes */
+
+gj_status gj_forward(gj_module *module, gj_stream stream, const gj_forward_desc *desc) {
+    static const char call[] = "gj_forward";
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT; /* no context to hold a message */
+    }
+    gj_status status = gj__check_forward(module->ctx, &module->shape, desc);
+    if (status != GJ_OK || desc->n == 0) {
+        return status;
+    }
+    CUcontext current;
+    status = enter(module, &current);
+    if (status != GJ_OK) {
+        return status;
+    }
+    gj_forward_args args;
+    gj__launch_dims dims;
+    gj__forward_args(&module->shape, desc, &args, &dims);
+    return launch(module, GJ__KERNEL_FORWARD, &dims, &args, stream, call);
+}
+
+gj_status gj_backward(gj_module *module, gj_stream stream, const gj_backward_desc *desc) {
+    static const char call[] = "gj_backward";
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT; /* no context to hold a message */
+    }
+    gj_status status = gj__check_backward(module->ctx, &module->shape, desc);
+    if (status != GJ_OK || desc->n == 0) {
+        return status;
+    }
+    CUcontext current;
+    status = enter(module, &current);
+    gj_backward_args args;
+    gj__launch_dims dims;
+    gj__backward_args(&module->shape, desc, &args, &dims);
+    if (status == GJ_OK) {
+        status = prepare_gradients(module, current, desc->dL_dparams, desc->dL_dparams_mode, stream, call,
+                                   &args.dL_dparams);
+    }
+    if (status == GJ_OK && desc->dL_dx && module->shape.level_major) {
+        /* Level-major blocks add their level's share of dL/dx atomically. */
+        status = zero(module, device_address(desc->dL_dx), (size_t)desc->n * module->shape.n_dims * sizeof(float),
+                      stream, call);
+    }
+    if (status == GJ_OK) {
+        status = launch(module, GJ__KERNEL_BACKWARD, &dims, &args, stream, call);
+    }
+    if (status == GJ_OK) {
+        status = finish_gradients(module, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
+    }
+    return status;
+}
+
+gj_status gj_backward_backward(gj_module *module, gj_stream stream, const gj_backward_backward_desc *desc) {
+    static const char call[] = "gj_backward_backward";
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT; /* no context to hold a message */
+    }
+    gj_status status = gj__check_backward_backward(module->ctx, &module->shape, desc);
+    if (status != GJ_OK || desc->n == 0) {
+        return status;
+    }
+    CUcontext current;
+    status = enter(module, &current);
+    gj_backward_backward_args args;
+    gj__launch_dims dims;
+    gj__backward_backward_args(&module->shape, desc, &args, &dims);
+    if (status == GJ_OK) {
+        status = prepare_gradients(module, current, desc->dL_dparams, desc->dL_dparams_mode, stream, call,
+                                   &args.dL_dparams);
+    }
+    if (status == GJ_OK) {
+        status = launch(module, GJ__KERNEL_BACKWARD_BACKWARD, &dims, &args, stream, call);
+    }
+    if (status == GJ_OK) {
+        status = finish_gradients(module, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
+    }
+    return status;
+}
+
+gj_status gj_init_params(gj_module *module, gj_stream stream, const gj_init_desc *desc) {
+    static const char call[] = "gj_init_params";
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT; /* no context to hold a message */
+    }
+    gj_status status = gj__check_init(module->ctx, &module->shape, desc);
+    if (status != GJ_OK || module->shape.n_params == 0) {
+        return status;
+    }
+    CUcontext current;
+    status = enter(module, &current);
+    if (status != GJ_OK) {
+        return status;
+    }
+    gj_init_args args;
+    memset(&args, 0, sizeof args);
+    args.n = module->shape.n_params;
+    args.params = desc->params;
+    args.params_fp32 = desc->params_fp32;
+    args.seed = desc->seed;
+    args.scale = desc->scale;
+    gj__launch_dims dims;
+    gj__elementwise_dims(&module->shape, &dims);
+    return launch(module, GJ__KERNEL_INIT_PARAMS, &dims, &args, stream, call);
+}
