@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 #include <float.h>
+#include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -362,14 +363,14 @@ static gj_status syntax_error(parser *p, const char *json, const char *where) {
         return fail(p, "configuration: invalid JSON near line %u, column %u (the end of the text): look for a "
                        "missing '}', a trailing comma or an unclosed string", line, column);
     }
-    char near[32];
     size_t n = strcspn(json + offset, "\r\n"); /* the rest of that line only */
-    char rest[64];
-    snprintf(rest, sizeof rest, "%.*s", (int)(n < sizeof rest - 1 ? n : sizeof rest - 1), json + offset);
-    sanitize(rest, near, sizeof near);
     if (n == 0) {
         return fail(p, "configuration: invalid JSON near line %u, column %u (the end of that line)", line, column);
     }
+    char rest[64];
+    char near[32];
+    snprintf(rest, sizeof rest, "%.*s", (int)(n < sizeof rest - 1 ? n : sizeof rest - 1), json + offset);
+    sanitize(rest, near, sizeof near);
     return fail(p, "configuration: invalid JSON near line %u, column %u (at '%s')", line, column, near);
 }
 
@@ -580,6 +581,19 @@ gj_status gj__config_parse(const char *json, uint32_t n_dims_arg, gj__config *ou
 
 /* ------------------------------------------------------------- writing */
 
+/* %.9g: nine significant digits read back as the same float. printf follows
+ * LC_NUMERIC, and JSON wants '.', whatever locale the application has set. */
+static void format_float_json(float v, char *out, size_t size) {
+    snprintf(out, size, "%.9g", (double)v);
+    const char *point = localeconv()->decimal_point;
+    size_t n = point ? strlen(point) : 0;
+    char *at = n > 0 && strcmp(point, ".") != 0 ? strstr(out, point) : NULL;
+    if (at) {
+        *at = '.';
+        memmove(at + 1, at + n, strlen(at + n) + 1);
+    }
+}
+
 char *gj__config_to_json(const gj__config *c) {
     if (!c) {
         return NULL;
@@ -591,8 +605,9 @@ char *gj__config_to_json(const gj__config *c) {
     gj__sb_printf(&sb, "\"n_levels\": %u, \"n_features_per_level\": %u, ", c->n_levels, c->n_features_per_level);
     gj__sb_printf(&sb, "\"log2_hashmap_size\": %u, \"base_resolution\": %u, ", c->log2_hashmap_size,
                   c->base_resolution);
-    /* Nine significant digits are enough for any float to read back unchanged. */
-    gj__sb_printf(&sb, "\"per_level_scale\": %.9g, ", (double)c->per_level_scale);
+    char scale[48];
+    format_float_json(c->per_level_scale, scale, sizeof scale);
+    gj__sb_printf(&sb, "\"per_level_scale\": %s, ", scale);
     gj__sb_printf(&sb, "\"interpolation\": \"%s\", \"hash\": \"%s\", ", gj__interpolation_name(c->interpolation),
                   gj__hash_name(c->hash));
     gj__sb_printf(&sb, "\"stochastic_interpolation\": %s, \"fixed_point_pos\": %s, ",
