@@ -304,23 +304,30 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
     }
 
     if constexpr ((PARAMS && !C::STOCHASTIC) || INPUT) {
-#pragma unroll (gj_corner_unroll<D>::value)
-        for (gj_u64 corner = 0; corner < (1ull << D); ++corner) {
-            gj_u32 v[D];
-            gj_corner<D>(c, corner, v);
-            const gj_u32 index = gj_corner_index<D, C::HASH, MODE>(v, resolution, entries);
-            if constexpr (PARAMS && !C::STOCHASTIC) {
-                gj_add_entry<C>(grad, index, gj_weight_product<D>(w, corner, -1, -1), g);
-            }
-            if constexpr (INPUT) {
-                float val[F];
-                gj_load_entry<C>(grid, index, val);
-                float gv = 0.0f; // dL/dy . theta_corner
+        // Corners in x-edges (2e, 2e + 1), as in the forward pass.
+#pragma unroll (gj_corner_unroll<D - 1>::value)
+        for (gj_u64 edge = 0; edge < (1ull << (D - 1)); ++edge) {
+            gj_u32 v0[D], v1[D];
+            gj_corner<D>(c, edge << 1, v0);
+            gj_corner<D>(c, (edge << 1) | 1u, v1);
+            const gj_u32 index[2] = {gj_corner_index<D, C::HASH, MODE>(v0, resolution, entries),
+                                     gj_corner_index<D, C::HASH, MODE>(v1, resolution, entries)};
+            float val[2][F];
+            if constexpr (INPUT) gj_load_pair<C>(grid, index[0], index[1], val[0], val[1]);
 #pragma unroll
-                for (int f = 0; f < F; ++f) gv = fmaf(g[f], val[f], gv);
+            for (int side = 0; side < 2; ++side) {
+                const gj_u64 corner = (edge << 1) | (gj_u64)side;
+                if constexpr (PARAMS && !C::STOCHASTIC) {
+                    gj_add_entry<C>(grad, index[side], gj_weight_product<D>(w, corner, -1, -1), g);
+                }
+                if constexpr (INPUT) {
+                    float gv = 0.0f; // dL/dy . theta_corner
 #pragma unroll
-                for (int d = 0; d < D; ++d) {
-                    dldx[d] = fmaf(gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1), gv, dldx[d]);
+                    for (int f = 0; f < F; ++f) gv = fmaf(g[f], val[side][f], gv);
+#pragma unroll
+                    for (int d = 0; d < D; ++d) {
+                        dldx[d] = fmaf(gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1), gv, dldx[d]);
+                    }
                 }
             }
         }
