@@ -388,8 +388,8 @@ static void info_json_large_n_params_is_an_integer(void **state) {
 static void info_hyperparams_round_trip(void **state) {
     (void)state;
     const char *config = "{\"otype\": \"hashgrid\", \"n_levels\": 5, \"n_features_per_level\": 4, "
-                         "\"base_resolution\": 7, \"per_level_scale\": 1.7, \"interpolation\": \"smoothstep\", "
-                         "\"hash\": \"prime\", \"precision\": \"fp32\"}";
+                         "\"base_resolution\": 7, \"per_level_scale\": 1.7, \"interpolation\": \"Smoothstep\", "
+                         "\"hash\": \"Prime\", \"precision\": \"fp32\"}";
     gj_cli_result first, second;
     RUN(&first, NULL, "info", "--json", "--config", config, "--dims", "2");
     assert_success(&first);
