@@ -73,9 +73,16 @@ int main(int argc, char **argv) {
     const char *name = argv[1];
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
         /* "gridjit help COMMAND" is "gridjit COMMAND --help". */
-        if (strcmp(name, "help") == 0 && argc > 2 && find_command(argv[2])) {
+        if (strcmp(name, "help") == 0 && argc > 2) {
+            const gj_cli_command *command = find_command(argv[2]);
+            if (!command) {
+                fprintf(stderr, "gridjit: unknown command '%s'\n", argv[2]);
+                fprintf(stderr, "Try 'gridjit --help' for the list of commands.\n");
+                return GJ_CLI_USAGE;
+            }
             char *help_argv[] = {argv[2], "--help", NULL};
-            return find_command(argv[2])->run(2, help_argv);
+            gj_cli_getopt_reset();
+            return command->run(2, help_argv);
         }
         usage(stdout);
         return gj_cli_flush_stdout("--help");

@@ -102,7 +102,16 @@ https://developer.nvidia.com/cuda-downloads), or set CUDA_HOME to where it is in
 }
 
 # ---- configure and build -----------------------------------------------------
+check_cmake() {
+    local version
+    version=$(cmake --version | head -n1 | grep -o '[0-9][0-9.]*' | head -n1)
+    if ! printf '3.25\n%s\n' "$version" | sort -C -V; then
+        die "CMake $version is too old: gridjit needs CMake 3.25 or newer (Debian 12 and Ubuntu 24.04 have it; elsewhere: https://apt.kitware.com or 'pip install cmake')"
+    fi
+}
+
 build() {
+    check_cmake
     say "configuring $build_dir (Release)"
     cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCUDAToolkit_ROOT="$cuda_root" >&2
     say "building with $jobs jobs"
