@@ -91,7 +91,9 @@ static int generate(gj_context *ctx, const gj_encoding *enc, const char *out_dir
     section("Source");
     char *source = NULL;
     size_t length = 0;
-    gj_status status = gj_encoding_generate(ctx, enc, NULL, &source, &length);
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts); /* the defaults: every pass, kernels included */
+    gj_status status = gj_encoding_generate(ctx, enc, &opts, &source, &length);
     if (status != GJ_OK) {
         return gj_cli_status_error(CMD, ctx, status, "cannot generate the source");
     }
@@ -125,7 +127,9 @@ static int compile(gj_context *ctx, const gj_encoding *enc, const char *arch, co
     section("Compile (NVRTC)");
     *prog = NULL;
     fflush(stdout); /* the compile takes a moment: show what came before */
-    gj_status status = gj_compile(ctx, enc, NULL, arch, prog);
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts); /* the same source as generate() wrote */
+    gj_status status = gj_compile(ctx, enc, &opts, arch, prog);
     if (status == GJ_ERROR_NO_NVRTC) {
         printf("skipped: %s (%s)\n", gj_status_message(status), gj_context_errmsg(ctx));
         return GJ_CLI_OK;
