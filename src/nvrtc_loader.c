@@ -70,9 +70,12 @@ void gj__nvrtc_release(struct gj__nvrtc *nvrtc) {
     free(nvrtc);
 }
 
-/* Appends "NAME (dlerror)" to the list of failed attempts. */
+/* Appends "NAME (dlerror)" to the list of failed attempts. RTLD_NODELETE: libnvrtc
+ * allocates memory in a static initializer that it never frees (72 KiB with NVRTC
+ * 13), so unmapping it on dlclose() and mapping it again for the next context would
+ * leak that block each time (and cost the initialisation again). */
 static void *try_open(const char *name, gj__strbuf *tried) {
-    void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!handle) {
         const char *why = dlerror();
         gj__sb_printf(tried, "%s%s (%s)", tried->len ? "; " : "", name, why ? why : "unknown dlopen error");

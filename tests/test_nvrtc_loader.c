@@ -15,8 +15,20 @@
 
 /* ------------------------------------------------------------ fixtures */
 
+/* GRIDJIT_NVRTC as the test run was given it (tests that change it put it back), so
+ * that GRIDJIT_NVRTC=off or =/path/to/libnvrtc.so applies to the whole run. */
+static char *original_nvrtc_env;
+
+static void restore_nvrtc_env(void) {
+    if (original_nvrtc_env) {
+        setenv("GRIDJIT_NVRTC", original_nvrtc_env, 1);
+    } else {
+        unsetenv("GRIDJIT_NVRTC");
+    }
+}
+
 static int context_setup(void **state) {
-    unsetenv("GRIDJIT_NVRTC");
+    restore_nvrtc_env();
     gj_context *ctx = NULL;
     if (gj_context_create(&ctx) != GJ_OK) {
         return -1;
@@ -28,7 +40,7 @@ static int context_setup(void **state) {
 
 static int context_teardown(void **state) {
     gj_context_destroy(*state);
-    unsetenv("GRIDJIT_NVRTC");
+    restore_nvrtc_env();
     return 0;
 }
 
@@ -155,7 +167,7 @@ static void a_failed_load_is_retried(void **state) {
     setenv("GRIDJIT_NVRTC", "off", 1);
     gj__nvrtc *n = NULL;
     assert_int_equal(gj__nvrtc_get(ctx, &n), GJ_ERROR_NO_NVRTC);
-    unsetenv("GRIDJIT_NVRTC");
+    restore_nvrtc_env();
     nvrtc_or_skip(ctx);
 }
 
@@ -208,6 +220,8 @@ static void null_arguments_are_refused(void **state) {
 }
 
 int main(void) {
+    const char *env = getenv("GRIDJIT_NVRTC");
+    original_nvrtc_env = env ? strdup(env) : NULL;
 #define T(name) cmocka_unit_test_setup_teardown(name, context_setup, context_teardown)
     const struct CMUnitTest tests[] = {
         T(loads_once_per_context),
@@ -221,5 +235,7 @@ int main(void) {
         T(null_arguments_are_refused),
     };
 #undef T
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    free(original_nvrtc_env);
+    return failed;
 }
