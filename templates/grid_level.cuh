@@ -103,6 +103,67 @@ GJ_INLINE void gj_load_entry(const typename C::param_t* __restrict__ grid, gj_u3
     }
 }
 
+// Entries of at most 8 bytes are also read as aligned 16-byte blocks of K entries, so
+// that the two corners of an x-edge cost one L2 request when they share a block: always
+// for dense levels unless the lower corner ends a block, and for CoherentPrime (whose x
+// factor is 1) whenever the upper corner differs from the lower only in the low bits.
+// Levels start on 8-entry boundaries, so a block never leaves its level (params must be
+// 16-byte aligned).
+template <class C>
+struct gj_entry_block {
+    static constexpr int BYTES = C::F * (int)sizeof(typename C::param_t);
+    static constexpr bool PAIRED = BYTES <= 8;
+    static constexpr int K = PAIRED ? 16 / BYTES : 1; // entries per 16-byte block
+};
+
+GJ_INLINE gj_u32 gj_select_word(const gj_u32x4& b, gj_u32 i) {
+    return i == 0 ? b.x : i == 1 ? b.y : i == 2 ? b.z : b.w;
+}
+
+// Entry `slot` (< K) of a 16-byte block, widened to fp32.
+template <class C>
+GJ_INLINE void gj_block_entry(const gj_u32x4& b, gj_u32 slot, float (&val)[C::F]) {
+    typedef typename C::param_t T;
+    constexpr int BYTES = gj_entry_block<C>::BYTES;
+    if constexpr (BYTES == 2) { // one fp16
+        const gj_u32 w = gj_select_word(b, slot >> 1);
+        val[0] = gj_half_to_float((gj_u16)((slot & 1) ? (w >> 16) : w));
+    } else if constexpr (BYTES == 4) { // two fp16 or one fp32
+        const gj_u32 w = gj_select_word(b, slot);
+        if constexpr (sizeof(T) == 2) {
+            val[0] = gj_half_to_float((gj_u16)w);
+            val[1] = gj_half_to_float((gj_u16)(w >> 16));
+        } else {
+            val[0] = __uint_as_float(w);
+        }
+    } else { // 8 bytes: four fp16 or two fp32
+        const gj_u32 lo = slot ? b.z : b.x, hi = slot ? b.w : b.y;
+        if constexpr (sizeof(T) == 2) {
+            val[0] = gj_half_to_float((gj_u16)lo); val[1] = gj_half_to_float((gj_u16)(lo >> 16));
+            val[2] = gj_half_to_float((gj_u16)hi); val[3] = gj_half_to_float((gj_u16)(hi >> 16));
+        } else {
+            val[0] = __uint_as_float(lo); val[1] = __uint_as_float(hi);
+        }
+    }
+}
+
+// The values of entries i0 and i1, with one request when they share a 16-byte block.
+template <class C>
+GJ_INLINE void gj_load_pair(const typename C::param_t* __restrict__ grid, gj_u32 i0, gj_u32 i1, float (&v0)[C::F],
+                            float (&v1)[C::F]) {
+    if constexpr (gj_entry_block<C>::PAIRED) {
+        constexpr gj_u32 K = gj_entry_block<C>::K;
+        const gj_u32 block = i0 / K;
+        const gj_u32x4 b = *(const gj_u32x4*)(grid + (gj_u64)block * (K * C::F));
+        gj_block_entry<C>(b, i0 % K, v0);
+        if (i1 / K == block) gj_block_entry<C>(b, i1 % K, v1);
+        else gj_load_entry<C>(grid, i1, v1);
+    } else {
+        gj_load_entry<C>(grid, i0, v0);
+        gj_load_entry<C>(grid, i1, v1);
+    }
+}
+
 // Adds weight * g to the gradient of one entry (atomically: other points share it).
 template <class C>
 GJ_INLINE void gj_add_entry(typename C::grad_t* __restrict__ grad, gj_u32 index, float weight, const float (&g)[C::F]) {
@@ -182,21 +243,28 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
         dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
     }
 
-#pragma unroll (gj_corner_unroll<D>::value)
-    for (gj_u64 corner = 0; corner < (1ull << D); ++corner) {
-        gj_u32 v[D];
-        gj_corner<D>(c, corner, v);
-        float val[F];
-        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v, resolution, entries), val);
-        const float weight = gj_weight_product<D>(w, corner, -1, -1);
+    // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x), loaded together.
+#pragma unroll (gj_corner_unroll<D - 1>::value)
+    for (gj_u64 edge = 0; edge < (1ull << (D - 1)); ++edge) {
+        gj_u32 v0[D], v1[D];
+        gj_corner<D>(c, edge << 1, v0);
+        gj_corner<D>(c, (edge << 1) | 1u, v1);
+        float val[2][F];
+        gj_load_pair<C>(grid, gj_corner_index<D, C::HASH, MODE>(v0, resolution, entries),
+                        gj_corner_index<D, C::HASH, MODE>(v1, resolution, entries), val[0], val[1]);
 #pragma unroll
-        for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[f], y[f]);
-        if constexpr (DYDX) {
+        for (int side = 0; side < 2; ++side) {
+            const gj_u64 corner = (edge << 1) | (gj_u64)side;
+            const float weight = gj_weight_product<D>(w, corner, -1, -1);
 #pragma unroll
-            for (int d = 0; d < D; ++d) {
-                const float g = gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1);
+            for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[side][f], y[f]);
+            if constexpr (DYDX) {
 #pragma unroll
-                for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[f], dydx[f][d]);
+                for (int d = 0; d < D; ++d) {
+                    const float g = gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1);
+#pragma unroll
+                    for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[side][f], dydx[f][d]);
+                }
             }
         }
     }
@@ -236,23 +304,30 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
     }
 
     if constexpr ((PARAMS && !C::STOCHASTIC) || INPUT) {
-#pragma unroll (gj_corner_unroll<D>::value)
-        for (gj_u64 corner = 0; corner < (1ull << D); ++corner) {
-            gj_u32 v[D];
-            gj_corner<D>(c, corner, v);
-            const gj_u32 index = gj_corner_index<D, C::HASH, MODE>(v, resolution, entries);
-            if constexpr (PARAMS && !C::STOCHASTIC) {
-                gj_add_entry<C>(grad, index, gj_weight_product<D>(w, corner, -1, -1), g);
-            }
-            if constexpr (INPUT) {
-                float val[F];
-                gj_load_entry<C>(grid, index, val);
-                float gv = 0.0f; // dL/dy . theta_corner
+        // Corners in x-edges (2e, 2e + 1), as in the forward pass.
+#pragma unroll (gj_corner_unroll<D - 1>::value)
+        for (gj_u64 edge = 0; edge < (1ull << (D - 1)); ++edge) {
+            gj_u32 v0[D], v1[D];
+            gj_corner<D>(c, edge << 1, v0);
+            gj_corner<D>(c, (edge << 1) | 1u, v1);
+            const gj_u32 index[2] = {gj_corner_index<D, C::HASH, MODE>(v0, resolution, entries),
+                                     gj_corner_index<D, C::HASH, MODE>(v1, resolution, entries)};
+            float val[2][F];
+            if constexpr (INPUT) gj_load_pair<C>(grid, index[0], index[1], val[0], val[1]);
 #pragma unroll
-                for (int f = 0; f < F; ++f) gv = fmaf(g[f], val[f], gv);
+            for (int side = 0; side < 2; ++side) {
+                const gj_u64 corner = (edge << 1) | (gj_u64)side;
+                if constexpr (PARAMS && !C::STOCHASTIC) {
+                    gj_add_entry<C>(grad, index[side], gj_weight_product<D>(w, corner, -1, -1), g);
+                }
+                if constexpr (INPUT) {
+                    float gv = 0.0f; // dL/dy . theta_corner
 #pragma unroll
-                for (int d = 0; d < D; ++d) {
-                    dldx[d] = fmaf(gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1), gv, dldx[d]);
+                    for (int f = 0; f < F; ++f) gv = fmaf(g[f], val[side][f], gv);
+#pragma unroll
+                    for (int d = 0; d < D; ++d) {
+                        dldx[d] = fmaf(gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1), gv, dldx[d]);
+                    }
                 }
             }
         }
@@ -345,9 +420,11 @@ template <int M, int N> GJ_INLINE void gj_zero(float (&v)[M][N]) {
     for (int i = 0; i < M; ++i) gj_zero<N>(v[i]);
 }
 
-// Level l is active for max_level m when l < m * L + 1e-3 (SPEC §6).
+// Level l is active for max_level m when l < m * L + 1e-3 (SPEC §6). Two separately
+// rounded operations (never contracted into an FMA), so level boundaries fall exactly
+// where the reference puts them.
 template <class C> GJ_INLINE float gj_level_limit(float max_level) {
-    return max_level * (float)C::L + 1e-3f;
+    return __fadd_rn(__fmul_rn(max_level, (float)C::L), 1e-3f);
 }
 
 // The stochastic-interpolation sample of (point index, level): PCG32(1337, 1) advanced by
