@@ -1,0 +1,756 @@
+/* The runtime without a GPU: a missing driver is reported, arguments are checked before
+ * any driver call, launch geometry follows the kernel contract, the kernel argument
+ * structs have the same layout on both sides, and the host fp16 conversions are exact. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gridjit.h"
+#include "codegen.h"
+#include "module.h"
+#include "templates.h"
+#include "test_env.h"
+
+/* D = 3, 4 levels of 2 features (8 outputs): small enough to reason about by hand. */
+static const char SMALL_CONFIG[] = "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"n_features_per_level\": 2, "
+                                   "\"log2_hashmap_size\": 12, \"base_resolution\": 4, \"per_level_scale\": 2.0, "
+                                   "\"precision\": \"fp32\"}";
+
+typedef struct fixture {
+    gj_context *ctx;
+    gj_encoding *enc;
+} fixture;
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    assert_int_equal(gj_context_create(&f->ctx), GJ_OK);
+    gj_context_set_log(f->ctx, NULL, NULL);
+    assert_int_equal(gj_encoding_create(f->ctx, SMALL_CONFIG, 3, &f->enc), GJ_OK);
+    setenv("GRIDJIT_DRIVER", "off", 1);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    gj_encoding_destroy(f->enc);
+    gj_context_destroy(f->ctx);
+    free(f);
+    setenv("GRIDJIT_DRIVER", "off", 1);
+    return 0;
+}
+
+static void assert_contains(const char *text, const char *needle) {
+    if (!strstr(text, needle)) {
+        fail_msg("\"%s\" does not contain \"%s\"", text, needle);
+    }
+}
+
+/* A shape for the checks, from the small encoding and the given options. */
+static gj__module_shape shape_of(const fixture *f, const gj_codegen_options *in) {
+    gj_codegen_options resolved;
+    assert_int_equal(gj__codegen_options_resolve(f->ctx, in, &resolved), GJ_OK);
+    gj__module_shape shape;
+    gj__module_shape_make(&shape, f->enc, &resolved);
+    return shape;
+}
+
+/* Fake device addresses: never dereferenced, only checked for NULL and alignment. */
+#define ADDR(value) ((void *)(uintptr_t)(value))
+
+/* ------------------------------------------------------------ no driver */
+
+static void driver_off_is_no_driver(void **state) {
+    fixture *f = *state;
+    gj_runtime_info info;
+    memset(&info, 0x55, sizeof info);
+    assert_int_equal(gj_runtime_probe(f->ctx, &info), GJ_ERROR_NO_DRIVER);
+    assert_contains(gj_context_errmsg(f->ctx), "GRIDJIT_DRIVER=off");
+    assert_int_equal(info.driver_found, 0);
+    assert_int_equal(info.device_count, 0);
+    assert_string_equal(info.device_name, "");
+
+    gj_module *m = (gj_module *)ADDR(1);
+    assert_int_equal(gj_module_create(f->ctx, f->enc, NULL, &m), GJ_ERROR_NO_DRIVER);
+    assert_null(m);
+    assert_contains(gj_context_errmsg(f->ctx), "GRIDJIT_DRIVER");
+
+    void *ptr = ADDR(1);
+    assert_int_equal(gj_device_alloc(f->ctx, 1024, &ptr), GJ_ERROR_NO_DRIVER);
+    assert_null(ptr);
+    float host[4] = {0};
+    assert_int_equal(gj_memcpy_to_device(f->ctx, ADDR(256), host, sizeof host), GJ_ERROR_NO_DRIVER);
+    assert_int_equal(gj_memcpy_to_host(f->ctx, host, ADDR(256), sizeof host), GJ_ERROR_NO_DRIVER);
+    assert_int_equal(gj_stream_synchronize(f->ctx, NULL), GJ_ERROR_NO_DRIVER);
+    gj_device_free(f->ctx, ADDR(256)); /* nothing loaded: nothing to free, no crash */
+    /* Zero-byte requests need no driver. */
+    assert_int_equal(gj_device_alloc(f->ctx, 0, &ptr), GJ_OK);
+    assert_null(ptr);
+    assert_int_equal(gj_memcpy_to_device(f->ctx, NULL, NULL, 0), GJ_OK);
+}
+
+static void missing_library_names_the_path(void **state) {
+    fixture *f = *state;
+    setenv("GRIDJIT_DRIVER", "/nonexistent/gridjit-test/libcuda.so.1", 1);
+    gj_runtime_info info;
+    assert_int_equal(gj_runtime_probe(f->ctx, &info), GJ_ERROR_NO_DRIVER);
+    assert_contains(gj_context_errmsg(f->ctx), "/nonexistent/gridjit-test/libcuda.so.1");
+    assert_contains(gj_context_errmsg(f->ctx), "tried");
+    assert_int_equal(info.driver_found, 0);
+}
+
+/* The toolkit's stub libcuda loads but answers CUDA_ERROR_STUB_LIBRARY: that is "no driver". */
+static void stub_library_is_no_driver(void **state) {
+    fixture *f = *state;
+    static const char *const candidates[] = {
+        "/usr/local/cuda/lib64/stubs/libcuda.so",
+        "/usr/local/cuda/targets/x86_64-linux/lib/stubs/libcuda.so",
+        "/usr/local/cuda/lib/stubs/libcuda.so",
+        "/usr/local/cuda-13.0/lib/stubs/libcuda.so",
+        "/usr/local/cuda-13.0/targets/x86_64-linux/lib/stubs/libcuda.so",
+    };
+    const char *stub = NULL;
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && !stub; ++i) {
+        if (access(candidates[i], R_OK) == 0) {
+            stub = candidates[i];
+        }
+    }
+    if (!stub) {
+        printf("SKIPPED: no stub libcuda.so in the usual toolkit places\n");
+        skip();
+    }
+    setenv("GRIDJIT_DRIVER", stub, 1);
+    gj_runtime_info info;
+    assert_int_equal(gj_runtime_probe(f->ctx, &info), GJ_ERROR_NO_DRIVER);
+    assert_contains(gj_context_errmsg(f->ctx), "CUDA_ERROR_STUB_LIBRARY");
+    assert_contains(gj_context_errmsg(f->ctx), "cuInit");
+}
+
+/* ----------------------------------------------------- checks before the driver */
+
+static void public_calls_refuse_null_arguments(void **state) {
+    fixture *f = *state;
+    gj_forward_desc fd;
+    gj_forward_desc_init(&fd);
+    assert_int_equal(gj_forward(NULL, NULL, &fd), GJ_ERROR_INVALID_ARGUMENT);
+    gj_backward_desc bd;
+    gj_backward_desc_init(&bd);
+    assert_int_equal(gj_backward(NULL, NULL, &bd), GJ_ERROR_INVALID_ARGUMENT);
+    gj_backward_backward_desc bbd;
+    gj_backward_backward_desc_init(&bbd);
+    assert_int_equal(gj_backward_backward(NULL, NULL, &bbd), GJ_ERROR_INVALID_ARGUMENT);
+    gj_init_desc id;
+    gj_init_desc_init(&id);
+    assert_int_equal(gj_init_params(NULL, NULL, &id), GJ_ERROR_INVALID_ARGUMENT);
+    gj_module_destroy(NULL);
+    assert_int_equal(gj_module_passes(NULL), 0);
+    assert_int_equal(gj_module_n_params(NULL), 0);
+
+    gj_module *m = (gj_module *)ADDR(1);
+    assert_int_equal(gj_module_create(f->ctx, NULL, NULL, &m), GJ_ERROR_INVALID_ARGUMENT);
+    assert_null(m);
+    assert_int_equal(gj_module_create(NULL, f->enc, NULL, &m), GJ_ERROR_INVALID_ARGUMENT);
+    /* INVALID_ARGUMENT rather than NO_DRIVER: the check comes before the driver. */
+    assert_int_equal(gj_module_load(f->ctx, f->enc, NULL, NULL, &m), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "prog");
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.device_functions_only = 1;
+    assert_int_equal(gj_module_create(f->ctx, f->enc, &opts, &m), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "device_functions_only");
+    gj_runtime_info info;
+    assert_int_equal(gj_runtime_probe(f->ctx, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj_runtime_probe(NULL, &info), GJ_ERROR_INVALID_ARGUMENT);
+}
+
+static void descriptor_defaults(void **state) {
+    (void)state;
+    gj_forward_desc fd;
+    memset(&fd, 0x7f, sizeof fd);
+    gj_forward_desc_init(&fd);
+    assert_true(fd.max_level == 1.0f);
+    assert_int_equal(fd.n, 0);
+    assert_null(fd.x);
+    assert_null(fd.y);
+    assert_null(fd.dy_dx);
+    assert_int_equal(fd.y_layout, GJ_LAYOUT_AOS);
+    gj_backward_desc bd;
+    memset(&bd, 0x7f, sizeof bd);
+    gj_backward_desc_init(&bd);
+    assert_true(bd.max_level == 1.0f);
+    assert_int_equal(bd.dL_dparams_mode, GJ_GRAD_OVERWRITE);
+    assert_null(bd.dL_dx);
+    gj_backward_backward_desc bbd;
+    memset(&bbd, 0x7f, sizeof bbd);
+    gj_backward_backward_desc_init(&bbd);
+    assert_true(bbd.max_level == 1.0f);
+    assert_null(bbd.dL_ddLdy);
+    gj_init_desc id;
+    memset(&id, 0x7f, sizeof id);
+    gj_init_desc_init(&id);
+    assert_true(id.scale == 1.0f);
+    assert_int_equal(id.seed, 0);
+}
+
+static gj_forward_desc valid_forward(uint64_t n) {
+    gj_forward_desc d;
+    gj_forward_desc_init(&d);
+    d.n = n;
+    d.x = ADDR(0x10000);
+    d.params = ADDR(0x20000);
+    d.y = ADDR(0x30000);
+    return d;
+}
+
+static void forward_checks(void **state) {
+    fixture *f = *state;
+    gj__module_shape s = shape_of(f, NULL);
+    gj_forward_desc d = valid_forward(1000);
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_OK);
+    assert_int_equal(gj__check_forward(f->ctx, &s, NULL), GJ_ERROR_INVALID_ARGUMENT);
+
+    d.x = NULL;
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "x must not be NULL");
+    d.x = ADDR(0x10002); /* floats need 4-byte alignment */
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "x must be aligned to 4 bytes");
+
+    d = valid_forward(1000);
+    d.params = ADDR(0x20008); /* 8 but not 16 */
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "params must be aligned to 16 bytes");
+
+    d = valid_forward(1000);
+    d.y = ADDR(0x30002); /* fp32 outputs: 4-byte alignment */
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "y must be aligned to 4 bytes");
+
+    d = valid_forward(1000);
+    d.y = NULL;
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "nothing to compute");
+    d.dy_dx = ADDR(0x40000); /* dy/dx alone is a valid request */
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_OK);
+
+    d = valid_forward(1000);
+    d.y_layout = (gj_data_layout)7;
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "y_layout");
+}
+
+static void max_level_checks(void **state) {
+    fixture *f = *state;
+    gj__module_shape s = shape_of(f, NULL);
+    gj_forward_desc d = valid_forward(10);
+    const float bad[] = {1.5f, -0.25f, NAN, INFINITY};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        d.max_level = bad[i];
+        assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+        assert_contains(gj_context_errmsg(f->ctx), "max_level must be in [0, 1]");
+    }
+    d.max_level = 0.0f;
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_OK);
+    /* With a per-point array the scalar is not used, hence not checked. */
+    d.max_level = NAN;
+    d.max_level_per_point = ADDR(0x50000);
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_OK);
+    d.max_level_per_point = ADDR(0x50001);
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "max_level_per_point");
+}
+
+static void point_count_limits(void **state) {
+    fixture *f = *state;
+    gj__module_shape s = shape_of(f, NULL); /* 256 threads, 1 point each */
+    assert_int_equal(gj__shape_max_points(&s), 2147483647ull * 256ull);
+    gj_forward_desc d = valid_forward(2147483647ull * 256ull);
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_OK);
+    d.n += 1;
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "n must be at most 549755813632 points");
+
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.block_size = 1024;
+    opts.points_per_thread = 16; /* the grid would allow more than 2^40: the cap holds */
+    s = shape_of(f, &opts);
+    assert_int_equal(gj__shape_max_points(&s), GJ_MAX_POINTS);
+    d.n = GJ_MAX_POINTS + 1;
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    d.n = GJ_MAX_POINTS;
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_OK);
+
+    /* n = 0: nothing is launched, so nothing else is looked at. */
+    s = shape_of(f, NULL);
+    gj_forward_desc empty;
+    gj_forward_desc_init(&empty);
+    assert_int_equal(gj__check_forward(f->ctx, &s, &empty), GJ_OK);
+    gj_backward_desc bempty;
+    gj_backward_desc_init(&bempty);
+    assert_int_equal(gj__check_backward(f->ctx, &s, &bempty), GJ_OK);
+}
+
+static void pass_not_compiled(void **state) {
+    fixture *f = *state;
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.passes = GJ_PASS_FORWARD;
+    gj__module_shape s = shape_of(f, &opts);
+    gj_backward_desc bd;
+    gj_backward_desc_init(&bd);
+    bd.n = 5;
+    assert_int_equal(gj__check_backward(f->ctx, &s, &bd), GJ_ERROR_PASS_NOT_COMPILED);
+    assert_contains(gj_context_errmsg(f->ctx), "without the backward pass (passes: forward)");
+    gj_backward_backward_desc bbd;
+    gj_backward_backward_desc_init(&bbd);
+    assert_int_equal(gj__check_backward_backward(f->ctx, &s, &bbd), GJ_ERROR_PASS_NOT_COMPILED);
+    opts.passes = GJ_PASS_BACKWARD | GJ_PASS_BACKWARD_BACKWARD;
+    s = shape_of(f, &opts);
+    gj_forward_desc fd = valid_forward(5);
+    assert_int_equal(gj__check_forward(f->ctx, &s, &fd), GJ_ERROR_PASS_NOT_COMPILED);
+    assert_contains(gj_context_errmsg(f->ctx), "passes: backward, backward_backward");
+}
+
+static gj_backward_desc valid_backward(void) {
+    gj_backward_desc d;
+    gj_backward_desc_init(&d);
+    d.n = 100;
+    d.x = ADDR(0x10000);
+    d.params = ADDR(0x20000);
+    d.dL_dy = ADDR(0x30000);
+    d.dL_dparams = ADDR(0x60000);
+    return d;
+}
+
+static void backward_checks(void **state) {
+    fixture *f = *state;
+    gj__module_shape s = shape_of(f, NULL);
+    gj_backward_desc d = valid_backward();
+    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_OK);
+    d.dL_dparams = NULL;
+    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "nothing to compute");
+    d.dL_dx = ADDR(0x70000);
+    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_OK);
+    d.dL_dx = ADDR(0x70001);
+    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "dL_dx must be aligned");
+
+    d = valid_backward();
+    d.dL_dparams = ADDR(0x60004);
+    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "dL_dparams must be aligned to 16 bytes");
+    d = valid_backward();
+    d.dL_dy = NULL;
+    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "dL_dy must not be NULL");
+    d = valid_backward();
+    d.dL_dparams_mode = (gj_grad_mode)3;
+    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "dL_dparams_mode");
+    d = valid_backward();
+    d.dL_dy_layout = (gj_data_layout)-1;
+    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+}
+
+static void backward_backward_checks(void **state) {
+    fixture *f = *state;
+    gj__module_shape s = shape_of(f, NULL);
+    gj_backward_backward_desc d;
+    gj_backward_backward_desc_init(&d);
+    d.n = 3;
+    d.x = ADDR(0x10000);
+    d.params = ADDR(0x20000);
+    d.dL_dy = ADDR(0x30000);
+    assert_int_equal(gj__check_backward_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "all NULL");
+    d.dL_dx = ADDR(0x40000);
+    assert_int_equal(gj__check_backward_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "dL_ddLdx must not be NULL");
+    d.dL_ddLdx = ADDR(0x50000);
+    assert_int_equal(gj__check_backward_backward(f->ctx, &s, &d), GJ_OK);
+    d.dL_ddLdy = ADDR(0x60002);
+    assert_int_equal(gj__check_backward_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "dL_ddLdy must be aligned to 4 bytes");
+}
+
+static void init_checks(void **state) {
+    fixture *f = *state;
+    gj__module_shape s = shape_of(f, NULL);
+    gj_init_desc d;
+    gj_init_desc_init(&d);
+    assert_int_equal(gj__check_init(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "params must not be NULL");
+    d.params = ADDR(0x1000);
+    assert_int_equal(gj__check_init(f->ctx, &s, &d), GJ_OK);
+    d.scale = INFINITY;
+    assert_int_equal(gj__check_init(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "scale must be finite");
+}
+
+/* fp16 modules: outputs and dL/dy are 2-byte elements. */
+static void fp16_alignment(void **state) {
+    fixture *f = *state;
+    gj_encoding *enc = NULL;
+    assert_int_equal(gj_encoding_create(f->ctx,
+                                        "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"n_features_per_level\": 1, "
+                                        "\"precision\": \"fp16\"}",
+                                        2, &enc),
+                     GJ_OK);
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    gj_codegen_options resolved;
+    assert_int_equal(gj__codegen_options_resolve(f->ctx, &opts, &resolved), GJ_OK);
+    gj__module_shape s;
+    gj__module_shape_make(&s, enc, &resolved);
+    assert_int_equal(gj__shape_element_size(&s), 2);
+    assert_int_equal(s.precision, GJ_PRECISION_FP16);
+    assert_true(s.grad_fp32); /* F = 1: fp32 accumulation (SPEC §8.3) */
+    gj_forward_desc d = valid_forward(10);
+    d.y = ADDR(0x30002);
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_OK);
+    d.y = ADDR(0x30001);
+    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "y must be aligned to 2 bytes");
+    gj_encoding_destroy(enc);
+}
+
+/* ------------------------------------------------------------ geometry */
+
+static void forward_geometry(void **state) {
+    fixture *f = *state;
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.block_size = 128;
+    opts.points_per_thread = 2;
+    opts.output_width_multiple = 16; /* 8 outputs padded to 16 */
+    gj__module_shape s = shape_of(f, &opts);
+    assert_int_equal(s.padded_width, 16);
+    gj_forward_desc d = valid_forward(1001);
+    gj_forward_args a;
+    gj__launch_dims dims;
+    gj__forward_args(&s, &d, &a, &dims);
+    assert_int_equal(dims.block, 128);
+    assert_int_equal(dims.grid_x, 4);  /* ceil(1001 / 256) */
+    assert_int_equal(dims.grid_y, 5);  /* 4 levels + the padding slice */
+    assert_int_equal(a.n, 1001);
+    assert_int_equal(a.x_stride_point, 3);
+    assert_int_equal(a.x_stride_dim, 1);
+    assert_int_equal(a.y_stride_point, 16); /* AoS: the padded width */
+    assert_int_equal(a.y_stride_feature, 1);
+    assert_true(a.max_level == 1.0f);
+    assert_ptr_equal(a.y, d.y);
+
+    d.y_layout = GJ_LAYOUT_SOA;
+    gj__forward_args(&s, &d, &a, &dims);
+    assert_int_equal(a.y_stride_point, 1);
+    assert_int_equal(a.y_stride_feature, 1001);
+
+    opts.output_width_multiple = 1;
+    s = shape_of(f, &opts);
+    gj__forward_args(&s, &d, &a, &dims);
+    assert_int_equal(dims.grid_y, 4); /* no padding slice */
+    d.n = 256;
+    gj__forward_args(&s, &d, &a, &dims);
+    assert_int_equal(dims.grid_x, 1);
+    d.n = 257;
+    gj__forward_args(&s, &d, &a, &dims);
+    assert_int_equal(dims.grid_x, 2);
+
+    opts.order = GJ_ORDER_POINT_MAJOR;
+    opts.output_width_multiple = 16;
+    s = shape_of(f, &opts);
+    gj__forward_args(&s, &d, &a, &dims);
+    assert_int_equal(dims.grid_y, 1);
+}
+
+static void backward_geometry(void **state) {
+    fixture *f = *state;
+    gj__module_shape s = shape_of(f, NULL);
+    gj_backward_desc d = valid_backward();
+    d.n = 70000;
+    d.dL_dy_layout = GJ_LAYOUT_SOA;
+    d.dL_dx = ADDR(0x70000);
+    gj_backward_args a;
+    gj__launch_dims dims;
+    gj__backward_args(&s, &d, &a, &dims);
+    assert_int_equal(dims.grid_x, 274); /* ceil(70000 / 256) */
+    assert_int_equal(dims.grid_y, 4);   /* one per level */
+    assert_int_equal(a.dy_stride_point, 1);
+    assert_int_equal(a.dy_stride_feature, 70000);
+    assert_int_equal(a.dx_stride_point, 3);
+    assert_int_equal(a.dx_stride_dim, 1);
+    assert_ptr_equal(a.dL_dparams, d.dL_dparams);
+
+    gj_backward_backward_desc bb;
+    gj_backward_backward_desc_init(&bb);
+    bb.n = 70000;
+    bb.dL_ddLdy_layout = GJ_LAYOUT_SOA;
+    gj_backward_backward_args ba;
+    gj__backward_backward_args(&s, &bb, &ba, &dims);
+    assert_int_equal(dims.grid_y, 1); /* always point-major */
+    assert_int_equal(ba.dy_stride_point, 8);
+    assert_int_equal(ba.dy_stride_feature, 1);
+    assert_int_equal(ba.ddy_stride_point, 1);
+    assert_int_equal(ba.ddy_stride_feature, 70000);
+    assert_int_equal(ba.ddx_stride_point, 3);
+
+    gj__elementwise_dims(&s, &dims);
+    assert_int_equal(dims.grid_x, (s.n_params + 255) / 256);
+    assert_int_equal(dims.grid_y, 1);
+}
+
+static void kernel_names_follow_the_contract(void **state) {
+    (void)state;
+    assert_string_equal(gj__kernel_suffix(GJ__KERNEL_FORWARD), "forward");
+    assert_string_equal(gj__kernel_suffix(GJ__KERNEL_BACKWARD_BACKWARD), "backward_backward");
+    assert_string_equal(gj__kernel_suffix(GJ__KERNEL_CAST_GRADIENTS), "cast_gradients");
+    assert_true(gj__kernel_present(GJ__KERNEL_INIT_PARAMS, GJ_PASS_FORWARD));
+    assert_false(gj__kernel_present(GJ__KERNEL_BACKWARD, GJ_PASS_FORWARD));
+    /* Every kernel the code generator lists is one the runtime knows. */
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    gj__config config;
+    memset(&config, 0, sizeof config);
+    size_t count = 0;
+    char **names = gj__codegen_kernel_names(&config, &opts, &count);
+    assert_non_null(names);
+    assert_int_equal(count, GJ__KERNEL_COUNT);
+    for (int k = 0; k < GJ__KERNEL_COUNT; ++k) {
+        char expected[64];
+        snprintf(expected, sizeof expected, "&gj_encode_%s", gj__kernel_suffix((gj__kernel_id)k));
+        int found = 0;
+        for (size_t i = 0; i < count; ++i) {
+            found |= strcmp(names[i], expected) == 0;
+        }
+        assert_true(found);
+    }
+    gj__free_string_list(names, count);
+}
+
+/* ------------------------------------------------ programs that do not match */
+
+static void load_refuses_a_program_of_other_options(void **state) {
+    fixture *f = *state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.passes = GJ_PASS_FORWARD;
+    gj_program *prog = NULL;
+    gj_status status = gj_compile(f->ctx, f->enc, &opts, "compute_90", &prog);
+    if (status != GJ_OK) {
+        fail_msg("compile: %s", gj_context_errmsg(f->ctx));
+    }
+    gj_module *m = (gj_module *)ADDR(1);
+    /* Default options have all passes: the program lacks the backward kernels. */
+    assert_int_equal(gj_module_load(f->ctx, f->enc, NULL, prog, &m), GJ_ERROR_INVALID_ARGUMENT);
+    assert_null(m);
+    assert_contains(gj_context_errmsg(f->ctx), "no kernel &gj_encode_backward");
+    /* Same kernels, other block size: the source differs. */
+    gj_codegen_options other = opts;
+    other.block_size = 128;
+    assert_int_equal(gj_module_load(f->ctx, f->enc, &other, prog, &m), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "other source");
+    /* Same options, another configuration. */
+    gj_encoding *enc2 = NULL;
+    assert_int_equal(gj_encoding_create(f->ctx, "{\"otype\": \"HashGrid\", \"n_levels\": 5}", 3, &enc2), GJ_OK);
+    assert_int_equal(gj_module_load(f->ctx, enc2, &opts, prog, &m), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "other source");
+    /* The matching program passes the checks and reaches the (disabled) driver. */
+    assert_int_equal(gj_module_load(f->ctx, f->enc, &opts, prog, &m), GJ_ERROR_NO_DRIVER);
+    gj_encoding_destroy(enc2);
+    gj_program_destroy(prog);
+}
+
+/* ------------------------------------------- kernel_args.cuh on both sides */
+
+typedef struct field_layout {
+    const char *type, *field;
+    size_t offset, size;
+} field_layout;
+
+#define FIELD(T, f) {#T, #f, offsetof(T, f), sizeof(((T *)0)->f)}
+static const field_layout fields[] = {
+    FIELD(gj_forward_args, n), FIELD(gj_forward_args, x), FIELD(gj_forward_args, x_stride_point),
+    FIELD(gj_forward_args, x_stride_dim), FIELD(gj_forward_args, params), FIELD(gj_forward_args, y),
+    FIELD(gj_forward_args, y_stride_point), FIELD(gj_forward_args, y_stride_feature), FIELD(gj_forward_args, dy_dx),
+    FIELD(gj_forward_args, max_level_per_point), FIELD(gj_forward_args, max_level),
+
+    FIELD(gj_backward_args, n), FIELD(gj_backward_args, x), FIELD(gj_backward_args, x_stride_point),
+    FIELD(gj_backward_args, x_stride_dim), FIELD(gj_backward_args, params), FIELD(gj_backward_args, dL_dy),
+    FIELD(gj_backward_args, dy_stride_point), FIELD(gj_backward_args, dy_stride_feature),
+    FIELD(gj_backward_args, dL_dparams), FIELD(gj_backward_args, dL_dx), FIELD(gj_backward_args, dx_stride_point),
+    FIELD(gj_backward_args, dx_stride_dim), FIELD(gj_backward_args, max_level_per_point),
+    FIELD(gj_backward_args, max_level),
+
+    FIELD(gj_backward_backward_args, n), FIELD(gj_backward_backward_args, x),
+    FIELD(gj_backward_backward_args, x_stride_point), FIELD(gj_backward_backward_args, x_stride_dim),
+    FIELD(gj_backward_backward_args, params), FIELD(gj_backward_backward_args, dL_ddLdx),
+    FIELD(gj_backward_backward_args, ddx_stride_point), FIELD(gj_backward_backward_args, ddx_stride_dim),
+    FIELD(gj_backward_backward_args, dL_dy), FIELD(gj_backward_backward_args, dy_stride_point),
+    FIELD(gj_backward_backward_args, dy_stride_feature), FIELD(gj_backward_backward_args, dL_dparams),
+    FIELD(gj_backward_backward_args, dL_ddLdy), FIELD(gj_backward_backward_args, ddy_stride_point),
+    FIELD(gj_backward_backward_args, ddy_stride_feature), FIELD(gj_backward_backward_args, dL_dx),
+    FIELD(gj_backward_backward_args, dx_stride_point), FIELD(gj_backward_backward_args, dx_stride_dim),
+    FIELD(gj_backward_backward_args, max_level_per_point), FIELD(gj_backward_backward_args, max_level),
+
+    FIELD(gj_init_args, n), FIELD(gj_init_args, params), FIELD(gj_init_args, params_fp32), FIELD(gj_init_args, seed),
+    FIELD(gj_init_args, scale),
+
+    FIELD(gj_cast_args, n), FIELD(gj_cast_args, src), FIELD(gj_cast_args, dst), FIELD(gj_cast_args, accumulate),
+};
+#undef FIELD
+
+static const struct {
+    const char *type;
+    size_t size, align;
+} structs[] = {
+    {"gj_forward_args", sizeof(gj_forward_args), _Alignof(gj_forward_args)},
+    {"gj_backward_args", sizeof(gj_backward_args), _Alignof(gj_backward_args)},
+    {"gj_backward_backward_args", sizeof(gj_backward_backward_args), _Alignof(gj_backward_backward_args)},
+    {"gj_init_args", sizeof(gj_init_args), _Alignof(gj_init_args)},
+    {"gj_cast_args", sizeof(gj_cast_args), _Alignof(gj_cast_args)},
+};
+
+/* The layout the C compiler gives each struct, as static_asserts for the device compiler. */
+static char *layout_asserts(void) {
+    size_t cap = 65536, used = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    const gj__template *args = gj__template_find("kernel_args.cuh");
+    assert_non_null(args);
+    used += (size_t)snprintf(text + used, cap - used, "%s\n", args->text);
+    for (size_t i = 0; i < sizeof structs / sizeof structs[0]; ++i) {
+        used += (size_t)snprintf(text + used, cap - used,
+                                 "static_assert(sizeof(%s) == %zu, \"sizeof(%s) differs from the host\");\n"
+                                 "static_assert(alignof(%s) == %zu, \"alignof(%s) differs from the host\");\n",
+                                 structs[i].type, structs[i].size, structs[i].type, structs[i].type, structs[i].align,
+                                 structs[i].type);
+        assert_true(used < cap);
+    }
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; ++i) {
+        const field_layout *fl = &fields[i];
+        used += (size_t)snprintf(text + used, cap - used,
+                                 "static_assert(__builtin_offsetof(%s, %s) == %zu && sizeof(((%s*)0)->%s) == %zu, "
+                                 "\"%s.%s differs from the host\");\n",
+                                 fl->type, fl->field, fl->offset, fl->type, fl->field, fl->size, fl->type, fl->field);
+        assert_true(used < cap);
+    }
+    snprintf(text + used, cap - used, "__global__ void gj_layout_probe(const gj_backward_backward_args a) { }\n");
+    return text;
+}
+
+static void kernel_args_have_one_layout(void **state) {
+    fixture *f = *state;
+    /* Independent of the device compiler: 64-bit pointers and u64 first, no holes. */
+    assert_int_equal(sizeof(gj_forward_args) % 8, 0);
+    assert_int_equal(offsetof(gj_forward_args, x), 8);
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    char *source = layout_asserts();
+    const char *names[] = {"&gj_layout_probe"};
+    gj_program *prog = NULL;
+    gj_status status = gj_compile_source(f->ctx, source, names, 1, "compute_90", &prog);
+    if (status != GJ_OK) {
+        fail_msg("the device compiler sees another layout: %s\n%s", gj_context_errmsg(f->ctx),
+                 prog ? gj_program_log(prog) : "");
+    }
+    gj_program_destroy(prog);
+    free(source);
+}
+
+/* ------------------------------------------------------------------ fp16 */
+
+static void fp16_conversion_round_trips(void **state) {
+    (void)state;
+    /* Every half converts to a float and back to itself (NaNs stay NaNs). */
+    for (uint32_t h = 0; h < 65536; ++h) {
+        uint16_t in = (uint16_t)h, out;
+        float value;
+        gj_halves_to_floats(&in, &value, 1);
+        gj_floats_to_halves(&value, &out, 1);
+        if ((in & 0x7c00u) == 0x7c00u && (in & 0x3ffu)) {
+            assert_true(isnan(value));
+            assert_int_equal(out & 0x7c00u, 0x7c00u);
+            assert_true(out & 0x3ffu);
+        } else {
+            assert_int_equal(out, in);
+        }
+    }
+    /* Values derived by hand. */
+    const float values[] = {1.0f, -2.0f, 65504.0f, 65520.0f, 65519.99f, 5.9604645e-08f, 2.9802322e-08f,
+                            2.9802326e-08f, 1.0009765625f, 1.00048828125f, 1.00146484375f, 6.1035156e-05f};
+    const uint16_t expected[] = {0x3c00, 0xc000, 0x7bff, 0x7c00, 0x7bff, 0x0001, 0x0000,
+                                 0x0001, 0x3c01, 0x3c00, 0x3c02, 0x0400};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; ++i) {
+        uint16_t out;
+        gj_floats_to_halves(&values[i], &out, 1);
+        if (out != expected[i]) {
+            fail_msg("%.9g -> 0x%04x, expected 0x%04x", (double)values[i], out, expected[i]);
+        }
+    }
+}
+
+#if defined(__FLT16_MAX__)
+/* Against the compiler's _Float16 conversion over a sweep of float bit patterns. */
+static void fp16_conversion_matches_the_compiler(void **state) {
+    (void)state;
+    for (uint64_t bits = 0; bits < 0x100000000ull; bits += 0x1357) {
+        uint32_t b = (uint32_t)bits;
+        float value;
+        memcpy(&value, &b, sizeof value);
+        if (isnan(value)) {
+            continue;
+        }
+        _Float16 reference = (_Float16)value;
+        uint16_t expected, out;
+        memcpy(&expected, &reference, sizeof expected);
+        gj_floats_to_halves(&value, &out, 1);
+        if (out != expected) {
+            fail_msg("0x%08x (%.9g) -> 0x%04x, the compiler says 0x%04x", b, (double)value, out, expected);
+        }
+    }
+}
+#endif
+
+int main(void) {
+    setenv("GRIDJIT_DRIVER", "off", 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(driver_off_is_no_driver, setup, teardown),
+        cmocka_unit_test_setup_teardown(missing_library_names_the_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(stub_library_is_no_driver, setup, teardown),
+        cmocka_unit_test_setup_teardown(public_calls_refuse_null_arguments, setup, teardown),
+        cmocka_unit_test(descriptor_defaults),
+        cmocka_unit_test_setup_teardown(forward_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(max_level_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(point_count_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(pass_not_compiled, setup, teardown),
+        cmocka_unit_test_setup_teardown(backward_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(backward_backward_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(init_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(fp16_alignment, setup, teardown),
+        cmocka_unit_test_setup_teardown(forward_geometry, setup, teardown),
+        cmocka_unit_test_setup_teardown(backward_geometry, setup, teardown),
+        cmocka_unit_test(kernel_names_follow_the_contract),
+        cmocka_unit_test_setup_teardown(load_refuses_a_program_of_other_options, setup, teardown),
+        cmocka_unit_test_setup_teardown(kernel_args_have_one_layout, setup, teardown),
+        cmocka_unit_test(fp16_conversion_round_trips),
+#if defined(__FLT16_MAX__)
+        cmocka_unit_test(fp16_conversion_matches_the_compiler),
+#endif
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
