@@ -92,6 +92,11 @@ static gj_status resolve_all(gj_context *ctx, gj__driver *drv) {
         void *fn = NULL;
         CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
         CUresult r = get_proc(e->name, &fn, e->version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &found);
+        if (r == CUDA_ERROR_STUB_LIBRARY) {
+            return gj__fail(ctx, GJ_ERROR_NO_DRIVER,
+                            "CUDA driver not usable: cuGetProcAddress failed: CUDA_ERROR_STUB_LIBRARY (the library "
+                            "loaded is the CUDA toolkit's stub, not a driver)");
+        }
         if (r != CUDA_SUCCESS || found != CU_GET_PROC_ADDRESS_SUCCESS || !fn) {
             return gj__fail(ctx, GJ_ERROR_NO_DRIVER,
                             "CUDA driver too old or incomplete: cuGetProcAddress(\"%s\", version %d) failed "
