@@ -1,0 +1,41 @@
+/* What the GPU subcommands (eval, bench, demo) share: probing the device, making a
+ * module, device buffers freed together, uploads and downloads in the module's
+ * precision (fp16 arrays are converted from and to float32 on the host). */
+#ifndef GJ_CLI_GPU_H
+#define GJ_CLI_GPU_H
+
+#include "cli_common.h"
+
+#define GJ_CLI_GPU_MAX_BUFFERS 32
+
+typedef struct gj_cli_gpu {
+    const char *cmd;
+    gj_context *ctx;
+    gj_runtime_info info;
+    void *buffers[GJ_CLI_GPU_MAX_BUFFERS];
+    size_t n_buffers;
+} gj_cli_gpu;
+
+/* Probes the runtime. Without a driver or device: prints "gridjit CMD: no GPU: ..."
+ * (unless quiet) and returns GJ_CLI_FAILURE. */
+int gj_cli_gpu_open(const char *cmd, gj_context *ctx, gj_cli_gpu *gpu, int quiet);
+/* Frees every buffer (after synchronising the default stream). */
+void gj_cli_gpu_close(gj_cli_gpu *gpu);
+
+/* A module for enc/opts: compiled for the device (arch NULL), or for arch then loaded. */
+int gj_cli_gpu_module(gj_cli_gpu *gpu, const gj_encoding *enc, const gj_codegen_options *opts, const char *arch,
+                      gj_module **module);
+
+/* Device memory, freed by gj_cli_gpu_close. bytes == 0 gives NULL and succeeds. */
+int gj_cli_gpu_alloc(gj_cli_gpu *gpu, size_t bytes, void **ptr);
+/* Allocates and uploads count floats as float32 (precision FP32) or fp16. */
+int gj_cli_gpu_upload(gj_cli_gpu *gpu, const float *host, size_t count, gj_precision precision, void **ptr);
+/* Downloads count elements of that precision into host floats. */
+int gj_cli_gpu_download(gj_cli_gpu *gpu, const void *device, size_t count, gj_precision precision, float *host);
+/* Allocates count elements of that precision, zeroed. */
+int gj_cli_gpu_zeros(gj_cli_gpu *gpu, size_t count, gj_precision precision, void **ptr);
+
+/* a * b * c without overflow of size_t; 0 on overflow (then *out is unset). */
+int gj_cli_mul_size(size_t a, size_t b, size_t c, size_t *out);
+
+#endif

@@ -1,0 +1,422 @@
+/* gridjit bench: kernel timings of the passes with CUDA events, and the compile time. */
+#include "cli_gpu.h"
+
+/* CUDA events come from the library's driver table: the public API has no timers. */
+#include "driver.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const CMD = "bench";
+
+#define DEFAULT_POINTS (1u << 21)
+#define MIN_ITERATIONS 20
+#define WARMUP 5
+
+enum {
+    PASS_FORWARD = 1 << 0,        /* y */
+    PASS_FORWARD_DYDX = 1 << 1,   /* y and dy/dx */
+    PASS_BACKWARD = 1 << 2,       /* dL/dparams */
+    PASS_BACKWARD_INPUT = 1 << 3, /* dL/dparams and dL/dx, one launch */
+    PASS_STEP = 1 << 4,           /* forward, then backward with dL/dx */
+    PASS_ALL = (1 << 5) - 1
+};
+
+static const struct {
+    const char *name;
+    unsigned bit;
+} pass_names[] = {
+    {"forward", PASS_FORWARD},
+    {"forward_dydx", PASS_FORWARD_DYDX},
+    {"backward", PASS_BACKWARD},
+    {"backward_input", PASS_BACKWARD_INPUT},
+    {"step", PASS_STEP},
+};
+#define N_PASSES (sizeof pass_names / sizeof pass_names[0])
+
+static void usage(void) {
+    printf("Usage: gridjit bench --config C [--dims D] [--points N] [--pass P] [--json]\n"
+           "                     [--block B] [--ppt P] [--order level|point] [--iterations K]\n"
+           "\n"
+           "Times the generated kernels on the GPU: N uniform random points in [0,1)^D (a\n"
+           "fixed seed), parameters from gj_init_params, then per pass a warm-up and K\n"
+           "back-to-back launches, each between two CUDA events; prints the median time\n"
+           "and the points per second. The compile time (generate, NVRTC, load) is measured\n"
+           "with CUDA_CACHE_DISABLE=1 and gridjit's disk cache off, so it is a cold compile.\n"
+           "\n"
+           "Passes:\n"
+           "  forward         y\n"
+           "  forward_dydx    y and dy/dx\n"
+           "  backward        dL/dparams (overwrite: includes zeroing the gradient)\n"
+           "  backward_input  dL/dparams and dL/dx, fused in one launch\n"
+           "  step            forward, then backward with dL/dparams and dL/dx\n"
+           "  all             every one of the above (default)\n"
+           "\n"
+           "Options:\n"
+           "  -c, --config C       configuration: a JSON file, or inline JSON starting with '{'\n"
+           "  -d, --dims D         number of input dimensions (default: the configuration's, else 3)\n"
+           "  -n, --points N       points per launch (default 2097152 = 2^21)\n"
+           "  -p, --pass P         a pass above, or a comma-separated list of them\n"
+           "  -j, --json           print one JSON object: {\"config\", \"n_dims\", \"n_points\",\n"
+           "                       \"device\", \"block\", \"points_per_thread\", \"order\", \"compile_ms\",\n"
+           "                       \"iterations\", \"passes\": {PASS: {\"median_ms\", \"points_per_s\"}}}\n"
+           "  -b, --block B        threads per block of the kernels (default 256)\n"
+           "  -t, --ppt P          points per thread (default 1)\n"
+           "  -o, --order O        level (level-major, default) or point (point-major)\n"
+           "  -k, --iterations K   timed launches per pass, at least %d (default 50)\n"
+           "  -h, --help           show this help\n",
+           MIN_ITERATIONS);
+}
+
+typedef struct bench_args {
+    const char *config, *dims;
+    uint32_t n_points, block, ppt, iterations;
+    unsigned passes;
+    gj_order order;
+    int json;
+} bench_args;
+
+static int parse_pass_list(const char *text, unsigned *passes) {
+    *passes = 0;
+    const char *p = text;
+    while (*p) {
+        const size_t len = strcspn(p, ",");
+        unsigned bit = 0;
+        if (len == 3 && strncmp(p, "all", 3) == 0) {
+            bit = PASS_ALL;
+        }
+        for (size_t i = 0; i < N_PASSES && !bit; ++i) {
+            if (strlen(pass_names[i].name) == len && strncmp(p, pass_names[i].name, len) == 0) {
+                bit = pass_names[i].bit;
+            }
+        }
+        if (!bit) {
+            return gj_cli_usage_error(CMD, "--pass: unknown pass '%.*s' (forward, forward_dydx, backward, "
+                                           "backward_input, step or all)", (int)len, p);
+        }
+        *passes |= bit;
+        p += len + (p[len] == ',');
+    }
+    return *passes ? GJ_CLI_OK : gj_cli_usage_error(CMD, "--pass: empty");
+}
+
+static int parse_order(const char *text, gj_order *order) {
+    if (strcmp(text, "level") == 0) {
+        *order = GJ_ORDER_LEVEL_MAJOR;
+    } else if (strcmp(text, "point") == 0) {
+        *order = GJ_ORDER_POINT_MAJOR;
+    } else {
+        return gj_cli_usage_error(CMD, "--order: must be level or point (got '%s')", text);
+    }
+    return GJ_CLI_OK;
+}
+
+static int parse_args(int argc, char **argv, bench_args *args) {
+    static const struct option options[] = {
+        {"config", required_argument, NULL, 'c'}, {"dims", required_argument, NULL, 'd'},
+        {"points", required_argument, NULL, 'n'}, {"pass", required_argument, NULL, 'p'},
+        {"json", no_argument, NULL, 'j'},         {"block", required_argument, NULL, 'b'},
+        {"ppt", required_argument, NULL, 't'},    {"order", required_argument, NULL, 'o'},
+        {"iterations", required_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt, rc = GJ_CLI_OK;
+    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, ":c:d:n:p:jb:t:o:k:h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'c': args->config = optarg; break;
+        case 'd': args->dims = optarg; break;
+        case 'n': rc = gj_cli_parse_u32(CMD, "--points", optarg, 1, UINT32_MAX, &args->n_points); break;
+        case 'p': rc = parse_pass_list(optarg, &args->passes); break;
+        case 'j': args->json = 1; break;
+        case 'b': rc = gj_cli_parse_u32(CMD, "--block", optarg, 32, 1024, &args->block); break;
+        case 't': rc = gj_cli_parse_u32(CMD, "--ppt", optarg, 1, 16, &args->ppt); break;
+        case 'o': rc = parse_order(optarg, &args->order); break;
+        case 'k': rc = gj_cli_parse_u32(CMD, "--iterations", optarg, MIN_ITERATIONS, 100000, &args->iterations); break;
+        case 'h': usage(); return -1;
+        default: return gj_cli_bad_option(CMD, opt, argv);
+        }
+    }
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_no_operands(CMD, argc, argv);
+    }
+    if (rc == GJ_CLI_OK && !args->config) {
+        rc = gj_cli_usage_error(CMD, "--config is required (a file or inline JSON)");
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------ data */
+
+typedef struct bench_buffers {
+    void *x, *params, *y, *dy_dx, *dl_dy, *dparams, *dx;
+} bench_buffers;
+
+/* Uniform in [0, 1) from a fixed-seed xorshift64*: the same points every run. */
+static void random_floats(float *out, size_t count, uint64_t seed, float lo, float hi) {
+    uint64_t state = seed;
+    for (size_t i = 0; i < count; ++i) {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        const uint64_t r = state * 0x2545F4914F6CDD1Dull;
+        out[i] = lo + (hi - lo) * (float)(r >> 40) * (1.0f / 16777216.0f);
+    }
+}
+
+static int upload_random(gj_cli_gpu *gpu, size_t count, uint64_t seed, float lo, float hi, gj_precision precision,
+                         void **ptr) {
+    float *host = malloc(count * sizeof(float));
+    if (!host) {
+        gj_cli_error(CMD, "out of memory (%zu floats)", count);
+        return GJ_CLI_FAILURE;
+    }
+    random_floats(host, count, seed, lo, hi);
+    int rc = gj_cli_gpu_upload(gpu, host, count, precision, ptr);
+    free(host);
+    return rc;
+}
+
+static int prepare(gj_cli_gpu *gpu, gj_module *m, const gj_encoding *enc, const bench_args *args, bench_buffers *b) {
+    const gj_precision precision = gj_encoding_precision(enc);
+    const size_t n = args->n_points, d = gj_encoding_n_dims(enc), width = gj_module_output_width(m);
+    const size_t element = gj_module_element_size(m), n_out = gj_encoding_n_output_dims(enc);
+    size_t dydx = 0;
+    gj_cli_mul_size(n_out * n, d, sizeof(float), &dydx);
+    int rc = upload_random(gpu, n * d, 0x9E3779B97F4A7C15ull, 0.0f, 1.0f, GJ_PRECISION_FP32, &b->x);
+    rc = rc ? rc : gj_cli_gpu_alloc(gpu, (size_t)gj_module_n_params(m) * element, &b->params);
+    rc = rc ? rc : gj_cli_gpu_alloc(gpu, n * width * element, &b->y);
+    rc = rc ? rc : upload_random(gpu, n * width, 0xD1B54A32D192ED03ull, -1.0f, 1.0f, precision, &b->dl_dy);
+    rc = rc ? rc : gj_cli_gpu_alloc(gpu, (size_t)gj_module_n_params(m) * element, &b->dparams);
+    rc = rc ? rc : gj_cli_gpu_alloc(gpu, n * d * sizeof(float), &b->dx);
+    if (rc == GJ_CLI_OK && (args->passes & PASS_FORWARD_DYDX)) {
+        rc = gj_cli_gpu_alloc(gpu, dydx, &b->dy_dx);
+    }
+    if (rc == GJ_CLI_OK) {
+        gj_init_desc init;
+        gj_init_desc_init(&init);
+        init.params = b->params;
+        init.seed = 1337;
+        gj_status status = gj_init_params(m, NULL, &init);
+        rc = status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, gpu->ctx, status, "cannot initialise parameters");
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------- timing */
+
+static gj_status run_pass(gj_module *m, unsigned pass, uint64_t n, const bench_buffers *b) {
+    gj_forward_desc f;
+    gj_forward_desc_init(&f);
+    f.n = n;
+    f.x = b->x;
+    f.params = b->params;
+    f.y = b->y;
+    gj_backward_desc g;
+    gj_backward_desc_init(&g);
+    g.n = n;
+    g.x = b->x;
+    g.params = b->params;
+    g.dL_dy = b->dl_dy;
+    g.dL_dparams = b->dparams;
+    switch (pass) {
+    case PASS_FORWARD: return gj_forward(m, NULL, &f);
+    case PASS_FORWARD_DYDX: f.dy_dx = b->dy_dx; return gj_forward(m, NULL, &f);
+    case PASS_BACKWARD: return gj_backward(m, NULL, &g);
+    case PASS_BACKWARD_INPUT: g.dL_dx = b->dx; return gj_backward(m, NULL, &g);
+    default: {
+        g.dL_dx = b->dx;
+        gj_status status = gj_forward(m, NULL, &f);
+        return status == GJ_OK ? gj_backward(m, NULL, &g) : status;
+    }
+    }
+}
+
+static int compare_floats(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static gj_status cuda(gj_context *ctx, gj__driver *drv, CUresult r, const char *call) {
+    return gj__cuda_check(ctx, drv, r, call);
+}
+
+/* Median of iterations launches, each timed between its own pair of events. */
+static int time_pass(gj_cli_gpu *gpu, gj_module *m, unsigned pass, const bench_args *args, const bench_buffers *b,
+                     double *median_ms) {
+    gj__driver *drv = NULL;
+    gj_status status = gj__driver_get(gpu->ctx, &drv);
+    const uint32_t k = args->iterations;
+    CUevent *events = calloc(k + 1, sizeof *events);
+    float *ms = calloc(k, sizeof *ms);
+    if (!events || !ms) {
+        status = GJ_ERROR_OUT_OF_MEMORY;
+    }
+    for (uint32_t i = 0; status == GJ_OK && i <= k; ++i) {
+        status = cuda(gpu->ctx, drv, drv->EventCreate(&events[i], CU_EVENT_DEFAULT), "cuEventCreate");
+    }
+    for (int i = 0; status == GJ_OK && i < WARMUP; ++i) {
+        status = run_pass(m, pass, args->n_points, b);
+    }
+    if (status == GJ_OK) {
+        status = gj_stream_synchronize(gpu->ctx, NULL);
+    }
+    status = status ? status : cuda(gpu->ctx, drv, drv->EventRecord(events[0], NULL), "cuEventRecord");
+    for (uint32_t i = 0; status == GJ_OK && i < k; ++i) {
+        status = run_pass(m, pass, args->n_points, b);
+        status = status ? status : cuda(gpu->ctx, drv, drv->EventRecord(events[i + 1], NULL), "cuEventRecord");
+    }
+    status = status ? status : cuda(gpu->ctx, drv, drv->EventSynchronize(events[k]), "cuEventSynchronize");
+    for (uint32_t i = 0; status == GJ_OK && i < k; ++i) {
+        status = cuda(gpu->ctx, drv, drv->EventElapsedTime(&ms[i], events[i], events[i + 1]), "cuEventElapsedTime");
+    }
+    if (status == GJ_OK) {
+        qsort(ms, k, sizeof *ms, compare_floats);
+        *median_ms = k % 2 ? ms[k / 2] : 0.5 * ((double)ms[k / 2 - 1] + (double)ms[k / 2]);
+    }
+    for (uint32_t i = 0; events && drv && i <= k; ++i) {
+        if (events[i]) {
+            drv->EventDestroy(events[i]);
+        }
+    }
+    free(events);
+    free(ms);
+    return status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, gpu->ctx, status, "timing failed");
+}
+
+/* ----------------------------------------------------------------- output */
+
+typedef struct bench_result {
+    double compile_ms;
+    double median_ms[N_PASSES];
+    int measured[N_PASSES];
+} bench_result;
+
+static int print_text(const bench_args *args, const gj_cli_gpu *gpu, const gj_encoding *enc, const bench_result *r) {
+    printf("gridjit bench on %s (%s): N = %u points, D = %u, %s, block %u, %u point%s per thread, %s-major\n",
+           gpu->info.device_name, gpu->info.arch, args->n_points, gj_encoding_n_dims(enc),
+           gj_encoding_precision(enc) == GJ_PRECISION_FP16 ? "fp16" : "fp32", args->block, args->ppt,
+           args->ppt == 1 ? "" : "s", args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point");
+    printf("compile          %10.1f ms (generate + NVRTC + load, CUDA_CACHE_DISABLE=1)\n", r->compile_ms);
+    printf("%-16s %10s %14s   (median of %u launches)\n", "pass", "ms", "points/s", args->iterations);
+    for (size_t i = 0; i < N_PASSES; ++i) {
+        if (r->measured[i]) {
+            printf("%-16s %10.4f %14.4g\n", pass_names[i].name, r->median_ms[i],
+                   (double)args->n_points / (r->median_ms[i] * 1e-3));
+        }
+    }
+    return GJ_CLI_OK;
+}
+
+static int add_number(cJSON *object, const char *key, double value, const char *format) {
+    char text[64];
+    snprintf(text, sizeof text, format, value);
+    return cJSON_AddRawToObject(object, key, text) != NULL;
+}
+
+static int print_json(const bench_args *args, const gj_cli_gpu *gpu, const gj_encoding *enc, const bench_result *r) {
+    char *config = gj_encoding_hyperparams(enc);
+    cJSON *root = cJSON_CreateObject(), *passes = NULL;
+    int ok = config && root && cJSON_AddRawToObject(root, "config", config) &&
+             add_number(root, "n_dims", gj_encoding_n_dims(enc), "%.0f") &&
+             add_number(root, "n_points", args->n_points, "%.0f") &&
+             cJSON_AddStringToObject(root, "device", gpu->info.device_name) &&
+             add_number(root, "block", args->block, "%.0f") && add_number(root, "points_per_thread", args->ppt, "%.0f") &&
+             cJSON_AddStringToObject(root, "order", args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point") &&
+             add_number(root, "compile_ms", r->compile_ms, "%.3f") &&
+             add_number(root, "iterations", args->iterations, "%.0f") &&
+             (passes = cJSON_AddObjectToObject(root, "passes")) != NULL;
+    for (size_t i = 0; ok && i < N_PASSES; ++i) {
+        if (r->measured[i]) {
+            cJSON *pass = cJSON_AddObjectToObject(passes, pass_names[i].name);
+            ok = pass && add_number(pass, "median_ms", r->median_ms[i], "%.6f") &&
+                 add_number(pass, "points_per_s", (double)args->n_points / (r->median_ms[i] * 1e-3), "%.6e");
+        }
+    }
+    char *text = ok ? cJSON_Print(root) : NULL;
+    int rc = GJ_CLI_FAILURE;
+    if (text) {
+        rc = gj_cli_write_stdout(CMD, text, strlen(text));
+        rc = rc ? rc : gj_cli_write_stdout(CMD, "\n", 1);
+    } else {
+        gj_cli_error(CMD, "out of memory writing JSON");
+    }
+    cJSON_free(text);
+    cJSON_Delete(root);
+    gj_free(config);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ main */
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int bench(const bench_args *args, gj_context *ctx, const gj_encoding *enc) {
+    gj_cli_gpu gpu;
+    int rc = gj_cli_gpu_open(CMD, ctx, &gpu, 0);
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.passes = GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
+    opts.block_size = args->block;
+    opts.points_per_thread = args->ppt;
+    opts.order = args->order;
+    bench_result result;
+    memset(&result, 0, sizeof result);
+    gj_module *m = NULL;
+    if (rc == GJ_CLI_OK) {
+        const double start = now_ms();
+        rc = gj_cli_gpu_module(&gpu, enc, &opts, NULL, &m);
+        result.compile_ms = now_ms() - start;
+    }
+    bench_buffers buffers;
+    memset(&buffers, 0, sizeof buffers);
+    if (rc == GJ_CLI_OK) {
+        rc = prepare(&gpu, m, enc, args, &buffers);
+    }
+    for (size_t i = 0; rc == GJ_CLI_OK && i < N_PASSES; ++i) {
+        if (args->passes & pass_names[i].bit) {
+            rc = time_pass(&gpu, m, pass_names[i].bit, args, &buffers, &result.median_ms[i]);
+            result.measured[i] = rc == GJ_CLI_OK;
+        }
+    }
+    if (rc == GJ_CLI_OK) {
+        rc = args->json ? print_json(args, &gpu, enc, &result) : print_text(args, &gpu, enc, &result);
+    }
+    gj_cli_gpu_close(&gpu);
+    gj_module_destroy(m);
+    return rc;
+}
+
+int gj_cli_bench(int argc, char **argv) {
+    /* Cold compiles: the driver's JIT/NVRTC cubin cache (read when the driver loads) and
+     * gridjit's disk cache (read when first used) are both off for this process. */
+    setenv("CUDA_CACHE_DISABLE", "1", 1);
+    setenv("GRIDJIT_CACHE_DISABLE", "1", 1);
+    bench_args args = {.n_points = DEFAULT_POINTS, .block = 256, .ppt = 1, .iterations = 50,
+                       .passes = PASS_ALL, .order = GJ_ORDER_LEVEL_MAJOR};
+    int rc = parse_args(argc, argv, &args);
+    if (rc == -1) {
+        return gj_cli_flush_stdout(CMD);
+    }
+    if (rc != GJ_CLI_OK) {
+        return rc;
+    }
+    uint32_t n_dims = 0;
+    rc = gj_cli_parse_dims(CMD, args.dims, &n_dims);
+    gj_context *ctx = NULL;
+    gj_encoding *enc = NULL;
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_open(CMD, args.config, n_dims, &ctx, &enc);
+    }
+    if (rc == GJ_CLI_OK) {
+        rc = bench(&args, ctx, enc);
+    }
+    gj_cli_close(ctx, enc);
+    int flushed = gj_cli_flush_stdout(CMD);
+    return rc != GJ_CLI_OK ? rc : flushed;
+}
