@@ -17,6 +17,7 @@
 #include "codegen.h"
 #include "module.h"
 #include "templates.h"
+#include "run_cli.h"
 #include "test_env.h"
 
 /* D = 3, 4 levels of 2 features (8 outputs): small enough to reason about by hand. */
@@ -729,6 +730,141 @@ static void fp16_conversion_matches_the_compiler(void **state) {
 }
 #endif
 
+
+/* ------------------------------------------------------------- the CLI */
+
+static int have_cli(void) {
+    if (!gj_test_cli_path()) {
+        printf("SKIPPED: GRIDJIT_CLI is not set\n");
+        return 0;
+    }
+    return 1;
+}
+
+static void write_n_floats(const char *dir, const char *name, size_t count) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    float *values = calloc(count + 1, sizeof(float));
+    assert_non_null(values);
+    for (size_t i = 0; i < count; ++i) {
+        values[i] = 0.25f;
+    }
+    assert_int_equal(gj_test_write_file(path, (const char *)values, count * sizeof(float)), 0);
+    free(values);
+}
+
+/* Runs the CLI in dir; returns its exit status, stderr in *err (malloc()ed). */
+static int cli(const char *dir, const char *const *args, char **err, int *printed) {
+    gj_cli_result r;
+    assert_int_equal(gj_test_run_cli(dir, args, &r), 0);
+    *err = strdup(r.err);
+    *printed = r.out_len > 0;
+    const int status = r.status;
+    gj_cli_result_free(&r);
+    return status;
+}
+
+#define EVAL_CONFIG "{\"otype\": \"HashGrid\", \"n_levels\": 2, \"log2_hashmap_size\": 4, \"precision\": \"fp32\"}"
+
+static void eval_refuses_files_that_do_not_fit(void **state) {
+    (void)state;
+    if (!have_cli()) {
+        skip();
+    }
+    char *dir = gj_test_scratch_dir("eval_sizes");
+    assert_non_null(dir);
+    /* D = 3, 2 levels x 2 features: n_params = 2 * 16 entries * 2 = 64, 4 outputs. */
+    write_n_floats(dir, "p7.f32", 7);   /* not a multiple of D = 3 */
+    write_n_floats(dir, "p6.f32", 6);   /* N = 2 */
+    write_n_floats(dir, "w63.f32", 63); /* one short */
+    write_n_floats(dir, "w64.f32", 64);
+    write_n_floats(dir, "g7.f32", 7);   /* N * n_output_dims = 8 */
+    write_n_floats(dir, "m3.f32", 3);   /* N = 2 */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/odd.f32", dir);
+    assert_int_equal(gj_test_write_file(path, "abcde", 5), 0); /* not whole floats */
+    char *err = NULL;
+    int printed = 0;
+
+    const char *points_odd[] = {"eval", "--config", EVAL_CONFIG, "--points", "p7.f32", "--params", "w64.f32",
+                                "--out-dir", "out", NULL};
+    assert_int_equal(cli(dir, points_odd, &err, &printed), 1);
+    assert_contains(err, "not a multiple of D = 3");
+    assert_false(printed);
+    free(err);
+    const char *params_short[] = {"eval", "--config", EVAL_CONFIG, "--points", "p6.f32", "--params", "w63.f32",
+                                  "--out-dir", "out", NULL};
+    assert_int_equal(cli(dir, params_short, &err, &printed), 1);
+    assert_contains(err, "expected n_params = 64");
+    free(err);
+    const char *dldy_short[] = {"eval", "--config", EVAL_CONFIG, "--points", "p6.f32", "--params", "w64.f32",
+                                "--dl-dy", "g7.f32", "--out-dir", "out", NULL};
+    assert_int_equal(cli(dir, dldy_short, &err, &printed), 1);
+    assert_contains(err, "N * n_output_dims = 8");
+    free(err);
+    const char *bytes_odd[] = {"eval", "--config", EVAL_CONFIG, "--points", "odd.f32", "--params", "w64.f32",
+                               "--out-dir", "out", NULL};
+    assert_int_equal(cli(dir, bytes_odd, &err, &printed), 1);
+    assert_contains(err, "not a whole number of float32 values");
+    free(err);
+    const char *levels_short[] = {"eval", "--config", EVAL_CONFIG, "--points", "p6.f32", "--params", "w64.f32",
+                                  "--max-level", "m3.f32", "--out-dir", "out", NULL};
+    assert_int_equal(cli(dir, levels_short, &err, &printed), 1);
+    assert_contains(err, "expected N = 2");
+    free(err);
+    const char *level_range[] = {"eval", "--config", EVAL_CONFIG, "--points", "p6.f32", "--params", "w64.f32",
+                                 "--max-level", "1.5", "--out-dir", "out", NULL};
+    assert_int_equal(cli(dir, level_range, &err, &printed), 1);
+    assert_contains(err, "--max-level: must be in [0, 1]");
+    free(err);
+    const char *h_without_g[] = {"eval", "--config", EVAL_CONFIG, "--points", "p6.f32", "--params", "w64.f32",
+                                 "--dl-ddldx", "p6.f32", "--out-dir", "out", NULL};
+    assert_int_equal(cli(dir, h_without_g, &err, &printed), 2);
+    assert_contains(err, "--dl-ddldx needs --dl-dy");
+    free(err);
+    const char *missing[] = {"eval", "--config", EVAL_CONFIG, "--points", "p6.f32", NULL};
+    assert_int_equal(cli(dir, missing, &err, &printed), 2);
+    assert_contains(err, "--params is required");
+    free(err);
+    /* Everything fits, but there is no driver (GRIDJIT_DRIVER=off is inherited). */
+    const char *fits[] = {"eval", "--config", EVAL_CONFIG, "--points", "p6.f32", "--params", "w64.f32",
+                          "--out-dir", "out", NULL};
+    assert_int_equal(cli(dir, fits, &err, &printed), 1);
+    assert_contains(err, "gridjit eval: no GPU");
+    assert_contains(err, "GRIDJIT_DRIVER=off");
+    assert_false(printed);
+    free(err);
+    snprintf(path, sizeof path, "%s/out/y.f32", dir);
+    assert_int_not_equal(access(path, F_OK), 0); /* nothing written */
+    free(dir);
+}
+
+static void bench_without_a_gpu_says_so(void **state) {
+    (void)state;
+    if (!have_cli()) {
+        skip();
+    }
+    char *err = NULL;
+    int printed = 0;
+    const char *args[] = {"bench", "--config", EVAL_CONFIG, "--points", "1000", NULL};
+    assert_int_equal(cli(NULL, args, &err, &printed), 1);
+    assert_contains(err, "gridjit bench: no GPU");
+    assert_false(printed);
+    free(err);
+    const char *bad_pass[] = {"bench", "--config", EVAL_CONFIG, "--pass", "forward,sideways", NULL};
+    assert_int_equal(cli(NULL, bad_pass, &err, &printed), 2);
+    assert_contains(err, "unknown pass 'sideways'");
+    free(err);
+    const char *few[] = {"bench", "--config", EVAL_CONFIG, "--iterations", "5", NULL};
+    assert_int_equal(cli(NULL, few, &err, &printed), 2);
+    assert_contains(err, "--iterations");
+    free(err);
+    const char *order[] = {"bench", "--config", EVAL_CONFIG, "--order", "diagonal", NULL};
+    assert_int_equal(cli(NULL, order, &err, &printed), 2);
+    assert_contains(err, "--order: must be level or point");
+    free(err);
+}
+
 int main(void) {
     setenv("GRIDJIT_DRIVER", "off", 1);
     const struct CMUnitTest tests[] = {
@@ -750,6 +886,8 @@ int main(void) {
         cmocka_unit_test(kernel_names_follow_the_contract),
         cmocka_unit_test_setup_teardown(load_refuses_a_program_of_other_options, setup, teardown),
         cmocka_unit_test_setup_teardown(kernel_args_have_one_layout, setup, teardown),
+        cmocka_unit_test(eval_refuses_files_that_do_not_fit),
+        cmocka_unit_test(bench_without_a_gpu_says_so),
         cmocka_unit_test(fp16_conversion_round_trips),
 #if defined(__FLT16_MAX__)
         cmocka_unit_test(fp16_conversion_matches_the_compiler),
