@@ -2,6 +2,7 @@
 #ifndef GJ_COMPILE_H
 #define GJ_COMPILE_H
 
+#include "cache_tag.h"
 #include "context.h"
 
 #include <stddef.h>
@@ -33,6 +34,7 @@ struct gj_program {
     char *log;
     char *source;
     double compile_ms;
+    gj__cache_tag cache; /* filled by the disk cache (src/cache.c) */
 };
 
 /* Allocates an empty program (all fields zero, log ""). NULL on OOM. */
