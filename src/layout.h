@@ -8,9 +8,11 @@
 typedef enum gj__index_mode {
     GJ__INDEX_DENSE = 0, /* sum_d v_d * resolution^d in uint32 (cannot overflow), then mod entries */
     GJ__INDEX_HASH = 1,  /* hash(v) mod entries */
-    GJ__INDEX_WRAP = 2   /* resolution^D overflows uint32: sum_d v_d * resolution^d evaluated
-                            exactly modulo entries (Horner); Tiled grids only. The reference
-                            degenerates to index 0 here. */
+    GJ__INDEX_WRAP = 2   /* resolution > gj__max_base(D): sum_d v_d * resolution^d evaluated
+                            exactly modulo entries (Horner). Tiled grids, and Dense grids of
+                            D > 10 (max_base 0; there resolution^D <= 2^31 - 1, so this is the
+                            plain dense index). Never Hash. The reference degenerates to
+                            index 0 here. */
 } gj__index_mode;
 
 typedef struct gj__level {

@@ -1,1 +1,70 @@
-// placeholder
+// ---------------------------------------------------------------------------
+// gridjit prelude: integer types, a minimal fp16, small vectors, atomics.
+// Self-contained on purpose: NVRTC 13 bundles no cuda_fp16.h, and the generated
+// source must compile with NVRTC alone and with nvcc alone.
+// Guarded so that several generated encodings can share one translation unit.
+// ---------------------------------------------------------------------------
+#ifndef GJ_PRELUDE_CUH
+#define GJ_PRELUDE_CUH
+
+typedef unsigned char gj_u8;
+typedef unsigned short gj_u16;
+typedef unsigned int gj_u32;
+typedef int gj_i32;
+typedef unsigned long long gj_u64;
+
+#define GJ_INLINE __device__ __forceinline__
+
+// Aligned carriers for vector loads of table entries (one request per entry).
+struct __align__(8) gj_u32x2 { gj_u32 x, y; };
+struct __align__(16) gj_u32x4 { gj_u32 x, y, z, w; };
+
+// ---- fp16 -----------------------------------------------------------------
+// Storage only: arithmetic is done in fp32 and rounded once (round to nearest even).
+struct __align__(2) gj_half {
+    gj_u16 bits;
+};
+
+GJ_INLINE float gj_half_to_float(gj_u16 bits) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
+    return f;
+}
+
+GJ_INLINE gj_u16 gj_float_to_half_bits(float f) {
+    gj_u16 bits;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f));
+    return bits;
+}
+
+GJ_INLINE float gj_to_float(float v) { return v; }
+GJ_INLINE float gj_to_float(gj_half v) { return gj_half_to_float(v.bits); }
+
+template <typename T> GJ_INLINE T gj_from_float(float v);
+template <> GJ_INLINE float gj_from_float<float>(float v) { return v; }
+template <> GJ_INLINE gj_half gj_from_float<gj_half>(float v) {
+    gj_half h;
+    h.bits = gj_float_to_half_bits(v);
+    return h;
+}
+
+// ---- small fixed-size vectors (the device functions' in/out types) --------
+template <typename T, int N>
+struct gj_vec {
+    T v[N];
+    GJ_INLINE T& operator[](int i) { return v[i]; }
+    GJ_INLINE const T& operator[](int i) const { return v[i]; }
+};
+
+// ---- atomics ----------------------------------------------------------------
+GJ_INLINE void gj_atomic_add(float* address, float value) {
+    atomicAdd(address, value);
+}
+
+// Two fp16 gradients in one reduction; the address must be 4-byte aligned.
+GJ_INLINE void gj_atomic_add_half2(gj_half* address, float a, float b) {
+    const gj_u32 packed = (gj_u32)gj_float_to_half_bits(a) | ((gj_u32)gj_float_to_half_bits(b) << 16);
+    asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address), "r"(packed) : "memory");
+}
+
+#endif // GJ_PRELUDE_CUH

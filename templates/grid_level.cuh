@@ -1,0 +1,488 @@
+// ---------------------------------------------------------------------------
+// gridjit: the work of one level for one point, for every pass (SPEC §3, §6).
+//
+// Each function is specialised by an encoding's configuration struct C:
+//   C::param_t, C::grad_t           parameter and gradient-accumulation types
+//   C::D, C::F                      input dimensions, features per level
+//   C::HASH, C::INTERP              GJ_HASH_*, GJ_INTERP_*
+//   C::FIXED_POINT, C::STOCHASTIC   fixed_point_pos, stochastic_interpolation
+// and by the level's index mode (GJ_INDEX_*). The level's constants (scale,
+// resolution, table size, fixed-point cell size) arrive as literals from the
+// generated code, so the compiler folds them (e.g. "% entries" into a mask).
+//
+// Arithmetic is fp32 throughout; fp16 parameters are widened on load and results
+// rounded once on store (the reference interpolates in fp16, SPEC §8.6).
+// ---------------------------------------------------------------------------
+#ifndef GJ_GRID_LEVEL_CUH
+#define GJ_GRID_LEVEL_CUH
+
+// Corners are visited with a 64-bit counter so that D = 32 (BaseConvert) is well defined.
+// Small D is unrolled completely; large D stays a loop (2^D corners would not fit).
+// (#pragma unroll does not expand macros, hence a constant.)
+template <int D> struct gj_corner_unroll {
+    static constexpr int value = D <= 4 ? (1 << D) : 1;
+};
+
+// ---- interpolation weights w(t), w'(t), w''(t) -----------------------------
+template <int INTERP> GJ_INLINE float gj_weight(float t) {
+    if constexpr (INTERP == GJ_INTERP_SMOOTHSTEP) return t * t * (3.0f - 2.0f * t);
+    else return t;
+}
+template <int INTERP> GJ_INLINE float gj_weight_d1(float t) {
+    if constexpr (INTERP == GJ_INTERP_SMOOTHSTEP) return 6.0f * t * (1.0f - t);
+    else return 1.0f;
+}
+template <int INTERP> GJ_INLINE float gj_weight_d2(float t) {
+    if constexpr (INTERP == GJ_INTERP_SMOOTHSTEP) return 6.0f - 12.0f * t;
+    else return 0.0f;
+}
+
+// ---- locating the cell --------------------------------------------------------
+// c: the lower corner; t: the position inside the cell in [0, 1).
+template <class C>
+GJ_INLINE void gj_locate(const float* x, float scale, gj_u32 cell_fixed, gj_u32 (&c)[C::D], float (&t)[C::D]) {
+#pragma unroll
+    for (int d = 0; d < C::D; ++d) {
+        if constexpr (C::FIXED_POINT) {
+            // x's bits are a uint32 fixed-point position in [0, 2^32) (SPEC §6, reference lookup).
+            const gj_u32 pos = __float_as_uint(x[d]) + cell_fixed / 2;
+            c[d] = pos / cell_fixed + ((pos < cell_fixed / 2) ? (gj_u32)scale : 0u);
+            t[d] = scale / 4294967296.0f * (float)(pos - c[d] * cell_fixed);
+        } else {
+            const float p = fmaf(scale, x[d], 0.5f);
+            const float lower = floorf(p);
+            t[d] = p - lower;
+            // float -> int saturates (NaN -> 0) on the GPU; the index is reduced modulo the
+            // table size afterwards, so no input reaches outside the level.
+            c[d] = (gj_u32)(gj_i32)lower;
+        }
+    }
+}
+
+// ---- table entries --------------------------------------------------------------
+// One vector request per entry of F values.
+template <class C>
+GJ_INLINE void gj_load_entry(const typename C::param_t* __restrict__ grid, gj_u32 index, float (&val)[C::F]) {
+    typedef typename C::param_t T;
+    constexpr int F = C::F;
+    const T* p = grid + (gj_u64)index * F;
+    if constexpr (sizeof(T) == 2) {
+        if constexpr (F == 1) {
+            val[0] = gj_to_float(*p);
+        } else if constexpr (F == 2) {
+            const gj_u32 a = *(const gj_u32*)p;
+            val[0] = gj_half_to_float((gj_u16)a);
+            val[1] = gj_half_to_float((gj_u16)(a >> 16));
+        } else if constexpr (F == 4) {
+            const gj_u32x2 a = *(const gj_u32x2*)p;
+            val[0] = gj_half_to_float((gj_u16)a.x); val[1] = gj_half_to_float((gj_u16)(a.x >> 16));
+            val[2] = gj_half_to_float((gj_u16)a.y); val[3] = gj_half_to_float((gj_u16)(a.y >> 16));
+        } else {
+            const gj_u32x4 a = *(const gj_u32x4*)p;
+            const gj_u32 w[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                val[2 * i] = gj_half_to_float((gj_u16)w[i]);
+                val[2 * i + 1] = gj_half_to_float((gj_u16)(w[i] >> 16));
+            }
+        }
+    } else {
+        if constexpr (F == 1) {
+            val[0] = *p;
+        } else if constexpr (F == 2) {
+            const gj_u32x2 a = *(const gj_u32x2*)p;
+            val[0] = __uint_as_float(a.x); val[1] = __uint_as_float(a.y);
+        } else {
+#pragma unroll
+            for (int q = 0; q < F / 4; ++q) {
+                const gj_u32x4 a = *(const gj_u32x4*)(p + 4 * q);
+                val[4 * q + 0] = __uint_as_float(a.x); val[4 * q + 1] = __uint_as_float(a.y);
+                val[4 * q + 2] = __uint_as_float(a.z); val[4 * q + 3] = __uint_as_float(a.w);
+            }
+        }
+    }
+}
+
+// Entries of at most 8 bytes are also read as aligned 16-byte blocks of K entries, so
+// that the two corners of an x-edge cost one L2 request when they share a block: always
+// for dense levels unless the lower corner ends a block, and for CoherentPrime (whose x
+// factor is 1) whenever the upper corner differs from the lower only in the low bits.
+// Levels start on 8-entry boundaries, so a block never leaves its level (params must be
+// 16-byte aligned).
+template <class C>
+struct gj_entry_block {
+    static constexpr int BYTES = C::F * (int)sizeof(typename C::param_t);
+    static constexpr bool PAIRED = BYTES <= 8;
+    static constexpr int K = PAIRED ? 16 / BYTES : 1; // entries per 16-byte block
+};
+
+GJ_INLINE gj_u32 gj_select_word(const gj_u32x4& b, gj_u32 i) {
+    return i == 0 ? b.x : i == 1 ? b.y : i == 2 ? b.z : b.w;
+}
+
+// Entry `slot` (< K) of a 16-byte block, widened to fp32.
+template <class C>
+GJ_INLINE void gj_block_entry(const gj_u32x4& b, gj_u32 slot, float (&val)[C::F]) {
+    typedef typename C::param_t T;
+    constexpr int BYTES = gj_entry_block<C>::BYTES;
+    if constexpr (BYTES == 2) { // one fp16
+        const gj_u32 w = gj_select_word(b, slot >> 1);
+        val[0] = gj_half_to_float((gj_u16)((slot & 1) ? (w >> 16) : w));
+    } else if constexpr (BYTES == 4) { // two fp16 or one fp32
+        const gj_u32 w = gj_select_word(b, slot);
+        if constexpr (sizeof(T) == 2) {
+            val[0] = gj_half_to_float((gj_u16)w);
+            val[1] = gj_half_to_float((gj_u16)(w >> 16));
+        } else {
+            val[0] = __uint_as_float(w);
+        }
+    } else { // 8 bytes: four fp16 or two fp32
+        const gj_u32 lo = slot ? b.z : b.x, hi = slot ? b.w : b.y;
+        if constexpr (sizeof(T) == 2) {
+            val[0] = gj_half_to_float((gj_u16)lo); val[1] = gj_half_to_float((gj_u16)(lo >> 16));
+            val[2] = gj_half_to_float((gj_u16)hi); val[3] = gj_half_to_float((gj_u16)(hi >> 16));
+        } else {
+            val[0] = __uint_as_float(lo); val[1] = __uint_as_float(hi);
+        }
+    }
+}
+
+// The values of entries i0 and i1, with one request when they share a 16-byte block.
+template <class C>
+GJ_INLINE void gj_load_pair(const typename C::param_t* __restrict__ grid, gj_u32 i0, gj_u32 i1, float (&v0)[C::F],
+                            float (&v1)[C::F]) {
+    if constexpr (gj_entry_block<C>::PAIRED) {
+        constexpr gj_u32 K = gj_entry_block<C>::K;
+        const gj_u32 block = i0 / K;
+        const gj_u32x4 b = *(const gj_u32x4*)(grid + (gj_u64)block * (K * C::F));
+        gj_block_entry<C>(b, i0 % K, v0);
+        if (i1 / K == block) gj_block_entry<C>(b, i1 % K, v1);
+        else gj_load_entry<C>(grid, i1, v1);
+    } else {
+        gj_load_entry<C>(grid, i0, v0);
+        gj_load_entry<C>(grid, i1, v1);
+    }
+}
+
+// Adds weight * g to the gradient of one entry (atomically: other points share it).
+template <class C>
+GJ_INLINE void gj_add_entry(typename C::grad_t* __restrict__ grad, gj_u32 index, float weight, const float (&g)[C::F]) {
+    typedef typename C::grad_t G;
+    constexpr int F = C::F;
+    G* p = grad + (gj_u64)index * F;
+    if constexpr (sizeof(G) == 2) {
+        static_assert(F % 2 == 0, "fp16 gradients are accumulated in pairs; F = 1 accumulates in fp32");
+#pragma unroll
+        for (int f = 0; f < F; f += 2) {
+            gj_atomic_add_half2(p + f, weight * g[f], weight * g[f + 1]);
+        }
+    } else {
+#pragma unroll
+        for (int f = 0; f < F; ++f) {
+            gj_atomic_add(p + f, weight * g[f]);
+        }
+    }
+}
+
+// Corner `corner` (bit d set: upper neighbour along d) of the cell at c.
+template <int D>
+GJ_INLINE void gj_corner(const gj_u32 (&c)[D], gj_u64 corner, gj_u32 (&v)[D]) {
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+        v[d] = c[d] + (gj_u32)((corner >> d) & 1u);
+    }
+}
+
+// Product over dimensions e not in {skip_a, skip_b} of the corner's 1-D weights.
+template <int D>
+GJ_INLINE float gj_weight_product(const float (&w)[D], gj_u64 corner, int skip_a, int skip_b) {
+    float product = 1.0f;
+#pragma unroll
+    for (int e = 0; e < D; ++e) {
+        if (e != skip_a && e != skip_b) {
+            product *= ((corner >> e) & 1u) ? w[e] : 1.0f - w[e];
+        }
+    }
+    return product;
+}
+
+GJ_INLINE float gj_corner_sign(gj_u64 corner, int d) {
+    return ((corner >> d) & 1u) ? 1.0f : -1.0f;
+}
+
+// ---- forward ---------------------------------------------------------------------
+// y: this level's F features. dydx (DYDX): F x D derivatives dy_f/dx_d, from the same
+// corner values (no second round of loads).
+template <class C, int MODE, bool DYDX>
+GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed,
+                                const typename C::param_t* __restrict__ grid, float (&y)[C::F], float (&dydx)[C::F][C::D]) {
+    constexpr int D = C::D, F = C::F;
+    gj_u32 c[D];
+    float t[D];
+    gj_locate<C>(x, scale, cell_fixed, c, t);
+
+#pragma unroll
+    for (int f = 0; f < F; ++f) {
+        y[f] = 0.0f;
+        if constexpr (DYDX) {
+#pragma unroll
+            for (int d = 0; d < D; ++d) dydx[f][d] = 0.0f;
+        }
+    }
+
+    if constexpr (C::INTERP == GJ_INTERP_NEAREST) {
+        // The value of the cell's lower corner; piecewise constant, so dy/dx = 0.
+        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(c, resolution, entries), y);
+        return;
+    }
+
+    float w[D], dw[D];
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+        w[d] = gj_weight<C::INTERP>(t[d]);
+        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
+    }
+
+    // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x), loaded together.
+#pragma unroll (gj_corner_unroll<D - 1>::value)
+    for (gj_u64 edge = 0; edge < (1ull << (D - 1)); ++edge) {
+        gj_u32 v0[D], v1[D];
+        gj_corner<D>(c, edge << 1, v0);
+        gj_corner<D>(c, (edge << 1) | 1u, v1);
+        float val[2][F];
+        gj_load_pair<C>(grid, gj_corner_index<D, C::HASH, MODE>(v0, resolution, entries),
+                        gj_corner_index<D, C::HASH, MODE>(v1, resolution, entries), val[0], val[1]);
+#pragma unroll
+        for (int side = 0; side < 2; ++side) {
+            const gj_u64 corner = (edge << 1) | (gj_u64)side;
+            const float weight = gj_weight_product<D>(w, corner, -1, -1);
+#pragma unroll
+            for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[side][f], y[f]);
+            if constexpr (DYDX) {
+#pragma unroll
+                for (int d = 0; d < D; ++d) {
+                    const float g = gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1);
+#pragma unroll
+                    for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[side][f], dydx[f][d]);
+                }
+            }
+        }
+    }
+}
+
+// ---- backward ----------------------------------------------------------------------
+// g: dL/dy of this level. PARAMS: dL/dparams += (atomically, into grad = the level's
+// gradient base). INPUT: dldx += dL/dx contribution of this level. u: the stochastic
+// interpolation sample of this (point, level), used when C::STOCHASTIC.
+template <class C, int MODE, bool PARAMS, bool INPUT>
+GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed,
+                                 const typename C::param_t* __restrict__ grid, const float (&g)[C::F],
+                                 typename C::grad_t* __restrict__ grad, float (&dldx)[C::D], float u) {
+    constexpr int D = C::D, F = C::F;
+    gj_u32 c[D];
+    float t[D];
+    gj_locate<C>(x, scale, cell_fixed, c, t);
+
+    if constexpr (C::INTERP == GJ_INTERP_NEAREST) {
+        if constexpr (PARAMS) gj_add_entry<C>(grad, gj_corner_index<D, C::HASH, MODE>(c, resolution, entries), 1.0f, g);
+        return; // dL/dx = 0 for a piecewise-constant encoding.
+    }
+
+    float w[D], dw[D];
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+        w[d] = gj_weight<C::INTERP>(t[d]);
+        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
+    }
+
+    if constexpr (PARAMS && C::STOCHASTIC) {
+        // One corner, chosen per dimension with probability equal to its weight.
+        gj_u32 v[D];
+#pragma unroll
+        for (int d = 0; d < D; ++d) v[d] = c[d] + (u >= w[d] ? 0u : 1u);
+        gj_add_entry<C>(grad, gj_corner_index<D, C::HASH, MODE>(v, resolution, entries), 1.0f, g);
+    }
+
+    if constexpr ((PARAMS && !C::STOCHASTIC) || INPUT) {
+        // Corners in x-edges (2e, 2e + 1), as in the forward pass.
+#pragma unroll (gj_corner_unroll<D - 1>::value)
+        for (gj_u64 edge = 0; edge < (1ull << (D - 1)); ++edge) {
+            gj_u32 v0[D], v1[D];
+            gj_corner<D>(c, edge << 1, v0);
+            gj_corner<D>(c, (edge << 1) | 1u, v1);
+            const gj_u32 index[2] = {gj_corner_index<D, C::HASH, MODE>(v0, resolution, entries),
+                                     gj_corner_index<D, C::HASH, MODE>(v1, resolution, entries)};
+            float val[2][F];
+            if constexpr (INPUT) gj_load_pair<C>(grid, index[0], index[1], val[0], val[1]);
+#pragma unroll
+            for (int side = 0; side < 2; ++side) {
+                const gj_u64 corner = (edge << 1) | (gj_u64)side;
+                if constexpr (PARAMS && !C::STOCHASTIC) {
+                    gj_add_entry<C>(grad, index[side], gj_weight_product<D>(w, corner, -1, -1), g);
+                }
+                if constexpr (INPUT) {
+                    float gv = 0.0f; // dL/dy . theta_corner
+#pragma unroll
+                    for (int f = 0; f < F; ++f) gv = fmaf(g[f], val[side][f], gv);
+#pragma unroll
+                    for (int d = 0; d < D; ++d) {
+                        dldx[d] = fmaf(gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1), gv, dldx[d]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---- backward of backward ------------------------------------------------------------
+// The backward pass computes dL/dx_d = sum_f g_f dy_f/dx_d. Given H = dL/d(dL/dx):
+//   dL/dtheta_cf   += g_f * A_c,                 A_c = sum_d H_d s w'_d sgn_d(c) P_d(c)
+//   dL/dg_f         = sum_c A_c theta_cf
+//   dL/dx_k        += sum_c (g . theta_c) * [ H_k s^2 w''_k sgn_k P_k(c)
+//                     + sum_{d != k} H_d s^2 w'_d w'_k sgn_d sgn_k P_dk(c) ]
+// with P_d the product of the other dimensions' weights, P_dk that without d and k.
+// (The reference adds the diagonal term inside the wrong loop, SPEC §8.1.)
+template <class C, int MODE, bool PARAMS, bool DDLDY, bool INPUT>
+GJ_INLINE void gj_level_backward_backward(const float* x, float scale, gj_u32 resolution, gj_u32 entries,
+                                          gj_u32 cell_fixed, const typename C::param_t* __restrict__ grid,
+                                          const float (&H)[C::D], const float (&g)[C::F],
+                                          typename C::grad_t* __restrict__ grad, float (&ddldy)[C::F],
+                                          float (&dldx)[C::D]) {
+    constexpr int D = C::D, F = C::F;
+#pragma unroll
+    for (int f = 0; f < F; ++f) ddldy[f] = 0.0f;
+    if constexpr (C::INTERP == GJ_INTERP_NEAREST) {
+        return; // dL/dx of a piecewise-constant encoding is 0, and so is everything downstream.
+    }
+
+    gj_u32 c[D];
+    float t[D];
+    gj_locate<C>(x, scale, cell_fixed, c, t);
+    float w[D], dw[D], ddw[D];
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+        w[d] = gj_weight<C::INTERP>(t[d]);
+        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
+        ddw[d] = scale * scale * gj_weight_d2<C::INTERP>(t[d]);
+    }
+
+#pragma unroll (gj_corner_unroll<D>::value)
+    for (gj_u64 corner = 0; corner < (1ull << D); ++corner) {
+        gj_u32 v[D];
+        gj_corner<D>(c, corner, v);
+        const gj_u32 index = gj_corner_index<D, C::HASH, MODE>(v, resolution, entries);
+
+        float A = 0.0f;
+#pragma unroll
+        for (int d = 0; d < D; ++d) A = fmaf(H[d] * gj_corner_sign(corner, d) * dw[d], gj_weight_product<D>(w, corner, d, -1), A);
+
+        if constexpr (PARAMS) gj_add_entry<C>(grad, index, A, g);
+
+        if constexpr (DDLDY || INPUT) {
+            float val[F];
+            gj_load_entry<C>(grid, index, val);
+            if constexpr (DDLDY) {
+#pragma unroll
+                for (int f = 0; f < F; ++f) ddldy[f] = fmaf(A, val[f], ddldy[f]);
+            }
+            if constexpr (INPUT) {
+                float gv = 0.0f;
+#pragma unroll
+                for (int f = 0; f < F; ++f) gv = fmaf(g[f], val[f], gv);
+#pragma unroll
+                for (int k = 0; k < D; ++k) {
+                    float term = 0.0f;
+                    if constexpr (C::INTERP == GJ_INTERP_SMOOTHSTEP) {
+                        term = H[k] * ddw[k] * gj_corner_sign(corner, k) * gj_weight_product<D>(w, corner, k, -1);
+                    }
+#pragma unroll
+                    for (int d = 0; d < D; ++d) {
+                        if (d != k) {
+                            term = fmaf(H[d] * dw[d] * dw[k] * gj_corner_sign(corner, d) * gj_corner_sign(corner, k),
+                                        gj_weight_product<D>(w, corner, d, k), term);
+                        }
+                    }
+                    dldx[k] = fmaf(term, gv, dldx[k]);
+                }
+            }
+        }
+    }
+}
+
+// ---- small helpers for the generated device functions ------------------------------
+template <int N> GJ_INLINE void gj_zero(float (&v)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] = 0.0f;
+}
+
+template <int M, int N> GJ_INLINE void gj_zero(float (&v)[M][N]) {
+#pragma unroll
+    for (int i = 0; i < M; ++i) gj_zero<N>(v[i]);
+}
+
+// Level l is active for max_level m when l < m * L + 1e-3 (SPEC §6). Two separately
+// rounded operations (never contracted into an FMA), so level boundaries fall exactly
+// where the reference puts them.
+template <class C> GJ_INLINE float gj_level_limit(float max_level) {
+    return __fadd_rn(__fmul_rn(max_level, (float)C::L), 1e-3f);
+}
+
+// The stochastic-interpolation sample of (point index, level): PCG32(1337, 1) advanced by
+// index + level * stride.
+GJ_INLINE float gj_stochastic_sample(gj_u64 index, gj_u32 level, gj_u64 stride) {
+    gj_pcg32 rng(1337u, 1u);
+    rng.advance(index + (gj_u64)level * stride);
+    return rng.next_float();
+}
+
+// ---- the passes with run-time choices (null outputs are skipped) -------------------
+template <class C, int MODE>
+GJ_INLINE void gj_level_backward_any(const float* x, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed,
+                                     const typename C::param_t* __restrict__ grid, const float (&g)[C::F],
+                                     typename C::grad_t* __restrict__ grad, float (&dldx)[C::D], bool want_dx, float u) {
+    if (grad && want_dx) gj_level_backward<C, MODE, true, true>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
+    else if (grad) gj_level_backward<C, MODE, true, false>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
+    else if (want_dx) gj_level_backward<C, MODE, false, true>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
+}
+
+template <class C, int MODE>
+GJ_INLINE void gj_level_backward_backward_any(const float* x, float scale, gj_u32 resolution, gj_u32 entries,
+                                              gj_u32 cell_fixed, const typename C::param_t* __restrict__ grid,
+                                              const float (&H)[C::D], const float (&g)[C::F],
+                                              typename C::grad_t* __restrict__ grad, float (&ddldy)[C::F],
+                                              float (&dldx)[C::D], bool want_ddldy, bool want_dx) {
+#define GJ__BWDBWD(P, Y, X) gj_level_backward_backward<C, MODE, P, Y, X>(x, scale, resolution, entries, cell_fixed, grid, H, g, grad, ddldy, dldx)
+    if (grad && want_ddldy && want_dx) GJ__BWDBWD(true, true, true);
+    else if (grad && want_ddldy) GJ__BWDBWD(true, true, false);
+    else if (grad && want_dx) GJ__BWDBWD(true, false, true);
+    else if (grad) GJ__BWDBWD(true, false, false);
+    else if (want_ddldy && want_dx) GJ__BWDBWD(false, true, true);
+    else if (want_ddldy) GJ__BWDBWD(false, true, false);
+    else if (want_dx) GJ__BWDBWD(false, false, true);
+    else gj_zero(ddldy);
+#undef GJ__BWDBWD
+}
+
+// ---- moving one level's features between fp32 registers and param_t vectors -----------
+template <class C> GJ_INLINE void gj_store_level(typename C::param_t* out, const float (&v)[C::F]) {
+#pragma unroll
+    for (int f = 0; f < C::F; ++f) out[f] = gj_from_float<typename C::param_t>(v[f]);
+}
+
+template <class C> GJ_INLINE void gj_load_level(const typename C::param_t* in, float (&v)[C::F]) {
+#pragma unroll
+    for (int f = 0; f < C::F; ++f) v[f] = gj_to_float(in[f]);
+}
+
+// The forward context: the D input floats (fwd_ctx must be 4-byte aligned).
+template <class C> GJ_INLINE void gj_save_context(const float (&x)[C::D], gj_u8* ctx) {
+#pragma unroll
+    for (int d = 0; d < C::D; ++d) ((float*)ctx)[d] = x[d];
+}
+
+template <class C> GJ_INLINE void gj_restore_context(const gj_u8* ctx, float (&x)[C::D]) {
+#pragma unroll
+    for (int d = 0; d < C::D; ++d) x[d] = ((const float*)ctx)[d];
+}
+
+#endif // GJ_GRID_LEVEL_CUH

@@ -1,0 +1,138 @@
+// ---------------------------------------------------------------------------
+// gridjit: corner hashes (SPEC §5), the PCG32 generator and corner indexing (SPEC §4).
+// ---------------------------------------------------------------------------
+#ifndef GJ_HASH_CUH
+#define GJ_HASH_CUH
+
+// Values of gj_hash, gj_interpolation and the layout's index modes (src/layout.h).
+#define GJ_HASH_PRIME 0
+#define GJ_HASH_COHERENT_PRIME 1
+#define GJ_HASH_REVERSED_PRIME 2
+#define GJ_HASH_RNG 3
+#define GJ_HASH_BASE_CONVERT 4
+
+#define GJ_INTERP_NEAREST 0
+#define GJ_INTERP_LINEAR 1
+#define GJ_INTERP_SMOOTHSTEP 2
+
+#define GJ_INDEX_DENSE 0 // sum_d v_d * res^d fits in 32 bits
+#define GJ_INDEX_HASH 1  // hash(v)
+#define GJ_INDEX_WRAP 2  // res^D overflows: the dense index taken exactly modulo the table size
+
+// ---- PCG32 (O'Neill's PCG-XSH-RR 64/32) -----------------------------------
+struct gj_pcg32 {
+    gj_u64 state;
+    gj_u64 inc;
+
+    static constexpr gj_u64 MULT = 0x5851f42d4c957f2dULL;
+
+    GJ_INLINE gj_pcg32(gj_u64 initstate, gj_u64 initseq) {
+        state = 0u;
+        inc = (initseq << 1u) | 1u;
+        next_uint();
+        state += initstate;
+        next_uint();
+    }
+
+    GJ_INLINE gj_u32 next_uint() {
+        const gj_u64 old = state;
+        state = old * MULT + inc;
+        const gj_u32 xorshifted = (gj_u32)(((old >> 18u) ^ old) >> 27u);
+        const gj_u32 rot = (gj_u32)(old >> 59u);
+        return (xorshifted >> rot) | (xorshifted << ((~rot + 1u) & 31u));
+    }
+
+    // A float in [0, 1) from the top 23 bits.
+    GJ_INLINE float next_float() {
+        const gj_u32 bits = (next_uint() >> 9) | 0x3f800000u;
+        return __uint_as_float(bits) - 1.0f;
+    }
+
+    // Brown's "random number generation with arbitrary strides": O(log delta).
+    GJ_INLINE void advance(gj_u64 delta) {
+        gj_u64 cur_mult = MULT, cur_plus = inc, acc_mult = 1u, acc_plus = 0u;
+        while (delta > 0) {
+            if (delta & 1) {
+                acc_mult *= cur_mult;
+                acc_plus = acc_plus * cur_mult + cur_plus;
+            }
+            cur_plus = (cur_mult + 1) * cur_plus;
+            cur_mult *= cur_mult;
+            delta >>= 1;
+        }
+        state = acc_mult * state + acc_plus;
+    }
+};
+
+// ---- hashes -----------------------------------------------------------------
+GJ_INLINE constexpr gj_u32 gj_prime(int i) {
+    return i == 0 ? 1958374283u
+         : i == 1 ? 2654435761u
+         : i == 2 ? 805459861u
+         : i == 3 ? 3674653429u
+         : i == 4 ? 2097192037u
+         : i == 5 ? 1434869437u
+                  : 2165219737u;
+}
+
+template <int D, int HASH>
+GJ_INLINE gj_u32 gj_hash(const gj_u32 (&v)[D]) {
+    if constexpr (HASH == GJ_HASH_BASE_CONVERT) {
+        gj_u32 k = 0;
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+            k = (k + v[d]) * 2531011u;
+        }
+        return k;
+    } else if constexpr (HASH == GJ_HASH_RNG) {
+        static_assert(D <= 7, "the Rng hash takes at most 7 dimensions");
+        constexpr gj_u32 bits_per_dim = 64 / D;
+        gj_u64 step = 0;
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+            step ^= (gj_u64)v[d] << (d * bits_per_dim);
+        }
+        gj_pcg32 rng(1337u, 1u);
+        rng.advance(step);
+        return rng.next_uint();
+    } else {
+        static_assert(D <= 7, "the prime hashes take at most 7 dimensions");
+        gj_u32 k = 0;
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+            const gj_u32 p = HASH == GJ_HASH_PRIME           ? gj_prime(d)
+                           : HASH == GJ_HASH_REVERSED_PRIME  ? gj_prime(6 - d)
+                           : (d == 0 ? 1u : gj_prime(d)); // CoherentPrime: x stays coherent
+            k ^= v[d] * p;
+        }
+        return k;
+    }
+}
+
+// Table entry of corner v at a level with the given resolution and table size.
+template <int D, int HASH, int MODE>
+GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], gj_u32 resolution, gj_u32 entries) {
+    if constexpr (MODE == GJ_INDEX_HASH) {
+        return gj_hash<D, HASH>(v) % entries;
+    } else if constexpr (MODE == GJ_INDEX_DENSE) {
+        // Wrapping uint32 arithmetic, exactly as the reference (inputs outside [0,1]).
+        gj_u32 index = 0, stride = 1;
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+            index += v[d] * stride;
+            stride *= resolution;
+        }
+        return index % entries;
+    } else {
+        // Horner's scheme modulo the table size: exact for any resolution and D.
+        const gj_u64 r = resolution % entries;
+        gj_u64 index = 0;
+#pragma unroll
+        for (int d = D - 1; d >= 0; --d) {
+            index = (index * r + v[d] % entries) % entries;
+        }
+        return (gj_u32)index;
+    }
+}
+
+#endif // GJ_HASH_CUH

@@ -1,0 +1,82 @@
+/* ---------------------------------------------------------------------------
+ * gridjit: arguments of the generated kernels, one struct per kernel, passed by
+ * value. Plain C on purpose: the host runtime (src/, C11) includes this file too,
+ * so both sides agree on the layout (only 64-bit pointers, u64 and 32-bit fields).
+ *
+ * Strided arrays: element (point i, component j) lives at base[i * stride_point +
+ * j * stride_component]. Point-major (AoS) data has stride_point = width,
+ * stride_component = 1; feature-major (SoA) data has stride_point = 1,
+ * stride_component = n.
+ * ------------------------------------------------------------------------- */
+#ifndef GJ_KERNEL_ARGS_CUH
+#define GJ_KERNEL_ARGS_CUH
+
+typedef struct gj_forward_args {
+    unsigned long long n;                 /* points */
+    const float *x;                       /* inputs, D per point */
+    unsigned long long x_stride_point, x_stride_dim;
+    const void *params;                   /* param_t[n_params] */
+    void *y;                              /* param_t outputs (padded width), or NULL */
+    unsigned long long y_stride_point, y_stride_feature;
+    float *dy_dx;                         /* or NULL: dy_k/dx_d at [(k * n + i) * D + d], k < n_output_dims */
+    const float *max_level_per_point;     /* or NULL */
+    float max_level;                      /* in [0, 1]; used when max_level_per_point is NULL */
+    unsigned int pad0;
+} gj_forward_args;
+
+typedef struct gj_backward_args {
+    unsigned long long n;
+    const float *x;
+    unsigned long long x_stride_point, x_stride_dim;
+    const void *params;
+    const void *dL_dy;                    /* param_t, padded width (padding ignored) */
+    unsigned long long dy_stride_point, dy_stride_feature;
+    void *dL_dparams;                     /* grad_t[n_params], accumulated into; or NULL */
+    float *dL_dx;                         /* or NULL; level-major kernels accumulate (zero it first) */
+    unsigned long long dx_stride_point, dx_stride_dim;
+    const float *max_level_per_point;
+    float max_level;
+    unsigned int pad0;
+} gj_backward_args;
+
+typedef struct gj_backward_backward_args {
+    unsigned long long n;
+    const float *x;
+    unsigned long long x_stride_point, x_stride_dim;
+    const void *params;
+    const float *dL_ddLdx;                /* D per point */
+    unsigned long long ddx_stride_point, ddx_stride_dim;
+    const void *dL_dy;                    /* param_t, padded width */
+    unsigned long long dy_stride_point, dy_stride_feature;
+    void *dL_dparams;                     /* grad_t, accumulated into; or NULL */
+    void *dL_ddLdy;                       /* param_t, padded width (padding written as 0); or NULL */
+    unsigned long long ddy_stride_point, ddy_stride_feature;
+    float *dL_dx;                         /* written; or NULL */
+    unsigned long long dx_stride_point, dx_stride_dim;
+    const float *max_level_per_point;
+    float max_level;
+    unsigned int pad0;
+} gj_backward_backward_args;
+
+/* Uniform initialisation in [-1e-4 * scale, 1e-4 * scale]: element i draws from
+ * PCG32(seed, 1) advanced by i, so the result does not depend on the launch. */
+typedef struct gj_init_args {
+    unsigned long long n;
+    void *params;                         /* param_t[n] */
+    float *params_fp32;                   /* or NULL: full-precision copy */
+    unsigned long long seed;
+    float scale;
+    unsigned int pad0;
+} gj_init_args;
+
+/* dst[i] = (accumulate ? dst[i] : 0) + src[i], fp32 -> param_t: for gradients that
+ * are accumulated in fp32 (F = 1 with fp16 parameters). */
+typedef struct gj_cast_args {
+    unsigned long long n;
+    const float *src;
+    void *dst;
+    unsigned int accumulate;
+    unsigned int pad0;
+} gj_cast_args;
+
+#endif /* GJ_KERNEL_ARGS_CUH */

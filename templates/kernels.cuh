@@ -1,0 +1,267 @@
+// ---------------------------------------------------------------------------
+// gridjit: kernel bodies for the generated __global__ wrappers.
+//
+// Specialised by the encoding's configuration struct C (see grid_level.cuh; also
+// C::L, C::N_OUT, C::N_OUT_PADDED, C::BLOCK, C::PPT, C::LEVEL_MAJOR) and by its
+// level table LV, whose LV::visit(level, op) calls
+//   op.template run<INDEX_MODE>(level, scale, resolution, entries, cell_fixed, param_offset)
+// with that level's constants as literals.
+//
+// Thread t of block b handles points b * BLOCK * PPT + t + p * BLOCK, p < PPT
+// (consecutive threads, consecutive points: coalesced inputs and outputs).
+// Level-major kernels take the level from blockIdx.y, so one level's table is hot
+// in the caches at a time; point-major kernels walk all levels per point.
+// ---------------------------------------------------------------------------
+#ifndef GJ_KERNELS_CUH
+#define GJ_KERNELS_CUH
+
+template <class C>
+GJ_INLINE void gj_load_point(const float* x, gj_u64 i, gj_u64 stride_point, gj_u64 stride_dim, float (&out)[C::D]) {
+#pragma unroll
+    for (int d = 0; d < C::D; ++d) out[d] = x[i * stride_point + (gj_u64)d * stride_dim];
+}
+
+GJ_INLINE float gj_point_max_level(const float* per_point, float scalar, gj_u64 i) {
+    return per_point ? per_point[i] : scalar;
+}
+
+template <class C>
+GJ_INLINE gj_u64 gj_first_point() {
+    return (gj_u64)blockIdx.x * (gj_u64)(C::BLOCK * C::PPT) + threadIdx.x;
+}
+
+// ---- forward -----------------------------------------------------------------
+template <class C>
+struct gj_forward_op {
+    const gj_forward_args& a;
+    gj_u64 i;
+    float x[C::D];
+    float limit;
+
+    template <int MODE>
+    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+        typedef typename C::param_t T;
+        const T* grid = (const T*)a.params + param_offset;
+        float y[C::F];
+        float dydx[C::F][C::D];
+        if ((float)level < limit) {
+            if (a.dy_dx) gj_level_forward<C, MODE, true>(x, scale, resolution, entries, cell_fixed, grid, y, dydx);
+            else gj_level_forward<C, MODE, false>(x, scale, resolution, entries, cell_fixed, grid, y, dydx);
+        } else {
+            gj_zero(y);
+            gj_zero(dydx);
+        }
+        if (a.y) {
+            T* out = (T*)a.y;
+#pragma unroll
+            for (int f = 0; f < C::F; ++f) {
+                out[i * a.y_stride_point + (gj_u64)(level * C::F + f) * a.y_stride_feature] = gj_from_float<T>(y[f]);
+            }
+        }
+        if (a.dy_dx) {
+#pragma unroll
+            for (int f = 0; f < C::F; ++f) {
+                float* row = a.dy_dx + ((gj_u64)(level * C::F + f) * a.n + i) * C::D;
+#pragma unroll
+                for (int d = 0; d < C::D; ++d) row[d] = dydx[f][d];
+            }
+        }
+    }
+};
+
+template <class C>
+GJ_INLINE void gj_forward_padding(const gj_forward_args& a, gj_u64 i) {
+    typedef typename C::param_t T;
+    if (!a.y) return;
+#pragma unroll
+    for (int k = C::N_OUT; k < C::N_OUT_PADDED; ++k) {
+        ((T*)a.y)[i * a.y_stride_point + (gj_u64)k * a.y_stride_feature] = gj_from_float<T>(0.0f);
+    }
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_forward_kernel(const gj_forward_args& a) {
+    const gj_u64 first = gj_first_point<C>();
+#pragma unroll
+    for (int p = 0; p < C::PPT; ++p) {
+        const gj_u64 i = first + (gj_u64)p * C::BLOCK;
+        if (i >= a.n) return;
+        gj_forward_op<C> op{a, i};
+        gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+        op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+        if constexpr (C::LEVEL_MAJOR) {
+            // blockIdx.y == L is the slice that writes the padding columns.
+            if (blockIdx.y < C::L) LV::visit(blockIdx.y, op);
+            else gj_forward_padding<C>(a, i);
+        } else {
+#pragma unroll
+            for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
+            gj_forward_padding<C>(a, i);
+        }
+    }
+}
+
+// ---- backward ------------------------------------------------------------------
+template <class C, bool PARAMS, bool INPUT>
+struct gj_backward_op {
+    const gj_backward_args& a;
+    gj_u64 i;
+    float x[C::D];
+    float limit;
+    float dldx[C::D];
+
+    template <int MODE>
+    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+        typedef typename C::param_t T;
+        if (!((float)level < limit)) return; // inactive levels get no gradient
+        float g[C::F];
+#pragma unroll
+        for (int f = 0; f < C::F; ++f) {
+            g[f] = gj_to_float(((const T*)a.dL_dy)[i * a.dy_stride_point + (gj_u64)(level * C::F + f) * a.dy_stride_feature]);
+        }
+        const float u = C::STOCHASTIC && PARAMS ? gj_stochastic_sample(i, level, a.n) : 0.0f;
+        typename C::grad_t* grad = PARAMS ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
+        gj_level_backward<C, MODE, PARAMS, INPUT>(x, scale, resolution, entries, cell_fixed,
+                                                  (const T*)a.params + param_offset, g, grad, dldx, u);
+    }
+};
+
+template <class C, class LV, bool PARAMS, bool INPUT>
+GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
+    const gj_u64 first = gj_first_point<C>();
+#pragma unroll
+    for (int p = 0; p < C::PPT; ++p) {
+        const gj_u64 i = first + (gj_u64)p * C::BLOCK;
+        if (i >= a.n) return;
+        gj_backward_op<C, PARAMS, INPUT> op{a, i};
+        gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+        op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+        gj_zero(op.dldx);
+        if constexpr (C::LEVEL_MAJOR) {
+            LV::visit(blockIdx.y, op);
+            if constexpr (INPUT) {
+                // Levels run in different blocks: sum their contributions atomically.
+#pragma unroll
+                for (int d = 0; d < C::D; ++d) {
+                    if (op.dldx[d] != 0.0f) gj_atomic_add(a.dL_dx + i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim, op.dldx[d]);
+                }
+            }
+        } else {
+#pragma unroll
+            for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
+            if constexpr (INPUT) {
+#pragma unroll
+                for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
+            }
+        }
+    }
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_kernel(const gj_backward_args& a) {
+    if (a.dL_dparams && a.dL_dx) gj_backward_points<C, LV, true, true>(a);
+    else if (a.dL_dparams) gj_backward_points<C, LV, true, false>(a);
+    else if (a.dL_dx) gj_backward_points<C, LV, false, true>(a);
+}
+
+// ---- backward of backward ----------------------------------------------------------
+// Point-major: dL/dx sums over levels in registers.
+template <class C, bool PARAMS, bool DDLDY, bool INPUT>
+struct gj_backward_backward_op {
+    const gj_backward_backward_args& a;
+    gj_u64 i;
+    float x[C::D];
+    float H[C::D];
+    float limit;
+    float dldx[C::D];
+
+    template <int MODE>
+    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+        typedef typename C::param_t T;
+        float ddldy[C::F];
+        if ((float)level < limit) {
+            float g[C::F];
+#pragma unroll
+            for (int f = 0; f < C::F; ++f) {
+                g[f] = gj_to_float(((const T*)a.dL_dy)[i * a.dy_stride_point + (gj_u64)(level * C::F + f) * a.dy_stride_feature]);
+            }
+            typename C::grad_t* grad = PARAMS ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
+            gj_level_backward_backward<C, MODE, PARAMS, DDLDY, INPUT>(x, scale, resolution, entries, cell_fixed,
+                                                                      (const T*)a.params + param_offset, H, g, grad, ddldy, dldx);
+        } else {
+            gj_zero(ddldy);
+        }
+        if constexpr (DDLDY) {
+#pragma unroll
+            for (int f = 0; f < C::F; ++f) {
+                ((T*)a.dL_ddLdy)[i * a.ddy_stride_point + (gj_u64)(level * C::F + f) * a.ddy_stride_feature] = gj_from_float<T>(ddldy[f]);
+            }
+        }
+    }
+};
+
+template <class C, class LV, bool PARAMS, bool DDLDY, bool INPUT>
+GJ_INLINE void gj_backward_backward_points(const gj_backward_backward_args& a) {
+    typedef typename C::param_t T;
+    const gj_u64 first = gj_first_point<C>();
+#pragma unroll
+    for (int p = 0; p < C::PPT; ++p) {
+        const gj_u64 i = first + (gj_u64)p * C::BLOCK;
+        if (i >= a.n) return;
+        gj_backward_backward_op<C, PARAMS, DDLDY, INPUT> op{a, i};
+        gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+        gj_load_point<C>(a.dL_ddLdx, i, a.ddx_stride_point, a.ddx_stride_dim, op.H);
+        op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+        gj_zero(op.dldx);
+#pragma unroll
+        for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
+        if constexpr (DDLDY) {
+            // Padding columns are written as 0 (the reference writes a whole vector there, SPEC §8.2).
+#pragma unroll
+            for (int k = C::N_OUT; k < C::N_OUT_PADDED; ++k) {
+                ((T*)a.dL_ddLdy)[i * a.ddy_stride_point + (gj_u64)k * a.ddy_stride_feature] = gj_from_float<T>(0.0f);
+            }
+        }
+        if constexpr (INPUT) {
+#pragma unroll
+            for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
+        }
+    }
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
+    const bool p = a.dL_dparams != nullptr, y = a.dL_ddLdy != nullptr, x = a.dL_dx != nullptr;
+    if (p && y && x) gj_backward_backward_points<C, LV, true, true, true>(a);
+    else if (p && y) gj_backward_backward_points<C, LV, true, true, false>(a);
+    else if (p && x) gj_backward_backward_points<C, LV, true, false, true>(a);
+    else if (p) gj_backward_backward_points<C, LV, true, false, false>(a);
+    else if (y && x) gj_backward_backward_points<C, LV, false, true, true>(a);
+    else if (y) gj_backward_backward_points<C, LV, false, true, false>(a);
+    else if (x) gj_backward_backward_points<C, LV, false, false, true>(a);
+}
+
+// ---- parameters -----------------------------------------------------------------------
+template <class C>
+GJ_INLINE void gj_init_kernel(const gj_init_args& a) {
+    typedef typename C::param_t T;
+    const gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= a.n) return;
+    gj_pcg32 rng(a.seed, 1u);
+    rng.advance(i);
+    const float value = (rng.next_float() * 2.0f - 1.0f) * 1e-4f * a.scale;
+    ((T*)a.params)[i] = gj_from_float<T>(value);
+    if (a.params_fp32) a.params_fp32[i] = value;
+}
+
+template <class C>
+GJ_INLINE void gj_cast_kernel(const gj_cast_args& a) {
+    typedef typename C::param_t T;
+    const gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= a.n) return;
+    T* dst = (T*)a.dst;
+    const float previous = a.accumulate ? gj_to_float(dst[i]) : 0.0f;
+    dst[i] = gj_from_float<T>(previous + a.src[i]);
+}
+
+#endif // GJ_KERNELS_CUH

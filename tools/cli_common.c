@@ -1,0 +1,431 @@
+/* Helpers shared by the gridjit subcommands. */
+#include "cli_common.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A configuration file larger than this is certainly not one (they are a few hundred bytes). */
+#define GJ_CLI_MAX_CONFIG_BYTES (16u << 20)
+
+/* ------------------------------------------------------------------ errors */
+
+static void verror(const char *cmd, const char *fmt, va_list args) {
+    fprintf(stderr, "gridjit %s: ", cmd);
+    vfprintf(stderr, fmt, args);
+    fputc('\n', stderr);
+}
+
+void gj_cli_error(const char *cmd, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    verror(cmd, fmt, args);
+    va_end(args);
+}
+
+int gj_cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    verror(cmd, fmt, args);
+    va_end(args);
+    fprintf(stderr, "Try 'gridjit %s --help' for more information.\n", cmd);
+    return GJ_CLI_USAGE;
+}
+
+int gj_cli_status_error(const char *cmd, gj_context *ctx, gj_status status, const char *what) {
+    const char *detail = ctx ? gj_context_errmsg(ctx) : "";
+    if (!detail || !detail[0]) {
+        detail = gj_status_message(status);
+    }
+    gj_cli_error(cmd, "%s: %s", what ? what : gj_status_message(status), detail);
+    return GJ_CLI_FAILURE;
+}
+
+/* ------------------------------------------------------------------ getopt */
+
+void gj_cli_getopt_reset(void) {
+    /* Each subcommand parses its own argv (argv[0] = subcommand name); glibc restarts
+     * its scan when optind is 0. We print our own messages, prefixed "gridjit CMD:". */
+    optind = 0;
+    opterr = 0;
+}
+
+int gj_cli_bad_option(const char *cmd, int opt, char **argv) {
+    const char *arg = (optind > 0) ? argv[optind - 1] : "?";
+    if (opt == ':') {
+        return gj_cli_usage_error(cmd, "option '%s' needs a value", arg);
+    }
+    if (optopt != 0 && optopt != '?') {
+        return gj_cli_usage_error(cmd, "unknown option '-%c'", optopt);
+    }
+    return gj_cli_usage_error(cmd, "unknown option '%s'", arg);
+}
+
+int gj_cli_no_operands(const char *cmd, int argc, char **argv) {
+    if (optind < argc) {
+        return gj_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    }
+    return GJ_CLI_OK;
+}
+
+/* ----------------------------------------------------------- option values */
+
+int gj_cli_parse_u32(const char *cmd, const char *option, const char *text, uint32_t min, uint32_t max,
+                     uint32_t *out) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (!isdigit((unsigned char)text[0]) || *end != '\0' || errno == ERANGE || value < min || value > max) {
+        return gj_cli_usage_error(cmd, "%s: must be an integer in %" PRIu32 "..%" PRIu32 " (got '%s')", option, min,
+                                  max, text);
+    }
+    *out = (uint32_t)value;
+    return GJ_CLI_OK;
+}
+
+int gj_cli_parse_dims(const char *cmd, const char *text, uint32_t *n_dims) {
+    *n_dims = 0;
+    if (!text) {
+        return GJ_CLI_OK;
+    }
+    /* The library knows each hash's limit and says it; here only "a positive count". */
+    return gj_cli_parse_u32(cmd, "--dims", text, 1, UINT32_MAX, n_dims);
+}
+
+static uint32_t pass_bits(const char *name, size_t len) {
+    static const struct {
+        const char *name;
+        uint32_t bits;
+    } passes[] = {
+        {"forward", GJ_PASS_FORWARD},
+        {"backward", GJ_PASS_FORWARD | GJ_PASS_BACKWARD},
+        {"backward_backward", GJ_PASS_FORWARD | GJ_PASS_BACKWARD_BACKWARD},
+        {"all", GJ_PASS_ALL},
+    };
+    for (size_t i = 0; i < sizeof passes / sizeof passes[0]; ++i) {
+        if (strlen(passes[i].name) == len && strncmp(passes[i].name, name, len) == 0) {
+            return passes[i].bits;
+        }
+    }
+    return 0;
+}
+
+int gj_cli_parse_passes(const char *cmd, const char *text, uint32_t *passes) {
+    uint32_t bits = 0;
+    const char *p = text;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        uint32_t one = pass_bits(p, len);
+        if (one == 0) {
+            return gj_cli_usage_error(cmd, "--pass: must be forward, backward, backward_backward or all, "
+                                           "or a comma-separated list of them (got '%s')", text);
+        }
+        bits |= one;
+        if (p[len] == '\0') {
+            break;
+        }
+        p += len + 1;
+    }
+    *passes = bits;
+    return GJ_CLI_OK;
+}
+
+/* ------------------------------------------------------------ configuration */
+
+static int looks_like_json(const char *arg) {
+    while (isspace((unsigned char)*arg)) {
+        ++arg;
+    }
+    return *arg == '{' || *arg == '[';
+}
+
+static int read_file(const char *cmd, const char *path, char **text) {
+    FILE *file = fopen(path, "rb");
+    if (!file) {
+        gj_cli_error(cmd, "cannot read configuration file '%s': %s", path, strerror(errno));
+        return GJ_CLI_FAILURE;
+    }
+    char *buffer = malloc(GJ_CLI_MAX_CONFIG_BYTES + 1);
+    size_t n = buffer ? fread(buffer, 1, GJ_CLI_MAX_CONFIG_BYTES + 1, file) : 0;
+    int read_errno = errno;
+    int failed = !buffer || ferror(file);
+    fclose(file);
+    if (failed || n > GJ_CLI_MAX_CONFIG_BYTES) {
+        gj_cli_error(cmd, "cannot read configuration file '%s': %s", path,
+                     !buffer ? "out of memory" : failed ? strerror(read_errno) : "larger than 16 MiB");
+        free(buffer);
+        return GJ_CLI_FAILURE;
+    }
+    buffer[n] = '\0';
+    *text = buffer;
+    return GJ_CLI_OK;
+}
+
+int gj_cli_read_config(const char *cmd, const char *arg, char **json) {
+    *json = NULL;
+    if (!arg) {
+        return gj_cli_usage_error(cmd, "--config is required (a file or inline JSON)");
+    }
+    if (looks_like_json(arg)) {
+        *json = strdup(arg);
+        if (!*json) {
+            gj_cli_error(cmd, "out of memory");
+            return GJ_CLI_FAILURE;
+        }
+        return GJ_CLI_OK;
+    }
+    if (arg[0] == '\0') {
+        return gj_cli_usage_error(cmd, "--config: empty (give a file or inline JSON)");
+    }
+    return read_file(cmd, arg, json);
+}
+
+/* Creates ctx and enc; where names the source of the JSON in messages ("" for inline). */
+static int open_encoding(const char *cmd, const char *json, const char *where, uint32_t n_dims, gj_context **ctx,
+                         gj_encoding **enc) {
+    *ctx = NULL;
+    *enc = NULL;
+    gj_status status = gj_context_create(ctx);
+    if (status != GJ_OK) {
+        return gj_cli_status_error(cmd, NULL, status, "cannot create a context");
+    }
+    status = gj_encoding_create(*ctx, json, n_dims, enc);
+    if (status != GJ_OK) {
+        char what[512];
+        snprintf(what, sizeof what, "%s%s", gj_status_message(status), where);
+        gj_cli_status_error(cmd, *ctx, status, what);
+        gj_encoding_destroy(*enc);
+        gj_context_destroy(*ctx);
+        *enc = NULL;
+        *ctx = NULL;
+        return GJ_CLI_FAILURE;
+    }
+    return GJ_CLI_OK;
+}
+
+int gj_cli_open_json(const char *cmd, const char *json, uint32_t n_dims, gj_context **ctx, gj_encoding **enc) {
+    return open_encoding(cmd, json, "", n_dims, ctx, enc);
+}
+
+int gj_cli_open(const char *cmd, const char *config_arg, uint32_t n_dims, gj_context **ctx, gj_encoding **enc) {
+    *ctx = NULL;
+    *enc = NULL;
+    char *json = NULL;
+    int rc = gj_cli_read_config(cmd, config_arg, &json);
+    if (rc != GJ_CLI_OK) {
+        return rc;
+    }
+    char where[512] = "";
+    if (!looks_like_json(config_arg)) {
+        snprintf(where, sizeof where, " in '%s'", config_arg);
+    }
+    rc = open_encoding(cmd, json, where, n_dims, ctx, enc);
+    free(json);
+    return rc;
+}
+
+void gj_cli_close(gj_context *ctx, gj_encoding *enc) {
+    gj_encoding_destroy(enc);
+    gj_context_destroy(ctx);
+}
+
+/* ----------------------------------------------------------------- summary */
+
+static const char *grid_type_name(gj_grid_type type) {
+    switch (type) {
+    case GJ_GRID_HASH:
+        return "Hash";
+    case GJ_GRID_DENSE:
+        return "Dense";
+    case GJ_GRID_TILED:
+        return "Tiled";
+    }
+    return "?";
+}
+
+/* Prints each hyperparameter as "  key   value", the value in JSON spelling. */
+static int print_hyperparams(FILE *out, const gj_encoding *enc) {
+    char *text = gj_encoding_hyperparams(enc);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    gj_free(text);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return GJ_CLI_FAILURE;
+    }
+    fprintf(out, "hyperparameters\n");
+    const cJSON *item = NULL;
+    cJSON_ArrayForEach(item, root) {
+        char *value = cJSON_PrintUnformatted(item);
+        fprintf(out, "  %-26s %s\n", item->string, value ? value : "?");
+        free(value);
+    }
+    cJSON_Delete(root);
+    return GJ_CLI_OK;
+}
+
+static void print_levels(FILE *out, const gj_encoding *enc) {
+    fprintf(out, "%5s  %14s  %10s  %10s  %12s  %s\n", "level", "scale", "resolution", "entries", "offset", "index");
+    for (uint32_t l = 0; l < gj_encoding_n_levels(enc); ++l) {
+        gj_level_info info;
+        if (gj_encoding_level(enc, l, &info) != GJ_OK) {
+            continue;
+        }
+        fprintf(out, "%5" PRIu32 "  %14.9g  %10" PRIu32 "  %10" PRIu32 "  %12" PRIu64 "  %s\n", info.level,
+                (double)info.scale, info.resolution, info.entries, info.offset, info.hashed ? "hash" : "dense");
+    }
+}
+
+int gj_cli_print_encoding(FILE *out, const gj_encoding *enc) {
+    uint64_t n_params = gj_encoding_n_params(enc);
+    unsigned bytes = gj_encoding_precision(enc) == GJ_PRECISION_FP32 ? 4 : 2;
+    fprintf(out, "encoding      %s grid, %" PRIu32 " dimensions, %" PRIu32 " levels x %" PRIu32 " features\n",
+            grid_type_name(gj_encoding_grid_type(enc)), gj_encoding_n_dims(enc), gj_encoding_n_levels(enc),
+            gj_encoding_n_features_per_level(enc));
+    if (print_hyperparams(out, enc) != GJ_CLI_OK) {
+        return GJ_CLI_FAILURE;
+    }
+    fprintf(out, "n_params      %" PRIu64 " (%.2f MiB as %s)\n", n_params, (double)n_params * bytes / 1048576.0,
+            bytes == 4 ? "fp32" : "fp16");
+    fprintf(out, "n_output_dims %" PRIu32 "\n\n", gj_encoding_n_output_dims(enc));
+    print_levels(out, enc);
+    return GJ_CLI_OK;
+}
+
+/* ------------------------------------------------------------------- files */
+
+static int write_all(int fd, const void *data, size_t size) {
+    const char *p = data;
+    while (size > 0) {
+        ssize_t n = write(fd, p, size);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+        p += n;
+        size -= (size_t)n;
+    }
+    return 0;
+}
+
+/* The directory part of path ("." when there is none), malloc()ed. */
+static char *dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        return strdup(".");
+    }
+    if (slash == path) {
+        return strdup("/");
+    }
+    return strndup(path, (size_t)(slash - path));
+}
+
+static void fsync_dir(const char *dir) {
+    /* Makes the rename itself durable; best effort (some filesystems refuse). */
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
+int gj_cli_write_file_atomic(const char *cmd, const char *path, const void *data, size_t size) {
+    char *dir = dir_of(path);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    size_t tmp_size = (dir ? strlen(dir) : 0) + strlen(base) + 16;
+    char *tmp = dir ? malloc(tmp_size) : NULL;
+    if (!tmp || base[0] == '\0') {
+        gj_cli_error(cmd, base[0] == '\0' ? "cannot write '%s': not a file name" : "cannot write '%s': out of memory",
+                     path);
+        free(dir);
+        free(tmp);
+        return GJ_CLI_FAILURE;
+    }
+    snprintf(tmp, tmp_size, "%s/.%s.XXXXXX", dir, base);
+    int fd = mkstemp(tmp); /* O_CREAT|O_EXCL: never follows or reuses an existing name */
+    int saved_errno = errno;
+    int ok = fd >= 0;
+    if (ok) {
+        mode_t mask = umask(0);
+        umask(mask);
+        ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, data, size) == 0 && fsync(fd) == 0;
+        saved_errno = errno;
+        ok = (close(fd) == 0) && ok;
+        if (ok && rename(tmp, path) != 0) {
+            saved_errno = errno;
+            ok = 0;
+        }
+        if (!ok) {
+            unlink(tmp);
+        }
+    }
+    if (ok) {
+        fsync_dir(dir);
+    } else {
+        gj_cli_error(cmd, "cannot write '%s': %s", path, strerror(saved_errno));
+    }
+    free(dir);
+    free(tmp);
+    return ok ? GJ_CLI_OK : GJ_CLI_FAILURE;
+}
+
+int gj_cli_make_dirs(const char *cmd, const char *path) {
+    char *copy = strdup(path);
+    if (!copy) {
+        gj_cli_error(cmd, "out of memory");
+        return GJ_CLI_FAILURE;
+    }
+    if (copy[0] == '\0') {
+        free(copy);
+        gj_cli_error(cmd, "cannot create a directory with an empty name");
+        return GJ_CLI_FAILURE;
+    }
+    int rc = GJ_CLI_OK;
+    /* Create each prefix ending before a '/', then the whole path. */
+    for (char *p = copy + 1;; ++p) {
+        if (*p != '/' && *p != '\0') {
+            continue;
+        }
+        char saved = *p;
+        *p = '\0';
+        struct stat st;
+        int failed = mkdir(copy, 0777) != 0;
+        int mkdir_errno = errno;
+        if (failed && !(mkdir_errno == EEXIST && stat(copy, &st) == 0 && S_ISDIR(st.st_mode))) {
+            gj_cli_error(cmd, "cannot create directory '%s': %s", copy,
+                         mkdir_errno == EEXIST ? "a file of that name exists" : strerror(mkdir_errno));
+            rc = GJ_CLI_FAILURE;
+            break;
+        }
+        *p = saved;
+        if (saved == '\0') {
+            break;
+        }
+    }
+    free(copy);
+    return rc;
+}
+
+int gj_cli_write_stdout(const char *cmd, const char *text, size_t size) {
+    if (fwrite(text, 1, size, stdout) != size) {
+        gj_cli_error(cmd, "cannot write to standard output: %s", strerror(errno));
+        return GJ_CLI_FAILURE;
+    }
+    return gj_cli_flush_stdout(cmd);
+}
+
+int gj_cli_flush_stdout(const char *cmd) {
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        gj_cli_error(cmd, "cannot write to standard output: %s", strerror(errno));
+        return GJ_CLI_FAILURE;
+    }
+    return GJ_CLI_OK;
+}

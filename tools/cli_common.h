@@ -1,0 +1,79 @@
+/* Helpers shared by the gridjit subcommands: reporting errors, reading --config,
+ * making the encoding, parsing common option values, writing files atomically. */
+#ifndef GJ_CLI_COMMON_H
+#define GJ_CLI_COMMON_H
+
+#include "cli.h"
+#include "gridjit.h"
+
+#include <getopt.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* "gridjit CMD: message" on stderr. */
+void gj_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Reports a bad command line ("gridjit CMD: message" plus a pointer to --help) and
+ * returns GJ_CLI_USAGE, so that callers write `return gj_cli_usage_error(...)`. */
+int gj_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Reports a library failure as "gridjit CMD: WHAT: DETAIL", DETAIL being the context's
+ * message (or the status' fixed message when the context has none). Returns GJ_CLI_FAILURE. */
+int gj_cli_status_error(const char *cmd, gj_context *ctx, gj_status status, const char *what);
+
+/* Resets getopt for a subcommand's argv and reports what getopt_long() returned when it
+ * is not an option of the subcommand ('?' or ':'; optstring must start with ':').
+ * Returns GJ_CLI_USAGE. */
+void gj_cli_getopt_reset(void);
+int gj_cli_bad_option(const char *cmd, int opt, char **argv);
+/* GJ_CLI_USAGE with a message when positional arguments are left after the options. */
+int gj_cli_no_operands(const char *cmd, int argc, char **argv);
+
+/*
+ * --config: inline JSON when the first non-blank character is '{' (or '['), otherwise
+ * the path of a file holding it. *json is malloc()ed. A file that cannot be read is
+ * an error naming it. Returns GJ_CLI_OK or GJ_CLI_FAILURE (message printed).
+ */
+int gj_cli_read_config(const char *cmd, const char *arg, char **json);
+
+/* --dims: an integer 1..1024 (the library checks the real limit). 0 when text is NULL. */
+int gj_cli_parse_dims(const char *cmd, const char *text, uint32_t *n_dims);
+/* An unsigned integer option value in [min, max]; usage error naming the option otherwise. */
+int gj_cli_parse_u32(const char *cmd, const char *option, const char *text, uint32_t min, uint32_t max,
+                     uint32_t *out);
+/* --pass: forward|backward|backward_backward|all, or a comma-separated list of them.
+ * backward and backward_backward bring the forward pass along (their kernels take what
+ * the forward pass saves). */
+int gj_cli_parse_passes(const char *cmd, const char *text, uint32_t *passes);
+
+/*
+ * Creates a context and an encoding from --config and --dims. On failure prints
+ * "gridjit CMD: ..." (naming the key at fault) and returns GJ_CLI_FAILURE with both
+ * outputs NULL. Release with gj_cli_close().
+ */
+int gj_cli_open(const char *cmd, const char *config_arg, uint32_t n_dims, gj_context **ctx, gj_encoding **enc);
+/* Same from a JSON text instead of a --config argument. */
+int gj_cli_open_json(const char *cmd, const char *json, uint32_t n_dims, gj_context **ctx, gj_encoding **enc);
+void gj_cli_close(gj_context *ctx, gj_encoding *enc);
+
+/* The human-readable summary of an encoding: hyperparameters, sizes and the level table. */
+int gj_cli_print_encoding(FILE *out, const gj_encoding *enc);
+
+/*
+ * Writes data to path atomically: a temporary file in the same directory, written,
+ * fsync()ed and renamed over path, so that path is either the old file or the whole
+ * new one, never a partial file. On failure the temporary file is removed and an
+ * error naming path is printed. Returns GJ_CLI_OK or GJ_CLI_FAILURE.
+ */
+int gj_cli_write_file_atomic(const char *cmd, const char *path, const void *data, size_t size);
+
+/* mkdir -p with mode 0777 & ~umask. Returns GJ_CLI_OK or GJ_CLI_FAILURE (message printed). */
+int gj_cli_make_dirs(const char *cmd, const char *path);
+
+/* Writes all of text to out and flushes; GJ_CLI_FAILURE with a message on a write error
+ * (e.g. a closed pipe or a full disk), so that a truncated output never exits 0. */
+int gj_cli_write_stdout(const char *cmd, const char *text, size_t size);
+int gj_cli_flush_stdout(const char *cmd);
+
+#endif

@@ -1,0 +1,214 @@
+/* gridjit compile: NVRTC compilation of a configuration to a cubin or PTX file. */
+#include "cli_common.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const CMD = "compile";
+
+static void usage(void) {
+    printf("Usage: gridjit compile --config C [--dims D] --arch ARCH [--ptx] [-o FILE]\n"
+           "                       [--json] [--no-cache] [--pass P]\n"
+           "\n"
+           "Generates the source of an encoding, compiles it with NVRTC and writes the\n"
+           "cubin or PTX to FILE (atomically: a reader never sees a partial file). Prints\n"
+           "the compile time, the size and the kernels (name expression -> lowered name).\n"
+           "On a compile error the full compiler log, with the numbered source lines around\n"
+           "each error, goes to stderr and the exit status is 1.\n"
+           "\n"
+           "Options:\n"
+           "  -c, --config C   configuration: a JSON file, or inline JSON starting with '{'\n"
+           "  -d, --dims D     number of input dimensions (default: the configuration's\n"
+           "                   \"n_dims_to_encode\", else 3)\n"
+           "  -a, --arch ARCH  target: sm_XX, sm_XXa or sm_XXf for a cubin (e.g. sm_90),\n"
+           "                   compute_XX[a|f] for PTX\n"
+           "      --ptx        PTX instead of a cubin (sm_90 becomes compute_90)\n"
+           "  -o, --output FILE\n"
+           "                   where to write (default: encoding.cubin, or encoding.ptx for PTX,\n"
+           "                   in the current directory)\n"
+           "  -j, --json       print exactly one JSON object: {\"arch\", \"kind\" (\"cubin\" or \"ptx\"),\n"
+           "                   \"bytes\", \"compile_ms\", \"kernels\": [lowered names], \"output\"}\n"
+           "      --no-cache   do not use the disk cache (accepted; the cache is not there yet)\n"
+           "  -p, --pass P     forward, backward, backward_backward or all (default), or a\n"
+           "                   comma-separated list; backward passes include the forward pass\n"
+           "  -h, --help       show this help\n");
+}
+
+enum { OPT_PTX = 256, OPT_NO_CACHE };
+
+typedef struct compile_args {
+    const char *config;
+    const char *dims;
+    const char *arch;
+    const char *output;
+    const char *passes;
+    int ptx;
+    int json;
+    int use_cache; /* --no-cache clears it; the disk cache (issue 4) reads it */
+} compile_args;
+
+static int parse_args(int argc, char **argv, compile_args *args) {
+    static const struct option options[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"dims", required_argument, NULL, 'd'},
+        {"arch", required_argument, NULL, 'a'},
+        {"ptx", no_argument, NULL, OPT_PTX},
+        {"output", required_argument, NULL, 'o'},
+        {"json", no_argument, NULL, 'j'},
+        {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+        {"pass", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":c:d:a:o:jp:h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'c': args->config = optarg; break;
+        case 'd': args->dims = optarg; break;
+        case 'a': args->arch = optarg; break;
+        case OPT_PTX: args->ptx = 1; break;
+        case 'o': args->output = optarg; break;
+        case 'j': args->json = 1; break;
+        case OPT_NO_CACHE: args->use_cache = 0; break;
+        case 'p': args->passes = optarg; break;
+        case 'h': usage(); return -1;
+        default: return gj_cli_bad_option(CMD, opt, argv);
+        }
+    }
+    int rc = gj_cli_no_operands(CMD, argc, argv);
+    if (rc == GJ_CLI_OK && !args->config) {
+        rc = gj_cli_usage_error(CMD, "--config is required (a file or inline JSON)");
+    }
+    if (rc == GJ_CLI_OK && !args->arch) {
+        rc = gj_cli_usage_error(CMD, "--arch is required (e.g. --arch sm_90, or --arch compute_90 for PTX)");
+    }
+    if (rc == GJ_CLI_OK && args->output && args->output[0] == '\0') {
+        rc = gj_cli_usage_error(CMD, "--output: empty file name");
+    }
+    return rc;
+}
+
+/* --ptx turns "sm_XX..." into "compute_XX..."; anything else goes to the library as given. */
+static void target_arch(const compile_args *args, char *out, size_t size) {
+    if (args->ptx && strncmp(args->arch, "sm_", 3) == 0) {
+        snprintf(out, size, "compute_%s", args->arch + 3);
+    } else {
+        snprintf(out, size, "%s", args->arch);
+    }
+}
+
+static const char *kind_name(gj_binary_kind kind) {
+    return kind == GJ_BINARY_PTX ? "ptx" : "cubin";
+}
+
+static int print_json(const gj_program *prog, const char *path) {
+    size_t size = 0;
+    gj_program_binary(prog, &size);
+    char number[64];
+    cJSON *root = cJSON_CreateObject();
+    cJSON *kernels = NULL;
+    int ok = root && cJSON_AddStringToObject(root, "arch", gj_program_arch(prog)) &&
+             cJSON_AddStringToObject(root, "kind", kind_name(gj_program_kind(prog)));
+    snprintf(number, sizeof number, "%zu", size);
+    ok = ok && cJSON_AddRawToObject(root, "bytes", number);
+    snprintf(number, sizeof number, "%.3f", gj_program_compile_ms(prog));
+    ok = ok && cJSON_AddRawToObject(root, "compile_ms", number) &&
+         (kernels = cJSON_AddArrayToObject(root, "kernels")) != NULL;
+    for (size_t i = 0; ok && i < gj_program_n_kernels(prog); ++i) {
+        ok = cJSON_AddItemToArray(kernels, cJSON_CreateString(gj_program_lowered_name(prog, i)));
+    }
+    ok = ok && cJSON_AddStringToObject(root, "output", path);
+    char *text = ok ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!text) {
+        gj_cli_error(CMD, "out of memory");
+        return GJ_CLI_FAILURE;
+    }
+    printf("%s\n", text);
+    free(text);
+    return gj_cli_flush_stdout(CMD);
+}
+
+static int print_summary(const gj_program *prog, const char *path) {
+    size_t size = 0;
+    gj_program_binary(prog, &size);
+    printf("arch       %s (%s)\n", gj_program_arch(prog), kind_name(gj_program_kind(prog)));
+    printf("output     %s (%zu bytes)\n", path, size);
+    printf("compile    %.1f ms\n", gj_program_compile_ms(prog));
+    printf("kernels    %zu\n", gj_program_n_kernels(prog));
+    for (size_t i = 0; i < gj_program_n_kernels(prog); ++i) {
+        printf("  %s -> %s\n", gj_program_kernel_name(prog, i), gj_program_lowered_name(prog, i));
+    }
+    return gj_cli_flush_stdout(CMD);
+}
+
+/* Compiles, then reports the log on failure; *prog is set only on success. */
+static int compile(gj_context *ctx, const gj_encoding *enc, const gj_codegen_options *opts, const char *arch,
+                   gj_program **prog) {
+    gj_program *result = NULL;
+    gj_status status = gj_compile(ctx, enc, opts, arch, &result);
+    if (status == GJ_ERROR_COMPILE && result) {
+        fprintf(stderr, "%s\n", gj_program_log(result));
+    }
+    if (status != GJ_OK) {
+        gj_program_destroy(result);
+        return gj_cli_status_error(CMD, ctx, status, NULL);
+    }
+    const char *log = gj_program_log(result);
+    if (log && log[0]) {
+        fprintf(stderr, "gridjit %s: compiler messages:\n%s\n", CMD, log);
+    }
+    *prog = result;
+    return GJ_CLI_OK;
+}
+
+static int run(const compile_args *args, gj_context *ctx, const gj_encoding *enc, const gj_codegen_options *opts) {
+    char arch[64];
+    target_arch(args, arch, sizeof arch);
+    gj_program *prog = NULL;
+    int rc = compile(ctx, enc, opts, arch, &prog);
+    if (rc != GJ_CLI_OK) {
+        return rc;
+    }
+    const char *path = args->output;
+    if (!path) {
+        path = gj_program_kind(prog) == GJ_BINARY_PTX ? "encoding.ptx" : "encoding.cubin";
+    }
+    size_t size = 0;
+    const void *binary = gj_program_binary(prog, &size);
+    rc = gj_cli_write_file_atomic(CMD, path, binary, size);
+    if (rc == GJ_CLI_OK) {
+        rc = args->json ? print_json(prog, path) : print_summary(prog, path);
+    }
+    gj_program_destroy(prog);
+    return rc;
+}
+
+int gj_cli_compile(int argc, char **argv) {
+    compile_args args = {.use_cache = 1};
+    int rc = parse_args(argc, argv, &args);
+    if (rc == -1) {
+        return gj_cli_flush_stdout(CMD);
+    }
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    uint32_t n_dims = 0;
+    if (rc == GJ_CLI_OK && args.passes) {
+        rc = gj_cli_parse_passes(CMD, args.passes, &opts.passes);
+    }
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_parse_dims(CMD, args.dims, &n_dims);
+    }
+    if (rc != GJ_CLI_OK) {
+        return rc;
+    }
+    gj_context *ctx = NULL;
+    gj_encoding *enc = NULL;
+    rc = gj_cli_open(CMD, args.config, n_dims, &ctx, &enc);
+    if (rc == GJ_CLI_OK) {
+        rc = run(&args, ctx, enc, &opts);
+    }
+    gj_cli_close(ctx, enc);
+    return rc;
+}

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# gridjit quick start: installs what is missing, configures, builds, then
+#   tools/quickstart.sh demo   runs `gridjit demo`
+#   tools/quickstart.sh test   runs the test suite with ctest (without the exhaustive label)
+# Safe to run again: it installs only missing packages and rebuilds incrementally.
+# Environment: GRIDJIT_BUILD_DIR (default build), CUDA_HOME or CUDA_PATH (default
+# /usr/local/cuda).
+set -euo pipefail
+
+say() { printf 'quickstart: %s\n' "$*" >&2; }
+die() { printf 'quickstart: error: %s\n' "$*" >&2; exit 1; }
+
+usage() {
+    cat >&2 <<'EOF'
+Usage: tools/quickstart.sh demo|test
+  demo   install missing packages, build (Release) and run `gridjit demo`
+  test   install missing packages, build (Release) and run the test suite with ctest
+EOF
+    exit 2
+}
+
+[[ $# -eq 1 ]] || usage
+mode=$1
+[[ $mode == demo || $mode == test ]] || usage
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+build_dir=${GRIDJIT_BUILD_DIR:-build}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+# ---- Debian packages -------------------------------------------------------
+packages=(cmake gcc make libcjson-dev libcmocka-dev libxxhash-dev pkg-config)
+
+install_packages() {
+    local missing=() p
+    if ! command -v dpkg-query >/dev/null 2>&1; then
+        say "not a Debian system: make sure these are installed: ${packages[*]}"
+        return
+    fi
+    for p in "${packages[@]}"; do
+        if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+            missing+=("$p")
+        fi
+    done
+    if [[ ${#missing[@]} -eq 0 ]]; then
+        say "packages: all present (${packages[*]})"
+        return
+    fi
+    if [[ $(id -u) -ne 0 ]] && ! command -v sudo >/dev/null 2>&1; then
+        die "missing packages (${missing[*]}); run as root or install them with apt-get"
+    fi
+    say "installing missing packages: ${missing[*]}"
+    as_root apt-get update -q >&2 || die "apt-get update failed"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2 ||
+        die "apt-get install failed for: ${missing[*]}"
+}
+
+# Runs a command as root: directly when we are root, else through sudo.
+as_root() {
+    if [[ $(id -u) -eq 0 ]]; then
+        "$@"
+    else
+        sudo "$@"
+    fi
+}
+
+# ---- CUDA toolkit (headers at build time; libnvrtc is loaded at run time) ---
+cuda_root=""
+
+find_cuda() {
+    local candidate
+    for candidate in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
+        if [[ -n $candidate && -f $candidate/include/nvrtc.h && -f $candidate/include/cuda.h ]]; then
+            cuda_root=$candidate
+            break
+        fi
+    done
+    if [[ -z $cuda_root ]] && command -v nvcc >/dev/null 2>&1; then
+        candidate=$(dirname "$(dirname "$(command -v nvcc)")")
+        [[ -f $candidate/include/nvrtc.h ]] && cuda_root=$candidate
+    fi
+    if [[ -z $cuda_root ]]; then
+        die "the CUDA toolkit (13.x) is required: gridjit builds against its headers (cuda.h, nvrtc.h)
+and loads libnvrtc.so.13 at run time. Install CUDA 13 into /usr/local/cuda (NVIDIA's apt
+repository: package cuda-toolkit-13-0; or the runfile from
+https://developer.nvidia.com/cuda-downloads), or set CUDA_HOME to where it is installed."
+    fi
+    say "CUDA toolkit: $cuda_root ($("$cuda_root/bin/nvcc" --version 2>/dev/null | grep -o 'release [0-9.]*' || echo 'nvcc not found'))"
+    # gridjit dlopen()s libnvrtc.so.13; make it findable when the toolkit is not on the loader path.
+    local ldconfig
+    ldconfig=$(command -v ldconfig || echo /sbin/ldconfig)
+    if ! "$ldconfig" -p 2>/dev/null | grep -q 'libnvrtc\.so\.13'; then
+        local dir
+        for dir in "$cuda_root/lib64" "$cuda_root/lib" "$cuda_root/targets/x86_64-linux/lib"; do
+            if [[ -e $dir/libnvrtc.so.13 ]]; then
+                say "libnvrtc.so.13 is not on the loader path: using $dir"
+                export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+                return
+            fi
+        done
+        say "warning: libnvrtc.so.13 not found: compilation will be skipped (install cuda-nvrtc-13-0)"
+    fi
+}
+
+# ---- configure and build -----------------------------------------------------
+check_cmake() {
+    local version
+    version=$(cmake --version | head -n1 | grep -o '[0-9][0-9.]*' | head -n1)
+    if ! printf '3.25\n%s\n' "$version" | sort -C -V; then
+        die "CMake $version is too old: gridjit needs CMake 3.25 or newer (Debian 12 and Ubuntu 24.04 have it; elsewhere: https://apt.kitware.com or 'pip install cmake')"
+    fi
+}
+
+build() {
+    check_cmake
+    say "configuring $build_dir (Release)"
+    cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCUDAToolkit_ROOT="$cuda_root" >&2
+    say "building with $jobs jobs"
+    cmake --build "$build_dir" -j"$jobs" >&2
+}
+
+install_packages
+find_cuda
+build
+
+case $mode in
+demo)
+    say "running $build_dir/gridjit demo"
+    "$build_dir/gridjit" demo
+    ;;
+test)
+    say "running the test suite (ctest -LE exhaustive)"
+    ctest --test-dir "$build_dir" --output-on-failure -j"$jobs" -LE exhaustive
+    ;;
+esac
