@@ -8,7 +8,10 @@
 
 typedef struct gj__nvrtc {
     void *handle;
+    char *path;  /* what dlopen() was given, for messages */
     int major, minor;
+    int n_archs; /* nvrtcGetSupportedArchs: e.g. 75 80 ... 121, ascending */
+    int *archs;
     const char *(*GetErrorString)(nvrtcResult);
     nvrtcResult (*Version)(int *, int *);
     nvrtcResult (*GetNumSupportedArchs)(int *);
@@ -34,5 +37,8 @@ typedef struct gj__nvrtc {
  */
 gj_status gj__nvrtc_get(gj_context *ctx, gj__nvrtc **out);
 void gj__nvrtc_release(struct gj__nvrtc *nvrtc);
+
+/* 1 when the loaded NVRTC lists sm (e.g. 90) among its supported architectures. */
+int gj__nvrtc_supports(const gj__nvrtc *nvrtc, int sm);
 
 #endif
