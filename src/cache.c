@@ -482,8 +482,9 @@ static void precompile_command(const struct gj__cache *c, const gj__cache_reques
         arch = sm;
         ptx = " --ptx";
     }
-    snprintf(out, size, "gridjit precompile --config %s --dims %u --arch %s%s%s", config, (unsigned)req->n_dims,
-             arch, ptx, dir);
+    snprintf(out, size, "gridjit precompile --config %s --dims %u --arch %s%s%s%s%s", config, (unsigned)req->n_dims,
+             arch, ptx, req->hint_flags ? req->hint_flags : "", dir,
+             req->hint_incomplete ? " (or the library with this program's code generation options)" : "");
 }
 
 static gj_status no_nvrtc(gj_context *ctx, const struct gj__cache *c, const gj__cache_request *req,
@@ -538,14 +539,6 @@ gj_status gj__cache_compile(gj_context *ctx, const gj__cache_request *req, gj__c
         gj__cache_store(ctx, req, &key, *out);
     }
     return status;
-}
-
-void gj__cache_count_compile(gj_context *ctx, double ms) {
-    struct gj__cache *c = ctx ? gj__cache_get(ctx) : NULL;
-    if (c) {
-        struct gj__cache_counters delta = {.compiles = 1, .compile_ms = ms};
-        gj__cache_count(c, &delta);
-    }
 }
 
 /* ------------------------------------------------------------ invalidate */

@@ -34,6 +34,8 @@ typedef struct gj__cache_request {
     const char *nvrtc_error;         /* why it is unavailable, for the message; may be NULL */
     const char *config_json; /* canonical configuration, for the precompile hint; may be NULL */
     uint32_t n_dims;
+    const char *hint_flags;  /* further `gridjit precompile` flags (e.g. " --pass forward"); may be NULL */
+    int hint_incomplete;     /* 1: codegen options the CLI cannot express differ from the defaults */
 } gj__cache_request;
 
 /* The full key (the whole record, NVRTC included) and the configuration key (the same
@@ -62,6 +64,15 @@ typedef gj_status (*gj__compile_fn)(gj_context *ctx, void *arg, struct gj_progra
 gj_status gj__cache_compile(gj_context *ctx, const gj__cache_request *req, gj__compile_fn compile, void *arg,
                             struct gj_program **out);
 
+/* gj_compile's seam: gathers the request for the generated source of enc (options of
+ * arch, NVRTC identity unless NVRTC is absent or disabled, canonical configuration)
+ * and calls gj__cache_compile. */
+struct gj_encoding;
+struct gj__arch;
+gj_status gj__cache_compile_generated(gj_context *ctx, const struct gj_encoding *enc, const gj_codegen_options *opts,
+                                      const struct gj__arch *arch, const char *source, const char *const *names,
+                                      size_t n_names, gj__compile_fn compile, void *arg, struct gj_program **out);
+
 /* Lower-level halves of gj__cache_compile. lookup: GJ_OK with *out on a hit,
  * GJ_ERROR_NOT_FOUND on a miss (a broken entry is removed and counted), GJ_ERROR_OUT_OF_MEMORY.
  * store: publishes prog under key (no-op when there is no writable directory). */
@@ -83,9 +94,6 @@ gj_status gj__cache_nvrtc_identity(const struct gj__nvrtc *nvrtc, gj__nvrtc_iden
 /* 0 when gj_context_set_nvrtc_enabled(ctx, 0) or GRIDJIT_NVRTC=off; callers then treat
  * NVRTC as absent. */
 int gj__cache_nvrtc_allowed(gj_context *ctx);
-
-/* Adds a compilation the cache did not see (e.g. gj_compile_source) to the statistics. */
-void gj__cache_count_compile(gj_context *ctx, double ms);
 
 /* Flushes this context's statistics to the directory and frees everything. */
 void gj__cache_release(struct gj__cache *cache);

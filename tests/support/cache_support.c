@@ -10,43 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Until the NVRTC branch provides them (src/compile.c), programs are made here. Weak,
- * so the library's definitions win once they exist. */
-__attribute__((weak)) struct gj_program *gj__program_new(void) {
-    struct gj_program *prog = calloc(1, sizeof *prog);
-    if (prog && !(prog->log = strdup(""))) {
-        free(prog);
-        return NULL;
-    }
-    return prog;
-}
-
-static void free_names(char **names, size_t n) {
-    for (size_t i = 0; names && i < n; i++) {
-        free(names[i]);
-    }
-    free(names);
-}
-
-__attribute__((weak)) void gj_program_destroy(gj_program *prog) {
-    if (!prog) {
-        return;
-    }
-    free(prog->binary);
-    free_names(prog->kernel_names, prog->n_kernels);
-    free_names(prog->lowered_names, prog->n_kernels);
-    free(prog->log);
-    free(prog->source);
-    free(prog);
-}
-
-__attribute__((weak)) const void *gj_program_binary(const gj_program *prog, size_t *size) {
-    if (size) {
-        *size = prog ? prog->binary_size : 0;
-    }
-    return prog ? prog->binary : NULL;
-}
-
 static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
     (void)st;
     (void)flag;
