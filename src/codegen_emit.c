@@ -108,15 +108,18 @@ void gj__emit_header(gj__strbuf *sb, const struct gj_encoding *enc, const gj_cod
                       opts->points_per_thread, opts->points_per_thread == 1 ? "" : "s");
     }
     gj__sb_append(sb, "// Compile options (NVRTC; <target> is the architecture asked for):\n");
-    char *options = gj_compile_options_string("<target>");
-    if (!options) {
+    /* The options come from the one place that states them (compile.c), with the
+     * architecture left open: the same source serves every target. */
+    gj__arch target = {.kind = GJ_BINARY_CUBIN, .name = "<target>"};
+    const char *options[GJ__MAX_COMPILE_OPTIONS];
+    char buffer[GJ__COMPILE_OPTIONS_BUFFER];
+    const size_t n = gj__compile_options(&target, options, GJ__MAX_COMPILE_OPTIONS, buffer, sizeof buffer);
+    if (n == 0) {
         sb->failed = 1;
-        return;
     }
-    for (char *line = strtok(options, "\n"); line; line = strtok(NULL, "\n")) {
-        gj__sb_printf(sb, "//   %s\n", line);
+    for (size_t i = 0; i < n; ++i) {
+        gj__sb_printf(sb, "//   %s\n", options[i]);
     }
-    free(options);
     gj__sb_append(sb, "// ===========================================================================\n\n");
 }
 

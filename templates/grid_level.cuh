@@ -420,7 +420,7 @@ template <int M, int N> GJ_INLINE void gj_zero(float (&v)[M][N]) {
     for (int i = 0; i < M; ++i) gj_zero<N>(v[i]);
 }
 
-// Level l is active for max_level m when l < m * L + 1e-3 (SPEC §6). Two separately
+// A level l is active for max_level m when l < m * L + 1e-3 (SPEC §6). Two separately
 // rounded operations (never contracted into an FMA), so level boundaries fall exactly
 // where the reference puts them.
 template <class C> GJ_INLINE float gj_level_limit(float max_level) {

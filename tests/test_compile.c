@@ -552,45 +552,6 @@ static void annotation_drops_carriage_returns(void **state) {
     gj_free(out);
 }
 
-/* ------------------------------------------------------------ codegen stand-ins */
-
-/*
- * TEMPORARY, until src/codegen.c lands on this branch: gj_compile() lives in
- * compile.c and calls these, and a static-archive member links as a whole, so this
- * test would not link without them. Weak: real definitions win wherever they are
- * linked. They fail the test if called; no test here calls gj_compile() with an
- * encoding. DELETE THIS BLOCK WHEN MERGING codegen.
- */
-__attribute__((weak)) char *gj__codegen(const struct gj_encoding *enc, const gj_codegen_options *opts) {
-    (void)enc;
-    (void)opts;
-    fail_msg("gj__codegen stand-in called: delete the stand-ins in tests/test_compile.c");
-    return NULL;
-}
-
-__attribute__((weak)) char **gj__codegen_kernel_names(const gj__config *config, const gj_codegen_options *opts,
-                                                      size_t *count) {
-    (void)config;
-    (void)opts;
-    *count = 0;
-    fail_msg("gj__codegen_kernel_names stand-in called");
-    return NULL;
-}
-
-__attribute__((weak)) void gj__free_string_list(char **list, size_t count) {
-    (void)list;
-    (void)count;
-}
-
-__attribute__((weak)) gj_status gj__codegen_options_resolve(gj_context *ctx, const gj_codegen_options *in,
-                                                            gj_codegen_options *out) {
-    (void)ctx;
-    (void)in;
-    (void)out;
-    fail_msg("gj__codegen_options_resolve stand-in called");
-    return GJ_ERROR_INTERNAL;
-}
-
 int main(void) {
     const char *env = getenv("GRIDJIT_NVRTC");
     original_nvrtc_env = env ? strdup(env) : NULL;

@@ -185,23 +185,3 @@ char *gj_test_scratch_dir(const char *name) {
     return path;
 }
 
-char *gj_test_read_file(const char *path, size_t *size) {
-    FILE *file = fopen(path, "rb");
-    if (!file) {
-        return NULL;
-    }
-    capture c = {0};
-    int more;
-    while ((more = drain(fileno(file), &c)) > 0) {
-    }
-    fclose(file);
-    if (more < 0) {
-        free(c.data);
-        return NULL;
-    }
-    finish(&c);
-    if (size) {
-        *size = c.len;
-    }
-    return c.data;
-}

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "test_env.h" /* gj_test_read_file */
+
 typedef struct gj_cli_result {
     int status;      /* exit code; 128 + N when killed by signal N; -1 if it could not run */
     char *out;       /* stdout, NUL-terminated (may contain other NULs: see out_len) */
@@ -29,7 +31,5 @@ void gj_cli_result_free(gj_cli_result *result);
  * created (with parents) and emptied of plain files. malloc()ed path; NULL on failure. */
 char *gj_test_scratch_dir(const char *name);
 
-/* Reads a whole file; NULL if it cannot. *size receives its length. */
-char *gj_test_read_file(const char *path, size_t *size);
 
 #endif
