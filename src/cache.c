@@ -499,9 +499,9 @@ static gj_status no_nvrtc(gj_context *ctx, const struct gj__cache *c, const gj__
         snprintf(command, sizeof command, "compiling it once with NVRTC available into the same cache directory");
     }
     return gj__fail(ctx, GJ_ERROR_NO_NVRTC,
-                    "NVRTC is not available (%s) and no cache layer holds configuration key %s for %s%s; "
+                    "no cache layer holds configuration key %s for %s%s, and NVRTC cannot compile it (%s); "
                     "make the entry where NVRTC is available with: %s",
-                    nvrtc_error && *nvrtc_error ? nvrtc_error : "disabled", key->config_hex, req->target, where,
+                    key->config_hex, req->target, where, nvrtc_error && *nvrtc_error ? nvrtc_error : "disabled",
                     command);
 }
 

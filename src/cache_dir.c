@@ -158,14 +158,39 @@ int gj__cache_parse_bytes(const char *text, uint64_t *out) {
     return 0;
 }
 
+/* path made absolute against the working directory (without resolving symlinks), so
+ * that messages, listings and a later chdir() all mean the same directory. */
+static char *absolute(const char *path) {
+    if (path[0] == '/') {
+        return strdup(path);
+    }
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) {
+        return strdup(path);
+    }
+    while (path[0] == '.' && path[1] == '/') {
+        path += 2;
+    }
+    size_t n = strlen(cwd) + strlen(path) + 2;
+    char *out = malloc(n);
+    if (out) {
+        snprintf(out, n, "%s/%s", cwd, strcmp(path, ".") == 0 ? "" : path);
+        size_t len = strlen(out);
+        if (len > 1 && out[len - 1] == '/') {
+            out[len - 1] = '\0';
+        }
+    }
+    return out;
+}
+
 /* The writable directory's path before checks; NULL with *why when there is none. */
 static char *choose_root(const struct gj__cache *c, const char **why) {
     if (c->set_dir) {
-        return strdup(c->set_dir);
+        return absolute(c->set_dir);
     }
     const char *dir = getenv("GRIDJIT_CACHE_DIR");
     if (dir && *dir) {
-        return strdup(dir);
+        return absolute(dir);
     }
     char buffer[4096];
     const char *xdg = getenv("XDG_CACHE_HOME");
@@ -227,7 +252,7 @@ static void add_layer(gj_context *ctx, struct gj__cache *c, const char *path) {
         return; /* already searched as the writable directory */
     }
     char **layers = realloc(c->layers, (c->n_layers + 1) * sizeof *layers);
-    char *copy = strdup(path);
+    char *copy = absolute(path);
     if (!layers || !copy) {
         free(copy);
         if (layers) {
