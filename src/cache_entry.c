@@ -246,6 +246,7 @@ static gj__entry_check read_payload(int fd, size_t header_size, gj__entry *out) 
 }
 
 gj__entry_check gj__entry_read(int fd, uint64_t file_size, gj__entry *out, int with_payload) {
+    memset(out, 0, sizeof *out); /* gj__entry_free() below must see no stale pointers */
     size_t header_size = 0;
     gj__entry_check check = read_header(fd, file_size, out, &header_size);
     if (check == GJ__ENTRY_OK && file_size != header_size + out->payload_size) {
