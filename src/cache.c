@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,12 +72,8 @@ const char *gj_context_cache_dir(gj_context *ctx) {
 }
 
 int gj__cache_nvrtc_allowed(gj_context *ctx) {
-    struct gj__cache *c = ctx ? ctx->cache : NULL;
-    if (c && c->set_nvrtc == 0) {
-        return 0;
-    }
-    const char *env = getenv("GRIDJIT_NVRTC");
-    return !(env && (strcasecmp(env, "off") == 0 || strcmp(env, "0") == 0));
+    const struct gj__cache *c = ctx ? ctx->cache : NULL;
+    return !(c && c->set_nvrtc == 0);
 }
 
 /* ------------------------------------------------------------- programs */

@@ -91,8 +91,8 @@ void gj__cache_invalidate(gj_context *ctx, const struct gj_program *prog, const 
 /* Identity of the NVRTC library nvrtc was loaded from (its Version entry point). */
 gj_status gj__cache_nvrtc_identity(const struct gj__nvrtc *nvrtc, gj__nvrtc_identity *out);
 
-/* 0 when gj_context_set_nvrtc_enabled(ctx, 0) or GRIDJIT_NVRTC=off; callers then treat
- * NVRTC as absent. */
+/* 0 after gj_context_set_nvrtc_enabled(ctx, 0): gj__nvrtc_get then refuses, as it does
+ * for GRIDJIT_NVRTC=off. */
 int gj__cache_nvrtc_allowed(gj_context *ctx);
 
 /* Flushes this context's statistics to the directory and frees everything. */

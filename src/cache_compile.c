@@ -14,14 +14,9 @@
 
 /* The NVRTC identity, or NULL with the reason in why. */
 static const gj__nvrtc_identity *find_nvrtc(gj_context *ctx, gj__nvrtc_identity *id, char *why, size_t why_size) {
-    if (!gj__cache_nvrtc_allowed(ctx)) {
-        const char *env = getenv("GRIDJIT_NVRTC");
-        snprintf(why, why_size, "%s", env && *env ? "disabled by GRIDJIT_NVRTC" : "disabled by gj_context_set_nvrtc_enabled");
-        return NULL;
-    }
     gj__nvrtc *nv = NULL;
     if (gj__nvrtc_get(ctx, &nv) != GJ_OK || gj__cache_nvrtc_identity(nv, id) != GJ_OK) {
-        snprintf(why, why_size, "%s", ctx->errmsg[0] ? ctx->errmsg : "libnvrtc not found");
+        snprintf(why, why_size, "%s", ctx->errmsg[0] ? ctx->errmsg : "NVRTC: not found");
         gj__clear_error(ctx);
         return NULL;
     }
