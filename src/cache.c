@@ -427,6 +427,10 @@ void gj__cache_store(gj_context *ctx, const gj__cache_request *req, const gj__ca
     } else {
         struct gj__cache_counters delta = {.bytes_written = bytes};
         gj__cache_count(c, &delta);
+        if (!c->remembered) {
+            gj__cache_remember_nvrtc(c->root, req->nvrtc);
+            c->remembered = 1;
+        }
         evict(ctx, c);
     }
     free(shard);
@@ -487,6 +491,18 @@ static gj_status no_nvrtc(gj_context *ctx, const struct gj__cache *c, const gj__
     const char *where = !c->enabled                    ? " (the disk cache is off)"
                         : !c->root && !c->n_layers     ? " (no usable cache directory)"
                                                        : "";
+    /* The full key cannot be computed without NVRTC; with the NVRTC last used in this
+     * directory it can, and that is the key `gridjit compile --json` showed there. */
+    char full[120] = "";
+    gj__nvrtc_identity last;
+    if (c->root && gj__cache_recall_nvrtc(c->root, &last) == 0) {
+        gj__cache_request with = *req;
+        with.nvrtc = &last;
+        gj__cache_key k;
+        if (gj__cache_key_compute(&with, &k) == 0) {
+            snprintf(full, sizeof full, " (key %s with NVRTC %d.%d, last used here)", k.hex, last.major, last.minor);
+        }
+    }
     char command[2200];
     if (req->config_json) {
         precompile_command(c, req, command, sizeof command);
@@ -494,9 +510,9 @@ static gj_status no_nvrtc(gj_context *ctx, const struct gj__cache *c, const gj__
         snprintf(command, sizeof command, "compiling it once with NVRTC available into the same cache directory");
     }
     return gj__fail(ctx, GJ_ERROR_NO_NVRTC,
-                    "no cache layer holds configuration key %s for %s%s, and NVRTC cannot compile it (%s); "
+                    "no cache layer holds configuration key %s%s for %s%s, and NVRTC cannot compile it (%s); "
                     "make the entry where NVRTC is available with: %s",
-                    key->config_hex, req->target, where, nvrtc_error && *nvrtc_error ? nvrtc_error : "disabled",
+                    key->config_hex, full, req->target, where, nvrtc_error && *nvrtc_error ? nvrtc_error : "disabled",
                     command);
 }
 

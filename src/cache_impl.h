@@ -92,6 +92,12 @@ int gj__cache_remove_if_same(const char *path, uint64_t dev, uint64_t ino);
 /* Sets path's modification time (the recency stamp) to now. */
 void gj__cache_touch(const char *path);
 
+/* The NVRTC identity last used to store into root ("MAJOR.MINOR BUILD" in
+ * root/nvrtc-identity), so that without NVRTC a message can still name the full key
+ * the configuration had with it. recall: 0, or -1 when unknown. */
+void gj__cache_remember_nvrtc(const char *root, const gj__nvrtc_identity *id);
+int gj__cache_recall_nvrtc(const char *root, gj__nvrtc_identity *out);
+
 /* ------------------------------------------------------------ directories */
 struct gj__cache_counters {
     uint64_t hits, misses, compiles, bytes_read, bytes_written, evictions, corrupt;
@@ -116,6 +122,7 @@ struct gj__cache {
     uint64_t max_bytes;
     int keep_source;
     int write_failed; /* a store failed: warned once, no more stores */
+    int remembered;   /* this context has recorded its NVRTC identity in root */
 
     struct gj__cache_counters total;     /* since the context was created */
     struct gj__cache_counters unflushed; /* not yet added to the directory's stats file */

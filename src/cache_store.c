@@ -120,3 +120,44 @@ void gj__cache_touch(const char *path) {
     struct timespec times[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
     (void)utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW);
 }
+
+/* ------------------------------------------------------- the last NVRTC seen */
+
+#define GJ__NVRTC_MEMO "nvrtc-identity"
+
+static void format_identity(const gj__nvrtc_identity *id, char *out, size_t size) {
+    snprintf(out, size, "%d.%d %s\n", id->major, id->minor, id->build);
+}
+
+int gj__cache_recall_nvrtc(const char *root, gj__nvrtc_identity *out) {
+    char path[4200], text[256];
+    snprintf(path, sizeof path, "%s/" GJ__NVRTC_MEMO, root);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    text[n > 0 ? n : 0] = '\0';
+    memset(out, 0, sizeof *out);
+    char build[sizeof out->build];
+    if (sscanf(text, "%d.%d %95s", &out->major, &out->minor, build) != 3) {
+        return -1;
+    }
+    snprintf(out->build, sizeof out->build, "%s", build);
+    return 0;
+}
+
+void gj__cache_remember_nvrtc(const char *root, const gj__nvrtc_identity *id) {
+    gj__nvrtc_identity known;
+    char want[256], have[256];
+    format_identity(id, want, sizeof want);
+    if (gj__cache_recall_nvrtc(root, &known) == 0) {
+        format_identity(&known, have, sizeof have);
+        if (strcmp(have, want) == 0) {
+            return;
+        }
+    }
+    struct iovec part = {.iov_base = want, .iov_len = strlen(want)};
+    (void)gj__cache_publish(root, GJ__NVRTC_MEMO, &part, 1); /* advisory: a failure loses nothing */
+}

@@ -203,10 +203,23 @@ static void compile_reports_the_cache(void **state) {
     assert_int_equal(listed(dir, "source", keys, 4), 1);
     assert_string_equal(keys[0], key2);
 
+    /* cleared, then without NVRTC: the message names the key compile --json showed */
+    gj_cli_result r;
+    RUN(&r, "cache", "clear", "--cache-dir", dir);
+    expect_status(&r, 0);
+    gj_cli_result_free(&r);
+    setenv("GRIDJIT_NVRTC", "off", 1);
+    RUN(&r, "compile", "--config", CONFIG_A, "--dims", "2", "--arch", "sm_80", "--pass", "forward", "--cache-dir", dir);
+    unsetenv("GRIDJIT_NVRTC");
+    expect_status(&r, 1);
+    if (!strstr(r.err, key1)) {
+        fail_msg("\"%s\" does not name key %s", r.err, key1);
+    }
+    gj_cli_result_free(&r);
+
     /* a world-writable directory: uncached success, one warning */
     char *unsafe = gjt_scratch("cli_compile_unsafe");
     assert_int_equal(chmod(unsafe, 0777), 0);
-    gj_cli_result r;
     char out[2200];
     snprintf(out, sizeof out, "%s/out.cubin", unsafe);
     RUN(&r, "compile", "--config", CONFIG_A, "--dims", "2", "--arch", "sm_80", "--pass", "forward", "--cache-dir",

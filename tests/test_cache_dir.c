@@ -384,6 +384,14 @@ static void precompiled_entry_loads_without_nvrtc(void **state) {
     assert_int_equal(compiler.calls, 0);
     const char *msg = gj_context_errmsg(ctx);
     assert_non_null(strstr(msg, key.config_hex));
+    /* and the full key it would have with the NVRTC that last stored here (12.4) */
+    gjt_request with;
+    gjt_request_init(&with, 1, "sm_80", GJ_BINARY_CUBIN);
+    with.nvrtc.major = 12;
+    with.nvrtc.minor = 4;
+    gj__cache_key full;
+    gj__cache_key_compute(&with.req, &full);
+    assert_non_null(strstr(msg, full.hex));
     assert_non_null(strstr(msg, "GRIDJIT_NVRTC=off"));
     char command[3000];
     snprintf(command, sizeof command,
