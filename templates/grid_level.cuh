@@ -165,9 +165,9 @@ GJ_INLINE void gj_load_pair(const typename C::param_t* __restrict__ grid, gj_u32
 }
 
 // Adds weight * g to the gradient of one entry (atomically: other points share it).
-template <class C>
-GJ_INLINE void gj_add_entry(typename C::grad_t* __restrict__ grad, gj_u32 index, float weight, const float (&g)[C::F]) {
-    typedef typename C::grad_t G;
+// G is C::grad_t for global memory, or float for a block's shared-memory copy of a level.
+template <class C, class G>
+GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, const float (&g)[C::F]) {
     constexpr int F = C::F;
     G* p = grad + (gj_u64)index * F;
     if constexpr (sizeof(G) == 2) {
@@ -274,10 +274,10 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
 // g: dL/dy of this level. PARAMS: dL/dparams += (atomically, into grad = the level's
 // gradient base). INPUT: dldx += dL/dx contribution of this level. u: the stochastic
 // interpolation sample of this (point, level), used when C::STOCHASTIC.
-template <class C, int MODE, bool PARAMS, bool INPUT>
+template <class C, int MODE, bool PARAMS, bool INPUT, class G = typename C::grad_t>
 GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed,
                                  const typename C::param_t* __restrict__ grid, const float (&g)[C::F],
-                                 typename C::grad_t* __restrict__ grad, float (&dldx)[C::D], float u) {
+                                 G* __restrict__ grad, float (&dldx)[C::D], float u) {
     constexpr int D = C::D, F = C::F;
     gj_u32 c[D];
     float t[D];
