@@ -16,7 +16,7 @@
 static const gj__nvrtc_identity *find_nvrtc(gj_context *ctx, gj__nvrtc_identity *id, char *why, size_t why_size) {
     gj__nvrtc *nv = NULL;
     if (gj__nvrtc_get(ctx, &nv) != GJ_OK || gj__cache_nvrtc_identity(nv, id) != GJ_OK) {
-        snprintf(why, why_size, "%s", ctx->errmsg[0] ? ctx->errmsg : "NVRTC: not found");
+        snprintf(why, why_size, "%.*s", (int)why_size - 1, ctx->errmsg[0] ? ctx->errmsg : "NVRTC: not found");
         gj__clear_error(ctx);
         return NULL;
     }
