@@ -291,7 +291,9 @@ static int newest_first(const void *a, const void *b) {
 static gj_status load_any(const load *l, const char *dir) {
     candidates cs = {.config_hex = l->key->config_hex};
     gj__cache_walk(dir, l->key->config_hex, collect, &cs);
-    qsort(cs.list, cs.n, sizeof *cs.list, newest_first);
+    if (cs.n > 1) {
+        qsort(cs.list, cs.n, sizeof *cs.list, newest_first);
+    }
     gj_status status = GJ_ERROR_NOT_FOUND;
     for (size_t i = 0; i < cs.n; i++) {
         if (status == GJ_ERROR_NOT_FOUND) {

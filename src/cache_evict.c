@@ -53,7 +53,9 @@ static int by_stem(const void *a, const void *b) {
 
 /* One item per file was collected; an entry and its source (same stem) become one. */
 static void merge_pairs(scan *s) {
-    qsort(s->items, s->n, sizeof *s->items, by_stem);
+    if (s->n > 1) {
+        qsort(s->items, s->n, sizeof *s->items, by_stem);
+    }
     size_t out = 0;
     for (size_t i = 0; i < s->n; i++) {
         item *prev = out ? &s->items[out - 1] : NULL;
@@ -138,7 +140,7 @@ int gj__cache_evict(const char *root, uint64_t cap, gj__cache_evict_result *resu
     result->swept = s.swept;
     merge_pairs(&s);
     if (!err && s.total > cap) {
-        qsort(s.items, s.n, sizeof *s.items, by_recency);
+        qsort(s.items, s.n, sizeof *s.items, by_recency); /* s.n > 0: total > cap */
         for (size_t i = 0; i < s.n && s.total > cap; i++) {
             /* Another process evicting at the same time may have removed it already:
              * that still frees the space. */

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,10 +199,13 @@ static void library_identity_is_the_build_id(void **state) {
     char id[128];
     void *(*fn)(size_t) = malloc; /* an address inside libc */
     assert_int_equal(gj__cache_library_identity((const void *)(uintptr_t)fn, id, sizeof id), 0);
-    /* Derived independently: readelf on the libc this process mapped. */
-    FILE *maps = popen("readelf -n \"$(ldd /bin/sh | awk '/libc\\.so/{print $3}')\" 2>/dev/null "
-                       "| awk '/Build ID/{print $3}'",
-                       "r");
+    /* Derived independently: readelf on the file the dynamic linker says holds it (libc,
+     * or a sanitizer runtime that intercepts malloc). */
+    Dl_info where;
+    assert_true(dladdr((const void *)(uintptr_t)fn, &where) != 0);
+    char command[1200];
+    snprintf(command, sizeof command, "readelf -n '%s' 2>/dev/null | awk '/Build ID/{print $3}'", where.dli_fname);
+    FILE *maps = popen(command, "r");
     char want[128] = "";
     if (maps && fgets(want, sizeof want, maps)) {
         want[strcspn(want, "\n")] = '\0';

@@ -208,7 +208,9 @@ static int add_directory(work *w, const char *dir) {
         }
     }
     closedir(d);
-    qsort(names, n, sizeof *names, by_name);
+    if (n > 1) {
+        qsort(names, n, sizeof *names, by_name);
+    }
     int rc = n ? GJ_CLI_OK : GJ_CLI_FAILURE;
     if (!n) {
         gj_cli_error(CMD, "directory %s holds no .json file", dir);
