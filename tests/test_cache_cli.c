@@ -319,7 +319,7 @@ static void cache_maintenance(void **state) {
 
 static void command_line_errors(void **state) {
     (void)state;
-    static const char *const usage_cases[][8] = {
+    static const char *const usage_cases[][9] = {
         {"cache", NULL},
         {"cache", "frobnicate", NULL},
         {"cache", "list", "extra", NULL},
@@ -328,6 +328,7 @@ static void command_line_errors(void **state) {
         {"precompile", "--config", CONFIG_A, NULL},
         {"precompile", "--config", CONFIG_A, "--arch", "sm_80,,sm_90", NULL},
         {"precompile", "--config", CONFIG_A, "--arch", "gfx90a", NULL},
+        {"precompile", "--config", CONFIG_A, "--arch", "sm_80", "-j", "0", NULL},
     };
     for (size_t i = 0; i < sizeof usage_cases / sizeof usage_cases[0]; i++) {
         gj_cli_result r;

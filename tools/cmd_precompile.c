@@ -120,6 +120,7 @@ typedef struct work {
     char **archs; /* canonical target spellings */
     size_t n_archs;
     uint32_t n_dims;
+    uint32_t n_workers; /* -j; 0: the number of CPUs */
     gj_codegen_options opts;
 } work;
 
@@ -460,10 +461,7 @@ static int precompile(const precompile_args *args, gj_context *ctx, work *w) {
         return gj_cli_status_error(CMD, ctx, GJ_ERROR_NO_NVRTC, "NVRTC is not available");
     }
     size_t n_jobs = w->n_configs * w->n_archs;
-    uint32_t n_workers = (uint32_t)default_jobs(n_jobs);
-    if (args->jobs && gj_cli_parse_u32(CMD, "--jobs", args->jobs, 1, 1024, &n_workers) != GJ_CLI_OK) {
-        return GJ_CLI_USAGE;
-    }
+    uint32_t n_workers = w->n_workers ? w->n_workers : (uint32_t)default_jobs(n_jobs);
     if (n_workers > n_jobs) {
         n_workers = (uint32_t)n_jobs;
     }
@@ -491,6 +489,9 @@ static int gather(const precompile_args *args, work *w) {
     gj_codegen_options_init(&w->opts);
     if (rc == GJ_CLI_OK && args->passes) {
         rc = gj_cli_parse_passes(CMD, args->passes, &w->opts.passes);
+    }
+    if (rc == GJ_CLI_OK && args->jobs) {
+        rc = gj_cli_parse_u32(CMD, "--jobs", args->jobs, 1, 1024, &w->n_workers);
     }
     for (size_t i = 0; rc == GJ_CLI_OK && i < args->n_archs; i++) {
         rc = add_archs(w, args->archs[i], args->ptx);
