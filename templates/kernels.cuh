@@ -255,8 +255,9 @@ GJ_INLINE void gj_backward_coarse_kernel(const gj_backward_args& a) {
 }
 
 // ---- backward of backward ----------------------------------------------------------
-// Point-major: dL/dx sums over levels in registers.
-template <class C, bool PARAMS, bool DDLDY, bool INPUT>
+// Point-major: dL/dx sums over levels in registers. Which outputs are written is decided
+// at run time (null pointers are skipped).
+template <class C>
 struct gj_backward_backward_op {
     const gj_backward_backward_args& a;
     gj_u64 i;
@@ -275,13 +276,13 @@ struct gj_backward_backward_op {
             for (int f = 0; f < C::F; ++f) {
                 g[f] = gj_to_float(((const T*)a.dL_dy)[i * a.dy_stride_point + (gj_u64)(level * C::F + f) * a.dy_stride_feature]);
             }
-            typename C::grad_t* grad = PARAMS ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
-            gj_level_backward_backward<C, MODE, PARAMS, DDLDY, INPUT>(x, scale, resolution, entries, cell_fixed,
-                                                                      (const T*)a.params + param_offset, H, g, grad, ddldy, dldx);
+            typename C::grad_t* grad = a.dL_dparams ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
+            gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, (const T*)a.params + param_offset,
+                                                H, g, grad, ddldy, dldx, a.dL_ddLdy != nullptr, a.dL_dx != nullptr);
         } else {
             gj_zero(ddldy);
         }
-        if constexpr (DDLDY) {
+        if (a.dL_ddLdy) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) {
                 ((T*)a.dL_ddLdy)[i * a.ddy_stride_point + (gj_u64)(level * C::F + f) * a.ddy_stride_feature] = gj_from_float<T>(ddldy[f]);
@@ -290,45 +291,34 @@ struct gj_backward_backward_op {
     }
 };
 
-template <class C, class LV, bool PARAMS, bool DDLDY, bool INPUT>
-GJ_INLINE void gj_backward_backward_points(const gj_backward_backward_args& a) {
+template <class C, class LV>
+GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
     typedef typename C::param_t T;
+    if (!a.dL_dparams && !a.dL_ddLdy && !a.dL_dx) return;
     const gj_u64 first = gj_first_point<C>();
 #pragma unroll
     for (int p = 0; p < C::PPT; ++p) {
         const gj_u64 i = first + (gj_u64)p * C::BLOCK;
         if (i >= a.n) return;
-        gj_backward_backward_op<C, PARAMS, DDLDY, INPUT> op{a, i};
+        gj_backward_backward_op<C> op{a, i};
         gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
         gj_load_point<C>(a.dL_ddLdx, i, a.ddx_stride_point, a.ddx_stride_dim, op.H);
         op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
         gj_zero(op.dldx);
 #pragma unroll
         for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
-        if constexpr (DDLDY) {
+        if (a.dL_ddLdy) {
             // Padding columns are written as 0 (the reference writes a whole vector there, SPEC §8.2).
 #pragma unroll
             for (int k = C::N_OUT; k < C::N_OUT_PADDED; ++k) {
                 ((T*)a.dL_ddLdy)[i * a.ddy_stride_point + (gj_u64)k * a.ddy_stride_feature] = gj_from_float<T>(0.0f);
             }
         }
-        if constexpr (INPUT) {
+        if (a.dL_dx) {
 #pragma unroll
             for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
         }
     }
-}
-
-template <class C, class LV>
-GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
-    const bool p = a.dL_dparams != nullptr, y = a.dL_ddLdy != nullptr, x = a.dL_dx != nullptr;
-    if (p && y && x) gj_backward_backward_points<C, LV, true, true, true>(a);
-    else if (p && y) gj_backward_backward_points<C, LV, true, true, false>(a);
-    else if (p && x) gj_backward_backward_points<C, LV, true, false, true>(a);
-    else if (p) gj_backward_backward_points<C, LV, true, false, false>(a);
-    else if (y && x) gj_backward_backward_points<C, LV, false, true, true>(a);
-    else if (y) gj_backward_backward_points<C, LV, false, true, false>(a);
-    else if (x) gj_backward_backward_points<C, LV, false, false, true>(a);
 }
 
 // ---- parameters -----------------------------------------------------------------------

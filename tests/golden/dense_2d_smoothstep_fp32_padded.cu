@@ -571,12 +571,14 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
 //                     + sum_{d != k} H_d s^2 w'_d w'_k sgn_d sgn_k P_dk(c) ]
 // with P_d the product of the other dimensions' weights, P_dk that without d and k.
 // (The reference adds the diagonal term inside the wrong loop, SPEC §8.1.)
-template <class C, int MODE, bool PARAMS, bool DDLDY, bool INPUT>
+// The outputs are chosen at run time (grad null: no dL/dparams): this pass is rarely hot,
+// and one body per level keeps the code small.
+template <class C, int MODE>
 GJ_INLINE void gj_level_backward_backward(const float* x, float scale, gj_u32 resolution, gj_u32 entries,
                                           gj_u32 cell_fixed, const typename C::param_t* __restrict__ grid,
                                           const float (&H)[C::D], const float (&g)[C::F],
                                           typename C::grad_t* __restrict__ grad, float (&ddldy)[C::F],
-                                          float (&dldx)[C::D]) {
+                                          float (&dldx)[C::D], bool want_ddldy, bool want_dx) {
     constexpr int D = C::D, F = C::F;
 #pragma unroll
     for (int f = 0; f < F; ++f) ddldy[f] = 0.0f;
@@ -605,16 +607,16 @@ GJ_INLINE void gj_level_backward_backward(const float* x, float scale, gj_u32 re
 #pragma unroll
         for (int d = 0; d < D; ++d) A = fmaf(H[d] * gj_corner_sign(corner, d) * dw[d], gj_weight_product<D>(w, corner, d, -1), A);
 
-        if constexpr (PARAMS) gj_add_entry<C>(grad, index, A, g);
+        if (grad) gj_add_entry<C>(grad, index, A, g);
 
-        if constexpr (DDLDY || INPUT) {
+        if (want_ddldy || want_dx) {
             float val[F];
             gj_load_entry<C>(grid, index, val);
-            if constexpr (DDLDY) {
+            if (want_ddldy) {
 #pragma unroll
                 for (int f = 0; f < F; ++f) ddldy[f] = fmaf(A, val[f], ddldy[f]);
             }
-            if constexpr (INPUT) {
+            if (want_dx) {
                 float gv = 0.0f;
 #pragma unroll
                 for (int f = 0; f < F; ++f) gv = fmaf(g[f], val[f], gv);
@@ -680,16 +682,8 @@ GJ_INLINE void gj_level_backward_backward_any(const float* x, float scale, gj_u3
                                               const float (&H)[C::D], const float (&g)[C::F],
                                               typename C::grad_t* __restrict__ grad, float (&ddldy)[C::F],
                                               float (&dldx)[C::D], bool want_ddldy, bool want_dx) {
-#define GJ__BWDBWD(P, Y, X) gj_level_backward_backward<C, MODE, P, Y, X>(x, scale, resolution, entries, cell_fixed, grid, H, g, grad, ddldy, dldx)
-    if (grad && want_ddldy && want_dx) GJ__BWDBWD(true, true, true);
-    else if (grad && want_ddldy) GJ__BWDBWD(true, true, false);
-    else if (grad && want_dx) GJ__BWDBWD(true, false, true);
-    else if (grad) GJ__BWDBWD(true, false, false);
-    else if (want_ddldy && want_dx) GJ__BWDBWD(false, true, true);
-    else if (want_ddldy) GJ__BWDBWD(false, true, false);
-    else if (want_dx) GJ__BWDBWD(false, false, true);
-    else gj_zero(ddldy);
-#undef GJ__BWDBWD
+    gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, grid, H, g, grad, ddldy, dldx,
+                                        want_ddldy, want_dx);
 }
 
 // ---- moving one level's features between fp32 registers and param_t vectors -----------
@@ -1064,8 +1058,9 @@ GJ_INLINE void gj_backward_coarse_kernel(const gj_backward_args& a) {
 }
 
 // ---- backward of backward ----------------------------------------------------------
-// Point-major: dL/dx sums over levels in registers.
-template <class C, bool PARAMS, bool DDLDY, bool INPUT>
+// Point-major: dL/dx sums over levels in registers. Which outputs are written is decided
+// at run time (null pointers are skipped).
+template <class C>
 struct gj_backward_backward_op {
     const gj_backward_backward_args& a;
     gj_u64 i;
@@ -1084,13 +1079,13 @@ struct gj_backward_backward_op {
             for (int f = 0; f < C::F; ++f) {
                 g[f] = gj_to_float(((const T*)a.dL_dy)[i * a.dy_stride_point + (gj_u64)(level * C::F + f) * a.dy_stride_feature]);
             }
-            typename C::grad_t* grad = PARAMS ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
-            gj_level_backward_backward<C, MODE, PARAMS, DDLDY, INPUT>(x, scale, resolution, entries, cell_fixed,
-                                                                      (const T*)a.params + param_offset, H, g, grad, ddldy, dldx);
+            typename C::grad_t* grad = a.dL_dparams ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
+            gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, (const T*)a.params + param_offset,
+                                                H, g, grad, ddldy, dldx, a.dL_ddLdy != nullptr, a.dL_dx != nullptr);
         } else {
             gj_zero(ddldy);
         }
-        if constexpr (DDLDY) {
+        if (a.dL_ddLdy) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) {
                 ((T*)a.dL_ddLdy)[i * a.ddy_stride_point + (gj_u64)(level * C::F + f) * a.ddy_stride_feature] = gj_from_float<T>(ddldy[f]);
@@ -1099,45 +1094,34 @@ struct gj_backward_backward_op {
     }
 };
 
-template <class C, class LV, bool PARAMS, bool DDLDY, bool INPUT>
-GJ_INLINE void gj_backward_backward_points(const gj_backward_backward_args& a) {
+template <class C, class LV>
+GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
     typedef typename C::param_t T;
+    if (!a.dL_dparams && !a.dL_ddLdy && !a.dL_dx) return;
     const gj_u64 first = gj_first_point<C>();
 #pragma unroll
     for (int p = 0; p < C::PPT; ++p) {
         const gj_u64 i = first + (gj_u64)p * C::BLOCK;
         if (i >= a.n) return;
-        gj_backward_backward_op<C, PARAMS, DDLDY, INPUT> op{a, i};
+        gj_backward_backward_op<C> op{a, i};
         gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
         gj_load_point<C>(a.dL_ddLdx, i, a.ddx_stride_point, a.ddx_stride_dim, op.H);
         op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
         gj_zero(op.dldx);
 #pragma unroll
         for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
-        if constexpr (DDLDY) {
+        if (a.dL_ddLdy) {
             // Padding columns are written as 0 (the reference writes a whole vector there, SPEC §8.2).
 #pragma unroll
             for (int k = C::N_OUT; k < C::N_OUT_PADDED; ++k) {
                 ((T*)a.dL_ddLdy)[i * a.ddy_stride_point + (gj_u64)k * a.ddy_stride_feature] = gj_from_float<T>(0.0f);
             }
         }
-        if constexpr (INPUT) {
+        if (a.dL_dx) {
 #pragma unroll
             for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
         }
     }
-}
-
-template <class C, class LV>
-GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
-    const bool p = a.dL_dparams != nullptr, y = a.dL_ddLdy != nullptr, x = a.dL_dx != nullptr;
-    if (p && y && x) gj_backward_backward_points<C, LV, true, true, true>(a);
-    else if (p && y) gj_backward_backward_points<C, LV, true, true, false>(a);
-    else if (p && x) gj_backward_backward_points<C, LV, true, false, true>(a);
-    else if (p) gj_backward_backward_points<C, LV, true, false, false>(a);
-    else if (y && x) gj_backward_backward_points<C, LV, false, true, true>(a);
-    else if (y) gj_backward_backward_points<C, LV, false, true, false>(a);
-    else if (x) gj_backward_backward_points<C, LV, false, false, true>(a);
 }
 
 // ---- parameters -----------------------------------------------------------------------
