@@ -116,6 +116,7 @@ char **gj__codegen_kernel_names(const gj__config *config, const gj_codegen_optio
     } kernels[] = {
         {GJ_PASS_FORWARD, "forward"},
         {GJ_PASS_BACKWARD, "backward"},
+        {GJ_PASS_BACKWARD, "backward_coarse"},
         {GJ_PASS_BACKWARD_BACKWARD, "backward_backward"},
         {GJ_PASS_ALL, "init_params"},
         {GJ_PASS_ALL, "cast_gradients"},

@@ -14,6 +14,26 @@ static const char *const hash_macro[] = {"GJ_HASH_PRIME", "GJ_HASH_COHERENT_PRIM
                                          "GJ_HASH_RNG", "GJ_HASH_BASE_CONVERT"};
 static const char *const interp_macro[] = {"GJ_INTERP_NEAREST", "GJ_INTERP_LINEAR", "GJ_INTERP_SMOOTHSTEP"};
 
+/* Level-major backward sums a level in shared memory when its gradients fit in the 48 KiB
+ * that every launch may take without opting in. */
+#define GJ__SMALL_LEVEL_MAX_FLOATS 12288u
+
+int gj__level_is_small(const gj__config *config, const gj__level *level, const gj_codegen_options *opts) {
+    return opts->order == GJ_ORDER_LEVEL_MAJOR &&
+           (uint64_t)level->entries * config->n_features_per_level <= GJ__SMALL_LEVEL_MAX_FLOATS;
+}
+
+uint32_t gj__small_level_floats(const struct gj_encoding *enc, const gj_codegen_options *opts) {
+    uint32_t most = 0;
+    for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
+        const gj__level *level = &enc->layout.levels[l];
+        if (gj__level_is_small(&enc->config, level, opts) && level->entries * enc->config.n_features_per_level > most) {
+            most = level->entries * enc->config.n_features_per_level;
+        }
+    }
+    return most;
+}
+
 uint32_t gj__padded_width(const struct gj_encoding *enc, const gj_codegen_options *opts) {
     const uint32_t n = enc->layout.n_output_dims, m = opts->output_width_multiple ? opts->output_width_multiple : 1;
     return (n + m - 1) / m * m;
@@ -145,6 +165,8 @@ void gj__emit_types(gj__strbuf *sb, const struct gj_encoding *enc, const gj_code
     gj__sb_printf(sb, "    static constexpr int BLOCK = %u;  // kernel threads per block\n", opts->block_size);
     gj__sb_printf(sb, "    static constexpr int PPT = %u;    // kernel points per thread\n", opts->points_per_thread);
     gj__sb_printf(sb, "    static constexpr bool LEVEL_MAJOR = %s;\n", opts->order == GJ_ORDER_LEVEL_MAJOR ? "true" : "false");
+    gj__sb_printf(sb, "    static constexpr gj_u32 SMALL_LEVEL_FLOATS = %u; // shared floats of NAME_backward_coarse\n",
+                  gj__small_level_floats(enc, opts));
     gj__sb_append(sb, "};\n");
     gj__sb_printf(sb, "typedef gj_vec<float, %u> %s_in_t;\n", c->n_dims, name);
     gj__sb_printf(sb, "typedef gj_vec<%s, %u> %s_out_t;\n\n", param_type(c), gj__padded_width(enc, opts), name);
@@ -274,8 +296,9 @@ void gj__emit_backward_backward_function(gj__strbuf *sb, const struct gj_encodin
 
 void gj__emit_level_table(gj__strbuf *sb, const struct gj_encoding *enc, const gj_codegen_options *opts) {
     const gj__config *c = &enc->config;
-    gj__sb_append(sb, "// The level table of the kernels: visit(level, op) calls\n");
-    gj__sb_append(sb, "// op.run<INDEX_MODE>(level, scale, resolution, entries, fixed-point cell, parameter offset).\n");
+    gj__sb_append(sb, "// The level table of the kernels: visit(level, op) calls op.run<INDEX_MODE, SMALL>(level, scale,\n");
+    gj__sb_append(sb, "// resolution, entries, fixed-point cell, parameter offset). SMALL: the level's gradients fit in\n");
+    gj__sb_append(sb, "// shared memory, so level-major backward sums them per block (NAME_backward_coarse).\n");
     gj__sb_printf(sb, "struct %s_levels {\n", opts->name);
     gj__sb_append(sb, "    template <class Op>\n    GJ_INLINE static void visit(gj_u32 level, Op& op) {\n");
     gj__sb_append(sb, "        switch (level) {\n");
@@ -284,7 +307,8 @@ void gj__emit_level_table(gj__strbuf *sb, const struct gj_encoding *enc, const g
         char constants[160];
         level_constants(constants, sizeof constants, c, level);
         level_comment(sb, "        ", c, level, l);
-        gj__sb_printf(sb, "        case %u: op.template run<%s>(%uu, %s, %lluull); break;\n", l, index_mode_macro[level->index_mode], l,
+        gj__sb_printf(sb, "        case %u: op.template run<%s, %s>(%uu, %s, %lluull); break;\n", l,
+                      index_mode_macro[level->index_mode], gj__level_is_small(c, level, opts) ? "true" : "false", l,
                       constants, (unsigned long long)(level->offset * c->n_features_per_level));
     }
     gj__sb_append(sb, "        default: break;\n        }\n    }\n};\n\n");
@@ -310,6 +334,11 @@ void gj__emit_kernels(gj__strbuf *sb, const struct gj_encoding *enc, const gj_co
                       level_major ? " (one per level; dL_dx is summed atomically: zero it first)" : "");
         gj__sb_printf(sb, "__global__ void __launch_bounds__(%u) %s_backward(const gj_backward_args args) {\n", block, name);
         gj__sb_printf(sb, "    gj_backward_kernel<%s_config, %s_levels>(args);\n}\n\n", name, name);
+        gj__sb_printf(sb, "// Grid (args.coarse_blocks, %u), %u bytes of dynamic shared memory: the levels marked SMALL%s.\n",
+                      enc->layout.n_levels, 4 * gj__small_level_floats(enc, opts),
+                      gj__small_level_floats(enc, opts) ? "" : " (none here: a no-op)");
+        gj__sb_printf(sb, "__global__ void __launch_bounds__(%u) %s_backward_coarse(const gj_backward_args args) {\n", block, name);
+        gj__sb_printf(sb, "    gj_backward_coarse_kernel<%s_config, %s_levels>(args);\n}\n\n", name, name);
     }
     if (opts->passes & GJ_PASS_BACKWARD_BACKWARD) {
         gj__sb_append(sb, "// Grid y: 1 (point-major: dL_dx sums over levels in registers).\n");

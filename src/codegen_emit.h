@@ -18,6 +18,10 @@ void gj__emit_level_table(gj__strbuf *sb, const struct gj_encoding *enc, const g
 /* The __global__ kernels. */
 void gj__emit_kernels(gj__strbuf *sb, const struct gj_encoding *enc, const gj_codegen_options *opts);
 
+/* Whether level-major backward sums this level's gradients in shared memory. */
+int gj__level_is_small(const gj__config *config, const gj__level *level, const gj_codegen_options *opts);
+/* The most gradient floats of a small level (0 if none): NAME_backward_coarse's shared memory. */
+uint32_t gj__small_level_floats(const struct gj_encoding *enc, const gj_codegen_options *opts);
 /* Padded output width: n_output_dims rounded up to opts->output_width_multiple. */
 uint32_t gj__padded_width(const struct gj_encoding *enc, const gj_codegen_options *opts);
 /* Whether gradients are accumulated in fp32 (fp32 params, or F = 1: SPEC §8.3). */

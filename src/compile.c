@@ -1,5 +1,6 @@
 /* NVRTC compilation of generated (or arbitrary) CUDA source into a gj_program. */
 #include "compile.h"
+#include "cache.h"
 #include "codegen.h"
 #include "encoding.h"
 #include "nvrtc_loader.h"
@@ -604,9 +605,23 @@ gj_status gj_compile_source(gj_context *ctx, const char *source, const char *con
 
 /* ------------------------------------------------------------ encodings */
 
-/* Generated source to program, always through NVRTC. */
-static gj_status compile_uncached(gj_context *ctx, const gj_encoding *enc, const gj_codegen_options *opts,
-                                  const char *arch, gj_program **out) {
+/* What the disk cache's compile callback needs to run NVRTC on the generated source. */
+typedef struct generated {
+    const char *source;
+    const char *const *names;
+    size_t n_names;
+    const char *arch;
+} generated;
+
+/* Generated source to program, always through NVRTC (the cache calls it on a miss). */
+static gj_status compile_uncached(gj_context *ctx, void *arg, gj_program **out) {
+    const generated *g = arg;
+    return gj_compile_source(ctx, g->source, g->names, g->n_names, g->arch, out);
+}
+
+/* Generates the source and kernel list, then goes through the disk cache (cache.h). */
+static gj_status compile_cached(gj_context *ctx, const gj_encoding *enc, const gj_codegen_options *opts,
+                                const gj__arch *arch, gj_program **out) {
     char *source = gj__codegen(enc, opts);
     if (!source) {
         return gj__fail(ctx, GJ_ERROR_OUT_OF_MEMORY, "gj_compile: out of memory generating source");
@@ -617,7 +632,9 @@ static gj_status compile_uncached(gj_context *ctx, const gj_encoding *enc, const
         free(source);
         return gj__fail(ctx, GJ_ERROR_OUT_OF_MEMORY, "gj_compile: out of memory listing kernels");
     }
-    gj_status status = gj_compile_source(ctx, source, (const char *const *)names, n_names, arch, out);
+    generated g = {source, (const char *const *)names, n_names, arch->name};
+    gj_status status = gj__cache_compile_generated(ctx, enc, opts, arch, source, g.names, n_names, compile_uncached,
+                                                   &g, out);
     gj__free_string_list(names, n_names);
     free(source);
     return status;
@@ -642,8 +659,5 @@ gj_status gj_compile(gj_context *ctx, const gj_encoding *enc, const gj_codegen_o
     if (status != GJ_OK) {
         return status;
     }
-    /* Seam for the disk cache: look the program up (keyed on the generated source,
-     * which states its options, the arch and the NVRTC version) before this call and
-     * store what it returns. */
-    return compile_uncached(ctx, enc, &resolved, arch, out);
+    return compile_cached(ctx, enc, &resolved, &parsed, out);
 }

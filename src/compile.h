@@ -2,6 +2,7 @@
 #ifndef GJ_COMPILE_H
 #define GJ_COMPILE_H
 
+#include "cache_tag.h"
 #include "context.h"
 
 #include <stddef.h>
@@ -42,6 +43,7 @@ struct gj_program {
     char *log;    /* annotated (gj__annotate_log); never NULL */
     char *source; /* never NULL */
     double compile_ms;
+    gj__cache_tag cache; /* filled by the disk cache (src/cache.c) */
 };
 
 /* Allocates an empty program (all fields zero, log ""). NULL on OOM. */

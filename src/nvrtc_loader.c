@@ -7,6 +7,7 @@
  * used for its types only.
  */
 #include "nvrtc_loader.h"
+#include "cache.h"
 #include "strbuf.h"
 
 #include <dlfcn.h>
@@ -160,6 +161,9 @@ static gj_status load(gj_context *ctx, gj__nvrtc *n) {
 
 gj_status gj__nvrtc_get(gj_context *ctx, gj__nvrtc **out) {
     *out = NULL;
+    if (!gj__cache_nvrtc_allowed(ctx)) {
+        return gj__fail(ctx, GJ_ERROR_NO_NVRTC, "NVRTC: disabled by gj_context_set_nvrtc_enabled(ctx, 0)");
+    }
     if (ctx->nvrtc) {
         *out = ctx->nvrtc;
         return GJ_OK;

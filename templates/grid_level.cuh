@@ -165,9 +165,9 @@ GJ_INLINE void gj_load_pair(const typename C::param_t* __restrict__ grid, gj_u32
 }
 
 // Adds weight * g to the gradient of one entry (atomically: other points share it).
-template <class C>
-GJ_INLINE void gj_add_entry(typename C::grad_t* __restrict__ grad, gj_u32 index, float weight, const float (&g)[C::F]) {
-    typedef typename C::grad_t G;
+// G is C::grad_t for global memory, or float for a block's shared-memory copy of a level.
+template <class C, class G>
+GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, const float (&g)[C::F]) {
     constexpr int F = C::F;
     G* p = grad + (gj_u64)index * F;
     if constexpr (sizeof(G) == 2) {
@@ -274,10 +274,10 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
 // g: dL/dy of this level. PARAMS: dL/dparams += (atomically, into grad = the level's
 // gradient base). INPUT: dldx += dL/dx contribution of this level. u: the stochastic
 // interpolation sample of this (point, level), used when C::STOCHASTIC.
-template <class C, int MODE, bool PARAMS, bool INPUT>
+template <class C, int MODE, bool PARAMS, bool INPUT, class G = typename C::grad_t>
 GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed,
                                  const typename C::param_t* __restrict__ grid, const float (&g)[C::F],
-                                 typename C::grad_t* __restrict__ grad, float (&dldx)[C::D], float u) {
+                                 G* __restrict__ grad, float (&dldx)[C::D], float u) {
     constexpr int D = C::D, F = C::F;
     gj_u32 c[D];
     float t[D];
@@ -342,12 +342,14 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
 //                     + sum_{d != k} H_d s^2 w'_d w'_k sgn_d sgn_k P_dk(c) ]
 // with P_d the product of the other dimensions' weights, P_dk that without d and k.
 // (The reference adds the diagonal term inside the wrong loop, SPEC §8.1.)
-template <class C, int MODE, bool PARAMS, bool DDLDY, bool INPUT>
+// The outputs are chosen at run time (grad null: no dL/dparams): this pass is rarely hot,
+// and one body per level keeps the code small.
+template <class C, int MODE>
 GJ_INLINE void gj_level_backward_backward(const float* x, float scale, gj_u32 resolution, gj_u32 entries,
                                           gj_u32 cell_fixed, const typename C::param_t* __restrict__ grid,
                                           const float (&H)[C::D], const float (&g)[C::F],
                                           typename C::grad_t* __restrict__ grad, float (&ddldy)[C::F],
-                                          float (&dldx)[C::D]) {
+                                          float (&dldx)[C::D], bool want_ddldy, bool want_dx) {
     constexpr int D = C::D, F = C::F;
 #pragma unroll
     for (int f = 0; f < F; ++f) ddldy[f] = 0.0f;
@@ -376,16 +378,16 @@ GJ_INLINE void gj_level_backward_backward(const float* x, float scale, gj_u32 re
 #pragma unroll
         for (int d = 0; d < D; ++d) A = fmaf(H[d] * gj_corner_sign(corner, d) * dw[d], gj_weight_product<D>(w, corner, d, -1), A);
 
-        if constexpr (PARAMS) gj_add_entry<C>(grad, index, A, g);
+        if (grad) gj_add_entry<C>(grad, index, A, g);
 
-        if constexpr (DDLDY || INPUT) {
+        if (want_ddldy || want_dx) {
             float val[F];
             gj_load_entry<C>(grid, index, val);
-            if constexpr (DDLDY) {
+            if (want_ddldy) {
 #pragma unroll
                 for (int f = 0; f < F; ++f) ddldy[f] = fmaf(A, val[f], ddldy[f]);
             }
-            if constexpr (INPUT) {
+            if (want_dx) {
                 float gv = 0.0f;
 #pragma unroll
                 for (int f = 0; f < F; ++f) gv = fmaf(g[f], val[f], gv);
@@ -451,16 +453,8 @@ GJ_INLINE void gj_level_backward_backward_any(const float* x, float scale, gj_u3
                                               const float (&H)[C::D], const float (&g)[C::F],
                                               typename C::grad_t* __restrict__ grad, float (&ddldy)[C::F],
                                               float (&dldx)[C::D], bool want_ddldy, bool want_dx) {
-#define GJ__BWDBWD(P, Y, X) gj_level_backward_backward<C, MODE, P, Y, X>(x, scale, resolution, entries, cell_fixed, grid, H, g, grad, ddldy, dldx)
-    if (grad && want_ddldy && want_dx) GJ__BWDBWD(true, true, true);
-    else if (grad && want_ddldy) GJ__BWDBWD(true, true, false);
-    else if (grad && want_dx) GJ__BWDBWD(true, false, true);
-    else if (grad) GJ__BWDBWD(true, false, false);
-    else if (want_ddldy && want_dx) GJ__BWDBWD(false, true, true);
-    else if (want_ddldy) GJ__BWDBWD(false, true, false);
-    else if (want_dx) GJ__BWDBWD(false, false, true);
-    else gj_zero(ddldy);
-#undef GJ__BWDBWD
+    gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, grid, H, g, grad, ddldy, dldx,
+                                        want_ddldy, want_dx);
 }
 
 // ---- moving one level's features between fp32 registers and param_t vectors -----------

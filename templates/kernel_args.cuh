@@ -36,7 +36,13 @@ typedef struct gj_backward_args {
     unsigned long long dx_stride_point, dx_stride_dim;
     const float *max_level_per_point;
     float max_level;
-    unsigned int pad0;
+    /* Level-major only. 0: every level is done by NAME_backward with global atomics.
+     * B > 0: the levels small enough for shared memory (NAME_config::SMALL_LEVEL_FLOATS)
+     * are skipped by NAME_backward and done by NAME_backward_coarse, launched with grid
+     * (B, L) and NAME_config::SMALL_LEVEL_FLOATS * 4 bytes of dynamic shared memory:
+     * each of its B blocks sums a grid-stride share of the points in shared memory and
+     * adds the sums to dL_dparams once. Use a few blocks per multiprocessor. */
+    unsigned int coarse_blocks;
 } gj_backward_args;
 
 typedef struct gj_backward_backward_args {

@@ -38,7 +38,7 @@ struct gj_forward_op {
     float x[C::D];
     float limit;
 
-    template <int MODE>
+    template <int MODE, bool SMALL>
     GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
         typedef typename C::param_t T;
         const T* grid = (const T*)a.params + param_offset;
@@ -110,7 +110,7 @@ struct gj_backward_op {
     float limit;
     float dldx[C::D];
 
-    template <int MODE>
+    template <int MODE, bool SMALL>
     GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
         typedef typename C::param_t T;
         if (!((float)level < limit)) return; // inactive levels get no gradient
@@ -126,33 +126,63 @@ struct gj_backward_op {
     }
 };
 
+// Levels run in different blocks: their dL/dx contributions are summed atomically.
+template <class C>
+GJ_INLINE void gj_add_point_dldx(const gj_backward_args& a, gj_u64 i, const float (&dldx)[C::D]) {
+#pragma unroll
+    for (int d = 0; d < C::D; ++d) {
+        if (dldx[d] != 0.0f) gj_atomic_add(a.dL_dx + i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim, dldx[d]);
+    }
+}
+
+// Whether level-major backward leaves this level to NAME_backward_coarse.
+template <class C, bool SMALL>
+GJ_INLINE bool gj_coarse_level(const gj_backward_args& a) {
+    return C::LEVEL_MAJOR && SMALL && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
+}
+
+// Level-major, global atomics: one block, one level, BLOCK * PPT points.
+template <class C, bool PARAMS, bool INPUT>
+struct gj_backward_level_op {
+    const gj_backward_args& a;
+
+    template <int MODE, bool SMALL>
+    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+        if (gj_coarse_level<C, SMALL>(a)) return;
+        const gj_u64 first = gj_first_point<C>();
+#pragma unroll
+        for (int p = 0; p < C::PPT; ++p) {
+            const gj_u64 i = first + (gj_u64)p * C::BLOCK;
+            if (i >= a.n) return;
+            gj_backward_op<C, PARAMS, INPUT> op{a, i};
+            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            gj_zero(op.dldx);
+            op.template run<MODE, SMALL>(level, scale, resolution, entries, cell_fixed, param_offset);
+            if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
+        }
+    }
+};
+
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
-    const gj_u64 first = gj_first_point<C>();
+    if constexpr (C::LEVEL_MAJOR) {
+        gj_backward_level_op<C, PARAMS, INPUT> op{a};
+        LV::visit(blockIdx.y, op);
+    } else {
+        const gj_u64 first = gj_first_point<C>();
 #pragma unroll
-    for (int p = 0; p < C::PPT; ++p) {
-        const gj_u64 i = first + (gj_u64)p * C::BLOCK;
-        if (i >= a.n) return;
-        gj_backward_op<C, PARAMS, INPUT> op{a, i};
-        gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-        op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
-        gj_zero(op.dldx);
-        if constexpr (C::LEVEL_MAJOR) {
-            LV::visit(blockIdx.y, op);
-            if constexpr (INPUT) {
-                // Levels run in different blocks: sum their contributions atomically.
-#pragma unroll
-                for (int d = 0; d < C::D; ++d) {
-                    if (op.dldx[d] != 0.0f) gj_atomic_add(a.dL_dx + i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim, op.dldx[d]);
-                }
-            }
-        } else {
+        for (int p = 0; p < C::PPT; ++p) {
+            const gj_u64 i = first + (gj_u64)p * C::BLOCK;
+            if (i >= a.n) return;
+            gj_backward_op<C, PARAMS, INPUT> op{a, i};
+            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            gj_zero(op.dldx);
 #pragma unroll
             for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
-            if constexpr (INPUT) {
 #pragma unroll
-                for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
-            }
+            for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
         }
     }
 }
@@ -164,9 +194,70 @@ GJ_INLINE void gj_backward_kernel(const gj_backward_args& a) {
     else if (a.dL_dx) gj_backward_points<C, LV, false, true>(a);
 }
 
+// ---- backward, small levels: sums in shared memory ---------------------------------
+// The small dense levels are where the global atomics contend (every point hits the
+// same few thousand entries). Each of the coarse_blocks blocks sums its grid-stride share
+// of the points in fp32 shared memory, then adds each non-zero sum to dL_dparams once.
+template <class C, bool PARAMS, bool INPUT>
+struct gj_backward_coarse_op {
+    const gj_backward_args& a;
+    float* sums;
+
+    template <int MODE, bool SMALL>
+    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+        typedef typename C::param_t T;
+        if constexpr (SMALL && C::LEVEL_MAJOR) {
+            const gj_u32 n_sums = entries * C::F;
+            for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) sums[k] = 0.0f;
+            __syncthreads();
+            const gj_u64 stride = (gj_u64)min(a.coarse_blocks, gridDim.x) * C::BLOCK;
+            for (gj_u64 i = (gj_u64)blockIdx.x * C::BLOCK + threadIdx.x; i < a.n; i += stride) {
+                float x[C::D], g[C::F], dldx[C::D];
+                gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, x);
+                const float limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+                if (!((float)level < limit)) continue;
+#pragma unroll
+                for (int f = 0; f < C::F; ++f) {
+                    g[f] = gj_to_float(((const T*)a.dL_dy)[i * a.dy_stride_point + (gj_u64)(level * C::F + f) * a.dy_stride_feature]);
+                }
+                gj_zero(dldx);
+                const float u = C::STOCHASTIC ? gj_stochastic_sample(i, level, a.n) : 0.0f;
+                gj_level_backward<C, MODE, true, INPUT, float>(x, scale, resolution, entries, cell_fixed,
+                                                               (const T*)a.params + param_offset, g, sums, dldx, u);
+                if constexpr (INPUT) gj_add_point_dldx<C>(a, i, dldx);
+            }
+            __syncthreads();
+            typename C::grad_t* grad = (typename C::grad_t*)a.dL_dparams + param_offset;
+            if constexpr (sizeof(typename C::grad_t) == 2) {
+                for (gj_u32 k = 2 * threadIdx.x; k < n_sums; k += 2 * C::BLOCK) {
+                    if (sums[k] != 0.0f || sums[k + 1] != 0.0f) gj_atomic_add_half2(grad + k, sums[k], sums[k + 1]);
+                }
+            } else {
+                for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) {
+                    if (sums[k] != 0.0f) gj_atomic_add((float*)grad + k, sums[k]);
+                }
+            }
+        }
+    }
+};
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_coarse_kernel(const gj_backward_args& a) {
+    extern __shared__ float gj_coarse_sums[];
+    if (!a.dL_dparams || a.coarse_blocks == 0 || blockIdx.x >= a.coarse_blocks) return;
+    if (a.dL_dx) {
+        gj_backward_coarse_op<C, true, true> op{a, gj_coarse_sums};
+        LV::visit(blockIdx.y, op);
+    } else {
+        gj_backward_coarse_op<C, true, false> op{a, gj_coarse_sums};
+        LV::visit(blockIdx.y, op);
+    }
+}
+
 // ---- backward of backward ----------------------------------------------------------
-// Point-major: dL/dx sums over levels in registers.
-template <class C, bool PARAMS, bool DDLDY, bool INPUT>
+// Point-major: dL/dx sums over levels in registers. Which outputs are written is decided
+// at run time (null pointers are skipped).
+template <class C>
 struct gj_backward_backward_op {
     const gj_backward_backward_args& a;
     gj_u64 i;
@@ -175,7 +266,7 @@ struct gj_backward_backward_op {
     float limit;
     float dldx[C::D];
 
-    template <int MODE>
+    template <int MODE, bool SMALL>
     GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
         typedef typename C::param_t T;
         float ddldy[C::F];
@@ -185,13 +276,13 @@ struct gj_backward_backward_op {
             for (int f = 0; f < C::F; ++f) {
                 g[f] = gj_to_float(((const T*)a.dL_dy)[i * a.dy_stride_point + (gj_u64)(level * C::F + f) * a.dy_stride_feature]);
             }
-            typename C::grad_t* grad = PARAMS ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
-            gj_level_backward_backward<C, MODE, PARAMS, DDLDY, INPUT>(x, scale, resolution, entries, cell_fixed,
-                                                                      (const T*)a.params + param_offset, H, g, grad, ddldy, dldx);
+            typename C::grad_t* grad = a.dL_dparams ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
+            gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, (const T*)a.params + param_offset,
+                                                H, g, grad, ddldy, dldx, a.dL_ddLdy != nullptr, a.dL_dx != nullptr);
         } else {
             gj_zero(ddldy);
         }
-        if constexpr (DDLDY) {
+        if (a.dL_ddLdy) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) {
                 ((T*)a.dL_ddLdy)[i * a.ddy_stride_point + (gj_u64)(level * C::F + f) * a.ddy_stride_feature] = gj_from_float<T>(ddldy[f]);
@@ -200,45 +291,34 @@ struct gj_backward_backward_op {
     }
 };
 
-template <class C, class LV, bool PARAMS, bool DDLDY, bool INPUT>
-GJ_INLINE void gj_backward_backward_points(const gj_backward_backward_args& a) {
+template <class C, class LV>
+GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
     typedef typename C::param_t T;
+    if (!a.dL_dparams && !a.dL_ddLdy && !a.dL_dx) return;
     const gj_u64 first = gj_first_point<C>();
 #pragma unroll
     for (int p = 0; p < C::PPT; ++p) {
         const gj_u64 i = first + (gj_u64)p * C::BLOCK;
         if (i >= a.n) return;
-        gj_backward_backward_op<C, PARAMS, DDLDY, INPUT> op{a, i};
+        gj_backward_backward_op<C> op{a, i};
         gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
         gj_load_point<C>(a.dL_ddLdx, i, a.ddx_stride_point, a.ddx_stride_dim, op.H);
         op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
         gj_zero(op.dldx);
 #pragma unroll
         for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
-        if constexpr (DDLDY) {
+        if (a.dL_ddLdy) {
             // Padding columns are written as 0 (the reference writes a whole vector there, SPEC §8.2).
 #pragma unroll
             for (int k = C::N_OUT; k < C::N_OUT_PADDED; ++k) {
                 ((T*)a.dL_ddLdy)[i * a.ddy_stride_point + (gj_u64)k * a.ddy_stride_feature] = gj_from_float<T>(0.0f);
             }
         }
-        if constexpr (INPUT) {
+        if (a.dL_dx) {
 #pragma unroll
             for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
         }
     }
-}
-
-template <class C, class LV>
-GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
-    const bool p = a.dL_dparams != nullptr, y = a.dL_ddLdy != nullptr, x = a.dL_dx != nullptr;
-    if (p && y && x) gj_backward_backward_points<C, LV, true, true, true>(a);
-    else if (p && y) gj_backward_backward_points<C, LV, true, true, false>(a);
-    else if (p && x) gj_backward_backward_points<C, LV, true, false, true>(a);
-    else if (p) gj_backward_backward_points<C, LV, true, false, false>(a);
-    else if (y && x) gj_backward_backward_points<C, LV, false, true, true>(a);
-    else if (y) gj_backward_backward_points<C, LV, false, true, false>(a);
-    else if (x) gj_backward_backward_points<C, LV, false, false, true>(a);
 }
 
 // ---- parameters -----------------------------------------------------------------------

@@ -9,11 +9,13 @@ static const char *const CMD = "compile";
 
 static void usage(void) {
     printf("Usage: gridjit compile --config C [--dims D] --arch ARCH [--ptx] [-o FILE]\n"
-           "                       [--json] [--no-cache] [--pass P]\n"
+           "                       [--json] [--pass P] [--cache-dir DIR] [--no-cache] [--keep-source]\n"
            "\n"
            "Generates the source of an encoding, compiles it with NVRTC and writes the\n"
            "cubin or PTX to FILE (atomically: a reader never sees a partial file). Prints\n"
            "the compile time, the size and the kernels (name expression -> lowered name).\n"
+           "The binary comes from the disk cache when a verified entry exists (docs/cache.md),\n"
+           "and goes into it otherwise; without NVRTC only cached configurations compile.\n"
            "On a compile error the full compiler log, with the numbered source lines around\n"
            "each error, goes to stderr and the exit status is 1.\n"
            "\n"
@@ -28,14 +30,18 @@ static void usage(void) {
            "                   where to write (default: encoding.cubin, or encoding.ptx for PTX,\n"
            "                   in the current directory)\n"
            "  -j, --json       print exactly one JSON object: {\"arch\", \"kind\" (\"cubin\" or \"ptx\"),\n"
-           "                   \"bytes\", \"compile_ms\", \"kernels\": [lowered names], \"output\"}\n"
-           "      --no-cache   do not use the disk cache (accepted; the cache is not there yet)\n"
+           "                   \"bytes\", \"compile_ms\", \"kernels\": [lowered names], \"output\",\n"
+           "                   \"key\" (32 hex digits), \"cache\" (\"hit\", \"miss\" or \"off\")}\n"
+           "      --cache-dir DIR  the writable cache directory (default: GRIDJIT_CACHE_DIR, else\n"
+           "                   $XDG_CACHE_HOME/gridjit, else ~/.cache/gridjit)\n"
+           "      --no-cache   neither read nor write the disk cache\n"
+           "      --keep-source  keep the generated source beside the cache entry (KEY.cu)\n"
            "  -p, --pass P     forward, backward, backward_backward or all (default), or a\n"
            "                   comma-separated list; backward passes include the forward pass\n"
            "  -h, --help       show this help\n");
 }
 
-enum { OPT_PTX = 256, OPT_NO_CACHE };
+enum { OPT_PTX = 256, OPT_NO_CACHE, OPT_CACHE_DIR, OPT_KEEP_SOURCE };
 
 typedef struct compile_args {
     const char *config;
@@ -45,7 +51,9 @@ typedef struct compile_args {
     const char *passes;
     int ptx;
     int json;
-    int use_cache; /* --no-cache clears it; the disk cache (issue 4) reads it */
+    int use_cache; /* --no-cache clears it */
+    const char *cache_dir;
+    int keep_source;
 } compile_args;
 
 static int parse_args(int argc, char **argv, compile_args *args) {
@@ -57,6 +65,8 @@ static int parse_args(int argc, char **argv, compile_args *args) {
         {"output", required_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'j'},
         {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+        {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+        {"keep-source", no_argument, NULL, OPT_KEEP_SOURCE},
         {"pass", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -71,6 +81,8 @@ static int parse_args(int argc, char **argv, compile_args *args) {
         case 'o': args->output = optarg; break;
         case 'j': args->json = 1; break;
         case OPT_NO_CACHE: args->use_cache = 0; break;
+        case OPT_CACHE_DIR: args->cache_dir = optarg; break;
+        case OPT_KEEP_SOURCE: args->keep_source = 1; break;
         case 'p': args->passes = optarg; break;
         case 'h': usage(); return -1;
         default: return gj_cli_bad_option(CMD, opt, argv);
@@ -82,6 +94,9 @@ static int parse_args(int argc, char **argv, compile_args *args) {
     }
     if (rc == GJ_CLI_OK && !args->arch) {
         rc = gj_cli_usage_error(CMD, "--arch is required (e.g. --arch sm_90, or --arch compute_90 for PTX)");
+    }
+    if (rc == GJ_CLI_OK && args->cache_dir && args->cache_dir[0] == '\0') {
+        rc = gj_cli_usage_error(CMD, "--cache-dir: empty directory name");
     }
     if (rc == GJ_CLI_OK && args->output && args->output[0] == '\0') {
         rc = gj_cli_usage_error(CMD, "--output: empty file name");
@@ -102,6 +117,10 @@ static const char *kind_name(gj_binary_kind kind) {
     return kind == GJ_BINARY_PTX ? "ptx" : "cubin";
 }
 
+static const char *cache_name(gj_cache_status status) {
+    return status == GJ_CACHE_HIT ? "hit" : status == GJ_CACHE_MISS ? "miss" : "off";
+}
+
 static int print_json(const gj_program *prog, const char *path) {
     size_t size = 0;
     gj_program_binary(prog, &size);
@@ -119,6 +138,9 @@ static int print_json(const gj_program *prog, const char *path) {
         ok = cJSON_AddItemToArray(kernels, cJSON_CreateString(gj_program_lowered_name(prog, i)));
     }
     ok = ok && cJSON_AddStringToObject(root, "output", path);
+    const char *key = gj_program_cache_key(prog);
+    ok = ok && (key[0] ? cJSON_AddStringToObject(root, "key", key) != NULL : cJSON_AddNullToObject(root, "key") != NULL);
+    ok = ok && cJSON_AddStringToObject(root, "cache", cache_name(gj_program_cache_status(prog)));
     char *text = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!text) {
@@ -136,6 +158,8 @@ static int print_summary(const gj_program *prog, const char *path) {
     printf("arch       %s (%s)\n", gj_program_arch(prog), kind_name(gj_program_kind(prog)));
     printf("output     %s (%zu bytes)\n", path, size);
     printf("compile    %.1f ms\n", gj_program_compile_ms(prog));
+    const char *key = gj_program_cache_key(prog);
+    printf("cache      %s%s%s\n", cache_name(gj_program_cache_status(prog)), key[0] ? ", key " : "", key);
     printf("kernels    %zu\n", gj_program_n_kernels(prog));
     for (size_t i = 0; i < gj_program_n_kernels(prog); ++i) {
         printf("  %s -> %s\n", gj_program_kernel_name(prog, i), gj_program_lowered_name(prog, i));
@@ -185,6 +209,21 @@ static int run(const compile_args *args, gj_context *ctx, const gj_encoding *enc
     return rc;
 }
 
+/* --cache-dir, --no-cache, --keep-source over the environment's settings. */
+static int configure_cache(const compile_args *args, gj_context *ctx) {
+    gj_status status = GJ_OK;
+    if (args->cache_dir) {
+        status = gj_context_set_cache_dir(ctx, args->cache_dir);
+    }
+    if (status == GJ_OK && !args->use_cache) {
+        status = gj_context_set_cache_enabled(ctx, 0);
+    }
+    if (status == GJ_OK && args->keep_source) {
+        status = gj_context_set_cache_keep_source(ctx, 1);
+    }
+    return status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, status, "cache settings");
+}
+
 int gj_cli_compile(int argc, char **argv) {
     compile_args args = {.use_cache = 1};
     int rc = parse_args(argc, argv, &args);
@@ -206,6 +245,9 @@ int gj_cli_compile(int argc, char **argv) {
     gj_context *ctx = NULL;
     gj_encoding *enc = NULL;
     rc = gj_cli_open(CMD, args.config, n_dims, &ctx, &enc);
+    if (rc == GJ_CLI_OK) {
+        rc = configure_cache(&args, ctx);
+    }
     if (rc == GJ_CLI_OK) {
         rc = run(&args, ctx, enc, &opts);
     }

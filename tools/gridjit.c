@@ -16,6 +16,8 @@ static const gj_cli_command commands[] = {
     {"dump", gj_cli_dump, "print the generated CUDA source of a configuration"},
     {"compile", gj_cli_compile, "compile a configuration with NVRTC to a cubin or PTX file"},
     {"demo", gj_cli_demo, "show the whole pipeline on tcnn's default HashGrid configuration"},
+    {"precompile", gj_cli_precompile, "compile configurations x architectures into a cache directory"},
+    {"cache", gj_cli_cache, "list, check, prune or clear the disk cache of compiled binaries"},
     {"eval", gj_cli_eval, "run an encoding on the GPU over float32 files (outputs and gradients)"},
     {"bench", gj_cli_bench, "time the kernels of every pass on the GPU, and the compile"},
 };

@@ -394,9 +394,9 @@ GJ_INLINE void gj_load_pair(const typename C::param_t* __restrict__ grid, gj_u32
 }
 
 // Adds weight * g to the gradient of one entry (atomically: other points share it).
-template <class C>
-GJ_INLINE void gj_add_entry(typename C::grad_t* __restrict__ grad, gj_u32 index, float weight, const float (&g)[C::F]) {
-    typedef typename C::grad_t G;
+// G is C::grad_t for global memory, or float for a block's shared-memory copy of a level.
+template <class C, class G>
+GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, const float (&g)[C::F]) {
     constexpr int F = C::F;
     G* p = grad + (gj_u64)index * F;
     if constexpr (sizeof(G) == 2) {
@@ -503,10 +503,10 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
 // g: dL/dy of this level. PARAMS: dL/dparams += (atomically, into grad = the level's
 // gradient base). INPUT: dldx += dL/dx contribution of this level. u: the stochastic
 // interpolation sample of this (point, level), used when C::STOCHASTIC.
-template <class C, int MODE, bool PARAMS, bool INPUT>
+template <class C, int MODE, bool PARAMS, bool INPUT, class G = typename C::grad_t>
 GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed,
                                  const typename C::param_t* __restrict__ grid, const float (&g)[C::F],
-                                 typename C::grad_t* __restrict__ grad, float (&dldx)[C::D], float u) {
+                                 G* __restrict__ grad, float (&dldx)[C::D], float u) {
     constexpr int D = C::D, F = C::F;
     gj_u32 c[D];
     float t[D];
@@ -571,12 +571,14 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
 //                     + sum_{d != k} H_d s^2 w'_d w'_k sgn_d sgn_k P_dk(c) ]
 // with P_d the product of the other dimensions' weights, P_dk that without d and k.
 // (The reference adds the diagonal term inside the wrong loop, SPEC §8.1.)
-template <class C, int MODE, bool PARAMS, bool DDLDY, bool INPUT>
+// The outputs are chosen at run time (grad null: no dL/dparams): this pass is rarely hot,
+// and one body per level keeps the code small.
+template <class C, int MODE>
 GJ_INLINE void gj_level_backward_backward(const float* x, float scale, gj_u32 resolution, gj_u32 entries,
                                           gj_u32 cell_fixed, const typename C::param_t* __restrict__ grid,
                                           const float (&H)[C::D], const float (&g)[C::F],
                                           typename C::grad_t* __restrict__ grad, float (&ddldy)[C::F],
-                                          float (&dldx)[C::D]) {
+                                          float (&dldx)[C::D], bool want_ddldy, bool want_dx) {
     constexpr int D = C::D, F = C::F;
 #pragma unroll
     for (int f = 0; f < F; ++f) ddldy[f] = 0.0f;
@@ -605,16 +607,16 @@ GJ_INLINE void gj_level_backward_backward(const float* x, float scale, gj_u32 re
 #pragma unroll
         for (int d = 0; d < D; ++d) A = fmaf(H[d] * gj_corner_sign(corner, d) * dw[d], gj_weight_product<D>(w, corner, d, -1), A);
 
-        if constexpr (PARAMS) gj_add_entry<C>(grad, index, A, g);
+        if (grad) gj_add_entry<C>(grad, index, A, g);
 
-        if constexpr (DDLDY || INPUT) {
+        if (want_ddldy || want_dx) {
             float val[F];
             gj_load_entry<C>(grid, index, val);
-            if constexpr (DDLDY) {
+            if (want_ddldy) {
 #pragma unroll
                 for (int f = 0; f < F; ++f) ddldy[f] = fmaf(A, val[f], ddldy[f]);
             }
-            if constexpr (INPUT) {
+            if (want_dx) {
                 float gv = 0.0f;
 #pragma unroll
                 for (int f = 0; f < F; ++f) gv = fmaf(g[f], val[f], gv);
@@ -680,16 +682,8 @@ GJ_INLINE void gj_level_backward_backward_any(const float* x, float scale, gj_u3
                                               const float (&H)[C::D], const float (&g)[C::F],
                                               typename C::grad_t* __restrict__ grad, float (&ddldy)[C::F],
                                               float (&dldx)[C::D], bool want_ddldy, bool want_dx) {
-#define GJ__BWDBWD(P, Y, X) gj_level_backward_backward<C, MODE, P, Y, X>(x, scale, resolution, entries, cell_fixed, grid, H, g, grad, ddldy, dldx)
-    if (grad && want_ddldy && want_dx) GJ__BWDBWD(true, true, true);
-    else if (grad && want_ddldy) GJ__BWDBWD(true, true, false);
-    else if (grad && want_dx) GJ__BWDBWD(true, false, true);
-    else if (grad) GJ__BWDBWD(true, false, false);
-    else if (want_ddldy && want_dx) GJ__BWDBWD(false, true, true);
-    else if (want_ddldy) GJ__BWDBWD(false, true, false);
-    else if (want_dx) GJ__BWDBWD(false, false, true);
-    else gj_zero(ddldy);
-#undef GJ__BWDBWD
+    gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, grid, H, g, grad, ddldy, dldx,
+                                        want_ddldy, want_dx);
 }
 
 // ---- moving one level's features between fp32 registers and param_t vectors -----------
@@ -755,7 +749,13 @@ typedef struct gj_backward_args {
     unsigned long long dx_stride_point, dx_stride_dim;
     const float *max_level_per_point;
     float max_level;
-    unsigned int pad0;
+    /* Level-major only. 0: every level is done by NAME_backward with global atomics.
+     * B > 0: the levels small enough for shared memory (NAME_config::SMALL_LEVEL_FLOATS)
+     * are skipped by NAME_backward and done by NAME_backward_coarse, launched with grid
+     * (B, L) and NAME_config::SMALL_LEVEL_FLOATS * 4 bytes of dynamic shared memory:
+     * each of its B blocks sums a grid-stride share of the points in shared memory and
+     * adds the sums to dL_dparams once. Use a few blocks per multiprocessor. */
+    unsigned int coarse_blocks;
 } gj_backward_args;
 
 typedef struct gj_backward_backward_args {
@@ -841,7 +841,7 @@ struct gj_forward_op {
     float x[C::D];
     float limit;
 
-    template <int MODE>
+    template <int MODE, bool SMALL>
     GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
         typedef typename C::param_t T;
         const T* grid = (const T*)a.params + param_offset;
@@ -913,7 +913,7 @@ struct gj_backward_op {
     float limit;
     float dldx[C::D];
 
-    template <int MODE>
+    template <int MODE, bool SMALL>
     GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
         typedef typename C::param_t T;
         if (!((float)level < limit)) return; // inactive levels get no gradient
@@ -929,33 +929,63 @@ struct gj_backward_op {
     }
 };
 
+// Levels run in different blocks: their dL/dx contributions are summed atomically.
+template <class C>
+GJ_INLINE void gj_add_point_dldx(const gj_backward_args& a, gj_u64 i, const float (&dldx)[C::D]) {
+#pragma unroll
+    for (int d = 0; d < C::D; ++d) {
+        if (dldx[d] != 0.0f) gj_atomic_add(a.dL_dx + i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim, dldx[d]);
+    }
+}
+
+// Whether level-major backward leaves this level to NAME_backward_coarse.
+template <class C, bool SMALL>
+GJ_INLINE bool gj_coarse_level(const gj_backward_args& a) {
+    return C::LEVEL_MAJOR && SMALL && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
+}
+
+// Level-major, global atomics: one block, one level, BLOCK * PPT points.
+template <class C, bool PARAMS, bool INPUT>
+struct gj_backward_level_op {
+    const gj_backward_args& a;
+
+    template <int MODE, bool SMALL>
+    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+        if (gj_coarse_level<C, SMALL>(a)) return;
+        const gj_u64 first = gj_first_point<C>();
+#pragma unroll
+        for (int p = 0; p < C::PPT; ++p) {
+            const gj_u64 i = first + (gj_u64)p * C::BLOCK;
+            if (i >= a.n) return;
+            gj_backward_op<C, PARAMS, INPUT> op{a, i};
+            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            gj_zero(op.dldx);
+            op.template run<MODE, SMALL>(level, scale, resolution, entries, cell_fixed, param_offset);
+            if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
+        }
+    }
+};
+
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
-    const gj_u64 first = gj_first_point<C>();
+    if constexpr (C::LEVEL_MAJOR) {
+        gj_backward_level_op<C, PARAMS, INPUT> op{a};
+        LV::visit(blockIdx.y, op);
+    } else {
+        const gj_u64 first = gj_first_point<C>();
 #pragma unroll
-    for (int p = 0; p < C::PPT; ++p) {
-        const gj_u64 i = first + (gj_u64)p * C::BLOCK;
-        if (i >= a.n) return;
-        gj_backward_op<C, PARAMS, INPUT> op{a, i};
-        gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-        op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
-        gj_zero(op.dldx);
-        if constexpr (C::LEVEL_MAJOR) {
-            LV::visit(blockIdx.y, op);
-            if constexpr (INPUT) {
-                // Levels run in different blocks: sum their contributions atomically.
-#pragma unroll
-                for (int d = 0; d < C::D; ++d) {
-                    if (op.dldx[d] != 0.0f) gj_atomic_add(a.dL_dx + i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim, op.dldx[d]);
-                }
-            }
-        } else {
+        for (int p = 0; p < C::PPT; ++p) {
+            const gj_u64 i = first + (gj_u64)p * C::BLOCK;
+            if (i >= a.n) return;
+            gj_backward_op<C, PARAMS, INPUT> op{a, i};
+            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            gj_zero(op.dldx);
 #pragma unroll
             for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
-            if constexpr (INPUT) {
 #pragma unroll
-                for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
-            }
+            for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
         }
     }
 }
@@ -967,9 +997,70 @@ GJ_INLINE void gj_backward_kernel(const gj_backward_args& a) {
     else if (a.dL_dx) gj_backward_points<C, LV, false, true>(a);
 }
 
+// ---- backward, small levels: sums in shared memory ---------------------------------
+// The small dense levels are where the global atomics contend (every point hits the
+// same few thousand entries). Each of the coarse_blocks blocks sums its grid-stride share
+// of the points in fp32 shared memory, then adds each non-zero sum to dL_dparams once.
+template <class C, bool PARAMS, bool INPUT>
+struct gj_backward_coarse_op {
+    const gj_backward_args& a;
+    float* sums;
+
+    template <int MODE, bool SMALL>
+    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+        typedef typename C::param_t T;
+        if constexpr (SMALL && C::LEVEL_MAJOR) {
+            const gj_u32 n_sums = entries * C::F;
+            for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) sums[k] = 0.0f;
+            __syncthreads();
+            const gj_u64 stride = (gj_u64)min(a.coarse_blocks, gridDim.x) * C::BLOCK;
+            for (gj_u64 i = (gj_u64)blockIdx.x * C::BLOCK + threadIdx.x; i < a.n; i += stride) {
+                float x[C::D], g[C::F], dldx[C::D];
+                gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, x);
+                const float limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+                if (!((float)level < limit)) continue;
+#pragma unroll
+                for (int f = 0; f < C::F; ++f) {
+                    g[f] = gj_to_float(((const T*)a.dL_dy)[i * a.dy_stride_point + (gj_u64)(level * C::F + f) * a.dy_stride_feature]);
+                }
+                gj_zero(dldx);
+                const float u = C::STOCHASTIC ? gj_stochastic_sample(i, level, a.n) : 0.0f;
+                gj_level_backward<C, MODE, true, INPUT, float>(x, scale, resolution, entries, cell_fixed,
+                                                               (const T*)a.params + param_offset, g, sums, dldx, u);
+                if constexpr (INPUT) gj_add_point_dldx<C>(a, i, dldx);
+            }
+            __syncthreads();
+            typename C::grad_t* grad = (typename C::grad_t*)a.dL_dparams + param_offset;
+            if constexpr (sizeof(typename C::grad_t) == 2) {
+                for (gj_u32 k = 2 * threadIdx.x; k < n_sums; k += 2 * C::BLOCK) {
+                    if (sums[k] != 0.0f || sums[k + 1] != 0.0f) gj_atomic_add_half2(grad + k, sums[k], sums[k + 1]);
+                }
+            } else {
+                for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) {
+                    if (sums[k] != 0.0f) gj_atomic_add((float*)grad + k, sums[k]);
+                }
+            }
+        }
+    }
+};
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_coarse_kernel(const gj_backward_args& a) {
+    extern __shared__ float gj_coarse_sums[];
+    if (!a.dL_dparams || a.coarse_blocks == 0 || blockIdx.x >= a.coarse_blocks) return;
+    if (a.dL_dx) {
+        gj_backward_coarse_op<C, true, true> op{a, gj_coarse_sums};
+        LV::visit(blockIdx.y, op);
+    } else {
+        gj_backward_coarse_op<C, true, false> op{a, gj_coarse_sums};
+        LV::visit(blockIdx.y, op);
+    }
+}
+
 // ---- backward of backward ----------------------------------------------------------
-// Point-major: dL/dx sums over levels in registers.
-template <class C, bool PARAMS, bool DDLDY, bool INPUT>
+// Point-major: dL/dx sums over levels in registers. Which outputs are written is decided
+// at run time (null pointers are skipped).
+template <class C>
 struct gj_backward_backward_op {
     const gj_backward_backward_args& a;
     gj_u64 i;
@@ -978,7 +1069,7 @@ struct gj_backward_backward_op {
     float limit;
     float dldx[C::D];
 
-    template <int MODE>
+    template <int MODE, bool SMALL>
     GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
         typedef typename C::param_t T;
         float ddldy[C::F];
@@ -988,13 +1079,13 @@ struct gj_backward_backward_op {
             for (int f = 0; f < C::F; ++f) {
                 g[f] = gj_to_float(((const T*)a.dL_dy)[i * a.dy_stride_point + (gj_u64)(level * C::F + f) * a.dy_stride_feature]);
             }
-            typename C::grad_t* grad = PARAMS ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
-            gj_level_backward_backward<C, MODE, PARAMS, DDLDY, INPUT>(x, scale, resolution, entries, cell_fixed,
-                                                                      (const T*)a.params + param_offset, H, g, grad, ddldy, dldx);
+            typename C::grad_t* grad = a.dL_dparams ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
+            gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, (const T*)a.params + param_offset,
+                                                H, g, grad, ddldy, dldx, a.dL_ddLdy != nullptr, a.dL_dx != nullptr);
         } else {
             gj_zero(ddldy);
         }
-        if constexpr (DDLDY) {
+        if (a.dL_ddLdy) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) {
                 ((T*)a.dL_ddLdy)[i * a.ddy_stride_point + (gj_u64)(level * C::F + f) * a.ddy_stride_feature] = gj_from_float<T>(ddldy[f]);
@@ -1003,45 +1094,34 @@ struct gj_backward_backward_op {
     }
 };
 
-template <class C, class LV, bool PARAMS, bool DDLDY, bool INPUT>
-GJ_INLINE void gj_backward_backward_points(const gj_backward_backward_args& a) {
+template <class C, class LV>
+GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
     typedef typename C::param_t T;
+    if (!a.dL_dparams && !a.dL_ddLdy && !a.dL_dx) return;
     const gj_u64 first = gj_first_point<C>();
 #pragma unroll
     for (int p = 0; p < C::PPT; ++p) {
         const gj_u64 i = first + (gj_u64)p * C::BLOCK;
         if (i >= a.n) return;
-        gj_backward_backward_op<C, PARAMS, DDLDY, INPUT> op{a, i};
+        gj_backward_backward_op<C> op{a, i};
         gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
         gj_load_point<C>(a.dL_ddLdx, i, a.ddx_stride_point, a.ddx_stride_dim, op.H);
         op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
         gj_zero(op.dldx);
 #pragma unroll
         for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
-        if constexpr (DDLDY) {
+        if (a.dL_ddLdy) {
             // Padding columns are written as 0 (the reference writes a whole vector there, SPEC §8.2).
 #pragma unroll
             for (int k = C::N_OUT; k < C::N_OUT_PADDED; ++k) {
                 ((T*)a.dL_ddLdy)[i * a.ddy_stride_point + (gj_u64)k * a.ddy_stride_feature] = gj_from_float<T>(0.0f);
             }
         }
-        if constexpr (INPUT) {
+        if (a.dL_dx) {
 #pragma unroll
             for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
         }
     }
-}
-
-template <class C, class LV>
-GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
-    const bool p = a.dL_dparams != nullptr, y = a.dL_ddLdy != nullptr, x = a.dL_dx != nullptr;
-    if (p && y && x) gj_backward_backward_points<C, LV, true, true, true>(a);
-    else if (p && y) gj_backward_backward_points<C, LV, true, true, false>(a);
-    else if (p && x) gj_backward_backward_points<C, LV, true, false, true>(a);
-    else if (p) gj_backward_backward_points<C, LV, true, false, false>(a);
-    else if (y && x) gj_backward_backward_points<C, LV, false, true, true>(a);
-    else if (y) gj_backward_backward_points<C, LV, false, true, false>(a);
-    else if (x) gj_backward_backward_points<C, LV, false, false, true>(a);
 }
 
 // ---- parameters -----------------------------------------------------------------------
@@ -1089,6 +1169,7 @@ struct gj_encode_config {
     static constexpr int BLOCK = 256;  // kernel threads per block
     static constexpr int PPT = 1;    // kernel points per thread
     static constexpr bool LEVEL_MAJOR = true;
+    static constexpr gj_u32 SMALL_LEVEL_FLOATS = 32; // shared floats of NAME_backward_coarse
 };
 typedef gj_vec<float, 1> gj_encode_in_t;
 typedef gj_vec<gj_half, 3> gj_encode_out_t;
@@ -1217,18 +1298,19 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     }
 }
 
-// The level table of the kernels: visit(level, op) calls
-// op.run<INDEX_MODE>(level, scale, resolution, entries, fixed-point cell, parameter offset).
+// The level table of the kernels: visit(level, op) calls op.run<INDEX_MODE, SMALL>(level, scale,
+// resolution, entries, fixed-point cell, parameter offset). SMALL: the level's gradients fit in
+// shared memory, so level-major backward sums them per block (NAME_backward_coarse).
 struct gj_encode_levels {
     template <class Op>
     GJ_INLINE static void visit(gj_u32 level, Op& op) {
         switch (level) {
         // Level 0: scale 31.0, resolution 32, 32 entries (dense), parameters [0, 32)
-        case 0: op.template run<GJ_INDEX_DENSE>(0u, 31.0f, 32u, 32u, 0u, 0ull); break;
+        case 0: op.template run<GJ_INDEX_DENSE, true>(0u, 31.0f, 32u, 32u, 0u, 0ull); break;
         // Level 1: scale 63.0, resolution 64, 32 entries (dense), parameters [32, 64)
-        case 1: op.template run<GJ_INDEX_DENSE>(1u, 63.0f, 64u, 32u, 0u, 32ull); break;
+        case 1: op.template run<GJ_INDEX_DENSE, true>(1u, 63.0f, 64u, 32u, 0u, 32ull); break;
         // Level 2: scale 127.0, resolution 128, 32 entries (dense), parameters [64, 96)
-        case 2: op.template run<GJ_INDEX_DENSE>(2u, 127.0f, 128u, 32u, 0u, 64ull); break;
+        case 2: op.template run<GJ_INDEX_DENSE, true>(2u, 127.0f, 128u, 32u, 0u, 64ull); break;
         default: break;
         }
     }
@@ -1247,6 +1329,11 @@ __global__ void __launch_bounds__(256) gj_encode_forward(const gj_forward_args a
 // Grid y: 3 (one per level; dL_dx is summed atomically: zero it first).
 __global__ void __launch_bounds__(256) gj_encode_backward(const gj_backward_args args) {
     gj_backward_kernel<gj_encode_config, gj_encode_levels>(args);
+}
+
+// Grid (args.coarse_blocks, 3), 128 bytes of dynamic shared memory: the levels marked SMALL.
+__global__ void __launch_bounds__(256) gj_encode_backward_coarse(const gj_backward_args args) {
+    gj_backward_coarse_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
 // Grid y: 1 (point-major: dL_dx sums over levels in registers).

@@ -1,0 +1,371 @@
+/* The disk cache through the CLI contract (issue 4 §9, §11): precompile, then load with
+ * NVRTC disabled; compile --json "key"/"cache"; cache list|stats|verify|prune|clear. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache_support.h"
+#include "run_cli.h"
+
+/* Small configurations that compile in a fraction of a second (forward pass, D = 2). */
+#define CONFIG_A "{\"n_levels\": 1, \"log2_hashmap_size\": 10}"
+#define CONFIG_B "{\"n_levels\": 2, \"log2_hashmap_size\": 10}"
+#define CONFIG_C "{\"n_levels\": 3, \"log2_hashmap_size\": 10}"
+
+#define RUN(result, ...) run_checked((result), (const char *const[]){__VA_ARGS__, NULL})
+
+static void run_checked(gj_cli_result *result, const char *const *args) {
+    assert_int_equal(gj_test_run_cli(NULL, args, result), 0);
+    assert_int_not_equal(result->status, -1);
+}
+
+static void expect_status(const gj_cli_result *r, int status) {
+    if (r->status != status) {
+        fail_msg("exit %d (expected %d)\nstdout: %s\nstderr: %s", r->status, status, r->out, r->err);
+    }
+}
+
+static cJSON *parse_json(const gj_cli_result *r) {
+    expect_status(r, 0);
+    cJSON *root = cJSON_Parse(r->out);
+    if (!root) {
+        fail_msg("not JSON: %s", r->out);
+    }
+    return root;
+}
+
+static const char *string_member(const cJSON *obj, const char *name) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!cJSON_IsString(item)) {
+        fail_msg("member \"%s\" is not a string", name);
+    }
+    return item->valuestring;
+}
+
+static int is_key(const char *text) {
+    if (strlen(text) != 32) {
+        return 0;
+    }
+    for (const char *p = text; *p; p++) {
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* gridjit compile CONFIG --json into dir; returns "cache" and copies "key". */
+static const char *compile_json(const char *dir, const char *config, char key[33], const char *extra) {
+    gj_cli_result r;
+    char out[2100];
+    snprintf(out, sizeof out, "%s/out.cubin", dir);
+    if (extra) {
+        RUN(&r, "compile", "--config", config, "--dims", "2", "--arch", "sm_80", "--pass", "forward", "--cache-dir",
+            dir, "-o", out, "--json", extra);
+    } else {
+        RUN(&r, "compile", "--config", config, "--dims", "2", "--arch", "sm_80", "--pass", "forward", "--cache-dir",
+            dir, "-o", out, "--json");
+    }
+    cJSON *root = parse_json(&r);
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(root, "key");
+    snprintf(key, 33, "%s", cJSON_IsString(k) ? k->valuestring : "");
+    const char *cache = string_member(root, "cache");
+    static char result[8];
+    snprintf(result, sizeof result, "%s", cache);
+    cJSON_Delete(root);
+    gj_cli_result_free(&r);
+    return result;
+}
+
+/* Keys of `gridjit cache list --json` whose kind is kind. */
+static int listed(const char *dir, const char *kind, char keys[][33], int max) {
+    gj_cli_result r;
+    RUN(&r, "cache", "list", "--cache-dir", dir, "--json");
+    cJSON *root = parse_json(&r);
+    const cJSON *entries = cJSON_GetObjectItemCaseSensitive(root, "entries");
+    assert_true(cJSON_IsArray(entries));
+    int n = 0;
+    for (const cJSON *e = entries->child; e; e = e->next) {
+        const char *path = string_member(e, "path");
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(e, "bytes")));
+        assert_true(cJSON_GetObjectItemCaseSensitive(e, "bytes")->valuedouble == (double)st.st_size);
+        assert_true(is_key(string_member(e, "key")));
+        const char *k = string_member(e, "kind");
+        assert_true(strcmp(k, "cubin") == 0 || strcmp(k, "ptx") == 0 || strcmp(k, "source") == 0);
+        if (strcmp(k, "source") != 0) {
+            assert_true(strncmp(string_member(e, "target"), "sm_", 3) == 0 ||
+                        strncmp(string_member(e, "target"), "compute_", 8) == 0);
+        }
+        if (strcmp(k, kind) == 0 && n < max) {
+            snprintf(keys[n++], 33, "%s", string_member(e, "key"));
+        }
+    }
+    cJSON_Delete(root);
+    gj_cli_result_free(&r);
+    return n;
+}
+
+static void precompile_then_load_without_nvrtc(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    char *dir = gjt_scratch("cli_precompile");
+    char *configs = gjt_scratch("cli_precompile_configs");
+    char path[2200];
+    snprintf(path, sizeof path, "%s/b.json", configs);
+    gjt_write_file(path, CONFIG_B, strlen(CONFIG_B));
+    snprintf(path, sizeof path, "%s/notes.txt", configs); /* not a .json: ignored */
+    gjt_write_file(path, "x", 1);
+
+    gj_cli_result r;
+    RUN(&r, "precompile", "--config", CONFIG_A, "--config", configs, "--dims", "2", "--arch", "sm_80", "--pass",
+        "forward", "--cache-dir", dir, "-j", "2");
+    expect_status(&r, 0);
+    assert_non_null(strstr(r.out, "2 compiled, 0 already cached, 0 failed"));
+    gj_cli_result_free(&r);
+    RUN(&r, "precompile", "--config", CONFIG_A, "--config", configs, "--dims", "2", "--arch", "sm_80", "--pass",
+        "forward", "--cache-dir", dir);
+    expect_status(&r, 0);
+    assert_non_null(strstr(r.out, "0 compiled, 2 already cached, 0 failed"));
+    gj_cli_result_free(&r);
+    char keys[4][33];
+    assert_int_equal(listed(dir, "cubin", keys, 4), 2);
+
+    /* NVRTC off: both load, with the keys the list shows */
+    setenv("GRIDJIT_NVRTC", "off", 1);
+    char key_a[33], key_b[33];
+    assert_string_equal(compile_json(dir, CONFIG_A, key_a, NULL), "hit");
+    assert_string_equal(compile_json(dir, CONFIG_B, key_b, NULL), "hit");
+    assert_true(is_key(key_a) && is_key(key_b));
+    assert_true((strcmp(key_a, keys[0]) == 0 && strcmp(key_b, keys[1]) == 0) ||
+                (strcmp(key_a, keys[1]) == 0 && strcmp(key_b, keys[0]) == 0));
+
+    /* another configuration: exit 1 naming its key and the command that would make it */
+    RUN(&r, "compile", "--config", CONFIG_C, "--dims", "2", "--arch", "sm_80", "--pass", "forward", "--cache-dir", dir,
+        "--json");
+    expect_status(&r, 1);
+    assert_int_equal(r.out_len, 0);
+    const char *command = strstr(r.err, "gridjit precompile --config '");
+    assert_non_null(command);
+    assert_non_null(strstr(command, "--arch sm_80"));
+    assert_non_null(strstr(command, dir));
+    const char *key_at = strstr(r.err, "configuration key ");
+    assert_non_null(key_at);
+    char config_key[33];
+    snprintf(config_key, sizeof config_key, "%s", key_at + strlen("configuration key "));
+    assert_true(is_key(config_key));
+    /* ...and that command, run with NVRTC, does make it */
+    unsetenv("GRIDJIT_NVRTC");
+    char line[4096];
+    snprintf(line, sizeof line, "\"$GRIDJIT_CLI\" %s", command + strlen("gridjit "));
+    line[strcspn(line, "\n")] = '\0';
+    gj_cli_result_free(&r);
+    assert_int_equal(system(line) == 0 ? 0 : 1, 0);
+    setenv("GRIDJIT_NVRTC", "off", 1);
+    char key_c[33];
+    assert_string_equal(compile_json(dir, CONFIG_C, key_c, NULL), "hit");
+    char entry_name[80];
+    snprintf(entry_name, sizeof entry_name, "%s-%s.gjc", config_key, key_c);
+    snprintf(path, sizeof path, "%s/%.2s/%s", dir, config_key, entry_name);
+    assert_int_equal(access(path, F_OK), 0); /* the named configuration key is the entry's */
+    unsetenv("GRIDJIT_NVRTC");
+    free(configs);
+    free(dir);
+}
+
+static void compile_reports_the_cache(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    char *dir = gjt_scratch("cli_compile");
+    char key1[33], key2[33], key3[33];
+    assert_string_equal(compile_json(dir, CONFIG_A, key1, NULL), "miss");
+    assert_string_equal(compile_json(dir, CONFIG_A, key2, NULL), "hit");
+    assert_string_equal(key1, key2);
+    assert_string_equal(compile_json(dir, CONFIG_A, key3, "--no-cache"), "off");
+    assert_string_equal(key1, key3); /* the key is known even uncached */
+    assert_int_equal(gjt_count_suffix(dir, ".cu"), 0);
+    assert_string_equal(compile_json(dir, CONFIG_B, key2, "--keep-source"), "miss");
+    char keys[4][33];
+    assert_int_equal(listed(dir, "source", keys, 4), 1);
+    assert_string_equal(keys[0], key2);
+
+    /* cleared, then without NVRTC: the message names the key compile --json showed */
+    gj_cli_result r;
+    RUN(&r, "cache", "clear", "--cache-dir", dir);
+    expect_status(&r, 0);
+    gj_cli_result_free(&r);
+    setenv("GRIDJIT_NVRTC", "off", 1);
+    RUN(&r, "compile", "--config", CONFIG_A, "--dims", "2", "--arch", "sm_80", "--pass", "forward", "--cache-dir", dir);
+    unsetenv("GRIDJIT_NVRTC");
+    expect_status(&r, 1);
+    if (!strstr(r.err, key1)) {
+        fail_msg("\"%s\" does not name key %s", r.err, key1);
+    }
+    gj_cli_result_free(&r);
+
+    /* a world-writable directory: uncached success, one warning */
+    char *unsafe = gjt_scratch("cli_compile_unsafe");
+    assert_int_equal(chmod(unsafe, 0777), 0);
+    char out[2200];
+    snprintf(out, sizeof out, "%s/out.cubin", unsafe);
+    RUN(&r, "compile", "--config", CONFIG_A, "--dims", "2", "--arch", "sm_80", "--pass", "forward", "--cache-dir",
+        unsafe, "-o", out, "--json");
+    cJSON *root = parse_json(&r);
+    assert_string_equal(string_member(root, "cache"), "off");
+    assert_non_null(strstr(r.err, "world-writable"));
+    assert_non_null(strstr(r.err, "warning"));
+    cJSON_Delete(root);
+    gj_cli_result_free(&r);
+    assert_int_equal(gjt_count_suffix(unsafe, ".gjc"), 0);
+    free(unsafe);
+    free(dir);
+}
+
+/* Entries made through the library with the fake compiler: no NVRTC needed. */
+static void populate(const char *dir, int n) {
+    gj_context *ctx = gjt_context(dir, NULL);
+    for (int i = 0; i < n; i++) {
+        gjt_request r;
+        gjt_request_init(&r, i, "sm_80", GJ_BINARY_CUBIN);
+        gjt_compiler compiler = {.request = &r, .payload_size = 1000};
+        gj_program *prog = NULL;
+        assert_int_equal(gj__cache_compile(ctx, &r.req, gjt_compile, &compiler, &prog), GJ_OK);
+        gj_program_destroy(prog);
+    }
+    gj_context_destroy(ctx);
+}
+
+static void cache_maintenance(void **state) {
+    (void)state;
+    char *dir = gjt_scratch("cli_maintenance");
+    populate(dir, 4);
+    char keys[8][33];
+    assert_int_equal(listed(dir, "cubin", keys, 8), 4);
+
+    gj_cli_result r;
+    RUN(&r, "cache", "verify", "--cache-dir", dir, "--json");
+    cJSON *root = parse_json(&r);
+    assert_true(cJSON_GetObjectItemCaseSensitive(root, "checked")->valuedouble == 4);
+    assert_true(cJSON_GetObjectItemCaseSensitive(root, "bad")->valuedouble == 0);
+    cJSON_Delete(root);
+    gj_cli_result_free(&r);
+
+    /* one damaged: verify exits 1 and removes it, then 0 */
+    gjt_request req;
+    gjt_request_init(&req, 2, "sm_80", GJ_BINARY_CUBIN);
+    gj__cache_key key;
+    gj__cache_key_compute(&req.req, &key);
+    char *victim = gj__cache_entry_path(dir, key.config_hex, key.hex, GJ__ENTRY_EXT);
+    assert_int_equal(truncate(victim, 300), 0);
+    RUN(&r, "cache", "verify", "--cache-dir", dir);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "truncated"));
+    gj_cli_result_free(&r);
+    assert_int_equal(access(victim, F_OK), -1);
+    RUN(&r, "cache", "verify", "--cache-dir", dir);
+    expect_status(&r, 0);
+    gj_cli_result_free(&r);
+
+    /* prune under a cap of about one entry */
+    struct stat st;
+    assert_int_equal(listed(dir, "cubin", keys, 8), 3);
+    gjt_request_init(&req, 0, "sm_80", GJ_BINARY_CUBIN);
+    gj__cache_key_compute(&req.req, &key);
+    char *one = gj__cache_entry_path(dir, key.config_hex, key.hex, GJ__ENTRY_EXT);
+    assert_int_equal(stat(one, &st), 0);
+    char cap[32];
+    snprintf(cap, sizeof cap, "%lld", (long long)st.st_size + 10);
+    RUN(&r, "cache", "prune", "--cache-dir", dir, "--max-bytes", cap, "--json");
+    root = parse_json(&r);
+    assert_true(cJSON_GetObjectItemCaseSensitive(root, "evicted")->valuedouble == 2);
+    cJSON_Delete(root);
+    gj_cli_result_free(&r);
+    assert_int_equal(listed(dir, "cubin", keys, 8), 1);
+
+    /* stats: counted by every process, including the pruning one */
+    RUN(&r, "cache", "stats", "--cache-dir", dir, "--json");
+    root = parse_json(&r);
+    assert_true(cJSON_GetObjectItemCaseSensitive(root, "compiles")->valuedouble == 4);
+    assert_true(cJSON_GetObjectItemCaseSensitive(root, "misses")->valuedouble == 4);
+    assert_true(cJSON_GetObjectItemCaseSensitive(root, "corrupt")->valuedouble == 1);
+    assert_true(cJSON_GetObjectItemCaseSensitive(root, "evictions")->valuedouble == 2);
+    assert_true(cJSON_GetObjectItemCaseSensitive(root, "entries")->valuedouble == 1);
+    assert_true(cJSON_GetObjectItemCaseSensitive(root, "bytes")->valuedouble == (double)st.st_size);
+    cJSON_Delete(root);
+    gj_cli_result_free(&r);
+
+    RUN(&r, "cache", "clear", "--cache-dir", dir);
+    expect_status(&r, 0);
+    gj_cli_result_free(&r);
+    assert_int_equal(listed(dir, "cubin", keys, 8), 0);
+    free(one);
+    free(victim);
+    free(dir);
+}
+
+static void command_line_errors(void **state) {
+    (void)state;
+    static const char *const usage_cases[][9] = {
+        {"cache", NULL},
+        {"cache", "frobnicate", NULL},
+        {"cache", "list", "extra", NULL},
+        {"cache", "prune", "--max-bytes", "lots", NULL},
+        {"precompile", "--arch", "sm_80", NULL},
+        {"precompile", "--config", CONFIG_A, NULL},
+        {"precompile", "--config", CONFIG_A, "--arch", "sm_80,,sm_90", NULL},
+        {"precompile", "--config", CONFIG_A, "--arch", "gfx90a", NULL},
+        {"precompile", "--config", CONFIG_A, "--arch", "sm_80", "-j", "0", NULL},
+    };
+    for (size_t i = 0; i < sizeof usage_cases / sizeof usage_cases[0]; i++) {
+        gj_cli_result r;
+        assert_int_equal(gj_test_run_cli(NULL, usage_cases[i], &r), 0);
+        expect_status(&r, 2);
+        assert_int_equal(r.out_len, 0);
+        gj_cli_result_free(&r);
+    }
+    char *dir = gjt_scratch("cli_errors");
+    gj_cli_result r;
+    RUN(&r, "precompile", "--config", "{\"n_levels\": 0}", "--arch", "sm_80", "--cache-dir", dir);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "n_levels"));
+    gj_cli_result_free(&r);
+    RUN(&r, "cache", "--help");
+    expect_status(&r, 0);
+    assert_non_null(strstr(r.out, "Usage: gridjit cache"));
+    gj_cli_result_free(&r);
+    RUN(&r, "precompile", "--help");
+    expect_status(&r, 0);
+    assert_non_null(strstr(r.out, "Usage: gridjit precompile"));
+    gj_cli_result_free(&r);
+    free(dir);
+}
+
+int main(void) {
+    if (!gj_test_cli_path()) {
+        printf("SKIPPED: GRIDJIT_CLI is not set\n");
+        return 77;
+    }
+    unsetenv("GRIDJIT_CACHE_PATH");
+    unsetenv("GRIDJIT_CACHE_DISABLE");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(precompile_then_load_without_nvrtc),
+        cmocka_unit_test(compile_reports_the_cache),
+        cmocka_unit_test(cache_maintenance),
+        cmocka_unit_test(command_line_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,535 @@
+/* gridjit precompile: fills a cache directory with every configuration x architecture,
+ * compiled by worker processes (NVRTC serialises compilations inside one process). */
+#include "cli_common.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const CMD = "precompile";
+
+static void usage(void) {
+    printf("Usage: gridjit precompile --config C [--config C ...] [--dims D] --arch A[,A...] [--ptx]\n"
+           "                          [--pass P] [--cache-dir DIR] [-j N] [--keep-source]\n"
+           "\n"
+           "Compiles every configuration for every architecture into the cache directory, so\n"
+           "that gridjit (or an application using the library) later loads the binaries\n"
+           "without compiling, even where NVRTC is absent: ship DIR and list it in\n"
+           "GRIDJIT_CACHE_PATH, or use it as GRIDJIT_CACHE_DIR. Entries already there are\n"
+           "verified and kept. Prints a progress bar on a terminal and a summary line; the\n"
+           "exit status is 1 when any compilation failed.\n"
+           "\n"
+           "Options:\n"
+           "  -c, --config C   a JSON file, inline JSON starting with '{' (or '[' for a list of\n"
+           "                   configurations), or a directory whose *.json files are each one;\n"
+           "                   may be repeated\n"
+           "  -d, --dims D     number of input dimensions (default: each configuration's\n"
+           "                   \"n_dims_to_encode\", else 3)\n"
+           "  -a, --arch LIST  comma-separated targets (sm_80,sm_90,sm_90a,...); may be repeated\n"
+           "      --ptx        PTX instead of cubins (sm_90 becomes compute_90)\n"
+           "  -p, --pass P     passes to generate, as for gridjit compile (default all)\n"
+           "      --cache-dir DIR  the directory to fill (default: GRIDJIT_CACHE_DIR, else\n"
+           "                   $XDG_CACHE_HOME/gridjit, else ~/.cache/gridjit)\n"
+           "  -j, --jobs N     worker processes (default: the number of CPUs)\n"
+           "      --keep-source  keep each generated source beside its entry\n"
+           "  -h, --help       show this help\n");
+}
+
+enum { OPT_PTX = 256, OPT_CACHE_DIR, OPT_KEEP_SOURCE };
+
+#define MAX_ITEMS 4096
+
+typedef struct precompile_args {
+    const char *configs[MAX_ITEMS];
+    size_t n_configs;
+    const char *archs[MAX_ITEMS];
+    size_t n_archs;
+    const char *dims;
+    const char *passes;
+    const char *cache_dir;
+    const char *jobs;
+    int ptx;
+    int keep_source;
+} precompile_args;
+
+static int add_item(const char **list, size_t *n, const char *value, const char *what) {
+    if (*n == MAX_ITEMS) {
+        return gj_cli_usage_error(CMD, "too many %s (at most %d)", what, MAX_ITEMS);
+    }
+    list[(*n)++] = value;
+    return GJ_CLI_OK;
+}
+
+static int parse_args(int argc, char **argv, precompile_args *args) {
+    static const struct option options[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"dims", required_argument, NULL, 'd'},
+        {"arch", required_argument, NULL, 'a'},
+        {"ptx", no_argument, NULL, OPT_PTX},
+        {"pass", required_argument, NULL, 'p'},
+        {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+        {"jobs", required_argument, NULL, 'j'},
+        {"keep-source", no_argument, NULL, OPT_KEEP_SOURCE},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt, rc = GJ_CLI_OK;
+    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, ":c:d:a:p:j:h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'c': rc = add_item(args->configs, &args->n_configs, optarg, "--config"); break;
+        case 'd': args->dims = optarg; break;
+        case 'a': rc = add_item(args->archs, &args->n_archs, optarg, "--arch"); break;
+        case OPT_PTX: args->ptx = 1; break;
+        case 'p': args->passes = optarg; break;
+        case OPT_CACHE_DIR: args->cache_dir = optarg; break;
+        case 'j': args->jobs = optarg; break;
+        case OPT_KEEP_SOURCE: args->keep_source = 1; break;
+        case 'h': usage(); return -1;
+        default: return gj_cli_bad_option(CMD, opt, argv);
+        }
+    }
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_no_operands(CMD, argc, argv);
+    }
+    if (rc == GJ_CLI_OK && !args->n_configs) {
+        rc = gj_cli_usage_error(CMD, "--config is required (a file, inline JSON or a directory of .json files)");
+    }
+    if (rc == GJ_CLI_OK && !args->n_archs) {
+        rc = gj_cli_usage_error(CMD, "--arch is required (e.g. --arch sm_80,sm_90)");
+    }
+    if (rc == GJ_CLI_OK && args->cache_dir && !args->cache_dir[0]) {
+        rc = gj_cli_usage_error(CMD, "--cache-dir: empty directory name");
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------- the work */
+
+typedef struct work {
+    char **configs; /* JSON texts */
+    char **origins; /* where each came from, for messages */
+    size_t n_configs;
+    char **archs; /* canonical target spellings */
+    size_t n_archs;
+    uint32_t n_dims;
+    uint32_t n_workers; /* -j; 0: the number of CPUs */
+    gj_codegen_options opts;
+} work;
+
+static void free_work(work *w) {
+    for (size_t i = 0; i < w->n_configs; i++) {
+        free(w->configs[i]);
+        free(w->origins[i]);
+    }
+    for (size_t i = 0; i < w->n_archs; i++) {
+        free(w->archs[i]);
+    }
+    free(w->configs);
+    free(w->origins);
+    free(w->archs);
+}
+
+static int push_config(work *w, char *json, const char *origin) {
+    char **configs = realloc(w->configs, (w->n_configs + 1) * sizeof *configs);
+    char **origins = configs ? realloc(w->origins, (w->n_configs + 1) * sizeof *origins) : NULL;
+    if (configs) {
+        w->configs = configs;
+    }
+    if (origins) {
+        w->origins = origins;
+    }
+    char *where = strdup(origin);
+    if (!configs || !origins || !where) {
+        free(json);
+        free(where);
+        gj_cli_error(CMD, "out of memory");
+        return GJ_CLI_FAILURE;
+    }
+    w->configs[w->n_configs] = json;
+    w->origins[w->n_configs] = where;
+    w->n_configs++;
+    return GJ_CLI_OK;
+}
+
+/* A text holding one configuration, or a JSON array of them. */
+static int add_json(work *w, char *json, const char *origin) {
+    const char *p = json;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
+        p++;
+    }
+    if (*p != '[') {
+        return push_config(w, json, origin);
+    }
+    cJSON *list = cJSON_Parse(json);
+    free(json);
+    if (!cJSON_IsArray(list)) {
+        cJSON_Delete(list);
+        gj_cli_error(CMD, "%s: not a JSON array of configurations", origin);
+        return GJ_CLI_FAILURE;
+    }
+    int rc = GJ_CLI_OK, i = 0;
+    for (cJSON *item = list->child; item && rc == GJ_CLI_OK; item = item->next, i++) {
+        char where[1200];
+        snprintf(where, sizeof where, "%s[%d]", origin, i);
+        char *one = cJSON_PrintUnformatted(item);
+        rc = one ? push_config(w, one, where) : GJ_CLI_FAILURE;
+    }
+    cJSON_Delete(list);
+    return rc;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every *.json file of dir, in name order. */
+static int add_directory(work *w, const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        gj_cli_error(CMD, "cannot read directory %s: %s", dir, strerror(errno));
+        return GJ_CLI_FAILURE;
+    }
+    char **names = NULL;
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        char **grown = len > 5 && strcmp(e->d_name + len - 5, ".json") == 0 ? realloc(names, (n + 1) * sizeof *names)
+                                                                            : NULL;
+        if (grown) {
+            names = grown;
+            names[n++] = strdup(e->d_name);
+        }
+    }
+    closedir(d);
+    if (n > 1) {
+        qsort(names, n, sizeof *names, by_name);
+    }
+    int rc = n ? GJ_CLI_OK : GJ_CLI_FAILURE;
+    if (!n) {
+        gj_cli_error(CMD, "directory %s holds no .json file", dir);
+    }
+    for (size_t i = 0; i < n; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i] ? names[i] : "");
+        char *json = NULL;
+        if (rc == GJ_CLI_OK) {
+            rc = gj_cli_read_config(CMD, path, &json);
+        }
+        if (rc == GJ_CLI_OK) {
+            rc = add_json(w, json, path);
+        }
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+static int add_config_arg(work *w, const char *arg) {
+    struct stat st;
+    const char *p = arg;
+    while (*p == ' ' || *p == '\t' || *p == '\n') {
+        p++;
+    }
+    if (*p != '{' && *p != '[' && stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
+        return add_directory(w, arg);
+    }
+    char *json = NULL;
+    int rc = gj_cli_read_config(CMD, arg, &json);
+    return rc == GJ_CLI_OK ? add_json(w, json, *p == '{' || *p == '[' ? "--config" : arg) : rc;
+}
+
+/* "sm_80,sm_90" (and --ptx) into canonical target names. */
+static int add_archs(work *w, const char *list, int ptx) {
+    const char *p = list;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        char one[64];
+        if (len == 0 || len >= 40) {
+            return gj_cli_usage_error(CMD, "--arch: bad list '%s'", list);
+        }
+        if (ptx && strncmp(p, "sm_", 3) == 0) {
+            snprintf(one, sizeof one, "compute_%.*s", (int)len - 3, p + 3);
+        } else {
+            snprintf(one, sizeof one, "%.*s", (int)len, p);
+        }
+        char *options = gj_compile_options_string(one); /* NULL for a malformed arch */
+        if (!options) {
+            return gj_cli_usage_error(CMD, "--arch: '%s' is not sm_XX[a|f] or compute_XX[a|f]", one);
+        }
+        gj_free(options);
+        char **grown = realloc(w->archs, (w->n_archs + 1) * sizeof *grown);
+        if (!grown || !(grown[w->n_archs] = strdup(one))) {
+            if (grown) {
+                w->archs = grown;
+            }
+            gj_cli_error(CMD, "out of memory");
+            return GJ_CLI_FAILURE;
+        }
+        w->archs = grown;
+        w->n_archs++;
+        p += len + (p[len] == ',');
+    }
+    return GJ_CLI_OK;
+}
+
+/* Every configuration must make an encoding before any worker starts. */
+static int check_configs(gj_context *ctx, const work *w) {
+    for (size_t i = 0; i < w->n_configs; i++) {
+        gj_encoding *enc = NULL;
+        gj_status status = gj_encoding_create(ctx, w->configs[i], w->n_dims, &enc);
+        gj_encoding_destroy(enc);
+        if (status != GJ_OK) {
+            gj_cli_error(CMD, "%s: %s", w->origins[i], gj_context_errmsg(ctx));
+            return GJ_CLI_FAILURE;
+        }
+    }
+    return GJ_CLI_OK;
+}
+
+/* -------------------------------------------------------------- workers */
+
+typedef struct job_result {
+    int done;
+    int status; /* gj_status */
+    int cache;  /* gj_cache_status */
+    double ms;
+    char key[33];
+    char message[480];
+} job_result;
+
+typedef struct shared {
+    atomic_size_t next;
+    job_result results[];
+} shared;
+
+static int setup_context(gj_context *ctx, const precompile_args *args) {
+    gj_status status = args->cache_dir ? gj_context_set_cache_dir(ctx, args->cache_dir) : GJ_OK;
+    if (status == GJ_OK) {
+        status = gj_context_set_cache_enabled(ctx, 1); /* precompiling is the point */
+    }
+    if (status == GJ_OK && args->keep_source) {
+        status = gj_context_set_cache_keep_source(ctx, 1);
+    }
+    return status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, status, "cache settings");
+}
+
+static void run_job(gj_context *ctx, const work *w, size_t j, job_result *r) {
+    const char *json = w->configs[j / w->n_archs];
+    const char *arch = w->archs[j % w->n_archs];
+    gj_encoding *enc = NULL;
+    gj_program *prog = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    gj_status status = gj_encoding_create(ctx, json, w->n_dims, &enc);
+    if (status == GJ_OK) {
+        status = gj_compile(ctx, enc, &w->opts, arch, &prog);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    r->ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    r->status = status;
+    if (status == GJ_OK) {
+        r->cache = gj_program_cache_status(prog);
+        snprintf(r->key, sizeof r->key, "%s", gj_program_cache_key(prog));
+    } else {
+        snprintf(r->message, sizeof r->message, "%s", gj_context_errmsg(ctx));
+    }
+    gj_program_destroy(prog);
+    gj_encoding_destroy(enc);
+}
+
+/* A worker takes the next job until none is left; one byte down the pipe per job done. */
+static void worker(const precompile_args *args, const work *w, shared *sh, size_t n_jobs, int done_fd) {
+    gj_context *ctx = NULL;
+    if (gj_context_create(&ctx) != GJ_OK || setup_context(ctx, args) != GJ_CLI_OK) {
+        _exit(GJ_CLI_FAILURE);
+    }
+    gj_context_set_log(ctx, NULL, NULL); /* the parent already warned about the directory */
+    for (size_t j; (j = atomic_fetch_add(&sh->next, 1)) < n_jobs;) {
+        run_job(ctx, w, j, &sh->results[j]);
+        sh->results[j].done = 1;
+        char byte = 1;
+        ssize_t ignored = write(done_fd, &byte, 1);
+        (void)ignored;
+    }
+    gj_context_destroy(ctx); /* flushes the statistics */
+    _exit(GJ_CLI_OK);
+}
+
+static void progress(size_t done, size_t total) {
+    int width = 40;
+    int filled = total ? (int)(done * (size_t)width / total) : width;
+    fprintf(stderr, "\r[%.*s%*s] %zu/%zu", filled, "========================================", width - filled, "", done,
+            total);
+    fflush(stderr);
+}
+
+/* Starts n workers, follows their progress, waits for all. */
+static int run_workers(const precompile_args *args, const work *w, shared *sh, size_t n_jobs, int n_workers) {
+    int pipefd[2];
+    if (pipe(pipefd) != 0) {
+        gj_cli_error(CMD, "pipe: %s", strerror(errno));
+        return GJ_CLI_FAILURE;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    int started = 0;
+    for (; started < n_workers; started++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            break; /* the ones started take all the work */
+        }
+        if (pid == 0) {
+            close(pipefd[0]);
+            worker(args, w, sh, n_jobs, pipefd[1]);
+        }
+    }
+    close(pipefd[1]);
+    int tty = isatty(STDERR_FILENO);
+    size_t done = 0;
+    char buf[256];
+    for (ssize_t n; (n = read(pipefd[0], buf, sizeof buf)) != 0;) {
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            break;
+        }
+        done += (size_t)n;
+        if (tty) {
+            progress(done, n_jobs);
+        }
+    }
+    close(pipefd[0]);
+    if (tty) {
+        fputc('\n', stderr);
+    }
+    int ok = started > 0;
+    while (wait(NULL) > 0 || errno == EINTR) {
+    }
+    if (!ok) {
+        gj_cli_error(CMD, "cannot start worker processes: %s", strerror(errno));
+        return GJ_CLI_FAILURE;
+    }
+    return GJ_CLI_OK;
+}
+
+/* Failures on stderr, then the summary line on stdout. */
+static int report(const work *w, const shared *sh, size_t n_jobs, const char *dir, double seconds) {
+    size_t compiled = 0, cached = 0, failed = 0;
+    for (size_t j = 0; j < n_jobs; j++) {
+        const job_result *r = &sh->results[j];
+        if (!r->done || r->status != GJ_OK) {
+            failed++;
+            gj_cli_error(CMD, "%s for %s: %s", w->origins[j / w->n_archs], w->archs[j % w->n_archs],
+                         r->done ? r->message : "not compiled (a worker process died)");
+        } else if (r->cache == GJ_CACHE_HIT) {
+            cached++;
+        } else {
+            compiled++;
+        }
+    }
+    printf("precompiled %zu configuration%s x %zu architecture%s into %s: %zu compiled, %zu already cached, "
+           "%zu failed (%.1f s)\n",
+           w->n_configs, w->n_configs == 1 ? "" : "s", w->n_archs, w->n_archs == 1 ? "" : "s", dir, compiled, cached,
+           failed, seconds);
+    int rc = gj_cli_flush_stdout(CMD);
+    return rc != GJ_CLI_OK ? rc : failed ? GJ_CLI_FAILURE : GJ_CLI_OK;
+}
+
+static int default_jobs(size_t n_jobs) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t n = cpus > 0 ? (size_t)cpus : 1;
+    return (int)(n < n_jobs ? n : n_jobs);
+}
+
+static int precompile(const precompile_args *args, gj_context *ctx, work *w) {
+    const char *dir = gj_context_cache_dir(ctx);
+    if (!dir) {
+        gj_cli_error(CMD, "no usable cache directory (see the warning above)");
+        return GJ_CLI_FAILURE;
+    }
+    int major = 0, minor = 0;
+    if (gj_nvrtc_version(ctx, &major, &minor) != GJ_OK) {
+        return gj_cli_status_error(CMD, ctx, GJ_ERROR_NO_NVRTC, "NVRTC is not available");
+    }
+    size_t n_jobs = w->n_configs * w->n_archs;
+    uint32_t n_workers = w->n_workers ? w->n_workers : (uint32_t)default_jobs(n_jobs);
+    if (n_workers > n_jobs) {
+        n_workers = (uint32_t)n_jobs;
+    }
+    size_t bytes = sizeof(shared) + n_jobs * sizeof(job_result);
+    shared *sh = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED) {
+        gj_cli_error(CMD, "out of memory");
+        return GJ_CLI_FAILURE;
+    }
+    atomic_init(&sh->next, 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = run_workers(args, w, sh, n_jobs, (int)n_workers);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (rc == GJ_CLI_OK) {
+        double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        rc = report(w, sh, n_jobs, dir, seconds);
+    }
+    munmap(sh, bytes);
+    return rc;
+}
+
+static int gather(const precompile_args *args, work *w) {
+    int rc = gj_cli_parse_dims(CMD, args->dims, &w->n_dims);
+    gj_codegen_options_init(&w->opts);
+    if (rc == GJ_CLI_OK && args->passes) {
+        rc = gj_cli_parse_passes(CMD, args->passes, &w->opts.passes);
+    }
+    if (rc == GJ_CLI_OK && args->jobs) {
+        rc = gj_cli_parse_u32(CMD, "--jobs", args->jobs, 1, 1024, &w->n_workers);
+    }
+    for (size_t i = 0; rc == GJ_CLI_OK && i < args->n_archs; i++) {
+        rc = add_archs(w, args->archs[i], args->ptx);
+    }
+    for (size_t i = 0; rc == GJ_CLI_OK && i < args->n_configs; i++) {
+        rc = add_config_arg(w, args->configs[i]);
+    }
+    return rc;
+}
+
+int gj_cli_precompile(int argc, char **argv) {
+    precompile_args args;
+    memset(&args, 0, sizeof args);
+    int rc = parse_args(argc, argv, &args);
+    if (rc == -1) {
+        return gj_cli_flush_stdout(CMD);
+    }
+    if (rc != GJ_CLI_OK) {
+        return rc;
+    }
+    work w;
+    memset(&w, 0, sizeof w);
+    rc = gather(&args, &w);
+    gj_context *ctx = NULL;
+    if (rc == GJ_CLI_OK && gj_context_create(&ctx) != GJ_OK) {
+        gj_cli_error(CMD, "out of memory");
+        rc = GJ_CLI_FAILURE;
+    }
+    if (rc == GJ_CLI_OK) {
+        rc = setup_context(ctx, &args);
+    }
+    if (rc == GJ_CLI_OK) {
+        rc = check_configs(ctx, &w);
+    }
+    if (rc == GJ_CLI_OK) {
+        rc = precompile(&args, ctx, &w);
+    }
+    gj_context_destroy(ctx);
+    free_work(&w);
+    return rc;
+}
