@@ -8,12 +8,16 @@
  *   module_host.c    device-memory conveniences and fp16 conversions
  *
  * The kernel contract (src/codegen_emit.c, templates/kernels.cuh): kernels
- * NAME_forward, NAME_backward, NAME_backward_backward, NAME_init_params,
- * NAME_cast_gradients, each taking its struct of templates/kernel_args.cuh by value;
- * block = block_size; grid.x = ceil(n / (block_size * points_per_thread)); grid.y =
- * levels (+1 for the padding columns when the output is padded) for level-major
- * forward, levels for level-major backward (dL/dx summed atomically: zeroed first),
- * 1 otherwise; init and cast run one thread per element.
+ * NAME_forward, NAME_backward, NAME_backward_coarse, NAME_backward_backward,
+ * NAME_init_params, NAME_cast_gradients, each taking its struct of
+ * templates/kernel_args.cuh by value; block = block_size; grid.x = ceil(n / (block_size
+ * * points_per_thread)); grid.y = levels (+1 for the padding columns when the output is
+ * padded) for level-major forward, levels for level-major backward (dL/dx summed
+ * atomically: zeroed first), 1 otherwise; init and cast run one thread per element.
+ * Level-major backward with dL/dparams and levels small enough for shared memory
+ * (small_level_floats > 0): args.coarse_blocks = B > 0 makes NAME_backward skip those
+ * levels and NAME_backward_coarse, grid (B, levels) with small_level_floats * 4 bytes of
+ * dynamic shared memory, sum them per block before adding to dL/dparams.
  */
 #ifndef GJ_MODULE_H
 #define GJ_MODULE_H
@@ -26,10 +30,11 @@
 typedef enum gj__kernel_id {
     GJ__KERNEL_FORWARD = 0,
     GJ__KERNEL_BACKWARD = 1,
-    GJ__KERNEL_BACKWARD_BACKWARD = 2,
-    GJ__KERNEL_INIT_PARAMS = 3,
-    GJ__KERNEL_CAST_GRADIENTS = 4,
-    GJ__KERNEL_COUNT = 5
+    GJ__KERNEL_BACKWARD_COARSE = 2,
+    GJ__KERNEL_BACKWARD_BACKWARD = 3,
+    GJ__KERNEL_INIT_PARAMS = 4,
+    GJ__KERNEL_CAST_GRADIENTS = 5,
+    GJ__KERNEL_COUNT = 6
 } gj__kernel_id;
 
 /* "forward", "backward", ...: the kernel is NAME_<suffix>. */
@@ -47,6 +52,7 @@ typedef struct gj__module_shape {
     int grad_fp32; /* gradients accumulate in fp32 (fp32 params, or F = 1) */
     uint32_t passes, block_size, points_per_thread;
     int level_major;
+    uint32_t small_level_floats; /* shared floats of NAME_backward_coarse; 0: no small level */
 } gj__module_shape;
 
 /* opts: resolved (gj__codegen_options_resolve). */
@@ -77,12 +83,17 @@ void gj__backward_backward_args(const gj__module_shape *shape, const gj_backward
                                 gj_backward_backward_args *args, gj__launch_dims *dims);
 /* One thread per element: init_params and cast_gradients over n_params. */
 void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims);
+/* Whether a backward launch of desc uses NAME_backward_coarse, and its grid with
+ * blocks_per_level blocks (> 0) per level. */
+int gj__backward_uses_coarse(const gj__module_shape *shape, const gj_backward_desc *desc);
+void gj__coarse_dims(const gj__module_shape *shape, uint32_t blocks_per_level, gj__launch_dims *dims);
 
 struct gj_module {
     gj_context *ctx;
     gj__driver *drv;
     gj__module_shape shape;
     char arch[24]; /* the program's target, for messages */
+    uint32_t coarse_blocks; /* blocks per level of NAME_backward_coarse (a few per multiprocessor) */
     CUlibrary library;
     CUkernel kernels[GJ__KERNEL_COUNT]; /* NULL where not compiled */
     /* fp32 gradient accumulator for fp16 parameters with F = 1 (SPEC §8.3): allocated on

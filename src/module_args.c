@@ -9,8 +9,9 @@
 
 #define GJ__MAX_GRID_X 2147483647ull /* CUDA's limit on gridDim.x */
 
-static const char *const kernel_suffixes[GJ__KERNEL_COUNT] = {"forward", "backward", "backward_backward",
-                                                              "init_params", "cast_gradients"};
+static const char *const kernel_suffixes[GJ__KERNEL_COUNT] = {"forward",           "backward",
+                                                              "backward_coarse",   "backward_backward",
+                                                              "init_params",       "cast_gradients"};
 
 const char *gj__kernel_suffix(gj__kernel_id id) {
     return kernel_suffixes[id];
@@ -19,7 +20,8 @@ const char *gj__kernel_suffix(gj__kernel_id id) {
 int gj__kernel_present(gj__kernel_id id, uint32_t passes) {
     switch (id) {
     case GJ__KERNEL_FORWARD: return (passes & GJ_PASS_FORWARD) != 0;
-    case GJ__KERNEL_BACKWARD: return (passes & GJ_PASS_BACKWARD) != 0;
+    case GJ__KERNEL_BACKWARD:
+    case GJ__KERNEL_BACKWARD_COARSE: return (passes & GJ_PASS_BACKWARD) != 0;
     case GJ__KERNEL_BACKWARD_BACKWARD: return (passes & GJ_PASS_BACKWARD_BACKWARD) != 0;
     default: return 1; /* init and cast come with every kernel set */
     }
@@ -39,6 +41,7 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
     shape->block_size = opts->block_size;
     shape->points_per_thread = opts->points_per_thread;
     shape->level_major = opts->order == GJ_ORDER_LEVEL_MAJOR;
+    shape->small_level_floats = gj__small_level_floats(enc, opts);
 }
 
 size_t gj__shape_element_size(const gj__module_shape *shape) {
@@ -357,4 +360,14 @@ void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims) 
     dims->block = shape->block_size;
     dims->grid_x = (uint32_t)((shape->n_params + shape->block_size - 1) / shape->block_size);
     dims->grid_y = 1;
+}
+
+int gj__backward_uses_coarse(const gj__module_shape *shape, const gj_backward_desc *desc) {
+    return shape->level_major && shape->small_level_floats > 0 && desc->dL_dparams != NULL;
+}
+
+void gj__coarse_dims(const gj__module_shape *shape, uint32_t blocks_per_level, gj__launch_dims *dims) {
+    dims->block = shape->block_size;
+    dims->grid_x = blocks_per_level;
+    dims->grid_y = shape->n_levels;
 }

@@ -8,8 +8,8 @@
 
 /* ------------------------------------------------------------- small steps */
 
-static gj_status launch(gj_module *m, gj__kernel_id id, const gj__launch_dims *dims, void *args, gj_stream stream,
-                        const char *call) {
+static gj_status launch_shared(gj_module *m, gj__kernel_id id, const gj__launch_dims *dims, void *args,
+                               unsigned shared_bytes, gj_stream stream, const char *call) {
     char what[96];
     CUfunction function = NULL;
     snprintf(what, sizeof what, "%s: cuKernelGetFunction", call);
@@ -21,9 +21,14 @@ static gj_status launch(gj_module *m, gj__kernel_id id, const gj__launch_dims *d
     void *params[] = {args};
     snprintf(what, sizeof what, "%s: cuLaunchKernel(%s)", call, gj__kernel_suffix(id));
     return gj__cuda_check(m->ctx, m->drv,
-                          m->drv->LaunchKernel(function, dims->grid_x, dims->grid_y, 1, dims->block, 1, 1, 0,
-                                               (CUstream)stream, params, NULL),
+                          m->drv->LaunchKernel(function, dims->grid_x, dims->grid_y, 1, dims->block, 1, 1,
+                                               shared_bytes, (CUstream)stream, params, NULL),
                           what);
+}
+
+static gj_status launch(gj_module *m, gj__kernel_id id, const gj__launch_dims *dims, void *args, gj_stream stream,
+                        const char *call) {
+    return launch_shared(m, id, dims, args, 0, stream, call);
 }
 
 /* Zeroes bytes at ptr on the stream, 32 bits at a time where the size and address allow. */
@@ -178,8 +183,21 @@ gj_status gj_backward(gj_module *module, gj_stream stream, const gj_backward_des
         status = zero(module, device_address(desc->dL_dx), (size_t)desc->n * module->shape.n_dims * sizeof(float),
                       stream, call);
     }
+    /* Small levels (shared memory): a second kernel of coarse_blocks blocks per level sums
+     * them, and the first one leaves them out. Not enough points for more blocks: fewer. */
+    const int coarse = gj__backward_uses_coarse(&module->shape, desc);
+    if (coarse) {
+        const uint64_t point_blocks = (desc->n + module->shape.block_size - 1) / module->shape.block_size;
+        args.coarse_blocks = (uint32_t)(point_blocks < module->coarse_blocks ? point_blocks : module->coarse_blocks);
+    }
     if (status == GJ_OK) {
         status = launch(module, GJ__KERNEL_BACKWARD, &dims, &args, stream, call);
+    }
+    if (status == GJ_OK && coarse) {
+        gj__launch_dims coarse_dims;
+        gj__coarse_dims(&module->shape, args.coarse_blocks, &coarse_dims);
+        status = launch_shared(module, GJ__KERNEL_BACKWARD_COARSE, &coarse_dims, &args,
+                               module->shape.small_level_floats * (unsigned)sizeof(float), stream, call);
     }
     if (status == GJ_OK) {
         status = finish_gradients(module, desc->dL_dparams, desc->dL_dparams_mode, stream, call);

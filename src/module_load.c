@@ -164,9 +164,27 @@ static gj_status find_kernels(gj_module *m, const gj_codegen_options *opts, cons
     return GJ_OK;
 }
 
+/* Blocks per level of NAME_backward_coarse: two per multiprocessor of the current device
+ * keep every multiprocessor busy while each block's shared sums serve many points. */
+static gj_status choose_coarse_blocks(gj_module *m) {
+    CUdevice device;
+    int major = 0, minor = 0, sms = 0;
+    gj_status status = gj__driver_current_device(m->ctx, m->drv, &device, &major, &minor);
+    if (status == GJ_OK) {
+        status = gj__cuda_check(m->ctx, m->drv,
+                                m->drv->DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+                                "gj_module_load: cuDeviceGetAttribute");
+    }
+    m->coarse_blocks = sms > 0 ? 2u * (uint32_t)sms : 1u;
+    return status;
+}
+
 static gj_status load_library(gj_module *m, const gj_program *prog) {
     CUcontext current;
     gj_status status = gj__driver_current_context(m->ctx, m->drv, &current);
+    if (status == GJ_OK) {
+        status = choose_coarse_blocks(m);
+    }
     if (status == GJ_OK) {
         status = gj__cuda_check(m->ctx, m->drv,
                                 m->drv->LibraryLoadData(&m->library, gj_program_binary(prog, NULL), NULL, NULL, 0,

@@ -508,11 +508,30 @@ static void backward_geometry(void **state) {
     gj__elementwise_dims(&s, &dims);
     assert_int_equal(dims.grid_x, (s.n_params + 255) / 256);
     assert_int_equal(dims.grid_y, 1);
+
+    /* Small levels go to NAME_backward_coarse in level-major order when dL/dparams is
+     * wanted. Levels 2 and 3 (resolutions 16 and 32) hold 2^12 entries of 2 floats: the largest. */
+    assert_int_equal(s.small_level_floats, 4096 * 2);
+    assert_true(gj__backward_uses_coarse(&s, &d));
+    gj__coarse_dims(&s, 264, &dims);
+    assert_int_equal(dims.grid_x, 264);
+    assert_int_equal(dims.grid_y, 4);
+    assert_int_equal(dims.block, 256);
+    d.dL_dparams = NULL;
+    assert_false(gj__backward_uses_coarse(&s, &d));
+    d.dL_dparams = ADDR(0x60000);
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.order = GJ_ORDER_POINT_MAJOR;
+    s = shape_of(f, &opts);
+    assert_false(gj__backward_uses_coarse(&s, &d));
 }
 
 static void kernel_names_follow_the_contract(void **state) {
     (void)state;
     assert_string_equal(gj__kernel_suffix(GJ__KERNEL_FORWARD), "forward");
+    assert_string_equal(gj__kernel_suffix(GJ__KERNEL_BACKWARD_COARSE), "backward_coarse");
+    assert_true(gj__kernel_present(GJ__KERNEL_BACKWARD_COARSE, GJ_PASS_BACKWARD));
     assert_string_equal(gj__kernel_suffix(GJ__KERNEL_BACKWARD_BACKWARD), "backward_backward");
     assert_string_equal(gj__kernel_suffix(GJ__KERNEL_CAST_GRADIENTS), "cast_gradients");
     assert_true(gj__kernel_present(GJ__KERNEL_INIT_PARAMS, GJ_PASS_FORWARD));
@@ -593,7 +612,7 @@ static const field_layout fields[] = {
     FIELD(gj_backward_args, dy_stride_point), FIELD(gj_backward_args, dy_stride_feature),
     FIELD(gj_backward_args, dL_dparams), FIELD(gj_backward_args, dL_dx), FIELD(gj_backward_args, dx_stride_point),
     FIELD(gj_backward_args, dx_stride_dim), FIELD(gj_backward_args, max_level_per_point),
-    FIELD(gj_backward_args, max_level),
+    FIELD(gj_backward_args, max_level), FIELD(gj_backward_args, coarse_blocks),
 
     FIELD(gj_backward_backward_args, n), FIELD(gj_backward_backward_args, x),
     FIELD(gj_backward_backward_args, x_stride_point), FIELD(gj_backward_backward_args, x_stride_dim),
