@@ -138,10 +138,13 @@ double gj_bound_bb_dx(const gj_bounds *b, uint64_t i) {
 
 double gj_bound_dparams(const gj_bounds *b, uint64_t p, int second_order, double prefill, int fp16, double expected) {
     const double sum_abs = (second_order ? b->bb[p] : b->bwd[p]) + fabs(prefill);
+    /* The backward of backward may add one term per dimension of each corner separately. */
+    const double adds = second_order ? b->count[p] * b->D : b->count[p];
     const double roundings = second_order ? (b->D + 4.0) * b->D : b->D + 3.0;
-    double tol = (b->count[p] + roundings) * GJ_U32 * sum_abs;
+    double tol = (adds + roundings) * GJ_U32 * sum_abs;
     if (fp16 && b->F > 1) {
-        tol += (b->count[p] + 1.0) * (GJ_U16 * sum_abs + GJ_SUB16);
+        /* each addend and each partial sum rounded to fp16: relative u16, or absolute SUB16 */
+        tol += (adds + 1.0) * GJ_U16 * sum_abs + (2.0 * adds + 1.0) * GJ_SUB16;
     } else {
         tol += gj_bound_half(fp16, expected);
     }

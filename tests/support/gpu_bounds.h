@@ -64,11 +64,12 @@ double gj_bound_dx(const gj_bounds *b, uint64_t i);
 double gj_bound_bb_ddldy(const gj_bounds *b, uint64_t i, uint32_t k);
 double gj_bound_bb_dx(const gj_bounds *b, uint64_t i);
 /*
- * dL/dparams p: count contributions (atomics, any order) of `roundings` float operations
- * each, summing with the prefill of accumulate mode. fp16_atomics: fp16 gradients with
- * F >= 2, where each contribution and each partial sum is rounded to fp16 as well:
- * + (count + 1) * (u16 * sum |terms| + SUB16). Otherwise fp16 parameters (F = 1) round
- * the fp32 sum once: + gj_bound_half(expected).
+ * dL/dparams p: count additions (atomics, any order; D times as many for the backward
+ * of backward, which may add each dimension's term on its own) of `roundings` float
+ * operations each, summing with the prefill of accumulate mode. fp16 gradients with
+ * F >= 2 are summed with fp16 atomics, where each addend and each partial sum is rounded
+ * to fp16 as well: + (adds + 1) * u16 * sum |terms| + (2 adds + 1) * SUB16. Otherwise
+ * fp16 parameters (F = 1) round the fp32 sum once: + gj_bound_half(expected).
  */
 double gj_bound_dparams(const gj_bounds *b, uint64_t p, int second_order, double prefill, int fp16, double expected);
 
