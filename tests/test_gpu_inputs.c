@@ -364,7 +364,7 @@ static int suite_setup(void **state) {
     for (size_t i = 0; i < N_CASES; ++i) {
         s->jobs[i].enc = s->enc[i];
         s->jobs[i].opts = s->opts[i];
-        snprintf(s->jobs[i].arch, sizeof s->jobs[i].arch, "%s", s->info.arch);
+        snprintf(s->jobs[i].arch, sizeof s->jobs[i].arch, "%.15s", s->info.arch);
     }
     gj_gpu_compile_all(s->jobs, N_CASES);
     return 0;

@@ -605,7 +605,7 @@ static int suite_setup(void **state) {
     for (size_t i = 0; i < s->n_cases; ++i) {
         s->jobs[i].enc = s->cases[i].enc;
         s->jobs[i].opts = s->cases[i].opts;
-        snprintf(s->jobs[i].arch, sizeof s->jobs[i].arch, "%s", s->info.arch);
+        snprintf(s->jobs[i].arch, sizeof s->jobs[i].arch, "%.15s", s->info.arch);
     }
     printf("compiling %zu configurations for %s\n", s->n_cases, s->info.arch);
     fflush(stdout);
