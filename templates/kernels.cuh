@@ -181,8 +181,10 @@ GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
             gj_zero(op.dldx);
 #pragma unroll
             for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
+            if constexpr (INPUT) {
 #pragma unroll
-            for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
+                for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
+            }
         }
     }
 }

@@ -38,7 +38,8 @@ static const struct {
 
 static void usage(void) {
     printf("Usage: gridjit bench --config C [--dims D] [--points N] [--pass P] [--json]\n"
-           "                     [--block B] [--ppt P] [--order level|point] [--iterations K]\n"
+           "                     [--block B] [--ppt P] [--order level|point] [--layout soa|aos]\n"
+           "                     [--iterations K]\n"
            "\n"
            "Times the generated kernels on the GPU: N uniform random points in [0,1)^D (a\n"
            "fixed seed), parameters from gj_init_params, then per pass a warm-up and K\n"
@@ -65,6 +66,8 @@ static void usage(void) {
            "  -b, --block B        threads per block of the kernels (default 256)\n"
            "  -t, --ppt P          points per thread (default 1)\n"
            "  -o, --order O        level (level-major, default) or point (point-major)\n"
+           "  -l, --layout L       soa (feature-major outputs and dL/dy, the encoding's own layout,\n"
+           "                       as tiny-cuda-nn's kernels; default) or aos (point-major)\n"
            "  -k, --iterations K   timed launches per pass, at least %d (default 50)\n"
            "  -h, --help           show this help\n",
            MIN_ITERATIONS);
@@ -75,6 +78,7 @@ typedef struct bench_args {
     uint32_t n_points, block, ppt, iterations;
     unsigned passes;
     gj_order order;
+    gj_data_layout layout;
     int json;
 } bench_args;
 
@@ -113,6 +117,17 @@ static int parse_order(const char *text, gj_order *order) {
     return GJ_CLI_OK;
 }
 
+static int parse_layout(const char *text, gj_data_layout *layout) {
+    if (strcmp(text, "soa") == 0) {
+        *layout = GJ_LAYOUT_SOA;
+    } else if (strcmp(text, "aos") == 0) {
+        *layout = GJ_LAYOUT_AOS;
+    } else {
+        return gj_cli_usage_error(CMD, "--layout: must be soa or aos (got '%s')", text);
+    }
+    return GJ_CLI_OK;
+}
+
 static int parse_args(int argc, char **argv, bench_args *args) {
     static const struct option options[] = {
         {"config", required_argument, NULL, 'c'}, {"dims", required_argument, NULL, 'd'},
@@ -120,10 +135,11 @@ static int parse_args(int argc, char **argv, bench_args *args) {
         {"json", no_argument, NULL, 'j'},         {"block", required_argument, NULL, 'b'},
         {"ppt", required_argument, NULL, 't'},    {"order", required_argument, NULL, 'o'},
         {"iterations", required_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'},
+        {"layout", required_argument, NULL, 'l'},
         {NULL, 0, NULL, 0},
     };
     int opt, rc = GJ_CLI_OK;
-    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, ":c:d:n:p:jb:t:o:k:h", options, NULL)) != -1) {
+    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, ":c:d:n:p:jb:t:o:k:l:h", options, NULL)) != -1) {
         switch (opt) {
         case 'c': args->config = optarg; break;
         case 'd': args->dims = optarg; break;
@@ -133,6 +149,7 @@ static int parse_args(int argc, char **argv, bench_args *args) {
         case 'b': rc = gj_cli_parse_u32(CMD, "--block", optarg, 32, 1024, &args->block); break;
         case 't': rc = gj_cli_parse_u32(CMD, "--ppt", optarg, 1, 16, &args->ppt); break;
         case 'o': rc = parse_order(optarg, &args->order); break;
+        case 'l': rc = parse_layout(optarg, &args->layout); break;
         case 'k': rc = gj_cli_parse_u32(CMD, "--iterations", optarg, MIN_ITERATIONS, 100000, &args->iterations); break;
         case 'h': usage(); return -1;
         default: return gj_cli_bad_option(CMD, opt, argv);
@@ -206,19 +223,21 @@ static int prepare(gj_cli_gpu *gpu, gj_module *m, const gj_encoding *enc, const 
 
 /* ---------------------------------------------------------------- timing */
 
-static gj_status run_pass(gj_module *m, unsigned pass, uint64_t n, const bench_buffers *b) {
+static gj_status run_pass(gj_module *m, unsigned pass, uint64_t n, gj_data_layout layout, const bench_buffers *b) {
     gj_forward_desc f;
     gj_forward_desc_init(&f);
     f.n = n;
     f.x = b->x;
     f.params = b->params;
     f.y = b->y;
+    f.y_layout = layout;
     gj_backward_desc g;
     gj_backward_desc_init(&g);
     g.n = n;
     g.x = b->x;
     g.params = b->params;
     g.dL_dy = b->dl_dy;
+    g.dL_dy_layout = layout;
     g.dL_dparams = b->dparams;
     switch (pass) {
     case PASS_FORWARD: return gj_forward(m, NULL, &f);
@@ -257,14 +276,14 @@ static int time_pass(gj_cli_gpu *gpu, gj_module *m, unsigned pass, const bench_a
         status = cuda(gpu->ctx, drv, drv->EventCreate(&events[i], CU_EVENT_DEFAULT), "cuEventCreate");
     }
     for (int i = 0; status == GJ_OK && i < WARMUP; ++i) {
-        status = run_pass(m, pass, args->n_points, b);
+        status = run_pass(m, pass, args->n_points, args->layout, b);
     }
     if (status == GJ_OK) {
         status = gj_stream_synchronize(gpu->ctx, NULL);
     }
     status = status ? status : cuda(gpu->ctx, drv, drv->EventRecord(events[0], NULL), "cuEventRecord");
     for (uint32_t i = 0; status == GJ_OK && i < k; ++i) {
-        status = run_pass(m, pass, args->n_points, b);
+        status = run_pass(m, pass, args->n_points, args->layout, b);
         status = status ? status : cuda(gpu->ctx, drv, drv->EventRecord(events[i + 1], NULL), "cuEventRecord");
     }
     status = status ? status : cuda(gpu->ctx, drv, drv->EventSynchronize(events[k]), "cuEventSynchronize");
@@ -324,6 +343,7 @@ static int print_json(const bench_args *args, const gj_cli_gpu *gpu, const gj_en
              cJSON_AddStringToObject(root, "device", gpu->info.device_name) &&
              add_number(root, "block", args->block, "%.0f") && add_number(root, "points_per_thread", args->ppt, "%.0f") &&
              cJSON_AddStringToObject(root, "order", args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point") &&
+             cJSON_AddStringToObject(root, "layout", args->layout == GJ_LAYOUT_SOA ? "soa" : "aos") &&
              add_number(root, "compile_ms", r->compile_ms, "%.3f") &&
              add_number(root, "iterations", args->iterations, "%.0f") &&
              (passes = cJSON_AddObjectToObject(root, "passes")) != NULL;
@@ -397,7 +417,7 @@ int gj_cli_bench(int argc, char **argv) {
      * gridjit's disk cache (read when first used) are both off for this process. */
     setenv("CUDA_CACHE_DISABLE", "1", 1);
     setenv("GRIDJIT_CACHE_DISABLE", "1", 1);
-    bench_args args = {.n_points = DEFAULT_POINTS, .block = 256, .ppt = 1, .iterations = 50,
+    bench_args args = {.layout = GJ_LAYOUT_SOA, .n_points = DEFAULT_POINTS, .block = 256, .ppt = 1, .iterations = 50,
                        .passes = PASS_ALL, .order = GJ_ORDER_LEVEL_MAJOR};
     int rc = parse_args(argc, argv, &args);
     if (rc == -1) {
