@@ -17,6 +17,54 @@ static void *zeros(uint64_t count) {
     return p;
 }
 
+/*
+ * Absolute error, in units of u32, of the kernel's float 1-D weight factor (upper: w,
+ * lower: 1 - w) against the exact one, t being exact in both. Smoothstep's w = t t (3 - 2t)
+ * takes 3 roundings: w (1 + 3u); 1 - w then rounds once more, but inherits w's error
+ * absolutely: near w = 1 the factor 1 - w is tiny and its relative error large, so a term's
+ * error is not a multiple of its size. Linear's w = t is exact; only 1 - t rounds.
+ * Nearest and stochastic interpolation add g itself (weight 1.0f): no factor error.
+ */
+static double factor_error(const gj_ref_encoding *ref, double w, int up) {
+    if (ref->stochastic_interpolation || ref->interpolation == GJ_INTERP_NEAREST) {
+        return 0.0;
+    }
+    const double w_err = ref->interpolation == GJ_INTERP_SMOOTHSTEP ? 3.0 * w : 0.0;
+    return up ? w_err : w_err + (1.0 - w);
+}
+
+/* One corner: its weight (the product of its 1-D factors) and a bound, in units of u32,
+ * on the error of the float term weight * g relative to |g|: each factor's error times the
+ * other factors, plus D - 1 roundings of the product and one of the multiplication by g. */
+static double corner_weight(const gj_bounds *b, const double *t, uint64_t c, uint32_t *corner, const uint32_t *cell,
+                            double *error) {
+    const gj_ref_encoding *ref = b->ref;
+    double factor[GJ_REF_MAX_DIMS], factor_err[GJ_REF_MAX_DIMS], weight = 1.0;
+    for (uint32_t d = 0; d < b->D; ++d) {
+        const int up = (int)((c >> d) & 1u);
+        corner[d] = cell[d] + (uint32_t)up;
+        const double w = weight_of(ref->interpolation, t[d]);
+        factor[d] = up ? w : 1.0 - w;
+        factor_err[d] = factor_error(ref, w, up);
+        weight *= factor[d];
+    }
+    double err = b->D * weight;
+    for (uint32_t d = 0; d < b->D; ++d) {
+        double others = factor_err[d];
+        for (uint32_t e = 0; e < b->D; ++e) {
+            others *= e == d ? 1.0 : factor[e];
+        }
+        err += others;
+    }
+    if (ref->stochastic_interpolation || !(weight == weight)) {
+        /* one corner gets weight 1 (or t is NaN): bound by 1 everywhere */
+        weight = 1.0;
+        err = b->D;
+    }
+    *error = err;
+    return weight;
+}
+
 /* One point at one level: theta_max and the per-parameter sums of its corners. */
 static void measure_level(gj_bounds *b, uint64_t i, uint32_t l, const float *x, const double *params,
                           const double *g, int active) {
@@ -26,16 +74,8 @@ static void measure_level(gj_bounds *b, uint64_t i, uint32_t l, const float *x, 
     gj_ref_locate(ref, l, x, cell, t);
     double theta = 0.0;
     for (uint64_t c = 0; c < (1ull << b->D); ++c) {
-        double weight = 1.0;
-        for (uint32_t d = 0; d < b->D; ++d) {
-            const int up = (int)((c >> d) & 1u);
-            corner[d] = cell[d] + (uint32_t)up;
-            const double w = weight_of(ref->interpolation, t[d]);
-            weight *= up ? w : 1.0 - w;
-        }
-        if (ref->stochastic_interpolation || !(weight == weight)) {
-            weight = 1.0; /* one corner gets weight 1 (or t is NaN): bound by 1 everywhere */
-        }
+        double err;
+        const double weight = corner_weight(b, t, c, corner, cell, &err);
         const uint64_t base = (ref->levels[l].offset + gj_ref_corner_index(ref, l, corner)) * b->F;
         for (uint32_t f = 0; f < b->F; ++f) {
             theta = fmax(theta, fabs(params[base + f]));
@@ -43,6 +83,7 @@ static void measure_level(gj_bounds *b, uint64_t i, uint32_t l, const float *x, 
                 const double gf = fabs(g[l * b->F + f]);
                 b->count[base + f] += 1.0;
                 b->bwd[base + f] += weight * gf;
+                b->bwd_err[base + f] += err * gf;
                 b->bb[base + f] += gf * b->h_abs[i] * ref->levels[l].scale * b->w1;
             }
         }
@@ -67,6 +108,7 @@ void gj_bounds_measure(gj_bounds *b, const gj_ref_encoding *ref, uint64_t n, con
     b->h_abs = zeros(n);
     b->count = zeros(b->n_params);
     b->bwd = zeros(b->n_params);
+    b->bwd_err = zeros(b->n_params);
     b->bb = zeros(b->n_params);
     for (uint64_t i = 0; i < n; ++i) {
         for (uint32_t d = 0; h && d < b->D; ++d) {
@@ -90,6 +132,7 @@ void gj_bounds_free(gj_bounds *b) {
     free(b->h_abs);
     free(b->count);
     free(b->bwd);
+    free(b->bwd_err);
     free(b->bb);
     memset(b, 0, sizeof *b);
 }
@@ -140,8 +183,16 @@ double gj_bound_dparams(const gj_bounds *b, uint64_t p, int second_order, double
     const double sum_abs = (second_order ? b->bb[p] : b->bwd[p]) + fabs(prefill);
     /* The backward of backward may add one term per dimension of each corner separately. */
     const double adds = second_order ? b->count[p] * b->D : b->count[p];
-    const double roundings = second_order ? (b->D + 4.0) * b->D : b->D + 3.0;
-    double tol = (adds + roundings) * GJ_U32 * sum_abs;
+    /*
+     * The terms' own errors. Backward: measured per term (bwd_err; the weight factors' errors
+     * are absolute, see factor_error). Backward of backward: relative to the bb magnitude,
+     * which bounds |w'| by W1 and every weight product by 1, so the products' absolute errors
+     * count against 1. Per term: dw = scale * 6t(1 - t) (4 roundings), H_d * dw (1), the
+     * product P_d of the other D - 1 factors (3 each, plus D - 2 multiplications), the D
+     * fma of A (D) and A * g (1): 5D + 1 for D >= 2, 7 for D = 1; 5D + 2 covers both.
+     */
+    const double own = second_order ? (5.0 * b->D + 2.0) * sum_abs : b->bwd_err[p];
+    double tol = (adds * sum_abs + own) * GJ_U32;
     if (fp16 && b->F > 1) {
         /* each addend and each partial sum rounded to fp16: relative u16, or absolute SUB16 */
         tol += (adds + 1.0) * GJ_U16 * sum_abs + (2.0 * adds + 1.0) * GJ_SUB16;

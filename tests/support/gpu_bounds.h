@@ -12,6 +12,13 @@
  * the weights w(t) lie in [0, 1] and sum to 1 over the corners, |w'| <= W1 (Linear 1,
  * Smoothstep 1.5, Nearest 0) and |w''|, w'^2 <= W2 (1, 6, 0).
  *
+ * One exception to "roundings per term": the float 1-D factor 1 - w(t) inherits the
+ * rounding error of w(t) absolutely (Smoothstep: w takes 3 roundings), so near w = 1 it is
+ * tiny with a large relative error, and so is the corner weight. Bounds built on the
+ * magnitudes above (theta_max, W1, products <= 1) cover that with their constants; the
+ * per-parameter dL/dparams bound, built on the actual |weight * dL/dy|, measures each
+ * term's own error separately (bwd_err).
+ *
  * A bug (a wrong corner, feature, level, sign or term) moves a result by the size of a
  * term, i.e. by about the magnitude itself, far outside these bounds.
  */
@@ -36,6 +43,7 @@ typedef struct gj_bounds {
     double *h_abs;     /* n: sum_d |dL/d(dL/dx)| of point i */
     double *count;     /* n_params: contributions each parameter receives (upper bound) */
     double *bwd;       /* n_params: sum of |weight * dL/dy| over them */
+    double *bwd_err;   /* n_params: sum of bounds, in units of u32, on those terms' own errors */
     double *bb;        /* n_params: sum of |dL/dy| * sum_d |H_d| * scale * W1 over them */
 } gj_bounds;
 
@@ -64,9 +72,10 @@ double gj_bound_dx(const gj_bounds *b, uint64_t i);
 double gj_bound_bb_ddldy(const gj_bounds *b, uint64_t i, uint32_t k);
 double gj_bound_bb_dx(const gj_bounds *b, uint64_t i);
 /*
- * dL/dparams p: count additions (atomics, any order; D times as many for the backward
- * of backward, which may add each dimension's term on its own) of `roundings` float
- * operations each, summing with the prefill of accumulate mode. fp16 gradients with
+ * dL/dparams p: count additions (atomics or per-block partial sums, any order; D times as
+ * many for the backward of backward, which may add each dimension's term on its own),
+ * summing with the prefill of accumulate mode, plus each term's own error (bwd_err, or
+ * 5D + 2 roundings of the bb magnitude). fp16 gradients with
  * F >= 2 are summed with fp16 atomics, where each addend and each partial sum is rounded
  * to fp16 as well: + (adds + 1) * u16 * sum |terms| + (2 adds + 1) * SUB16. Otherwise
  * fp16 parameters (F = 1) round the fp32 sum once: + gj_bound_half(expected).
