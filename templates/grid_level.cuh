@@ -103,85 +103,66 @@ GJ_INLINE void gj_load_entry(const typename C::param_t* __restrict__ grid, gj_u3
     }
 }
 
-// Entries of at most 8 bytes are also read as aligned 16-byte blocks of K entries, so
-// that the two corners of an x-edge cost one L2 request when they share a block: always
-// for dense levels unless the lower corner ends a block, and for CoherentPrime (whose x
-// factor is 1) whenever the upper corner differs from the lower only in the low bits.
-// Levels start on 8-entry boundaries, so a block never leaves its level (params must be
-// 16-byte aligned).
+// The F gradient values of one entry as 32-bit words: fp16 pairs packed, or fp32 bits.
 template <class C>
-struct gj_entry_block {
-    static constexpr int BYTES = C::F * (int)sizeof(typename C::param_t);
-    static constexpr bool PAIRED = BYTES <= 8;
-    static constexpr int K = PAIRED ? 16 / BYTES : 1; // entries per 16-byte block
+struct gj_grad_words {
+    static constexpr bool HALF = sizeof(typename C::grad_t) == 2;
+    static constexpr int N = HALF ? C::F / 2 : C::F; // words per entry
+    gj_u32 w[N > 0 ? N : 1];
+    GJ_INLINE gj_grad_words(float weight, const float (&g)[C::F]) {
+#pragma unroll
+        for (int k = 0; k < N; ++k) {
+            w[k] = HALF ? gj_pack_half2(weight * g[2 * k], weight * g[2 * k + 1]) : __float_as_uint(weight * g[k]);
+        }
+    }
 };
 
-GJ_INLINE gj_u32 gj_select_word(const gj_u32x4& b, gj_u32 i) {
-    return i == 0 ? b.x : i == 1 ? b.y : i == 2 ? b.z : b.w;
-}
-
-// Entry `slot` (< K) of a 16-byte block, widened to fp32.
-template <class C>
-GJ_INLINE void gj_block_entry(const gj_u32x4& b, gj_u32 slot, float (&val)[C::F]) {
-    typedef typename C::param_t T;
-    constexpr int BYTES = gj_entry_block<C>::BYTES;
-    if constexpr (BYTES == 2) { // one fp16
-        const gj_u32 w = gj_select_word(b, slot >> 1);
-        val[0] = gj_half_to_float((gj_u16)((slot & 1) ? (w >> 16) : w));
-    } else if constexpr (BYTES == 4) { // two fp16 or one fp32
-        const gj_u32 w = gj_select_word(b, slot);
-        if constexpr (sizeof(T) == 2) {
-            val[0] = gj_half_to_float((gj_u16)w);
-            val[1] = gj_half_to_float((gj_u16)(w >> 16));
-        } else {
-            val[0] = __uint_as_float(w);
-        }
-    } else { // 8 bytes: four fp16 or two fp32
-        const gj_u32 lo = slot ? b.z : b.x, hi = slot ? b.w : b.y;
-        if constexpr (sizeof(T) == 2) {
-            val[0] = gj_half_to_float((gj_u16)lo); val[1] = gj_half_to_float((gj_u16)(lo >> 16));
-            val[2] = gj_half_to_float((gj_u16)hi); val[3] = gj_half_to_float((gj_u16)(hi >> 16));
-        } else {
-            val[0] = __uint_as_float(lo); val[1] = __uint_as_float(hi);
-        }
-    }
-}
-
-// The values of entries i0 and i1, with one request when they share a 16-byte block.
-template <class C>
-GJ_INLINE void gj_load_pair(const typename C::param_t* __restrict__ grid, gj_u32 i0, gj_u32 i1, float (&v0)[C::F],
-                            float (&v1)[C::F]) {
-    if constexpr (gj_entry_block<C>::PAIRED) {
-        constexpr gj_u32 K = gj_entry_block<C>::K;
-        const gj_u32 block = i0 / K;
-        const gj_u32x4 b = *(const gj_u32x4*)(grid + (gj_u64)block * (K * C::F));
-        gj_block_entry<C>(b, i0 % K, v0);
-        if (i1 / K == block) gj_block_entry<C>(b, i1 % K, v1);
-        else gj_load_entry<C>(grid, i1, v1);
-    } else {
-        gj_load_entry<C>(grid, i0, v0);
-        gj_load_entry<C>(grid, i1, v1);
-    }
-}
-
-// Adds weight * g to the gradient of one entry (atomically: other points share it).
-// G is C::grad_t for global memory, or float for a block's shared-memory copy of a level.
-template <class C, class G>
+// Adds weight * g to the gradient of one entry (atomically: other points share it), with
+// vector reductions of up to 16 bytes. SHARED: grad is a block's fp32 shared-memory copy
+// of a level (plain shared atomics).
+template <class C, bool SHARED = false, class G>
 GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, const float (&g)[C::F]) {
     constexpr int F = C::F;
-    G* p = grad + (gj_u64)index * F;
-    if constexpr (sizeof(G) == 2) {
-        static_assert(F % 2 == 0, "fp16 gradients are accumulated in pairs; F = 1 accumulates in fp32");
+    if constexpr (SHARED) {
+        float* p = (float*)grad + (gj_u64)index * F;
 #pragma unroll
-        for (int f = 0; f < F; f += 2) {
-            gj_atomic_add_half2(p + f, weight * g[f], weight * g[f + 1]);
-        }
+        for (int f = 0; f < F; ++f) atomicAdd(p + f, weight * g[f]);
     } else {
+        static_assert(sizeof(G) == 4 || F % 2 == 0, "fp16 gradients are accumulated in pairs; F = 1 accumulates in fp32");
+        const gj_grad_words<C> v(weight, g);
+        constexpr int N = gj_grad_words<C>::N;
+        constexpr bool HALF = gj_grad_words<C>::HALF;
+        gj_u32* p = (gj_u32*)(grad + (gj_u64)index * F);
+        if constexpr (N == 1) {
+            if constexpr (HALF) asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(p), "r"(v.w[0]) : "memory");
+            else atomicAdd((float*)p, __uint_as_float(v.w[0]));
+        } else if constexpr (N == 2) {
+            gj_red_v2_u32(p, v.w[0], v.w[1], HALF);
+        } else {
 #pragma unroll
-        for (int f = 0; f < F; ++f) {
-            gj_atomic_add(p + f, weight * g[f]);
+            for (int k = 0; k < N; k += 4) gj_red_v4_u32(p + k, v.w[k], v.w[k + 1], v.w[k + 2], v.w[k + 3], HALF);
         }
     }
+}
+
+// The two corners of an x-edge. When their entries are the two halves of one aligned
+// 8- or 16-byte pair (i0 ^ i1 == 1: dense levels with an even lower index, CoherentPrime
+// with an even x), one vector reduction adds both.
+template <class C, bool SHARED = false, class G>
+GJ_INLINE void gj_add_edge(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, float w0, float w1, const float (&g)[C::F]) {
+    constexpr int N = gj_grad_words<C>::N;
+    if constexpr (!SHARED && (N == 1 || N == 2)) {
+        if ((i0 ^ i1) == 1u) {
+            const bool swap = i0 & 1u;
+            const gj_grad_words<C> lo(swap ? w1 : w0, g), hi(swap ? w0 : w1, g);
+            gj_u32* p = (gj_u32*)(grad + (gj_u64)(i0 & ~1u) * C::F);
+            if constexpr (N == 1) gj_red_v2_u32(p, lo.w[0], hi.w[0], gj_grad_words<C>::HALF);
+            else gj_red_v4_u32(p, lo.w[0], lo.w[1], hi.w[0], hi.w[1], gj_grad_words<C>::HALF);
+            return;
+        }
+    }
+    gj_add_entry<C, SHARED>(grad, i0, w0, g);
+    gj_add_entry<C, SHARED>(grad, i1, w1, g);
 }
 
 // Corner `corner` (bit d set: upper neighbour along d) of the cell at c.
@@ -243,15 +224,17 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
         dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
     }
 
-    // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x), loaded together.
+    // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
 #pragma unroll (gj_corner_unroll<D - 1>::value)
     for (gj_u64 edge = 0; edge < (1ull << (D - 1)); ++edge) {
         gj_u32 v0[D], v1[D];
         gj_corner<D>(c, edge << 1, v0);
         gj_corner<D>(c, (edge << 1) | 1u, v1);
+        // Two plain loads: when both corners share a sector the second hits L1 (16-byte
+        // "pair" loads were measured: fewer L1 requests, no fewer L2 ones, more instructions).
         float val[2][F];
-        gj_load_pair<C>(grid, gj_corner_index<D, C::HASH, MODE>(v0, resolution, entries),
-                        gj_corner_index<D, C::HASH, MODE>(v1, resolution, entries), val[0], val[1]);
+        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v0, resolution, entries), val[0]);
+        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v1, resolution, entries), val[1]);
 #pragma unroll
         for (int side = 0; side < 2; ++side) {
             const gj_u64 corner = (edge << 1) | (gj_u64)side;
@@ -274,7 +257,7 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
 // g: dL/dy of this level. PARAMS: dL/dparams += (atomically, into grad = the level's
 // gradient base). INPUT: dldx += dL/dx contribution of this level. u: the stochastic
 // interpolation sample of this (point, level), used when C::STOCHASTIC.
-template <class C, int MODE, bool PARAMS, bool INPUT, class G = typename C::grad_t>
+template <class C, int MODE, bool PARAMS, bool INPUT, class G = typename C::grad_t, bool SHARED = false>
 GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed,
                                  const typename C::param_t* __restrict__ grid, const float (&g)[C::F],
                                  G* __restrict__ grad, float (&dldx)[C::D], float u) {
@@ -284,7 +267,7 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
     gj_locate<C>(x, scale, cell_fixed, c, t);
 
     if constexpr (C::INTERP == GJ_INTERP_NEAREST) {
-        if constexpr (PARAMS) gj_add_entry<C>(grad, gj_corner_index<D, C::HASH, MODE>(c, resolution, entries), 1.0f, g);
+        if constexpr (PARAMS) gj_add_entry<C, SHARED>(grad, gj_corner_index<D, C::HASH, MODE>(c, resolution, entries), 1.0f, g);
         return; // dL/dx = 0 for a piecewise-constant encoding.
     }
 
@@ -300,7 +283,7 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
         gj_u32 v[D];
 #pragma unroll
         for (int d = 0; d < D; ++d) v[d] = c[d] + (u >= w[d] ? 0u : 1u);
-        gj_add_entry<C>(grad, gj_corner_index<D, C::HASH, MODE>(v, resolution, entries), 1.0f, g);
+        gj_add_entry<C, SHARED>(grad, gj_corner_index<D, C::HASH, MODE>(v, resolution, entries), 1.0f, g);
     }
 
     if constexpr ((PARAMS && !C::STOCHASTIC) || INPUT) {
@@ -313,13 +296,17 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
             const gj_u32 index[2] = {gj_corner_index<D, C::HASH, MODE>(v0, resolution, entries),
                                      gj_corner_index<D, C::HASH, MODE>(v1, resolution, entries)};
             float val[2][F];
-            if constexpr (INPUT) gj_load_pair<C>(grid, index[0], index[1], val[0], val[1]);
+            if constexpr (INPUT) {
+                gj_load_entry<C>(grid, index[0], val[0]);
+                gj_load_entry<C>(grid, index[1], val[1]);
+            }
+            if constexpr (PARAMS && !C::STOCHASTIC) {
+                gj_add_edge<C, SHARED>(grad, index[0], index[1], gj_weight_product<D>(w, edge << 1, -1, -1),
+                                       gj_weight_product<D>(w, (edge << 1) | 1u, -1, -1), g);
+            }
 #pragma unroll
             for (int side = 0; side < 2; ++side) {
                 const gj_u64 corner = (edge << 1) | (gj_u64)side;
-                if constexpr (PARAMS && !C::STOCHASTIC) {
-                    gj_add_entry<C>(grad, index[side], gj_weight_product<D>(w, corner, -1, -1), g);
-                }
                 if constexpr (INPUT) {
                     float gv = 0.0f; // dL/dy . theta_corner
 #pragma unroll

@@ -224,8 +224,8 @@ struct gj_backward_coarse_op {
                 }
                 gj_zero(dldx);
                 const float u = C::STOCHASTIC ? gj_stochastic_sample(i, level, a.n) : 0.0f;
-                gj_level_backward<C, MODE, true, INPUT, float>(x, scale, resolution, entries, cell_fixed,
-                                                               (const T*)a.params + param_offset, g, sums, dldx, u);
+                gj_level_backward<C, MODE, true, INPUT, float, true>(x, scale, resolution, entries, cell_fixed,
+                                                                     (const T*)a.params + param_offset, g, sums, dldx, u);
                 if constexpr (INPUT) gj_add_point_dldx<C>(a, i, dldx);
             }
             __syncthreads();

@@ -67,4 +67,41 @@ GJ_INLINE void gj_atomic_add_half2(gj_half* address, float a, float b) {
     asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address), "r"(packed) : "memory");
 }
 
+GJ_INLINE gj_u32 gj_pack_half2(float a, float b) {
+    return (gj_u32)gj_float_to_half_bits(a) | ((gj_u32)gj_float_to_half_bits(b) << 16);
+}
+
+// Vector reductions: one L2 request for 8 or 16 bytes. Hopper (sm_90) and later have
+// them; elsewhere they fall back to 4-byte reductions. Addresses aligned to the size.
+GJ_INLINE void gj_red_v2_u32(gj_u32* address, gj_u32 a, gj_u32 b, bool half2) {
+#if __CUDA_ARCH__ >= 900
+    if (half2) asm volatile("red.global.add.noftz.v2.f16x2 [%0], {%1, %2};" ::"l"(address), "r"(a), "r"(b) : "memory");
+    else asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(address), "f"(__uint_as_float(a)), "f"(__uint_as_float(b)) : "memory");
+#else
+    if (half2) {
+        asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address), "r"(a) : "memory");
+        asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address + 1), "r"(b) : "memory");
+    } else {
+        atomicAdd((float*)address, __uint_as_float(a));
+        atomicAdd((float*)address + 1, __uint_as_float(b));
+    }
+#endif
+}
+
+GJ_INLINE void gj_red_v4_u32(gj_u32* address, gj_u32 a, gj_u32 b, gj_u32 c, gj_u32 d, bool half2) {
+#if __CUDA_ARCH__ >= 900
+    if (half2) {
+        asm volatile("red.global.add.noftz.v4.f16x2 [%0], {%1, %2, %3, %4};" ::"l"(address), "r"(a), "r"(b), "r"(c), "r"(d)
+                     : "memory");
+    } else {
+        asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(address), "f"(__uint_as_float(a)),
+                     "f"(__uint_as_float(b)), "f"(__uint_as_float(c)), "f"(__uint_as_float(d))
+                     : "memory");
+    }
+#else
+    gj_red_v2_u32(address, a, b, half2);
+    gj_red_v2_u32(address + 2, c, d, half2);
+#endif
+}
+
 #endif // GJ_PRELUDE_CUH
