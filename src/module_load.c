@@ -1,5 +1,6 @@
 /* gj_module: compile for the device, load a program, look the kernels up, destroy. */
 #include "module.h"
+#include "cache.h"
 
 #include "codegen.h"
 
@@ -179,6 +180,18 @@ static gj_status choose_coarse_blocks(gj_module *m) {
     return status;
 }
 
+/* Test hook (tests/test_gpu_cache.c): while positive, each cuLibraryLoadData is refused as
+ * the driver refuses a binary it cannot use, and the count goes down. */
+int gj__module_test_refuse_loads = 0;
+
+static CUresult library_load(gj_module *m, const gj_program *prog) {
+    if (gj__module_test_refuse_loads > 0) {
+        --gj__module_test_refuse_loads;
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    return m->drv->LibraryLoadData(&m->library, gj_program_binary(prog, NULL), NULL, NULL, 0, NULL, NULL, 0);
+}
+
 static gj_status load_library(gj_module *m, const gj_program *prog) {
     CUcontext current;
     gj_status status = gj__driver_current_context(m->ctx, m->drv, &current);
@@ -186,10 +199,7 @@ static gj_status load_library(gj_module *m, const gj_program *prog) {
         status = choose_coarse_blocks(m);
     }
     if (status == GJ_OK) {
-        status = gj__cuda_check(m->ctx, m->drv,
-                                m->drv->LibraryLoadData(&m->library, gj_program_binary(prog, NULL), NULL, NULL, 0,
-                                                        NULL, NULL, 0),
-                                "gj_module_load: cuLibraryLoadData");
+        status = gj__cuda_check(m->ctx, m->drv, library_load(m, prog), "gj_module_load: cuLibraryLoadData");
     }
     return name_target(m, status);
 }
@@ -233,6 +243,9 @@ gj_status gj_module_load(gj_context *ctx, const gj_encoding *enc, const gj_codeg
 
 /* ------------------------------------------------------------------ create */
 
+/* Rounds of (find or compile, load) before gj_module_create gives up on refused binaries. */
+#define GJ__MODULE_LOAD_ROUNDS 4
+
 /* The newest NVRTC architecture not newer than sm (or the newest of all when the device
  * is newer than every one), for PTX that the driver compiles; 0 when there is none. */
 static int fallback_arch(gj_context *ctx, int sm) {
@@ -251,6 +264,32 @@ static int fallback_arch(gj_context *ctx, int sm) {
     return best;
 }
 
+/* Without NVRTC and without a cubin entry for the device: a PTX entry of the device's
+ * architecture or an older one (the driver compiles PTX for newer devices). The first
+ * entry found in the cache wins; GJ_ERROR_NO_NVRTC (the original message) when none. */
+static gj_status cached_ptx(gj_context *ctx, const gj_encoding *enc, const gj_codegen_options *opts, int sm,
+                            gj_program **prog) {
+    static const int candidates[] = {121, 120, 110, 103, 100, 90, 89, 88, 87, 86, 80, 75};
+    char first_error[sizeof ctx->errmsg];
+    snprintf(first_error, sizeof first_error, "%s", ctx->errmsg);
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; ++i) {
+        if (candidates[i] > sm) {
+            continue;
+        }
+        char arch[24];
+        snprintf(arch, sizeof arch, "compute_%d", candidates[i]);
+        gj_program_destroy(*prog);
+        *prog = NULL;
+        if (gj_compile(ctx, enc, opts, arch, prog) == GJ_OK) {
+            gj__log(ctx, GJ_LOG_INFO, "no cubin for sm_%d and no NVRTC: loading the cached PTX for %s", sm, arch);
+            return GJ_OK;
+        }
+    }
+    gj_program_destroy(*prog);
+    *prog = NULL;
+    return gj__fail(ctx, GJ_ERROR_NO_NVRTC, "%s", first_error);
+}
+
 static gj_status compile_for_device(gj_context *ctx, gj__driver *drv, const gj_encoding *enc,
                                     const gj_codegen_options *opts, gj_program **prog) {
     CUdevice device;
@@ -262,6 +301,9 @@ static gj_status compile_for_device(gj_context *ctx, gj__driver *drv, const gj_e
     char arch[24];
     snprintf(arch, sizeof arch, "sm_%d%d", major, minor);
     status = gj_compile(ctx, enc, opts, arch, prog);
+    if (status == GJ_ERROR_NO_NVRTC) {
+        return cached_ptx(ctx, enc, opts, major * 10 + minor, prog);
+    }
     if (status != GJ_ERROR_UNSUPPORTED_ARCH) {
         return status;
     }
@@ -283,15 +325,27 @@ gj_status gj_module_create(gj_context *ctx, const gj_encoding *enc, const gj_cod
     if (status == GJ_OK) {
         status = gj__driver_get(ctx, &drv);
     }
-    gj_program *prog = NULL;
-    if (status == GJ_OK) {
+    /* A binary from the disk cache that the driver refuses (any load error, e.g.
+     * CUDA_ERROR_UNSUPPORTED_PTX_VERSION or CUDA_ERROR_NO_BINARY_FOR_GPU) is a miss: the
+     * entry goes, and the next round compiles again (or finds another entry). */
+    for (int round = 0; status == GJ_OK && round < GJ__MODULE_LOAD_ROUNDS; ++round) {
+        gj_program *prog = NULL;
         status = compile_for_device(ctx, drv, enc, &resolved, &prog);
+        if (status == GJ_OK) {
+            status = gj_module_load(ctx, enc, &resolved, prog, out);
+        }
+        const int refused_hit = status == GJ_ERROR_CUDA && gj_program_cache_status(prog) == GJ_CACHE_HIT;
+        if (refused_hit) {
+            gj__cache_invalidate(ctx, prog, gj_context_errmsg(ctx));
+            status = GJ_OK; /* try again */
+        }
+        gj_program_destroy(prog); /* also the log-only program of a failed compile */
+        if (!refused_hit) {
+            return status;
+        }
     }
-    if (status == GJ_OK) {
-        status = gj_module_load(ctx, enc, &resolved, prog, out);
-    }
-    gj_program_destroy(prog); /* also the log-only program of a failed compile */
-    return status;
+    return status == GJ_OK ? gj__fail(ctx, GJ_ERROR_CUDA, "gj_module_create: the driver refused every binary for this device")
+                           : status;
 }
 
 /* ----------------------------------------------------------------- destroy */
