@@ -80,6 +80,27 @@ static void level_constants(char *out, size_t size, const gj__config *config, co
              config->fixed_point_pos ? gj__fixed_point_cell(level->scale) : 0u);
 }
 
+/* What every unrolled level needs: its literal constants, parameter offset and index mode. */
+typedef struct level_text {
+    char constants[160];
+    unsigned long long offset; /* first parameter */
+    const char *mode;          /* GJ_INDEX_* */
+} level_text;
+
+static void level_comment(gj__strbuf *sb, const char *indent, const gj__config *config, const gj__level *level,
+                          uint32_t l);
+
+/* Emits the blank line and comment that head level l, and fills *t. */
+static void begin_level(gj__strbuf *sb, const char *indent, const struct gj_encoding *enc, uint32_t l, level_text *t) {
+    const gj__config *c = &enc->config;
+    const gj__level *level = &enc->layout.levels[l];
+    level_constants(t->constants, sizeof t->constants, c, level);
+    t->offset = (unsigned long long)(level->offset * c->n_features_per_level);
+    t->mode = index_mode_macro[level->index_mode];
+    gj__sb_append(sb, "\n");
+    level_comment(sb, indent, c, level, l);
+}
+
 static void level_comment(gj__strbuf *sb, const char *indent, const gj__config *config, const gj__level *level,
                           uint32_t l) {
     char scale[48];
@@ -197,14 +218,10 @@ void gj__emit_forward_function(gj__strbuf *sb, const struct gj_encoding *enc, co
     gj__sb_printf(sb, "    %s_out_t y;\n", name);
     gj__sb_append(sb, "    float f[C::F];\n    float unused_dydx[C::F][C::D];\n");
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
-        const gj__level *level = &enc->layout.levels[l];
-        char constants[160];
-        level_constants(constants, sizeof constants, c, level);
-        gj__sb_append(sb, "\n");
-        level_comment(sb, "    ", c, level, l);
+        level_text t;
+        begin_level(sb, "    ", enc, l, &t);
         gj__sb_printf(sb, "    if (%u.0f < limit) gj_level_forward<C, %s, false>(x.v, %s, params + %lluull, f, unused_dydx);\n", l,
-                      index_mode_macro[level->index_mode], constants,
-                      (unsigned long long)(level->offset * c->n_features_per_level));
+                      t.mode, t.constants, t.offset);
         gj__sb_append(sb, "    else gj_zero(f);\n");
         gj__sb_printf(sb, "    gj_store_level<C>(y.v + %u, f);\n", l * c->n_features_per_level);
     }
@@ -233,21 +250,16 @@ void gj__emit_backward_function(gj__strbuf *sb, const struct gj_encoding *enc, c
     gj__sb_append(sb, "    float dldx[C::D];\n    gj_zero(dldx);\n    float g[C::F];\n");
     gj__sb_append(sb, "    (void)rng_index; (void)rng_stride;\n");
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
-        const gj__level *level = &enc->layout.levels[l];
-        const unsigned long long offset = (unsigned long long)(level->offset * c->n_features_per_level);
-        char constants[160];
-        level_constants(constants, sizeof constants, c, level);
-        gj__sb_append(sb, "\n");
-        level_comment(sb, "    ", c, level, l);
+        level_text t;
+        begin_level(sb, "    ", enc, l, &t);
         gj__sb_printf(sb, "    if (%u.0f < limit) {\n", l);
         gj__sb_printf(sb, "        gj_load_level<C>(dL_dy.v + %u, g);\n", l * c->n_features_per_level);
-        gj__sb_printf(sb, "        gj_level_backward_any<C, %s>(x, %s, params + %lluull, g,\n", index_mode_macro[level->index_mode],
-                      constants, offset);
+        gj__sb_printf(sb, "        gj_level_backward_any<C, %s>(x, %s, params + %lluull, g,\n", t.mode, t.constants, t.offset);
         char sample[96] = "0.0f";
         if (c->stochastic_interpolation) {
             snprintf(sample, sizeof sample, "dL_dparams ? gj_stochastic_sample(rng_index, %uu, rng_stride) : 0.0f", l);
         }
-        gj__sb_printf(sb, "            dL_dparams ? dL_dparams + %lluull : nullptr, dldx, want_dx, %s);\n", offset, sample);
+        gj__sb_printf(sb, "            dL_dparams ? dL_dparams + %lluull : nullptr, dldx, want_dx, %s);\n", t.offset, sample);
         gj__sb_append(sb, "    }\n");
     }
     gj__sb_append(sb, "\n    if (dL_dx) {\n");
@@ -271,17 +283,13 @@ void gj__emit_backward_backward_function(gj__strbuf *sb, const struct gj_encodin
     gj__sb_append(sb, "    const bool want_dx = dL_dx != nullptr, want_ddldy = dL_ddLdy != nullptr;\n");
     gj__sb_append(sb, "    float dldx[C::D];\n    gj_zero(dldx);\n    float g[C::F], ddldy[C::F];\n");
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
-        const gj__level *level = &enc->layout.levels[l];
-        const unsigned long long offset = (unsigned long long)(level->offset * c->n_features_per_level);
-        char constants[160];
-        level_constants(constants, sizeof constants, c, level);
-        gj__sb_append(sb, "\n");
-        level_comment(sb, "    ", c, level, l);
+        level_text t;
+        begin_level(sb, "    ", enc, l, &t);
         gj__sb_printf(sb, "    if (%u.0f < limit) {\n", l);
         gj__sb_printf(sb, "        gj_load_level<C>(dL_dy.v + %u, g);\n", l * c->n_features_per_level);
-        gj__sb_printf(sb, "        gj_level_backward_backward_any<C, %s>(x, %s, params + %lluull, dL_ddLdx.v, g,\n",
-                      index_mode_macro[level->index_mode], constants, offset);
-        gj__sb_printf(sb, "            dL_dparams ? dL_dparams + %lluull : nullptr, ddldy, dldx, want_ddldy, want_dx);\n", offset);
+        gj__sb_printf(sb, "        gj_level_backward_backward<C, %s>(x, %s, params + %lluull, dL_ddLdx.v, g,\n", t.mode,
+                      t.constants, t.offset);
+        gj__sb_printf(sb, "            dL_dparams ? dL_dparams + %lluull : nullptr, ddldy, dldx, want_ddldy, want_dx);\n", t.offset);
         gj__sb_append(sb, "    } else {\n        gj_zero(ddldy);\n    }\n");
         gj__sb_printf(sb, "    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + %u, ddldy);\n", l * c->n_features_per_level);
     }

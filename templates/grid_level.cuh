@@ -434,15 +434,6 @@ GJ_INLINE void gj_level_backward_any(const float* x, float scale, gj_u32 resolut
     else if (want_dx) gj_level_backward<C, MODE, false, true>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
 }
 
-template <class C, int MODE>
-GJ_INLINE void gj_level_backward_backward_any(const float* x, float scale, gj_u32 resolution, gj_u32 entries,
-                                              gj_u32 cell_fixed, const typename C::param_t* __restrict__ grid,
-                                              const float (&H)[C::D], const float (&g)[C::F],
-                                              typename C::grad_t* __restrict__ grad, float (&ddldy)[C::F],
-                                              float (&dldx)[C::D], bool want_ddldy, bool want_dx) {
-    gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, grid, H, g, grad, ddldy, dldx,
-                                        want_ddldy, want_dx);
-}
 
 // ---- moving one level's features between fp32 registers and param_t vectors -----------
 template <class C> GJ_INLINE void gj_store_level(typename C::param_t* out, const float (&v)[C::F]) {

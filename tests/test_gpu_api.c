@@ -400,6 +400,9 @@ static void device_memory_round_trip(void **state) {
 }
 
 int main(void) {
+    if (!gj_gpu_available(NULL)) {
+        return GJ_TEST_SKIP_ALL; /* ctest reports the binary as skipped; the reason is printed above */
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(no_context_means_the_primary_context, setup, teardown),
         cmocka_unit_test_setup_teardown(probe_reports_the_device, setup, teardown),

@@ -370,6 +370,9 @@ static int suite_teardown(void **state) {
 }
 
 int main(void) {
+    if (!gj_gpu_available(NULL)) {
+        return GJ_TEST_SKIP_ALL; /* ctest reports the binary as skipped; the reason is printed above */
+    }
     struct CMUnitTest tests[N_CASES];
     for (size_t i = 0; i < N_CASES; ++i) {
         fd_case *c = &cases[i];

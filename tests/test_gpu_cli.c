@@ -294,6 +294,9 @@ static void bench_json(void **state) {
 }
 
 int main(void) {
+    if (!gj_gpu_available(NULL)) {
+        return GJ_TEST_SKIP_ALL; /* ctest reports the binary as skipped; the reason is printed above */
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(eval_fp32_all_outputs),
         cmocka_unit_test(eval_fp16_f1),

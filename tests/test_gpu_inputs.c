@@ -382,6 +382,9 @@ static int suite_teardown(void **state) {
 }
 
 int main(void) {
+    if (!gj_gpu_available(NULL)) {
+        return GJ_TEST_SKIP_ALL; /* ctest reports the binary as skipped; the reason is printed above */
+    }
     struct CMUnitTest tests[N_CASES];
     for (size_t i = 0; i < N_CASES; ++i) {
         tests[i] = (struct CMUnitTest){cases[i].name, run_case, NULL, NULL, (void *)(uintptr_t)i};

@@ -625,6 +625,9 @@ static int suite_teardown(void **state) {
 }
 
 int main(void) {
+    if (!gj_gpu_available(NULL)) {
+        return GJ_TEST_SKIP_ALL; /* ctest reports the binary as skipped; the reason is printed above */
+    }
     suite *s = &the_suite;
     int rows[MAX_CASES * N_PARAMS];
     s->n_cases = gj_pw_generate(matrix_params, N_PARAMS, allowed, rows, MAX_CASES);

@@ -43,7 +43,8 @@ static void usage(FILE *out) {
             "2 bad command line.\n");
 }
 
-/* The library version, and NVRTC's when it can be loaded (useful in bug reports). */
+/* The library version, NVRTC's when it can be loaded, and the GPU when there is one
+ * (useful in bug reports). */
 static int version(void) {
     printf("gridjit %s\n", gj_version_string());
     gj_context *ctx = NULL;
@@ -54,6 +55,13 @@ static int version(void) {
             printf("NVRTC %d.%d\n", major, minor);
         } else {
             printf("NVRTC not available (%s)\n", gj_context_errmsg(ctx));
+        }
+        gj_runtime_info info;
+        if (gj_runtime_probe(ctx, &info) == GJ_OK) {
+            printf("GPU %s (%s), driver %d.%d\n", info.device_name, info.arch, info.driver_version / 1000,
+                   info.driver_version % 1000 / 10);
+        } else {
+            printf("GPU not available (%s)\n", gj_context_errmsg(ctx));
         }
     }
     gj_context_destroy(ctx);

@@ -129,6 +129,13 @@ demo)
     ;;
 test)
     say "running the test suite (ctest -LE exhaustive)"
+    # The GPU tests (label gpu) report themselves as skipped where no CUDA device
+    # can be used; say why, once, before the run.
+    gpu=$("$build_dir/gridjit" --version | grep '^GPU' || true)
+    case "$gpu" in
+    "GPU not available"*) say "the GPU tests will be skipped: ${gpu#GPU not available }" ;;
+    *) say "${gpu:-GPU: unknown}" ;;
+    esac
     ctest --test-dir "$build_dir" --output-on-failure -j"$jobs" -LE exhaustive
     ;;
 esac

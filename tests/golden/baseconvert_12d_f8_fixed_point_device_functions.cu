@@ -699,15 +699,6 @@ GJ_INLINE void gj_level_backward_any(const float* x, float scale, gj_u32 resolut
     else if (want_dx) gj_level_backward<C, MODE, false, true>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
 }
 
-template <class C, int MODE>
-GJ_INLINE void gj_level_backward_backward_any(const float* x, float scale, gj_u32 resolution, gj_u32 entries,
-                                              gj_u32 cell_fixed, const typename C::param_t* __restrict__ grid,
-                                              const float (&H)[C::D], const float (&g)[C::F],
-                                              typename C::grad_t* __restrict__ grad, float (&ddldy)[C::F],
-                                              float (&dldx)[C::D], bool want_ddldy, bool want_dx) {
-    gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, grid, H, g, grad, ddldy, dldx,
-                                        want_ddldy, want_dx);
-}
 
 // ---- moving one level's features between fp32 registers and param_t vectors -----------
 template <class C> GJ_INLINE void gj_store_level(typename C::param_t* out, const float (&v)[C::F]) {
@@ -836,7 +827,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 0: scale 1.0, resolution 2, 4096 entries (hashed), parameters [0, 32768)
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 1.0f, 2u, 4096u, 4294967295u, params + 0ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 1.0f, 2u, 4096u, 4294967295u, params + 0ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 0ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -846,7 +837,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 1: scale 3.0, resolution 4, 16384 entries (hashed), parameters [32768, 163840)
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 3.0f, 4u, 16384u, 1431655808u, params + 32768ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 3.0f, 4u, 16384u, 1431655808u, params + 32768ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 32768ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);

@@ -700,15 +700,6 @@ GJ_INLINE void gj_level_backward_any(const float* x, float scale, gj_u32 resolut
     else if (want_dx) gj_level_backward<C, MODE, false, true>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
 }
 
-template <class C, int MODE>
-GJ_INLINE void gj_level_backward_backward_any(const float* x, float scale, gj_u32 resolution, gj_u32 entries,
-                                              gj_u32 cell_fixed, const typename C::param_t* __restrict__ grid,
-                                              const float (&H)[C::D], const float (&g)[C::F],
-                                              typename C::grad_t* __restrict__ grad, float (&ddldy)[C::F],
-                                              float (&dldx)[C::D], bool want_ddldy, bool want_dx) {
-    gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, grid, H, g, grad, ddldy, dldx,
-                                        want_ddldy, want_dx);
-}
 
 // ---- moving one level's features between fp32 registers and param_t vectors -----------
 template <class C> GJ_INLINE void gj_store_level(typename C::param_t* out, const float (&v)[C::F]) {
@@ -929,6 +920,17 @@ GJ_INLINE void gj_forward_kernel(const gj_forward_args& a) {
 }
 
 // ---- backward ------------------------------------------------------------------
+// dL/dy of point i at level `level`, widened to fp32.
+template <class C>
+GJ_INLINE void gj_load_dl_dy(const void* dl_dy, gj_u64 stride_point, gj_u64 stride_feature, gj_u64 i, gj_u32 level,
+                             float (&g)[C::F]) {
+    typedef typename C::param_t T;
+#pragma unroll
+    for (int f = 0; f < C::F; ++f) {
+        g[f] = gj_to_float(((const T*)dl_dy)[i * stride_point + (gj_u64)(level * C::F + f) * stride_feature]);
+    }
+}
+
 template <class C, bool PARAMS, bool INPUT>
 struct gj_backward_op {
     const gj_backward_args& a;
@@ -942,16 +944,23 @@ struct gj_backward_op {
         typedef typename C::param_t T;
         if (!((float)level < limit)) return; // inactive levels get no gradient
         float g[C::F];
-#pragma unroll
-        for (int f = 0; f < C::F; ++f) {
-            g[f] = gj_to_float(((const T*)a.dL_dy)[i * a.dy_stride_point + (gj_u64)(level * C::F + f) * a.dy_stride_feature]);
-        }
+        gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
         const float u = C::STOCHASTIC && PARAMS ? gj_stochastic_sample(i, level, a.n) : 0.0f;
         typename C::grad_t* grad = PARAMS ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
         gj_level_backward<C, MODE, PARAMS, INPUT>(x, scale, resolution, entries, cell_fixed,
                                                   (const T*)a.params + param_offset, g, grad, dldx, u);
     }
 };
+
+// The per-point state of the backward pass for point i: x, the level limit, dL/dx = 0.
+template <class C, bool PARAMS, bool INPUT>
+GJ_INLINE gj_backward_op<C, PARAMS, INPUT> gj_backward_point(const gj_backward_args& a, gj_u64 i) {
+    gj_backward_op<C, PARAMS, INPUT> op{a, i};
+    gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+    op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+    gj_zero(op.dldx);
+    return op;
+}
 
 // Levels run in different blocks: their dL/dx contributions are summed atomically.
 template <class C>
@@ -981,10 +990,7 @@ struct gj_backward_level_op {
         for (int p = 0; p < C::PPT; ++p) {
             const gj_u64 i = first + (gj_u64)p * C::BLOCK;
             if (i >= a.n) return;
-            gj_backward_op<C, PARAMS, INPUT> op{a, i};
-            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
-            gj_zero(op.dldx);
+            gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
             op.template run<MODE, SMALL>(level, scale, resolution, entries, cell_fixed, param_offset);
             if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
         }
@@ -1002,10 +1008,7 @@ GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
         for (int p = 0; p < C::PPT; ++p) {
             const gj_u64 i = first + (gj_u64)p * C::BLOCK;
             if (i >= a.n) return;
-            gj_backward_op<C, PARAMS, INPUT> op{a, i};
-            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
-            gj_zero(op.dldx);
+            gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
 #pragma unroll
             for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
             if constexpr (INPUT) {
@@ -1041,19 +1044,14 @@ struct gj_backward_coarse_op {
             __syncthreads();
             const gj_u64 stride = (gj_u64)min(a.coarse_blocks, gridDim.x) * C::BLOCK;
             for (gj_u64 i = (gj_u64)blockIdx.x * C::BLOCK + threadIdx.x; i < a.n; i += stride) {
-                float x[C::D], g[C::F], dldx[C::D];
-                gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, x);
-                const float limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
-                if (!((float)level < limit)) continue;
-#pragma unroll
-                for (int f = 0; f < C::F; ++f) {
-                    g[f] = gj_to_float(((const T*)a.dL_dy)[i * a.dy_stride_point + (gj_u64)(level * C::F + f) * a.dy_stride_feature]);
-                }
-                gj_zero(dldx);
+                gj_backward_op<C, true, INPUT> p = gj_backward_point<C, true, INPUT>(a, i);
+                if (!((float)level < p.limit)) continue;
+                float g[C::F];
+                gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
                 const float u = C::STOCHASTIC ? gj_stochastic_sample(i, level, a.n) : 0.0f;
-                gj_level_backward<C, MODE, true, INPUT, float, true>(x, scale, resolution, entries, cell_fixed,
-                                                                     (const T*)a.params + param_offset, g, sums, dldx, u);
-                if constexpr (INPUT) gj_add_point_dldx<C>(a, i, dldx);
+                gj_level_backward<C, MODE, true, INPUT, float, true>(p.x, scale, resolution, entries, cell_fixed,
+                                                                     (const T*)a.params + param_offset, g, sums, p.dldx, u);
+                if constexpr (INPUT) gj_add_point_dldx<C>(a, i, p.dldx);
             }
             __syncthreads();
             typename C::grad_t* grad = (typename C::grad_t*)a.dL_dparams + param_offset;
@@ -1101,10 +1099,7 @@ struct gj_backward_backward_op {
         float ddldy[C::F];
         if ((float)level < limit) {
             float g[C::F];
-#pragma unroll
-            for (int f = 0; f < C::F; ++f) {
-                g[f] = gj_to_float(((const T*)a.dL_dy)[i * a.dy_stride_point + (gj_u64)(level * C::F + f) * a.dy_stride_feature]);
-            }
+            gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
             typename C::grad_t* grad = a.dL_dparams ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
             gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, (const T*)a.params + param_offset,
                                                 H, g, grad, ddldy, dldx, a.dL_ddLdy != nullptr, a.dL_dx != nullptr);
@@ -1446,7 +1441,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 0: scale 15.0, resolution 16, 4096 entries (dense), parameters [0, 8192)
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_DENSE>(x, 15.0f, 16u, 4096u, 0u, params + 0ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, 15.0f, 16u, 4096u, 0u, params + 0ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 0ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1456,7 +1451,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 1: scale 31.0, resolution 32, 32768 entries (dense), parameters [8192, 73728)
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 2, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_DENSE>(x, 31.0f, 32u, 32768u, 0u, params + 8192ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, 31.0f, 32u, 32768u, 0u, params + 8192ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 8192ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1466,7 +1461,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 2: scale 63.0, resolution 64, 262144 entries (dense), parameters [73728, 598016)
     if (2.0f < limit) {
         gj_load_level<C>(dL_dy.v + 4, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_DENSE>(x, 63.0f, 64u, 262144u, 0u, params + 73728ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, 63.0f, 64u, 262144u, 0u, params + 73728ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 73728ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1476,7 +1471,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 3: scale 127.0, resolution 128, 524288 entries (hashed), parameters [598016, 1646592)
     if (3.0f < limit) {
         gj_load_level<C>(dL_dy.v + 6, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 127.0f, 128u, 524288u, 0u, params + 598016ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 127.0f, 128u, 524288u, 0u, params + 598016ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 598016ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1486,7 +1481,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 4: scale 255.0, resolution 256, 524288 entries (hashed), parameters [1646592, 2695168)
     if (4.0f < limit) {
         gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 255.0f, 256u, 524288u, 0u, params + 1646592ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 255.0f, 256u, 524288u, 0u, params + 1646592ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 1646592ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1496,7 +1491,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 5: scale 511.0, resolution 512, 524288 entries (hashed), parameters [2695168, 3743744)
     if (5.0f < limit) {
         gj_load_level<C>(dL_dy.v + 10, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 511.0f, 512u, 524288u, 0u, params + 2695168ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 511.0f, 512u, 524288u, 0u, params + 2695168ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 2695168ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1506,7 +1501,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 6: scale 1023.0, resolution 1024, 524288 entries (hashed), parameters [3743744, 4792320)
     if (6.0f < limit) {
         gj_load_level<C>(dL_dy.v + 12, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 1023.0f, 1024u, 524288u, 0u, params + 3743744ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 1023.0f, 1024u, 524288u, 0u, params + 3743744ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 3743744ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1516,7 +1511,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 7: scale 2047.0, resolution 2048, 524288 entries (hashed), parameters [4792320, 5840896)
     if (7.0f < limit) {
         gj_load_level<C>(dL_dy.v + 14, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 2047.0f, 2048u, 524288u, 0u, params + 4792320ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 2047.0f, 2048u, 524288u, 0u, params + 4792320ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 4792320ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1526,7 +1521,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 8: scale 4095.0, resolution 4096, 524288 entries (hashed), parameters [5840896, 6889472)
     if (8.0f < limit) {
         gj_load_level<C>(dL_dy.v + 16, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 4095.0f, 4096u, 524288u, 0u, params + 5840896ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 4095.0f, 4096u, 524288u, 0u, params + 5840896ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 5840896ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1536,7 +1531,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 9: scale 8191.0, resolution 8192, 524288 entries (hashed), parameters [6889472, 7938048)
     if (9.0f < limit) {
         gj_load_level<C>(dL_dy.v + 18, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 8191.0f, 8192u, 524288u, 0u, params + 6889472ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 8191.0f, 8192u, 524288u, 0u, params + 6889472ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 6889472ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1546,7 +1541,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 10: scale 16383.0, resolution 16384, 524288 entries (hashed), parameters [7938048, 8986624)
     if (10.0f < limit) {
         gj_load_level<C>(dL_dy.v + 20, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 16383.0f, 16384u, 524288u, 0u, params + 7938048ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 16383.0f, 16384u, 524288u, 0u, params + 7938048ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 7938048ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1556,7 +1551,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 11: scale 32767.0, resolution 32768, 524288 entries (hashed), parameters [8986624, 10035200)
     if (11.0f < limit) {
         gj_load_level<C>(dL_dy.v + 22, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 32767.0f, 32768u, 524288u, 0u, params + 8986624ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 32767.0f, 32768u, 524288u, 0u, params + 8986624ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 8986624ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1566,7 +1561,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 12: scale 65535.0, resolution 65536, 524288 entries (hashed), parameters [10035200, 11083776)
     if (12.0f < limit) {
         gj_load_level<C>(dL_dy.v + 24, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 65535.0f, 65536u, 524288u, 0u, params + 10035200ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 65535.0f, 65536u, 524288u, 0u, params + 10035200ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 10035200ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1576,7 +1571,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 13: scale 131071.0, resolution 131072, 524288 entries (hashed), parameters [11083776, 12132352)
     if (13.0f < limit) {
         gj_load_level<C>(dL_dy.v + 26, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 131071.0f, 131072u, 524288u, 0u, params + 11083776ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 131071.0f, 131072u, 524288u, 0u, params + 11083776ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 11083776ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1586,7 +1581,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 14: scale 262143.0, resolution 262144, 524288 entries (hashed), parameters [12132352, 13180928)
     if (14.0f < limit) {
         gj_load_level<C>(dL_dy.v + 28, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 262143.0f, 262144u, 524288u, 0u, params + 12132352ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 262143.0f, 262144u, 524288u, 0u, params + 12132352ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 12132352ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1596,7 +1591,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 15: scale 524287.0, resolution 524288, 524288 entries (hashed), parameters [13180928, 14229504)
     if (15.0f < limit) {
         gj_load_level<C>(dL_dy.v + 30, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_HASH>(x, 524287.0f, 524288u, 524288u, 0u, params + 13180928ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 524287.0f, 524288u, 524288u, 0u, params + 13180928ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 13180928ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);

@@ -700,15 +700,6 @@ GJ_INLINE void gj_level_backward_any(const float* x, float scale, gj_u32 resolut
     else if (want_dx) gj_level_backward<C, MODE, false, true>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
 }
 
-template <class C, int MODE>
-GJ_INLINE void gj_level_backward_backward_any(const float* x, float scale, gj_u32 resolution, gj_u32 entries,
-                                              gj_u32 cell_fixed, const typename C::param_t* __restrict__ grid,
-                                              const float (&H)[C::D], const float (&g)[C::F],
-                                              typename C::grad_t* __restrict__ grad, float (&ddldy)[C::F],
-                                              float (&dldx)[C::D], bool want_ddldy, bool want_dx) {
-    gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, grid, H, g, grad, ddldy, dldx,
-                                        want_ddldy, want_dx);
-}
 
 // ---- moving one level's features between fp32 registers and param_t vectors -----------
 template <class C> GJ_INLINE void gj_store_level(typename C::param_t* out, const float (&v)[C::F]) {
@@ -929,6 +920,17 @@ GJ_INLINE void gj_forward_kernel(const gj_forward_args& a) {
 }
 
 // ---- backward ------------------------------------------------------------------
+// dL/dy of point i at level `level`, widened to fp32.
+template <class C>
+GJ_INLINE void gj_load_dl_dy(const void* dl_dy, gj_u64 stride_point, gj_u64 stride_feature, gj_u64 i, gj_u32 level,
+                             float (&g)[C::F]) {
+    typedef typename C::param_t T;
+#pragma unroll
+    for (int f = 0; f < C::F; ++f) {
+        g[f] = gj_to_float(((const T*)dl_dy)[i * stride_point + (gj_u64)(level * C::F + f) * stride_feature]);
+    }
+}
+
 template <class C, bool PARAMS, bool INPUT>
 struct gj_backward_op {
     const gj_backward_args& a;
@@ -942,16 +944,23 @@ struct gj_backward_op {
         typedef typename C::param_t T;
         if (!((float)level < limit)) return; // inactive levels get no gradient
         float g[C::F];
-#pragma unroll
-        for (int f = 0; f < C::F; ++f) {
-            g[f] = gj_to_float(((const T*)a.dL_dy)[i * a.dy_stride_point + (gj_u64)(level * C::F + f) * a.dy_stride_feature]);
-        }
+        gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
         const float u = C::STOCHASTIC && PARAMS ? gj_stochastic_sample(i, level, a.n) : 0.0f;
         typename C::grad_t* grad = PARAMS ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
         gj_level_backward<C, MODE, PARAMS, INPUT>(x, scale, resolution, entries, cell_fixed,
                                                   (const T*)a.params + param_offset, g, grad, dldx, u);
     }
 };
+
+// The per-point state of the backward pass for point i: x, the level limit, dL/dx = 0.
+template <class C, bool PARAMS, bool INPUT>
+GJ_INLINE gj_backward_op<C, PARAMS, INPUT> gj_backward_point(const gj_backward_args& a, gj_u64 i) {
+    gj_backward_op<C, PARAMS, INPUT> op{a, i};
+    gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+    op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+    gj_zero(op.dldx);
+    return op;
+}
 
 // Levels run in different blocks: their dL/dx contributions are summed atomically.
 template <class C>
@@ -981,10 +990,7 @@ struct gj_backward_level_op {
         for (int p = 0; p < C::PPT; ++p) {
             const gj_u64 i = first + (gj_u64)p * C::BLOCK;
             if (i >= a.n) return;
-            gj_backward_op<C, PARAMS, INPUT> op{a, i};
-            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
-            gj_zero(op.dldx);
+            gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
             op.template run<MODE, SMALL>(level, scale, resolution, entries, cell_fixed, param_offset);
             if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
         }
@@ -1002,10 +1008,7 @@ GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
         for (int p = 0; p < C::PPT; ++p) {
             const gj_u64 i = first + (gj_u64)p * C::BLOCK;
             if (i >= a.n) return;
-            gj_backward_op<C, PARAMS, INPUT> op{a, i};
-            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
-            gj_zero(op.dldx);
+            gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
 #pragma unroll
             for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
             if constexpr (INPUT) {
@@ -1041,19 +1044,14 @@ struct gj_backward_coarse_op {
             __syncthreads();
             const gj_u64 stride = (gj_u64)min(a.coarse_blocks, gridDim.x) * C::BLOCK;
             for (gj_u64 i = (gj_u64)blockIdx.x * C::BLOCK + threadIdx.x; i < a.n; i += stride) {
-                float x[C::D], g[C::F], dldx[C::D];
-                gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, x);
-                const float limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
-                if (!((float)level < limit)) continue;
-#pragma unroll
-                for (int f = 0; f < C::F; ++f) {
-                    g[f] = gj_to_float(((const T*)a.dL_dy)[i * a.dy_stride_point + (gj_u64)(level * C::F + f) * a.dy_stride_feature]);
-                }
-                gj_zero(dldx);
+                gj_backward_op<C, true, INPUT> p = gj_backward_point<C, true, INPUT>(a, i);
+                if (!((float)level < p.limit)) continue;
+                float g[C::F];
+                gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
                 const float u = C::STOCHASTIC ? gj_stochastic_sample(i, level, a.n) : 0.0f;
-                gj_level_backward<C, MODE, true, INPUT, float, true>(x, scale, resolution, entries, cell_fixed,
-                                                                     (const T*)a.params + param_offset, g, sums, dldx, u);
-                if constexpr (INPUT) gj_add_point_dldx<C>(a, i, dldx);
+                gj_level_backward<C, MODE, true, INPUT, float, true>(p.x, scale, resolution, entries, cell_fixed,
+                                                                     (const T*)a.params + param_offset, g, sums, p.dldx, u);
+                if constexpr (INPUT) gj_add_point_dldx<C>(a, i, p.dldx);
             }
             __syncthreads();
             typename C::grad_t* grad = (typename C::grad_t*)a.dL_dparams + param_offset;
@@ -1101,10 +1099,7 @@ struct gj_backward_backward_op {
         float ddldy[C::F];
         if ((float)level < limit) {
             float g[C::F];
-#pragma unroll
-            for (int f = 0; f < C::F; ++f) {
-                g[f] = gj_to_float(((const T*)a.dL_dy)[i * a.dy_stride_point + (gj_u64)(level * C::F + f) * a.dy_stride_feature]);
-            }
+            gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
             typename C::grad_t* grad = a.dL_dparams ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
             gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, (const T*)a.params + param_offset,
                                                 H, g, grad, ddldy, dldx, a.dL_ddLdy != nullptr, a.dL_dx != nullptr);
@@ -1292,7 +1287,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 0: scale 31.0, resolution 32, 32 entries (dense), parameters [0, 32)
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_DENSE>(x, 31.0f, 32u, 32u, 0u, params + 0ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, 31.0f, 32u, 32u, 0u, params + 0ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 0ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1302,7 +1297,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 1: scale 63.0, resolution 64, 32 entries (dense), parameters [32, 64)
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 1, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_DENSE>(x, 63.0f, 64u, 32u, 0u, params + 32ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, 63.0f, 64u, 32u, 0u, params + 32ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 32ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1312,7 +1307,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     // Level 2: scale 127.0, resolution 128, 32 entries (dense), parameters [64, 96)
     if (2.0f < limit) {
         gj_load_level<C>(dL_dy.v + 2, g);
-        gj_level_backward_backward_any<C, GJ_INDEX_DENSE>(x, 127.0f, 128u, 32u, 0u, params + 64ull, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, 127.0f, 128u, 32u, 0u, params + 64ull, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + 64ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);

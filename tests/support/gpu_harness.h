@@ -16,6 +16,10 @@
  */
 int gj_gpu_available(gj_runtime_info *info);
 
+/* Exit status of a test binary none of whose tests can run here (ctest's SKIP_RETURN_CODE,
+ * tests/CMakeLists.txt): reported as skipped, never as passed. */
+#define GJ_TEST_SKIP_ALL 77
+
 /* Fails the running test with the context's message unless status is GJ_OK. */
 void gj_gpu_ok(gj_context *ctx, gj_status status, const char *what);
 
