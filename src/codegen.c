@@ -108,39 +108,52 @@ void gj__free_string_list(char **list, size_t count) {
     free(list);
 }
 
+static const gj__kernel_info kernel_table[GJ__KERNEL_COUNT] = {
+    [GJ__KERNEL_FORWARD] = {"forward", GJ_PASS_FORWARD, "gj_forward_args", "gj_forward_kernel", 1},
+    [GJ__KERNEL_BACKWARD] = {"backward", GJ_PASS_BACKWARD, "gj_backward_args", "gj_backward_kernel", 1},
+    [GJ__KERNEL_BACKWARD_COARSE] = {"backward_coarse", GJ_PASS_BACKWARD, "gj_backward_args", "gj_backward_coarse_kernel", 1},
+    [GJ__KERNEL_BACKWARD_BACKWARD] = {"backward_backward", GJ_PASS_BACKWARD_BACKWARD, "gj_backward_backward_args",
+                                      "gj_backward_backward_kernel", 1},
+    /* Initialisation and the fp32 -> fp16 gradient cast come with every kernel set. */
+    [GJ__KERNEL_INIT_PARAMS] = {"init_params", GJ_PASS_ALL, "gj_init_args", "gj_init_kernel", 0},
+    [GJ__KERNEL_CAST_GRADIENTS] = {"cast_gradients", GJ_PASS_ALL, "gj_cast_args", "gj_cast_kernel", 0},
+};
+
+const gj__kernel_info *gj__kernel(gj__kernel_id id) {
+    return &kernel_table[id];
+}
+
+const char *gj__kernel_suffix(gj__kernel_id id) {
+    return kernel_table[id].suffix;
+}
+
+int gj__kernel_present(gj__kernel_id id, uint32_t passes) {
+    return (kernel_table[id].passes & passes) != 0;
+}
+
+void gj__kernel_expression(char *buffer, size_t size, const char *name, gj__kernel_id id) {
+    snprintf(buffer, size, "&%s_%s", name, kernel_table[id].suffix);
+}
+
 char **gj__codegen_kernel_names(const gj__config *config, const gj_codegen_options *opts, size_t *count) {
     (void)config;
-    static const struct {
-        uint32_t pass;
-        const char *suffix;
-    } kernels[] = {
-        {GJ_PASS_FORWARD, "forward"},
-        {GJ_PASS_BACKWARD, "backward"},
-        {GJ_PASS_BACKWARD, "backward_coarse"},
-        {GJ_PASS_BACKWARD_BACKWARD, "backward_backward"},
-        {GJ_PASS_ALL, "init_params"},
-        {GJ_PASS_ALL, "cast_gradients"},
-    };
     *count = 0;
-    char **names = calloc(sizeof kernels / sizeof kernels[0] + 1, sizeof *names);
-    if (!names) {
-        return NULL;
-    }
-    if (opts->device_functions_only) {
+    char **names = calloc(GJ__KERNEL_COUNT + 1, sizeof *names);
+    if (!names || opts->device_functions_only) {
         return names;
     }
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; ++k) {
-        if (!(opts->passes & kernels[k].pass)) {
+    for (int k = 0; k < GJ__KERNEL_COUNT; ++k) {
+        if (!gj__kernel_present((gj__kernel_id)k, opts->passes)) {
             continue;
         }
-        size_t size = strlen(opts->name) + strlen(kernels[k].suffix) + 3;
+        const size_t size = strlen(opts->name) + strlen(kernel_table[k].suffix) + 3;
         names[*count] = malloc(size);
         if (!names[*count]) {
             gj__free_string_list(names, *count);
             *count = 0;
             return NULL;
         }
-        snprintf(names[*count], size, "&%s_%s", opts->name, kernels[k].suffix);
+        gj__kernel_expression(names[*count], size, opts->name, (gj__kernel_id)k);
         ++*count;
     }
     return names;

@@ -1,9 +1,9 @@
 /* Emitters for the generated translation unit (see codegen.c for the order). */
 #include "codegen_emit.h"
 
+#include "codegen.h"
 #include "compile.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +72,7 @@ static const char *grad_type(const gj__config *config) {
     return gj__grad_is_fp32(config) ? "float" : "gj_half";
 }
 
-/* Arguments common to every per-level call: "x, SCALE, RES, ENTRIES, CELL" */
+/* The literal constants of a level, as its calls take them: "SCALE, RES, ENTRIES, CELL". */
 static void level_constants(char *out, size_t size, const gj__config *config, const gj__level *level) {
     char scale[48];
     float_literal(scale, sizeof scale, level->scale);
@@ -87,29 +87,18 @@ typedef struct level_text {
     const char *mode;          /* GJ_INDEX_* */
 } level_text;
 
-static void level_comment(gj__strbuf *sb, const char *indent, const gj__config *config, const gj__level *level,
-                          uint32_t l);
-
-/* Emits the blank line and comment that head level l, and fills *t. */
+/* Emits the comment that heads level l, and fills *t. */
 static void begin_level(gj__strbuf *sb, const char *indent, const struct gj_encoding *enc, uint32_t l, level_text *t) {
     const gj__config *c = &enc->config;
     const gj__level *level = &enc->layout.levels[l];
     level_constants(t->constants, sizeof t->constants, c, level);
     t->offset = (unsigned long long)(level->offset * c->n_features_per_level);
     t->mode = index_mode_macro[level->index_mode];
-    gj__sb_append(sb, "\n");
-    level_comment(sb, indent, c, level, l);
-}
-
-static void level_comment(gj__strbuf *sb, const char *indent, const gj__config *config, const gj__level *level,
-                          uint32_t l) {
     char scale[48];
     float_literal(scale, sizeof scale, level->scale);
-    const uint64_t first = level->offset * config->n_features_per_level;
-    const uint64_t last = first + (uint64_t)level->entries * config->n_features_per_level;
     gj__sb_printf(sb, "%s// Level %u: scale %.*s, resolution %u, %u entries (%s), parameters [%llu, %llu)\n", indent, l,
                   (int)strlen(scale) - 1, scale, level->resolution, level->entries, index_mode_words[level->index_mode],
-                  (unsigned long long)first, (unsigned long long)last);
+                  t->offset, t->offset + (unsigned long long)level->entries * c->n_features_per_level);
 }
 
 void gj__emit_header(gj__strbuf *sb, const struct gj_encoding *enc, const gj_codegen_options *opts) {
@@ -149,18 +138,9 @@ void gj__emit_header(gj__strbuf *sb, const struct gj_encoding *enc, const gj_cod
                       opts->points_per_thread, opts->points_per_thread == 1 ? "" : "s");
     }
     gj__sb_append(sb, "// Compile options (NVRTC; <target> is the architecture asked for):\n");
-    /* The options come from the one place that states them (compile.c), with the
-     * architecture left open: the same source serves every target. */
-    gj__arch target = {.kind = GJ_BINARY_CUBIN, .name = "<target>"};
-    const char *options[GJ__MAX_COMPILE_OPTIONS];
-    char buffer[GJ__COMPILE_OPTIONS_BUFFER];
-    const size_t n = gj__compile_options(&target, options, GJ__MAX_COMPILE_OPTIONS, buffer, sizeof buffer);
-    if (n == 0) {
-        sb->failed = 1;
-    }
-    for (size_t i = 0; i < n; ++i) {
-        gj__sb_printf(sb, "//   %s\n", options[i]);
-    }
+    /* From the one place that states them (compile.c), with the architecture left open:
+     * the same source serves every target. */
+    gj__append_compile_options(sb, "<target>", "//   ");
     gj__sb_append(sb, "// ===========================================================================\n\n");
 }
 
@@ -219,6 +199,7 @@ void gj__emit_forward_function(gj__strbuf *sb, const struct gj_encoding *enc, co
     gj__sb_append(sb, "    float f[C::F];\n    float unused_dydx[C::F][C::D];\n");
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
         level_text t;
+        gj__sb_append(sb, "\n");
         begin_level(sb, "    ", enc, l, &t);
         gj__sb_printf(sb, "    if (%u.0f < limit) gj_level_forward<C, %s, false>(x.v, %s, params + %lluull, f, unused_dydx);\n", l,
                       t.mode, t.constants, t.offset);
@@ -251,6 +232,7 @@ void gj__emit_backward_function(gj__strbuf *sb, const struct gj_encoding *enc, c
     gj__sb_append(sb, "    (void)rng_index; (void)rng_stride;\n");
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
         level_text t;
+        gj__sb_append(sb, "\n");
         begin_level(sb, "    ", enc, l, &t);
         gj__sb_printf(sb, "    if (%u.0f < limit) {\n", l);
         gj__sb_printf(sb, "        gj_load_level<C>(dL_dy.v + %u, g);\n", l * c->n_features_per_level);
@@ -284,6 +266,7 @@ void gj__emit_backward_backward_function(gj__strbuf *sb, const struct gj_encodin
     gj__sb_append(sb, "    float dldx[C::D];\n    gj_zero(dldx);\n    float g[C::F], ddldy[C::F];\n");
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
         level_text t;
+        gj__sb_append(sb, "\n");
         begin_level(sb, "    ", enc, l, &t);
         gj__sb_printf(sb, "    if (%u.0f < limit) {\n", l);
         gj__sb_printf(sb, "        gj_load_level<C>(dL_dy.v + %u, g);\n", l * c->n_features_per_level);
@@ -311,53 +294,58 @@ void gj__emit_level_table(gj__strbuf *sb, const struct gj_encoding *enc, const g
     gj__sb_append(sb, "    template <class Op>\n    GJ_INLINE static void visit(gj_u32 level, Op& op) {\n");
     gj__sb_append(sb, "        switch (level) {\n");
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
-        const gj__level *level = &enc->layout.levels[l];
-        char constants[160];
-        level_constants(constants, sizeof constants, c, level);
-        level_comment(sb, "        ", c, level, l);
-        gj__sb_printf(sb, "        case %u: op.template run<%s, %s>(%uu, %s, %lluull); break;\n", l,
-                      index_mode_macro[level->index_mode], gj__level_is_small(c, level, opts) ? "true" : "false", l,
-                      constants, (unsigned long long)(level->offset * c->n_features_per_level));
+        level_text t;
+        begin_level(sb, "        ", enc, l, &t);
+        gj__sb_printf(sb, "        case %u: op.template run<%s, %s>(%uu, %s, %lluull); break;\n", l, t.mode,
+                      gj__level_is_small(c, &enc->layout.levels[l], opts) ? "true" : "false", l, t.constants, t.offset);
     }
     gj__sb_append(sb, "        default: break;\n        }\n    }\n};\n\n");
 }
 
-void gj__emit_kernels(gj__strbuf *sb, const struct gj_encoding *enc, const gj_codegen_options *opts) {
-    const char *name = opts->name;
-    const uint32_t block = opts->block_size;
+/* The launch shape of kernel id, as a comment above it. */
+static void grid_comment(gj__strbuf *sb, const struct gj_encoding *enc, const gj_codegen_options *opts, gj__kernel_id id) {
     const int level_major = opts->order == GJ_ORDER_LEVEL_MAJOR;
     const int padded = gj__padded_width(enc, opts) != enc->layout.n_output_dims;
+    const uint32_t L = enc->layout.n_levels, small = gj__small_level_floats(enc, opts);
+    switch (id) {
+    case GJ__KERNEL_FORWARD:
+        gj__sb_printf(sb, "// Grid y: %u%s.\n", level_major ? L + (padded ? 1 : 0) : 1,
+                      level_major ? (padded ? " (one per level, plus one for the padding columns)" : " (one per level)") : "");
+        break;
+    case GJ__KERNEL_BACKWARD:
+        gj__sb_printf(sb, "// Grid y: %u%s.\n", level_major ? L : 1,
+                      level_major ? " (one per level; dL_dx is summed atomically: zero it first)" : "");
+        break;
+    case GJ__KERNEL_BACKWARD_COARSE:
+        gj__sb_printf(sb, "// Grid (args.coarse_blocks, %u), %u bytes of dynamic shared memory: the levels marked SMALL%s.\n",
+                      L, 4 * small, small ? "" : " (none here: a no-op)");
+        break;
+    case GJ__KERNEL_BACKWARD_BACKWARD:
+        gj__sb_append(sb, "// Grid y: 1 (point-major: dL_dx sums over levels in registers).\n");
+        break;
+    default:
+        gj__sb_append(sb, "// One thread per parameter; grid y: 1.\n");
+        break;
+    }
+}
+
+void gj__emit_kernels(gj__strbuf *sb, const struct gj_encoding *enc, const gj_codegen_options *opts) {
+    const char *name = opts->name;
     gj__sb_append(sb, "// ---------------------------------------------------------------------------\n");
     gj__sb_append(sb, "// Kernels. Each takes its argument struct (templates/kernel_args.cuh) by value.\n");
-    gj__sb_printf(sb, "// Block: %u threads. Grid x: ceil(n / %u) blocks.\n", block, block * opts->points_per_thread);
-    gj__sb_append(sb, "// ---------------------------------------------------------------------------\n\n");
-    if (opts->passes & GJ_PASS_FORWARD) {
-        gj__sb_printf(sb, "// Grid y: %u%s.\n", level_major ? enc->layout.n_levels + (padded ? 1 : 0) : 1,
-                      level_major ? (padded ? " (one per level, plus one for the padding columns)" : " (one per level)") : "");
-        gj__sb_printf(sb, "__global__ void __launch_bounds__(%u) %s_forward(const gj_forward_args args) {\n", block, name);
-        gj__sb_printf(sb, "    gj_forward_kernel<%s_config, %s_levels>(args);\n}\n\n", name, name);
+    gj__sb_printf(sb, "// Block: %u threads. Grid x: ceil(n / %u) blocks.\n", opts->block_size,
+                  opts->block_size * opts->points_per_thread);
+    gj__sb_append(sb, "// ---------------------------------------------------------------------------\n");
+    for (int k = 0; k < GJ__KERNEL_COUNT; ++k) {
+        if (!gj__kernel_present((gj__kernel_id)k, opts->passes)) {
+            continue;
+        }
+        const gj__kernel_info *kernel = gj__kernel((gj__kernel_id)k);
+        gj__sb_append(sb, "\n");
+        grid_comment(sb, enc, opts, (gj__kernel_id)k);
+        gj__sb_printf(sb, "__global__ void __launch_bounds__(%u) %s_%s(const %s args) {\n", opts->block_size, name,
+                      kernel->suffix, kernel->args_type);
+        gj__sb_printf(sb, "    %s<%s_config%s%s%s>(args);\n}\n", kernel->body, name, kernel->uses_levels ? ", " : "",
+                      kernel->uses_levels ? name : "", kernel->uses_levels ? "_levels" : "");
     }
-    if (opts->passes & GJ_PASS_BACKWARD) {
-        gj__sb_printf(sb, "// Grid y: %u%s.\n", level_major ? enc->layout.n_levels : 1,
-                      level_major ? " (one per level; dL_dx is summed atomically: zero it first)" : "");
-        gj__sb_printf(sb, "__global__ void __launch_bounds__(%u) %s_backward(const gj_backward_args args) {\n", block, name);
-        gj__sb_printf(sb, "    gj_backward_kernel<%s_config, %s_levels>(args);\n}\n\n", name, name);
-        gj__sb_printf(sb, "// Grid (args.coarse_blocks, %u), %u bytes of dynamic shared memory: the levels marked SMALL%s.\n",
-                      enc->layout.n_levels, 4 * gj__small_level_floats(enc, opts),
-                      gj__small_level_floats(enc, opts) ? "" : " (none here: a no-op)");
-        gj__sb_printf(sb, "__global__ void __launch_bounds__(%u) %s_backward_coarse(const gj_backward_args args) {\n", block, name);
-        gj__sb_printf(sb, "    gj_backward_coarse_kernel<%s_config, %s_levels>(args);\n}\n\n", name, name);
-    }
-    if (opts->passes & GJ_PASS_BACKWARD_BACKWARD) {
-        gj__sb_append(sb, "// Grid y: 1 (point-major: dL_dx sums over levels in registers).\n");
-        gj__sb_printf(sb, "__global__ void __launch_bounds__(%u) %s_backward_backward(const gj_backward_backward_args args) {\n",
-                      block, name);
-        gj__sb_printf(sb, "    gj_backward_backward_kernel<%s_config, %s_levels>(args);\n}\n\n", name, name);
-    }
-    gj__sb_append(sb, "// One thread per parameter; grid y: 1.\n");
-    gj__sb_printf(sb, "__global__ void __launch_bounds__(%u) %s_init_params(const gj_init_args args) {\n", block, name);
-    gj__sb_printf(sb, "    gj_init_kernel<%s_config>(args);\n}\n\n", name);
-    gj__sb_append(sb, "// One thread per parameter; grid y: 1.\n");
-    gj__sb_printf(sb, "__global__ void __launch_bounds__(%u) %s_cast_gradients(const gj_cast_args args) {\n", block, name);
-    gj__sb_printf(sb, "    gj_cast_kernel<%s_config>(args);\n}\n", name);
 }

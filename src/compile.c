@@ -99,19 +99,28 @@ size_t gj__compile_options(const gj__arch *arch, const char **options, size_t ma
     return n_fixed + 1;
 }
 
+void gj__append_compile_options(gj__strbuf *sb, const char *arch_name, const char *prefix) {
+    gj__arch arch = {.kind = GJ_BINARY_CUBIN};
+    snprintf(arch.name, sizeof arch.name, "%s", arch_name);
+    const char *options[GJ__MAX_COMPILE_OPTIONS];
+    char buffer[GJ__COMPILE_OPTIONS_BUFFER];
+    const size_t n = gj__compile_options(&arch, options, GJ__MAX_COMPILE_OPTIONS, buffer, sizeof buffer);
+    if (n == 0) {
+        sb->failed = 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        gj__sb_printf(sb, "%s%s\n", prefix, options[i]);
+    }
+}
+
 char *gj_compile_options_string(const char *arch) {
     gj__arch parsed;
     if (gj__arch_parse(NULL, arch, &parsed) != GJ_OK) {
         return NULL;
     }
-    const char *options[GJ__MAX_COMPILE_OPTIONS];
-    char buffer[GJ__COMPILE_OPTIONS_BUFFER];
-    size_t n = gj__compile_options(&parsed, options, GJ__MAX_COMPILE_OPTIONS, buffer, sizeof buffer);
     gj__strbuf sb;
     gj__sb_init(&sb);
-    for (size_t i = 0; i < n; i++) {
-        gj__sb_printf(&sb, "%s\n", options[i]);
-    }
+    gj__append_compile_options(&sb, parsed.name, "");
     return gj__sb_take(&sb);
 }
 
@@ -653,9 +662,8 @@ gj_status gj_compile(gj_context *ctx, const gj_encoding *enc, const gj_codegen_o
     if (status != GJ_OK) {
         return status;
     }
-    gj_codegen_options unset = {0}; /* zero fields mean "default" to the resolver */
-    gj_codegen_options resolved;
-    status = gj__codegen_options_resolve(ctx, opts ? opts : &unset, &resolved);
+    gj_codegen_options resolved; /* NULL opts: the defaults */
+    status = gj__codegen_options_resolve(ctx, opts, &resolved);
     if (status != GJ_OK) {
         return status;
     }

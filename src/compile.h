@@ -32,6 +32,11 @@ gj_status gj__arch_parse(gj_context *ctx, const char *text, gj__arch *out);
  * storage in buffer). Returns the count, or 0 when max or buffer_size is too small. */
 size_t gj__compile_options(const gj__arch *arch, const char **options, size_t max, char *buffer, size_t buffer_size);
 
+/* Appends the options for an architecture named arch_name (not parsed: "<target>" works),
+ * one per line, each after prefix. */
+struct gj__strbuf;
+void gj__append_compile_options(struct gj__strbuf *sb, const char *arch_name, const char *prefix);
+
 struct gj_program {
     gj_binary_kind kind;
     char arch[24];

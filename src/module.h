@@ -22,25 +22,12 @@
 #ifndef GJ_MODULE_H
 #define GJ_MODULE_H
 
+#include "codegen.h" /* gj__kernel_id: the kernel list */
 #include "driver.h"
 #include "encoding.h"
 
 #include "../templates/kernel_args.cuh"
 
-typedef enum gj__kernel_id {
-    GJ__KERNEL_FORWARD = 0,
-    GJ__KERNEL_BACKWARD = 1,
-    GJ__KERNEL_BACKWARD_COARSE = 2,
-    GJ__KERNEL_BACKWARD_BACKWARD = 3,
-    GJ__KERNEL_INIT_PARAMS = 4,
-    GJ__KERNEL_CAST_GRADIENTS = 5,
-    GJ__KERNEL_COUNT = 6
-} gj__kernel_id;
-
-/* "forward", "backward", ...: the kernel is NAME_<suffix>. */
-const char *gj__kernel_suffix(gj__kernel_id id);
-/* Whether a module compiled with these passes has the kernel. */
-int gj__kernel_present(gj__kernel_id id, uint32_t passes);
 
 /* Everything argument checks and launch geometry need: no driver state, so it can be
  * tested without a GPU. */

@@ -9,24 +9,6 @@
 
 #define GJ__MAX_GRID_X 2147483647ull /* CUDA's limit on gridDim.x */
 
-static const char *const kernel_suffixes[GJ__KERNEL_COUNT] = {"forward",           "backward",
-                                                              "backward_coarse",   "backward_backward",
-                                                              "init_params",       "cast_gradients"};
-
-const char *gj__kernel_suffix(gj__kernel_id id) {
-    return kernel_suffixes[id];
-}
-
-int gj__kernel_present(gj__kernel_id id, uint32_t passes) {
-    switch (id) {
-    case GJ__KERNEL_FORWARD: return (passes & GJ_PASS_FORWARD) != 0;
-    case GJ__KERNEL_BACKWARD:
-    case GJ__KERNEL_BACKWARD_COARSE: return (passes & GJ_PASS_BACKWARD) != 0;
-    case GJ__KERNEL_BACKWARD_BACKWARD: return (passes & GJ_PASS_BACKWARD_BACKWARD) != 0;
-    default: return 1; /* init and cast come with every kernel set */
-    }
-}
-
 void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *enc, const gj_codegen_options *opts) {
     memset(shape, 0, sizeof *shape);
     shape->n_dims = enc->config.n_dims;

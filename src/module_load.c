@@ -104,7 +104,7 @@ static gj_status check_program(gj_context *ctx, const gj_encoding *enc, const gj
             continue;
         }
         char expression[128];
-        snprintf(expression, sizeof expression, "&%s_%s", opts->name, gj__kernel_suffix((gj__kernel_id)k));
+        gj__kernel_expression(expression, sizeof expression, opts->name, (gj__kernel_id)k);
         if (!lowered_name_of(prog, expression)) {
             return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT,
                             "%s: the program has no kernel %s: it was compiled for other codegen options", call,
@@ -149,7 +149,7 @@ static gj_status find_kernels(gj_module *m, const gj_codegen_options *opts, cons
             continue;
         }
         char expression[128];
-        snprintf(expression, sizeof expression, "&%s_%s", opts->name, gj__kernel_suffix((gj__kernel_id)k));
+        gj__kernel_expression(expression, sizeof expression, opts->name, (gj__kernel_id)k);
         const char *lowered = lowered_name_of(prog, expression);
         gj_status status = gj__cuda_check(m->ctx, m->drv, m->drv->LibraryGetKernel(&m->kernels[k], m->library, lowered),
                                           "gj_module_load: cuLibraryGetKernel");

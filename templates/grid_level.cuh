@@ -37,6 +37,16 @@ template <int INTERP> GJ_INLINE float gj_weight_d2(float t) {
     else return 0.0f;
 }
 
+// w(t_d) and scale * w'(t_d) for every dimension.
+template <class C>
+GJ_INLINE void gj_weights(const float (&t)[C::D], float scale, float (&w)[C::D], float (&dw)[C::D]) {
+#pragma unroll
+    for (int d = 0; d < C::D; ++d) {
+        w[d] = gj_weight<C::INTERP>(t[d]);
+        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
+    }
+}
+
 // ---- locating the cell --------------------------------------------------------
 // c: the lower corner; t: the position inside the cell in [0, 1).
 template <class C>
@@ -134,8 +144,7 @@ GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, co
         constexpr bool HALF = gj_grad_words<C>::HALF;
         gj_u32* p = (gj_u32*)(grad + (gj_u64)index * F);
         if constexpr (N == 1) {
-            if constexpr (HALF) asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(p), "r"(v.w[0]) : "memory");
-            else atomicAdd((float*)p, __uint_as_float(v.w[0]));
+            gj_red_u32(p, v.w[0], HALF);
         } else if constexpr (N == 2) {
             gj_red_v2_u32(p, v.w[0], v.w[1], HALF);
         } else {
@@ -191,6 +200,13 @@ GJ_INLINE float gj_corner_sign(gj_u64 corner, int d) {
     return ((corner >> d) & 1u) ? 1.0f : -1.0f;
 }
 
+// d(weight of the corner)/dx_d: its sign along d, times scale * w'(t_d), times the other
+// dimensions' weights.
+template <int D>
+GJ_INLINE float gj_corner_slope(const float (&w)[D], const float (&dw)[D], gj_u64 corner, int d) {
+    return gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1);
+}
+
 // ---- forward ---------------------------------------------------------------------
 // y: this level's F features. dydx (DYDX): F x D derivatives dy_f/dx_d, from the same
 // corner values (no second round of loads).
@@ -218,11 +234,7 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
     }
 
     float w[D], dw[D];
-#pragma unroll
-    for (int d = 0; d < D; ++d) {
-        w[d] = gj_weight<C::INTERP>(t[d]);
-        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
-    }
+    gj_weights<C>(t, scale, w, dw);
 
     // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
 #pragma unroll (gj_corner_unroll<D - 1>::value)
@@ -244,7 +256,7 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
             if constexpr (DYDX) {
 #pragma unroll
                 for (int d = 0; d < D; ++d) {
-                    const float g = gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1);
+                    const float g = gj_corner_slope<D>(w, dw, corner, d);
 #pragma unroll
                     for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[side][f], dydx[f][d]);
                 }
@@ -272,11 +284,7 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
     }
 
     float w[D], dw[D];
-#pragma unroll
-    for (int d = 0; d < D; ++d) {
-        w[d] = gj_weight<C::INTERP>(t[d]);
-        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
-    }
+    gj_weights<C>(t, scale, w, dw);
 
     if constexpr (PARAMS && C::STOCHASTIC) {
         // One corner, chosen per dimension with probability equal to its weight.
@@ -313,7 +321,7 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
                     for (int f = 0; f < F; ++f) gv = fmaf(g[f], val[side][f], gv);
 #pragma unroll
                     for (int d = 0; d < D; ++d) {
-                        dldx[d] = fmaf(gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1), gv, dldx[d]);
+                        dldx[d] = fmaf(gj_corner_slope<D>(w, dw, corner, d), gv, dldx[d]);
                     }
                 }
             }
@@ -348,12 +356,9 @@ GJ_INLINE void gj_level_backward_backward(const float* x, float scale, gj_u32 re
     float t[D];
     gj_locate<C>(x, scale, cell_fixed, c, t);
     float w[D], dw[D], ddw[D];
+    gj_weights<C>(t, scale, w, dw);
 #pragma unroll
-    for (int d = 0; d < D; ++d) {
-        w[d] = gj_weight<C::INTERP>(t[d]);
-        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
-        ddw[d] = scale * scale * gj_weight_d2<C::INTERP>(t[d]);
-    }
+    for (int d = 0; d < D; ++d) ddw[d] = scale * scale * gj_weight_d2<C::INTERP>(t[d]);
 
 #pragma unroll (gj_corner_unroll<D>::value)
     for (gj_u64 corner = 0; corner < (1ull << D); ++corner) {
@@ -433,7 +438,6 @@ GJ_INLINE void gj_level_backward_any(const float* x, float scale, gj_u32 resolut
     else if (grad) gj_level_backward<C, MODE, true, false>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
     else if (want_dx) gj_level_backward<C, MODE, false, true>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
 }
-
 
 // ---- moving one level's features between fp32 registers and param_t vectors -----------
 template <class C> GJ_INLINE void gj_store_level(typename C::param_t* out, const float (&v)[C::F]) {

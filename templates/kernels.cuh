@@ -4,7 +4,7 @@
 // Specialised by the encoding's configuration struct C (see grid_level.cuh; also
 // C::L, C::N_OUT, C::N_OUT_PADDED, C::BLOCK, C::PPT, C::LEVEL_MAJOR) and by its
 // level table LV, whose LV::visit(level, op) calls
-//   op.template run<INDEX_MODE>(level, scale, resolution, entries, cell_fixed, param_offset)
+//   op.template run<INDEX_MODE, SMALL>(level, scale, resolution, entries, cell_fixed, param_offset)
 // with that level's constants as literals.
 //
 // Thread t of block b handles points b * BLOCK * PPT + t + p * BLOCK, p < PPT
@@ -30,6 +30,38 @@ GJ_INLINE gj_u64 gj_first_point() {
     return (gj_u64)blockIdx.x * (gj_u64)(C::BLOCK * C::PPT) + threadIdx.x;
 }
 
+// body(i) for each of this thread's PPT points below n.
+template <class C, class Body>
+GJ_INLINE void gj_for_each_point(gj_u64 n, Body&& body) {
+    const gj_u64 first = gj_first_point<C>();
+#pragma unroll
+    for (int p = 0; p < C::PPT; ++p) {
+        const gj_u64 i = first + (gj_u64)p * C::BLOCK;
+        if (i >= n) return;
+        body(i);
+    }
+}
+
+// Element (point i, component k) of a strided param_t array, rounded once.
+template <class C>
+GJ_INLINE void gj_store_element(void* base, gj_u64 stride_point, gj_u64 stride_k, gj_u64 i, gj_u32 k, float value) {
+    ((typename C::param_t*)base)[i * stride_point + (gj_u64)k * stride_k] = gj_from_float<typename C::param_t>(value);
+}
+
+// The padding columns N_OUT .. N_OUT_PADDED - 1 of point i are 0.
+template <class C>
+GJ_INLINE void gj_store_padding(void* base, gj_u64 stride_point, gj_u64 stride_k, gj_u64 i) {
+#pragma unroll
+    for (int k = C::N_OUT; k < C::N_OUT_PADDED; ++k) gj_store_element<C>(base, stride_point, stride_k, i, k, 0.0f);
+}
+
+// The D floats of point i of a strided fp32 array (dL/dx).
+template <class C>
+GJ_INLINE void gj_store_point(float* base, gj_u64 stride_point, gj_u64 stride_dim, gj_u64 i, const float (&v)[C::D]) {
+#pragma unroll
+    for (int d = 0; d < C::D; ++d) base[i * stride_point + (gj_u64)d * stride_dim] = v[d];
+}
+
 // ---- forward -----------------------------------------------------------------
 template <class C>
 struct gj_forward_op {
@@ -52,11 +84,8 @@ struct gj_forward_op {
             gj_zero(dydx);
         }
         if (a.y) {
-            T* out = (T*)a.y;
 #pragma unroll
-            for (int f = 0; f < C::F; ++f) {
-                out[i * a.y_stride_point + (gj_u64)(level * C::F + f) * a.y_stride_feature] = gj_from_float<T>(y[f]);
-            }
+            for (int f = 0; f < C::F; ++f) gj_store_element<C>(a.y, a.y_stride_point, a.y_stride_feature, i, level * C::F + f, y[f]);
         }
         if (a.dy_dx) {
 #pragma unroll
@@ -69,36 +98,24 @@ struct gj_forward_op {
     }
 };
 
-template <class C>
-GJ_INLINE void gj_forward_padding(const gj_forward_args& a, gj_u64 i) {
-    typedef typename C::param_t T;
-    if (!a.y) return;
-#pragma unroll
-    for (int k = C::N_OUT; k < C::N_OUT_PADDED; ++k) {
-        ((T*)a.y)[i * a.y_stride_point + (gj_u64)k * a.y_stride_feature] = gj_from_float<T>(0.0f);
-    }
-}
-
 template <class C, class LV>
 GJ_INLINE void gj_forward_kernel(const gj_forward_args& a) {
-    const gj_u64 first = gj_first_point<C>();
-#pragma unroll
-    for (int p = 0; p < C::PPT; ++p) {
-        const gj_u64 i = first + (gj_u64)p * C::BLOCK;
-        if (i >= a.n) return;
+    gj_for_each_point<C>(a.n, [&](gj_u64 i) {
         gj_forward_op<C> op{a, i};
         gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
         op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
         if constexpr (C::LEVEL_MAJOR) {
             // blockIdx.y == L is the slice that writes the padding columns.
-            if (blockIdx.y < C::L) LV::visit(blockIdx.y, op);
-            else gj_forward_padding<C>(a, i);
+            if (blockIdx.y < C::L) {
+                LV::visit(blockIdx.y, op);
+                return;
+            }
         } else {
 #pragma unroll
             for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
-            gj_forward_padding<C>(a, i);
         }
-    }
+        if (a.y) gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
+    });
 }
 
 // ---- backward ------------------------------------------------------------------
@@ -167,15 +184,11 @@ struct gj_backward_level_op {
     template <int MODE, bool SMALL>
     GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
         if (gj_coarse_level<C, SMALL>(a)) return;
-        const gj_u64 first = gj_first_point<C>();
-#pragma unroll
-        for (int p = 0; p < C::PPT; ++p) {
-            const gj_u64 i = first + (gj_u64)p * C::BLOCK;
-            if (i >= a.n) return;
+        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
             op.template run<MODE, SMALL>(level, scale, resolution, entries, cell_fixed, param_offset);
             if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
-        }
+        });
     }
 };
 
@@ -185,19 +198,12 @@ GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
         gj_backward_level_op<C, PARAMS, INPUT> op{a};
         LV::visit(blockIdx.y, op);
     } else {
-        const gj_u64 first = gj_first_point<C>();
-#pragma unroll
-        for (int p = 0; p < C::PPT; ++p) {
-            const gj_u64 i = first + (gj_u64)p * C::BLOCK;
-            if (i >= a.n) return;
+        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
 #pragma unroll
             for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
-            if constexpr (INPUT) {
-#pragma unroll
-                for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
-            }
-        }
+            if constexpr (INPUT) gj_store_point<C>(a.dL_dx, a.dx_stride_point, a.dx_stride_dim, i, op.dldx);
+        });
     }
 }
 
@@ -291,7 +297,7 @@ struct gj_backward_backward_op {
         if (a.dL_ddLdy) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) {
-                ((T*)a.dL_ddLdy)[i * a.ddy_stride_point + (gj_u64)(level * C::F + f) * a.ddy_stride_feature] = gj_from_float<T>(ddldy[f]);
+                gj_store_element<C>(a.dL_ddLdy, a.ddy_stride_point, a.ddy_stride_feature, i, level * C::F + f, ddldy[f]);
             }
         }
     }
@@ -299,13 +305,8 @@ struct gj_backward_backward_op {
 
 template <class C, class LV>
 GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
-    typedef typename C::param_t T;
     if (!a.dL_dparams && !a.dL_ddLdy && !a.dL_dx) return;
-    const gj_u64 first = gj_first_point<C>();
-#pragma unroll
-    for (int p = 0; p < C::PPT; ++p) {
-        const gj_u64 i = first + (gj_u64)p * C::BLOCK;
-        if (i >= a.n) return;
+    gj_for_each_point<C>(a.n, [&](gj_u64 i) {
         gj_backward_backward_op<C> op{a, i};
         gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
         gj_load_point<C>(a.dL_ddLdx, i, a.ddx_stride_point, a.ddx_stride_dim, op.H);
@@ -313,18 +314,10 @@ GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
         gj_zero(op.dldx);
 #pragma unroll
         for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
-        if (a.dL_ddLdy) {
-            // Padding columns are written as 0 (the reference writes a whole vector there, SPEC §8.2).
-#pragma unroll
-            for (int k = C::N_OUT; k < C::N_OUT_PADDED; ++k) {
-                ((T*)a.dL_ddLdy)[i * a.ddy_stride_point + (gj_u64)k * a.ddy_stride_feature] = gj_from_float<T>(0.0f);
-            }
-        }
-        if (a.dL_dx) {
-#pragma unroll
-            for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
-        }
-    }
+        // Padding columns are written as 0 (the reference writes a whole vector there, SPEC §8.2).
+        if (a.dL_ddLdy) gj_store_padding<C>(a.dL_ddLdy, a.ddy_stride_point, a.ddy_stride_feature, i);
+        if (a.dL_dx) gj_store_point<C>(a.dL_dx, a.dx_stride_point, a.dx_stride_dim, i, op.dldx);
+    });
 }
 
 // ---- parameters -----------------------------------------------------------------------

@@ -61,14 +61,19 @@ GJ_INLINE void gj_atomic_add(float* address, float value) {
     atomicAdd(address, value);
 }
 
-// Two fp16 gradients in one reduction; the address must be 4-byte aligned.
-GJ_INLINE void gj_atomic_add_half2(gj_half* address, float a, float b) {
-    const gj_u32 packed = (gj_u32)gj_float_to_half_bits(a) | ((gj_u32)gj_float_to_half_bits(b) << 16);
-    asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address), "r"(packed) : "memory");
-}
-
 GJ_INLINE gj_u32 gj_pack_half2(float a, float b) {
     return (gj_u32)gj_float_to_half_bits(a) | ((gj_u32)gj_float_to_half_bits(b) << 16);
+}
+
+// One 4-byte reduction: a packed fp16 pair (half2) or the bits of one fp32.
+GJ_INLINE void gj_red_u32(gj_u32* address, gj_u32 value, bool half2) {
+    if (half2) asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address), "r"(value) : "memory");
+    else atomicAdd((float*)address, __uint_as_float(value));
+}
+
+// Two fp16 gradients in one reduction; the address must be 4-byte aligned.
+GJ_INLINE void gj_atomic_add_half2(gj_half* address, float a, float b) {
+    gj_red_u32((gj_u32*)address, gj_pack_half2(a, b), true);
 }
 
 // Vector reductions: one L2 request for 8 or 16 bytes. Hopper (sm_90) and later have
@@ -78,13 +83,8 @@ GJ_INLINE void gj_red_v2_u32(gj_u32* address, gj_u32 a, gj_u32 b, bool half2) {
     if (half2) asm volatile("red.global.add.noftz.v2.f16x2 [%0], {%1, %2};" ::"l"(address), "r"(a), "r"(b) : "memory");
     else asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(address), "f"(__uint_as_float(a)), "f"(__uint_as_float(b)) : "memory");
 #else
-    if (half2) {
-        asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address), "r"(a) : "memory");
-        asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address + 1), "r"(b) : "memory");
-    } else {
-        atomicAdd((float*)address, __uint_as_float(a));
-        atomicAdd((float*)address + 1, __uint_as_float(b));
-    }
+    gj_red_u32(address, a, half2);
+    gj_red_u32(address + 1, b, half2);
 #endif
 }
 

@@ -77,14 +77,19 @@ GJ_INLINE void gj_atomic_add(float* address, float value) {
     atomicAdd(address, value);
 }
 
-// Two fp16 gradients in one reduction; the address must be 4-byte aligned.
-GJ_INLINE void gj_atomic_add_half2(gj_half* address, float a, float b) {
-    const gj_u32 packed = (gj_u32)gj_float_to_half_bits(a) | ((gj_u32)gj_float_to_half_bits(b) << 16);
-    asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address), "r"(packed) : "memory");
-}
-
 GJ_INLINE gj_u32 gj_pack_half2(float a, float b) {
     return (gj_u32)gj_float_to_half_bits(a) | ((gj_u32)gj_float_to_half_bits(b) << 16);
+}
+
+// One 4-byte reduction: a packed fp16 pair (half2) or the bits of one fp32.
+GJ_INLINE void gj_red_u32(gj_u32* address, gj_u32 value, bool half2) {
+    if (half2) asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address), "r"(value) : "memory");
+    else atomicAdd((float*)address, __uint_as_float(value));
+}
+
+// Two fp16 gradients in one reduction; the address must be 4-byte aligned.
+GJ_INLINE void gj_atomic_add_half2(gj_half* address, float a, float b) {
+    gj_red_u32((gj_u32*)address, gj_pack_half2(a, b), true);
 }
 
 // Vector reductions: one L2 request for 8 or 16 bytes. Hopper (sm_90) and later have
@@ -94,13 +99,8 @@ GJ_INLINE void gj_red_v2_u32(gj_u32* address, gj_u32 a, gj_u32 b, bool half2) {
     if (half2) asm volatile("red.global.add.noftz.v2.f16x2 [%0], {%1, %2};" ::"l"(address), "r"(a), "r"(b) : "memory");
     else asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(address), "f"(__uint_as_float(a)), "f"(__uint_as_float(b)) : "memory");
 #else
-    if (half2) {
-        asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address), "r"(a) : "memory");
-        asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address + 1), "r"(b) : "memory");
-    } else {
-        atomicAdd((float*)address, __uint_as_float(a));
-        atomicAdd((float*)address + 1, __uint_as_float(b));
-    }
+    gj_red_u32(address, a, half2);
+    gj_red_u32(address + 1, b, half2);
 #endif
 }
 
@@ -302,6 +302,16 @@ template <int INTERP> GJ_INLINE float gj_weight_d2(float t) {
     else return 0.0f;
 }
 
+// w(t_d) and scale * w'(t_d) for every dimension.
+template <class C>
+GJ_INLINE void gj_weights(const float (&t)[C::D], float scale, float (&w)[C::D], float (&dw)[C::D]) {
+#pragma unroll
+    for (int d = 0; d < C::D; ++d) {
+        w[d] = gj_weight<C::INTERP>(t[d]);
+        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
+    }
+}
+
 // ---- locating the cell --------------------------------------------------------
 // c: the lower corner; t: the position inside the cell in [0, 1).
 template <class C>
@@ -399,8 +409,7 @@ GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, co
         constexpr bool HALF = gj_grad_words<C>::HALF;
         gj_u32* p = (gj_u32*)(grad + (gj_u64)index * F);
         if constexpr (N == 1) {
-            if constexpr (HALF) asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(p), "r"(v.w[0]) : "memory");
-            else atomicAdd((float*)p, __uint_as_float(v.w[0]));
+            gj_red_u32(p, v.w[0], HALF);
         } else if constexpr (N == 2) {
             gj_red_v2_u32(p, v.w[0], v.w[1], HALF);
         } else {
@@ -456,6 +465,13 @@ GJ_INLINE float gj_corner_sign(gj_u64 corner, int d) {
     return ((corner >> d) & 1u) ? 1.0f : -1.0f;
 }
 
+// d(weight of the corner)/dx_d: its sign along d, times scale * w'(t_d), times the other
+// dimensions' weights.
+template <int D>
+GJ_INLINE float gj_corner_slope(const float (&w)[D], const float (&dw)[D], gj_u64 corner, int d) {
+    return gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1);
+}
+
 // ---- forward ---------------------------------------------------------------------
 // y: this level's F features. dydx (DYDX): F x D derivatives dy_f/dx_d, from the same
 // corner values (no second round of loads).
@@ -483,11 +499,7 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
     }
 
     float w[D], dw[D];
-#pragma unroll
-    for (int d = 0; d < D; ++d) {
-        w[d] = gj_weight<C::INTERP>(t[d]);
-        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
-    }
+    gj_weights<C>(t, scale, w, dw);
 
     // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
 #pragma unroll (gj_corner_unroll<D - 1>::value)
@@ -509,7 +521,7 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
             if constexpr (DYDX) {
 #pragma unroll
                 for (int d = 0; d < D; ++d) {
-                    const float g = gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1);
+                    const float g = gj_corner_slope<D>(w, dw, corner, d);
 #pragma unroll
                     for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[side][f], dydx[f][d]);
                 }
@@ -537,11 +549,7 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
     }
 
     float w[D], dw[D];
-#pragma unroll
-    for (int d = 0; d < D; ++d) {
-        w[d] = gj_weight<C::INTERP>(t[d]);
-        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
-    }
+    gj_weights<C>(t, scale, w, dw);
 
     if constexpr (PARAMS && C::STOCHASTIC) {
         // One corner, chosen per dimension with probability equal to its weight.
@@ -578,7 +586,7 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
                     for (int f = 0; f < F; ++f) gv = fmaf(g[f], val[side][f], gv);
 #pragma unroll
                     for (int d = 0; d < D; ++d) {
-                        dldx[d] = fmaf(gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1), gv, dldx[d]);
+                        dldx[d] = fmaf(gj_corner_slope<D>(w, dw, corner, d), gv, dldx[d]);
                     }
                 }
             }
@@ -613,12 +621,9 @@ GJ_INLINE void gj_level_backward_backward(const float* x, float scale, gj_u32 re
     float t[D];
     gj_locate<C>(x, scale, cell_fixed, c, t);
     float w[D], dw[D], ddw[D];
+    gj_weights<C>(t, scale, w, dw);
 #pragma unroll
-    for (int d = 0; d < D; ++d) {
-        w[d] = gj_weight<C::INTERP>(t[d]);
-        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
-        ddw[d] = scale * scale * gj_weight_d2<C::INTERP>(t[d]);
-    }
+    for (int d = 0; d < D; ++d) ddw[d] = scale * scale * gj_weight_d2<C::INTERP>(t[d]);
 
 #pragma unroll (gj_corner_unroll<D>::value)
     for (gj_u64 corner = 0; corner < (1ull << D); ++corner) {
@@ -698,7 +703,6 @@ GJ_INLINE void gj_level_backward_any(const float* x, float scale, gj_u32 resolut
     else if (grad) gj_level_backward<C, MODE, true, false>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
     else if (want_dx) gj_level_backward<C, MODE, false, true>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
 }
-
 
 // ---- moving one level's features between fp32 registers and param_t vectors -----------
 template <class C> GJ_INLINE void gj_store_level(typename C::param_t* out, const float (&v)[C::F]) {

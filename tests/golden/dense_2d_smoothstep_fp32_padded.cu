@@ -78,14 +78,19 @@ GJ_INLINE void gj_atomic_add(float* address, float value) {
     atomicAdd(address, value);
 }
 
-// Two fp16 gradients in one reduction; the address must be 4-byte aligned.
-GJ_INLINE void gj_atomic_add_half2(gj_half* address, float a, float b) {
-    const gj_u32 packed = (gj_u32)gj_float_to_half_bits(a) | ((gj_u32)gj_float_to_half_bits(b) << 16);
-    asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address), "r"(packed) : "memory");
-}
-
 GJ_INLINE gj_u32 gj_pack_half2(float a, float b) {
     return (gj_u32)gj_float_to_half_bits(a) | ((gj_u32)gj_float_to_half_bits(b) << 16);
+}
+
+// One 4-byte reduction: a packed fp16 pair (half2) or the bits of one fp32.
+GJ_INLINE void gj_red_u32(gj_u32* address, gj_u32 value, bool half2) {
+    if (half2) asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address), "r"(value) : "memory");
+    else atomicAdd((float*)address, __uint_as_float(value));
+}
+
+// Two fp16 gradients in one reduction; the address must be 4-byte aligned.
+GJ_INLINE void gj_atomic_add_half2(gj_half* address, float a, float b) {
+    gj_red_u32((gj_u32*)address, gj_pack_half2(a, b), true);
 }
 
 // Vector reductions: one L2 request for 8 or 16 bytes. Hopper (sm_90) and later have
@@ -95,13 +100,8 @@ GJ_INLINE void gj_red_v2_u32(gj_u32* address, gj_u32 a, gj_u32 b, bool half2) {
     if (half2) asm volatile("red.global.add.noftz.v2.f16x2 [%0], {%1, %2};" ::"l"(address), "r"(a), "r"(b) : "memory");
     else asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(address), "f"(__uint_as_float(a)), "f"(__uint_as_float(b)) : "memory");
 #else
-    if (half2) {
-        asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address), "r"(a) : "memory");
-        asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address + 1), "r"(b) : "memory");
-    } else {
-        atomicAdd((float*)address, __uint_as_float(a));
-        atomicAdd((float*)address + 1, __uint_as_float(b));
-    }
+    gj_red_u32(address, a, half2);
+    gj_red_u32(address + 1, b, half2);
 #endif
 }
 
@@ -303,6 +303,16 @@ template <int INTERP> GJ_INLINE float gj_weight_d2(float t) {
     else return 0.0f;
 }
 
+// w(t_d) and scale * w'(t_d) for every dimension.
+template <class C>
+GJ_INLINE void gj_weights(const float (&t)[C::D], float scale, float (&w)[C::D], float (&dw)[C::D]) {
+#pragma unroll
+    for (int d = 0; d < C::D; ++d) {
+        w[d] = gj_weight<C::INTERP>(t[d]);
+        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
+    }
+}
+
 // ---- locating the cell --------------------------------------------------------
 // c: the lower corner; t: the position inside the cell in [0, 1).
 template <class C>
@@ -400,8 +410,7 @@ GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, co
         constexpr bool HALF = gj_grad_words<C>::HALF;
         gj_u32* p = (gj_u32*)(grad + (gj_u64)index * F);
         if constexpr (N == 1) {
-            if constexpr (HALF) asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(p), "r"(v.w[0]) : "memory");
-            else atomicAdd((float*)p, __uint_as_float(v.w[0]));
+            gj_red_u32(p, v.w[0], HALF);
         } else if constexpr (N == 2) {
             gj_red_v2_u32(p, v.w[0], v.w[1], HALF);
         } else {
@@ -457,6 +466,13 @@ GJ_INLINE float gj_corner_sign(gj_u64 corner, int d) {
     return ((corner >> d) & 1u) ? 1.0f : -1.0f;
 }
 
+// d(weight of the corner)/dx_d: its sign along d, times scale * w'(t_d), times the other
+// dimensions' weights.
+template <int D>
+GJ_INLINE float gj_corner_slope(const float (&w)[D], const float (&dw)[D], gj_u64 corner, int d) {
+    return gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1);
+}
+
 // ---- forward ---------------------------------------------------------------------
 // y: this level's F features. dydx (DYDX): F x D derivatives dy_f/dx_d, from the same
 // corner values (no second round of loads).
@@ -484,11 +500,7 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
     }
 
     float w[D], dw[D];
-#pragma unroll
-    for (int d = 0; d < D; ++d) {
-        w[d] = gj_weight<C::INTERP>(t[d]);
-        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
-    }
+    gj_weights<C>(t, scale, w, dw);
 
     // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
 #pragma unroll (gj_corner_unroll<D - 1>::value)
@@ -510,7 +522,7 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
             if constexpr (DYDX) {
 #pragma unroll
                 for (int d = 0; d < D; ++d) {
-                    const float g = gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1);
+                    const float g = gj_corner_slope<D>(w, dw, corner, d);
 #pragma unroll
                     for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[side][f], dydx[f][d]);
                 }
@@ -538,11 +550,7 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
     }
 
     float w[D], dw[D];
-#pragma unroll
-    for (int d = 0; d < D; ++d) {
-        w[d] = gj_weight<C::INTERP>(t[d]);
-        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
-    }
+    gj_weights<C>(t, scale, w, dw);
 
     if constexpr (PARAMS && C::STOCHASTIC) {
         // One corner, chosen per dimension with probability equal to its weight.
@@ -579,7 +587,7 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
                     for (int f = 0; f < F; ++f) gv = fmaf(g[f], val[side][f], gv);
 #pragma unroll
                     for (int d = 0; d < D; ++d) {
-                        dldx[d] = fmaf(gj_corner_sign(corner, d) * dw[d] * gj_weight_product<D>(w, corner, d, -1), gv, dldx[d]);
+                        dldx[d] = fmaf(gj_corner_slope<D>(w, dw, corner, d), gv, dldx[d]);
                     }
                 }
             }
@@ -614,12 +622,9 @@ GJ_INLINE void gj_level_backward_backward(const float* x, float scale, gj_u32 re
     float t[D];
     gj_locate<C>(x, scale, cell_fixed, c, t);
     float w[D], dw[D], ddw[D];
+    gj_weights<C>(t, scale, w, dw);
 #pragma unroll
-    for (int d = 0; d < D; ++d) {
-        w[d] = gj_weight<C::INTERP>(t[d]);
-        dw[d] = scale * gj_weight_d1<C::INTERP>(t[d]);
-        ddw[d] = scale * scale * gj_weight_d2<C::INTERP>(t[d]);
-    }
+    for (int d = 0; d < D; ++d) ddw[d] = scale * scale * gj_weight_d2<C::INTERP>(t[d]);
 
 #pragma unroll (gj_corner_unroll<D>::value)
     for (gj_u64 corner = 0; corner < (1ull << D); ++corner) {
@@ -699,7 +704,6 @@ GJ_INLINE void gj_level_backward_any(const float* x, float scale, gj_u32 resolut
     else if (grad) gj_level_backward<C, MODE, true, false>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
     else if (want_dx) gj_level_backward<C, MODE, false, true>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
 }
-
 
 // ---- moving one level's features between fp32 registers and param_t vectors -----------
 template <class C> GJ_INLINE void gj_store_level(typename C::param_t* out, const float (&v)[C::F]) {
@@ -822,7 +826,7 @@ typedef struct gj_cast_args {
 // Specialised by the encoding's configuration struct C (see grid_level.cuh; also
 // C::L, C::N_OUT, C::N_OUT_PADDED, C::BLOCK, C::PPT, C::LEVEL_MAJOR) and by its
 // level table LV, whose LV::visit(level, op) calls
-//   op.template run<INDEX_MODE>(level, scale, resolution, entries, cell_fixed, param_offset)
+//   op.template run<INDEX_MODE, SMALL>(level, scale, resolution, entries, cell_fixed, param_offset)
 // with that level's constants as literals.
 //
 // Thread t of block b handles points b * BLOCK * PPT + t + p * BLOCK, p < PPT
@@ -848,6 +852,38 @@ GJ_INLINE gj_u64 gj_first_point() {
     return (gj_u64)blockIdx.x * (gj_u64)(C::BLOCK * C::PPT) + threadIdx.x;
 }
 
+// body(i) for each of this thread's PPT points below n.
+template <class C, class Body>
+GJ_INLINE void gj_for_each_point(gj_u64 n, Body&& body) {
+    const gj_u64 first = gj_first_point<C>();
+#pragma unroll
+    for (int p = 0; p < C::PPT; ++p) {
+        const gj_u64 i = first + (gj_u64)p * C::BLOCK;
+        if (i >= n) return;
+        body(i);
+    }
+}
+
+// Element (point i, component k) of a strided param_t array, rounded once.
+template <class C>
+GJ_INLINE void gj_store_element(void* base, gj_u64 stride_point, gj_u64 stride_k, gj_u64 i, gj_u32 k, float value) {
+    ((typename C::param_t*)base)[i * stride_point + (gj_u64)k * stride_k] = gj_from_float<typename C::param_t>(value);
+}
+
+// The padding columns N_OUT .. N_OUT_PADDED - 1 of point i are 0.
+template <class C>
+GJ_INLINE void gj_store_padding(void* base, gj_u64 stride_point, gj_u64 stride_k, gj_u64 i) {
+#pragma unroll
+    for (int k = C::N_OUT; k < C::N_OUT_PADDED; ++k) gj_store_element<C>(base, stride_point, stride_k, i, k, 0.0f);
+}
+
+// The D floats of point i of a strided fp32 array (dL/dx).
+template <class C>
+GJ_INLINE void gj_store_point(float* base, gj_u64 stride_point, gj_u64 stride_dim, gj_u64 i, const float (&v)[C::D]) {
+#pragma unroll
+    for (int d = 0; d < C::D; ++d) base[i * stride_point + (gj_u64)d * stride_dim] = v[d];
+}
+
 // ---- forward -----------------------------------------------------------------
 template <class C>
 struct gj_forward_op {
@@ -870,11 +906,8 @@ struct gj_forward_op {
             gj_zero(dydx);
         }
         if (a.y) {
-            T* out = (T*)a.y;
 #pragma unroll
-            for (int f = 0; f < C::F; ++f) {
-                out[i * a.y_stride_point + (gj_u64)(level * C::F + f) * a.y_stride_feature] = gj_from_float<T>(y[f]);
-            }
+            for (int f = 0; f < C::F; ++f) gj_store_element<C>(a.y, a.y_stride_point, a.y_stride_feature, i, level * C::F + f, y[f]);
         }
         if (a.dy_dx) {
 #pragma unroll
@@ -887,36 +920,24 @@ struct gj_forward_op {
     }
 };
 
-template <class C>
-GJ_INLINE void gj_forward_padding(const gj_forward_args& a, gj_u64 i) {
-    typedef typename C::param_t T;
-    if (!a.y) return;
-#pragma unroll
-    for (int k = C::N_OUT; k < C::N_OUT_PADDED; ++k) {
-        ((T*)a.y)[i * a.y_stride_point + (gj_u64)k * a.y_stride_feature] = gj_from_float<T>(0.0f);
-    }
-}
-
 template <class C, class LV>
 GJ_INLINE void gj_forward_kernel(const gj_forward_args& a) {
-    const gj_u64 first = gj_first_point<C>();
-#pragma unroll
-    for (int p = 0; p < C::PPT; ++p) {
-        const gj_u64 i = first + (gj_u64)p * C::BLOCK;
-        if (i >= a.n) return;
+    gj_for_each_point<C>(a.n, [&](gj_u64 i) {
         gj_forward_op<C> op{a, i};
         gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
         op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
         if constexpr (C::LEVEL_MAJOR) {
             // blockIdx.y == L is the slice that writes the padding columns.
-            if (blockIdx.y < C::L) LV::visit(blockIdx.y, op);
-            else gj_forward_padding<C>(a, i);
+            if (blockIdx.y < C::L) {
+                LV::visit(blockIdx.y, op);
+                return;
+            }
         } else {
 #pragma unroll
             for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
-            gj_forward_padding<C>(a, i);
         }
-    }
+        if (a.y) gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
+    });
 }
 
 // ---- backward ------------------------------------------------------------------
@@ -985,15 +1006,11 @@ struct gj_backward_level_op {
     template <int MODE, bool SMALL>
     GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
         if (gj_coarse_level<C, SMALL>(a)) return;
-        const gj_u64 first = gj_first_point<C>();
-#pragma unroll
-        for (int p = 0; p < C::PPT; ++p) {
-            const gj_u64 i = first + (gj_u64)p * C::BLOCK;
-            if (i >= a.n) return;
+        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
             op.template run<MODE, SMALL>(level, scale, resolution, entries, cell_fixed, param_offset);
             if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
-        }
+        });
     }
 };
 
@@ -1003,19 +1020,12 @@ GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
         gj_backward_level_op<C, PARAMS, INPUT> op{a};
         LV::visit(blockIdx.y, op);
     } else {
-        const gj_u64 first = gj_first_point<C>();
-#pragma unroll
-        for (int p = 0; p < C::PPT; ++p) {
-            const gj_u64 i = first + (gj_u64)p * C::BLOCK;
-            if (i >= a.n) return;
+        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
 #pragma unroll
             for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
-            if constexpr (INPUT) {
-#pragma unroll
-                for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
-            }
-        }
+            if constexpr (INPUT) gj_store_point<C>(a.dL_dx, a.dx_stride_point, a.dx_stride_dim, i, op.dldx);
+        });
     }
 }
 
@@ -1109,7 +1119,7 @@ struct gj_backward_backward_op {
         if (a.dL_ddLdy) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) {
-                ((T*)a.dL_ddLdy)[i * a.ddy_stride_point + (gj_u64)(level * C::F + f) * a.ddy_stride_feature] = gj_from_float<T>(ddldy[f]);
+                gj_store_element<C>(a.dL_ddLdy, a.ddy_stride_point, a.ddy_stride_feature, i, level * C::F + f, ddldy[f]);
             }
         }
     }
@@ -1117,13 +1127,8 @@ struct gj_backward_backward_op {
 
 template <class C, class LV>
 GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
-    typedef typename C::param_t T;
     if (!a.dL_dparams && !a.dL_ddLdy && !a.dL_dx) return;
-    const gj_u64 first = gj_first_point<C>();
-#pragma unroll
-    for (int p = 0; p < C::PPT; ++p) {
-        const gj_u64 i = first + (gj_u64)p * C::BLOCK;
-        if (i >= a.n) return;
+    gj_for_each_point<C>(a.n, [&](gj_u64 i) {
         gj_backward_backward_op<C> op{a, i};
         gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
         gj_load_point<C>(a.dL_ddLdx, i, a.ddx_stride_point, a.ddx_stride_dim, op.H);
@@ -1131,18 +1136,10 @@ GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
         gj_zero(op.dldx);
 #pragma unroll
         for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
-        if (a.dL_ddLdy) {
-            // Padding columns are written as 0 (the reference writes a whole vector there, SPEC §8.2).
-#pragma unroll
-            for (int k = C::N_OUT; k < C::N_OUT_PADDED; ++k) {
-                ((T*)a.dL_ddLdy)[i * a.ddy_stride_point + (gj_u64)k * a.ddy_stride_feature] = gj_from_float<T>(0.0f);
-            }
-        }
-        if (a.dL_dx) {
-#pragma unroll
-            for (int d = 0; d < C::D; ++d) a.dL_dx[i * a.dx_stride_point + (gj_u64)d * a.dx_stride_dim] = op.dldx[d];
-        }
-    }
+        // Padding columns are written as 0 (the reference writes a whole vector there, SPEC §8.2).
+        if (a.dL_ddLdy) gj_store_padding<C>(a.dL_ddLdy, a.ddy_stride_point, a.ddy_stride_feature, i);
+        if (a.dL_dx) gj_store_point<C>(a.dL_dx, a.dx_stride_point, a.dx_stride_dim, i, op.dldx);
+    });
 }
 
 // ---- parameters -----------------------------------------------------------------------
