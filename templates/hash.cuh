@@ -1,5 +1,5 @@
 // ---------------------------------------------------------------------------
-// gridjit: corner hashes (SPEC §5), the PCG32 generator and corner indexing (SPEC §4).
+// gridjit: corner hashes (docs/design.md §5), the PCG32 generator and corner indexing (docs/design.md §4).
 // ---------------------------------------------------------------------------
 #ifndef GJ_HASH_CUH
 #define GJ_HASH_CUH
@@ -18,6 +18,20 @@
 #define GJ_INDEX_DENSE 0 // sum_d v_d * res^d fits in 32 bits
 #define GJ_INDEX_HASH 1  // hash(v)
 #define GJ_INDEX_WRAP 2  // res^D overflows: the dense index taken exactly modulo the table size
+
+// One level's constants: a row of the generated level table (the kernels read it from
+// constant memory; the device functions build it from literals).
+struct gj_level {
+    gj_u64 offset;      // first parameter of the level: its first entry * F
+    float scale;
+    gj_u32 resolution;
+    gj_u32 entries;     // table entries (each F values)
+    gj_u32 mask;        // entries - 1 when entries is a power of two, else 0
+    gj_u32 cell_fixed;  // fixed_point_pos: the cell size in fixed point; else 0
+    gj_u32 mode;        // GJ_INDEX_*
+    gj_u32 small;       // 1: level-major backward sums it in shared memory (NAME_backward_coarse)
+    gj_u32 pad;
+};
 
 // ---- PCG32 (O'Neill's PCG-XSH-RR 64/32) -----------------------------------
 struct gj_pcg32 {
@@ -109,20 +123,31 @@ GJ_INLINE gj_u32 gj_hash(const gj_u32 (&v)[D]) {
     }
 }
 
-// Table entry of corner v at a level with the given resolution and table size.
+// a % b out of line: the rare corners outside the table (inputs outside [0, 1], the upper
+// boundary, non-power-of-two hashed tables) share one copy of the division instead of
+// inlining it at every corner of every instance, which doubled the compile time.
+__device__ __noinline__ gj_u32 gj_mod(gj_u32 a, gj_u32 b) {
+    return a % b;
+}
+
+// Table entry of corner v at level lv.
 template <int D, int HASH, int MODE>
-GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], gj_u32 resolution, gj_u32 entries) {
+GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
+    const gj_u32 entries = lv.entries, resolution = lv.resolution;
     if constexpr (MODE == GJ_INDEX_HASH) {
-        return gj_hash<D, HASH>(v) % entries;
+        // Hashed tables are powers of two but where D > 10 lets a small dense table hash.
+        const gj_u32 h = gj_hash<D, HASH>(v);
+        return lv.mask ? h & lv.mask : gj_mod(h, entries);
     } else if constexpr (MODE == GJ_INDEX_DENSE) {
-        // Wrapping uint32 arithmetic, exactly as the reference (inputs outside [0,1]).
+        // Wrapping uint32 arithmetic, exactly as the reference (inputs outside [0,1]); the
+        // index is inside the table unless the input is, so the division is rarely paid.
         gj_u32 index = 0, stride = 1;
 #pragma unroll
         for (int d = 0; d < D; ++d) {
             index += v[d] * stride;
             stride *= resolution;
         }
-        return index % entries;
+        return index < entries ? index : gj_mod(index, entries);
     } else {
         // Horner's scheme modulo the table size: exact for any resolution and D.
         const gj_u64 r = resolution % entries;

@@ -2,10 +2,11 @@
 // gridjit: kernel bodies for the generated __global__ wrappers.
 //
 // Specialised by the encoding's configuration struct C (see grid_level.cuh; also
-// C::L, C::N_OUT, C::N_OUT_PADDED, C::BLOCK, C::PPT, C::LEVEL_MAJOR) and by its
-// level table LV, whose LV::visit(level, op) calls
-//   op.template run<INDEX_MODE, SMALL>(level, scale, resolution, entries, cell_fixed, param_offset)
-// with that level's constants as literals.
+// C::L, C::N_OUT, C::N_OUT_PADDED, C::BLOCK, C::PPT, C::LEVEL_MAJOR, and C::MODES /
+// C::SMALL_MODES: bit m set when some level / some small level has index mode m) and
+// by its level table LV, whose LV::at(level) is the level's gj_level row (constant
+// memory). The per-level code is instantiated once per index mode present, not once
+// per level: gj_with_mode picks the instance for a level at run time (a uniform branch).
 //
 // Thread t of block b handles points b * BLOCK * PPT + t + p * BLOCK, p < PPT
 // (consecutive threads, consecutive points: coalesced inputs and outputs).
@@ -14,6 +15,34 @@
 // ---------------------------------------------------------------------------
 #ifndef GJ_KERNELS_CUH
 #define GJ_KERNELS_CUH
+
+// ---- one instance of the level code per index mode present --------------------------
+template <int M> struct gj_mode_tag {
+    static constexpr int value = M;
+};
+
+// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only.
+template <gj_u32 MODES, class F>
+GJ_INLINE void gj_with_mode(gj_u32 mode, F&& f) {
+    if constexpr ((MODES >> GJ_INDEX_HASH) & 1u) {
+        if (mode == GJ_INDEX_HASH) {
+            f(gj_mode_tag<GJ_INDEX_HASH>{});
+            return;
+        }
+    }
+    if constexpr ((MODES >> GJ_INDEX_DENSE) & 1u) {
+        if (mode == GJ_INDEX_DENSE) {
+            f(gj_mode_tag<GJ_INDEX_DENSE>{});
+            return;
+        }
+    }
+    if constexpr ((MODES >> GJ_INDEX_WRAP) & 1u) {
+        if (mode == GJ_INDEX_WRAP) {
+            f(gj_mode_tag<GJ_INDEX_WRAP>{});
+            return;
+        }
+    }
+}
 
 template <class C>
 GJ_INLINE void gj_load_point(const float* x, gj_u64 i, gj_u64 stride_point, gj_u64 stride_dim, float (&out)[C::D]) {
@@ -63,22 +92,21 @@ GJ_INLINE void gj_store_point(float* base, gj_u64 stride_point, gj_u64 stride_di
 }
 
 // ---- forward -----------------------------------------------------------------
-template <class C>
+template <class C, bool DYDX>
 struct gj_forward_op {
     const gj_forward_args& a;
     gj_u64 i;
     float x[C::D];
     float limit;
 
-    template <int MODE, bool SMALL>
-    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+    template <int MODE>
+    GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::param_t T;
-        const T* grid = (const T*)a.params + param_offset;
+        const T* grid = (const T*)a.params + lv.offset;
         float y[C::F];
         float dydx[C::F][C::D];
         if ((float)level < limit) {
-            if (a.dy_dx) gj_level_forward<C, MODE, true>(x, scale, resolution, entries, cell_fixed, grid, y, dydx);
-            else gj_level_forward<C, MODE, false>(x, scale, resolution, entries, cell_fixed, grid, y, dydx);
+            gj_level_forward<C, MODE, DYDX>(x, lv, grid, y, dydx);
         } else {
             gj_zero(y);
             gj_zero(dydx);
@@ -87,7 +115,7 @@ struct gj_forward_op {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) gj_store_element<C>(a.y, a.y_stride_point, a.y_stride_feature, i, level * C::F + f, y[f]);
         }
-        if (a.dy_dx) {
+        if (DYDX) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) {
                 float* row = a.dy_dx + ((gj_u64)(level * C::F + f) * a.n + i) * C::D;
@@ -98,24 +126,49 @@ struct gj_forward_op {
     }
 };
 
-template <class C, class LV>
-GJ_INLINE void gj_forward_kernel(const gj_forward_args& a) {
+// Visits level `level` of point op with the level's row of LV.
+template <class C, class LV, class Op>
+GJ_INLINE void gj_visit_level(gj_u32 level, Op& op) {
+    const gj_level lv = LV::at(level);
+    gj_with_mode<C::MODES>(lv.mode, [&](auto mode) { op.template run<decltype(mode)::value>(level, lv); });
+}
+
+// Every level of point op in turn (point-major order): a loop, not unrolled.
+template <class C, class LV, class Op>
+GJ_INLINE void gj_visit_levels(Op& op) {
+#pragma unroll 1
+    for (gj_u32 level = 0; level < C::L; ++level) gj_visit_level<C, LV>(level, op);
+}
+
+template <class C, class LV, bool DYDX>
+GJ_INLINE void gj_forward_points(const gj_forward_args& a) {
     gj_for_each_point<C>(a.n, [&](gj_u64 i) {
-        gj_forward_op<C> op{a, i};
+        gj_forward_op<C, DYDX> op{a, i};
         gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
         op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
         if constexpr (C::LEVEL_MAJOR) {
             // blockIdx.y == L is the slice that writes the padding columns.
             if (blockIdx.y < C::L) {
-                LV::visit(blockIdx.y, op);
+                gj_visit_level<C, LV>(blockIdx.y, op);
                 return;
             }
         } else {
-#pragma unroll
-            for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
+            gj_visit_levels<C, LV>(op);
         }
         if (a.y) gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
     });
+}
+
+// y alone, and y (if asked) with dy/dx: separate kernels, because the one with dy/dx
+// holds F x D more registers and would cost the plain forward its occupancy.
+template <class C, class LV>
+GJ_INLINE void gj_forward_kernel(const gj_forward_args& a) {
+    gj_forward_points<C, LV, false>(a);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_forward_dydx_kernel(const gj_forward_args& a) {
+    gj_forward_points<C, LV, true>(a);
 }
 
 // ---- backward ------------------------------------------------------------------
@@ -138,16 +191,15 @@ struct gj_backward_op {
     float limit;
     float dldx[C::D];
 
-    template <int MODE, bool SMALL>
-    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+    template <int MODE>
+    GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::param_t T;
         if (!((float)level < limit)) return; // inactive levels get no gradient
         float g[C::F];
         gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
         const float u = C::STOCHASTIC && PARAMS ? gj_stochastic_sample(i, level, a.n) : 0.0f;
-        typename C::grad_t* grad = PARAMS ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
-        gj_level_backward<C, MODE, PARAMS, INPUT>(x, scale, resolution, entries, cell_fixed,
-                                                  (const T*)a.params + param_offset, g, grad, dldx, u);
+        typename C::grad_t* grad = PARAMS ? (typename C::grad_t*)a.dL_dparams + lv.offset : nullptr;
+        gj_level_backward<C, MODE, PARAMS, INPUT>(x, lv, (const T*)a.params + lv.offset, g, grad, dldx, u);
     }
 };
 
@@ -171,63 +223,69 @@ GJ_INLINE void gj_add_point_dldx(const gj_backward_args& a, gj_u64 i, const floa
 }
 
 // Whether level-major backward leaves this level to NAME_backward_coarse.
-template <class C, bool SMALL>
-GJ_INLINE bool gj_coarse_level(const gj_backward_args& a) {
-    return C::LEVEL_MAJOR && SMALL && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
+template <class C>
+GJ_INLINE bool gj_coarse_level(const gj_backward_args& a, const gj_level& lv) {
+    return C::LEVEL_MAJOR && lv.small && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
 }
 
 // Level-major, global atomics: one block, one level, BLOCK * PPT points.
-template <class C, bool PARAMS, bool INPUT>
-struct gj_backward_level_op {
-    const gj_backward_args& a;
-
-    template <int MODE, bool SMALL>
-    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
-        if (gj_coarse_level<C, SMALL>(a)) return;
+template <class C, class LV, bool PARAMS, bool INPUT>
+GJ_INLINE void gj_backward_level(const gj_backward_args& a, gj_u32 level) {
+    const gj_level lv = LV::at(level);
+    if (gj_coarse_level<C>(a, lv)) return;
+    gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
-            op.template run<MODE, SMALL>(level, scale, resolution, entries, cell_fixed, param_offset);
+            op.template run<decltype(mode)::value>(level, lv);
             if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
         });
-    }
-};
+    });
+}
 
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
     if constexpr (C::LEVEL_MAJOR) {
-        gj_backward_level_op<C, PARAMS, INPUT> op{a};
-        LV::visit(blockIdx.y, op);
+        gj_backward_level<C, LV, PARAMS, INPUT>(a, blockIdx.y);
     } else {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
-#pragma unroll
-            for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
+            gj_visit_levels<C, LV>(op);
             if constexpr (INPUT) gj_store_point<C>(a.dL_dx, a.dx_stride_point, a.dx_stride_dim, i, op.dldx);
         });
     }
 }
 
+// dL/dparams, dL/dparams with dL/dx, dL/dx alone: one kernel each (each as lean in
+// registers as its work allows; the runtime picks by the outputs asked for).
 template <class C, class LV>
 GJ_INLINE void gj_backward_kernel(const gj_backward_args& a) {
-    if (a.dL_dparams && a.dL_dx) gj_backward_points<C, LV, true, true>(a);
-    else if (a.dL_dparams) gj_backward_points<C, LV, true, false>(a);
-    else if (a.dL_dx) gj_backward_points<C, LV, false, true>(a);
+    gj_backward_points<C, LV, true, false>(a);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_input_kernel(const gj_backward_args& a) {
+    gj_backward_points<C, LV, true, true>(a);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_dx_kernel(const gj_backward_args& a) {
+    gj_backward_points<C, LV, false, true>(a);
 }
 
 // ---- backward, small levels: sums in shared memory ---------------------------------
 // The small dense levels are where the global atomics contend (every point hits the
 // same few thousand entries). Each of the coarse_blocks blocks sums its grid-stride share
 // of the points in fp32 shared memory, then adds each non-zero sum to dL_dparams once.
-template <class C, bool PARAMS, bool INPUT>
+template <class C, bool INPUT>
 struct gj_backward_coarse_op {
     const gj_backward_args& a;
     float* sums;
 
-    template <int MODE, bool SMALL>
-    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+    template <int MODE>
+    GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::param_t T;
-        if constexpr (SMALL && C::LEVEL_MAJOR) {
-            const gj_u32 n_sums = entries * C::F;
+        if constexpr (C::LEVEL_MAJOR) {
+            const gj_u32 n_sums = lv.entries * C::F;
             for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) sums[k] = 0.0f;
             __syncthreads();
             const gj_u64 stride = (gj_u64)min(a.coarse_blocks, gridDim.x) * C::BLOCK;
@@ -237,12 +295,12 @@ struct gj_backward_coarse_op {
                 float g[C::F];
                 gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
                 const float u = C::STOCHASTIC ? gj_stochastic_sample(i, level, a.n) : 0.0f;
-                gj_level_backward<C, MODE, true, INPUT, float, true>(p.x, scale, resolution, entries, cell_fixed,
-                                                                     (const T*)a.params + param_offset, g, sums, p.dldx, u);
+                gj_level_backward<C, MODE, true, INPUT, float, true>(p.x, lv, (const T*)a.params + lv.offset, g, sums,
+                                                                     p.dldx, u);
                 if constexpr (INPUT) gj_add_point_dldx<C>(a, i, p.dldx);
             }
             __syncthreads();
-            typename C::grad_t* grad = (typename C::grad_t*)a.dL_dparams + param_offset;
+            typename C::grad_t* grad = (typename C::grad_t*)a.dL_dparams + lv.offset;
             if constexpr (sizeof(typename C::grad_t) == 2) {
                 for (gj_u32 k = 2 * threadIdx.x; k < n_sums; k += 2 * C::BLOCK) {
                     if (sums[k] != 0.0f || sums[k + 1] != 0.0f) gj_atomic_add_half2(grad + k, sums[k], sums[k + 1]);
@@ -256,17 +314,32 @@ struct gj_backward_coarse_op {
     }
 };
 
-template <class C, class LV>
-GJ_INLINE void gj_backward_coarse_kernel(const gj_backward_args& a) {
+// Only the index modes of small levels are instantiated (C::SMALL_MODES).
+template <class C, class LV, bool INPUT>
+GJ_INLINE void gj_backward_coarse_level(const gj_backward_args& a, float* sums) {
+    const gj_u32 level = blockIdx.y;
+    const gj_level lv = LV::at(level);
+    if (!lv.small) return;
+    gj_backward_coarse_op<C, INPUT> op{a, sums};
+    gj_with_mode<C::SMALL_MODES>(lv.mode, [&](auto mode) { op.template run<decltype(mode)::value>(level, lv); });
+}
+
+// The small levels of NAME_backward (dL/dparams) and of NAME_backward_input (with dL/dx).
+template <class C, class LV, bool INPUT>
+GJ_INLINE void gj_backward_coarse_body(const gj_backward_args& a) {
     extern __shared__ float gj_coarse_sums[];
     if (!a.dL_dparams || a.coarse_blocks == 0 || blockIdx.x >= a.coarse_blocks) return;
-    if (a.dL_dx) {
-        gj_backward_coarse_op<C, true, true> op{a, gj_coarse_sums};
-        LV::visit(blockIdx.y, op);
-    } else {
-        gj_backward_coarse_op<C, true, false> op{a, gj_coarse_sums};
-        LV::visit(blockIdx.y, op);
-    }
+    gj_backward_coarse_level<C, LV, INPUT>(a, gj_coarse_sums);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_coarse_kernel(const gj_backward_args& a) {
+    gj_backward_coarse_body<C, LV, false>(a);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_input_coarse_kernel(const gj_backward_args& a) {
+    gj_backward_coarse_body<C, LV, true>(a);
 }
 
 // ---- backward of backward ----------------------------------------------------------
@@ -281,16 +354,16 @@ struct gj_backward_backward_op {
     float limit;
     float dldx[C::D];
 
-    template <int MODE, bool SMALL>
-    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+    template <int MODE>
+    GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::param_t T;
         float ddldy[C::F];
         if ((float)level < limit) {
             float g[C::F];
             gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
-            typename C::grad_t* grad = a.dL_dparams ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
-            gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, (const T*)a.params + param_offset,
-                                                H, g, grad, ddldy, dldx, a.dL_ddLdy != nullptr, a.dL_dx != nullptr);
+            typename C::grad_t* grad = a.dL_dparams ? (typename C::grad_t*)a.dL_dparams + lv.offset : nullptr;
+            gj_level_backward_backward<C, MODE>(x, lv, (const T*)a.params + lv.offset, H, g, grad, ddldy, dldx,
+                                                a.dL_ddLdy != nullptr, a.dL_dx != nullptr);
         } else {
             gj_zero(ddldy);
         }
@@ -312,9 +385,8 @@ GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
         gj_load_point<C>(a.dL_ddLdx, i, a.ddx_stride_point, a.ddx_stride_dim, op.H);
         op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
         gj_zero(op.dldx);
-#pragma unroll
-        for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
-        // Padding columns are written as 0 (the reference writes a whole vector there, SPEC §8.2).
+        gj_visit_levels<C, LV>(op);
+        // Padding columns are written as 0 (the reference writes a whole vector there, docs/design.md §8.2).
         if (a.dL_ddLdy) gj_store_padding<C>(a.dL_ddLdy, a.ddy_stride_point, a.ddy_stride_feature, i);
         if (a.dL_dx) gj_store_point<C>(a.dL_dx, a.dx_stride_point, a.dx_stride_dim, i, op.dldx);
     });
@@ -322,7 +394,7 @@ GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
 
 // ---- parameters -----------------------------------------------------------------------
 template <class C>
-GJ_INLINE void gj_init_kernel(const gj_init_args& a) {
+GJ_INLINE void gj_init_params_kernel(const gj_init_args& a) {
     typedef typename C::param_t T;
     const gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.n) return;
@@ -334,7 +406,7 @@ GJ_INLINE void gj_init_kernel(const gj_init_args& a) {
 }
 
 template <class C>
-GJ_INLINE void gj_cast_kernel(const gj_cast_args& a) {
+GJ_INLINE void gj_cast_gradients_kernel(const gj_cast_args& a) {
     typedef typename C::param_t T;
     const gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.n) return;

@@ -17,7 +17,6 @@
 
 #include "gridjit.h"
 #include "cpu_reference.h"
-#include "encoding.h"
 #include "gpu_bounds.h"
 #include "gpu_harness.h"
 
@@ -60,7 +59,7 @@ static size_t outside(const char *json, uint32_t D, uint64_t n, uint32_t skip_le
     assert_int_equal(gj_context_create(&ctx), GJ_OK);
     assert_int_equal(gj_encoding_create(ctx, json, D, &enc), GJ_OK);
     gj_ref_encoding ref;
-    gj_ref_from_config(&ref, &enc->config, &enc->layout);
+    gj_ref_from_encoding(&ref, enc);
     const uint32_t n_out = ref.n_levels * ref.n_features_per_level;
     const uint64_t n_params = ref.n_params;
     float *x = malloc(n * D * sizeof(float)), *g = malloc(n * n_out * sizeof(float));

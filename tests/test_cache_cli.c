@@ -1,5 +1,6 @@
-/* The disk cache through the CLI contract (issue 4 §9, §11): precompile, then load with
- * NVRTC disabled; compile --json "key"/"cache"; cache list|stats|verify|prune|clear. */
+/* The disk cache through the CLI contract: precompile, then load with NVRTC disabled;
+ * compile --json "key"/"cache"; cache list|stats|verify|prune|clear (on entries made
+ * through the store, so that maintenance is tested without NVRTC). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -235,18 +236,26 @@ static void compile_reports_the_cache(void **state) {
     free(dir);
 }
 
-/* Entries made through the library with the fake compiler: no NVRTC needed. */
+/* Entries made through the store with made-up blobs (variants 0..n-1): no NVRTC needed.
+ * Each counts as a miss and a compile in the directory's statistics. */
 static void populate(const char *dir, int n) {
     gj_context *ctx = gjt_context(dir, NULL);
     for (int i = 0; i < n; i++) {
-        gjt_request r;
-        gjt_request_init(&r, i, "sm_80", GJ_BINARY_CUBIN);
-        gjt_compiler compiler = {.request = &r, .payload_size = 1000};
-        gj_program *prog = NULL;
-        assert_int_equal(gj__cache_compile(ctx, &r.req, gjt_compile, &compiler, &prog), GJ_OK);
-        gj_program_destroy(prog);
+        gjt_blob b;
+        gjt_blob_init(&b, i, 1000);
+        assert_int_equal(gjt_fetch(ctx, &b), GJ_CACHE_MISS);
+        gjt_blob_free(&b);
     }
     gj_context_destroy(ctx);
+}
+
+/* Where blob variant v lives in dir (malloc()ed). */
+static char *blob_entry(const char *dir, int v) {
+    gjt_blob b;
+    gjt_blob_init(&b, v, 1000);
+    char *path = gjt_blob_path(dir, &b, GJ__ENTRY_EXT);
+    gjt_blob_free(&b);
+    return path;
 }
 
 static void cache_maintenance(void **state) {
@@ -265,11 +274,7 @@ static void cache_maintenance(void **state) {
     gj_cli_result_free(&r);
 
     /* one damaged: verify exits 1 and removes it, then 0 */
-    gjt_request req;
-    gjt_request_init(&req, 2, "sm_80", GJ_BINARY_CUBIN);
-    gj__cache_key key;
-    gj__cache_key_compute(&req.req, &key);
-    char *victim = gj__cache_entry_path(dir, key.config_hex, key.hex, GJ__ENTRY_EXT);
+    char *victim = blob_entry(dir, 2);
     assert_int_equal(truncate(victim, 300), 0);
     RUN(&r, "cache", "verify", "--cache-dir", dir);
     expect_status(&r, 1);
@@ -283,9 +288,7 @@ static void cache_maintenance(void **state) {
     /* prune under a cap of about one entry */
     struct stat st;
     assert_int_equal(listed(dir, "cubin", keys, 8), 3);
-    gjt_request_init(&req, 0, "sm_80", GJ_BINARY_CUBIN);
-    gj__cache_key_compute(&req.req, &key);
-    char *one = gj__cache_entry_path(dir, key.config_hex, key.hex, GJ__ENTRY_EXT);
+    char *one = blob_entry(dir, 0); /* every entry has this size */
     assert_int_equal(stat(one, &st), 0);
     char cap[32];
     snprintf(cap, sizeof cap, "%lld", (long long)st.st_size + 10);

@@ -1,6 +1,6 @@
-/* Where the cache lives (issue 4 §3, §5, §7, §9): choosing the writable directory,
- * refusing unsafe or unusable ones with one warning, read-only layers searched first,
- * and loading without NVRTC. */
+/* Where the cache lives: choosing the writable directory from the API and the
+ * environment, refusing unsafe or unusable ones with one warning (and working uncached),
+ * read-only layers searched first and never modified, byte counts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cache_support.h"
+#include "test_env.h"
 
 static const char *const cache_env[] = {"GRIDJIT_CACHE_DIR", "GRIDJIT_CACHE_PATH", "GRIDJIT_CACHE_DISABLE",
                                         "GRIDJIT_CACHE_MAX_BYTES", "GRIDJIT_CACHE_SOURCE", "XDG_CACHE_HOME",
@@ -37,19 +38,24 @@ static gj_context *env_context(gjt_log_capture *log) {
     return ctx;
 }
 
-/* Compiles request variant v through ctx; returns the program's cache status. */
-static gj_cache_status compile_variant(gj_context *ctx, int v, gjt_compiler *compiler, gjt_request *r) {
-    gjt_request_init(r, v, "sm_80", GJ_BINARY_CUBIN);
-    compiler->request = r;
-    if (!compiler->payload_size) {
-        compiler->payload_size = 500;
+/* Fetches blob variant v through ctx's store (see gjt_fetch). */
+static int fetch_variant(gj_context *ctx, int v) {
+    gjt_blob b;
+    gjt_blob_init(&b, v, 500);
+    const int status = gjt_fetch(ctx, &b);
+    gjt_blob_free(&b);
+    return status;
+}
+
+/* Where NVRTC exists: a real compile through ctx succeeds with the given cache status. */
+static void assert_compiles(gj_context *ctx, gj_cache_status expect) {
+    if (!gj_test_have_nvrtc()) {
+        return; /* the store-level checks stand alone; the message said SKIPPED */
     }
     gj_program *prog = NULL;
-    assert_int_equal(gj__cache_compile(ctx, &r->req, gjt_compile, compiler, &prog), GJ_OK);
-    assert_non_null(prog);
-    gj_cache_status status = gj_program_cache_status(prog);
+    assert_int_equal(gjt_compile_tiny(ctx, 0, "sm_80", &prog), GJ_OK);
+    assert_int_equal(gj_program_cache_status(prog), expect);
     gj_program_destroy(prog);
-    return status;
 }
 
 /* ------------------------------------------------------- choosing the root */
@@ -116,14 +122,17 @@ static void no_home_works_uncached(void **state) {
     unsetenv("HOME");
     gjt_log_capture log;
     gj_context *ctx = env_context(&log);
-    gjt_compiler compiler = {0};
-    gjt_request r;
-    assert_int_equal(compile_variant(ctx, 0, &compiler, &r), GJ_CACHE_OFF);
-    assert_int_equal(compile_variant(ctx, 1, &compiler, &r), GJ_CACHE_OFF);
-    assert_int_equal(compiler.calls, 2);
+    assert_int_equal(fetch_variant(ctx, 0), GJ_CACHE_OFF);
+    assert_int_equal(fetch_variant(ctx, 0), GJ_CACHE_OFF);
+    assert_int_equal(fetch_variant(ctx, 1), GJ_CACHE_OFF);
+    assert_compiles(ctx, GJ_CACHE_OFF);
     assert_int_equal(log.warnings, 1);
     assert_non_null(strstr(log.last, "HOME"));
     assert_null(gj_context_cache_dir(ctx));
+    assert_string_equal(gj__store_situation(&ctx->store, &ctx->diag), " (no usable cache directory)");
+    gj_cache_stats stats;
+    assert_int_equal(gj_context_cache_stats(ctx, GJ_CACHE_STATS_CONTEXT, &stats), GJ_OK);
+    assert_int_equal(stats.hits + stats.misses, 0); /* nothing was looked up */
     gj_context_destroy(ctx);
     if (saved_home) {
         setenv("HOME", saved_home, 1);
@@ -138,37 +147,35 @@ static void disable_turns_it_off(void **state) {
     setenv("GRIDJIT_CACHE_DISABLE", "1", 1);
     gjt_log_capture log;
     gj_context *ctx = env_context(&log);
-    gjt_compiler compiler = {0};
-    gjt_request r;
-    assert_int_equal(compile_variant(ctx, 0, &compiler, &r), GJ_CACHE_OFF);
-    assert_int_equal(compile_variant(ctx, 0, &compiler, &r), GJ_CACHE_OFF);
-    assert_int_equal(compiler.calls, 2);
+    assert_int_equal(fetch_variant(ctx, 0), GJ_CACHE_OFF);
+    assert_int_equal(fetch_variant(ctx, 0), GJ_CACHE_OFF);
+    assert_compiles(ctx, GJ_CACHE_OFF);
     assert_int_equal(gjt_count_suffix(dir, ".gjc"), 0);
     assert_int_equal(log.warnings, 0);
+    assert_string_equal(gj__store_situation(&ctx->store, &ctx->diag), " (the disk cache is off)");
     /* the API overrides the environment */
     assert_int_equal(gj_context_set_cache_enabled(ctx, 1), GJ_OK);
-    assert_int_equal(compile_variant(ctx, 0, &compiler, &r), GJ_CACHE_MISS);
-    assert_int_equal(compile_variant(ctx, 0, &compiler, &r), GJ_CACHE_HIT);
+    assert_int_equal(fetch_variant(ctx, 0), GJ_CACHE_MISS);
+    assert_int_equal(fetch_variant(ctx, 0), GJ_CACHE_HIT);
     gj_context_destroy(ctx);
     setenv("GRIDJIT_CACHE_DISABLE", "0", 1);
     ctx = env_context(&log);
-    assert_int_equal(compile_variant(ctx, 0, &compiler, &r), GJ_CACHE_HIT);
+    assert_int_equal(fetch_variant(ctx, 0), GJ_CACHE_HIT);
+    assert_string_equal(gj__store_situation(&ctx->store, &ctx->diag), "");
     gj_context_destroy(ctx);
     free(dir);
 }
 
 /* --------------------------------------------------- refusing a directory */
 
-/* The directory is refused with exactly one warning mentioning what; compiles work. */
+/* The directory is refused with exactly one warning mentioning why; work goes on uncached. */
 static void assert_refused(const char *dir, const char *why) {
     gjt_log_capture log;
     gj_context *ctx = gjt_context(dir, &log);
-    gjt_compiler compiler = {0};
-    gjt_request r;
-    assert_int_equal(compile_variant(ctx, 0, &compiler, &r), GJ_CACHE_OFF);
-    assert_int_equal(compile_variant(ctx, 0, &compiler, &r), GJ_CACHE_OFF);
-    assert_int_equal(compile_variant(ctx, 1, &compiler, &r), GJ_CACHE_OFF);
-    assert_int_equal(compiler.calls, 3);
+    assert_int_equal(fetch_variant(ctx, 0), GJ_CACHE_OFF);
+    assert_int_equal(fetch_variant(ctx, 0), GJ_CACHE_OFF);
+    assert_int_equal(fetch_variant(ctx, 1), GJ_CACHE_OFF);
+    assert_compiles(ctx, GJ_CACHE_OFF);
     assert_int_equal(log.warnings, 1);
     if (!strstr(log.last, why)) {
         fail_msg("warning \"%s\" does not say \"%s\"", log.last, why);
@@ -225,13 +232,29 @@ static void unusable_root_is_refused(void **state) {
 
 /* --------------------------------------------------------------- layers */
 
-/* Compiles variant v with ctx writing into dir; returns the entry's mtime. */
-static void populate(const char *dir, int v, size_t payload) {
+/* Stores blob variant v into dir as its own writable directory. */
+static void populate(const char *dir, int v) {
     gj_context *ctx = gjt_context(dir, NULL);
-    gjt_compiler compiler = {.payload_size = payload};
-    gjt_request r;
-    assert_int_equal(compile_variant(ctx, v, &compiler, &r), GJ_CACHE_MISS);
+    assert_int_equal(fetch_variant(ctx, v), GJ_CACHE_MISS);
     gj_context_destroy(ctx);
+}
+
+/* Looks blob variant v up; returns the layer it came from, or -1 on a miss. */
+static int layer_of(gj_context *ctx, int v, uint64_t *ino) {
+    gjt_blob b;
+    gjt_blob_init(&b, v, 500);
+    gj__blob got;
+    int layer = -1;
+    if (gjt_blob_get(ctx, &b, &got) == GJ_OK) {
+        assert_true(gjt_blob_same(&b, &got));
+        layer = got.ref.layer;
+        if (ino) {
+            *ino = got.ref.ino;
+        }
+        gj__blob_free(&got);
+    }
+    gjt_blob_free(&b);
+    return layer;
 }
 
 static void read_only_layer_is_searched_first(void **state) {
@@ -239,11 +262,12 @@ static void read_only_layer_is_searched_first(void **state) {
     char *layer_a = gjt_scratch("layer_a");
     char *layer_b = gjt_scratch("layer_b");
     char *rw = gjt_scratch("layer_rw");
-    populate(layer_a, 0, 100);
-    populate(layer_b, 0, 100);
-    populate(layer_b, 1, 100);
-    populate(rw, 0, 100);
+    populate(layer_a, 0);
+    populate(layer_b, 0);
+    populate(layer_b, 1);
+    populate(rw, 0);
     char *a_entry = gjt_only_file(layer_a, ".gjc");
+    assert_int_equal(gjt_age(a_entry, 500), 0);
     struct stat before;
     assert_int_equal(stat(a_entry, &before), 0);
 
@@ -253,32 +277,20 @@ static void read_only_layer_is_searched_first(void **state) {
     setenv("GRIDJIT_CACHE_DIR", rw, 1);
     gjt_log_capture log;
     gj_context *ctx = env_context(&log);
-    gjt_request r;
-    gjt_request_init(&r, 0, "sm_80", GJ_BINARY_CUBIN);
-    gjt_compiler compiler = {.request = &r, .payload_size = 100};
-    gj_program *prog = NULL;
-    assert_int_equal(gj__cache_compile(ctx, &r.req, gjt_compile, &compiler, &prog), GJ_OK);
-    assert_int_equal(gj_program_cache_status(prog), GJ_CACHE_HIT);
-    assert_int_equal(prog->cache.layer, 1); /* the first read-only layer, not the writable one */
+    uint64_t ino = 0;
+    assert_int_equal(layer_of(ctx, 0, &ino), 1); /* the first read-only layer, not the writable one */
     struct stat after;
     assert_int_equal(stat(a_entry, &after), 0);
-    assert_true(after.st_ino == prog->cache.ino);
+    assert_true(after.st_ino == ino);
+    /* a hit in a read-only layer leaves its recency stamp alone */
     assert_true(after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
-    gj_program_destroy(prog);
 
     /* variant 1 only in layer b: found there, nothing written */
-    gjt_request_init(&r, 1, "sm_80", GJ_BINARY_CUBIN);
-    assert_int_equal(gj__cache_compile(ctx, &r.req, gjt_compile, &compiler, &prog), GJ_OK);
-    assert_int_equal(gj_program_cache_status(prog), GJ_CACHE_HIT);
-    assert_int_equal(prog->cache.layer, 2);
-    gj_program_destroy(prog);
-
-    /* variant 2 nowhere: compiled and stored in the writable directory only */
-    gjt_request_init(&r, 2, "sm_80", GJ_BINARY_CUBIN);
-    assert_int_equal(gj__cache_compile(ctx, &r.req, gjt_compile, &compiler, &prog), GJ_OK);
-    assert_int_equal(gj_program_cache_status(prog), GJ_CACHE_MISS);
-    gj_program_destroy(prog);
-    assert_int_equal(compiler.calls, 1);
+    assert_int_equal(layer_of(ctx, 1, NULL), 2);
+    assert_int_equal(fetch_variant(ctx, 1), GJ_CACHE_HIT);
+    /* variant 2 nowhere: a miss, stored in the writable directory only */
+    assert_int_equal(fetch_variant(ctx, 2), GJ_CACHE_MISS);
+    assert_int_equal(layer_of(ctx, 2, NULL), 0);
     assert_int_equal(gjt_count_suffix(layer_a, ".gjc"), 1);
     assert_int_equal(gjt_count_suffix(layer_b, ".gjc"), 2);
     assert_int_equal(gjt_count_suffix(rw, ".gjc"), 2);
@@ -294,21 +306,23 @@ static void broken_read_only_entry_is_skipped(void **state) {
     (void)state;
     char *layer = gjt_scratch("layer_broken");
     char *rw = gjt_scratch("layer_broken_rw");
-    populate(layer, 0, 100);
+    populate(layer, 0);
     char *entry = gjt_only_file(layer, ".gjc");
     assert_int_equal(truncate(entry, 50), 0);
     gjt_log_capture log;
     gj_context *ctx = gjt_context(rw, &log);
     assert_int_equal(gj_context_set_cache_path(ctx, layer), GJ_OK);
-    gjt_compiler compiler = {0};
-    gjt_request r;
-    assert_int_equal(compile_variant(ctx, 0, &compiler, &r), GJ_CACHE_MISS);
+    assert_int_equal(fetch_variant(ctx, 0), GJ_CACHE_MISS);
     assert_int_equal(log.warnings, 1);
     assert_non_null(strstr(log.last, "truncated"));
-    assert_int_equal(access(entry, F_OK), 0); /* a read-only layer is never modified */
-    assert_int_equal(compile_variant(ctx, 0, &compiler, &r), GJ_CACHE_HIT);
+    assert_non_null(strstr(log.last, "ignoring it"));
+    assert_int_equal(gjt_file_size(entry), 50); /* a read-only layer is never modified */
+    assert_int_equal(fetch_variant(ctx, 0), GJ_CACHE_HIT);
+    assert_int_equal(layer_of(ctx, 0, NULL), 0);
     assert_int_equal(log.warnings, 1); /* skipped from now on */
-    assert_int_equal(compiler.calls, 1);
+    gj_cache_stats stats;
+    assert_int_equal(gj_context_cache_stats(ctx, GJ_CACHE_STATS_CONTEXT, &stats), GJ_OK);
+    assert_int_equal(stats.corrupt, 1);
     gj_context_destroy(ctx);
     free(entry);
     free(layer);
@@ -319,17 +333,16 @@ static void unsafe_layers_are_refused(void **state) {
     (void)state;
     char *layer = gjt_scratch("layer_unsafe");
     char *rw = gjt_scratch("layer_unsafe_rw");
-    populate(layer, 0, 100);
+    populate(layer, 0);
     assert_int_equal(chmod(layer, 0777), 0);
     gjt_log_capture log;
     gj_context *ctx = gjt_context(rw, &log);
+    gj_context_set_log_level(ctx, GJ_LOG_DEBUG); /* the missing layer is an info */
     char path[4500];
     snprintf(path, sizeof path, "%s::%s/does-not-exist", layer, rw);
     assert_int_equal(gj_context_set_cache_path(ctx, path), GJ_OK);
-    gjt_compiler compiler = {0};
-    gjt_request r;
-    assert_int_equal(compile_variant(ctx, 0, &compiler, &r), GJ_CACHE_MISS); /* not served from it */
-    assert_int_equal(log.warnings, 1); /* the missing layer is only an info */
+    assert_int_equal(fetch_variant(ctx, 0), GJ_CACHE_MISS); /* not served from it */
+    assert_int_equal(log.warnings, 1);
     assert_non_null(strstr(log.last, "world-writable"));
     assert_int_equal(log.infos, 1);
     gj_context_destroy(ctx);
@@ -337,112 +350,41 @@ static void unsafe_layers_are_refused(void **state) {
     free(rw);
 }
 
-/* ------------------------------------------------------------ no NVRTC */
-
-static void precompiled_entry_loads_without_nvrtc(void **state) {
+/* The writable directory named again as a layer is searched once, as writable. */
+static void writable_dir_is_not_also_a_layer(void **state) {
     (void)state;
-    char *dir = gjt_scratch("no_nvrtc");
-    /* "precompile": an NVRTC 12.4 made the entry */
-    gj_context *ctx = gjt_context(dir, NULL);
-    gjt_request r;
-    gjt_request_init(&r, 0, "sm_80", GJ_BINARY_CUBIN);
-    r.nvrtc.major = 12;
-    r.nvrtc.minor = 4;
-    gjt_compiler compiler = {.request = &r, .payload_size = 700};
-    gj_program *prog = NULL;
-    assert_int_equal(gj__cache_compile(ctx, &r.req, gjt_compile, &compiler, &prog), GJ_OK);
-    char full_key[33];
-    snprintf(full_key, sizeof full_key, "%s", gj_program_cache_key(prog));
-    gj_program_destroy(prog);
-    gj_context_destroy(ctx);
-
-    /* without NVRTC: loaded from the entry, which tells the full key */
+    char *rw = gjt_scratch("layer_self");
+    populate(rw, 0);
     gjt_log_capture log;
-    ctx = gjt_context(dir, &log);
-    gjt_request_init(&r, 0, "sm_80", GJ_BINARY_CUBIN);
-    r.req.nvrtc = NULL;
-    compiler.calls = 0;
-    assert_int_equal(gj__cache_compile(ctx, &r.req, gjt_compile, &compiler, &prog), GJ_OK);
-    assert_int_equal(gj_program_cache_status(prog), GJ_CACHE_HIT);
-    assert_string_equal(gj_program_cache_key(prog), full_key);
-    assert_int_equal(compiler.calls, 0);
-    uint8_t *expected = gjt_expected_binary(&r, 700);
-    assert_int_equal(prog->binary_size, 700);
-    assert_memory_equal(prog->binary, expected, 700);
-    assert_string_equal(prog->lowered_names[1], "k1");
-    free(expected);
-    gj_program_destroy(prog);
-
-    /* another configuration: a clear failure naming the key and the command */
-    gjt_request_init(&r, 1, "sm_80", GJ_BINARY_CUBIN);
-    r.req.nvrtc = NULL;
-    r.req.nvrtc_error = "GRIDJIT_NVRTC=off";
-    gj__cache_key key;
-    gj__cache_key_compute(&r.req, &key);
-    assert_int_equal(gj__cache_compile(ctx, &r.req, gjt_compile, &compiler, &prog), GJ_ERROR_NO_NVRTC);
-    assert_null(prog);
-    assert_int_equal(compiler.calls, 0);
-    const char *msg = gj_context_errmsg(ctx);
-    assert_non_null(strstr(msg, key.config_hex));
-    /* and the full key it would have with the NVRTC that last stored here (12.4) */
-    gjt_request with;
-    gjt_request_init(&with, 1, "sm_80", GJ_BINARY_CUBIN);
-    with.nvrtc.major = 12;
-    with.nvrtc.minor = 4;
-    gj__cache_key full;
-    gj__cache_key_compute(&with.req, &full);
-    assert_non_null(strstr(msg, full.hex));
-    assert_non_null(strstr(msg, "GRIDJIT_NVRTC=off"));
-    char command[3000];
-    snprintf(command, sizeof command,
-             "gridjit precompile --config '{\"otype\":\"HashGrid\",\"n_levels\":16}' --dims 3 --arch sm_80 "
-             "--cache-dir '%s'",
-             dir);
-    if (!strstr(msg, command)) {
-        fail_msg("message \"%s\" lacks \"%s\"", msg, command);
-    }
-    /* a PTX target is asked for with --ptx */
-    gjt_request_init(&r, 1, "compute_90", GJ_BINARY_PTX);
-    r.req.nvrtc = NULL;
-    assert_int_equal(gj__cache_compile(ctx, &r.req, gjt_compile, &compiler, &prog), GJ_ERROR_NO_NVRTC);
-    assert_non_null(strstr(gj_context_errmsg(ctx), "--arch sm_90 --ptx"));
+    gj_context *ctx = gjt_context(rw, &log);
+    assert_int_equal(gj_context_set_cache_path(ctx, rw), GJ_OK);
+    assert_int_equal(layer_of(ctx, 0, NULL), 0);
+    assert_int_equal(ctx->store.state->n_layers, 0);
+    assert_int_equal(log.warnings, 0);
     gj_context_destroy(ctx);
-    free(dir);
+    free(rw);
 }
 
-static void nvrtc_switch(void **state) {
-    (void)state;
-    gj_context *ctx = NULL;
-    gj_context_create(&ctx);
-    assert_true(gj__cache_nvrtc_allowed(ctx));
-    assert_int_equal(gj_context_set_nvrtc_enabled(ctx, 0), GJ_OK);
-    assert_false(gj__cache_nvrtc_allowed(ctx));
-    int major = 0, minor = 0;
-    assert_int_equal(gj_nvrtc_version(ctx, &major, &minor), GJ_ERROR_NO_NVRTC); /* the loader honours it */
-    assert_non_null(strstr(gj_context_errmsg(ctx), "gj_context_set_nvrtc_enabled"));
-    assert_int_equal(gj_context_set_nvrtc_enabled(ctx, 1), GJ_OK);
-    assert_true(gj__cache_nvrtc_allowed(ctx));
-    gj_context_destroy(ctx);
-}
+/* ------------------------------------------------------------ byte counts */
 
 static void byte_counts_parse(void **state) {
     (void)state;
     uint64_t n = 0;
-    assert_int_equal(gj__cache_parse_bytes("1024", &n), 0);
+    assert_int_equal(gj__store_parse_bytes("1024", &n), 0);
     assert_int_equal(n, 1024);
-    assert_int_equal(gj__cache_parse_bytes("4K", &n), 0);
+    assert_int_equal(gj__store_parse_bytes("4K", &n), 0);
     assert_int_equal(n, 4096);
-    assert_int_equal(gj__cache_parse_bytes("3M", &n), 0);
+    assert_int_equal(gj__store_parse_bytes("3M", &n), 0);
     assert_int_equal(n, 3u << 20);
-    assert_int_equal(gj__cache_parse_bytes("1GiB", &n), 0);
+    assert_int_equal(gj__store_parse_bytes("1GiB", &n), 0);
     assert_int_equal(n, 1u << 30);
-    assert_int_equal(gj__cache_parse_bytes("2g", &n), 0);
+    assert_int_equal(gj__store_parse_bytes("2g", &n), 0);
     assert_true(n == (uint64_t)2 << 30);
-    assert_int_equal(gj__cache_parse_bytes("", &n), -1);
-    assert_int_equal(gj__cache_parse_bytes("-5", &n), -1);
-    assert_int_equal(gj__cache_parse_bytes("12Q", &n), -1);
-    assert_int_equal(gj__cache_parse_bytes("99999999999999999999", &n), -1);
-    assert_int_equal(gj__cache_parse_bytes("20000000T", &n), -1);
+    assert_int_equal(gj__store_parse_bytes("", &n), -1);
+    assert_int_equal(gj__store_parse_bytes("-5", &n), -1);
+    assert_int_equal(gj__store_parse_bytes("12Q", &n), -1);
+    assert_int_equal(gj__store_parse_bytes("99999999999999999999", &n), -1);
+    assert_int_equal(gj__store_parse_bytes("20000000T", &n), -1);
 
     gjt_log_capture log;
     setenv("GRIDJIT_CACHE_MAX_BYTES", "lots", 1);
@@ -450,6 +392,7 @@ static void byte_counts_parse(void **state) {
     gj_cache_stats stats;
     assert_int_equal(gj_context_cache_stats(ctx, GJ_CACHE_STATS_CONTEXT, &stats), GJ_OK);
     assert_true(stats.max_bytes == (uint64_t)1 << 30);
+    assert_int_equal(log.warnings, 1);
     assert_non_null(strstr(log.last, "GRIDJIT_CACHE_MAX_BYTES"));
     gj_context_destroy(ctx);
     setenv("GRIDJIT_CACHE_MAX_BYTES", "64M", 1);
@@ -473,8 +416,7 @@ int main(void) {
         cmocka_unit_test_setup(read_only_layer_is_searched_first, clear_env),
         cmocka_unit_test_setup(broken_read_only_entry_is_skipped, clear_env),
         cmocka_unit_test_setup(unsafe_layers_are_refused, clear_env),
-        cmocka_unit_test_setup(precompiled_entry_loads_without_nvrtc, clear_env),
-        cmocka_unit_test_setup(nvrtc_switch, clear_env),
+        cmocka_unit_test_setup(writable_dir_is_not_also_a_layer, clear_env),
         cmocka_unit_test_setup(byte_counts_parse, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

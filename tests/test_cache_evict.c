@@ -1,62 +1,52 @@
-/* Bounded size (issue 4 §6): least recently used entries leave first, a hit makes an
- * entry recent, eviction happens after insertion, kept sources go with their entry. */
+/* Bounded size (store level): least recently used entries leave first, a hit makes an
+ * entry recent, eviction happens after insertion, kept sidecars go with their entry,
+ * prune applies a smaller cap now. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache_support.h"
 
 #define PAYLOAD 1000
+#define N_BLOBS 8
 
 typedef struct fixture {
     char *dir;
     gj_context *ctx;
     gjt_log_capture log;
-    gjt_request r[8];
-    gjt_compiler compiler;
+    gjt_blob b[N_BLOBS];
 } fixture;
 
 static void setup_fixture(fixture *f, const char *name) {
     memset(f, 0, sizeof *f);
     f->dir = gjt_scratch(name);
     f->ctx = gjt_context(f->dir, &f->log);
-    for (int i = 0; i < 8; i++) {
-        gjt_request_init(&f->r[i], 100 + i, "sm_80", GJ_BINARY_CUBIN);
+    for (int i = 0; i < N_BLOBS; i++) {
+        gjt_blob_init(&f->b[i], 100 + i, PAYLOAD);
     }
-    f->compiler.payload_size = PAYLOAD;
 }
 
 static void teardown_fixture(fixture *f) {
+    for (int i = 0; i < N_BLOBS; i++) {
+        gjt_blob_free(&f->b[i]);
+    }
     gj_context_destroy(f->ctx);
     free(f->dir);
 }
 
-static gj_cache_status compile(fixture *f, int i) {
-    f->compiler.request = &f->r[i];
-    gj_program *prog = NULL;
-    assert_int_equal(gj__cache_compile(f->ctx, &f->r[i].req, gjt_compile, &f->compiler, &prog), GJ_OK);
-    gj_cache_status status = gj_program_cache_status(prog);
-    gj_program_destroy(prog);
-    return status;
-}
-
-static char *entry_path(fixture *f, int i, const char *ext) {
-    gj__cache_key key;
-    gj__cache_key_compute(&f->r[i].req, &key);
-    return gj__cache_entry_path(f->dir, key.config_hex, key.hex, ext);
+static int fetch(fixture *f, int i) {
+    return gjt_fetch(f->ctx, &f->b[i]);
 }
 
 static int present(fixture *f, int i) {
-    char *path = entry_path(f, i, GJ__ENTRY_EXT);
+    char *path = gjt_blob_path(f->dir, &f->b[i], GJ__ENTRY_EXT);
     int ok = access(path, F_OK) == 0;
     free(path);
     return ok;
@@ -64,43 +54,42 @@ static int present(fixture *f, int i) {
 
 /* Sets entry i's recency stamp to seconds_ago. */
 static void age(fixture *f, int i, int seconds_ago) {
-    char *path = entry_path(f, i, GJ__ENTRY_EXT);
-    struct timespec t[2] = {{.tv_sec = time(NULL) - seconds_ago}, {.tv_sec = time(NULL) - seconds_ago}};
-    assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+    char *path = gjt_blob_path(f->dir, &f->b[i], GJ__ENTRY_EXT);
+    assert_int_equal(gjt_age(path, seconds_ago), 0);
     free(path);
 }
 
 static uint64_t entry_size(fixture *f, int i) {
-    char *path = entry_path(f, i, GJ__ENTRY_EXT);
-    struct stat st;
-    assert_int_equal(stat(path, &st), 0);
+    char *path = gjt_blob_path(f->dir, &f->b[i], GJ__ENTRY_EXT);
+    uint64_t size = gjt_file_size(path);
+    assert_true(size != UINT64_MAX);
     free(path);
-    return (uint64_t)st.st_size;
+    return size;
 }
 
 static void least_recently_used_goes_first(void **state) {
     (void)state;
     fixture f;
     setup_fixture(&f, "lru");
-    assert_int_equal(compile(&f, 0), GJ_CACHE_MISS);
+    assert_int_equal(fetch(&f, 0), GJ_CACHE_MISS);
     uint64_t one = entry_size(&f, 0);
     /* room for three entries, not four */
     assert_int_equal(gj_context_set_cache_max_bytes(f.ctx, 3 * one + one / 2), GJ_OK);
-    assert_int_equal(compile(&f, 1), GJ_CACHE_MISS);
-    assert_int_equal(compile(&f, 2), GJ_CACHE_MISS);
+    assert_int_equal(fetch(&f, 1), GJ_CACHE_MISS);
+    assert_int_equal(fetch(&f, 2), GJ_CACHE_MISS);
     age(&f, 0, 300);
     age(&f, 1, 200);
     age(&f, 2, 100);
-    assert_int_equal(compile(&f, 0), GJ_CACHE_HIT); /* 0 becomes the most recent */
+    assert_int_equal(fetch(&f, 0), GJ_CACHE_HIT); /* 0 becomes the most recent */
 
-    assert_int_equal(compile(&f, 3), GJ_CACHE_MISS); /* 4 entries: 1 is the least recent */
+    assert_int_equal(fetch(&f, 3), GJ_CACHE_MISS); /* 4 entries: 1 is the least recent */
     assert_true(present(&f, 0));
     assert_false(present(&f, 1));
     assert_true(present(&f, 2));
     assert_true(present(&f, 3));
 
     age(&f, 3, 50);
-    assert_int_equal(compile(&f, 4), GJ_CACHE_MISS); /* then 2 */
+    assert_int_equal(fetch(&f, 4), GJ_CACHE_MISS); /* then 2 */
     assert_false(present(&f, 2));
     assert_true(present(&f, 0) && present(&f, 3) && present(&f, 4));
 
@@ -109,36 +98,51 @@ static void least_recently_used_goes_first(void **state) {
     assert_int_equal(stats.evictions, 2);
     assert_int_equal(stats.entries, 3);
     assert_true(stats.disk_bytes <= stats.max_bytes);
-    assert_int_equal(compile(&f, 1), GJ_CACHE_MISS); /* an evicted entry is simply a miss */
+    assert_int_equal(fetch(&f, 1), GJ_CACHE_MISS); /* an evicted entry is simply a miss */
     assert_int_equal(f.log.warnings, 0);
     teardown_fixture(&f);
 }
 
-static void sources_leave_with_their_entry(void **state) {
+static void sidecars_leave_with_their_entry(void **state) {
     (void)state;
     fixture f;
-    setup_fixture(&f, "lru_sources");
+    setup_fixture(&f, "lru_sidecars");
     assert_int_equal(gj_context_set_cache_keep_source(f.ctx, 1), GJ_OK);
-    assert_int_equal(compile(&f, 0), GJ_CACHE_MISS);
-    char *source = entry_path(&f, 0, GJ__SOURCE_EXT);
+    assert_int_equal(fetch(&f, 0), GJ_CACHE_MISS);
+    char *sidecar = gjt_blob_path(f.dir, &f.b[0], GJ__SIDECAR_EXT);
     size_t n = 0;
-    uint8_t *text = gjt_read_file(source, &n);
-    assert_int_equal(n, strlen(f.r[0].source));
-    assert_memory_equal(text, f.r[0].source, n);
+    uint8_t *text = gjt_read_file(sidecar, &n);
+    assert_int_equal(n, strlen(f.b[0].sidecar));
+    assert_memory_equal(text, f.b[0].sidecar, n);
     free(text);
-    struct stat st;
-    assert_int_equal(stat(source, &st), 0);
-    uint64_t pair = entry_size(&f, 0) + (uint64_t)st.st_size;
+    uint64_t pair = entry_size(&f, 0) + gjt_file_size(sidecar);
     /* two pairs fit, three do not */
     assert_int_equal(gj_context_set_cache_max_bytes(f.ctx, 2 * pair + pair / 2), GJ_OK);
-    assert_int_equal(gj_context_set_cache_keep_source(f.ctx, 1), GJ_OK);
-    assert_int_equal(compile(&f, 1), GJ_CACHE_MISS);
+    assert_int_equal(fetch(&f, 1), GJ_CACHE_MISS);
     age(&f, 0, 100);
-    assert_int_equal(compile(&f, 2), GJ_CACHE_MISS);
+    assert_int_equal(fetch(&f, 2), GJ_CACHE_MISS);
     assert_false(present(&f, 0));
-    assert_int_equal(access(source, F_OK), -1);
-    assert_int_equal(gjt_count_suffix(f.dir, ".cu"), 2);
-    free(source);
+    assert_int_equal(access(sidecar, F_OK), -1);
+    assert_int_equal(gjt_count_suffix(f.dir, GJ__SIDECAR_EXT), 2);
+    gj_cache_stats stats;
+    assert_int_equal(gj_context_cache_stats(f.ctx, GJ_CACHE_STATS_CONTEXT, &stats), GJ_OK);
+    assert_int_equal(stats.evictions, 1);
+    assert_int_equal(stats.entries, 2);
+    assert_int_equal(stats.disk_bytes, 2 * pair); /* sidecars count */
+    free(sidecar);
+    teardown_fixture(&f);
+}
+
+/* Without the setting, no sidecar is kept. */
+static void sidecars_only_when_asked(void **state) {
+    (void)state;
+    fixture f;
+    setup_fixture(&f, "no_sidecars");
+    assert_int_equal(fetch(&f, 0), GJ_CACHE_MISS);
+    assert_int_equal(gjt_count_suffix(f.dir, GJ__SIDECAR_EXT), 0);
+    assert_int_equal(gj_context_set_cache_keep_source(f.ctx, 1), GJ_OK);
+    assert_int_equal(fetch(&f, 1), GJ_CACHE_MISS);
+    assert_int_equal(gjt_count_suffix(f.dir, GJ__SIDECAR_EXT), 1);
     teardown_fixture(&f);
 }
 
@@ -147,7 +151,7 @@ static void prune_applies_a_smaller_cap(void **state) {
     fixture f;
     setup_fixture(&f, "prune");
     for (int i = 0; i < 5; i++) {
-        assert_int_equal(compile(&f, i), GJ_CACHE_MISS);
+        assert_int_equal(fetch(&f, i), GJ_CACHE_MISS);
         age(&f, i, 1000 - 10 * i); /* 0 oldest ... 4 newest */
     }
     uint64_t one = entry_size(&f, 0);
@@ -158,26 +162,34 @@ static void prune_applies_a_smaller_cap(void **state) {
     assert_int_equal(freed, 3 * one);
     assert_false(present(&f, 0) || present(&f, 1) || present(&f, 2));
     assert_true(present(&f, 3) && present(&f, 4));
+    gj_cache_stats stats;
+    assert_int_equal(gj_context_cache_stats(f.ctx, GJ_CACHE_STATS_CONTEXT, &stats), GJ_OK);
+    assert_int_equal(stats.evictions, 3);
     teardown_fixture(&f);
 }
 
-/* An entry larger than the cap does not stay, and the compile still succeeds. */
+/* An entry larger than the cap does not stay, and the caller is not bothered. */
 static void cap_below_one_entry(void **state) {
     (void)state;
     fixture f;
     setup_fixture(&f, "tiny_cap");
     assert_int_equal(gj_context_set_cache_max_bytes(f.ctx, 10), GJ_OK);
-    assert_int_equal(compile(&f, 0), GJ_CACHE_MISS);
+    assert_int_equal(fetch(&f, 0), GJ_CACHE_MISS);
     assert_false(present(&f, 0));
-    assert_int_equal(compile(&f, 0), GJ_CACHE_MISS);
-    assert_int_equal(f.compiler.calls, 2);
+    assert_int_equal(fetch(&f, 0), GJ_CACHE_MISS);
+    gj_cache_stats stats;
+    assert_int_equal(gj_context_cache_stats(f.ctx, GJ_CACHE_STATS_CONTEXT, &stats), GJ_OK);
+    assert_int_equal(stats.compiles, 2);
+    assert_int_equal(stats.evictions, 2);
+    assert_int_equal(f.log.warnings, 0);
     teardown_fixture(&f);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(least_recently_used_goes_first),
-        cmocka_unit_test(sources_leave_with_their_entry),
+        cmocka_unit_test(sidecars_leave_with_their_entry),
+        cmocka_unit_test(sidecars_only_when_asked),
         cmocka_unit_test(prune_applies_a_smaller_cap),
         cmocka_unit_test(cap_below_one_entry),
     };

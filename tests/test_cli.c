@@ -1,5 +1,5 @@
 /* The gridjit command-line tool, run as a child process: help, refusals, info's
- * numbers against an independent computation of SPEC §2, dump, compile and demo. */
+ * numbers against an independent computation of docs/design.md §2, dump, compile and demo. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -185,7 +185,7 @@ static void no_arguments_is_a_usage_error(void **state) {
 
 /* ------------------------------------------------------------------- info */
 
-/* SPEC §2, written independently of the library. scale is taken as reported (it is a
+/* docs/design.md §2, written independently of the library. scale is taken as reported (it is a
  * float computation whose last bit we do not try to reproduce) after checking it
  * against the exact value; everything else is derived from it here. */
 typedef struct expected_level {
@@ -339,7 +339,7 @@ static void info_json_hand_computed_numbers(void **state) {
     assert_int_equal(integer(root, "n_params"), 336 * 2);
     assert_int_equal(integer(root, "n_output_dims"), 6);
     cJSON_Delete(root);
-    /* SPEC §2's check: level 0 = 32^3 entries, levels 1 and 2 = 2^16, n_params 2555904. */
+    /* docs/design.md §2's check: level 0 = 32^3 entries, levels 1 and 2 = 2^16, n_params 2555904. */
     root = info_json("{\"otype\": \"HashGrid\", \"n_levels\": 20, \"n_features_per_level\": 2, "
                      "\"base_resolution\": 32, \"log2_hashmap_size\": 16, \"per_level_scale\": 1.5}",
                      "3");
@@ -671,7 +671,7 @@ static void compile_json_describes_the_output(void **state) {
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(r.out, &end, 0);
     assert_non_null(root);
-    /* These six, plus only "key" and "cache", which the disk cache (issue 4) adds. */
+    /* These six, plus only "key" and "cache", which the disk cache adds. */
     static const char *const keys[] = {"arch", "kind", "bytes", "compile_ms", "kernels", "output"};
     const cJSON *item = NULL;
     for (size_t i = 0; i < 6; ++i) {

@@ -1,5 +1,5 @@
 /* The JSON configuration: defaults, every accepted value, every refusal and its message,
- * and the canonical JSON round trip (SPEC §1). */
+ * and the canonical JSON round trip (docs/design.md §1). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "model/config.h"
 
 /* ------------------------------------------------------------ helpers */
 

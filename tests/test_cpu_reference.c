@@ -44,7 +44,7 @@ static uint64_t ipow(uint64_t base, uint32_t exponent) {
     return r;
 }
 
-/* Per-level table written out from SPEC §2 (not gj__layout_compute, which is another module). */
+/* Per-level table written out from docs/design.md §2 (not gj__layout_compute, which is another module). */
 static void spec_layout(gj_ref_encoding *ref, uint32_t base_resolution, float per_level_scale, uint32_t log2_size) {
     float log2_scale = log2f(per_level_scale);
     uint64_t offset = 0;
@@ -222,7 +222,7 @@ static void pcg32_advance_equals_steps(void **state) {
     assert_true(back.state == rng.state);
 }
 
-/* Seeding as SPEC §5 states it, then `steps` plain steps: independent of advance(). */
+/* Seeding as docs/design.md §5 states it, then `steps` plain steps: independent of advance(). */
 static gj_ref_pcg32 pcg32_1337_after(uint64_t steps) {
     gj_ref_pcg32 rng;
     gj_ref_pcg32_seed(&rng, 1337u, 1u);
@@ -868,7 +868,7 @@ static void backward_backward_matches_finite_differences(void **state) {
     }
 }
 
-/* The Smoothstep Hessian has a diagonal (w'') term that the reference gets wrong (SPEC §8.1):
+/* The Smoothstep Hessian has a diagonal (w'') term that the reference gets wrong (docs/design.md §8.1):
  * a closed form for D=1, one level: y = (1 - w) theta_c + w theta_{c+1}, so with
  * L2 = H dL_dy dy/dx: dL2/dx = H dL_dy s^2 w''(t) (theta_{c+1} - theta_c). */
 static void backward_backward_1d_smoothstep_closed_form(void **state) {
@@ -960,27 +960,19 @@ static void backward_accumulates_into_dL_dparams(void **state) {
     free(params);
 }
 
-static void from_config_copies_fields(void **state) {
+static void from_encoding_copies_fields(void **state) {
     (void)state;
-    gj__config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.type = GJ_GRID_TILED;
-    cfg.n_dims = 3;
-    cfg.n_levels = 2;
-    cfg.n_features_per_level = 4;
-    cfg.interpolation = GJ_INTERP_SMOOTHSTEP;
-    cfg.hash = GJ_HASH_RNG;
-    cfg.fixed_point_pos = true;
-    cfg.stochastic_interpolation = true;
-    static gj__layout layout;
-    memset(&layout, 0, sizeof(layout));
-    layout.n_levels = 2;
-    layout.levels[0] = (gj__level){15.0f, 16, 4096, 0, GJ__INDEX_DENSE};
-    layout.levels[1] = (gj__level){31.0f, 32, 4096, 4096, GJ__INDEX_DENSE};
-    layout.n_entries = 8192;
-    layout.n_params = 32768;
+    gj_context *ctx = NULL;
+    gj_encoding *enc = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    assert_int_equal(gj_encoding_create(ctx,
+                                        "{\"otype\": \"TiledGrid\", \"n_levels\": 2, \"n_features_per_level\": 4, "
+                                        "\"base_resolution\": 16, \"interpolation\": \"Smoothstep\", \"hash\": \"Rng\", "
+                                        "\"fixed_point_pos\": true, \"stochastic_interpolation\": true}",
+                                        3, &enc),
+                     GJ_OK);
     gj_ref_encoding ref;
-    gj_ref_from_config(&ref, &cfg, &layout);
+    gj_ref_from_encoding(&ref, enc);
     assert_int_equal(ref.n_dims, 3);
     assert_int_equal(ref.n_levels, 2);
     assert_int_equal(ref.n_features_per_level, 4);
@@ -993,11 +985,13 @@ static void from_config_copies_fields(void **state) {
     assert_int_equal(ref.levels[1].entries, 4096);
     assert_int_equal(ref.levels[1].offset, 4096);
     assert_int_equal(ref.n_params, 32768);
+    gj_encoding_destroy(enc);
+    gj_context_destroy(ctx);
 }
 
 static void spec_layout_helper_matches_spec_example(void **state) {
     (void)state;
-    /* SPEC §2 check: D=3 HashGrid, base 32, log2 16, F=2, 20 levels, scale 1.5. */
+    /* docs/design.md §2 check: D=3 HashGrid, base 32, log2 16, F=2, 20 levels, scale 1.5. */
     gj_ref_encoding ref;
     make_ref(&ref, 3, 2, 20, GJ_GRID_HASH, GJ_HASH_COHERENT_PRIME, GJ_INTERP_LINEAR);
     spec_layout(&ref, 32, 1.5f, 16);
@@ -1031,7 +1025,7 @@ int main(void) {
         cmocka_unit_test(float_path_agrees_with_double_path),
         cmocka_unit_test(non_finite_inputs_stay_in_bounds),
         cmocka_unit_test(backward_accumulates_into_dL_dparams),
-        cmocka_unit_test(from_config_copies_fields),
+        cmocka_unit_test(from_encoding_copies_fields),
         cmocka_unit_test(spec_layout_helper_matches_spec_example),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

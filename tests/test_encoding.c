@@ -11,7 +11,7 @@
 
 #include "gridjit.h"
 
-#include "encoding.h"
+#include "model/encoding.h"
 
 static int setup(void **state) {
     gj_context *ctx = NULL;
@@ -39,7 +39,7 @@ static gj_encoding *create_ok(gj_context *ctx, const char *json, uint32_t n_dims
 
 static void tcnn_check_through_the_public_api(void **state) {
     gj_context *ctx = *state;
-    /* SPEC §2 check: 32^3 + 19 * 2^16 entries of 2 features = 2555904 parameters. */
+    /* docs/design.md §2 check: 32^3 + 19 * 2^16 entries of 2 features = 2555904 parameters. */
     gj_encoding *enc = create_ok(ctx,
                                  "{\"otype\": \"HashGrid\", \"n_levels\": 20, \"n_features_per_level\": 2, "
                                  "\"log2_hashmap_size\": 16, \"base_resolution\": 32, \"per_level_scale\": 1.5}",

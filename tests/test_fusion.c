@@ -1,5 +1,5 @@
 /*
- * The fusion contract (SPEC §7): the output of `--device-functions-only` pasted into a
+ * The fusion contract (docs/design.md §7): the output of `--device-functions-only` pasted into a
  * caller's own kernel compiles with NVRTC alone, and so does the full translation unit
  * with nvcc alone. Two encodings can share one translation unit.
  */

@@ -17,7 +17,7 @@
 
 #include "gridjit.h"
 #include "cpu_reference.h"
-#include "driver.h"
+#include "api/context.h"
 #include "gpu_harness.h"
 
 static const char FP32_CONFIG[] = "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"n_features_per_level\": 2, "
@@ -82,7 +82,7 @@ static void no_context_means_the_primary_context(void **state) {
     NEED_GPU();
     gj_runtime_info info;
     gj_gpu_ok(a->ctx, gj_runtime_probe(a->ctx, &info), "gj_runtime_probe"); /* loads the driver */
-    gj__driver *drv = a->ctx->driver;
+    gj__driver *drv = gj__driver_loaded(&a->ctx->driver);
     assert_non_null(drv);
     assert_int_equal(drv->CtxSetCurrent(NULL), CUDA_SUCCESS);
     gj_module *m = NULL;

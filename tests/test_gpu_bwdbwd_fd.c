@@ -1,7 +1,7 @@
 /*
  * The backward-of-backward pass against finite differences of the GPU's own backward
  * pass (fp32), for D = 1..4 with Linear and Smoothstep (the reference implementation
- * gets this wrong for every D but 2, SPEC §8.1; here nothing comes from a reference).
+ * gets this wrong for every D but 2, docs/design.md §8.1; here nothing comes from a reference).
  *
  * Given H = dLoss/d(dL/dx) and the backward pass dL/dx(x, theta, g), the pass computes
  * the gradients of S = sum_i H_i . dL/dx_i with respect to x, theta and g = dL/dy. S is
@@ -29,7 +29,6 @@
 
 #include "gridjit.h"
 #include "cpu_reference.h"
-#include "encoding.h"
 #include "gpu_harness.h"
 
 #define N_POINTS 64
@@ -263,7 +262,7 @@ static void run_case(void **state) {
     s->ctx = suite->ctx;
     gj_gpu_ok(s->ctx, gj_module_load(s->ctx, suite->enc[index], &suite->opts, job->prog, &s->m), "gj_module_load");
     const gj_encoding *enc = suite->enc[index];
-    gj_ref_from_config(&s->ref, &enc->config, &enc->layout);
+    gj_ref_from_encoding(&s->ref, enc);
     s->D = c->n_dims;
     s->n_out = N_LEVELS * N_FEATURES;
     s->n_params = gj_encoding_n_params(enc);

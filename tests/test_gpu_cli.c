@@ -17,7 +17,6 @@
 
 #include "gridjit.h"
 #include "cpu_reference.h"
-#include "encoding.h"
 #include "gpu_bounds.h"
 #include "gpu_harness.h"
 #include "run_cli.h"
@@ -93,7 +92,7 @@ static void run_eval_case(const eval_case *ec) {
     assert_int_equal(gj_context_create(&ctx), GJ_OK);
     assert_int_equal(gj_encoding_create(ctx, ec->json, ec->D, &enc), GJ_OK);
     gj_ref_encoding ref;
-    gj_ref_from_config(&ref, &enc->config, &enc->layout);
+    gj_ref_from_encoding(&ref, enc);
     const gj_precision pr = gj_encoding_precision(enc);
     const int fp16 = pr == GJ_PRECISION_FP16;
     const uint32_t D = ec->D, n_out = gj_encoding_n_output_dims(enc);

@@ -21,7 +21,6 @@
 
 #include "gridjit.h"
 #include "cpu_reference.h"
-#include "encoding.h"
 #include "gpu_bounds.h"
 #include "gpu_harness.h"
 
@@ -53,6 +52,10 @@ static const input_case cases[] = {
      "\"base_resolution\": 2, \"hash\": \"BaseConvert\", \"interpolation\": \"Smoothstep\", "
      "\"stochastic_interpolation\": true, \"precision\": \"fp32\"}",
      7, GJ_ORDER_POINT_MAJOR, 1},
+    {"tiled_odd_base_d3_fp16", /* levels at odd entry offsets: no misaligned vector reductions */
+     "{\"otype\": \"TiledGrid\", \"n_levels\": 4, \"n_features_per_level\": 2, \"base_resolution\": 25, "
+     "\"per_level_scale\": 1.5, \"precision\": \"fp16\"}",
+     3, GJ_ORDER_LEVEL_MAJOR, 1},
     {"hash_rng_fixed_point_d2",
      "{\"otype\": \"HashGrid\", \"n_levels\": 5, \"n_features_per_level\": 2, \"log2_hashmap_size\": 10, "
      "\"base_resolution\": 8, \"hash\": \"Rng\", \"fixed_point_pos\": true, \"precision\": \"fp32\"}",
@@ -91,7 +94,7 @@ typedef struct input_data {
 
 static void make_data(size_t index, const gj_encoding *enc, input_data *d) {
     memset(d, 0, sizeof *d);
-    gj_ref_from_config(&d->ref, &enc->config, &enc->layout);
+    gj_ref_from_encoding(&d->ref, enc);
     d->precision = gj_encoding_precision(enc);
     d->D = gj_encoding_n_dims(enc);
     d->n_out = gj_encoding_n_output_dims(enc);
@@ -104,7 +107,7 @@ static void make_data(size_t index, const gj_encoding *enc, input_data *d) {
     d->h = malloc(d->n * d->D * sizeof(double));
     assert_true(d->x && d->ordinary && d->params && d->g && d->h);
     gj_gpu_rng rng = {0x1A9075ull + index};
-    const int fixed = enc->config.fixed_point_pos;
+    const int fixed = gj_encoding_fixed_point_pos(enc);
     for (uint64_t i = 0; i < d->n; ++i) {
         d->ordinary[i] = 1;
         for (uint32_t k = 0; k < d->D; ++k) {

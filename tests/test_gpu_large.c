@@ -18,7 +18,6 @@
 
 #include "gridjit.h"
 #include "cpu_reference.h"
-#include "encoding.h"
 #include "gpu_bounds.h"
 #include "gpu_harness.h"
 
@@ -210,7 +209,7 @@ static int setup(void **state) {
         printf("%s\n", gj_context_errmsg(t->ctx));
         return -1;
     }
-    gj_ref_from_config(&t->ref, &t->enc->config, &t->enc->layout);
+    gj_ref_from_encoding(&t->ref, t->enc);
     t->n_params = gj_encoding_n_params(t->enc);
     t->x_pattern = malloc(PERIOD * sizeof(float));
     t->g_pattern = malloc(PERIOD * sizeof(float));

@@ -1,4 +1,4 @@
-/* Per-level scale, resolution, entries, offsets and index modes (SPEC §2, §4).
+/* Per-level scale, resolution, entries, offsets and index modes (docs/design.md §2, §4).
  * Expected numbers are worked out by hand in the comments, not taken from our output. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "layout.h"
+#include "model/layout.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -108,7 +108,7 @@ static void max_base_is_the_largest_resolution_whose_power_fits(void **state) {
 
 static void tcnn_check_numbers(void **state) {
     (void)state;
-    /* SPEC §2: D=3, HashGrid, base 32, log2 16, F=2, 20 levels, per_level_scale 1.5.
+    /* docs/design.md §2: D=3, HashGrid, base 32, log2 16, F=2, 20 levels, per_level_scale 1.5.
      * Level 0: scale 31, resolution 32, 32^3 = 32768 < 2^16 entries, dense (table >= grid).
      * Level 1: scale ~47, resolution 48, 48^3 = 110592 > 65536 -> 65536, hashed.
      * Level 2: scale ~71, resolution 72 -> 65536, hashed; and so on to level 19.
@@ -142,7 +142,7 @@ static void scale_follows_the_float_formula(void **state) {
     gj__layout layout = layout_of("{\"n_levels\": 20, \"base_resolution\": 32, \"per_level_scale\": 1.5}", 3);
     for (uint32_t l = 0; l < 20; ++l) {
         const gj__level *level = &layout.levels[l];
-        /* SPEC §2, in float, as the reference's grid_scale(). */
+        /* docs/design.md §2, in float, as the reference's grid_scale(). */
         float want = exp2f((float)l * log2f(1.5f)) * 32.0f - 1.0f;
         assert_true(level->scale == want);
         /* And, independently, close to the real-number value 32 * 1.5^l - 1. */
@@ -549,6 +549,39 @@ static void layout_is_deterministic_bytes(void **state) {
     assert_memory_equal(&a, &b, sizeof a);
 }
 
+/* The level scale rounds after the multiply and after the subtraction, never as one fused
+ * multiply-add (docs/design.md §2): a contracting compiler would give other literals for
+ * some configurations. Finds configurations where the two differ and checks the layout
+ * matches the separately rounded value there. */
+static float separately_rounded(float per_level_scale, uint32_t base, uint32_t level) {
+    volatile float exponent = (float)level * log2f(per_level_scale);
+    volatile float grown = exp2f(exponent) * (float)base;
+    return grown - 1.0f;
+}
+
+static void scale_is_never_contracted(void **state) {
+    (void)state;
+    int differing = 0;
+    for (int k = 0; k < 400 && differing < 20; k++) {
+        const float per_level_scale = 1.2f + 0.00137f * (float)k;
+        const uint32_t base = 3 + (uint32_t)(k % 29);
+        char json[256];
+        snprintf(json, sizeof json, "{\"otype\": \"HashGrid\", \"n_levels\": 16, \"base_resolution\": %u, "
+                 "\"per_level_scale\": %.9g}", base, (double)per_level_scale);
+        gj__config c;
+        gj__layout layout;
+        assert_int_equal(gj__config_parse(json, 3, &c, NULL, 0), GJ_OK);
+        assert_int_equal(gj__layout_compute(&c, &layout, NULL, 0), GJ_OK);
+        for (uint32_t l = 0; l < 16; l++) {
+            const float plain = separately_rounded(c.per_level_scale, base, l);
+            const float fused = fmaf(exp2f((float)l * log2f(c.per_level_scale)), (float)base, -1.0f);
+            differing += plain != fused;
+            assert_true(layout.levels[l].scale == plain);
+        }
+    }
+    assert_true(differing > 0); /* the check above was tested where it matters */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(max_base_is_the_largest_resolution_whose_power_fits),
@@ -575,6 +608,7 @@ int main(void) {
         cmocka_unit_test(index_mode_invariants),
         cmocka_unit_test(bad_arguments_are_refused),
         cmocka_unit_test(layout_is_deterministic_bytes),
+        cmocka_unit_test(scale_is_never_contracted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

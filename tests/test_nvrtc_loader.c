@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "gridjit.h"
-#include "nvrtc_loader.h"
+#include "api/context.h"
 
 /* ------------------------------------------------------------ fixtures */
 
@@ -47,7 +47,7 @@ static int context_teardown(void **state) {
 /* The loaded NVRTC, or a visible skip when this machine has none. */
 static gj__nvrtc *nvrtc_or_skip(gj_context *ctx) {
     gj__nvrtc *n = NULL;
-    gj_status status = gj__nvrtc_get(ctx, &n);
+    gj_status status = gj__nvrtc_get(&ctx->nvrtc, &ctx->diag, &n);
     if (status == GJ_ERROR_NO_NVRTC) {
         print_message("SKIPPED: NVRTC cannot be loaded here: %s\n", gj_context_errmsg(ctx));
         skip();
@@ -72,9 +72,9 @@ static void loads_once_per_context(void **state) {
     gj_context *ctx = *state;
     gj__nvrtc *first = nvrtc_or_skip(ctx);
     gj__nvrtc *second = NULL;
-    assert_int_equal(gj__nvrtc_get(ctx, &second), GJ_OK);
+    assert_int_equal(gj__nvrtc_get(&ctx->nvrtc, &ctx->diag, &second), GJ_OK);
     assert_ptr_equal(first, second);
-    assert_ptr_equal(ctx->nvrtc, first);
+    assert_ptr_equal(ctx->nvrtc.lib, first);
     assert_non_null(first->handle);
     assert_non_null(first->CompileProgram);
     assert_non_null(first->GetLoweredName);
@@ -137,9 +137,9 @@ static void off_behaves_as_absent(void **state) {
     for (size_t i = 0; i < 2; i++) {
         setenv("GRIDJIT_NVRTC", values[i], 1);
         gj__nvrtc *n = (gj__nvrtc *)1;
-        assert_int_equal(gj__nvrtc_get(ctx, &n), GJ_ERROR_NO_NVRTC);
+        assert_int_equal(gj__nvrtc_get(&ctx->nvrtc, &ctx->diag, &n), GJ_ERROR_NO_NVRTC);
         assert_null(n);
-        assert_null(ctx->nvrtc);
+        assert_null(ctx->nvrtc.lib);
         assert_non_null(strstr(gj_context_errmsg(ctx), "GRIDJIT_NVRTC"));
         int major = -1, minor = -1;
         assert_int_equal(gj_nvrtc_version(ctx, &major, &minor), GJ_ERROR_NO_NVRTC);
@@ -153,7 +153,7 @@ static void missing_path_is_named(void **state) {
     gj_context *ctx = *state;
     setenv("GRIDJIT_NVRTC", "/nonexistent/libnvrtc.so", 1);
     gj__nvrtc *n = NULL;
-    assert_int_equal(gj__nvrtc_get(ctx, &n), GJ_ERROR_NO_NVRTC);
+    assert_int_equal(gj__nvrtc_get(&ctx->nvrtc, &ctx->diag, &n), GJ_ERROR_NO_NVRTC);
     assert_null(n);
     const char *message = gj_context_errmsg(ctx);
     assert_non_null(strstr(message, "/nonexistent/libnvrtc.so"));
@@ -166,7 +166,7 @@ static void a_failed_load_is_retried(void **state) {
     gj_context *ctx = *state;
     setenv("GRIDJIT_NVRTC", "off", 1);
     gj__nvrtc *n = NULL;
-    assert_int_equal(gj__nvrtc_get(ctx, &n), GJ_ERROR_NO_NVRTC);
+    assert_int_equal(gj__nvrtc_get(&ctx->nvrtc, &ctx->diag, &n), GJ_ERROR_NO_NVRTC);
     restore_nvrtc_env();
     nvrtc_or_skip(ctx);
 }
@@ -181,7 +181,7 @@ static void absolute_path_is_used(void **state) {
     assert_int_equal(gj_context_create(&other), GJ_OK);
     setenv("GRIDJIT_NVRTC", path, 1);
     gj__nvrtc *n = NULL;
-    assert_int_equal(gj__nvrtc_get(other, &n), GJ_OK);
+    assert_int_equal(gj__nvrtc_get(&other->nvrtc, &other->diag, &n), GJ_OK);
     assert_string_equal(n->path, path);
     assert_int_equal(n->major, found->major);
     assert_int_equal(n->minor, found->minor);
@@ -195,9 +195,9 @@ static void a_library_without_the_symbols_is_refused(void **state) {
     path_of((const void *)&printf, path, sizeof path); /* the C library */
     setenv("GRIDJIT_NVRTC", path, 1);
     gj__nvrtc *n = NULL;
-    assert_int_equal(gj__nvrtc_get(ctx, &n), GJ_ERROR_NO_NVRTC);
+    assert_int_equal(gj__nvrtc_get(&ctx->nvrtc, &ctx->diag, &n), GJ_ERROR_NO_NVRTC);
     assert_null(n);
-    assert_null(ctx->nvrtc);
+    assert_null(ctx->nvrtc.lib);
     const char *message = gj_context_errmsg(ctx);
     assert_non_null(strstr(message, path));
     assert_non_null(strstr(message, "nvrtcGetErrorString"));
@@ -215,8 +215,7 @@ static void null_arguments_are_refused(void **state) {
     assert_int_equal(gj_nvrtc_supported_archs(NULL, &archs), GJ_ERROR_INVALID_ARGUMENT);
     assert_null(archs);
     assert_int_equal(gj_nvrtc_supported_archs(ctx, NULL), GJ_ERROR_INVALID_ARGUMENT);
-    assert_null(ctx->nvrtc); /* refusing arguments loads nothing */
-    gj__nvrtc_release(NULL);
+    assert_null(ctx->nvrtc.lib); /* refusing arguments loads nothing */
 }
 
 int main(void) {

@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include "gridjit.h"
-#include "codegen.h"
-#include "module.h"
-#include "templates.h"
+#include "base/templates.h"
+#include "codegen/kernels.h"
+#include "codegen/options.h"
+#include "runtime/module.h"
+#include "api/context.h"
 #include "run_cli.h"
 #include "test_env.h"
 
@@ -59,7 +61,7 @@ static void assert_contains(const char *text, const char *needle) {
 /* A shape for the checks, from the small encoding and the given options. */
 static gj__module_shape shape_of(const fixture *f, const gj_codegen_options *in) {
     gj_codegen_options resolved;
-    assert_int_equal(gj__codegen_options_resolve(f->ctx, in, &resolved), GJ_OK);
+    assert_int_equal(gj__codegen_options_resolve(&f->ctx->diag, in, &resolved), GJ_OK);
     gj__module_shape shape;
     gj__module_shape_make(&shape, f->enc, &resolved);
     return shape;
@@ -215,36 +217,40 @@ static void forward_checks(void **state) {
     fixture *f = *state;
     gj__module_shape s = shape_of(f, NULL);
     gj_forward_desc d = valid_forward(1000);
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_OK);
-    assert_int_equal(gj__check_forward(f->ctx, &s, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_OK);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    d.struct_size = 0; /* filled in by hand, not by gj_forward_desc_init */
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "gj_forward_desc_init");
+    d = valid_forward(1000);
 
     d.x = NULL;
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "x must not be NULL");
     d.x = ADDR(0x10002); /* floats need 4-byte alignment */
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "x must be aligned to 4 bytes");
 
     d = valid_forward(1000);
     d.params = ADDR(0x20008); /* 8 but not 16 */
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "params must be aligned to 16 bytes");
 
     d = valid_forward(1000);
     d.y = ADDR(0x30002); /* fp32 outputs: 4-byte alignment */
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "y must be aligned to 4 bytes");
 
     d = valid_forward(1000);
     d.y = NULL;
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "nothing to compute");
     d.dy_dx = ADDR(0x40000); /* dy/dx alone is a valid request */
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_OK);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_OK);
 
     d = valid_forward(1000);
     d.y_layout = (gj_data_layout)7;
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "y_layout");
 }
 
@@ -255,17 +261,17 @@ static void max_level_checks(void **state) {
     const float bad[] = {1.5f, -0.25f, NAN, INFINITY};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
         d.max_level = bad[i];
-        assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+        assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
         assert_contains(gj_context_errmsg(f->ctx), "max_level must be in [0, 1]");
     }
     d.max_level = 0.0f;
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_OK);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_OK);
     /* With a per-point array the scalar is not used, hence not checked. */
     d.max_level = NAN;
     d.max_level_per_point = ADDR(0x50000);
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_OK);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_OK);
     d.max_level_per_point = ADDR(0x50001);
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "max_level_per_point");
 }
 
@@ -274,9 +280,9 @@ static void point_count_limits(void **state) {
     gj__module_shape s = shape_of(f, NULL); /* 256 threads, 1 point each */
     assert_int_equal(gj__shape_max_points(&s), 2147483647ull * 256ull);
     gj_forward_desc d = valid_forward(2147483647ull * 256ull);
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_OK);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_OK);
     d.n += 1;
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "n must be at most 549755813632 points");
 
     gj_codegen_options opts;
@@ -286,18 +292,18 @@ static void point_count_limits(void **state) {
     s = shape_of(f, &opts);
     assert_int_equal(gj__shape_max_points(&s), GJ_MAX_POINTS);
     d.n = GJ_MAX_POINTS + 1;
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     d.n = GJ_MAX_POINTS;
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_OK);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_OK);
 
     /* n = 0: nothing is launched, so nothing else is looked at. */
     s = shape_of(f, NULL);
     gj_forward_desc empty;
     gj_forward_desc_init(&empty);
-    assert_int_equal(gj__check_forward(f->ctx, &s, &empty), GJ_OK);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &empty), GJ_OK);
     gj_backward_desc bempty;
     gj_backward_desc_init(&bempty);
-    assert_int_equal(gj__check_backward(f->ctx, &s, &bempty), GJ_OK);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &bempty), GJ_OK);
 }
 
 static void pass_not_compiled(void **state) {
@@ -309,15 +315,15 @@ static void pass_not_compiled(void **state) {
     gj_backward_desc bd;
     gj_backward_desc_init(&bd);
     bd.n = 5;
-    assert_int_equal(gj__check_backward(f->ctx, &s, &bd), GJ_ERROR_PASS_NOT_COMPILED);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &bd), GJ_ERROR_PASS_NOT_COMPILED);
     assert_contains(gj_context_errmsg(f->ctx), "without the backward pass (passes: forward)");
     gj_backward_backward_desc bbd;
     gj_backward_backward_desc_init(&bbd);
-    assert_int_equal(gj__check_backward_backward(f->ctx, &s, &bbd), GJ_ERROR_PASS_NOT_COMPILED);
+    assert_int_equal(gj__check_backward_backward(&f->ctx->diag, &s, &bbd), GJ_ERROR_PASS_NOT_COMPILED);
     opts.passes = GJ_PASS_BACKWARD | GJ_PASS_BACKWARD_BACKWARD;
     s = shape_of(f, &opts);
     gj_forward_desc fd = valid_forward(5);
-    assert_int_equal(gj__check_forward(f->ctx, &s, &fd), GJ_ERROR_PASS_NOT_COMPILED);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &fd), GJ_ERROR_PASS_NOT_COMPILED);
     assert_contains(gj_context_errmsg(f->ctx), "passes: backward, backward_backward");
 }
 
@@ -336,31 +342,31 @@ static void backward_checks(void **state) {
     fixture *f = *state;
     gj__module_shape s = shape_of(f, NULL);
     gj_backward_desc d = valid_backward();
-    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_OK);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_OK);
     d.dL_dparams = NULL;
-    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "nothing to compute");
     d.dL_dx = ADDR(0x70000);
-    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_OK);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_OK);
     d.dL_dx = ADDR(0x70001);
-    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "dL_dx must be aligned");
 
     d = valid_backward();
     d.dL_dparams = ADDR(0x60004);
-    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "dL_dparams must be aligned to 16 bytes");
     d = valid_backward();
     d.dL_dy = NULL;
-    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "dL_dy must not be NULL");
     d = valid_backward();
     d.dL_dparams_mode = (gj_grad_mode)3;
-    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "dL_dparams_mode");
     d = valid_backward();
     d.dL_dy_layout = (gj_data_layout)-1;
-    assert_int_equal(gj__check_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
 }
 
 static void backward_backward_checks(void **state) {
@@ -372,15 +378,15 @@ static void backward_backward_checks(void **state) {
     d.x = ADDR(0x10000);
     d.params = ADDR(0x20000);
     d.dL_dy = ADDR(0x30000);
-    assert_int_equal(gj__check_backward_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_backward_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "all NULL");
     d.dL_dx = ADDR(0x40000);
-    assert_int_equal(gj__check_backward_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_backward_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "dL_ddLdx must not be NULL");
     d.dL_ddLdx = ADDR(0x50000);
-    assert_int_equal(gj__check_backward_backward(f->ctx, &s, &d), GJ_OK);
+    assert_int_equal(gj__check_backward_backward(&f->ctx->diag, &s, &d), GJ_OK);
     d.dL_ddLdy = ADDR(0x60002);
-    assert_int_equal(gj__check_backward_backward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_backward_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "dL_ddLdy must be aligned to 4 bytes");
 }
 
@@ -389,12 +395,12 @@ static void init_checks(void **state) {
     gj__module_shape s = shape_of(f, NULL);
     gj_init_desc d;
     gj_init_desc_init(&d);
-    assert_int_equal(gj__check_init(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_init(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "params must not be NULL");
     d.params = ADDR(0x1000);
-    assert_int_equal(gj__check_init(f->ctx, &s, &d), GJ_OK);
+    assert_int_equal(gj__check_init(&f->ctx->diag, &s, &d), GJ_OK);
     d.scale = INFINITY;
-    assert_int_equal(gj__check_init(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_init(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "scale must be finite");
 }
 
@@ -410,17 +416,17 @@ static void fp16_alignment(void **state) {
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);
     gj_codegen_options resolved;
-    assert_int_equal(gj__codegen_options_resolve(f->ctx, &opts, &resolved), GJ_OK);
+    assert_int_equal(gj__codegen_options_resolve(&f->ctx->diag, &opts, &resolved), GJ_OK);
     gj__module_shape s;
     gj__module_shape_make(&s, enc, &resolved);
     assert_int_equal(gj__shape_element_size(&s), 2);
     assert_int_equal(s.precision, GJ_PRECISION_FP16);
-    assert_true(s.grad_fp32); /* F = 1: fp32 accumulation (SPEC §8.3) */
+    assert_true(s.grad_fp32); /* F = 1: fp32 accumulation (docs/design.md §8.3) */
     gj_forward_desc d = valid_forward(10);
     d.y = ADDR(0x30002);
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_OK);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_OK);
     d.y = ADDR(0x30001);
-    assert_int_equal(gj__check_forward(f->ctx, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "y must be aligned to 2 bytes");
     gj_encoding_destroy(enc);
 }
@@ -539,10 +545,8 @@ static void kernel_names_follow_the_contract(void **state) {
     /* Every kernel the code generator lists is one the runtime knows. */
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);
-    gj__config config;
-    memset(&config, 0, sizeof config);
     size_t count = 0;
-    char **names = gj__codegen_kernel_names(&config, &opts, &count);
+    char **names = gj__codegen_kernel_names(&opts, GJ__PART_ALL, &count);
     assert_non_null(names);
     assert_int_equal(count, GJ__KERNEL_COUNT);
     for (int k = 0; k < GJ__KERNEL_COUNT; ++k) {

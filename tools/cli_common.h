@@ -42,9 +42,9 @@ int gj_cli_parse_dims(const char *cmd, const char *text, uint32_t *n_dims);
 /* An unsigned integer option value in [min, max]; usage error naming the option otherwise. */
 int gj_cli_parse_u32(const char *cmd, const char *option, const char *text, uint32_t min, uint32_t max,
                      uint32_t *out);
-/* --pass: forward|backward|backward_backward|all, or a comma-separated list of them.
- * backward and backward_backward bring the forward pass along (their kernels take what
- * the forward pass saves). */
+/* --pass: forward|backward|backward_backward|all, or a comma-separated list of them,
+ * taken as they are (a backward-only program is what `--pass backward` gives, so that
+ * the command the library prints for a missing cache entry makes exactly that entry). */
 int gj_cli_parse_passes(const char *cmd, const char *text, uint32_t *passes);
 
 /*

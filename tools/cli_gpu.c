@@ -35,7 +35,16 @@ int gj_cli_gpu_module(gj_cli_gpu *gpu, const gj_encoding *enc, const gj_codegen_
                       gj_module **module) {
     *module = NULL;
     if (!arch) {
+        /* Every program now, in parallel: the compile is timed here and fails here, not in
+         * the middle of a measurement. */
         gj_status status = gj_module_create(gpu->ctx, enc, opts, module);
+        if (status == GJ_OK) {
+            status = gj_module_prepare(*module, opts ? opts->passes : GJ_PASS_ALL);
+        }
+        if (status != GJ_OK) {
+            gj_module_destroy(*module);
+            *module = NULL;
+        }
         return status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(gpu->cmd, gpu->ctx, status, "cannot make the module");
     }
     gj_program *prog = NULL;

@@ -22,7 +22,8 @@ int gj_cli_gpu_open(const char *cmd, gj_context *ctx, gj_cli_gpu *gpu, int quiet
 /* Frees every buffer (after synchronising the default stream). */
 void gj_cli_gpu_close(gj_cli_gpu *gpu);
 
-/* A module for enc/opts: compiled for the device (arch NULL), or for arch then loaded. */
+/* A module for enc/opts: its programs compiled for the device now (arch NULL), or one
+ * program compiled for arch, then loaded. */
 int gj_cli_gpu_module(gj_cli_gpu *gpu, const gj_encoding *enc, const gj_codegen_options *opts, const char *arch,
                       gj_module **module);
 

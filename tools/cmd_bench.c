@@ -1,9 +1,6 @@
 /* gridjit bench: kernel timings of the passes with CUDA events, and the compile time. */
 #include "cli_gpu.h"
 
-/* CUDA events come from the library's driver table: the public API has no timers. */
-#include "driver.h"
-
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,23 +254,15 @@ static int compare_floats(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static gj_status cuda(gj_context *ctx, gj__driver *drv, CUresult r, const char *call) {
-    return gj__cuda_check(ctx, drv, r, call);
-}
-
 /* Median of iterations launches, each timed between its own pair of events. */
 static int time_pass(gj_cli_gpu *gpu, gj_module *m, unsigned pass, const bench_args *args, const bench_buffers *b,
                      double *median_ms) {
-    gj__driver *drv = NULL;
-    gj_status status = gj__driver_get(gpu->ctx, &drv);
     const uint32_t k = args->iterations;
-    CUevent *events = calloc(k + 1, sizeof *events);
+    gj_event **events = calloc(k + 1, sizeof *events);
     float *ms = calloc(k, sizeof *ms);
-    if (!events || !ms) {
-        status = GJ_ERROR_OUT_OF_MEMORY;
-    }
+    gj_status status = events && ms ? GJ_OK : GJ_ERROR_OUT_OF_MEMORY;
     for (uint32_t i = 0; status == GJ_OK && i <= k; ++i) {
-        status = cuda(gpu->ctx, drv, drv->EventCreate(&events[i], CU_EVENT_DEFAULT), "cuEventCreate");
+        status = gj_event_create(gpu->ctx, &events[i]);
     }
     for (int i = 0; status == GJ_OK && i < WARMUP; ++i) {
         status = run_pass(m, pass, args->n_points, args->layout, b);
@@ -281,23 +270,20 @@ static int time_pass(gj_cli_gpu *gpu, gj_module *m, unsigned pass, const bench_a
     if (status == GJ_OK) {
         status = gj_stream_synchronize(gpu->ctx, NULL);
     }
-    status = status ? status : cuda(gpu->ctx, drv, drv->EventRecord(events[0], NULL), "cuEventRecord");
+    status = status ? status : gj_event_record(events[0], NULL);
     for (uint32_t i = 0; status == GJ_OK && i < k; ++i) {
         status = run_pass(m, pass, args->n_points, args->layout, b);
-        status = status ? status : cuda(gpu->ctx, drv, drv->EventRecord(events[i + 1], NULL), "cuEventRecord");
+        status = status ? status : gj_event_record(events[i + 1], NULL);
     }
-    status = status ? status : cuda(gpu->ctx, drv, drv->EventSynchronize(events[k]), "cuEventSynchronize");
     for (uint32_t i = 0; status == GJ_OK && i < k; ++i) {
-        status = cuda(gpu->ctx, drv, drv->EventElapsedTime(&ms[i], events[i], events[i + 1]), "cuEventElapsedTime");
+        status = gj_event_elapsed_ms(events[i], events[i + 1], &ms[i]);
     }
     if (status == GJ_OK) {
         qsort(ms, k, sizeof *ms, compare_floats);
         *median_ms = k % 2 ? ms[k / 2] : 0.5 * ((double)ms[k / 2 - 1] + (double)ms[k / 2]);
     }
-    for (uint32_t i = 0; events && drv && i <= k; ++i) {
-        if (events[i]) {
-            drv->EventDestroy(events[i]);
-        }
+    for (uint32_t i = 0; events && i <= k; ++i) {
+        gj_event_destroy(events[i]);
     }
     free(events);
     free(ms);

@@ -3,8 +3,7 @@
  * sample with the CPU reference, print timings. Without a GPU it says why and succeeds. */
 #include "cli_gpu.h"
 
-#include "../tests/support/cpu_reference.h"
-#include "encoding.h"
+#include "cpu_reference.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -192,7 +191,7 @@ static int time_pass(demo_gpu *d, gj_status (*pass)(demo_gpu *), const char *nam
  * (~5e-4 relative), fp32 ones by float rounding (~1e-6). */
 static int compare(demo_gpu *d, const gj_encoding *enc) {
     gj_ref_encoding ref;
-    gj_ref_from_config(&ref, &enc->config, &enc->layout);
+    gj_ref_from_encoding(&ref, enc);
     double *params = malloc(d->n_params * sizeof(double));
     float *y = malloc((size_t)DEMO_SAMPLE * d->n_out * sizeof(float)), *dx = malloc((size_t)DEMO_SAMPLE * d->D * sizeof(float));
     double *y_ref = malloc(d->n_out * sizeof(double)), dx_ref[GJ_REF_MAX_DIMS];

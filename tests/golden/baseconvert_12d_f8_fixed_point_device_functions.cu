@@ -3,13 +3,12 @@
 // Configuration:
 //   {"otype": "Grid", "type": "Hash", "n_levels": 2, "n_features_per_level": 8, "log2_hashmap_size": 14, "base_resolution": 2, "per_level_scale": 2, "interpolation": "Linear", "hash": "BaseConvert", "stochastic_interpolation": false, "fixed_point_pos": true, "n_dims_to_encode": 12, "precision": "fp16"}
 // Layout: 12 input dimensions, 2 levels x 8 features = 16 outputs (padded to 16), 163840 parameters (fp16), gradients accumulated in fp16.
-// Passes: forward backward backward_backward. Device functions: gj_encode gj_encode_bwd gj_encode_bwdbwd.
+// Passes: forward backward backward_backward. Device functions: gj_encode, gj_encode_bwd, gj_encode_bwdbwd.
 // Compile options (NVRTC; <target> is the architecture asked for):
 //   --gpu-architecture=<target>
 //   -std=c++17
 //   --fmad=true
 //   --extra-device-vectorization
-//   -lineinfo
 //   --device-as-default-execution-space
 // ===========================================================================
 
@@ -124,7 +123,7 @@ GJ_INLINE void gj_red_v4_u32(gj_u32* address, gj_u32 a, gj_u32 b, gj_u32 c, gj_u
 
 // ===== templates/hash.cuh =====
 // ---------------------------------------------------------------------------
-// gridjit: corner hashes (SPEC §5), the PCG32 generator and corner indexing (SPEC §4).
+// gridjit: corner hashes (docs/design.md §5), the PCG32 generator and corner indexing (docs/design.md §4).
 // ---------------------------------------------------------------------------
 #ifndef GJ_HASH_CUH
 #define GJ_HASH_CUH
@@ -143,6 +142,20 @@ GJ_INLINE void gj_red_v4_u32(gj_u32* address, gj_u32 a, gj_u32 b, gj_u32 c, gj_u
 #define GJ_INDEX_DENSE 0 // sum_d v_d * res^d fits in 32 bits
 #define GJ_INDEX_HASH 1  // hash(v)
 #define GJ_INDEX_WRAP 2  // res^D overflows: the dense index taken exactly modulo the table size
+
+// One level's constants: a row of the generated level table (the kernels read it from
+// constant memory; the device functions build it from literals).
+struct gj_level {
+    gj_u64 offset;      // first parameter of the level: its first entry * F
+    float scale;
+    gj_u32 resolution;
+    gj_u32 entries;     // table entries (each F values)
+    gj_u32 mask;        // entries - 1 when entries is a power of two, else 0
+    gj_u32 cell_fixed;  // fixed_point_pos: the cell size in fixed point; else 0
+    gj_u32 mode;        // GJ_INDEX_*
+    gj_u32 small;       // 1: level-major backward sums it in shared memory (NAME_backward_coarse)
+    gj_u32 pad;
+};
 
 // ---- PCG32 (O'Neill's PCG-XSH-RR 64/32) -----------------------------------
 struct gj_pcg32 {
@@ -234,20 +247,31 @@ GJ_INLINE gj_u32 gj_hash(const gj_u32 (&v)[D]) {
     }
 }
 
-// Table entry of corner v at a level with the given resolution and table size.
+// a % b out of line: the rare corners outside the table (inputs outside [0, 1], the upper
+// boundary, non-power-of-two hashed tables) share one copy of the division instead of
+// inlining it at every corner of every instance, which doubled the compile time.
+__device__ __noinline__ gj_u32 gj_mod(gj_u32 a, gj_u32 b) {
+    return a % b;
+}
+
+// Table entry of corner v at level lv.
 template <int D, int HASH, int MODE>
-GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], gj_u32 resolution, gj_u32 entries) {
+GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
+    const gj_u32 entries = lv.entries, resolution = lv.resolution;
     if constexpr (MODE == GJ_INDEX_HASH) {
-        return gj_hash<D, HASH>(v) % entries;
+        // Hashed tables are powers of two but where D > 10 lets a small dense table hash.
+        const gj_u32 h = gj_hash<D, HASH>(v);
+        return lv.mask ? h & lv.mask : gj_mod(h, entries);
     } else if constexpr (MODE == GJ_INDEX_DENSE) {
-        // Wrapping uint32 arithmetic, exactly as the reference (inputs outside [0,1]).
+        // Wrapping uint32 arithmetic, exactly as the reference (inputs outside [0,1]); the
+        // index is inside the table unless the input is, so the division is rarely paid.
         gj_u32 index = 0, stride = 1;
 #pragma unroll
         for (int d = 0; d < D; ++d) {
             index += v[d] * stride;
             stride *= resolution;
         }
-        return index % entries;
+        return index < entries ? index : gj_mod(index, entries);
     } else {
         // Horner's scheme modulo the table size: exact for any resolution and D.
         const gj_u64 r = resolution % entries;
@@ -264,19 +288,20 @@ GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], gj_u32 resolution, gj_u32
 
 // ===== templates/grid_level.cuh =====
 // ---------------------------------------------------------------------------
-// gridjit: the work of one level for one point, for every pass (SPEC §3, §6).
+// gridjit: the work of one level for one point, for every pass (docs/design.md §3, §6).
 //
 // Each function is specialised by an encoding's configuration struct C:
 //   C::param_t, C::grad_t           parameter and gradient-accumulation types
 //   C::D, C::F                      input dimensions, features per level
 //   C::HASH, C::INTERP              GJ_HASH_*, GJ_INTERP_*
 //   C::FIXED_POINT, C::STOCHASTIC   fixed_point_pos, stochastic_interpolation
-// and by the level's index mode (GJ_INDEX_*). The level's constants (scale,
-// resolution, table size, fixed-point cell size) arrive as literals from the
-// generated code, so the compiler folds them (e.g. "% entries" into a mask).
+// and by the level's index mode (GJ_INDEX_*). The level's constants (gj_level: scale,
+// resolution, table size, fixed-point cell size) come from the generated level table
+// (the kernels: one copy of this code per index mode present) or as literals (the
+// device functions, where the compiler folds them).
 //
 // Arithmetic is fp32 throughout; fp16 parameters are widened on load and results
-// rounded once on store (the reference interpolates in fp16, SPEC §8.6).
+// rounded once on store (the reference interpolates in fp16, docs/design.md §8.6).
 // ---------------------------------------------------------------------------
 #ifndef GJ_GRID_LEVEL_CUH
 #define GJ_GRID_LEVEL_CUH
@@ -315,11 +340,13 @@ GJ_INLINE void gj_weights(const float (&t)[C::D], float scale, float (&w)[C::D],
 // ---- locating the cell --------------------------------------------------------
 // c: the lower corner; t: the position inside the cell in [0, 1).
 template <class C>
-GJ_INLINE void gj_locate(const float* x, float scale, gj_u32 cell_fixed, gj_u32 (&c)[C::D], float (&t)[C::D]) {
+GJ_INLINE void gj_locate(const float* x, const gj_level& lv, gj_u32 (&c)[C::D], float (&t)[C::D]) {
+    const float scale = lv.scale;
+    const gj_u32 cell_fixed = lv.cell_fixed;
 #pragma unroll
     for (int d = 0; d < C::D; ++d) {
         if constexpr (C::FIXED_POINT) {
-            // x's bits are a uint32 fixed-point position in [0, 2^32) (SPEC §6, reference lookup).
+            // x's bits are a uint32 fixed-point position in [0, 2^32) (docs/design.md §6, reference lookup).
             const gj_u32 pos = __float_as_uint(x[d]) + cell_fixed / 2;
             c[d] = pos / cell_fixed + ((pos < cell_fixed / 2) ? (gj_u32)scale : 0u);
             t[d] = scale / 4294967296.0f * (float)(pos - c[d] * cell_fixed);
@@ -421,15 +448,16 @@ GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, co
 
 // The two corners of an x-edge. When their entries are the two halves of one aligned
 // 8- or 16-byte pair (i0 ^ i1 == 1: dense levels with an even lower index, CoherentPrime
-// with an even x), one vector reduction adds both.
+// with an even x, and the level starting at an even entry: a Tiled level of odd size
+// leaves the next one at an odd offset), one vector reduction adds both.
 template <class C, bool SHARED = false, class G>
 GJ_INLINE void gj_add_edge(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, float w0, float w1, const float (&g)[C::F]) {
     constexpr int N = gj_grad_words<C>::N;
     if constexpr (!SHARED && (N == 1 || N == 2)) {
-        if ((i0 ^ i1) == 1u) {
+        gj_u32* p = (gj_u32*)(grad + (gj_u64)(i0 & ~1u) * C::F);
+        if ((i0 ^ i1) == 1u && ((gj_u64)p & (2u * N * sizeof(gj_u32) - 1u)) == 0u) {
             const bool swap = i0 & 1u;
             const gj_grad_words<C> lo(swap ? w1 : w0, g), hi(swap ? w0 : w1, g);
-            gj_u32* p = (gj_u32*)(grad + (gj_u64)(i0 & ~1u) * C::F);
             if constexpr (N == 1) gj_red_v2_u32(p, lo.w[0], hi.w[0], gj_grad_words<C>::HALF);
             else gj_red_v4_u32(p, lo.w[0], lo.w[1], hi.w[0], hi.w[1], gj_grad_words<C>::HALF);
             return;
@@ -476,12 +504,12 @@ GJ_INLINE float gj_corner_slope(const float (&w)[D], const float (&dw)[D], gj_u6
 // y: this level's F features. dydx (DYDX): F x D derivatives dy_f/dx_d, from the same
 // corner values (no second round of loads).
 template <class C, int MODE, bool DYDX>
-GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed,
-                                const typename C::param_t* __restrict__ grid, float (&y)[C::F], float (&dydx)[C::F][C::D]) {
+GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typename C::param_t* __restrict__ grid,
+                                float (&y)[C::F], float (&dydx)[C::F][C::D]) {
     constexpr int D = C::D, F = C::F;
     gj_u32 c[D];
     float t[D];
-    gj_locate<C>(x, scale, cell_fixed, c, t);
+    gj_locate<C>(x, lv, c, t);
 
 #pragma unroll
     for (int f = 0; f < F; ++f) {
@@ -494,12 +522,12 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
 
     if constexpr (C::INTERP == GJ_INTERP_NEAREST) {
         // The value of the cell's lower corner; piecewise constant, so dy/dx = 0.
-        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(c, resolution, entries), y);
+        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(c, lv), y);
         return;
     }
 
     float w[D], dw[D];
-    gj_weights<C>(t, scale, w, dw);
+    gj_weights<C>(t, lv.scale, w, dw);
 
     // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
 #pragma unroll (gj_corner_unroll<D - 1>::value)
@@ -510,8 +538,8 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
         // Two plain loads: when both corners share a sector the second hits L1 (16-byte
         // "pair" loads were measured: fewer L1 requests, no fewer L2 ones, more instructions).
         float val[2][F];
-        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v0, resolution, entries), val[0]);
-        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v1, resolution, entries), val[1]);
+        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v0, lv), val[0]);
+        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v1, lv), val[1]);
 #pragma unroll
         for (int side = 0; side < 2; ++side) {
             const gj_u64 corner = (edge << 1) | (gj_u64)side;
@@ -535,28 +563,28 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
 // gradient base). INPUT: dldx += dL/dx contribution of this level. u: the stochastic
 // interpolation sample of this (point, level), used when C::STOCHASTIC.
 template <class C, int MODE, bool PARAMS, bool INPUT, class G = typename C::grad_t, bool SHARED = false>
-GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed,
-                                 const typename C::param_t* __restrict__ grid, const float (&g)[C::F],
+GJ_INLINE void gj_level_backward(const float* x, const gj_level& lv, const typename C::param_t* __restrict__ grid,
+                                 const float (&g)[C::F],
                                  G* __restrict__ grad, float (&dldx)[C::D], float u) {
     constexpr int D = C::D, F = C::F;
     gj_u32 c[D];
     float t[D];
-    gj_locate<C>(x, scale, cell_fixed, c, t);
+    gj_locate<C>(x, lv, c, t);
 
     if constexpr (C::INTERP == GJ_INTERP_NEAREST) {
-        if constexpr (PARAMS) gj_add_entry<C, SHARED>(grad, gj_corner_index<D, C::HASH, MODE>(c, resolution, entries), 1.0f, g);
+        if constexpr (PARAMS) gj_add_entry<C, SHARED>(grad, gj_corner_index<D, C::HASH, MODE>(c, lv), 1.0f, g);
         return; // dL/dx = 0 for a piecewise-constant encoding.
     }
 
     float w[D], dw[D];
-    gj_weights<C>(t, scale, w, dw);
+    gj_weights<C>(t, lv.scale, w, dw);
 
     if constexpr (PARAMS && C::STOCHASTIC) {
         // One corner, chosen per dimension with probability equal to its weight.
         gj_u32 v[D];
 #pragma unroll
         for (int d = 0; d < D; ++d) v[d] = c[d] + (u >= w[d] ? 0u : 1u);
-        gj_add_entry<C, SHARED>(grad, gj_corner_index<D, C::HASH, MODE>(v, resolution, entries), 1.0f, g);
+        gj_add_entry<C, SHARED>(grad, gj_corner_index<D, C::HASH, MODE>(v, lv), 1.0f, g);
     }
 
     if constexpr ((PARAMS && !C::STOCHASTIC) || INPUT) {
@@ -566,8 +594,8 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
             gj_u32 v0[D], v1[D];
             gj_corner<D>(c, edge << 1, v0);
             gj_corner<D>(c, (edge << 1) | 1u, v1);
-            const gj_u32 index[2] = {gj_corner_index<D, C::HASH, MODE>(v0, resolution, entries),
-                                     gj_corner_index<D, C::HASH, MODE>(v1, resolution, entries)};
+            const gj_u32 index[2] = {gj_corner_index<D, C::HASH, MODE>(v0, lv),
+                                     gj_corner_index<D, C::HASH, MODE>(v1, lv)};
             float val[2][F];
             if constexpr (INPUT) {
                 gj_load_entry<C>(grid, index[0], val[0]);
@@ -601,12 +629,12 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
 //   dL/dx_k        += sum_c (g . theta_c) * [ H_k s^2 w''_k sgn_k P_k(c)
 //                     + sum_{d != k} H_d s^2 w'_d w'_k sgn_d sgn_k P_dk(c) ]
 // with P_d the product of the other dimensions' weights, P_dk that without d and k.
-// (The reference adds the diagonal term inside the wrong loop, SPEC §8.1.)
+// (The reference adds the diagonal term inside the wrong loop, docs/design.md §8.1.)
 // The outputs are chosen at run time (grad null: no dL/dparams): this pass is rarely hot,
 // and one body per level keeps the code small.
 template <class C, int MODE>
-GJ_INLINE void gj_level_backward_backward(const float* x, float scale, gj_u32 resolution, gj_u32 entries,
-                                          gj_u32 cell_fixed, const typename C::param_t* __restrict__ grid,
+GJ_INLINE void gj_level_backward_backward(const float* x, const gj_level& lv,
+                                          const typename C::param_t* __restrict__ grid,
                                           const float (&H)[C::D], const float (&g)[C::F],
                                           typename C::grad_t* __restrict__ grad, float (&ddldy)[C::F],
                                           float (&dldx)[C::D], bool want_ddldy, bool want_dx) {
@@ -619,17 +647,17 @@ GJ_INLINE void gj_level_backward_backward(const float* x, float scale, gj_u32 re
 
     gj_u32 c[D];
     float t[D];
-    gj_locate<C>(x, scale, cell_fixed, c, t);
+    gj_locate<C>(x, lv, c, t);
     float w[D], dw[D], ddw[D];
-    gj_weights<C>(t, scale, w, dw);
+    gj_weights<C>(t, lv.scale, w, dw);
 #pragma unroll
-    for (int d = 0; d < D; ++d) ddw[d] = scale * scale * gj_weight_d2<C::INTERP>(t[d]);
+    for (int d = 0; d < D; ++d) ddw[d] = lv.scale * lv.scale * gj_weight_d2<C::INTERP>(t[d]);
 
 #pragma unroll (gj_corner_unroll<D>::value)
     for (gj_u64 corner = 0; corner < (1ull << D); ++corner) {
         gj_u32 v[D];
         gj_corner<D>(c, corner, v);
-        const gj_u32 index = gj_corner_index<D, C::HASH, MODE>(v, resolution, entries);
+        const gj_u32 index = gj_corner_index<D, C::HASH, MODE>(v, lv);
 
         float A = 0.0f;
 #pragma unroll
@@ -679,7 +707,7 @@ template <int M, int N> GJ_INLINE void gj_zero(float (&v)[M][N]) {
     for (int i = 0; i < M; ++i) gj_zero<N>(v[i]);
 }
 
-// A level l is active for max_level m when l < m * L + 1e-3 (SPEC §6). Two separately
+// A level l is active for max_level m when l < m * L + 1e-3 (docs/design.md §6). Two separately
 // rounded operations (never contracted into an FMA), so level boundaries fall exactly
 // where the reference puts them.
 template <class C> GJ_INLINE float gj_level_limit(float max_level) {
@@ -696,12 +724,12 @@ GJ_INLINE float gj_stochastic_sample(gj_u64 index, gj_u32 level, gj_u64 stride) 
 
 // ---- the passes with run-time choices (null outputs are skipped) -------------------
 template <class C, int MODE>
-GJ_INLINE void gj_level_backward_any(const float* x, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed,
-                                     const typename C::param_t* __restrict__ grid, const float (&g)[C::F],
-                                     typename C::grad_t* __restrict__ grad, float (&dldx)[C::D], bool want_dx, float u) {
-    if (grad && want_dx) gj_level_backward<C, MODE, true, true>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
-    else if (grad) gj_level_backward<C, MODE, true, false>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
-    else if (want_dx) gj_level_backward<C, MODE, false, true>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
+GJ_INLINE void gj_level_backward_any(const float* x, const gj_level& lv, const typename C::param_t* __restrict__ grid,
+                                     const float (&g)[C::F], typename C::grad_t* __restrict__ grad, float (&dldx)[C::D],
+                                     bool want_dx, float u) {
+    if (grad && want_dx) gj_level_backward<C, MODE, true, true>(x, lv, grid, g, grad, dldx, u);
+    else if (grad) gj_level_backward<C, MODE, true, false>(x, lv, grid, g, grad, dldx, u);
+    else if (want_dx) gj_level_backward<C, MODE, false, true>(x, lv, grid, g, grad, dldx, u);
 }
 
 // ---- moving one level's features between fp32 registers and param_t vectors -----------
@@ -749,6 +777,8 @@ struct gj_encode_config {
     static constexpr int PPT = 1;    // kernel points per thread
     static constexpr bool LEVEL_MAJOR = true;
     static constexpr gj_u32 SMALL_LEVEL_FLOATS = 0; // shared floats of NAME_backward_coarse
+    static constexpr gj_u32 MODES = 2u;       // bit m: some level has index mode m
+    static constexpr gj_u32 SMALL_MODES = 0u; // the same for the small levels
 };
 typedef gj_vec<float, 12> gj_encode_in_t;
 typedef gj_vec<gj_half, 16> gj_encode_out_t;
@@ -766,12 +796,14 @@ __device__ gj_encode_out_t gj_encode(const gj_encode_in_t& x, const gj_half* __r
     float unused_dydx[C::F][C::D];
 
     // Level 0: scale 1.0, resolution 2, 4096 entries (hashed), parameters [0, 32768)
-    if (0.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 1.0f, 2u, 4096u, 4294967295u, params + 0ull, f, unused_dydx);
+    const gj_level lv0 = {0ull, 1.0f, 2u, 4096u, 4095u, 4294967295u, GJ_INDEX_HASH, 0u, 0u};
+    if (0.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv0, params + lv0.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 0, f);
 
     // Level 1: scale 3.0, resolution 4, 16384 entries (hashed), parameters [32768, 163840)
-    if (1.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 3.0f, 4u, 16384u, 1431655808u, params + 32768ull, f, unused_dydx);
+    const gj_level lv1 = {32768ull, 3.0f, 4u, 16384u, 16383u, 1431655808u, GJ_INDEX_HASH, 0u, 0u};
+    if (1.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv1, params + lv1.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 8, f);
     return y;
@@ -794,17 +826,19 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     (void)rng_index; (void)rng_stride;
 
     // Level 0: scale 1.0, resolution 2, 4096 entries (hashed), parameters [0, 32768)
+    const gj_level lv0 = {0ull, 1.0f, 2u, 4096u, 4095u, 4294967295u, GJ_INDEX_HASH, 0u, 0u};
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 1.0f, 2u, 4096u, 4294967295u, params + 0ull, g,
-            dL_dparams ? dL_dparams + 0ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv0, params + lv0.offset, g,
+            dL_dparams ? dL_dparams + lv0.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 1: scale 3.0, resolution 4, 16384 entries (hashed), parameters [32768, 163840)
+    const gj_level lv1 = {32768ull, 3.0f, 4u, 16384u, 16383u, 1431655808u, GJ_INDEX_HASH, 0u, 0u};
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 3.0f, 4u, 16384u, 1431655808u, params + 32768ull, g,
-            dL_dparams ? dL_dparams + 32768ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv1, params + lv1.offset, g,
+            dL_dparams ? dL_dparams + lv1.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     if (dL_dx) {
@@ -829,20 +863,22 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     float g[C::F], ddldy[C::F];
 
     // Level 0: scale 1.0, resolution 2, 4096 entries (hashed), parameters [0, 32768)
+    const gj_level lv0 = {0ull, 1.0f, 2u, 4096u, 4095u, 4294967295u, GJ_INDEX_HASH, 0u, 0u};
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 1.0f, 2u, 4096u, 4294967295u, params + 0ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 0ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv0, params + lv0.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv0.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 0, ddldy);
 
     // Level 1: scale 3.0, resolution 4, 16384 entries (hashed), parameters [32768, 163840)
+    const gj_level lv1 = {32768ull, 3.0f, 4u, 16384u, 16383u, 1431655808u, GJ_INDEX_HASH, 0u, 0u};
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 3.0f, 4u, 16384u, 1431655808u, params + 32768ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 32768ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv1, params + lv1.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv1.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }

@@ -3,14 +3,13 @@
 // Configuration:
 //   {"otype": "HashGrid", "type": "Hash", "n_levels": 16, "n_features_per_level": 2, "log2_hashmap_size": 19, "base_resolution": 16, "per_level_scale": 2, "interpolation": "Linear", "hash": "CoherentPrime", "stochastic_interpolation": false, "fixed_point_pos": false, "n_dims_to_encode": 3, "precision": "fp16"}
 // Layout: 3 input dimensions, 16 levels x 2 features = 32 outputs (padded to 32), 14229504 parameters (fp16), gradients accumulated in fp16.
-// Passes: forward backward backward_backward. Device functions: gj_encode gj_encode_bwd gj_encode_bwdbwd.
+// Passes: forward backward backward_backward. Device functions: gj_encode, gj_encode_bwd, gj_encode_bwdbwd.
 // Kernels: level-major, 256 threads per block, 1 point per thread.
 // Compile options (NVRTC; <target> is the architecture asked for):
 //   --gpu-architecture=<target>
 //   -std=c++17
 //   --fmad=true
 //   --extra-device-vectorization
-//   -lineinfo
 //   --device-as-default-execution-space
 // ===========================================================================
 
@@ -125,7 +124,7 @@ GJ_INLINE void gj_red_v4_u32(gj_u32* address, gj_u32 a, gj_u32 b, gj_u32 c, gj_u
 
 // ===== templates/hash.cuh =====
 // ---------------------------------------------------------------------------
-// gridjit: corner hashes (SPEC §5), the PCG32 generator and corner indexing (SPEC §4).
+// gridjit: corner hashes (docs/design.md §5), the PCG32 generator and corner indexing (docs/design.md §4).
 // ---------------------------------------------------------------------------
 #ifndef GJ_HASH_CUH
 #define GJ_HASH_CUH
@@ -144,6 +143,20 @@ GJ_INLINE void gj_red_v4_u32(gj_u32* address, gj_u32 a, gj_u32 b, gj_u32 c, gj_u
 #define GJ_INDEX_DENSE 0 // sum_d v_d * res^d fits in 32 bits
 #define GJ_INDEX_HASH 1  // hash(v)
 #define GJ_INDEX_WRAP 2  // res^D overflows: the dense index taken exactly modulo the table size
+
+// One level's constants: a row of the generated level table (the kernels read it from
+// constant memory; the device functions build it from literals).
+struct gj_level {
+    gj_u64 offset;      // first parameter of the level: its first entry * F
+    float scale;
+    gj_u32 resolution;
+    gj_u32 entries;     // table entries (each F values)
+    gj_u32 mask;        // entries - 1 when entries is a power of two, else 0
+    gj_u32 cell_fixed;  // fixed_point_pos: the cell size in fixed point; else 0
+    gj_u32 mode;        // GJ_INDEX_*
+    gj_u32 small;       // 1: level-major backward sums it in shared memory (NAME_backward_coarse)
+    gj_u32 pad;
+};
 
 // ---- PCG32 (O'Neill's PCG-XSH-RR 64/32) -----------------------------------
 struct gj_pcg32 {
@@ -235,20 +248,31 @@ GJ_INLINE gj_u32 gj_hash(const gj_u32 (&v)[D]) {
     }
 }
 
-// Table entry of corner v at a level with the given resolution and table size.
+// a % b out of line: the rare corners outside the table (inputs outside [0, 1], the upper
+// boundary, non-power-of-two hashed tables) share one copy of the division instead of
+// inlining it at every corner of every instance, which doubled the compile time.
+__device__ __noinline__ gj_u32 gj_mod(gj_u32 a, gj_u32 b) {
+    return a % b;
+}
+
+// Table entry of corner v at level lv.
 template <int D, int HASH, int MODE>
-GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], gj_u32 resolution, gj_u32 entries) {
+GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
+    const gj_u32 entries = lv.entries, resolution = lv.resolution;
     if constexpr (MODE == GJ_INDEX_HASH) {
-        return gj_hash<D, HASH>(v) % entries;
+        // Hashed tables are powers of two but where D > 10 lets a small dense table hash.
+        const gj_u32 h = gj_hash<D, HASH>(v);
+        return lv.mask ? h & lv.mask : gj_mod(h, entries);
     } else if constexpr (MODE == GJ_INDEX_DENSE) {
-        // Wrapping uint32 arithmetic, exactly as the reference (inputs outside [0,1]).
+        // Wrapping uint32 arithmetic, exactly as the reference (inputs outside [0,1]); the
+        // index is inside the table unless the input is, so the division is rarely paid.
         gj_u32 index = 0, stride = 1;
 #pragma unroll
         for (int d = 0; d < D; ++d) {
             index += v[d] * stride;
             stride *= resolution;
         }
-        return index % entries;
+        return index < entries ? index : gj_mod(index, entries);
     } else {
         // Horner's scheme modulo the table size: exact for any resolution and D.
         const gj_u64 r = resolution % entries;
@@ -265,19 +289,20 @@ GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], gj_u32 resolution, gj_u32
 
 // ===== templates/grid_level.cuh =====
 // ---------------------------------------------------------------------------
-// gridjit: the work of one level for one point, for every pass (SPEC §3, §6).
+// gridjit: the work of one level for one point, for every pass (docs/design.md §3, §6).
 //
 // Each function is specialised by an encoding's configuration struct C:
 //   C::param_t, C::grad_t           parameter and gradient-accumulation types
 //   C::D, C::F                      input dimensions, features per level
 //   C::HASH, C::INTERP              GJ_HASH_*, GJ_INTERP_*
 //   C::FIXED_POINT, C::STOCHASTIC   fixed_point_pos, stochastic_interpolation
-// and by the level's index mode (GJ_INDEX_*). The level's constants (scale,
-// resolution, table size, fixed-point cell size) arrive as literals from the
-// generated code, so the compiler folds them (e.g. "% entries" into a mask).
+// and by the level's index mode (GJ_INDEX_*). The level's constants (gj_level: scale,
+// resolution, table size, fixed-point cell size) come from the generated level table
+// (the kernels: one copy of this code per index mode present) or as literals (the
+// device functions, where the compiler folds them).
 //
 // Arithmetic is fp32 throughout; fp16 parameters are widened on load and results
-// rounded once on store (the reference interpolates in fp16, SPEC §8.6).
+// rounded once on store (the reference interpolates in fp16, docs/design.md §8.6).
 // ---------------------------------------------------------------------------
 #ifndef GJ_GRID_LEVEL_CUH
 #define GJ_GRID_LEVEL_CUH
@@ -316,11 +341,13 @@ GJ_INLINE void gj_weights(const float (&t)[C::D], float scale, float (&w)[C::D],
 // ---- locating the cell --------------------------------------------------------
 // c: the lower corner; t: the position inside the cell in [0, 1).
 template <class C>
-GJ_INLINE void gj_locate(const float* x, float scale, gj_u32 cell_fixed, gj_u32 (&c)[C::D], float (&t)[C::D]) {
+GJ_INLINE void gj_locate(const float* x, const gj_level& lv, gj_u32 (&c)[C::D], float (&t)[C::D]) {
+    const float scale = lv.scale;
+    const gj_u32 cell_fixed = lv.cell_fixed;
 #pragma unroll
     for (int d = 0; d < C::D; ++d) {
         if constexpr (C::FIXED_POINT) {
-            // x's bits are a uint32 fixed-point position in [0, 2^32) (SPEC §6, reference lookup).
+            // x's bits are a uint32 fixed-point position in [0, 2^32) (docs/design.md §6, reference lookup).
             const gj_u32 pos = __float_as_uint(x[d]) + cell_fixed / 2;
             c[d] = pos / cell_fixed + ((pos < cell_fixed / 2) ? (gj_u32)scale : 0u);
             t[d] = scale / 4294967296.0f * (float)(pos - c[d] * cell_fixed);
@@ -422,15 +449,16 @@ GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, co
 
 // The two corners of an x-edge. When their entries are the two halves of one aligned
 // 8- or 16-byte pair (i0 ^ i1 == 1: dense levels with an even lower index, CoherentPrime
-// with an even x), one vector reduction adds both.
+// with an even x, and the level starting at an even entry: a Tiled level of odd size
+// leaves the next one at an odd offset), one vector reduction adds both.
 template <class C, bool SHARED = false, class G>
 GJ_INLINE void gj_add_edge(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, float w0, float w1, const float (&g)[C::F]) {
     constexpr int N = gj_grad_words<C>::N;
     if constexpr (!SHARED && (N == 1 || N == 2)) {
-        if ((i0 ^ i1) == 1u) {
+        gj_u32* p = (gj_u32*)(grad + (gj_u64)(i0 & ~1u) * C::F);
+        if ((i0 ^ i1) == 1u && ((gj_u64)p & (2u * N * sizeof(gj_u32) - 1u)) == 0u) {
             const bool swap = i0 & 1u;
             const gj_grad_words<C> lo(swap ? w1 : w0, g), hi(swap ? w0 : w1, g);
-            gj_u32* p = (gj_u32*)(grad + (gj_u64)(i0 & ~1u) * C::F);
             if constexpr (N == 1) gj_red_v2_u32(p, lo.w[0], hi.w[0], gj_grad_words<C>::HALF);
             else gj_red_v4_u32(p, lo.w[0], lo.w[1], hi.w[0], hi.w[1], gj_grad_words<C>::HALF);
             return;
@@ -477,12 +505,12 @@ GJ_INLINE float gj_corner_slope(const float (&w)[D], const float (&dw)[D], gj_u6
 // y: this level's F features. dydx (DYDX): F x D derivatives dy_f/dx_d, from the same
 // corner values (no second round of loads).
 template <class C, int MODE, bool DYDX>
-GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed,
-                                const typename C::param_t* __restrict__ grid, float (&y)[C::F], float (&dydx)[C::F][C::D]) {
+GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typename C::param_t* __restrict__ grid,
+                                float (&y)[C::F], float (&dydx)[C::F][C::D]) {
     constexpr int D = C::D, F = C::F;
     gj_u32 c[D];
     float t[D];
-    gj_locate<C>(x, scale, cell_fixed, c, t);
+    gj_locate<C>(x, lv, c, t);
 
 #pragma unroll
     for (int f = 0; f < F; ++f) {
@@ -495,12 +523,12 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
 
     if constexpr (C::INTERP == GJ_INTERP_NEAREST) {
         // The value of the cell's lower corner; piecewise constant, so dy/dx = 0.
-        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(c, resolution, entries), y);
+        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(c, lv), y);
         return;
     }
 
     float w[D], dw[D];
-    gj_weights<C>(t, scale, w, dw);
+    gj_weights<C>(t, lv.scale, w, dw);
 
     // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
 #pragma unroll (gj_corner_unroll<D - 1>::value)
@@ -511,8 +539,8 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
         // Two plain loads: when both corners share a sector the second hits L1 (16-byte
         // "pair" loads were measured: fewer L1 requests, no fewer L2 ones, more instructions).
         float val[2][F];
-        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v0, resolution, entries), val[0]);
-        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v1, resolution, entries), val[1]);
+        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v0, lv), val[0]);
+        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v1, lv), val[1]);
 #pragma unroll
         for (int side = 0; side < 2; ++side) {
             const gj_u64 corner = (edge << 1) | (gj_u64)side;
@@ -536,28 +564,28 @@ GJ_INLINE void gj_level_forward(const float* x, float scale, gj_u32 resolution, 
 // gradient base). INPUT: dldx += dL/dx contribution of this level. u: the stochastic
 // interpolation sample of this (point, level), used when C::STOCHASTIC.
 template <class C, int MODE, bool PARAMS, bool INPUT, class G = typename C::grad_t, bool SHARED = false>
-GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed,
-                                 const typename C::param_t* __restrict__ grid, const float (&g)[C::F],
+GJ_INLINE void gj_level_backward(const float* x, const gj_level& lv, const typename C::param_t* __restrict__ grid,
+                                 const float (&g)[C::F],
                                  G* __restrict__ grad, float (&dldx)[C::D], float u) {
     constexpr int D = C::D, F = C::F;
     gj_u32 c[D];
     float t[D];
-    gj_locate<C>(x, scale, cell_fixed, c, t);
+    gj_locate<C>(x, lv, c, t);
 
     if constexpr (C::INTERP == GJ_INTERP_NEAREST) {
-        if constexpr (PARAMS) gj_add_entry<C, SHARED>(grad, gj_corner_index<D, C::HASH, MODE>(c, resolution, entries), 1.0f, g);
+        if constexpr (PARAMS) gj_add_entry<C, SHARED>(grad, gj_corner_index<D, C::HASH, MODE>(c, lv), 1.0f, g);
         return; // dL/dx = 0 for a piecewise-constant encoding.
     }
 
     float w[D], dw[D];
-    gj_weights<C>(t, scale, w, dw);
+    gj_weights<C>(t, lv.scale, w, dw);
 
     if constexpr (PARAMS && C::STOCHASTIC) {
         // One corner, chosen per dimension with probability equal to its weight.
         gj_u32 v[D];
 #pragma unroll
         for (int d = 0; d < D; ++d) v[d] = c[d] + (u >= w[d] ? 0u : 1u);
-        gj_add_entry<C, SHARED>(grad, gj_corner_index<D, C::HASH, MODE>(v, resolution, entries), 1.0f, g);
+        gj_add_entry<C, SHARED>(grad, gj_corner_index<D, C::HASH, MODE>(v, lv), 1.0f, g);
     }
 
     if constexpr ((PARAMS && !C::STOCHASTIC) || INPUT) {
@@ -567,8 +595,8 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
             gj_u32 v0[D], v1[D];
             gj_corner<D>(c, edge << 1, v0);
             gj_corner<D>(c, (edge << 1) | 1u, v1);
-            const gj_u32 index[2] = {gj_corner_index<D, C::HASH, MODE>(v0, resolution, entries),
-                                     gj_corner_index<D, C::HASH, MODE>(v1, resolution, entries)};
+            const gj_u32 index[2] = {gj_corner_index<D, C::HASH, MODE>(v0, lv),
+                                     gj_corner_index<D, C::HASH, MODE>(v1, lv)};
             float val[2][F];
             if constexpr (INPUT) {
                 gj_load_entry<C>(grid, index[0], val[0]);
@@ -602,12 +630,12 @@ GJ_INLINE void gj_level_backward(const float* x, float scale, gj_u32 resolution,
 //   dL/dx_k        += sum_c (g . theta_c) * [ H_k s^2 w''_k sgn_k P_k(c)
 //                     + sum_{d != k} H_d s^2 w'_d w'_k sgn_d sgn_k P_dk(c) ]
 // with P_d the product of the other dimensions' weights, P_dk that without d and k.
-// (The reference adds the diagonal term inside the wrong loop, SPEC §8.1.)
+// (The reference adds the diagonal term inside the wrong loop, docs/design.md §8.1.)
 // The outputs are chosen at run time (grad null: no dL/dparams): this pass is rarely hot,
 // and one body per level keeps the code small.
 template <class C, int MODE>
-GJ_INLINE void gj_level_backward_backward(const float* x, float scale, gj_u32 resolution, gj_u32 entries,
-                                          gj_u32 cell_fixed, const typename C::param_t* __restrict__ grid,
+GJ_INLINE void gj_level_backward_backward(const float* x, const gj_level& lv,
+                                          const typename C::param_t* __restrict__ grid,
                                           const float (&H)[C::D], const float (&g)[C::F],
                                           typename C::grad_t* __restrict__ grad, float (&ddldy)[C::F],
                                           float (&dldx)[C::D], bool want_ddldy, bool want_dx) {
@@ -620,17 +648,17 @@ GJ_INLINE void gj_level_backward_backward(const float* x, float scale, gj_u32 re
 
     gj_u32 c[D];
     float t[D];
-    gj_locate<C>(x, scale, cell_fixed, c, t);
+    gj_locate<C>(x, lv, c, t);
     float w[D], dw[D], ddw[D];
-    gj_weights<C>(t, scale, w, dw);
+    gj_weights<C>(t, lv.scale, w, dw);
 #pragma unroll
-    for (int d = 0; d < D; ++d) ddw[d] = scale * scale * gj_weight_d2<C::INTERP>(t[d]);
+    for (int d = 0; d < D; ++d) ddw[d] = lv.scale * lv.scale * gj_weight_d2<C::INTERP>(t[d]);
 
 #pragma unroll (gj_corner_unroll<D>::value)
     for (gj_u64 corner = 0; corner < (1ull << D); ++corner) {
         gj_u32 v[D];
         gj_corner<D>(c, corner, v);
-        const gj_u32 index = gj_corner_index<D, C::HASH, MODE>(v, resolution, entries);
+        const gj_u32 index = gj_corner_index<D, C::HASH, MODE>(v, lv);
 
         float A = 0.0f;
 #pragma unroll
@@ -680,7 +708,7 @@ template <int M, int N> GJ_INLINE void gj_zero(float (&v)[M][N]) {
     for (int i = 0; i < M; ++i) gj_zero<N>(v[i]);
 }
 
-// A level l is active for max_level m when l < m * L + 1e-3 (SPEC §6). Two separately
+// A level l is active for max_level m when l < m * L + 1e-3 (docs/design.md §6). Two separately
 // rounded operations (never contracted into an FMA), so level boundaries fall exactly
 // where the reference puts them.
 template <class C> GJ_INLINE float gj_level_limit(float max_level) {
@@ -697,12 +725,12 @@ GJ_INLINE float gj_stochastic_sample(gj_u64 index, gj_u32 level, gj_u64 stride) 
 
 // ---- the passes with run-time choices (null outputs are skipped) -------------------
 template <class C, int MODE>
-GJ_INLINE void gj_level_backward_any(const float* x, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed,
-                                     const typename C::param_t* __restrict__ grid, const float (&g)[C::F],
-                                     typename C::grad_t* __restrict__ grad, float (&dldx)[C::D], bool want_dx, float u) {
-    if (grad && want_dx) gj_level_backward<C, MODE, true, true>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
-    else if (grad) gj_level_backward<C, MODE, true, false>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
-    else if (want_dx) gj_level_backward<C, MODE, false, true>(x, scale, resolution, entries, cell_fixed, grid, g, grad, dldx, u);
+GJ_INLINE void gj_level_backward_any(const float* x, const gj_level& lv, const typename C::param_t* __restrict__ grid,
+                                     const float (&g)[C::F], typename C::grad_t* __restrict__ grad, float (&dldx)[C::D],
+                                     bool want_dx, float u) {
+    if (grad && want_dx) gj_level_backward<C, MODE, true, true>(x, lv, grid, g, grad, dldx, u);
+    else if (grad) gj_level_backward<C, MODE, true, false>(x, lv, grid, g, grad, dldx, u);
+    else if (want_dx) gj_level_backward<C, MODE, false, true>(x, lv, grid, g, grad, dldx, u);
 }
 
 // ---- moving one level's features between fp32 registers and param_t vectors -----------
@@ -824,10 +852,11 @@ typedef struct gj_cast_args {
 // gridjit: kernel bodies for the generated __global__ wrappers.
 //
 // Specialised by the encoding's configuration struct C (see grid_level.cuh; also
-// C::L, C::N_OUT, C::N_OUT_PADDED, C::BLOCK, C::PPT, C::LEVEL_MAJOR) and by its
-// level table LV, whose LV::visit(level, op) calls
-//   op.template run<INDEX_MODE, SMALL>(level, scale, resolution, entries, cell_fixed, param_offset)
-// with that level's constants as literals.
+// C::L, C::N_OUT, C::N_OUT_PADDED, C::BLOCK, C::PPT, C::LEVEL_MAJOR, and C::MODES /
+// C::SMALL_MODES: bit m set when some level / some small level has index mode m) and
+// by its level table LV, whose LV::at(level) is the level's gj_level row (constant
+// memory). The per-level code is instantiated once per index mode present, not once
+// per level: gj_with_mode picks the instance for a level at run time (a uniform branch).
 //
 // Thread t of block b handles points b * BLOCK * PPT + t + p * BLOCK, p < PPT
 // (consecutive threads, consecutive points: coalesced inputs and outputs).
@@ -836,6 +865,34 @@ typedef struct gj_cast_args {
 // ---------------------------------------------------------------------------
 #ifndef GJ_KERNELS_CUH
 #define GJ_KERNELS_CUH
+
+// ---- one instance of the level code per index mode present --------------------------
+template <int M> struct gj_mode_tag {
+    static constexpr int value = M;
+};
+
+// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only.
+template <gj_u32 MODES, class F>
+GJ_INLINE void gj_with_mode(gj_u32 mode, F&& f) {
+    if constexpr ((MODES >> GJ_INDEX_HASH) & 1u) {
+        if (mode == GJ_INDEX_HASH) {
+            f(gj_mode_tag<GJ_INDEX_HASH>{});
+            return;
+        }
+    }
+    if constexpr ((MODES >> GJ_INDEX_DENSE) & 1u) {
+        if (mode == GJ_INDEX_DENSE) {
+            f(gj_mode_tag<GJ_INDEX_DENSE>{});
+            return;
+        }
+    }
+    if constexpr ((MODES >> GJ_INDEX_WRAP) & 1u) {
+        if (mode == GJ_INDEX_WRAP) {
+            f(gj_mode_tag<GJ_INDEX_WRAP>{});
+            return;
+        }
+    }
+}
 
 template <class C>
 GJ_INLINE void gj_load_point(const float* x, gj_u64 i, gj_u64 stride_point, gj_u64 stride_dim, float (&out)[C::D]) {
@@ -885,22 +942,21 @@ GJ_INLINE void gj_store_point(float* base, gj_u64 stride_point, gj_u64 stride_di
 }
 
 // ---- forward -----------------------------------------------------------------
-template <class C>
+template <class C, bool DYDX>
 struct gj_forward_op {
     const gj_forward_args& a;
     gj_u64 i;
     float x[C::D];
     float limit;
 
-    template <int MODE, bool SMALL>
-    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+    template <int MODE>
+    GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::param_t T;
-        const T* grid = (const T*)a.params + param_offset;
+        const T* grid = (const T*)a.params + lv.offset;
         float y[C::F];
         float dydx[C::F][C::D];
         if ((float)level < limit) {
-            if (a.dy_dx) gj_level_forward<C, MODE, true>(x, scale, resolution, entries, cell_fixed, grid, y, dydx);
-            else gj_level_forward<C, MODE, false>(x, scale, resolution, entries, cell_fixed, grid, y, dydx);
+            gj_level_forward<C, MODE, DYDX>(x, lv, grid, y, dydx);
         } else {
             gj_zero(y);
             gj_zero(dydx);
@@ -909,7 +965,7 @@ struct gj_forward_op {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) gj_store_element<C>(a.y, a.y_stride_point, a.y_stride_feature, i, level * C::F + f, y[f]);
         }
-        if (a.dy_dx) {
+        if (DYDX) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) {
                 float* row = a.dy_dx + ((gj_u64)(level * C::F + f) * a.n + i) * C::D;
@@ -920,24 +976,49 @@ struct gj_forward_op {
     }
 };
 
-template <class C, class LV>
-GJ_INLINE void gj_forward_kernel(const gj_forward_args& a) {
+// Visits level `level` of point op with the level's row of LV.
+template <class C, class LV, class Op>
+GJ_INLINE void gj_visit_level(gj_u32 level, Op& op) {
+    const gj_level lv = LV::at(level);
+    gj_with_mode<C::MODES>(lv.mode, [&](auto mode) { op.template run<decltype(mode)::value>(level, lv); });
+}
+
+// Every level of point op in turn (point-major order): a loop, not unrolled.
+template <class C, class LV, class Op>
+GJ_INLINE void gj_visit_levels(Op& op) {
+#pragma unroll 1
+    for (gj_u32 level = 0; level < C::L; ++level) gj_visit_level<C, LV>(level, op);
+}
+
+template <class C, class LV, bool DYDX>
+GJ_INLINE void gj_forward_points(const gj_forward_args& a) {
     gj_for_each_point<C>(a.n, [&](gj_u64 i) {
-        gj_forward_op<C> op{a, i};
+        gj_forward_op<C, DYDX> op{a, i};
         gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
         op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
         if constexpr (C::LEVEL_MAJOR) {
             // blockIdx.y == L is the slice that writes the padding columns.
             if (blockIdx.y < C::L) {
-                LV::visit(blockIdx.y, op);
+                gj_visit_level<C, LV>(blockIdx.y, op);
                 return;
             }
         } else {
-#pragma unroll
-            for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
+            gj_visit_levels<C, LV>(op);
         }
         if (a.y) gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
     });
+}
+
+// y alone, and y (if asked) with dy/dx: separate kernels, because the one with dy/dx
+// holds F x D more registers and would cost the plain forward its occupancy.
+template <class C, class LV>
+GJ_INLINE void gj_forward_kernel(const gj_forward_args& a) {
+    gj_forward_points<C, LV, false>(a);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_forward_dydx_kernel(const gj_forward_args& a) {
+    gj_forward_points<C, LV, true>(a);
 }
 
 // ---- backward ------------------------------------------------------------------
@@ -960,16 +1041,15 @@ struct gj_backward_op {
     float limit;
     float dldx[C::D];
 
-    template <int MODE, bool SMALL>
-    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+    template <int MODE>
+    GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::param_t T;
         if (!((float)level < limit)) return; // inactive levels get no gradient
         float g[C::F];
         gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
         const float u = C::STOCHASTIC && PARAMS ? gj_stochastic_sample(i, level, a.n) : 0.0f;
-        typename C::grad_t* grad = PARAMS ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
-        gj_level_backward<C, MODE, PARAMS, INPUT>(x, scale, resolution, entries, cell_fixed,
-                                                  (const T*)a.params + param_offset, g, grad, dldx, u);
+        typename C::grad_t* grad = PARAMS ? (typename C::grad_t*)a.dL_dparams + lv.offset : nullptr;
+        gj_level_backward<C, MODE, PARAMS, INPUT>(x, lv, (const T*)a.params + lv.offset, g, grad, dldx, u);
     }
 };
 
@@ -993,63 +1073,69 @@ GJ_INLINE void gj_add_point_dldx(const gj_backward_args& a, gj_u64 i, const floa
 }
 
 // Whether level-major backward leaves this level to NAME_backward_coarse.
-template <class C, bool SMALL>
-GJ_INLINE bool gj_coarse_level(const gj_backward_args& a) {
-    return C::LEVEL_MAJOR && SMALL && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
+template <class C>
+GJ_INLINE bool gj_coarse_level(const gj_backward_args& a, const gj_level& lv) {
+    return C::LEVEL_MAJOR && lv.small && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
 }
 
 // Level-major, global atomics: one block, one level, BLOCK * PPT points.
-template <class C, bool PARAMS, bool INPUT>
-struct gj_backward_level_op {
-    const gj_backward_args& a;
-
-    template <int MODE, bool SMALL>
-    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
-        if (gj_coarse_level<C, SMALL>(a)) return;
+template <class C, class LV, bool PARAMS, bool INPUT>
+GJ_INLINE void gj_backward_level(const gj_backward_args& a, gj_u32 level) {
+    const gj_level lv = LV::at(level);
+    if (gj_coarse_level<C>(a, lv)) return;
+    gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
-            op.template run<MODE, SMALL>(level, scale, resolution, entries, cell_fixed, param_offset);
+            op.template run<decltype(mode)::value>(level, lv);
             if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
         });
-    }
-};
+    });
+}
 
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
     if constexpr (C::LEVEL_MAJOR) {
-        gj_backward_level_op<C, PARAMS, INPUT> op{a};
-        LV::visit(blockIdx.y, op);
+        gj_backward_level<C, LV, PARAMS, INPUT>(a, blockIdx.y);
     } else {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
-#pragma unroll
-            for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
+            gj_visit_levels<C, LV>(op);
             if constexpr (INPUT) gj_store_point<C>(a.dL_dx, a.dx_stride_point, a.dx_stride_dim, i, op.dldx);
         });
     }
 }
 
+// dL/dparams, dL/dparams with dL/dx, dL/dx alone: one kernel each (each as lean in
+// registers as its work allows; the runtime picks by the outputs asked for).
 template <class C, class LV>
 GJ_INLINE void gj_backward_kernel(const gj_backward_args& a) {
-    if (a.dL_dparams && a.dL_dx) gj_backward_points<C, LV, true, true>(a);
-    else if (a.dL_dparams) gj_backward_points<C, LV, true, false>(a);
-    else if (a.dL_dx) gj_backward_points<C, LV, false, true>(a);
+    gj_backward_points<C, LV, true, false>(a);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_input_kernel(const gj_backward_args& a) {
+    gj_backward_points<C, LV, true, true>(a);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_dx_kernel(const gj_backward_args& a) {
+    gj_backward_points<C, LV, false, true>(a);
 }
 
 // ---- backward, small levels: sums in shared memory ---------------------------------
 // The small dense levels are where the global atomics contend (every point hits the
 // same few thousand entries). Each of the coarse_blocks blocks sums its grid-stride share
 // of the points in fp32 shared memory, then adds each non-zero sum to dL_dparams once.
-template <class C, bool PARAMS, bool INPUT>
+template <class C, bool INPUT>
 struct gj_backward_coarse_op {
     const gj_backward_args& a;
     float* sums;
 
-    template <int MODE, bool SMALL>
-    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+    template <int MODE>
+    GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::param_t T;
-        if constexpr (SMALL && C::LEVEL_MAJOR) {
-            const gj_u32 n_sums = entries * C::F;
+        if constexpr (C::LEVEL_MAJOR) {
+            const gj_u32 n_sums = lv.entries * C::F;
             for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) sums[k] = 0.0f;
             __syncthreads();
             const gj_u64 stride = (gj_u64)min(a.coarse_blocks, gridDim.x) * C::BLOCK;
@@ -1059,12 +1145,12 @@ struct gj_backward_coarse_op {
                 float g[C::F];
                 gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
                 const float u = C::STOCHASTIC ? gj_stochastic_sample(i, level, a.n) : 0.0f;
-                gj_level_backward<C, MODE, true, INPUT, float, true>(p.x, scale, resolution, entries, cell_fixed,
-                                                                     (const T*)a.params + param_offset, g, sums, p.dldx, u);
+                gj_level_backward<C, MODE, true, INPUT, float, true>(p.x, lv, (const T*)a.params + lv.offset, g, sums,
+                                                                     p.dldx, u);
                 if constexpr (INPUT) gj_add_point_dldx<C>(a, i, p.dldx);
             }
             __syncthreads();
-            typename C::grad_t* grad = (typename C::grad_t*)a.dL_dparams + param_offset;
+            typename C::grad_t* grad = (typename C::grad_t*)a.dL_dparams + lv.offset;
             if constexpr (sizeof(typename C::grad_t) == 2) {
                 for (gj_u32 k = 2 * threadIdx.x; k < n_sums; k += 2 * C::BLOCK) {
                     if (sums[k] != 0.0f || sums[k + 1] != 0.0f) gj_atomic_add_half2(grad + k, sums[k], sums[k + 1]);
@@ -1078,17 +1164,32 @@ struct gj_backward_coarse_op {
     }
 };
 
-template <class C, class LV>
-GJ_INLINE void gj_backward_coarse_kernel(const gj_backward_args& a) {
+// Only the index modes of small levels are instantiated (C::SMALL_MODES).
+template <class C, class LV, bool INPUT>
+GJ_INLINE void gj_backward_coarse_level(const gj_backward_args& a, float* sums) {
+    const gj_u32 level = blockIdx.y;
+    const gj_level lv = LV::at(level);
+    if (!lv.small) return;
+    gj_backward_coarse_op<C, INPUT> op{a, sums};
+    gj_with_mode<C::SMALL_MODES>(lv.mode, [&](auto mode) { op.template run<decltype(mode)::value>(level, lv); });
+}
+
+// The small levels of NAME_backward (dL/dparams) and of NAME_backward_input (with dL/dx).
+template <class C, class LV, bool INPUT>
+GJ_INLINE void gj_backward_coarse_body(const gj_backward_args& a) {
     extern __shared__ float gj_coarse_sums[];
     if (!a.dL_dparams || a.coarse_blocks == 0 || blockIdx.x >= a.coarse_blocks) return;
-    if (a.dL_dx) {
-        gj_backward_coarse_op<C, true, true> op{a, gj_coarse_sums};
-        LV::visit(blockIdx.y, op);
-    } else {
-        gj_backward_coarse_op<C, true, false> op{a, gj_coarse_sums};
-        LV::visit(blockIdx.y, op);
-    }
+    gj_backward_coarse_level<C, LV, INPUT>(a, gj_coarse_sums);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_coarse_kernel(const gj_backward_args& a) {
+    gj_backward_coarse_body<C, LV, false>(a);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_input_coarse_kernel(const gj_backward_args& a) {
+    gj_backward_coarse_body<C, LV, true>(a);
 }
 
 // ---- backward of backward ----------------------------------------------------------
@@ -1103,16 +1204,16 @@ struct gj_backward_backward_op {
     float limit;
     float dldx[C::D];
 
-    template <int MODE, bool SMALL>
-    GJ_INLINE void run(gj_u32 level, float scale, gj_u32 resolution, gj_u32 entries, gj_u32 cell_fixed, gj_u64 param_offset) {
+    template <int MODE>
+    GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::param_t T;
         float ddldy[C::F];
         if ((float)level < limit) {
             float g[C::F];
             gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
-            typename C::grad_t* grad = a.dL_dparams ? (typename C::grad_t*)a.dL_dparams + param_offset : nullptr;
-            gj_level_backward_backward<C, MODE>(x, scale, resolution, entries, cell_fixed, (const T*)a.params + param_offset,
-                                                H, g, grad, ddldy, dldx, a.dL_ddLdy != nullptr, a.dL_dx != nullptr);
+            typename C::grad_t* grad = a.dL_dparams ? (typename C::grad_t*)a.dL_dparams + lv.offset : nullptr;
+            gj_level_backward_backward<C, MODE>(x, lv, (const T*)a.params + lv.offset, H, g, grad, ddldy, dldx,
+                                                a.dL_ddLdy != nullptr, a.dL_dx != nullptr);
         } else {
             gj_zero(ddldy);
         }
@@ -1134,9 +1235,8 @@ GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
         gj_load_point<C>(a.dL_ddLdx, i, a.ddx_stride_point, a.ddx_stride_dim, op.H);
         op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
         gj_zero(op.dldx);
-#pragma unroll
-        for (gj_u32 level = 0; level < C::L; ++level) LV::visit(level, op);
-        // Padding columns are written as 0 (the reference writes a whole vector there, SPEC §8.2).
+        gj_visit_levels<C, LV>(op);
+        // Padding columns are written as 0 (the reference writes a whole vector there, docs/design.md §8.2).
         if (a.dL_ddLdy) gj_store_padding<C>(a.dL_ddLdy, a.ddy_stride_point, a.ddy_stride_feature, i);
         if (a.dL_dx) gj_store_point<C>(a.dL_dx, a.dx_stride_point, a.dx_stride_dim, i, op.dldx);
     });
@@ -1144,7 +1244,7 @@ GJ_INLINE void gj_backward_backward_kernel(const gj_backward_backward_args& a) {
 
 // ---- parameters -----------------------------------------------------------------------
 template <class C>
-GJ_INLINE void gj_init_kernel(const gj_init_args& a) {
+GJ_INLINE void gj_init_params_kernel(const gj_init_args& a) {
     typedef typename C::param_t T;
     const gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.n) return;
@@ -1156,7 +1256,7 @@ GJ_INLINE void gj_init_kernel(const gj_init_args& a) {
 }
 
 template <class C>
-GJ_INLINE void gj_cast_kernel(const gj_cast_args& a) {
+GJ_INLINE void gj_cast_gradients_kernel(const gj_cast_args& a) {
     typedef typename C::param_t T;
     const gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.n) return;
@@ -1188,6 +1288,8 @@ struct gj_encode_config {
     static constexpr int PPT = 1;    // kernel points per thread
     static constexpr bool LEVEL_MAJOR = true;
     static constexpr gj_u32 SMALL_LEVEL_FLOATS = 8192; // shared floats of NAME_backward_coarse
+    static constexpr gj_u32 MODES = 3u;       // bit m: some level has index mode m
+    static constexpr gj_u32 SMALL_MODES = 1u; // the same for the small levels
 };
 typedef gj_vec<float, 3> gj_encode_in_t;
 typedef gj_vec<gj_half, 32> gj_encode_out_t;
@@ -1205,82 +1307,98 @@ __device__ gj_encode_out_t gj_encode(const gj_encode_in_t& x, const gj_half* __r
     float unused_dydx[C::F][C::D];
 
     // Level 0: scale 15.0, resolution 16, 4096 entries (dense), parameters [0, 8192)
-    if (0.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE, false>(x.v, 15.0f, 16u, 4096u, 0u, params + 0ull, f, unused_dydx);
+    const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE, 0u, 0u};
+    if (0.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE, false>(x.v, lv0, params + lv0.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 0, f);
 
     // Level 1: scale 31.0, resolution 32, 32768 entries (dense), parameters [8192, 73728)
-    if (1.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE, false>(x.v, 31.0f, 32u, 32768u, 0u, params + 8192ull, f, unused_dydx);
+    const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE, 0u, 0u};
+    if (1.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE, false>(x.v, lv1, params + lv1.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 2, f);
 
     // Level 2: scale 63.0, resolution 64, 262144 entries (dense), parameters [73728, 598016)
-    if (2.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE, false>(x.v, 63.0f, 64u, 262144u, 0u, params + 73728ull, f, unused_dydx);
+    const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE, 0u, 0u};
+    if (2.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE, false>(x.v, lv2, params + lv2.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 4, f);
 
     // Level 3: scale 127.0, resolution 128, 524288 entries (hashed), parameters [598016, 1646592)
-    if (3.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 127.0f, 128u, 524288u, 0u, params + 598016ull, f, unused_dydx);
+    const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    if (3.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv3, params + lv3.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 6, f);
 
     // Level 4: scale 255.0, resolution 256, 524288 entries (hashed), parameters [1646592, 2695168)
-    if (4.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 255.0f, 256u, 524288u, 0u, params + 1646592ull, f, unused_dydx);
+    const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    if (4.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv4, params + lv4.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 8, f);
 
     // Level 5: scale 511.0, resolution 512, 524288 entries (hashed), parameters [2695168, 3743744)
-    if (5.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 511.0f, 512u, 524288u, 0u, params + 2695168ull, f, unused_dydx);
+    const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    if (5.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv5, params + lv5.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 10, f);
 
     // Level 6: scale 1023.0, resolution 1024, 524288 entries (hashed), parameters [3743744, 4792320)
-    if (6.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 1023.0f, 1024u, 524288u, 0u, params + 3743744ull, f, unused_dydx);
+    const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    if (6.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv6, params + lv6.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 12, f);
 
     // Level 7: scale 2047.0, resolution 2048, 524288 entries (hashed), parameters [4792320, 5840896)
-    if (7.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 2047.0f, 2048u, 524288u, 0u, params + 4792320ull, f, unused_dydx);
+    const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    if (7.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv7, params + lv7.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 14, f);
 
     // Level 8: scale 4095.0, resolution 4096, 524288 entries (hashed), parameters [5840896, 6889472)
-    if (8.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 4095.0f, 4096u, 524288u, 0u, params + 5840896ull, f, unused_dydx);
+    const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    if (8.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv8, params + lv8.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 16, f);
 
     // Level 9: scale 8191.0, resolution 8192, 524288 entries (hashed), parameters [6889472, 7938048)
-    if (9.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 8191.0f, 8192u, 524288u, 0u, params + 6889472ull, f, unused_dydx);
+    const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    if (9.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv9, params + lv9.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 18, f);
 
     // Level 10: scale 16383.0, resolution 16384, 524288 entries (hashed), parameters [7938048, 8986624)
-    if (10.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 16383.0f, 16384u, 524288u, 0u, params + 7938048ull, f, unused_dydx);
+    const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    if (10.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv10, params + lv10.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 20, f);
 
     // Level 11: scale 32767.0, resolution 32768, 524288 entries (hashed), parameters [8986624, 10035200)
-    if (11.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 32767.0f, 32768u, 524288u, 0u, params + 8986624ull, f, unused_dydx);
+    const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    if (11.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv11, params + lv11.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 22, f);
 
     // Level 12: scale 65535.0, resolution 65536, 524288 entries (hashed), parameters [10035200, 11083776)
-    if (12.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 65535.0f, 65536u, 524288u, 0u, params + 10035200ull, f, unused_dydx);
+    const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    if (12.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv12, params + lv12.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 24, f);
 
     // Level 13: scale 131071.0, resolution 131072, 524288 entries (hashed), parameters [11083776, 12132352)
-    if (13.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 131071.0f, 131072u, 524288u, 0u, params + 11083776ull, f, unused_dydx);
+    const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    if (13.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv13, params + lv13.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 26, f);
 
     // Level 14: scale 262143.0, resolution 262144, 524288 entries (hashed), parameters [12132352, 13180928)
-    if (14.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 262143.0f, 262144u, 524288u, 0u, params + 12132352ull, f, unused_dydx);
+    const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    if (14.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv14, params + lv14.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 28, f);
 
     // Level 15: scale 524287.0, resolution 524288, 524288 entries (hashed), parameters [13180928, 14229504)
-    if (15.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, 524287.0f, 524288u, 524288u, 0u, params + 13180928ull, f, unused_dydx);
+    const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    if (15.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv15, params + lv15.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 30, f);
     return y;
@@ -1303,115 +1421,131 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     (void)rng_index; (void)rng_stride;
 
     // Level 0: scale 15.0, resolution 16, 4096 entries (dense), parameters [0, 8192)
+    const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE>(x, 15.0f, 16u, 4096u, 0u, params + 0ull, g,
-            dL_dparams ? dL_dparams + 0ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_DENSE>(x, lv0, params + lv0.offset, g,
+            dL_dparams ? dL_dparams + lv0.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 1: scale 31.0, resolution 32, 32768 entries (dense), parameters [8192, 73728)
+    const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 2, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE>(x, 31.0f, 32u, 32768u, 0u, params + 8192ull, g,
-            dL_dparams ? dL_dparams + 8192ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_DENSE>(x, lv1, params + lv1.offset, g,
+            dL_dparams ? dL_dparams + lv1.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 2: scale 63.0, resolution 64, 262144 entries (dense), parameters [73728, 598016)
+    const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (2.0f < limit) {
         gj_load_level<C>(dL_dy.v + 4, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE>(x, 63.0f, 64u, 262144u, 0u, params + 73728ull, g,
-            dL_dparams ? dL_dparams + 73728ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_DENSE>(x, lv2, params + lv2.offset, g,
+            dL_dparams ? dL_dparams + lv2.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 3: scale 127.0, resolution 128, 524288 entries (hashed), parameters [598016, 1646592)
+    const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (3.0f < limit) {
         gj_load_level<C>(dL_dy.v + 6, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 127.0f, 128u, 524288u, 0u, params + 598016ull, g,
-            dL_dparams ? dL_dparams + 598016ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv3, params + lv3.offset, g,
+            dL_dparams ? dL_dparams + lv3.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 4: scale 255.0, resolution 256, 524288 entries (hashed), parameters [1646592, 2695168)
+    const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (4.0f < limit) {
         gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 255.0f, 256u, 524288u, 0u, params + 1646592ull, g,
-            dL_dparams ? dL_dparams + 1646592ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv4, params + lv4.offset, g,
+            dL_dparams ? dL_dparams + lv4.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 5: scale 511.0, resolution 512, 524288 entries (hashed), parameters [2695168, 3743744)
+    const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (5.0f < limit) {
         gj_load_level<C>(dL_dy.v + 10, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 511.0f, 512u, 524288u, 0u, params + 2695168ull, g,
-            dL_dparams ? dL_dparams + 2695168ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv5, params + lv5.offset, g,
+            dL_dparams ? dL_dparams + lv5.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 6: scale 1023.0, resolution 1024, 524288 entries (hashed), parameters [3743744, 4792320)
+    const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (6.0f < limit) {
         gj_load_level<C>(dL_dy.v + 12, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 1023.0f, 1024u, 524288u, 0u, params + 3743744ull, g,
-            dL_dparams ? dL_dparams + 3743744ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv6, params + lv6.offset, g,
+            dL_dparams ? dL_dparams + lv6.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 7: scale 2047.0, resolution 2048, 524288 entries (hashed), parameters [4792320, 5840896)
+    const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (7.0f < limit) {
         gj_load_level<C>(dL_dy.v + 14, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 2047.0f, 2048u, 524288u, 0u, params + 4792320ull, g,
-            dL_dparams ? dL_dparams + 4792320ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv7, params + lv7.offset, g,
+            dL_dparams ? dL_dparams + lv7.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 8: scale 4095.0, resolution 4096, 524288 entries (hashed), parameters [5840896, 6889472)
+    const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (8.0f < limit) {
         gj_load_level<C>(dL_dy.v + 16, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 4095.0f, 4096u, 524288u, 0u, params + 5840896ull, g,
-            dL_dparams ? dL_dparams + 5840896ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv8, params + lv8.offset, g,
+            dL_dparams ? dL_dparams + lv8.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 9: scale 8191.0, resolution 8192, 524288 entries (hashed), parameters [6889472, 7938048)
+    const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (9.0f < limit) {
         gj_load_level<C>(dL_dy.v + 18, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 8191.0f, 8192u, 524288u, 0u, params + 6889472ull, g,
-            dL_dparams ? dL_dparams + 6889472ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv9, params + lv9.offset, g,
+            dL_dparams ? dL_dparams + lv9.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 10: scale 16383.0, resolution 16384, 524288 entries (hashed), parameters [7938048, 8986624)
+    const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (10.0f < limit) {
         gj_load_level<C>(dL_dy.v + 20, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 16383.0f, 16384u, 524288u, 0u, params + 7938048ull, g,
-            dL_dparams ? dL_dparams + 7938048ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv10, params + lv10.offset, g,
+            dL_dparams ? dL_dparams + lv10.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 11: scale 32767.0, resolution 32768, 524288 entries (hashed), parameters [8986624, 10035200)
+    const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (11.0f < limit) {
         gj_load_level<C>(dL_dy.v + 22, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 32767.0f, 32768u, 524288u, 0u, params + 8986624ull, g,
-            dL_dparams ? dL_dparams + 8986624ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv11, params + lv11.offset, g,
+            dL_dparams ? dL_dparams + lv11.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 12: scale 65535.0, resolution 65536, 524288 entries (hashed), parameters [10035200, 11083776)
+    const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (12.0f < limit) {
         gj_load_level<C>(dL_dy.v + 24, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 65535.0f, 65536u, 524288u, 0u, params + 10035200ull, g,
-            dL_dparams ? dL_dparams + 10035200ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv12, params + lv12.offset, g,
+            dL_dparams ? dL_dparams + lv12.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 13: scale 131071.0, resolution 131072, 524288 entries (hashed), parameters [11083776, 12132352)
+    const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (13.0f < limit) {
         gj_load_level<C>(dL_dy.v + 26, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 131071.0f, 131072u, 524288u, 0u, params + 11083776ull, g,
-            dL_dparams ? dL_dparams + 11083776ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv13, params + lv13.offset, g,
+            dL_dparams ? dL_dparams + lv13.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 14: scale 262143.0, resolution 262144, 524288 entries (hashed), parameters [12132352, 13180928)
+    const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (14.0f < limit) {
         gj_load_level<C>(dL_dy.v + 28, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 262143.0f, 262144u, 524288u, 0u, params + 12132352ull, g,
-            dL_dparams ? dL_dparams + 12132352ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv14, params + lv14.offset, g,
+            dL_dparams ? dL_dparams + lv14.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 15: scale 524287.0, resolution 524288, 524288 entries (hashed), parameters [13180928, 14229504)
+    const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (15.0f < limit) {
         gj_load_level<C>(dL_dy.v + 30, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, 524287.0f, 524288u, 524288u, 0u, params + 13180928ull, g,
-            dL_dparams ? dL_dparams + 13180928ull : nullptr, dldx, want_dx, 0.0f);
+        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv15, params + lv15.offset, g,
+            dL_dparams ? dL_dparams + lv15.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     if (dL_dx) {
@@ -1436,160 +1570,176 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     float g[C::F], ddldy[C::F];
 
     // Level 0: scale 15.0, resolution 16, 4096 entries (dense), parameters [0, 8192)
+    const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, 15.0f, 16u, 4096u, 0u, params + 0ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 0ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, lv0, params + lv0.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv0.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 0, ddldy);
 
     // Level 1: scale 31.0, resolution 32, 32768 entries (dense), parameters [8192, 73728)
+    const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 2, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, 31.0f, 32u, 32768u, 0u, params + 8192ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 8192ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, lv1, params + lv1.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv1.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 2, ddldy);
 
     // Level 2: scale 63.0, resolution 64, 262144 entries (dense), parameters [73728, 598016)
+    const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (2.0f < limit) {
         gj_load_level<C>(dL_dy.v + 4, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, 63.0f, 64u, 262144u, 0u, params + 73728ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 73728ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, lv2, params + lv2.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv2.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 4, ddldy);
 
     // Level 3: scale 127.0, resolution 128, 524288 entries (hashed), parameters [598016, 1646592)
+    const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (3.0f < limit) {
         gj_load_level<C>(dL_dy.v + 6, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 127.0f, 128u, 524288u, 0u, params + 598016ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 598016ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv3, params + lv3.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv3.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 6, ddldy);
 
     // Level 4: scale 255.0, resolution 256, 524288 entries (hashed), parameters [1646592, 2695168)
+    const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (4.0f < limit) {
         gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 255.0f, 256u, 524288u, 0u, params + 1646592ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 1646592ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv4, params + lv4.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv4.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 8, ddldy);
 
     // Level 5: scale 511.0, resolution 512, 524288 entries (hashed), parameters [2695168, 3743744)
+    const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (5.0f < limit) {
         gj_load_level<C>(dL_dy.v + 10, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 511.0f, 512u, 524288u, 0u, params + 2695168ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 2695168ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv5, params + lv5.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv5.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 10, ddldy);
 
     // Level 6: scale 1023.0, resolution 1024, 524288 entries (hashed), parameters [3743744, 4792320)
+    const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (6.0f < limit) {
         gj_load_level<C>(dL_dy.v + 12, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 1023.0f, 1024u, 524288u, 0u, params + 3743744ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 3743744ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv6, params + lv6.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv6.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 12, ddldy);
 
     // Level 7: scale 2047.0, resolution 2048, 524288 entries (hashed), parameters [4792320, 5840896)
+    const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (7.0f < limit) {
         gj_load_level<C>(dL_dy.v + 14, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 2047.0f, 2048u, 524288u, 0u, params + 4792320ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 4792320ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv7, params + lv7.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv7.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 14, ddldy);
 
     // Level 8: scale 4095.0, resolution 4096, 524288 entries (hashed), parameters [5840896, 6889472)
+    const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (8.0f < limit) {
         gj_load_level<C>(dL_dy.v + 16, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 4095.0f, 4096u, 524288u, 0u, params + 5840896ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 5840896ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv8, params + lv8.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv8.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 16, ddldy);
 
     // Level 9: scale 8191.0, resolution 8192, 524288 entries (hashed), parameters [6889472, 7938048)
+    const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (9.0f < limit) {
         gj_load_level<C>(dL_dy.v + 18, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 8191.0f, 8192u, 524288u, 0u, params + 6889472ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 6889472ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv9, params + lv9.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv9.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 18, ddldy);
 
     // Level 10: scale 16383.0, resolution 16384, 524288 entries (hashed), parameters [7938048, 8986624)
+    const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (10.0f < limit) {
         gj_load_level<C>(dL_dy.v + 20, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 16383.0f, 16384u, 524288u, 0u, params + 7938048ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 7938048ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv10, params + lv10.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv10.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 20, ddldy);
 
     // Level 11: scale 32767.0, resolution 32768, 524288 entries (hashed), parameters [8986624, 10035200)
+    const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (11.0f < limit) {
         gj_load_level<C>(dL_dy.v + 22, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 32767.0f, 32768u, 524288u, 0u, params + 8986624ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 8986624ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv11, params + lv11.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv11.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 22, ddldy);
 
     // Level 12: scale 65535.0, resolution 65536, 524288 entries (hashed), parameters [10035200, 11083776)
+    const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (12.0f < limit) {
         gj_load_level<C>(dL_dy.v + 24, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 65535.0f, 65536u, 524288u, 0u, params + 10035200ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 10035200ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv12, params + lv12.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv12.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 24, ddldy);
 
     // Level 13: scale 131071.0, resolution 131072, 524288 entries (hashed), parameters [11083776, 12132352)
+    const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (13.0f < limit) {
         gj_load_level<C>(dL_dy.v + 26, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 131071.0f, 131072u, 524288u, 0u, params + 11083776ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 11083776ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv13, params + lv13.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv13.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 26, ddldy);
 
     // Level 14: scale 262143.0, resolution 262144, 524288 entries (hashed), parameters [12132352, 13180928)
+    const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (14.0f < limit) {
         gj_load_level<C>(dL_dy.v + 28, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 262143.0f, 262144u, 524288u, 0u, params + 12132352ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 12132352ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv14, params + lv14.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv14.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 28, ddldy);
 
     // Level 15: scale 524287.0, resolution 524288, 524288 entries (hashed), parameters [13180928, 14229504)
+    const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (15.0f < limit) {
         gj_load_level<C>(dL_dy.v + 30, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, 524287.0f, 524288u, 524288u, 0u, params + 13180928ull, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + 13180928ull : nullptr, ddldy, dldx, want_ddldy, want_dx);
+        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv15, params + lv15.offset, dL_ddLdx.v, g,
+            dL_dparams ? dL_dparams + lv15.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
     }
@@ -1600,48 +1750,30 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     }
 }
 
-// The level table of the kernels: visit(level, op) calls op.run<INDEX_MODE, SMALL>(level, scale,
-// resolution, entries, fixed-point cell, parameter offset). SMALL: the level's gradients fit in
-// shared memory, so level-major backward sums them per block (NAME_backward_coarse).
+// The level table of the kernels, in constant memory: one gj_level row per level (offset,
+// scale, resolution, entries, mask, fixed-point cell, index mode, small). Small: the level's
+// gradients fit in shared memory, so level-major backward sums them per block
+// (NAME_backward_coarse).
+__constant__ gj_level gj_encode_level_table[16] = {
+    {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE, 1u, 0u}, // level 0
+    {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE, 0u, 0u}, // level 1
+    {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE, 0u, 0u}, // level 2
+    {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 3
+    {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 4
+    {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 5
+    {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 6
+    {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 7
+    {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 8
+    {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 9
+    {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 10
+    {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 11
+    {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 12
+    {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 13
+    {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 14
+    {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 15
+};
 struct gj_encode_levels {
-    template <class Op>
-    GJ_INLINE static void visit(gj_u32 level, Op& op) {
-        switch (level) {
-        // Level 0: scale 15.0, resolution 16, 4096 entries (dense), parameters [0, 8192)
-        case 0: op.template run<GJ_INDEX_DENSE, true>(0u, 15.0f, 16u, 4096u, 0u, 0ull); break;
-        // Level 1: scale 31.0, resolution 32, 32768 entries (dense), parameters [8192, 73728)
-        case 1: op.template run<GJ_INDEX_DENSE, false>(1u, 31.0f, 32u, 32768u, 0u, 8192ull); break;
-        // Level 2: scale 63.0, resolution 64, 262144 entries (dense), parameters [73728, 598016)
-        case 2: op.template run<GJ_INDEX_DENSE, false>(2u, 63.0f, 64u, 262144u, 0u, 73728ull); break;
-        // Level 3: scale 127.0, resolution 128, 524288 entries (hashed), parameters [598016, 1646592)
-        case 3: op.template run<GJ_INDEX_HASH, false>(3u, 127.0f, 128u, 524288u, 0u, 598016ull); break;
-        // Level 4: scale 255.0, resolution 256, 524288 entries (hashed), parameters [1646592, 2695168)
-        case 4: op.template run<GJ_INDEX_HASH, false>(4u, 255.0f, 256u, 524288u, 0u, 1646592ull); break;
-        // Level 5: scale 511.0, resolution 512, 524288 entries (hashed), parameters [2695168, 3743744)
-        case 5: op.template run<GJ_INDEX_HASH, false>(5u, 511.0f, 512u, 524288u, 0u, 2695168ull); break;
-        // Level 6: scale 1023.0, resolution 1024, 524288 entries (hashed), parameters [3743744, 4792320)
-        case 6: op.template run<GJ_INDEX_HASH, false>(6u, 1023.0f, 1024u, 524288u, 0u, 3743744ull); break;
-        // Level 7: scale 2047.0, resolution 2048, 524288 entries (hashed), parameters [4792320, 5840896)
-        case 7: op.template run<GJ_INDEX_HASH, false>(7u, 2047.0f, 2048u, 524288u, 0u, 4792320ull); break;
-        // Level 8: scale 4095.0, resolution 4096, 524288 entries (hashed), parameters [5840896, 6889472)
-        case 8: op.template run<GJ_INDEX_HASH, false>(8u, 4095.0f, 4096u, 524288u, 0u, 5840896ull); break;
-        // Level 9: scale 8191.0, resolution 8192, 524288 entries (hashed), parameters [6889472, 7938048)
-        case 9: op.template run<GJ_INDEX_HASH, false>(9u, 8191.0f, 8192u, 524288u, 0u, 6889472ull); break;
-        // Level 10: scale 16383.0, resolution 16384, 524288 entries (hashed), parameters [7938048, 8986624)
-        case 10: op.template run<GJ_INDEX_HASH, false>(10u, 16383.0f, 16384u, 524288u, 0u, 7938048ull); break;
-        // Level 11: scale 32767.0, resolution 32768, 524288 entries (hashed), parameters [8986624, 10035200)
-        case 11: op.template run<GJ_INDEX_HASH, false>(11u, 32767.0f, 32768u, 524288u, 0u, 8986624ull); break;
-        // Level 12: scale 65535.0, resolution 65536, 524288 entries (hashed), parameters [10035200, 11083776)
-        case 12: op.template run<GJ_INDEX_HASH, false>(12u, 65535.0f, 65536u, 524288u, 0u, 10035200ull); break;
-        // Level 13: scale 131071.0, resolution 131072, 524288 entries (hashed), parameters [11083776, 12132352)
-        case 13: op.template run<GJ_INDEX_HASH, false>(13u, 131071.0f, 131072u, 524288u, 0u, 11083776ull); break;
-        // Level 14: scale 262143.0, resolution 262144, 524288 entries (hashed), parameters [12132352, 13180928)
-        case 14: op.template run<GJ_INDEX_HASH, false>(14u, 262143.0f, 262144u, 524288u, 0u, 12132352ull); break;
-        // Level 15: scale 524287.0, resolution 524288, 524288 entries (hashed), parameters [13180928, 14229504)
-        case 15: op.template run<GJ_INDEX_HASH, false>(15u, 524287.0f, 524288u, 524288u, 0u, 13180928ull); break;
-        default: break;
-        }
-    }
+    GJ_INLINE static const gj_level& at(gj_u32 level) { return gj_encode_level_table[level]; }
 };
 
 // ---------------------------------------------------------------------------
@@ -1654,14 +1786,34 @@ __global__ void __launch_bounds__(256) gj_encode_forward(const gj_forward_args a
     gj_forward_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
+// Grid y: 16 (one per level).
+__global__ void __launch_bounds__(256) gj_encode_forward_dydx(const gj_forward_args args) {
+    gj_forward_dydx_kernel<gj_encode_config, gj_encode_levels>(args);
+}
+
 // Grid y: 16 (one per level; dL_dx is summed atomically: zero it first).
 __global__ void __launch_bounds__(256) gj_encode_backward(const gj_backward_args args) {
     gj_backward_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
-// Grid (args.coarse_blocks, 16), 32768 bytes of dynamic shared memory: the levels marked SMALL.
+// Grid (args.coarse_blocks, 16), 32768 bytes of dynamic shared memory: the small levels.
 __global__ void __launch_bounds__(256) gj_encode_backward_coarse(const gj_backward_args args) {
     gj_backward_coarse_kernel<gj_encode_config, gj_encode_levels>(args);
+}
+
+// Grid y: 16 (one per level; dL_dx is summed atomically: zero it first).
+__global__ void __launch_bounds__(256) gj_encode_backward_input(const gj_backward_args args) {
+    gj_backward_input_kernel<gj_encode_config, gj_encode_levels>(args);
+}
+
+// Grid (args.coarse_blocks, 16), 32768 bytes of dynamic shared memory: the small levels.
+__global__ void __launch_bounds__(256) gj_encode_backward_input_coarse(const gj_backward_args args) {
+    gj_backward_input_coarse_kernel<gj_encode_config, gj_encode_levels>(args);
+}
+
+// Grid y: 16 (one per level; dL_dx is summed atomically: zero it first).
+__global__ void __launch_bounds__(256) gj_encode_backward_dx(const gj_backward_args args) {
+    gj_backward_dx_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
 // Grid y: 1 (point-major: dL_dx sums over levels in registers).
@@ -1671,10 +1823,10 @@ __global__ void __launch_bounds__(256) gj_encode_backward_backward(const gj_back
 
 // One thread per parameter; grid y: 1.
 __global__ void __launch_bounds__(256) gj_encode_init_params(const gj_init_args args) {
-    gj_init_kernel<gj_encode_config>(args);
+    gj_init_params_kernel<gj_encode_config>(args);
 }
 
 // One thread per parameter; grid y: 1.
 __global__ void __launch_bounds__(256) gj_encode_cast_gradients(const gj_cast_args args) {
-    gj_cast_kernel<gj_encode_config>(args);
+    gj_cast_gradients_kernel<gj_encode_config>(args);
 }

@@ -1,0 +1,64 @@
+/*
+ * CUDA source generation (docs/design.md §7).
+ *
+ * The output is one self-contained translation unit:
+ *   1. a comment block: gridjit version, canonical configuration, layout summary,
+ *      the compile options;
+ *   2. the templates (prelude, hashes, per-level work, and for kernels their bodies);
+ *   3. for the encoding NAME: a configuration struct, NAME_in_t / NAME_out_t, one
+ *      device function per pass with the levels unrolled and every per-level
+ *      constant written as a literal, and (unless device-functions-only) the level
+ *      table the kernels read (constant memory) and the __global__ kernels.
+ * A module's programs (parts) are the same unit with one part's kernels and no device
+ * functions, so that each compiles on its own.
+ * Everything is printed with fixed formats, so equal inputs give equal bytes.
+ */
+#include "codegen/codegen.h"
+
+#include "base/templates.h"
+#include "codegen/emit.h"
+
+#include <stdlib.h>
+
+static void append_template(gj__strbuf *sb, const char *name) {
+    const gj__template *tpl = gj__template_find(name);
+    gj__sb_printf(sb, "// ===== templates/%s =====\n", name);
+    if (tpl) {
+        gj__sb_append_n(sb, tpl->text, tpl->size);
+    } else {
+        sb->failed = 1; /* a build without the template is broken: fail loudly */
+    }
+    gj__sb_append(sb, "\n");
+}
+
+char *gj__codegen(const struct gj_encoding *enc, const gj_codegen_options *opts, gj__part part,
+                  const char *options_text) {
+    gj__strbuf sb;
+    gj__sb_init(&sb);
+    gj__emit_header(&sb, enc, opts, part, options_text);
+    append_template(&sb, "prelude.cuh");
+    append_template(&sb, "hash.cuh");
+    append_template(&sb, "grid_level.cuh");
+    if (!opts->device_functions_only) {
+        append_template(&sb, "kernel_args.cuh");
+        append_template(&sb, "kernels.cuh");
+    }
+    gj__emit_types(&sb, enc, opts);
+    /* A module's program holds its kernels only: the device functions are for fusion. */
+    const uint32_t functions = part == GJ__PART_ALL ? opts->passes : 0;
+    if (functions & GJ_PASS_FORWARD) {
+        gj__emit_forward_function(&sb, enc, opts);
+    }
+    if (functions & GJ_PASS_BACKWARD) {
+        gj__emit_backward_function(&sb, enc, opts);
+    }
+    if (functions & GJ_PASS_BACKWARD_BACKWARD) {
+        gj__emit_backward_backward_function(&sb, enc, opts);
+    }
+    if (!opts->device_functions_only) {
+        gj__emit_level_table(&sb, enc, opts);
+        gj__emit_kernels(&sb, enc, opts, part);
+    }
+    return gj__sb_take(&sb);
+}
+

@@ -1,0 +1,21 @@
+/* Facts about the generated kernels that follow from the layout and the codegen options
+ * (shared by the emitters and the runtime's launch geometry). */
+#ifndef GJ_CODEGEN_FACTS_H
+#define GJ_CODEGEN_FACTS_H
+
+#include "model/encoding.h"
+
+/* Whether level-major backward sums this level's gradients in shared memory. */
+int gj__level_is_small(const gj__config *config, const gj__level *level, const gj_codegen_options *opts);
+/* The most gradient floats of a small level (0 if none): NAME_backward_coarse's shared memory. */
+uint32_t gj__small_level_floats(const struct gj_encoding *enc, const gj_codegen_options *opts);
+/* Bit m set when some level (only the small ones: small_only) has index mode m. */
+uint32_t gj__index_modes(const struct gj_encoding *enc, const gj_codegen_options *opts, int small_only);
+/* Padded output width: n_output_dims rounded up to opts->output_width_multiple. */
+uint32_t gj__padded_width(const struct gj_encoding *enc, const gj_codegen_options *opts);
+/* Whether gradients are accumulated in fp32 (fp32 params, or F = 1: docs/design.md §8.3). */
+int gj__grad_is_fp32(const gj__config *config);
+/* The fixed-point cell size of a level: max((uint32)(2^32 / scale), 1), saturating like the GPU. */
+uint32_t gj__fixed_point_cell(float scale);
+
+#endif

@@ -1,0 +1,65 @@
+/* The NVRTC options, in the one place they are stated. */
+#include "compile/options.h"
+
+#include "base/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/*
+ * Every option after --gpu-architecture. Deliberately absent: --use_fast_math
+ * (approximate division, sqrt and flushed denormals would move the results away from
+ * the double-precision reference the tests compare against).
+ */
+static const char *const fixed_options[] = {
+    /* The templates use C++17; stated so that another NVRTC's default dialect cannot
+     * change what the source means. */
+    "-std=c++17",
+    /* Contract a*b+c into FMA: NVRTC's default, pinned because it changes results in
+     * the last bits (and tiny-cuda-nn compiles with it too). */
+    "--fmad=true",
+    /* Lets NVVM merge neighbouring feature loads and stores into vector accesses;
+     * affects speed only. */
+    "--extra-device-vectorization",
+    /* Unannotated helper functions in the templates are device functions. */
+    "--device-as-default-execution-space",
+};
+
+/* Source line tables for Nsight Compute and cuda-gdb: the code is unchanged, but they
+ * are three quarters of a cubin's bytes and cost compile time, so only when asked. */
+static const char lineinfo_option[] = "-lineinfo";
+
+size_t gj__compile_options(const char *arch_name, int lineinfo, const char **options, size_t max, char *buffer,
+                           size_t buffer_size) {
+    const size_t n_fixed = sizeof fixed_options / sizeof fixed_options[0];
+    const size_t n = 1 + n_fixed + (lineinfo ? 1 : 0);
+    if (max < n + 1) { /* and the NULL */
+        return 0;
+    }
+    int length = snprintf(buffer, buffer_size, "--gpu-architecture=%s", arch_name);
+    if (length < 0 || (size_t)length >= buffer_size) {
+        return 0;
+    }
+    options[0] = buffer;
+    for (size_t i = 0; i < n_fixed; i++) {
+        options[i + 1] = fixed_options[i];
+    }
+    if (lineinfo) {
+        options[n - 1] = lineinfo_option;
+    }
+    options[n] = NULL;
+    return n;
+}
+
+char *gj__compile_options_text(const char *arch_name, int lineinfo) {
+    const char *options[GJ__MAX_COMPILE_OPTIONS];
+    char buffer[GJ__COMPILE_OPTIONS_BUFFER];
+    const size_t n = gj__compile_options(arch_name, lineinfo, options, GJ__MAX_COMPILE_OPTIONS, buffer, sizeof buffer);
+    gj__strbuf sb;
+    gj__sb_init(&sb);
+    sb.failed = n == 0;
+    for (size_t i = 0; i < n; i++) {
+        gj__sb_printf(&sb, "%s\n", options[i]);
+    }
+    return gj__sb_take(&sb);
+}

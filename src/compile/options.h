@@ -1,0 +1,24 @@
+/* The NVRTC options gridjit passes: stated in one place, written into every generated
+ * source's header comment, and covered by the cache key. */
+#ifndef GJ_COMPILE_OPTIONS_H
+#define GJ_COMPILE_OPTIONS_H
+
+#include "compile/arch.h"
+
+#include <stddef.h>
+
+/* Room that gj__compile_options needs: entries (with the NULL) and buffer bytes. */
+#define GJ__MAX_COMPILE_OPTIONS 10
+#define GJ__COMPILE_OPTIONS_BUFFER 64
+
+/* The options for arch, NULL-terminated. lineinfo adds -lineinfo (source line tables for
+ * profilers and debuggers). Writes at most max entries into options (pointers to static
+ * storage or into buffer). Returns the count, or 0 when max or buffer_size is too small. */
+size_t gj__compile_options(const char *arch_name, int lineinfo, const char **options, size_t max, char *buffer,
+                           size_t buffer_size);
+
+/* The same, one per line (each ending in a newline), for arch_name (not parsed: "<target>"
+ * works). malloc()ed; NULL on OOM. */
+char *gj__compile_options_text(const char *arch_name, int lineinfo);
+
+#endif

@@ -1,0 +1,45 @@
+/* Precompiling a module's programs (see precompile.h). */
+#include "compile/precompile.h"
+
+#include "base/clock.h"
+#include "compile/encoding_unit.h"
+#include "compile/parallel.h"
+
+#include <string.h>
+
+gj_status gj__precompile(gj__compiler *c, const struct gj_encoding *enc, const gj_codegen_options *opts,
+                         const gj__arch *arch, unsigned threads, gj_precompile_report *report) {
+    const double start = gj__now_ms();
+    memset(report, 0, sizeof *report);
+    gj__encoding_unit units[GJ__PART_COUNT];
+    gj__compile_job jobs[GJ__PART_COUNT];
+    size_t n = 0;
+    gj_status status = GJ_OK;
+    for (int p = GJ__PART_ALL + 1; status == GJ_OK && p < GJ__PART_COUNT; ++p) {
+        if (!(gj__part_pass((gj__part)p) & opts->passes)) {
+            continue;
+        }
+        status = gj__encoding_unit_make(c, enc, opts, (gj__part)p, arch, 1, &units[n]);
+        if (status == GJ_OK) {
+            memset(&jobs[n], 0, sizeof jobs[n]);
+            jobs[n].request = &units[n].request;
+            n++;
+        }
+    }
+    gj__compile_all(c, jobs, n, threads);
+    for (size_t i = 0; i < n; ++i) {
+        if (status == GJ_OK && jobs[i].status != GJ_OK) {
+            status = gj__fail(c->diag, jobs[i].status, "%s program: %s", gj__part_name(units[i].part),
+                              jobs[i].message);
+        }
+        if (jobs[i].status == GJ_OK) {
+            report->programs++;
+            report->cached += gj_program_cache_status(jobs[i].program) == GJ_CACHE_HIT;
+            report->compiled += gj_program_cache_status(jobs[i].program) != GJ_CACHE_HIT;
+        }
+        gj_program_destroy(jobs[i].program);
+        gj__encoding_unit_free(&units[i]);
+    }
+    report->ms = gj__now_ms() - start;
+    return status;
+}

@@ -1,0 +1,17 @@
+/* gj_encoding: a parsed configuration and its layout, immutable once made. */
+#ifndef GJ_MODEL_ENCODING_H
+#define GJ_MODEL_ENCODING_H
+
+#include "model/config.h"
+#include "model/layout.h"
+
+struct gj_encoding {
+    gj__config config;
+    gj__layout layout;
+};
+
+/* Parses json (see gj__config_parse) and computes the layout. On failure *out is NULL
+ * and err holds a one-line message naming the key at fault. */
+gj_status gj__encoding_make(const char *json, uint32_t n_dims, struct gj_encoding **out, char *err, size_t err_size);
+
+#endif

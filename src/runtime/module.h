@@ -1,0 +1,176 @@
+/*
+ * gj_module: an encoding's kernels, compiled and loaded on first use, and their launches.
+ *
+ *   module_create.c   create (for the devices it will meet) / load (a given program) /
+ *                     prepare / destroy / getters
+ *   module_programs.c the programs (parts) of a module: compiled through the cache for an
+ *                     architecture on first use, in parallel when prepared, loaded once
+ *   module_device.c   where a launch runs (the stream's context), per-device state
+ *   module_args.c     descriptor defaults, argument checks, kernel argument structs and
+ *                     launch geometry: pure functions of a gj__module_shape, no driver
+ *   module_launch.c   one function per pass: zeroing, scratch buffers, launches
+ *   module_host.c     device-memory conveniences
+ *
+ * The kernel contract (codegen/kernels.c lists the kernels, templates/kernels.cuh has
+ * their bodies): each takes its struct of templates/kernel_args.cuh by value; block =
+ * block_size; grid.x = ceil(n / (block_size * points_per_thread)); grid.y = levels (+1
+ * for the padding columns when the output is padded) for level-major forward, levels for
+ * level-major backward (dL/dx summed atomically: zeroed first), 1 otherwise; init and
+ * cast run one thread per element. Level-major backward with dL/dparams and levels small
+ * enough for shared memory (small_level_floats > 0): args.coarse_blocks = B > 0 makes
+ * NAME_backward(_input) skip those levels and NAME_backward(_input)_coarse, grid (B,
+ * levels) with small_level_floats * 4 bytes of dynamic shared memory, sum them per block
+ * before adding to dL/dparams.
+ */
+#ifndef GJ_RUNTIME_MODULE_H
+#define GJ_RUNTIME_MODULE_H
+
+#include "codegen/kernels.h" /* gj__kernel_id: the kernel list */
+#include "compile/compiler.h"
+#include "loader/driver.h"
+#include "model/encoding.h"
+
+#include "templates/kernel_args.cuh"
+
+#include <pthread.h>
+/* What the runtime works with: its context's diagnostics, driver and compiler. */
+typedef struct gj__runtime {
+    const gj__diag *diag;
+    gj__driver_loader *driver;
+    gj__compiler *compiler;
+} gj__runtime;
+
+
+/* Everything argument checks and launch geometry need: no driver state, so it can be
+ * tested without a GPU. */
+typedef struct gj__module_shape {
+    uint32_t n_dims, n_levels, n_features_per_level;
+    uint32_t n_output_dims, padded_width;
+    uint64_t n_params;
+    gj_precision precision;
+    int grad_fp32; /* gradients accumulate in fp32 (fp32 params, or F = 1) */
+    uint32_t passes, block_size, points_per_thread;
+    int level_major;
+    uint32_t small_level_floats; /* shared floats of NAME_backward_coarse; 0: no small level */
+} gj__module_shape;
+
+/* opts: resolved (gj__codegen_options_resolve). */
+void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *enc, const gj_codegen_options *opts);
+size_t gj__shape_element_size(const gj__module_shape *shape);
+/* Largest n one launch of this shape takes (GJ_MAX_POINTS or the grid limit). */
+uint64_t gj__shape_max_points(const gj__module_shape *shape);
+
+typedef struct gj__launch_dims {
+    uint32_t grid_x, grid_y, block;
+} gj__launch_dims;
+
+/* Argument checks, in the order the public calls make them. GJ_ERROR_INVALID_ARGUMENT or
+ * GJ_ERROR_PASS_NOT_COMPILED with a message "gj_forward: ..." on d. */
+gj_status gj__check_forward(const gj__diag *d, const gj__module_shape *shape, const gj_forward_desc *desc);
+gj_status gj__check_backward(const gj__diag *d, const gj__module_shape *shape, const gj_backward_desc *desc);
+gj_status gj__check_backward_backward(const gj__diag *d, const gj__module_shape *shape,
+                                      const gj_backward_backward_desc *desc);
+gj_status gj__check_init(const gj__diag *d, const gj__module_shape *shape, const gj_init_desc *desc);
+
+/* Kernel arguments and grid of a checked descriptor (n > 0). dL_dparams in the backward
+ * structs is the descriptor's; the launcher swaps in the fp32 scratch where needed. */
+void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc, gj_forward_args *args,
+                      gj__launch_dims *dims);
+void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *desc, gj_backward_args *args,
+                       gj__launch_dims *dims);
+void gj__backward_backward_args(const gj__module_shape *shape, const gj_backward_backward_desc *desc,
+                                gj_backward_backward_args *args, gj__launch_dims *dims);
+/* One thread per element: init_params and cast_gradients over n_params. */
+void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims);
+/* Whether a backward launch of desc uses NAME_backward_coarse, and its grid with
+ * blocks_per_level blocks (> 0) per level. */
+int gj__backward_uses_coarse(const gj__module_shape *shape, const gj_backward_desc *desc);
+void gj__coarse_dims(const gj__module_shape *shape, uint32_t blocks_per_level, gj__launch_dims *dims);
+
+/* One module program (a part, docs/runtime.md) compiled for one architecture and loaded:
+ * a CUlibrary serves every context and device of that architecture. */
+typedef struct gj__module_program {
+    gj__part part;           /* GJ__PART_ALL for the program gj_module_load was given */
+    char arch[24];           /* what it was compiled for ("sm_90", "compute_90") */
+    int sm;                  /* the device architecture it serves (90) */
+    CUlibrary library;
+    CUkernel kernels[GJ__KERNEL_COUNT]; /* the part's kernels; NULL elsewhere */
+    double compile_ms;
+    gj_cache_status cache;
+    size_t binary_bytes;
+} gj__module_program;
+
+#define GJ__MODULE_MAX_PROGRAMS 64
+#define GJ__MODULE_MAX_DEVICES 64
+
+/* What a module keeps per device it has launched on. */
+typedef struct gj__module_device {
+    CUdevice device;
+    int sm;                 /* compute capability, 90 for 9.0 */
+    uint32_t coarse_blocks; /* blocks per level of the coarse kernels: two per multiprocessor */
+    /* fp32 gradient accumulator for fp16 parameters with F = 1 (docs/design.md §8.3):
+     * allocated on first use, cast into the caller's fp16 array after each pass. */
+    CUdeviceptr scratch;
+    size_t scratch_bytes;
+    CUcontext scratch_context;
+} gj__module_device;
+
+struct gj_module {
+    gj__runtime *rt;
+    const gj__diag *diag;
+    gj__driver *drv;
+    struct gj_encoding enc;   /* the module's own copy */
+    gj_codegen_options opts;  /* resolved; name points into name */
+    char name[72];
+    gj__module_shape shape;
+    pthread_mutex_t lock;     /* programs and devices */
+    int given;                /* gj_module_load: every kernel comes from programs[0] */
+    gj__module_program programs[GJ__MODULE_MAX_PROGRAMS];
+    size_t n_programs;
+    gj__module_device devices[GJ__MODULE_MAX_DEVICES];
+    size_t n_devices;
+};
+
+/* ---- module_device.c: where a launch runs ---- */
+/* A launch's context: the stream's (pushed when it is not the current one), else the
+ * current one, else device 0's primary context (loader/driver.h). */
+typedef struct gj__launch_scope {
+    CUcontext context;
+    int pushed;
+    gj__module_device *device;
+} gj__launch_scope;
+gj_status gj__module_enter(struct gj_module *m, gj_stream stream, const char *call, gj__launch_scope *scope);
+void gj__module_leave(struct gj_module *m, gj__launch_scope *scope);
+/* The kernel's function in the scope's context; its program is compiled and loaded for
+ * the device's architecture on first use. */
+gj_status gj__module_function(struct gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const char *call,
+                              CUfunction *out);
+/* Frees every device's fp32 gradient buffer (each in its own context). */
+void gj__module_free_scratch(struct gj_module *m);
+
+/* ---- module_programs.c: compiling and loading the parts ---- */
+#ifdef GJ_TEST_HOOKS
+#include <stdatomic.h>
+/* Test builds only: the next this-many binary loads are refused (see module_programs.c). */
+extern atomic_int gj__module_test_refuse_loads;
+#endif
+/* The program holding kernel id for a device of architecture sm, compiled (through the
+ * cache) and loaded on first use. Call with m->lock held. */
+gj_status gj__module_program_for(struct gj_module *m, int sm, gj__kernel_id id, const gj__module_program **out);
+/* Compiles the parts of passes for architecture sm in parallel and loads them. */
+gj_status gj__module_prepare_for(struct gj_module *m, int sm, uint32_t passes);
+/* Unloads every library. */
+void gj__module_unload_all(struct gj_module *m);
+
+/* The entry points behind the public calls that take a gj_context (src/api). */
+gj_status gj__runtime_probe(gj__runtime *rt, gj_runtime_info *info);
+gj_status gj__module_create(gj__runtime *rt, const struct gj_encoding *enc, const gj_codegen_options *opts,
+                            struct gj_module **out);
+gj_status gj__module_load(gj__runtime *rt, const struct gj_encoding *enc, const gj_codegen_options *opts,
+                          const gj_program *prog, struct gj_module **out);
+gj_status gj__device_alloc(gj__runtime *rt, size_t bytes, void **ptr);
+void gj__device_free(gj__runtime *rt, void *ptr);
+gj_status gj__memcpy(gj__runtime *rt, void *dst, const void *src, size_t bytes, int to_device);
+gj_status gj__stream_synchronize(gj__runtime *rt, gj_stream stream);
+
+#endif

@@ -1,0 +1,377 @@
+/* Launch descriptors: defaults, argument checks, kernel argument structs and grids.
+ * Nothing here calls the driver, so all of it is tested without a GPU. */
+#include "runtime/module.h"
+
+#include "codegen/facts.h"
+
+#include <math.h>
+#include <string.h>
+
+#define GJ__MAX_GRID_X 2147483647ull /* CUDA's limit on gridDim.x */
+
+void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *enc, const gj_codegen_options *opts) {
+    memset(shape, 0, sizeof *shape);
+    shape->n_dims = enc->config.n_dims;
+    shape->n_levels = enc->layout.n_levels;
+    shape->n_features_per_level = enc->config.n_features_per_level;
+    shape->n_output_dims = enc->layout.n_output_dims;
+    shape->padded_width = gj__padded_width(enc, opts);
+    shape->n_params = enc->layout.n_params;
+    shape->precision = enc->config.precision;
+    shape->grad_fp32 = gj__grad_is_fp32(&enc->config);
+    shape->passes = opts->passes;
+    shape->block_size = opts->block_size;
+    shape->points_per_thread = opts->points_per_thread;
+    shape->level_major = opts->order == GJ_ORDER_LEVEL_MAJOR;
+    shape->small_level_floats = gj__small_level_floats(enc, opts);
+}
+
+size_t gj__shape_element_size(const gj__module_shape *shape) {
+    return shape->precision == GJ_PRECISION_FP16 ? 2 : 4;
+}
+
+uint64_t gj__shape_max_points(const gj__module_shape *shape) {
+    const uint64_t by_grid = GJ__MAX_GRID_X * shape->block_size * shape->points_per_thread;
+    return by_grid < GJ_MAX_POINTS ? by_grid : GJ_MAX_POINTS;
+}
+
+/* ---------------------------------------------------------------- defaults */
+
+void gj_forward_desc_init(gj_forward_desc *desc) {
+    if (desc) {
+        memset(desc, 0, sizeof *desc);
+        desc->struct_size = (uint32_t)sizeof *desc;
+        desc->y_layout = GJ_LAYOUT_AOS;
+        desc->max_level = 1.0f;
+    }
+}
+
+void gj_backward_desc_init(gj_backward_desc *desc) {
+    if (desc) {
+        memset(desc, 0, sizeof *desc);
+        desc->struct_size = (uint32_t)sizeof *desc;
+        desc->dL_dy_layout = GJ_LAYOUT_AOS;
+        desc->dL_dparams_mode = GJ_GRAD_OVERWRITE;
+        desc->max_level = 1.0f;
+    }
+}
+
+void gj_backward_backward_desc_init(gj_backward_backward_desc *desc) {
+    if (desc) {
+        memset(desc, 0, sizeof *desc);
+        desc->struct_size = (uint32_t)sizeof *desc;
+        desc->dL_dy_layout = GJ_LAYOUT_AOS;
+        desc->dL_ddLdy_layout = GJ_LAYOUT_AOS;
+        desc->dL_dparams_mode = GJ_GRAD_OVERWRITE;
+        desc->max_level = 1.0f;
+    }
+}
+
+void gj_init_desc_init(gj_init_desc *desc) {
+    if (desc) {
+        memset(desc, 0, sizeof *desc);
+        desc->struct_size = (uint32_t)sizeof *desc;
+        desc->scale = 1.0f;
+    }
+}
+
+/* ------------------------------------------------------------------ checks */
+
+/* A required (or, with optional set, possibly NULL) device pointer with its alignment. */
+static gj_status check_pointer(const gj__diag *ctx, const char *call, const char *name, const void *ptr, size_t align,
+                               int optional) {
+    if (!ptr) {
+        return optional ? GJ_OK : gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: %s must not be NULL", call, name);
+    }
+    if ((uintptr_t)ptr % align != 0) {
+        return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: %s must be aligned to %zu bytes (got %p)", call, name,
+                        align, ptr);
+    }
+    return GJ_OK;
+}
+
+static gj_status check_layout(const gj__diag *ctx, const char *call, const char *name, gj_data_layout layout) {
+    if (layout != GJ_LAYOUT_AOS && layout != GJ_LAYOUT_SOA) {
+        return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: %s must be GJ_LAYOUT_AOS or GJ_LAYOUT_SOA (got %d)", call,
+                        name, (int)layout);
+    }
+    return GJ_OK;
+}
+
+static gj_status check_mode(const gj__diag *ctx, const char *call, gj_grad_mode mode) {
+    if (mode != GJ_GRAD_OVERWRITE && mode != GJ_GRAD_ACCUMULATE) {
+        return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: dL_dparams_mode must be GJ_GRAD_OVERWRITE or GJ_GRAD_ACCUMULATE (got %d)", call, (int)mode);
+    }
+    return GJ_OK;
+}
+
+static const char *pass_list(uint32_t passes) {
+    static const char *const names[8] = {"none",
+                                         "forward",
+                                         "backward",
+                                         "forward, backward",
+                                         "backward_backward",
+                                         "forward, backward_backward",
+                                         "backward, backward_backward",
+                                         "forward, backward, backward_backward"};
+    return names[passes & 7u];
+}
+
+static gj_status check_pass(const gj__diag *ctx, const char *call, const gj__module_shape *shape, gj_pass pass,
+                            const char *pass_name) {
+    if (!(shape->passes & (uint32_t)pass)) {
+        return gj__fail(ctx, GJ_ERROR_PASS_NOT_COMPILED,
+                        "%s: the module was compiled without the %s pass (passes: %s); make a module with it", call,
+                        pass_name, pass_list(shape->passes));
+    }
+    return GJ_OK;
+}
+
+/* n, x, params and max_level: what every pass takes. */
+static gj_status check_common(const gj__diag *ctx, const char *call, const gj__module_shape *shape, uint64_t n,
+                              const float *x, const void *params, const float *max_level_per_point, float max_level) {
+    const uint64_t limit = gj__shape_max_points(shape);
+    if (n > limit) {
+        return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: n must be at most %llu points per launch (got %llu); split the batch", call,
+                        (unsigned long long)limit, (unsigned long long)n);
+    }
+    gj_status status = check_pointer(ctx, call, "x", x, 4, 0);
+    if (status == GJ_OK) {
+        status = check_pointer(ctx, call, "params", params, 16, 0);
+    }
+    if (status == GJ_OK) {
+        status = check_pointer(ctx, call, "max_level_per_point", max_level_per_point, 4, 1);
+    }
+    if (status == GJ_OK && !max_level_per_point && !(max_level >= 0.0f && max_level <= 1.0f)) {
+        status = gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT,
+                          "%s: max_level must be in [0, 1] (got %g); the *_desc_init functions set 1 (all levels)", call,
+                          (double)max_level);
+    }
+    return status;
+}
+
+/* A descriptor its _init prepared (all of them were first published at their present size). */
+static gj_status check_struct_size(const gj__diag *ctx, const char *call, const char *type, uint32_t size,
+                                   size_t expected) {
+    if (size != expected) {
+        return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: desc->struct_size is %u (expected %zu): prepare the descriptor with %s_init() first", call,
+                        size, expected, type);
+    }
+    return GJ_OK;
+}
+
+/* The parts shared by the checks: NULL desc, its size, the pass, then (n > 0) the common
+ * fields. */
+#define GJ__CHECK_HEAD(call, type, pass, pass_name)                                             \
+    do {                                                                                        \
+        if (!desc) {                                                                            \
+            return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: desc must not be NULL", call); \
+        }                                                                                       \
+        if (check_struct_size(ctx, call, type, desc->struct_size, sizeof *desc) != GJ_OK) {     \
+            return GJ_ERROR_INVALID_ARGUMENT;                                                   \
+        }                                                                                       \
+        gj_status head = check_pass(ctx, call, shape, pass, pass_name);                         \
+        if (head != GJ_OK || desc->n == 0) {                                                    \
+            return head;                                                                        \
+        }                                                                                       \
+        head = check_common(ctx, call, shape, desc->n, desc->x, desc->params,                   \
+                            desc->max_level_per_point, desc->max_level);                        \
+        if (head != GJ_OK) {                                                                    \
+            return head;                                                                        \
+        }                                                                                       \
+    } while (0)
+
+gj_status gj__check_forward(const gj__diag *ctx, const gj__module_shape *shape, const gj_forward_desc *desc) {
+    static const char call[] = "gj_forward";
+    GJ__CHECK_HEAD(call, "gj_forward_desc", GJ_PASS_FORWARD, "forward");
+    if (!desc->y && !desc->dy_dx) {
+        return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: y and dy_dx are both NULL: nothing to compute", call);
+    }
+    gj_status status = check_pointer(ctx, call, "y", desc->y, gj__shape_element_size(shape), 1);
+    if (status == GJ_OK) {
+        status = check_layout(ctx, call, "y_layout", desc->y_layout);
+    }
+    if (status == GJ_OK) {
+        status = check_pointer(ctx, call, "dy_dx", desc->dy_dx, 4, 1);
+    }
+    return status;
+}
+
+gj_status gj__check_backward(const gj__diag *ctx, const gj__module_shape *shape, const gj_backward_desc *desc) {
+    static const char call[] = "gj_backward";
+    GJ__CHECK_HEAD(call, "gj_backward_desc", GJ_PASS_BACKWARD, "backward");
+    if (!desc->dL_dparams && !desc->dL_dx) {
+        return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: dL_dparams and dL_dx are both NULL: nothing to compute",
+                        call);
+    }
+    gj_status status = check_pointer(ctx, call, "dL_dy", desc->dL_dy, gj__shape_element_size(shape), 0);
+    if (status == GJ_OK) {
+        status = check_layout(ctx, call, "dL_dy_layout", desc->dL_dy_layout);
+    }
+    if (status == GJ_OK) {
+        status = check_pointer(ctx, call, "dL_dparams", desc->dL_dparams, 16, 1);
+    }
+    if (status == GJ_OK && desc->dL_dparams) {
+        status = check_mode(ctx, call, desc->dL_dparams_mode);
+    }
+    if (status == GJ_OK) {
+        status = check_pointer(ctx, call, "dL_dx", desc->dL_dx, 4, 1);
+    }
+    return status;
+}
+
+gj_status gj__check_backward_backward(const gj__diag *ctx, const gj__module_shape *shape,
+                                      const gj_backward_backward_desc *desc) {
+    static const char call[] = "gj_backward_backward";
+    GJ__CHECK_HEAD(call, "gj_backward_backward_desc", GJ_PASS_BACKWARD_BACKWARD, "backward_backward");
+    if (!desc->dL_dparams && !desc->dL_ddLdy && !desc->dL_dx) {
+        return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: dL_dparams, dL_ddLdy and dL_dx are all NULL: nothing to compute", call);
+    }
+    const size_t element = gj__shape_element_size(shape);
+    gj_status status = check_pointer(ctx, call, "dL_ddLdx", desc->dL_ddLdx, 4, 0);
+    if (status == GJ_OK) {
+        status = check_pointer(ctx, call, "dL_dy", desc->dL_dy, element, 0);
+    }
+    if (status == GJ_OK) {
+        status = check_layout(ctx, call, "dL_dy_layout", desc->dL_dy_layout);
+    }
+    if (status == GJ_OK) {
+        status = check_pointer(ctx, call, "dL_dparams", desc->dL_dparams, 16, 1);
+    }
+    if (status == GJ_OK && desc->dL_dparams) {
+        status = check_mode(ctx, call, desc->dL_dparams_mode);
+    }
+    if (status == GJ_OK) {
+        status = check_pointer(ctx, call, "dL_ddLdy", desc->dL_ddLdy, element, 1);
+    }
+    if (status == GJ_OK && desc->dL_ddLdy) {
+        status = check_layout(ctx, call, "dL_ddLdy_layout", desc->dL_ddLdy_layout);
+    }
+    if (status == GJ_OK) {
+        status = check_pointer(ctx, call, "dL_dx", desc->dL_dx, 4, 1);
+    }
+    return status;
+}
+
+gj_status gj__check_init(const gj__diag *ctx, const gj__module_shape *shape, const gj_init_desc *desc) {
+    static const char call[] = "gj_init_params";
+    if (!desc) {
+        return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: desc must not be NULL", call);
+    }
+    if (check_struct_size(ctx, call, "gj_init_desc", desc->struct_size, sizeof *desc) != GJ_OK) {
+        return GJ_ERROR_INVALID_ARGUMENT;
+    }
+    if (shape->n_params > GJ__MAX_GRID_X * shape->block_size) {
+        return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: %llu parameters are more than one launch covers", call,
+                        (unsigned long long)shape->n_params);
+    }
+    gj_status status = check_pointer(ctx, call, "params", desc->params, 16, 0);
+    if (status == GJ_OK) {
+        status = check_pointer(ctx, call, "params_fp32", desc->params_fp32, 4, 1);
+    }
+    if (status == GJ_OK && !isfinite(desc->scale)) {
+        status = gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: scale must be finite (got %g)", call, (double)desc->scale);
+    }
+    return status;
+}
+
+/* ------------------------------------------------------- arguments and grids */
+
+/* Element (i, k) of an n x width array at base[i * stride_point + k * stride_feature]. */
+static void strides(gj_data_layout layout, uint64_t n, uint32_t width, unsigned long long *stride_point,
+                    unsigned long long *stride_feature) {
+    if (layout == GJ_LAYOUT_SOA) {
+        *stride_point = 1;
+        *stride_feature = n;
+    } else {
+        *stride_point = width;
+        *stride_feature = 1;
+    }
+}
+
+static void point_dims(const gj__module_shape *shape, uint64_t n, uint32_t grid_y, gj__launch_dims *dims) {
+    const uint64_t per_block = (uint64_t)shape->block_size * shape->points_per_thread;
+    dims->grid_x = (uint32_t)((n + per_block - 1) / per_block);
+    dims->grid_y = grid_y;
+    dims->block = shape->block_size;
+}
+
+void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc, gj_forward_args *args,
+                      gj__launch_dims *dims) {
+    memset(args, 0, sizeof *args);
+    args->n = desc->n;
+    args->x = desc->x;
+    args->x_stride_point = shape->n_dims;
+    args->x_stride_dim = 1;
+    args->params = desc->params;
+    args->y = desc->y;
+    strides(desc->y_layout, desc->n, shape->padded_width, &args->y_stride_point, &args->y_stride_feature);
+    args->dy_dx = desc->dy_dx;
+    args->max_level_per_point = desc->max_level_per_point;
+    args->max_level = desc->max_level;
+    const int padded = shape->padded_width != shape->n_output_dims;
+    point_dims(shape, desc->n, shape->level_major ? shape->n_levels + (padded ? 1u : 0u) : 1u, dims);
+}
+
+void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *desc, gj_backward_args *args,
+                       gj__launch_dims *dims) {
+    memset(args, 0, sizeof *args);
+    args->n = desc->n;
+    args->x = desc->x;
+    args->x_stride_point = shape->n_dims;
+    args->x_stride_dim = 1;
+    args->params = desc->params;
+    args->dL_dy = desc->dL_dy;
+    strides(desc->dL_dy_layout, desc->n, shape->padded_width, &args->dy_stride_point, &args->dy_stride_feature);
+    args->dL_dparams = desc->dL_dparams;
+    args->dL_dx = desc->dL_dx;
+    args->dx_stride_point = shape->n_dims;
+    args->dx_stride_dim = 1;
+    args->max_level_per_point = desc->max_level_per_point;
+    args->max_level = desc->max_level;
+    point_dims(shape, desc->n, shape->level_major ? shape->n_levels : 1u, dims);
+}
+
+void gj__backward_backward_args(const gj__module_shape *shape, const gj_backward_backward_desc *desc,
+                                gj_backward_backward_args *args, gj__launch_dims *dims) {
+    memset(args, 0, sizeof *args);
+    args->n = desc->n;
+    args->x = desc->x;
+    args->x_stride_point = shape->n_dims;
+    args->x_stride_dim = 1;
+    args->params = desc->params;
+    args->dL_ddLdx = desc->dL_ddLdx;
+    args->ddx_stride_point = shape->n_dims;
+    args->ddx_stride_dim = 1;
+    args->dL_dy = desc->dL_dy;
+    strides(desc->dL_dy_layout, desc->n, shape->padded_width, &args->dy_stride_point, &args->dy_stride_feature);
+    args->dL_dparams = desc->dL_dparams;
+    args->dL_ddLdy = desc->dL_ddLdy;
+    strides(desc->dL_ddLdy_layout, desc->n, shape->padded_width, &args->ddy_stride_point, &args->ddy_stride_feature);
+    args->dL_dx = desc->dL_dx;
+    args->dx_stride_point = shape->n_dims;
+    args->dx_stride_dim = 1;
+    args->max_level_per_point = desc->max_level_per_point;
+    args->max_level = desc->max_level;
+    point_dims(shape, desc->n, 1u, dims); /* point-major in every order */
+}
+
+void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims) {
+    dims->block = shape->block_size;
+    dims->grid_x = (uint32_t)((shape->n_params + shape->block_size - 1) / shape->block_size);
+    dims->grid_y = 1;
+}
+
+int gj__backward_uses_coarse(const gj__module_shape *shape, const gj_backward_desc *desc) {
+    return shape->level_major && shape->small_level_floats > 0 && desc->dL_dparams != NULL;
+}
+
+void gj__coarse_dims(const gj__module_shape *shape, uint32_t blocks_per_level, gj__launch_dims *dims) {
+    dims->block = shape->block_size;
+    dims->grid_x = blocks_per_level;
+    dims->grid_y = shape->n_levels;
+}

@@ -1,0 +1,285 @@
+/* gj_module: made for an encoding (programs compiled on first use) or from a given
+ * program; prepared (compiled now, in parallel); destroyed; described. */
+#include "runtime/module.h"
+
+#include "compile/encoding_unit.h"
+#include "codegen/options.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ probe */
+
+static gj_status describe_device(const gj__diag *ctx, gj__driver *drv, gj_runtime_info *info) {
+    CUcontext current = NULL;
+    CUdevice device = 0;
+    gj_status status = gj__cuda_check(ctx, drv, drv->CtxGetCurrent(&current), "cuCtxGetCurrent");
+    if (status == GJ_OK) { /* no context is created here: the current one's device, else device 0 */
+        status = current ? gj__cuda_check(ctx, drv, drv->CtxGetDevice(&device), "cuCtxGetDevice")
+                         : gj__cuda_check(ctx, drv, drv->DeviceGet(&device, 0), "cuDeviceGet");
+    }
+    if (status == GJ_OK) {
+        status = gj__cuda_check(ctx, drv, drv->DeviceGetName(info->device_name, (int)sizeof info->device_name, device),
+                                "cuDeviceGetName");
+    }
+    if (status == GJ_OK) {
+        status = gj__cuda_check(
+            ctx, drv, drv->DeviceGetAttribute(&info->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+            "cuDeviceGetAttribute");
+    }
+    if (status == GJ_OK) {
+        status = gj__cuda_check(
+            ctx, drv, drv->DeviceGetAttribute(&info->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+            "cuDeviceGetAttribute");
+    }
+    info->device = (int)device;
+    snprintf(info->arch, sizeof info->arch, "sm_%d%d", info->cc_major, info->cc_minor);
+    return status;
+}
+
+gj_status gj__runtime_probe(gj__runtime *rt, gj_runtime_info *info) {
+    memset(info, 0, sizeof *info);
+    gj__driver *drv = NULL;
+    gj_status status = gj__driver_get(rt->driver, rt->diag, &drv);
+    if (status == GJ_ERROR_NO_DEVICE) {
+        info->driver_found = 1;
+    }
+    if (status != GJ_OK) {
+        return status;
+    }
+    info->driver_found = 1;
+    info->driver_version = drv->version;
+    info->device_count = drv->device_count;
+    return describe_device(rt->diag, drv, info);
+}
+
+static gj_status check_load_arguments(const gj__diag *ctx, const char *call, const gj_encoding *enc,
+                                      const gj_codegen_options *opts, gj_module **out, gj_codegen_options *resolved) {
+    if (out) {
+        *out = NULL;
+    }
+    if (!enc || !out) {
+        return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: enc and out must not be NULL", call);
+    }
+    gj_status status = gj__codegen_options_resolve(ctx, opts, resolved);
+    if (status == GJ_OK && resolved->device_functions_only) {
+        status = gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT,
+                          "%s: device_functions_only must be 0: a module needs the __global__ kernels", call);
+    }
+    return status;
+}
+
+/* The program must be what enc and opts compile to: its kernels, and (where it kept
+ * it) its source. A program of another configuration or other options would run
+ * wrong kernels with the checks of this module. */
+static gj_status check_program(gj__runtime *rt, const gj_encoding *enc, const gj_codegen_options *opts,
+                               const gj_program *prog) {
+    static const char call[] = "gj_module_load";
+    const gj__diag *ctx = rt->diag;
+    size_t size = 0;
+    const void *binary = gj_program_binary(prog, &size);
+    const gj_binary_kind kind = gj_program_kind(prog);
+    if (!binary || size == 0 || (kind != GJ_BINARY_CUBIN && kind != GJ_BINARY_PTX)) {
+        return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: the program holds no cubin or PTX (failed compile?)", call);
+    }
+    for (int k = 0; k < GJ__KERNEL_COUNT; ++k) {
+        if (!gj__kernel_present((gj__kernel_id)k, opts->passes)) {
+            continue;
+        }
+        char expression[128];
+        gj__kernel_expression(expression, sizeof expression, opts->name, (gj__kernel_id)k);
+        if (!gj__program_lowered(prog, expression)) {
+            return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT,
+                            "%s: the program has no kernel %s: it was compiled for other codegen options", call,
+                            expression);
+        }
+    }
+    const char *source = gj_program_source(prog);
+    if (source && source[0]) {
+        char *expected = gj__encoding_source(rt->compiler, enc, opts, GJ__PART_ALL);
+        if (!expected) {
+            return gj__fail(rt->diag, GJ_ERROR_OUT_OF_MEMORY, "%s: out of memory generating the source to compare", call);
+        }
+        const int same = strcmp(expected, source) == 0;
+        free(expected);
+        if (!same) {
+            return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT,
+                            "%s: the program was compiled from other source than this encoding and these codegen "
+                            "options generate (another configuration or other options)",
+                            call);
+        }
+    }
+    return GJ_OK;
+}
+
+/* A module for enc and resolved opts, the driver loaded; no program yet. */
+static gj_status new_module(gj__runtime *rt, const gj_encoding *enc, const gj_codegen_options *resolved,
+                            const char *call, gj_module **out) {
+    gj__driver *drv = NULL;
+    gj_status status = gj__driver_get(rt->driver, rt->diag, &drv);
+    if (status != GJ_OK) {
+        return status;
+    }
+    gj_module *m = calloc(1, sizeof *m);
+    if (!m) {
+        return gj__fail(rt->diag, GJ_ERROR_OUT_OF_MEMORY, "%s: out of memory", call);
+    }
+    m->rt = rt;
+    m->diag = rt->diag;
+    m->drv = drv;
+    memcpy(&m->enc, enc, sizeof m->enc);
+    m->opts = *resolved;
+    snprintf(m->name, sizeof m->name, "%s", resolved->name);
+    m->opts.name = m->name;
+    gj__module_shape_make(&m->shape, &m->enc, &m->opts);
+    pthread_mutex_init(&m->lock, NULL);
+    *out = m;
+    return GJ_OK;
+}
+
+gj_status gj__module_create(gj__runtime *rt, const gj_encoding *enc, const gj_codegen_options *opts, gj_module **out) {
+    gj_codegen_options resolved;
+    gj_status status = check_load_arguments(rt->diag, "gj_module_create", enc, opts, out, &resolved);
+    return status == GJ_OK ? new_module(rt, enc, &resolved, "gj_module_create", out) : status;
+}
+
+gj_status gj__module_load(gj__runtime *rt, const gj_encoding *enc, const gj_codegen_options *opts,
+                          const gj_program *prog, gj_module **out) {
+    const gj__diag *ctx = rt->diag;
+    gj_codegen_options resolved;
+    gj_status status = check_load_arguments(ctx, "gj_module_load", enc, opts, out, &resolved);
+    if (status == GJ_OK && !prog) {
+        status = gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "gj_module_load: prog must not be NULL");
+    }
+    if (status == GJ_OK) {
+        status = check_program(rt, enc, &resolved, prog);
+    }
+    gj_module *m = NULL;
+    if (status == GJ_OK) {
+        status = new_module(rt, enc, &resolved, "gj_module_load", &m);
+    }
+    if (status != GJ_OK) {
+        return status;
+    }
+    /* The given program, loaded now: its kernels serve every device it can run on. */
+    m->given = 1;
+    gj__module_program *p = &m->programs[0];
+    p->part = GJ__PART_ALL;
+    p->sm = -1;
+    snprintf(p->arch, sizeof p->arch, "%s", gj_program_arch(prog) ? gj_program_arch(prog) : "?");
+    p->compile_ms = gj_program_compile_ms(prog);
+    p->cache = gj_program_cache_status(prog);
+    gj_program_binary(prog, &p->binary_bytes);
+    CUcontext current;
+    status = gj__driver_current_context(ctx, m->drv, &current);
+    if (status == GJ_OK) {
+        status = gj__cuda_check(ctx, m->drv,
+                                m->drv->LibraryLoadData(&p->library, gj_program_binary(prog, NULL), NULL, NULL, 0,
+                                                        NULL, NULL, 0),
+                                "gj_module_load: cuLibraryLoadData");
+    }
+    m->n_programs = p->library ? 1 : 0;
+    for (int k = 0; status == GJ_OK && k < GJ__KERNEL_COUNT; ++k) {
+        if (!gj__kernel_present((gj__kernel_id)k, m->opts.passes)) {
+            continue;
+        }
+        char expression[128];
+        gj__kernel_expression(expression, sizeof expression, m->opts.name, (gj__kernel_id)k);
+        status = gj__cuda_check(ctx, m->drv,
+                                m->drv->LibraryGetKernel(&p->kernels[k], p->library, gj__program_lowered(prog, expression)),
+                                "gj_module_load: cuLibraryGetKernel");
+        CUfunction function = NULL; /* in the current context now: a binary it cannot run fails here */
+        if (status == GJ_OK) {
+            status = gj__cuda_check(ctx, m->drv, m->drv->KernelGetFunction(&function, p->kernels[k]),
+                                    "gj_module_load: cuKernelGetFunction");
+        }
+    }
+    if (status != GJ_OK) {
+        if (status == GJ_ERROR_CUDA) {
+            gj__fail(ctx, status, "%s (the program targets %s)", gj__diag_message(ctx), p->arch);
+        }
+        gj_module_destroy(m);
+        return status;
+    }
+    *out = m; /* prog is not kept: the caller may destroy it */
+    return GJ_OK;
+}
+
+gj_status gj_module_prepare(gj_module *module, uint32_t passes) {
+    static const char call[] = "gj_module_prepare";
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT;
+    }
+    gj__diag_clear(module->diag);
+    if (passes == 0 || (passes & ~(uint32_t)GJ_PASS_ALL)) {
+        return gj__fail(module->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: passes must be GJ_PASS_* bits (got 0x%x)", call, passes);
+    }
+    gj__launch_scope scope;
+    gj_status status = gj__module_enter(module, NULL, call, &scope);
+    if (status == GJ_OK) {
+        pthread_mutex_lock(&module->lock);
+        status = gj__module_prepare_for(module, scope.device->sm, passes & module->shape.passes);
+        pthread_mutex_unlock(&module->lock);
+        gj__module_leave(module, &scope);
+    }
+    return status;
+}
+
+/* ----------------------------------------------------------------- destroy */
+
+void gj_module_destroy(gj_module *module) {
+    if (!module) {
+        return;
+    }
+    gj__module_free_scratch(module);
+    gj__module_unload_all(module);
+    pthread_mutex_destroy(&module->lock);
+    free(module);
+}
+
+size_t gj_module_n_programs(const gj_module *module) {
+    if (!module) {
+        return 0;
+    }
+    pthread_mutex_lock((pthread_mutex_t *)&module->lock);
+    const size_t n = module->n_programs;
+    pthread_mutex_unlock((pthread_mutex_t *)&module->lock);
+    return n;
+}
+
+gj_status gj_module_describe_program(const gj_module *module, size_t i, gj_module_program_info *out) {
+    if (!module || !out) {
+        return GJ_ERROR_INVALID_ARGUMENT;
+    }
+    pthread_mutex_lock((pthread_mutex_t *)&module->lock);
+    const int have = i < module->n_programs;
+    if (have) {
+        const gj__module_program *p = &module->programs[i];
+        memset(out, 0, sizeof *out);
+        out->program = gj__part_name(p->part);
+        snprintf(out->arch, sizeof out->arch, "%s", p->arch);
+        out->compile_ms = p->compile_ms;
+        out->cache = p->cache;
+        out->binary_bytes = p->binary_bytes;
+    }
+    pthread_mutex_unlock((pthread_mutex_t *)&module->lock);
+    return have ? GJ_OK : GJ_ERROR_NOT_FOUND;
+}
+
+uint32_t gj_module_passes(const gj_module *module) {
+    return module ? module->shape.passes : 0;
+}
+
+uint32_t gj_module_output_width(const gj_module *module) {
+    return module ? module->shape.padded_width : 0;
+}
+
+uint64_t gj_module_n_params(const gj_module *module) {
+    return module ? module->shape.n_params : 0;
+}
+
+size_t gj_module_element_size(const gj_module *module) {
+    return module ? gj__shape_element_size(&module->shape) : 0;
+}

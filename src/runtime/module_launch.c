@@ -1,0 +1,237 @@
+/* The launches: one public function per pass. Checks first (module_args.c), then, in the
+ * stream's context and in stream order: zero what the kernels accumulate into, the
+ * kernel(s), and for fp16 parameters with F = 1 the cast of the fp32 gradients into the
+ * caller's array. */
+#include "runtime/module.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- small steps */
+
+static gj_status launch_shared(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const gj__launch_dims *dims,
+                               void *args, unsigned shared_bytes, gj_stream stream, const char *call) {
+    CUfunction function = NULL;
+    gj_status status = gj__module_function(m, scope, id, call, &function);
+    if (status != GJ_OK) {
+        return status;
+    }
+    void *params[] = {args};
+    char what[128];
+    snprintf(what, sizeof what, "%s: cuLaunchKernel(%s, grid %ux%u, block %u, %u bytes shared)", call,
+             gj__kernel_suffix(id), dims->grid_x, dims->grid_y, dims->block, shared_bytes);
+    return gj__cuda_check(m->diag, m->drv,
+                          m->drv->LaunchKernel(function, dims->grid_x, dims->grid_y, 1, dims->block, 1, 1,
+                                               shared_bytes, (CUstream)stream, params, NULL),
+                          what);
+}
+
+static gj_status launch(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const gj__launch_dims *dims,
+                        void *args, gj_stream stream, const char *call) {
+    return launch_shared(m, scope, id, dims, args, 0, stream, call);
+}
+
+/* Zeroes bytes at ptr on the stream, 32 bits at a time where the size and address allow. */
+static gj_status zero(gj_module *m, CUdeviceptr ptr, size_t bytes, gj_stream stream, const char *call) {
+    char what[96];
+    if (bytes % 4 == 0 && ptr % 4 == 0) {
+        snprintf(what, sizeof what, "%s: cuMemsetD32Async", call);
+        return gj__cuda_check(m->diag, m->drv, m->drv->MemsetD32Async(ptr, 0u, bytes / 4, (CUstream)stream), what);
+    }
+    snprintf(what, sizeof what, "%s: cuMemsetD8Async", call);
+    return gj__cuda_check(m->diag, m->drv, m->drv->MemsetD8Async(ptr, 0u, bytes, (CUstream)stream), what);
+}
+
+static CUdeviceptr device_address(const void *ptr) {
+    return (CUdeviceptr)(uintptr_t)ptr;
+}
+
+/* ------------------------------------------------------- fp32 gradient buffer */
+
+/* An fp32 buffer of n_params for the scope's device, made once and kept. */
+static gj_status scratch(gj_module *m, gj__launch_scope *scope, const char *call, CUdeviceptr *out) {
+    const size_t bytes = (size_t)m->shape.n_params * sizeof(float);
+    pthread_mutex_lock(&m->lock);
+    gj__module_device *d = scope->device;
+    gj_status status = GJ_OK;
+    if (!d->scratch) {
+        char what[96];
+        snprintf(what, sizeof what, "%s: cuMemAlloc (fp32 gradient buffer, %zu bytes)", call, bytes);
+        status = gj__cuda_check(m->diag, m->drv, m->drv->MemAlloc(&d->scratch, bytes), what);
+        if (status == GJ_OK) {
+            d->scratch_bytes = bytes;
+            d->scratch_context = scope->context;
+        } else {
+            d->scratch = 0;
+        }
+    }
+    *out = d->scratch;
+    pthread_mutex_unlock(&m->lock);
+    return status;
+}
+
+/* Where the kernel accumulates dL/dparams: the caller's array (zeroed first when
+ * overwriting), or for fp16 parameters with F = 1 the zeroed fp32 buffer. */
+static int needs_cast(const gj_module *m) {
+    return m->shape.grad_fp32 && m->shape.precision == GJ_PRECISION_FP16;
+}
+
+static gj_status prepare_gradients(gj_module *m, gj__launch_scope *scope, void *dL_dparams, gj_grad_mode mode,
+                                   gj_stream stream, const char *call, void **target) {
+    *target = dL_dparams;
+    if (!dL_dparams) {
+        return GJ_OK;
+    }
+    if (needs_cast(m)) {
+        CUdeviceptr buffer = 0;
+        gj_status status = scratch(m, scope, call, &buffer);
+        if (status == GJ_OK) {
+            status = zero(m, buffer, (size_t)m->shape.n_params * sizeof(float), stream, call);
+        }
+        *target = (void *)(uintptr_t)buffer;
+        return status;
+    }
+    if (mode == GJ_GRAD_OVERWRITE) {
+        return zero(m, device_address(dL_dparams), (size_t)m->shape.n_params * gj__shape_element_size(&m->shape),
+                    stream, call);
+    }
+    return GJ_OK;
+}
+
+/* dst = (accumulate ? dst : 0) + fp32 buffer, rounded once to fp16. */
+static gj_status finish_gradients(gj_module *m, gj__launch_scope *scope, void *dL_dparams, gj_grad_mode mode,
+                                  gj_stream stream, const char *call) {
+    if (!dL_dparams || !needs_cast(m)) {
+        return GJ_OK;
+    }
+    gj_cast_args args;
+    memset(&args, 0, sizeof args);
+    args.n = m->shape.n_params;
+    args.src = (const float *)(uintptr_t)scope->device->scratch;
+    args.dst = dL_dparams;
+    args.accumulate = mode == GJ_GRAD_ACCUMULATE;
+    gj__launch_dims dims;
+    gj__elementwise_dims(&m->shape, &dims);
+    return launch(m, scope, GJ__KERNEL_CAST_GRADIENTS, &dims, &args, stream, call);
+}
+
+/* ------------------------------------------------------------------ passes */
+
+/* The start of every pass: the module, its argument checks (check returns its status),
+ * the stream's context. Returns 0 when there is nothing to launch (n == 0 or a refusal). */
+#define GJ__BEGIN(module, desc, check, call, status, scope)                                     \
+    if (!(module)) {                                                                            \
+        return GJ_ERROR_INVALID_ARGUMENT; /* no context to hold a message */                    \
+    }                                                                                           \
+    gj__diag_clear((module)->diag);                                                             \
+    gj_status status = check((module)->diag, &(module)->shape, desc);                           \
+    if (status != GJ_OK || (desc)->n == 0) {                                                    \
+        return status;                                                                          \
+    }                                                                                           \
+    gj__launch_scope scope;                                                                     \
+    status = gj__module_enter(module, stream, call, &scope);                                    \
+    if (status != GJ_OK) {                                                                      \
+        return status;                                                                          \
+    }
+
+gj_status gj_forward(gj_module *module, gj_stream stream, const gj_forward_desc *desc) {
+    static const char call[] = "gj_forward";
+    GJ__BEGIN(module, desc, gj__check_forward, call, status, scope)
+    gj_forward_args args;
+    gj__launch_dims dims;
+    gj__forward_args(&module->shape, desc, &args, &dims);
+    status = launch(module, &scope, desc->dy_dx ? GJ__KERNEL_FORWARD_DYDX : GJ__KERNEL_FORWARD, &dims, &args, stream,
+                    call);
+    gj__module_leave(module, &scope);
+    return status;
+}
+
+/* The kernel for the outputs asked for, and the one for its small levels. */
+static void backward_kernels(const gj_backward_desc *desc, gj__kernel_id *main, gj__kernel_id *coarse) {
+    *main = !desc->dL_dparams ? GJ__KERNEL_BACKWARD_DX : desc->dL_dx ? GJ__KERNEL_BACKWARD_INPUT : GJ__KERNEL_BACKWARD;
+    *coarse = desc->dL_dx ? GJ__KERNEL_BACKWARD_INPUT_COARSE : GJ__KERNEL_BACKWARD_COARSE;
+}
+
+gj_status gj_backward(gj_module *module, gj_stream stream, const gj_backward_desc *desc) {
+    static const char call[] = "gj_backward";
+    GJ__BEGIN(module, desc, gj__check_backward, call, status, scope)
+    gj_backward_args args;
+    gj__launch_dims dims;
+    gj__backward_args(&module->shape, desc, &args, &dims);
+    status = prepare_gradients(module, &scope, desc->dL_dparams, desc->dL_dparams_mode, stream, call, &args.dL_dparams);
+    if (status == GJ_OK && desc->dL_dx && module->shape.level_major) {
+        /* Level-major blocks add their level's share of dL/dx atomically. */
+        status = zero(module, device_address(desc->dL_dx), (size_t)desc->n * module->shape.n_dims * sizeof(float),
+                      stream, call);
+    }
+    /* Small levels (shared memory): a second kernel of coarse_blocks blocks per level sums
+     * them, and the first one leaves them out. Not enough points for more blocks: fewer. */
+    const int coarse = gj__backward_uses_coarse(&module->shape, desc);
+    if (coarse) {
+        const uint64_t point_blocks = (desc->n + module->shape.block_size - 1) / module->shape.block_size;
+        const uint32_t most = scope.device->coarse_blocks;
+        args.coarse_blocks = (uint32_t)(point_blocks < most ? point_blocks : most);
+    }
+    gj__kernel_id main_kernel, coarse_kernel;
+    backward_kernels(desc, &main_kernel, &coarse_kernel);
+    if (status == GJ_OK) {
+        status = launch(module, &scope, main_kernel, &dims, &args, stream, call);
+    }
+    if (status == GJ_OK && coarse) {
+        gj__launch_dims coarse_dims;
+        gj__coarse_dims(&module->shape, args.coarse_blocks, &coarse_dims);
+        status = launch_shared(module, &scope, coarse_kernel, &coarse_dims, &args,
+                               module->shape.small_level_floats * (unsigned)sizeof(float), stream, call);
+    }
+    if (status == GJ_OK) {
+        status = finish_gradients(module, &scope, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
+    }
+    gj__module_leave(module, &scope);
+    return status;
+}
+
+gj_status gj_backward_backward(gj_module *module, gj_stream stream, const gj_backward_backward_desc *desc) {
+    static const char call[] = "gj_backward_backward";
+    GJ__BEGIN(module, desc, gj__check_backward_backward, call, status, scope)
+    gj_backward_backward_args args;
+    gj__launch_dims dims;
+    gj__backward_backward_args(&module->shape, desc, &args, &dims);
+    status = prepare_gradients(module, &scope, desc->dL_dparams, desc->dL_dparams_mode, stream, call, &args.dL_dparams);
+    if (status == GJ_OK) {
+        status = launch(module, &scope, GJ__KERNEL_BACKWARD_BACKWARD, &dims, &args, stream, call);
+    }
+    if (status == GJ_OK) {
+        status = finish_gradients(module, &scope, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
+    }
+    gj__module_leave(module, &scope);
+    return status;
+}
+
+gj_status gj_init_params(gj_module *module, gj_stream stream, const gj_init_desc *desc) {
+    static const char call[] = "gj_init_params";
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT; /* no context to hold a message */
+    }
+    gj__diag_clear(module->diag);
+    gj_status status = gj__check_init(module->diag, &module->shape, desc);
+    if (status != GJ_OK || module->shape.n_params == 0) {
+        return status;
+    }
+    gj__launch_scope scope;
+    status = gj__module_enter(module, stream, call, &scope);
+    if (status != GJ_OK) {
+        return status;
+    }
+    gj_init_args args;
+    memset(&args, 0, sizeof args);
+    args.n = module->shape.n_params;
+    args.params = desc->params;
+    args.params_fp32 = desc->params_fp32;
+    args.seed = desc->seed;
+    args.scale = desc->scale;
+    gj__launch_dims dims;
+    gj__elementwise_dims(&module->shape, &dims);
+    status = launch(module, &scope, GJ__KERNEL_INIT_PARAMS, &dims, &args, stream, call);
+    gj__module_leave(module, &scope);
+    return status;
+}
