@@ -1,6 +1,6 @@
 /* Without NVRTC: a precompiled entry loads (found by its configuration key), anything
  * else fails clearly, naming the configuration key, the full key it would have with the
- * NVRTC that last filled the directory, and the `gridjit precompile` command that makes
+ * NVRTC that last filled the directory, and the `gridjit compile` command that makes
  * it; and the switch that turns NVRTC off per context. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -221,7 +221,8 @@ static void message_names_the_precompile_command(void **state) {
     hint_for(&h, NULL, "sm_80", msg, sizeof msg);
     char *json = gj_encoding_hyperparams(h.enc);
     assert_null(strchr(json, '\'')); /* quoted as it is */
-    snprintf(want, sizeof want, "gridjit precompile --config '%s' --dims 2 --arch sm_80 --cache-dir '%s'", json,
+    /* gj_compile's whole unit is what `gridjit compile` makes (module programs: precompile) */
+    snprintf(want, sizeof want, "gridjit compile --config '%s' --dims 2 --arch sm_80 --cache-dir '%s'", json,
              h.dir);
     gj_free(json);
     assert_contains(msg, want);

@@ -279,8 +279,8 @@ static void check_layout(const layout_case *c) {
     uint64_t offset = 0;
     for (uint32_t l = 0; l < c->n_levels; ++l) {
         const cJSON *level = cJSON_GetArrayItem(levels, (int)l);
-        static const char *const level_keys[] = {"level", "scale", "resolution", "entries", "offset"};
-        assert_keys(level, level_keys, 5);
+        static const char *const level_keys[] = {"level", "scale", "resolution", "entries", "offset", "hashed"};
+        assert_keys(level, level_keys, 6);
         assert_int_equal(integer(level, "level"), l);
         double scale = cJSON_GetNumberValue(member(level, "scale"));
         double exact = c->base * pow(c->per_level_scale, l) - 1.0;

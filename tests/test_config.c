@@ -431,22 +431,25 @@ static void dimension_limits_per_hash(void **state) {
 
 static void json_errors(void **state) {
     (void)state;
-    expect_error(NULL, "configuration: no JSON text (NULL)");
-    expect_error("", "configuration: empty text");
-    expect_error("   ", "configuration: invalid JSON");
-    expect_error("{", "configuration: invalid JSON");
-    expect_error("{\"n_levels\": 4,}", "configuration: invalid JSON near line 1");
-    expect_error("{} x", "configuration: invalid JSON near line 1, column 4 (at 'x')");
+    /* Messages read well after the CLI's "invalid configuration: " (no doubled word). */
+    expect_error(NULL, "no JSON text (NULL)");
+    expect_error("", "empty text");
+    expect_error("   ", "invalid JSON");
+    expect_error("{", "invalid JSON");
+    expect_error("{\"n_levels\": 4,}", "invalid JSON near line 1");
+    expect_error("{} x", "invalid JSON near line 1, column 4 (at 'x')");
     expect_error("{\"n_levels\": 4}}", "(at '}')");
-    expect_error("{n_levels: 4}", "configuration: invalid JSON near line 1");
+    expect_error("{n_levels: 4}", "invalid JSON near line 1");
+    /* Python-style quotes get a hint. */
+    expect_error("{'otype': 'HashGrid'}", "JSON strings take double quotes");
     /* The missing comma is on line 3. */
     expect_error("{\n  \"n_levels\": 4\n  \"hash\": \"Prime\"\n}", "line 3");
-    expect_error("{\"n_levels\": 4, \"otype\": \"Hash", "configuration: invalid JSON");
+    expect_error("{\"n_levels\": 4, \"otype\": \"Hash", "invalid JSON");
 }
 
 static void top_level_must_be_an_object(void **state) {
     (void)state;
-    expect_error("[]", "configuration: must be a JSON object such as {\"otype\": \"HashGrid\"} (got an array)");
+    expect_error("[]", "the configuration must be a JSON object such as {\"otype\": \"HashGrid\"} (got an array)");
     expect_error("16", "(got 16)");
     expect_error("null", "(got null)");
     expect_error("\"HashGrid\"", "(got \"HashGrid\")");

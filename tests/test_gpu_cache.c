@@ -19,7 +19,7 @@
 #include "gridjit.h"
 #include "test_env.h"
 
-#include "runtime/module.h" /* gj__module_test_refuse_loads (a GJ_TEST_HOOKS build) */
+#include "runtime/device_program.h" /* gj__module_test_refuse_loads (a GJ_TEST_HOOKS build) */
 
 static const char config[] =
     "{\"otype\":\"HashGrid\",\"n_levels\":4,\"n_features_per_level\":2,\"log2_hashmap_size\":12,\"precision\":\"fp32\"}";

@@ -95,8 +95,19 @@ int gj_cli_parse_dims(const char *cmd, const char *text, uint32_t *n_dims) {
     if (!text) {
         return GJ_CLI_OK;
     }
-    /* The library knows each hash's limit and says it; here only "a positive count". */
-    return gj_cli_parse_u32(cmd, "--dims", text, 1, UINT32_MAX, n_dims);
+    /* The limit depends on the hash, which the configuration names: the library checks it
+     * with that; here the widest range, stated as it is. */
+    char *end = NULL;
+    errno = 0;
+    const unsigned long value = strtoul(text, &end, 10);
+    if (!isdigit((unsigned char)text[0]) || *end != '\0' || errno == ERANGE || value < 1 || value > 32) {
+        return gj_cli_usage_error(cmd,
+                                  "--dims: must be an integer from 1 to 7, or to 32 with \"hash\": \"BaseConvert\" "
+                                  "(got '%s')",
+                                  text);
+    }
+    *n_dims = (uint32_t)value;
+    return GJ_CLI_OK;
 }
 
 static uint32_t pass_bits(const char *name, size_t len) {
@@ -105,8 +116,8 @@ static uint32_t pass_bits(const char *name, size_t len) {
         uint32_t bits;
     } passes[] = {
         {"forward", GJ_PASS_FORWARD},
-        {"backward", GJ_PASS_FORWARD | GJ_PASS_BACKWARD},
-        {"backward_backward", GJ_PASS_FORWARD | GJ_PASS_BACKWARD_BACKWARD},
+        {"backward", GJ_PASS_BACKWARD},
+        {"backward_backward", GJ_PASS_BACKWARD_BACKWARD},
         {"all", GJ_PASS_ALL},
     };
     for (size_t i = 0; i < sizeof passes / sizeof passes[0]; ++i) {

@@ -11,7 +11,7 @@ int gj_cli_gpu_open(const char *cmd, gj_context *ctx, gj_cli_gpu *gpu, int quiet
     gj_status status = gj_runtime_probe(ctx, &gpu->info);
     if (status != GJ_OK) {
         if (!quiet) {
-            gj_cli_error(cmd, "no GPU: %s: %s", gj_status_message(status), gj_context_errmsg(ctx));
+            gj_cli_error(cmd, "no GPU: %s", gj_context_errmsg(ctx)[0] ? gj_context_errmsg(ctx) : gj_status_message(status));
         }
         return GJ_CLI_FAILURE;
     }

@@ -195,7 +195,7 @@ static int do_verify(gj_context *ctx, const cache_args *args) {
         }
         rc = print_json(root);
     } else {
-        printf("checked %" PRIu64 " entries: %" PRIu64 " broken%s\n", checked, bad,
+        printf("checked %" PRIu64 " %s: %" PRIu64 " broken%s\n", checked, checked == 1 ? "entry" : "entries", bad,
                bad ? " (removed where writable)" : "");
         rc = gj_cli_flush_stdout(CMD);
     }
@@ -211,9 +211,10 @@ static int do_prune(gj_context *ctx, const cache_args *args) {
     gj_cache_stats st;
     gj_context_cache_stats(ctx, GJ_CACHE_STATS_CONTEXT, &st);
     if (!args->json) {
-        printf("evicted %" PRIu64 " entries (%" PRIu64 " bytes); %" PRIu64 " entries, %" PRIu64 " of %" PRIu64
+        printf("evicted %" PRIu64 " %s (%" PRIu64 " bytes); %" PRIu64 " %s, %" PRIu64 " of %" PRIu64
                " bytes remain\n",
-               evicted, freed, st.entries, st.disk_bytes, st.max_bytes);
+               evicted, evicted == 1 ? "entry" : "entries", freed, st.entries, st.entries == 1 ? "entry" : "entries",
+               st.disk_bytes, st.max_bytes);
         return gj_cli_flush_stdout(CMD);
     }
     cJSON *root = cJSON_CreateObject();
@@ -233,7 +234,7 @@ static int do_clear(gj_context *ctx, const cache_args *args) {
         return gj_cli_status_error(CMD, ctx, status, "clear");
     }
     if (!args->json) {
-        printf("removed %" PRIu64 " entries from %s\n", removed, gj_context_cache_dir(ctx));
+        printf("removed %" PRIu64 " %s from %s\n", removed, removed == 1 ? "entry" : "entries", gj_context_cache_dir(ctx));
         return gj_cli_flush_stdout(CMD);
     }
     cJSON *root = cJSON_CreateObject();

@@ -1,5 +1,7 @@
-/* gridjit compile: NVRTC compilation of a configuration to a cubin or PTX file. */
+/* gridjit compile: NVRTC compilation of a configuration (or of a source of your own
+ * around encodings) to a cubin or PTX file. */
 #include "cli_common.h"
+#include "cli_source.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -10,14 +12,18 @@ static const char *const CMD = "compile";
 static void usage(void) {
     printf("Usage: gridjit compile --config C [--dims D] --arch ARCH [--ptx] [-o FILE]\n"
            "                       [--json] [--pass P] [--cache-dir DIR] [--no-cache] [--keep-source]\n"
+           "       gridjit compile --source FILE --encoding NAME=CONFIG[:DIMS]... --kernel K...\n"
+           "                       --arch ARCH [--option OPT]... [the options above]\n"
            "\n"
-           "Generates the source of an encoding, compiles it with NVRTC and writes the\n"
-           "cubin or PTX to FILE (atomically: a reader never sees a partial file). Prints\n"
-           "the compile time, the size and the kernels (name expression -> lowered name).\n"
-           "The binary comes from the disk cache when a verified entry exists (docs/cache.md),\n"
-           "and goes into it otherwise; without NVRTC only cached configurations compile.\n"
-           "On a compile error the full compiler log, with the numbered source lines around\n"
-           "each error, goes to stderr and the exit status is 1.\n"
+           "Generates the source of an encoding (or takes a source of your own, with each\n"
+           "encoding offered to it as the header NAME.cuh), compiles it with NVRTC and writes\n"
+           "the cubin or PTX to FILE (atomically: a reader never sees a partial file).\n"
+           "Prints the compile time and whether the binary came from the disk cache, the size\n"
+           "and the kernels (name expression -> lowered name). The binary comes from the disk\n"
+           "cache when a verified entry exists (docs/cache.md), and goes into it otherwise;\n"
+           "without NVRTC only cached programs compile. On a compile error the full compiler\n"
+           "log, with the numbered source lines around each error, goes to stderr and the\n"
+           "exit status is 1.\n"
            "\n"
            "Options:\n"
            "  -c, --config C   configuration: a JSON file, or inline JSON starting with '{'\n"
@@ -37,13 +43,17 @@ static void usage(void) {
            "      --no-cache   neither read nor write the disk cache\n"
            "      --keep-source  keep the generated source beside the cache entry (KEY.cu)\n"
            "  -p, --pass P     forward, backward, backward_backward or all (default), or a\n"
-           "                   comma-separated list; backward passes include the forward pass\n"
-           "  -h, --help       show this help\n");
+           "                   comma-separated list: the kernels and device functions of those\n"
+           "                   passes\n"
+           "%s"
+           "  -h, --help       show this help\n",
+           gj_cli_source_help);
 }
 
 enum { OPT_PTX = 256, OPT_NO_CACHE, OPT_CACHE_DIR, OPT_KEEP_SOURCE };
 
 typedef struct compile_args {
+    gj_cli_source source; /* --source mode */
     const char *config;
     const char *dims;
     const char *arch;
@@ -68,12 +78,20 @@ static int parse_args(int argc, char **argv, compile_args *args) {
         {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
         {"keep-source", no_argument, NULL, OPT_KEEP_SOURCE},
         {"pass", required_argument, NULL, 'p'},
+        {"source", required_argument, NULL, 's'},
+        {"encoding", required_argument, NULL, 'e'},
+        {"kernel", required_argument, NULL, 'k'},
+        {"option", required_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int opt;
-    while ((opt = getopt_long(argc, argv, ":c:d:a:o:jp:h", options, NULL)) != -1) {
+    int opt, rc = GJ_CLI_OK;
+    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, ":c:d:a:o:jp:s:e:k:O:h", options, NULL)) != -1) {
         switch (opt) {
+        case 's': args->source.file = optarg; break;
+        case 'e':
+        case 'k':
+        case 'O': rc = gj_cli_source_add(CMD, &args->source, opt, optarg); break;
         case 'c': args->config = optarg; break;
         case 'd': args->dims = optarg; break;
         case 'a': args->arch = optarg; break;
@@ -88,9 +106,18 @@ static int parse_args(int argc, char **argv, compile_args *args) {
         default: return gj_cli_bad_option(CMD, opt, argv);
         }
     }
-    int rc = gj_cli_no_operands(CMD, argc, argv);
-    if (rc == GJ_CLI_OK && !args->config) {
-        rc = gj_cli_usage_error(CMD, "--config is required (a file or inline JSON)");
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_no_operands(CMD, argc, argv);
+    }
+    if (rc == GJ_CLI_OK && !args->config == !args->source.file) {
+        rc = gj_cli_usage_error(CMD, "give --config (an encoding) or --source (a source of your own), one of them");
+    }
+    if (rc == GJ_CLI_OK && args->source.file && !args->source.n_kernels) {
+        rc = gj_cli_usage_error(CMD, "--source needs at least one --kernel to compile and look up");
+    }
+    if (rc == GJ_CLI_OK && !args->source.file &&
+        (args->source.n_encoding_specs || args->source.n_kernels || args->source.n_options)) {
+        rc = gj_cli_usage_error(CMD, "--encoding, --kernel and --option go with --source");
     }
     if (rc == GJ_CLI_OK && !args->arch) {
         rc = gj_cli_usage_error(CMD, "--arch is required (e.g. --arch sm_90, or --arch compute_90 for PTX)");
@@ -104,13 +131,29 @@ static int parse_args(int argc, char **argv, compile_args *args) {
     return rc;
 }
 
-/* --ptx turns "sm_XX..." into "compute_XX..."; anything else goes to the library as given. */
-static void target_arch(const compile_args *args, char *out, size_t size) {
+/* --ptx turns "sm_XX..." into "compute_XX..."; a malformed name, or an output file whose
+ * extension says the other kind, is a bad command line. */
+static int target_arch(const compile_args *args, char *out, size_t size) {
     if (args->ptx && strncmp(args->arch, "sm_", 3) == 0) {
         snprintf(out, size, "compute_%s", args->arch + 3);
     } else {
         snprintf(out, size, "%s", args->arch);
     }
+    char *options = gj_compile_options_string(out);
+    if (!options) {
+        return gj_cli_usage_error(CMD, "--arch: expected sm_XX, sm_XXa or sm_XXf (cubin) or compute_XX, compute_XXa "
+                                       "or compute_XXf (PTX), e.g. sm_90 (got '%s')", args->arch);
+    }
+    gj_free(options);
+    const int ptx = strncmp(out, "compute_", 8) == 0;
+    const char *dot = args->output ? strrchr(args->output, '.') : NULL;
+    if (dot && (strcmp(dot, ptx ? ".cubin" : ".ptx") == 0)) {
+        return gj_cli_usage_error(CMD, "--arch %s makes %s, but -o %s names %s (use %s, or -o FILE%s)", out,
+                                  ptx ? "PTX" : "a cubin", args->output, ptx ? "a cubin" : "PTX",
+                                  ptx ? "--arch sm_XX for a cubin" : "--ptx or --arch compute_XX for PTX",
+                                  ptx ? ".ptx" : ".cubin");
+    }
+    return GJ_CLI_OK;
 }
 
 static const char *kind_name(gj_binary_kind kind) {
@@ -155,9 +198,11 @@ static int print_json(const gj_program *prog, const char *path) {
 static int print_summary(const gj_program *prog, const char *path) {
     size_t size = 0;
     gj_program_binary(prog, &size);
+    static const char *const how[] = {"compiled; the disk cache is off", "compiled, and stored in the disk cache",
+                                      "loaded from the disk cache"};
     printf("arch       %s (%s)\n", gj_program_arch(prog), kind_name(gj_program_kind(prog)));
     printf("output     %s (%zu bytes)\n", path, size);
-    printf("compile    %.1f ms\n", gj_program_compile_ms(prog));
+    printf("compile    %.1f ms (%s)\n", gj_program_compile_ms(prog), how[gj_program_cache_status(prog)]);
     const char *key = gj_program_cache_key(prog);
     printf("cache      %s%s%s\n", cache_name(gj_program_cache_status(prog)), key[0] ? ", key " : "", key);
     printf("kernels    %zu\n", gj_program_n_kernels(prog));
@@ -168,10 +213,10 @@ static int print_summary(const gj_program *prog, const char *path) {
 }
 
 /* Compiles, then reports the log on failure; *prog is set only on success. */
-static int compile(gj_context *ctx, const gj_encoding *enc, const gj_codegen_options *opts, const char *arch,
-                   gj_program **prog) {
+static int compile(gj_context *ctx, const gj_encoding *enc, const gj_codegen_options *opts, const gj_source_desc *desc,
+                   const char *arch, gj_program **prog) {
     gj_program *result = NULL;
-    gj_status status = gj_compile(ctx, enc, opts, arch, &result);
+    gj_status status = desc ? gj_compile_user(ctx, desc, arch, &result) : gj_compile(ctx, enc, opts, arch, &result);
     if (status == GJ_ERROR_COMPILE && result) {
         fprintf(stderr, "%s\n", gj_program_log(result));
     }
@@ -189,15 +234,18 @@ static int compile(gj_context *ctx, const gj_encoding *enc, const gj_codegen_opt
 
 static int run(const compile_args *args, gj_context *ctx, const gj_encoding *enc, const gj_codegen_options *opts) {
     char arch[64];
-    target_arch(args, arch, sizeof arch);
+    int rc = target_arch(args, arch, sizeof arch);
     gj_program *prog = NULL;
-    int rc = compile(ctx, enc, opts, arch, &prog);
+    if (rc == GJ_CLI_OK) {
+        rc = compile(ctx, enc, opts, args->source.file ? &args->source.desc : NULL, arch, &prog);
+    }
     if (rc != GJ_CLI_OK) {
         return rc;
     }
     const char *path = args->output;
     if (!path) {
-        path = gj_program_kind(prog) == GJ_BINARY_PTX ? "encoding.ptx" : "encoding.cubin";
+        const int ptx = gj_program_kind(prog) == GJ_BINARY_PTX;
+        path = args->source.file ? (ptx ? "kernels.ptx" : "kernels.cubin") : ptx ? "encoding.ptx" : "encoding.cubin";
     }
     size_t size = 0;
     const void *binary = gj_program_binary(prog, &size);
@@ -225,7 +273,9 @@ static int configure_cache(const compile_args *args, gj_context *ctx) {
 }
 
 int gj_cli_compile(int argc, char **argv) {
-    compile_args args = {.use_cache = 1};
+    static compile_args args;
+    memset(&args, 0, sizeof args);
+    args.use_cache = 1;
     int rc = parse_args(argc, argv, &args);
     if (rc == -1) {
         return gj_cli_flush_stdout(CMD);
@@ -244,13 +294,20 @@ int gj_cli_compile(int argc, char **argv) {
     }
     gj_context *ctx = NULL;
     gj_encoding *enc = NULL;
-    rc = gj_cli_open(CMD, args.config, n_dims, &ctx, &enc);
+    if (args.source.file) {
+        gj_status status = gj_context_create(&ctx);
+        rc = status == GJ_OK ? gj_cli_source_open(CMD, ctx, &args.source)
+                             : gj_cli_status_error(CMD, NULL, status, "cannot create a context");
+    } else {
+        rc = gj_cli_open(CMD, args.config, n_dims, &ctx, &enc);
+    }
     if (rc == GJ_CLI_OK) {
         rc = configure_cache(&args, ctx);
     }
     if (rc == GJ_CLI_OK) {
         rc = run(&args, ctx, enc, &opts);
     }
+    gj_cli_source_close(&args.source);
     gj_cli_close(ctx, enc);
     return rc;
 }

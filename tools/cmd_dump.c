@@ -1,5 +1,9 @@
-/* gridjit dump: the generated CUDA source of a configuration, on stdout. */
+/* gridjit dump: the generated CUDA source of a configuration (or the unit NVRTC sees for
+ * a source of your own), on stdout. */
 #include "cli_common.h"
+#include "cli_source.h"
+
+#include <string.h>
 
 #include <stdlib.h>
 
@@ -8,28 +12,33 @@ static const char *const CMD = "dump";
 static void usage(void) {
     printf("Usage: gridjit dump --config C [--dims D] [--pass P] [--device-functions-only]\n"
            "                    [--name NAME] [--pad-to N]\n"
+           "       gridjit dump --source FILE --encoding NAME=CONFIG[:DIMS]... [--kernel K]...\n"
            "\n"
            "Prints the generated CUDA source on stdout: by default one self-contained\n"
            "translation unit (device functions and __global__ kernels) that compiles with\n"
-           "NVRTC or nvcc alone. The output is byte-identical from run to run.\n"
+           "NVRTC or nvcc alone. The output is byte-identical from run to run. With --source:\n"
+           "the unit NVRTC sees, each header NAME.cuh after a '// ===== NAME.cuh =====' line,\n"
+           "then the source.\n"
            "\n"
            "Options:\n"
            "  -c, --config C            configuration: a JSON file, or inline JSON starting with '{'\n"
            "  -d, --dims D              number of input dimensions (default: the configuration's\n"
            "                            \"n_dims_to_encode\", else 3)\n"
            "  -p, --pass P              forward, backward, backward_backward or all (default), or a\n"
-           "                            comma-separated list; backward and backward_backward include\n"
-           "                            the forward pass, whose saved context they read\n"
+           "                            comma-separated list\n"
            "  -f, --device-functions-only\n"
            "                            only the device functions and what they need, without\n"
            "                            __global__ kernels, for pasting into another kernel\n"
            "  -n, --name NAME           name of the forward device function (default gj_encode;\n"
            "                            the other passes add _bwd and _bwdbwd)\n"
            "  -w, --pad-to N            pad the output width with zeros up to a multiple of N\n"
-           "  -h, --help                show this help\n");
+           "%s"
+           "  -h, --help                show this help\n",
+           gj_cli_source_help);
 }
 
 typedef struct dump_args {
+    gj_cli_source source;
     const char *config;
     const char *dims;
     const char *passes;
@@ -46,12 +55,20 @@ static int parse_args(int argc, char **argv, dump_args *args) {
         {"device-functions-only", no_argument, NULL, 'f'},
         {"name", required_argument, NULL, 'n'},
         {"pad-to", required_argument, NULL, 'w'},
+        {"source", required_argument, NULL, 's'},
+        {"encoding", required_argument, NULL, 'e'},
+        {"kernel", required_argument, NULL, 'k'},
+        {"option", required_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int opt;
-    while ((opt = getopt_long(argc, argv, ":c:d:p:fn:w:h", options, NULL)) != -1) {
+    int opt, rc = GJ_CLI_OK;
+    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, ":c:d:p:fn:w:s:e:k:O:h", options, NULL)) != -1) {
         switch (opt) {
+        case 's': args->source.file = optarg; break;
+        case 'e':
+        case 'k':
+        case 'O': rc = gj_cli_source_add(CMD, &args->source, opt, optarg); break;
         case 'c': args->config = optarg; break;
         case 'd': args->dims = optarg; break;
         case 'p': args->passes = optarg; break;
@@ -62,10 +79,13 @@ static int parse_args(int argc, char **argv, dump_args *args) {
         default: return gj_cli_bad_option(CMD, opt, argv);
         }
     }
-    if (!args->config && gj_cli_no_operands(CMD, argc, argv) == GJ_CLI_OK) {
-        return gj_cli_usage_error(CMD, "--config is required (a file or inline JSON)");
+    if (rc != GJ_CLI_OK || (rc = gj_cli_no_operands(CMD, argc, argv)) != GJ_CLI_OK) {
+        return rc;
     }
-    return gj_cli_no_operands(CMD, argc, argv);
+    if (!args->config == !args->source.file) {
+        return gj_cli_usage_error(CMD, "give --config (an encoding) or --source (a source of your own), one of them");
+    }
+    return GJ_CLI_OK;
 }
 
 /* Fills opts from the command line (usage errors printed). */
@@ -85,11 +105,33 @@ static int make_options(const dump_args *args, gj_codegen_options *opts) {
     return rc;
 }
 
+/* --source: the unit NVRTC sees. */
+static int dump_source(dump_args *args) {
+    gj_context *ctx = NULL;
+    gj_status status = gj_context_create(&ctx);
+    int rc = status == GJ_OK ? gj_cli_source_open(CMD, ctx, &args->source)
+                             : gj_cli_status_error(CMD, NULL, status, "cannot create a context");
+    if (rc == GJ_CLI_OK) {
+        char *unit = NULL;
+        status = gj_user_source_generate(ctx, &args->source.desc, &unit);
+        rc = status == GJ_OK ? gj_cli_write_stdout(CMD, unit, strlen(unit))
+                             : gj_cli_status_error(CMD, ctx, status, "cannot assemble the unit");
+        gj_free(unit);
+    }
+    gj_cli_source_close(&args->source);
+    gj_context_destroy(ctx);
+    return rc;
+}
+
 int gj_cli_dump(int argc, char **argv) {
-    dump_args args = {0};
+    static dump_args args;
+    memset(&args, 0, sizeof args);
     int rc = parse_args(argc, argv, &args);
     if (rc == -1) {
         return gj_cli_flush_stdout(CMD);
+    }
+    if (rc == GJ_CLI_OK && args.source.file) {
+        return dump_source(&args);
     }
     gj_codegen_options opts;
     uint32_t n_dims = 0;

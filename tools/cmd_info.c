@@ -57,7 +57,7 @@ static int add_level(cJSON *levels, const gj_encoding *enc, uint32_t l) {
     }
     return add_u64(level, "level", info.level) && add_float(level, "scale", info.scale) &&
            add_u64(level, "resolution", info.resolution) && add_u64(level, "entries", info.entries) &&
-           add_u64(level, "offset", info.offset);
+           add_u64(level, "offset", info.offset) && cJSON_AddBoolToObject(level, "hashed", info.hashed) != NULL;
 }
 
 static int add_hyperparams(cJSON *root, const gj_encoding *enc) {

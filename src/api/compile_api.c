@@ -5,6 +5,7 @@
 #include "compile/encoding_unit.h"
 #include "compile/options.h"
 #include "compile/precompile.h"
+#include "compile/user_unit.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -135,4 +136,43 @@ gj_status gj_precompile(gj_context *ctx, const gj_encoding *enc, const gj_codege
                           "gj_precompile: device_functions_only must be 0: modules need the kernels");
     }
     return status == GJ_OK ? gj__precompile(&ctx->compiler, enc, &resolved, &parsed, threads, report) : status;
+}
+
+gj_status gj_compile_user(gj_context *ctx, const gj_source_desc *desc, const char *arch, gj_program **out) {
+    if (out) {
+        *out = NULL;
+    }
+    GJ__ENTER(ctx);
+    if (!out) {
+        return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "gj_compile_user: out must not be NULL");
+    }
+    gj__user_unit unit;
+    gj_status status = gj__user_unit_make(&ctx->compiler, desc, &unit);
+    if (status != GJ_OK) {
+        return status;
+    }
+    status = gj__arch_parse(&ctx->diag, arch, &unit.request.arch);
+    if (status == GJ_OK) {
+        status = gj__compile(&ctx->compiler, &unit.request, out);
+    }
+    gj__user_unit_free(&unit);
+    return status;
+}
+
+gj_status gj_user_source_generate(gj_context *ctx, const gj_source_desc *desc, char **text) {
+    if (text) {
+        *text = NULL;
+    }
+    GJ__ENTER(ctx);
+    if (!text) {
+        return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "gj_user_source_generate: text must not be NULL");
+    }
+    gj__user_unit unit;
+    gj_status status = gj__user_unit_make(&ctx->compiler, desc, &unit);
+    if (status != GJ_OK) {
+        return status;
+    }
+    *text = gj__user_unit_text(&unit);
+    gj__user_unit_free(&unit);
+    return *text ? GJ_OK : gj__fail(&ctx->diag, GJ_ERROR_OUT_OF_MEMORY, "gj_user_source_generate: out of memory");
 }

@@ -2,6 +2,7 @@
 #include "api/context.h"
 
 #include "runtime/events.h"
+#include "runtime/user_module.h"
 
 gj_status gj_runtime_probe(gj_context *ctx, gj_runtime_info *info) {
     GJ__ENTER(ctx);
@@ -87,4 +88,26 @@ gj_status gj_event_create(gj_context *ctx, gj_event **out) {
         return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "gj_event_create: out must not be NULL");
     }
     return gj__event_create(&ctx->runtime, out);
+}
+
+gj_status gj_user_module_create(gj_context *ctx, const gj_source_desc *desc, gj_user_module **out) {
+    if (out) {
+        *out = NULL;
+    }
+    GJ__ENTER(ctx);
+    if (!out) {
+        return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "gj_user_module_create: out must not be NULL");
+    }
+    return gj__user_module_create(&ctx->runtime, desc, out);
+}
+
+gj_status gj_user_module_load(gj_context *ctx, const gj_program *prog, gj_user_module **out) {
+    if (out) {
+        *out = NULL;
+    }
+    GJ__ENTER(ctx);
+    if (!out) {
+        return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "gj_user_module_load: out must not be NULL");
+    }
+    return gj__user_module_load(&ctx->runtime, prog, out);
 }

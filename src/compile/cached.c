@@ -45,7 +45,7 @@ static unsigned claim_wait_ms(void) {
 typedef struct attempt {
     gj__compiler *c;
     const gj__compile_request *req;
-    const char *options[GJ__MAX_COMPILE_OPTIONS];
+    const char **options; /* gridjit's, then the request's extra ones */
     char options_buffer[GJ__COMPILE_OPTIONS_BUFFER];
     size_t n_options;
     const gj__nvrtc *nv; /* NULL: unavailable, why in nvrtc_error */
@@ -175,7 +175,8 @@ static gj_status no_nvrtc(const attempt *a) {
     char dir[4096], full[120], command[2400];
     gj__store_dir(a->c->store, a->c->diag, dir, sizeof dir);
     last_full_key(a, full, sizeof full);
-    gj__precompile_hint(a->req->enc, a->req->opts, &a->req->arch, dir, command, sizeof command);
+    gj__precompile_hint(a->req->enc, a->req->opts, a->req->module_program, &a->req->arch, dir, command,
+                        sizeof command);
     return gj__fail(a->c->diag, GJ_ERROR_NO_NVRTC,
                     "no cache layer holds configuration key %s%s for %s%s, and NVRTC cannot compile it (%s); "
                     "make the entry where NVRTC is available with: %s",
@@ -221,11 +222,20 @@ static gj_status fill(const attempt *a, gj_program **out) {
 
 static gj_status prepare(attempt *a) {
     gj__compiler *c = a->c;
+    const size_t room = GJ__MAX_COMPILE_OPTIONS + a->req->n_extra_options;
+    a->options = calloc(room, sizeof *a->options);
+    if (!a->options) {
+        return gj__fail(c->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
     a->n_options = gj__compile_options(a->req->arch.name, gj__compiler_lineinfo(c), a->options,
                                        GJ__MAX_COMPILE_OPTIONS, a->options_buffer, sizeof a->options_buffer);
     if (a->n_options == 0) {
         return gj__fail(c->diag, GJ_ERROR_INTERNAL, "cannot state the compile options of %s", a->req->arch.name);
     }
+    for (size_t i = 0; i < a->req->n_extra_options; i++) {
+        a->options[a->n_options++] = a->req->extra_options[i];
+    }
+    a->options[a->n_options] = NULL;
     gj__nvrtc *nv = NULL;
     if (gj__nvrtc_get(c->nvrtc, c->diag, &nv) != GJ_OK) {
         snprintf(a->nvrtc_error, sizeof a->nvrtc_error, "%s", gj__diag_message(c->diag));
@@ -260,6 +270,7 @@ gj_status gj__compile(gj__compiler *c, const gj__compile_request *req, gj_progra
     if (status == GJ_ERROR_NOT_FOUND) {
         status = a->nv ? fill(a, out) : no_nvrtc(a);
     }
+    free(a->options);
     free(a);
     return status;
 }

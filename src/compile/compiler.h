@@ -28,11 +28,15 @@ int gj__compiler_lineinfo(gj__compiler *c);
 typedef struct gj__compile_request {
     gj__unit unit;
     gj__arch arch;
+    const char *const *extra_options; /* the caller's NVRTC options, after gridjit's own */
+    size_t n_extra_options;
     int use_cache; /* 0: neither look up nor store (gridjit compile --no-cache) */
     /* For the "without NVRTC" message: the encoding and resolved options the source was
-     * generated from (NULL for user sources). */
+     * generated from (NULL for user sources), and whether it is one of a module's programs
+     * (made by `gridjit precompile`) or the whole unit (made by `gridjit compile`). */
     const struct gj_encoding *enc;
     const gj_codegen_options *opts;
+    int module_program;
 } gj__compile_request;
 
 /*

@@ -36,6 +36,7 @@ gj_status gj__encoding_unit_make(gj__compiler *c, const struct gj_encoding *enc,
     r->use_cache = use_cache;
     r->enc = enc;
     r->opts = opts;
+    r->module_program = part != GJ__PART_ALL;
     return GJ_OK;
 }
 

@@ -55,8 +55,8 @@ static int beyond_cli(const gj_codegen_options *opts) {
            opts->order != defaults.order;
 }
 
-void gj__precompile_hint(const struct gj_encoding *enc, const gj_codegen_options *opts, const gj__arch *arch,
-                         const char *dir, char *out, size_t size) {
+void gj__precompile_hint(const struct gj_encoding *enc, const gj_codegen_options *opts, int module_program,
+                         const gj__arch *arch, const char *dir, char *out, size_t size) {
     if (!enc || !opts) {
         snprintf(out, size, "compiling it once with NVRTC available into the same cache directory");
         return;
@@ -75,7 +75,8 @@ void gj__precompile_hint(const struct gj_encoding *enc, const gj_codegen_options
     char sm[32];
     const int ptx = arch->kind == GJ_BINARY_PTX;
     snprintf(sm, sizeof sm, ptx ? "sm_%s" : "%s", ptx ? arch->name + strlen("compute_") : arch->name);
-    snprintf(out, size, "gridjit precompile --config %s --dims %u --arch %s%s%s%s%s", config,
+    snprintf(out, size, "gridjit %s --config %s --dims %u --arch %s%s%s%s%s", module_program ? "precompile" : "compile",
+             config,
              (unsigned)enc->config.n_dims, sm, ptx ? " --ptx" : "", passes, where,
              beyond_cli(opts) ? " (or the library with this program's code generation options)" : "");
 }

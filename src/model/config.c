@@ -356,22 +356,25 @@ static gj_status syntax_error(parser *p, const char *json, const char *where) {
         line += json[i] == '\n';
     }
     if (len == 0) {
-        return fail(p, "configuration: empty text; expected a JSON object such as {\"otype\": \"HashGrid\"}");
+        return fail(p, "empty text; expected a JSON object such as {\"otype\": \"HashGrid\"}");
     }
     /* cJSON stops at or just after the offending character, hence "near". */
     if (offset >= len) {
-        return fail(p, "configuration: invalid JSON near line %u, column %u (the end of the text): look for a "
+        return fail(p, "invalid JSON near line %u, column %u (the end of the text): look for a "
                        "missing '}', a trailing comma or an unclosed string", line, column);
     }
     size_t n = strcspn(json + offset, "\r\n"); /* the rest of that line only */
     if (n == 0) {
-        return fail(p, "configuration: invalid JSON near line %u, column %u (the end of that line)", line, column);
+        return fail(p, "invalid JSON near line %u, column %u (the end of that line)", line, column);
     }
     char rest[64];
     char near[32];
     snprintf(rest, sizeof rest, "%.*s", (int)(n < sizeof rest - 1 ? n : sizeof rest - 1), json + offset);
     sanitize(rest, near, sizeof near);
-    return fail(p, "configuration: invalid JSON near line %u, column %u (at '%s')", line, column, near);
+    /* JSON strings take double quotes; Python-style 'single' ones are the usual slip. */
+    const int single = strchr(rest, '\'') != NULL;
+    return fail(p, "invalid JSON near line %u, column %u (at '%s')%s", line, column, near,
+                single ? ": JSON strings take double quotes (\"otype\", not 'otype')" : "");
 }
 
 /* ------------------------------------------------------------ the keys */
@@ -548,12 +551,12 @@ gj_status gj__config_parse(const char *json, uint32_t n_dims_arg, gj__config *ou
         err[0] = '\0';
     }
     if (!out) {
-        return fail(&p, "configuration: no place to store the result (out is NULL)");
+        return fail(&p, "no place to store the result (out is NULL)");
     }
     /* Zeroed, padding included, so that equal configurations compare equal with memcmp. */
     memset(out, 0, sizeof *out);
     if (!json) {
-        return fail(&p, "configuration: no JSON text (NULL); pass \"{}\" for the defaults");
+        return fail(&p, "no JSON text (NULL); pass \"{}\" for the defaults");
     }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(json, &end, 1);
@@ -565,7 +568,7 @@ gj_status gj__config_parse(const char *json, uint32_t n_dims_arg, gj__config *ou
     if (!cJSON_IsObject(root)) {
         char got[64];
         describe(root, got, sizeof got);
-        s = fail(&p, "configuration: must be a JSON object such as {\"otype\": \"HashGrid\"} (got %s)", got);
+        s = fail(&p, "the configuration must be a JSON object such as {\"otype\": \"HashGrid\"} (got %s)", got);
     } else {
         s = collect_keys(&p, root);
         if (s == GJ_OK) {

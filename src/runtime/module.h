@@ -29,6 +29,7 @@
 #include "compile/compiler.h"
 #include "loader/driver.h"
 #include "model/encoding.h"
+#include "runtime/scope.h"
 
 #include "templates/kernel_args.cuh"
 
@@ -132,11 +133,9 @@ struct gj_module {
 };
 
 /* ---- module_device.c: where a launch runs ---- */
-/* A launch's context: the stream's (pushed when it is not the current one), else the
- * current one, else device 0's primary context (loader/driver.h). */
+/* A launch's context (runtime/scope.h) and the module's record of its device. */
 typedef struct gj__launch_scope {
-    CUcontext context;
-    int pushed;
+    gj__scope where;
     gj__module_device *device;
 } gj__launch_scope;
 gj_status gj__module_enter(struct gj_module *m, gj_stream stream, const char *call, gj__launch_scope *scope);
@@ -149,16 +148,14 @@ gj_status gj__module_function(struct gj_module *m, gj__launch_scope *scope, gj__
 void gj__module_free_scratch(struct gj_module *m);
 
 /* ---- module_programs.c: compiling and loading the parts ---- */
-#ifdef GJ_TEST_HOOKS
-#include <stdatomic.h>
-/* Test builds only: the next this-many binary loads are refused (see module_programs.c). */
-extern atomic_int gj__module_test_refuse_loads;
-#endif
 /* The program holding kernel id for a device of architecture sm, compiled (through the
  * cache) and loaded on first use. Call with m->lock held. */
 gj_status gj__module_program_for(struct gj_module *m, int sm, gj__kernel_id id, const gj__module_program **out);
 /* Compiles the parts of passes for architecture sm in parallel and loads them. */
 gj_status gj__module_prepare_for(struct gj_module *m, int sm, uint32_t passes);
+/* Looks kernel id up in p's library (from prog) and resolves it in the current context. */
+gj_status gj__module_find_kernel(struct gj_module *m, gj__module_program *p, const gj_program *prog,
+                                 gj__kernel_id id);
 /* Unloads every library. */
 void gj__module_unload_all(struct gj_module *m);
 

@@ -181,18 +181,8 @@ gj_status gj__module_load(gj__runtime *rt, const gj_encoding *enc, const gj_code
     }
     m->n_programs = p->library ? 1 : 0;
     for (int k = 0; status == GJ_OK && k < GJ__KERNEL_COUNT; ++k) {
-        if (!gj__kernel_present((gj__kernel_id)k, m->opts.passes)) {
-            continue;
-        }
-        char expression[128];
-        gj__kernel_expression(expression, sizeof expression, m->opts.name, (gj__kernel_id)k);
-        status = gj__cuda_check(ctx, m->drv,
-                                m->drv->LibraryGetKernel(&p->kernels[k], p->library, gj__program_lowered(prog, expression)),
-                                "gj_module_load: cuLibraryGetKernel");
-        CUfunction function = NULL; /* in the current context now: a binary it cannot run fails here */
-        if (status == GJ_OK) {
-            status = gj__cuda_check(ctx, m->drv, m->drv->KernelGetFunction(&function, p->kernels[k]),
-                                    "gj_module_load: cuKernelGetFunction");
+        if (gj__kernel_present((gj__kernel_id)k, m->opts.passes)) {
+            status = gj__module_find_kernel(m, p, prog, (gj__kernel_id)k);
         }
     }
     if (status != GJ_OK) {
@@ -220,7 +210,7 @@ gj_status gj_module_prepare(gj_module *module, uint32_t passes) {
     gj_status status = gj__module_enter(module, NULL, call, &scope);
     if (status == GJ_OK) {
         pthread_mutex_lock(&module->lock);
-        status = gj__module_prepare_for(module, scope.device->sm, passes & module->shape.passes);
+        status = gj__module_prepare_for(module, scope.where.sm, passes & module->shape.passes);
         pthread_mutex_unlock(&module->lock);
         gj__module_leave(module, &scope);
     }

@@ -1,49 +1,35 @@
-/* Where a launch runs (docs/runtime.md, "Contexts and devices"): in the context of the
- * stream it is given (made current for the launch when another one is), else the
- * current context, else device 0's primary context. A module keeps per device what
- * depends on it: the multiprocessor count and the fp32 gradient buffer; the compiled
- * programs are shared by every device of one architecture. */
+/* A module's devices (docs/runtime.md, "Contexts and devices"): a launch runs in its
+ * stream's context (runtime/scope.h); the module keeps per device what depends on it, the
+ * multiprocessor count and the fp32 gradient buffer, while the compiled programs are
+ * shared by every device of one architecture. */
 #include "runtime/module.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* The device record of the current context, made on first use. Call with m->lock held. */
-static gj_status device_of(gj_module *m, const char *call, gj__module_device **out) {
-    CUdevice device;
-    char what[96];
-    snprintf(what, sizeof what, "%s: cuCtxGetDevice", call);
-    gj_status status = gj__cuda_check(m->diag, m->drv, m->drv->CtxGetDevice(&device), what);
-    for (size_t i = 0; status == GJ_OK && i < m->n_devices; ++i) {
-        if (m->devices[i].device == device) {
+/* The module's record of a device, made on first use. Call with m->lock held. */
+static gj_status device_of(gj_module *m, const gj__scope *where, const char *call, gj__module_device **out) {
+    for (size_t i = 0; i < m->n_devices; ++i) {
+        if (m->devices[i].device == where->device) {
             *out = &m->devices[i];
             return GJ_OK;
         }
     }
-    if (status == GJ_OK && m->n_devices == GJ__MODULE_MAX_DEVICES) {
-        status = gj__fail(m->diag, GJ_ERROR_INTERNAL, "%s: more than %d devices", call, GJ__MODULE_MAX_DEVICES);
+    if (m->n_devices == GJ__MODULE_MAX_DEVICES) {
+        return gj__fail(m->diag, GJ_ERROR_INTERNAL, "%s: more than %d devices", call, GJ__MODULE_MAX_DEVICES);
     }
-    int major = 0, minor = 0, sms = 0;
-    if (status == GJ_OK) {
-        snprintf(what, sizeof what, "%s: cuDeviceGetAttribute", call);
-        status = gj__cuda_check(m->diag, m->drv,
-                                m->drv->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), what);
-    }
-    if (status == GJ_OK) {
-        status = gj__cuda_check(m->diag, m->drv,
-                                m->drv->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), what);
-    }
-    if (status == GJ_OK) {
-        status = gj__cuda_check(m->diag, m->drv,
-                                m->drv->DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device), what);
-    }
+    int sms = 0;
+    char what[96];
+    snprintf(what, sizeof what, "%s: cuDeviceGetAttribute", call);
+    gj_status status = gj__cuda_check(
+        m->diag, m->drv, m->drv->DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, where->device), what);
     if (status != GJ_OK) {
         return status;
     }
     gj__module_device *d = &m->devices[m->n_devices++];
     memset(d, 0, sizeof *d);
-    d->device = device;
-    d->sm = major * 10 + minor;
+    d->device = where->device;
+    d->sm = where->sm;
     /* Two blocks per multiprocessor keep every one busy while each block's shared sums
      * serve many points. */
     d->coarse_blocks = sms > 0 ? 2u * (uint32_t)sms : 1u;
@@ -53,42 +39,20 @@ static gj_status device_of(gj_module *m, const char *call, gj__module_device **o
 
 gj_status gj__module_enter(gj_module *m, gj_stream stream, const char *call, gj__launch_scope *scope) {
     memset(scope, 0, sizeof *scope);
-    CUcontext current = NULL;
-    char what[96];
-    snprintf(what, sizeof what, "%s: cuCtxGetCurrent", call);
-    gj_status status = gj__cuda_check(m->diag, m->drv, m->drv->CtxGetCurrent(&current), what);
-    if (status == GJ_OK && !stream && !current) {
-        status = gj__driver_current_context(m->diag, m->drv, &current); /* device 0's primary context */
-    }
-    if (status == GJ_OK && stream) {
-        CUcontext owner = NULL;
-        snprintf(what, sizeof what, "%s: cuStreamGetCtx", call);
-        status = gj__cuda_check(m->diag, m->drv, m->drv->StreamGetCtx((CUstream)stream, &owner), what);
-        if (status == GJ_OK && owner != current) {
-            snprintf(what, sizeof what, "%s: cuCtxPushCurrent", call);
-            status = gj__cuda_check(m->diag, m->drv, m->drv->CtxPushCurrent(owner), what);
-            scope->pushed = status == GJ_OK;
-            current = owner;
-        }
-    }
-    scope->context = current;
+    gj_status status = gj__scope_enter(m->diag, m->drv, stream, call, &scope->where);
     if (status == GJ_OK) {
         pthread_mutex_lock(&m->lock);
-        status = device_of(m, call, &scope->device);
+        status = device_of(m, &scope->where, call, &scope->device);
         pthread_mutex_unlock(&m->lock);
-    }
-    if (status != GJ_OK) {
-        gj__module_leave(m, scope);
+        if (status != GJ_OK) {
+            gj__scope_leave(m->drv, &scope->where);
+        }
     }
     return status;
 }
 
 void gj__module_leave(gj_module *m, gj__launch_scope *scope) {
-    if (scope->pushed) {
-        CUcontext popped;
-        m->drv->CtxPopCurrent(&popped);
-        scope->pushed = 0;
-    }
+    gj__scope_leave(m->drv, &scope->where);
 }
 
 gj_status gj__module_function(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const char *call,

@@ -60,7 +60,7 @@ static gj_status scratch(gj_module *m, gj__launch_scope *scope, const char *call
         status = gj__cuda_check(m->diag, m->drv, m->drv->MemAlloc(&d->scratch, bytes), what);
         if (status == GJ_OK) {
             d->scratch_bytes = bytes;
-            d->scratch_context = scope->context;
+            d->scratch_context = scope->where.context;
         } else {
             d->scratch = 0;
         }

@@ -1,0 +1,45 @@
+/* gj_user_module and gj_kernel: a user's compiled source, loaded once per architecture,
+ * and its kernels launched in their stream's context (docs/fusion.md). */
+#ifndef GJ_RUNTIME_USER_MODULE_H
+#define GJ_RUNTIME_USER_MODULE_H
+
+#include "compile/user_unit.h"
+#include "runtime/module.h"
+
+#define GJ__USER_MAX_PROGRAMS 16
+
+/* The source compiled for one architecture and its library. */
+typedef struct gj__user_program {
+    int sm;         /* the device architecture it serves; -1: any (a given program) */
+    char arch[24];
+    CUlibrary library;
+    CUkernel *kernels; /* one per kernel name */
+} gj__user_program;
+
+struct gj_kernel {
+    struct gj_user_module *module;
+    size_t index;
+    char *expression; /* "&name" */
+    char *lowered;
+};
+
+struct gj_user_module {
+    gj__runtime *rt;
+    const gj__diag *diag;
+    gj__driver *drv;
+    pthread_mutex_t lock;
+    int have_unit;      /* 0: made from a given program, which serves every device */
+    gj__user_unit unit; /* to compile for another architecture */
+    size_t n_kernels;
+    struct gj_kernel *kernels;
+    gj__user_program programs[GJ__USER_MAX_PROGRAMS];
+    size_t n_programs;
+};
+
+gj_status gj__user_module_create(gj__runtime *rt, const gj_source_desc *desc, struct gj_user_module **out);
+gj_status gj__user_module_load(gj__runtime *rt, const gj_program *prog, struct gj_user_module **out);
+/* The kernel's function in the scope's context; its program is compiled and loaded for the
+ * scope's device on first use. */
+gj_status gj__kernel_function(gj_kernel *k, const gj__scope *where, const char *call, CUfunction *out);
+
+#endif

@@ -1,0 +1,245 @@
+/* User sources through the library (docs/fusion.md): encodings offered as in-memory
+ * headers NAME.cuh, several in one source; the compile is cached (a miss, then a hit in a
+ * second context); errors name what is wrong (an unknown header, an unknown kernel, a
+ * compile error with the numbered lines of the user's file, a bad launch configuration). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gridjit.h"
+#include "test_env.h"
+
+static const char hash_config[] = "{\"otype\": \"HashGrid\", \"n_levels\": 8, \"log2_hashmap_size\": 14}";
+static const char dense_config[] = "{\"otype\": \"DenseGrid\", \"n_levels\": 2, \"base_resolution\": 4, "
+                                   "\"precision\": \"fp32\"}";
+
+/* A kernel using two encodings, and a template kernel named by an expression. */
+static const char two_encodings[] =
+    "#include \"geo.cuh\"\n"
+    "#include \"tex.cuh\"\n"
+    "__global__ void shade(const float* xs, const gj_half* pg, const float* pt, float* out, int n) {\n"
+    "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i >= n) return;\n"
+    "    geo_in_t x; tex_in_t uv;\n"
+    "    for (int d = 0; d < geo_config::D; ++d) x.v[d] = xs[3 * i + d];\n"
+    "    for (int d = 0; d < tex_config::D; ++d) uv.v[d] = xs[3 * i + d];\n"
+    "    const geo_out_t g = geo(x, pg, nullptr);\n"
+    "    const tex_out_t t = tex(uv, pt, nullptr);\n"
+    "    float s = 0.0f;\n"
+    "    for (int k = 0; k < geo_config::N_OUT; ++k) s += gj_to_float(g.v[k]);\n"
+    "    for (int k = 0; k < tex_config::N_OUT; ++k) s += t.v[k];\n"
+    "    out[i] = s;\n"
+    "}\n"
+    "template <int SCALE> __global__ void scaled(float* out) { out[threadIdx.x] *= SCALE; }\n";
+
+typedef struct fixture {
+    gj_context *ctx;
+    gj_encoding *geo, *tex;
+    gj_source_encoding encodings[2];
+    gj_source_desc desc;
+    const char *kernels[2];
+} fixture;
+
+static int setup(void **state) {
+    static fixture f;
+    memset(&f, 0, sizeof f);
+    if (gj_context_create(&f.ctx) != GJ_OK || gj_encoding_create(f.ctx, hash_config, 3, &f.geo) != GJ_OK ||
+        gj_encoding_create(f.ctx, dense_config, 2, &f.tex) != GJ_OK) {
+        return -1;
+    }
+    gj_context_set_log(f.ctx, NULL, NULL);
+    f.encodings[0] = (gj_source_encoding){"geo", f.geo, NULL};
+    f.encodings[1] = (gj_source_encoding){"tex", f.tex, NULL};
+    f.kernels[0] = "shade";
+    f.kernels[1] = "scaled<3>";
+    gj_source_desc_init(&f.desc);
+    f.desc.source = two_encodings;
+    f.desc.file_name = "shade.cu";
+    f.desc.encodings = f.encodings;
+    f.desc.n_encodings = 2;
+    f.desc.kernels = f.kernels;
+    f.desc.n_kernels = 2;
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    gj_encoding_destroy(f->geo);
+    gj_encoding_destroy(f->tex);
+    gj_context_destroy(f->ctx);
+    return 0;
+}
+
+static void the_unit_holds_each_header_then_the_source(void **state) {
+    fixture *f = *state;
+    char *unit = NULL;
+    assert_int_equal(gj_user_source_generate(f->ctx, &f->desc, &unit), GJ_OK);
+    const char *geo = strstr(unit, "// ===== geo.cuh =====");
+    const char *tex = strstr(unit, "// ===== tex.cuh =====");
+    const char *source = strstr(unit, "// ===== shade.cu =====");
+    assert_true(geo && tex && source && geo < tex && tex < source);
+    assert_non_null(strstr(geo, "struct geo_config {"));
+    assert_non_null(strstr(tex, "__device__ tex_out_t tex(const tex_in_t& x"));
+    assert_non_null(strstr(source, two_encodings));
+    assert_null(strstr(unit, "__global__ void __launch_bounds__")); /* device functions only */
+    gj_free(unit);
+}
+
+static void two_encodings_compile_and_the_cache_serves_the_second_context(void **state) {
+    fixture *f = *state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    char dir[2048];
+    snprintf(dir, sizeof dir, "%s/user-cache", getenv("GRIDJIT_TEST_TMP") ? getenv("GRIDJIT_TEST_TMP") : "/tmp");
+    char command[4200];
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    assert_int_equal(system(command), 0);
+    gj_program *first = NULL, *second = NULL;
+    assert_int_equal(gj_context_set_cache_dir(f->ctx, dir), GJ_OK);
+    gj_status status = gj_compile_user(f->ctx, &f->desc, "sm_90", &first);
+    if (status != GJ_OK) {
+        fail_msg("%s\n%s", gj_context_errmsg(f->ctx), first ? gj_program_log(first) : "");
+    }
+    assert_int_equal(gj_program_cache_status(first), GJ_CACHE_MISS);
+    assert_int_equal(gj_program_n_kernels(first), 2);
+    assert_string_equal(gj_program_kernel_name(first, 0), "&shade");
+    assert_string_equal(gj_program_kernel_name(first, 1), "&scaled<3>");
+    assert_non_null(strstr(gj_program_lowered_name(first, 1), "scaled"));
+
+    gj_context *other = NULL;
+    assert_int_equal(gj_context_create(&other), GJ_OK);
+    assert_int_equal(gj_context_set_cache_dir(other, dir), GJ_OK);
+    assert_int_equal(gj_compile_user(other, &f->desc, "sm_90", &second), GJ_OK);
+    assert_int_equal(gj_program_cache_status(second), GJ_CACHE_HIT);
+    assert_string_equal(gj_program_cache_key(first), gj_program_cache_key(second));
+    size_t a = 0, b = 0;
+    const void *bytes_a = gj_program_binary(first, &a), *bytes_b = gj_program_binary(second, &b);
+    assert_true(a == b && memcmp(bytes_a, bytes_b, a) == 0);
+    assert_string_equal(gj_program_lowered_name(first, 0), gj_program_lowered_name(second, 0));
+
+    /* Another option, another key. */
+    const char *define[] = {"-DUNUSED_FLAG=1"};
+    f->desc.options = define;
+    f->desc.n_options = 1;
+    gj_program *third = NULL;
+    assert_int_equal(gj_compile_user(other, &f->desc, "sm_90", &third), GJ_OK);
+    assert_int_equal(gj_program_cache_status(third), GJ_CACHE_MISS);
+    assert_string_not_equal(gj_program_cache_key(first), gj_program_cache_key(third));
+    f->desc.options = NULL;
+    f->desc.n_options = 0;
+    gj_program_destroy(first);
+    gj_program_destroy(second);
+    gj_program_destroy(third);
+    gj_context_destroy(other);
+}
+
+static void an_unknown_header_is_named(void **state) {
+    fixture *f = *state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    f->desc.source = "#include \"missing.cuh\"\n__global__ void shade() {}\n";
+    f->desc.n_kernels = 1;
+    gj_program *prog = NULL;
+    assert_int_equal(gj_context_set_cache_enabled(f->ctx, 0), GJ_OK);
+    assert_int_equal(gj_compile_user(f->ctx, &f->desc, "sm_90", &prog), GJ_ERROR_COMPILE);
+    assert_non_null(strstr(gj_program_log(prog), "missing.cuh"));
+    assert_non_null(strstr(gj_context_errmsg(f->ctx), "missing.cuh"));
+    gj_program_destroy(prog);
+}
+
+static void an_unknown_kernel_is_named(void **state) {
+    fixture *f = *state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    const char *kernels[] = {"no_such_kernel"};
+    f->desc.kernels = kernels;
+    f->desc.n_kernels = 1;
+    gj_program *prog = NULL;
+    assert_int_equal(gj_context_set_cache_enabled(f->ctx, 0), GJ_OK);
+    gj_status status = gj_compile_user(f->ctx, &f->desc, "sm_90", &prog);
+    assert_true(status == GJ_ERROR_COMPILE);
+    assert_non_null(strstr(gj_context_errmsg(f->ctx), "no_such_kernel"));
+    gj_program_destroy(prog);
+}
+
+static void a_compile_error_shows_the_numbered_lines_of_the_users_file(void **state) {
+    fixture *f = *state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    f->desc.source = "#include \"geo.cuh\"\n"
+                     "__global__ void shade(float* out) {\n"
+                     "    gj_half h = gj_from_float<gj_half>(1.0f);\n"
+                     "    out[0] = h * 2.0f;\n" /* gj_half is storage only: no arithmetic */
+                     "}\n";
+    f->desc.n_kernels = 1;
+    gj_program *prog = NULL;
+    assert_int_equal(gj_context_set_cache_enabled(f->ctx, 0), GJ_OK);
+    assert_int_equal(gj_compile_user(f->ctx, &f->desc, "sm_90", &prog), GJ_ERROR_COMPILE);
+    const char *log = gj_program_log(prog);
+    assert_non_null(strstr(log, "shade.cu(4): error"));
+    assert_non_null(strstr(log, ">     4 |     out[0] = h * 2.0f;"));
+    assert_non_null(strstr(gj_context_errmsg(f->ctx), "shade.cu(4)"));
+    gj_program_destroy(prog);
+}
+
+static void bad_descriptions_are_refused_before_compiling(void **state) {
+    fixture *f = *state;
+    gj_program *prog = NULL;
+    gj_source_desc raw;
+    memset(&raw, 0, sizeof raw);
+    raw.source = "";
+    assert_int_equal(gj_compile_user(f->ctx, &raw, "sm_90", &prog), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(f->ctx), "gj_source_desc_init"));
+    gj_source_encoding bad = {"not an identifier", f->geo, NULL};
+    f->desc.encodings = &bad;
+    f->desc.n_encodings = 1;
+    assert_int_equal(gj_compile_user(f->ctx, &f->desc, "sm_90", &prog), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(f->ctx), "C identifier"));
+    gj_source_encoding twice[2] = {{"geo", f->geo, NULL}, {"geo", f->tex, NULL}};
+    f->desc.encodings = twice;
+    f->desc.n_encodings = 2;
+    assert_int_equal(gj_compile_user(f->ctx, &f->desc, "sm_90", &prog), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(f->ctx), "two encodings are named \"geo\""));
+    f->desc.encodings = f->encodings;
+    assert_int_equal(gj_compile_user(f->ctx, &f->desc, "sm90", &prog), GJ_ERROR_INVALID_ARGUMENT);
+    assert_null(prog);
+}
+
+static void launch_configurations_are_checked(void **state) {
+    (void)state;
+    gj_launch_config config;
+    gj_launch_config_init(&config);
+    assert_int_equal(config.struct_size, sizeof config);
+    assert_true(config.grid[0] == 1 && config.block[2] == 1 && config.shared_bytes == 0 && !config.stream);
+    /* Without a kernel nothing launches; the checks of a real kernel run on the GPU
+     * (tests/test_gpu_user_kernels.c). */
+    assert_int_equal(gj_kernel_launch(NULL, &config, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    int blocks = 7;
+    assert_int_equal(gj_kernel_occupancy(NULL, 128, 0, &blocks), GJ_ERROR_INVALID_ARGUMENT);
+}
+
+int main(void) {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(the_unit_holds_each_header_then_the_source),
+        T(two_encodings_compile_and_the_cache_serves_the_second_context),
+        T(an_unknown_header_is_named),
+        T(an_unknown_kernel_is_named),
+        T(a_compile_error_shows_the_numbered_lines_of_the_users_file),
+        T(bad_descriptions_are_refused_before_compiling),
+        T(launch_configurations_are_checked),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,133 @@
+/* User sources on the command line (see cli_source.h). */
+#include "cli_source.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char gj_cli_source_help[] =
+    "  -s, --source FILE    a CUDA source of your own (docs/fusion.md) instead of --config\n"
+    "  -e, --encoding NAME=CONFIG[:DIMS]\n"
+    "                       offer an encoding to the source as the header NAME.cuh (its device\n"
+    "                       functions NAME, NAME_bwd, NAME_bwdbwd); CONFIG is a file or inline\n"
+    "                       JSON; repeat for several encodings\n"
+    "  -k, --kernel NAME    a kernel (name expression) to compile and look up; repeatable\n"
+    "  -O, --option OPT     an extra NVRTC option (e.g. -DTILE=16); repeatable\n";
+
+int gj_cli_source_add(const char *cmd, gj_cli_source *src, int which, const char *value) {
+    const char **list = which == 'e' ? src->encoding_specs : which == 'k' ? src->kernels : src->options;
+    size_t *n = which == 'e' ? &src->n_encoding_specs : which == 'k' ? &src->n_kernels : &src->n_options;
+    const size_t most = which == 'e' ? GJ_CLI_MAX_ENCODINGS : which == 'k' ? GJ_CLI_MAX_KERNELS : GJ_CLI_MAX_OPTIONS;
+    if (*n == most) {
+        return gj_cli_usage_error(cmd, "at most %zu --%s options", most,
+                                  which == 'e' ? "encoding" : which == 'k' ? "kernel" : "option");
+    }
+    list[(*n)++] = value;
+    return GJ_CLI_OK;
+}
+
+static int read_source(const char *cmd, const char *path, char **text) {
+    FILE *file = fopen(path, "rb");
+    if (!file) {
+        gj_cli_error(cmd, "cannot read source file '%s': %s", path, strerror(errno));
+        return GJ_CLI_FAILURE;
+    }
+    size_t size = 0, cap = 1 << 16;
+    char *buffer = malloc(cap);
+    for (size_t got; buffer && (got = fread(buffer + size, 1, cap - size - 1, file)) > 0;) {
+        size += got;
+        if (cap - size < 2) {
+            char *bigger = realloc(buffer, cap * 2);
+            if (!bigger) {
+                free(buffer);
+                buffer = NULL;
+                break;
+            }
+            buffer = bigger;
+            cap *= 2;
+        }
+    }
+    const int failed = !buffer || ferror(file);
+    fclose(file);
+    if (failed) {
+        gj_cli_error(cmd, "cannot read source file '%s': %s", path, buffer ? "read error" : "out of memory");
+        free(buffer);
+        return GJ_CLI_FAILURE;
+    }
+    buffer[size] = '\0';
+    *text = buffer;
+    return GJ_CLI_OK;
+}
+
+/* "NAME=CONFIG[:DIMS]": the name, the configuration argument (copied into config) and
+ * the dimensions (0 when not given). ":DIMS" is a trailing colon and digits only. */
+static int split_spec(const char *cmd, const char *spec, char *name, size_t name_size, char **config,
+                      uint32_t *dims) {
+    const char *eq = strchr(spec, '=');
+    if (!eq || eq == spec || (size_t)(eq - spec) >= name_size) {
+        return gj_cli_usage_error(cmd, "--encoding: expected NAME=CONFIG[:DIMS] (got '%s')", spec);
+    }
+    memcpy(name, spec, (size_t)(eq - spec));
+    name[eq - spec] = '\0';
+    const char *rest = eq + 1;
+    size_t len = strlen(rest);
+    const char *colon = strrchr(rest, ':');
+    *dims = 0;
+    if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1) && !strchr(colon, '}')) {
+        *dims = (uint32_t)strtoul(colon + 1, NULL, 10);
+        len = (size_t)(colon - rest);
+        if (*dims == 0) {
+            return gj_cli_usage_error(cmd, "--encoding %s: DIMS must be at least 1", name);
+        }
+    }
+    *config = strndup(rest, len);
+    return *config ? GJ_CLI_OK : GJ_CLI_FAILURE;
+}
+
+int gj_cli_source_open(const char *cmd, gj_context *ctx, gj_cli_source *src) {
+    int rc = read_source(cmd, src->file, &src->text);
+    for (size_t i = 0; rc == GJ_CLI_OK && i < src->n_encoding_specs; ++i) {
+        char *config = NULL, *json = NULL;
+        uint32_t dims = 0;
+        rc = split_spec(cmd, src->encoding_specs[i], src->names[i], sizeof src->names[i], &config, &dims);
+        if (rc == GJ_CLI_OK) {
+            rc = gj_cli_read_config(cmd, config, &json);
+        }
+        if (rc == GJ_CLI_OK) {
+            gj_status status = gj_encoding_create(ctx, json, dims, &src->encodings[i]);
+            if (status != GJ_OK) {
+                char what[128];
+                snprintf(what, sizeof what, "--encoding %s: %s", src->names[i], gj_status_message(status));
+                rc = gj_cli_status_error(cmd, ctx, status, what);
+            }
+        }
+        free(config);
+        free(json);
+        src->offered[i] = (gj_source_encoding){src->names[i], src->encodings[i], NULL};
+    }
+    if (rc != GJ_CLI_OK) {
+        return rc;
+    }
+    gj_source_desc_init(&src->desc);
+    src->desc.source = src->text;
+    const char *base = strrchr(src->file, '/');
+    src->desc.file_name = base ? base + 1 : src->file;
+    src->desc.encodings = src->offered;
+    src->desc.n_encodings = src->n_encoding_specs;
+    src->desc.kernels = src->kernels;
+    src->desc.n_kernels = src->n_kernels;
+    src->desc.options = src->options;
+    src->desc.n_options = src->n_options;
+    return GJ_CLI_OK;
+}
+
+void gj_cli_source_close(gj_cli_source *src) {
+    for (size_t i = 0; i < GJ_CLI_MAX_ENCODINGS; ++i) {
+        gj_encoding_destroy(src->encodings[i]);
+        src->encodings[i] = NULL;
+    }
+    free(src->text);
+    src->text = NULL;
+}

@@ -1,0 +1,40 @@
+/* User sources on the command line (`compile`, `dump`, `precompile` with --source):
+ * --source FILE, --encoding NAME=CONFIG[:DIMS] (repeatable), --kernel NAME (repeatable),
+ * --option OPT (repeatable) gathered into a gj_source_desc. */
+#ifndef GJ_CLI_SOURCE_H
+#define GJ_CLI_SOURCE_H
+
+#include "cli_common.h"
+
+#define GJ_CLI_MAX_ENCODINGS 16
+#define GJ_CLI_MAX_KERNELS 64
+#define GJ_CLI_MAX_OPTIONS 64
+
+typedef struct gj_cli_source {
+    const char *file; /* --source */
+    const char *encoding_specs[GJ_CLI_MAX_ENCODINGS];
+    size_t n_encoding_specs;
+    const char *kernels[GJ_CLI_MAX_KERNELS];
+    size_t n_kernels;
+    const char *options[GJ_CLI_MAX_OPTIONS];
+    size_t n_options;
+    /* Made by gj_cli_source_open. */
+    char *text;
+    char names[GJ_CLI_MAX_ENCODINGS][72];
+    gj_encoding *encodings[GJ_CLI_MAX_ENCODINGS];
+    gj_source_encoding offered[GJ_CLI_MAX_ENCODINGS];
+    gj_source_desc desc;
+} gj_cli_source;
+
+/* Collects one option value (which: 'e' --encoding, 'k' --kernel, 'O' --option). GJ_CLI_USAGE
+ * when there are too many. */
+int gj_cli_source_add(const char *cmd, gj_cli_source *src, int which, const char *value);
+/* Reads the file, makes the encodings in ctx and fills src->desc. GJ_CLI_FAILURE (message
+ * printed: the spec and the key at fault) or GJ_CLI_USAGE for a malformed spec. */
+int gj_cli_source_open(const char *cmd, gj_context *ctx, gj_cli_source *src);
+void gj_cli_source_close(gj_cli_source *src);
+
+/* The help text of the options above, for the usage of each subcommand that takes them. */
+extern const char gj_cli_source_help[];
+
+#endif
