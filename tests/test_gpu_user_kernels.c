@@ -275,9 +275,7 @@ static void split_batch(world *w, CUcontext ctx[2]) {
     /* dL/dparams of context 1 into context 0 (a peer copy), then summed by a user kernel. */
     assert_int_equal(drv->CtxSetCurrent(ctx[0]), CUDA_SUCCESS);
     void *theirs = gj_gpu_alloc(w->ctx, n_params * sizeof(float));
-    assert_int_equal(drv->MemcpyPeerAsync((CUdeviceptr)(uintptr_t)theirs, ctx[0], (CUdeviceptr)(uintptr_t)grads[1],
-                                          ctx[1], n_params * sizeof(float), NULL),
-                     CUDA_SUCCESS);
+    gj_gpu_ok(w->ctx, gj_memcpy_async(w->ctx, theirs, grads[1], n_params * sizeof(float), NULL), "gj_memcpy_async");
     gj_kernel *add = NULL;
     gj_gpu_ok(w->ctx, gj_user_module_kernel(w->user, "add_into", &add), "kernel");
     gj_launch_config config;
@@ -340,15 +338,55 @@ static void two_devices(void **state) {
         skip();
     }
     CUcontext ctx[2];
-    CUdevice devices[2];
     for (int i = 0; i < 2; ++i) {
-        assert_int_equal(drv->DeviceGet(&devices[i], i), CUDA_SUCCESS);
-        assert_int_equal(drv->DevicePrimaryCtxRetain(&ctx[i], devices[i]), CUDA_SUCCESS);
+        gj_gpu_ok(w->ctx, gj_runtime_set_device(w->ctx, i), "gj_runtime_set_device");
+        assert_int_equal(drv->CtxGetCurrent(&ctx[i]), CUDA_SUCCESS);
+        CUdevice device;
+        assert_int_equal(drv->CtxGetDevice(&device), CUDA_SUCCESS);
+        CUdevice expected;
+        assert_int_equal(drv->DeviceGet(&expected, i), CUDA_SUCCESS);
+        assert_int_equal(device, expected);
     }
     split_batch(w, ctx);
-    for (int i = 0; i < 2; ++i) {
-        drv->DevicePrimaryCtxRelease(devices[i]);
+    gj_gpu_ok(w->ctx, gj_runtime_set_device(w->ctx, 0), "gj_runtime_set_device");
+}
+
+/* gj_runtime_set_device: the primary context of an ordinal that exists, and a message
+ * naming the range for one that does not. */
+static void set_device_takes_an_ordinal(void **state) {
+    world *w = *state;
+    NEED_WORLD(w);
+    gj__driver *drv = gj__driver_loaded(&w->ctx->driver);
+    CUcontext before = NULL;
+    assert_int_equal(drv->CtxGetCurrent(&before), CUDA_SUCCESS);
+    int count = 0;
+    assert_int_equal(drv->DeviceGetCount(&count), CUDA_SUCCESS);
+    assert_int_equal(gj_runtime_set_device(w->ctx, count), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(w->ctx), "does not exist"));
+    assert_int_equal(gj_runtime_set_device(w->ctx, -1), GJ_ERROR_INVALID_ARGUMENT);
+    gj_gpu_ok(w->ctx, gj_runtime_set_device(w->ctx, 0), "gj_runtime_set_device");
+    CUcontext now = NULL, primary = NULL;
+    assert_int_equal(drv->CtxGetCurrent(&now), CUDA_SUCCESS);
+    CUdevice device0;
+    assert_int_equal(drv->DeviceGet(&device0, 0), CUDA_SUCCESS);
+    assert_int_equal(drv->DevicePrimaryCtxRetain(&primary, device0), CUDA_SUCCESS);
+    assert_ptr_equal(now, primary);
+    drv->DevicePrimaryCtxRelease(device0);
+    /* A round trip through gj_memcpy_async: host -> device -> device -> host. */
+    float in[64], out[64];
+    for (int k = 0; k < 64; ++k) {
+        in[k] = (float)k * 0.5f;
+        out[k] = -1.0f;
     }
+    void *a = gj_gpu_alloc(w->ctx, sizeof in), *b = gj_gpu_alloc(w->ctx, sizeof in);
+    gj_gpu_ok(w->ctx, gj_memcpy_async(w->ctx, a, in, sizeof in, NULL), "host to device");
+    gj_gpu_ok(w->ctx, gj_memcpy_async(w->ctx, b, a, sizeof in, NULL), "device to device");
+    gj_gpu_ok(w->ctx, gj_memcpy_async(w->ctx, out, b, sizeof in, NULL), "device to host");
+    gj_gpu_ok(w->ctx, gj_stream_synchronize(w->ctx, NULL), "synchronize");
+    assert_memory_equal(in, out, sizeof in);
+    gj_gpu_free(w->ctx, a);
+    gj_gpu_free(w->ctx, b);
+    assert_int_equal(drv->CtxSetCurrent(before), CUDA_SUCCESS);
 }
 
 int main(void) {
@@ -360,6 +398,7 @@ int main(void) {
         cmocka_unit_test(launch_errors_name_the_kernel_and_the_configuration),
         cmocka_unit_test(two_contexts_on_one_device),
         cmocka_unit_test(two_devices),
+        cmocka_unit_test(set_device_takes_an_ordinal),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -94,11 +94,16 @@ static void driver_off_is_no_driver(void **state) {
     assert_int_equal(gj_memcpy_to_device(f->ctx, ADDR(256), host, sizeof host), GJ_ERROR_NO_DRIVER);
     assert_int_equal(gj_memcpy_to_host(f->ctx, host, ADDR(256), sizeof host), GJ_ERROR_NO_DRIVER);
     assert_int_equal(gj_stream_synchronize(f->ctx, NULL), GJ_ERROR_NO_DRIVER);
+    assert_int_equal(gj_runtime_set_device(f->ctx, 0), GJ_ERROR_NO_DRIVER);
+    assert_int_equal(gj_memcpy_async(f->ctx, ADDR(256), ADDR(512), 16, NULL), GJ_ERROR_NO_DRIVER);
+    assert_int_equal(gj_memcpy_async(f->ctx, NULL, ADDR(512), 16, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "gj_memcpy_async");
     gj_device_free(f->ctx, ADDR(256)); /* nothing loaded: nothing to free, no crash */
     /* Zero-byte requests need no driver. */
     assert_int_equal(gj_device_alloc(f->ctx, 0, &ptr), GJ_OK);
     assert_null(ptr);
     assert_int_equal(gj_memcpy_to_device(f->ctx, NULL, NULL, 0), GJ_OK);
+    assert_int_equal(gj_memcpy_async(f->ctx, NULL, NULL, 0, NULL), GJ_OK);
 }
 
 static void missing_library_names_the_path(void **state) {

@@ -229,6 +229,65 @@ static void launch_configurations_are_checked(void **state) {
     assert_int_equal(gj_kernel_occupancy(NULL, 128, 0, &blocks), GJ_ERROR_INVALID_ARGUMENT);
 }
 
+/* The worked example of docs/fusion.md, taken from the document itself, compiles as the
+ * document says it does (with the default HashGrid offered as "grid"). */
+static char *fusion_doc_example(void) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/docs/fusion.md", getenv("GRIDJIT_SOURCE_DIR") ? getenv("GRIDJIT_SOURCE_DIR") : ".");
+    FILE *file = fopen(path, "rb");
+    assert_non_null(file);
+    static char text[1 << 16];
+    const size_t got = fread(text, 1, sizeof text - 1, file);
+    fclose(file);
+    text[got] = 0;
+    const char *start = strstr(text, "```cuda\n#include \"grid.cuh\"");
+    assert_non_null(start);
+    start += strlen("```cuda\n");
+    const char *end = strstr(start, "```");
+    assert_non_null(end);
+    char *example = calloc((size_t)(end - start) + 1, 1);
+    memcpy(example, start, (size_t)(end - start));
+    return example;
+}
+
+static void the_worked_example_of_the_fusion_guide_compiles(void **state) {
+    fixture *f = *state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    char *example = fusion_doc_example();
+    gj_encoding *grid = NULL;
+    assert_int_equal(gj_encoding_create(f->ctx, "{\"otype\": \"HashGrid\"}", 3, &grid), GJ_OK);
+    gj_source_encoding offered = {"grid", grid, NULL};
+    const char *kernels[] = {"weighted_sum"};
+    gj_source_desc desc;
+    gj_source_desc_init(&desc);
+    desc.source = example;
+    desc.file_name = "weighted_sum.cu";
+    desc.encodings = &offered;
+    desc.n_encodings = 1;
+    desc.kernels = kernels;
+    desc.n_kernels = 1;
+    gj_context_set_cache_enabled(f->ctx, 0);
+    gj_program *prog = NULL;
+    const gj_status status = gj_compile_user(f->ctx, &desc, "sm_90", &prog);
+    if (status != GJ_OK) {
+        fail_msg("%s\n%s", gj_context_errmsg(f->ctx), prog ? gj_program_log(prog) : "");
+    }
+    assert_string_equal(gj_program_lowered_name(prog, 0), "weighted_sum"); /* extern "C" */
+    gj_program_destroy(prog);
+    /* What the guide says does not compile: arithmetic on gj_half without gj_to_float. */
+    static const char half_times_float[] =
+        "#include \"grid.cuh\"\n"
+        "extern \"C\" __global__ void k(const gj_half* h, float* out) { out[0] = h[0] * 2.0f; }\n";
+    desc.source = half_times_float;
+    kernels[0] = "k";
+    assert_int_equal(gj_compile_user(f->ctx, &desc, "sm_90", &prog), GJ_ERROR_COMPILE);
+    gj_program_destroy(prog);
+    gj_encoding_destroy(grid);
+    free(example);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -239,6 +298,7 @@ int main(void) {
         T(a_compile_error_shows_the_numbered_lines_of_the_users_file),
         T(bad_descriptions_are_refused_before_compiling),
         T(launch_configurations_are_checked),
+        T(the_worked_example_of_the_fusion_guide_compiles),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

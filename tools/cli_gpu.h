@@ -36,8 +36,9 @@ int gj_cli_gpu_download(gj_cli_gpu *gpu, const void *device, size_t count, gj_pr
 /* Allocates count elements of that precision, zeroed. */
 int gj_cli_gpu_zeros(gj_cli_gpu *gpu, size_t count, gj_precision precision, void **ptr);
 
-/* The GPU section of `gridjit demo` (tools/demo_gpu.c); prog NULL: nothing compiled. */
-int gj_cli_demo_gpu(gj_context *ctx, const gj_encoding *enc, const gj_program *prog);
+/* The GPU section of `gridjit demo` (tools/demo_gpu.c). GJ_CLI_FAILURE without printing
+ * anything when there is no GPU (the caller says so). */
+int gj_cli_demo_gpu(gj_context *ctx, const gj_encoding *enc);
 
 /* a * b * c without overflow of size_t; 0 on overflow (then *out is unset). */
 int gj_cli_mul_size(size_t a, size_t b, size_t c, size_t *out);

@@ -8,13 +8,15 @@
 #include <string.h>
 
 const char gj_cli_source_help[] =
-    "  -s, --source FILE    a CUDA source of your own (docs/fusion.md) instead of --config\n"
+    "  -s, --source FILE\n"
+    "                   a CUDA source of your own (docs/fusion.md) instead of --config\n"
     "  -e, --encoding NAME=CONFIG[:DIMS]\n"
-    "                       offer an encoding to the source as the header NAME.cuh (its device\n"
-    "                       functions NAME, NAME_bwd, NAME_bwdbwd); CONFIG is a file or inline\n"
-    "                       JSON; repeat for several encodings\n"
-    "  -k, --kernel NAME    a kernel (name expression) to compile and look up; repeatable\n"
-    "  -O, --option OPT     an extra NVRTC option (e.g. -DTILE=16); repeatable\n";
+    "                   offer an encoding to the source as the header NAME.cuh (its\n"
+    "                   device functions NAME, NAME_bwd, NAME_bwdbwd); CONFIG is a file\n"
+    "                   or inline JSON; repeat for several encodings\n"
+    "  -k, --kernel NAME\n"
+    "                   a kernel (name expression) to compile and look up; repeatable\n"
+    "  -O, --option OPT an extra NVRTC option (e.g. -DTILE=16); repeatable\n";
 
 int gj_cli_source_add(const char *cmd, gj_cli_source *src, int which, const char *value) {
     const char **list = which == 'e' ? src->encoding_specs : which == 'k' ? src->kernels : src->options;

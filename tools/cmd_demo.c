@@ -17,17 +17,19 @@ static void usage(void) {
            "Runs the pipeline on tiny-cuda-nn's default HashGrid configuration (D = 3):\n"
            "  %s\n"
            "prints the level table, generates the CUDA source and writes it to\n"
-           "DIR/encoding.cu, compiles it with NVRTC and writes DIR/encoding.cubin, and\n"
-           "prints the compile time, cubin size and kernel names. Where a GPU exists it\n"
-           "then initialises the parameters, runs forward and backward on 2^20 random\n"
-           "points, compares a sample with the CPU reference and prints the timings;\n"
-           "without one it says so (exit status 0).\n"
+           "DIR/encoding.cu, and says where the disk cache is. Where a GPU exists it makes a\n"
+           "module for it, compiling its programs (listed with their times, or found in the\n"
+           "disk cache), times a warm reload, initialises the parameters, runs forward and\n"
+           "backward on 2^20 random points, compares a sample with the CPU reference and\n"
+           "prints the timings. Without one it compiles the whole unit with NVRTC for ARCH,\n"
+           "writes DIR/encoding.cubin and prints the compile time, cubin size and kernel\n"
+           "names (exit status 0).\n"
            "\n"
            "Without NVRTC the compile step says 'skipped' and why, and the exit status is\n"
            "still 0 (generation worked); a compile error exits 1 with the compiler log.\n"
            "\n"
            "Options:\n"
-           "  -a, --arch ARCH     target of the compile step (default sm_90)\n"
+           "  -a, --arch ARCH     target of the compile step without a GPU (default sm_90)\n"
            "  -o, --out-dir DIR   where to write (default $TMPDIR/gridjit-demo, or\n"
            "                      /tmp/gridjit-demo when TMPDIR is not set)\n"
            "  -h, --help          show this help\n",
@@ -114,8 +116,10 @@ static int generate(gj_context *ctx, const gj_encoding *enc, const char *out_dir
 static void print_program(const gj_program *prog, const char *path) {
     size_t size = 0;
     gj_program_binary(prog, &size);
+    static const char *const how[] = {"compiled; the disk cache is off", "compiled, and stored in the disk cache",
+                                      "loaded from the disk cache"};
     printf("arch       %s\n", gj_program_arch(prog));
-    printf("time       %.1f ms\n", gj_program_compile_ms(prog));
+    printf("time       %.1f ms (%s)\n", gj_program_compile_ms(prog), how[gj_program_cache_status(prog)]);
     printf("cubin      %zu bytes, written to %s\n", size, path);
     printf("kernels    %zu\n", gj_program_n_kernels(prog));
     for (size_t i = 0; i < gj_program_n_kernels(prog); ++i) {
@@ -123,12 +127,13 @@ static void print_program(const gj_program *prog, const char *path) {
     }
 }
 
-/* Compiles to a cubin. Without NVRTC it reports "skipped" and succeeds: the demo
- * has still shown the generated source. *prog is NULL then. */
-static int compile(gj_context *ctx, const gj_encoding *enc, const char *arch, const char *out_dir,
-                   gj_program **prog) {
+/* Compiles the whole unit to a cubin. Without NVRTC it reports "skipped" and succeeds: the
+ * demo has still shown the generated source. */
+static int compile(gj_context *ctx, const gj_encoding *enc, gj_status no_gpu, const char *arch, const char *out_dir) {
     section("Compile (NVRTC)");
-    *prog = NULL;
+    printf("no GPU here (%s): compiling the whole unit for %s, as `gridjit compile` does\n",
+           gj_status_message(no_gpu), arch);
+    gj_program *result = NULL, **prog = &result;
     fflush(stdout); /* the compile takes a moment: show what came before */
     gj_codegen_options opts;
     gj_codegen_options_init(&opts); /* the same source as generate() wrote */
@@ -153,16 +158,21 @@ static int compile(gj_context *ctx, const gj_encoding *enc, const char *arch, co
         print_program(*prog, path);
     }
     free(path);
+    gj_program_destroy(result);
     return rc;
 }
 
-/* ---- GPU section (tools/demo_gpu.c): load prog, initialise the parameters, run
- * forward and backward on 2^20 points, compare a sample with the CPU reference, print
- * timings; without a GPU, say so. prog is NULL when the compile step was skipped. */
-static int run_on_gpu(gj_context *ctx, const gj_encoding *enc, const gj_program *prog) {
-    return gj_cli_demo_gpu(ctx, enc, prog);
+/* Where compiled programs go, and how to move or turn it off. */
+static void cache_note(gj_context *ctx) {
+    const char *dir = gj_context_cache_dir(ctx);
+    if (dir) {
+        printf("disk cache %s (GRIDJIT_CACHE_DIR moves it, GRIDJIT_CACHE_DISABLE=1 turns it off,\n"
+               "           `gridjit cache stats` and `gridjit cache clear` look after it)\n",
+               dir);
+    } else {
+        printf("disk cache off or not usable: every compile starts from scratch\n");
+    }
 }
-/* ---- end of GPU section */
 
 static int demo(const demo_args *args, const char *out_dir) {
     gj_context *ctx = NULL;
@@ -179,14 +189,14 @@ static int demo(const demo_args *args, const char *out_dir) {
     } else {
         rc = generate(ctx, enc, out_dir);
     }
-    gj_program *prog = NULL;
     if (rc == GJ_CLI_OK) {
-        rc = compile(ctx, enc, args->arch ? args->arch : "sm_90", out_dir, &prog);
+        cache_note(ctx);
+        /* With a GPU: its module; without one: the whole unit, for the architecture asked. */
+        gj_runtime_info info;
+        const gj_status probe = gj_runtime_probe(ctx, &info);
+        rc = probe == GJ_OK ? gj_cli_demo_gpu(ctx, enc)
+                            : compile(ctx, enc, probe, args->arch ? args->arch : "sm_90", out_dir);
     }
-    if (rc == GJ_CLI_OK) {
-        rc = run_on_gpu(ctx, enc, prog);
-    }
-    gj_program_destroy(prog);
     gj_cli_close(ctx, enc);
     int flushed = gj_cli_flush_stdout(CMD);
     return rc != GJ_CLI_OK ? rc : flushed;

@@ -21,19 +21,19 @@ static void usage(void) {
            "then the source.\n"
            "\n"
            "Options:\n"
-           "  -c, --config C            configuration: a JSON file, or inline JSON starting with '{'\n"
-           "  -d, --dims D              number of input dimensions (default: the configuration's\n"
-           "                            \"n_dims_to_encode\", else 3)\n"
-           "  -p, --pass P              forward, backward, backward_backward or all (default), or a\n"
-           "                            comma-separated list\n"
+           "  -c, --config C   configuration: a JSON file, or inline JSON starting with '{'\n"
+           "  -d, --dims D     number of input dimensions (default: the configuration's\n"
+           "                   \"n_dims_to_encode\", else 3)\n"
+           "  -p, --pass P     forward, backward, backward_backward or all (default), or a\n"
+           "                   comma-separated list\n"
            "  -f, --device-functions-only\n"
-           "                            only the device functions and what they need, without\n"
-           "                            __global__ kernels, for pasting into another kernel\n"
-           "  -n, --name NAME           name of the forward device function (default gj_encode;\n"
-           "                            the other passes add _bwd and _bwdbwd)\n"
-           "  -w, --pad-to N            pad the output width with zeros up to a multiple of N\n"
+           "                   only the device functions and what they need, without\n"
+           "                   __global__ kernels, for pasting into another kernel\n"
+           "  -n, --name NAME  name of the forward device function (default gj_encode;\n"
+           "                   the other passes add _bwd and _bwdbwd)\n"
+           "  -w, --pad-to N   pad the output width with zeros up to a multiple of N\n"
            "%s"
-           "  -h, --help                show this help\n",
+           "  -h, --help       show this help\n",
            gj_cli_source_help);
 }
 

@@ -1,6 +1,7 @@
-/* The GPU part of `gridjit demo`: load the compiled program (or compile for the device),
- * initialise the parameters, run forward and backward on 2^20 random points, compare a
- * sample with the CPU reference, print timings. Without a GPU it says why and succeeds. */
+/* The GPU part of `gridjit demo`: a module whose programs are compiled for the device
+ * (in parallel, each listed with its time and where it came from), a warm reload, the
+ * parameters initialised, forward and backward on 2^20 random points, a sample compared
+ * with the CPU reference, timings. */
 #include "cli_gpu.h"
 
 #include "cpu_reference.h"
@@ -33,47 +34,60 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* The program compiled above when it targets this device; otherwise a compile for it. */
-static int make_module(demo_gpu *d, const gj_encoding *enc, const gj_program *prog) {
-    gj_codegen_options opts;
-    gj_codegen_options_init(&opts); /* what the compile step used */
-    if (strcmp(gj_program_arch(prog), d->gpu.info.arch) == 0) {
-        gj_status status = gj_module_load(d->gpu.ctx, enc, &opts, prog, &d->m);
-        return status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, d->gpu.ctx, status, "cannot load the program");
-    }
-    printf("compiling for this device (%s) instead of %s\n", d->gpu.info.arch, gj_program_arch(prog));
+static const char *where_from(gj_cache_status cache) {
+    return cache == GJ_CACHE_HIT ? "from the disk cache" : cache == GJ_CACHE_MISS ? "compiled, now in the disk cache"
+                                                                                  : "compiled (disk cache off)";
+}
+
+/* The module, every program compiled now for this device: each one listed. */
+static int make_module(demo_gpu *d, const gj_encoding *enc) {
+    printf("compiling the module's programs for %s (in parallel; a module otherwise compiles each on first use)\n",
+           d->gpu.info.arch);
     fflush(stdout);
-    return gj_cli_gpu_module(&d->gpu, enc, &opts, NULL, &d->m);
+    const double start = now_ms();
+    int rc = gj_cli_gpu_module(&d->gpu, enc, NULL, NULL, &d->m);
+    if (rc != GJ_CLI_OK) {
+        return rc;
+    }
+    const double total = now_ms() - start;
+    for (size_t i = 0; i < gj_module_n_programs(d->m); ++i) {
+        gj_module_program_info info;
+        if (gj_module_describe_program(d->m, i, &info) == GJ_OK) {
+            printf("  %-18s %-8s %8.1f ms  %7zu bytes  %s\n", info.program, info.arch, info.compile_ms,
+                   info.binary_bytes, where_from(info.cache));
+        }
+    }
+    printf("module     ready in %.1f ms (generate, compile or find, load)\n", total);
+    return GJ_CLI_OK;
 }
 
 /* Warm start: what a process pays to get the kernels again once they are in the disk
- * cache (key, read, verify, cuLibraryLoadData). The fastest of three, in this process. */
+ * cache (keys, reads, checks, cuLibraryLoadData of each program). The fastest of three. */
 static int time_warm_load(demo_gpu *d, const gj_encoding *enc) {
-    gj_codegen_options opts;
-    gj_codegen_options_init(&opts);
     double best = -1.0;
-    gj_cache_status cache = GJ_CACHE_OFF;
+    gj_cache_status cache = GJ_CACHE_HIT;
     for (int k = 0; k < 3; ++k) {
-        gj_program *prog = NULL;
         gj_module *m = NULL;
         const double start = now_ms();
-        gj_status status = gj_compile(d->gpu.ctx, enc, &opts, d->gpu.info.arch, &prog);
+        gj_status status = gj_module_create(d->gpu.ctx, enc, NULL, &m);
         if (status == GJ_OK) {
-            status = gj_module_load(d->gpu.ctx, enc, &opts, prog, &m);
+            status = gj_module_prepare(m, GJ_PASS_ALL);
         }
         const double ms = now_ms() - start;
-        if (status == GJ_OK) {
-            cache = gj_program_cache_status(prog);
+        for (size_t i = 0; status == GJ_OK && i < gj_module_n_programs(m); ++i) {
+            gj_module_program_info info;
+            if (gj_module_describe_program(m, i, &info) == GJ_OK && info.cache != GJ_CACHE_HIT) {
+                cache = info.cache;
+            }
         }
         gj_module_destroy(m);
-        gj_program_destroy(prog);
         if (status != GJ_OK) {
-            return gj_cli_status_error(CMD, d->gpu.ctx, status, "cannot reload the program");
+            return gj_cli_status_error(CMD, d->gpu.ctx, status, "cannot reload the module");
         }
         best = best < 0.0 || ms < best ? ms : best;
     }
-    printf("warm load  %8.3f ms (%s: key, read, verify, cuLibraryLoadData)\n", best,
-           cache == GJ_CACHE_HIT ? "from the disk cache" : "disk cache off: includes the compile");
+    printf("warm load  %8.3f ms (%s: every program's key, read, check, cuLibraryLoadData)\n", best,
+           cache == GJ_CACHE_HIT ? "from the disk cache" : "disk cache off: includes the compiles");
     return GJ_CLI_OK;
 }
 
@@ -245,26 +259,20 @@ static int compare(demo_gpu *d, const gj_encoding *enc) {
     return rc;
 }
 
-int gj_cli_demo_gpu(gj_context *ctx, const gj_encoding *enc, const gj_program *prog) {
-    printf("\n== GPU\n");
-    if (!prog) {
-        printf("skipped: nothing was compiled\n");
-        return GJ_CLI_OK;
-    }
+int gj_cli_demo_gpu(gj_context *ctx, const gj_encoding *enc) {
     demo_gpu d;
     memset(&d, 0, sizeof d);
     if (gj_cli_gpu_open(CMD, ctx, &d.gpu, 1) != GJ_CLI_OK) {
-        printf("not available: %s\n", gj_context_errmsg(ctx));
-        printf("(everything above runs without a GPU; with one, the demo also runs the kernels)\n");
-        return GJ_CLI_OK;
+        return GJ_CLI_FAILURE;
     }
+    printf("\n== GPU\n");
     printf("device     %s (%s), driver %d.%d\n", d.gpu.info.device_name, d.gpu.info.arch,
            d.gpu.info.driver_version / 1000, d.gpu.info.driver_version % 1000 / 10);
     d.D = gj_encoding_n_dims(enc);
     d.n_out = gj_encoding_n_output_dims(enc);
     d.n_params = gj_encoding_n_params(enc);
     d.precision = gj_encoding_precision(enc);
-    int rc = make_module(&d, enc, prog);
+    int rc = make_module(&d, enc);
     rc = rc ? rc : time_warm_load(&d, enc);
     rc = rc ? rc : prepare(&d);
     rc = rc ? rc : init_params(&d);

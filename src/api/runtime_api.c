@@ -57,6 +57,16 @@ gj_status gj_memcpy_to_host(gj_context *ctx, void *dst, const void *src, size_t 
     return gj__memcpy(&ctx->runtime, dst, src, bytes, 0);
 }
 
+gj_status gj_runtime_set_device(gj_context *ctx, int device) {
+    GJ__ENTER(ctx);
+    return gj__use_device(&ctx->runtime, device);
+}
+
+gj_status gj_memcpy_async(gj_context *ctx, void *dst, const void *src, size_t bytes, gj_stream stream) {
+    GJ__ENTER(ctx);
+    return gj__memcpy_async(&ctx->runtime, dst, src, bytes, stream);
+}
+
 gj_status gj_stream_synchronize(gj_context *ctx, gj_stream stream) {
     GJ__ENTER(ctx);
     return gj__stream_synchronize(&ctx->runtime, stream);

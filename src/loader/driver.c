@@ -59,6 +59,7 @@ static const entry_point entry_points[] = {
     GJ__ENTRY(CtxEnablePeerAccess, 4000),
     GJ__ENTRY(MemcpyPeerAsync, 4000),
     GJ__ENTRY(MemcpyDtoDAsync, 3020),
+    GJ__ENTRY(MemcpyAsync, 4000),
     GJ__ENTRY(MemcpyHtoDAsync, 3020),
     GJ__ENTRY(MemcpyDtoHAsync, 3020),
     GJ__ENTRY(StreamCreate, 2000),
@@ -181,6 +182,12 @@ static gj_status count_devices(const gj__diag *d, gj__driver *drv) {
         status = gj__fail(d, GJ_ERROR_NO_DEVICE, "no CUDA device: the driver (version %d) reports 0 devices",
                           drv->version);
     }
+    if (status == GJ_OK) {
+        drv->primaries = calloc((size_t)drv->device_count, sizeof *drv->primaries);
+        if (!drv->primaries) {
+            status = gj__fail(d, GJ_ERROR_OUT_OF_MEMORY, "out of memory loading the CUDA driver");
+        }
+    }
     return status;
 }
 
@@ -247,33 +254,43 @@ gj_status gj__driver_get(gj__driver_loader *l, const gj__diag *d, gj__driver **o
     return status;
 }
 
+gj_status gj__driver_use_device(const gj__diag *d, gj__driver *drv, int ordinal, CUcontext *out) {
+    *out = NULL;
+    if (ordinal < 0 || ordinal >= drv->device_count) {
+        return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT, "device %d does not exist: this host has %d (0 to %d)", ordinal,
+                        drv->device_count, drv->device_count - 1);
+    }
+    gj_status status = GJ_OK;
+    pthread_mutex_lock(&drv->primary_lock);
+    if (!drv->primaries[ordinal]) {
+        CUdevice device;
+        status = gj__cuda_check(d, drv, drv->DeviceGet(&device, ordinal), "cuDeviceGet");
+        if (status == GJ_OK) {
+            status = gj__cuda_check(d, drv, drv->DevicePrimaryCtxRetain(&drv->primaries[ordinal], device),
+                                    "cuDevicePrimaryCtxRetain");
+        }
+        if (status != GJ_OK) {
+            drv->primaries[ordinal] = NULL;
+        }
+    }
+    CUcontext primary = drv->primaries[ordinal];
+    pthread_mutex_unlock(&drv->primary_lock);
+    if (status == GJ_OK) {
+        status = gj__cuda_check(d, drv, drv->CtxSetCurrent(primary), "cuCtxSetCurrent");
+    }
+    if (status == GJ_OK) {
+        *out = primary;
+    }
+    return status;
+}
+
 gj_status gj__driver_current_context(const gj__diag *d, gj__driver *drv, CUcontext *out) {
     *out = NULL;
     gj_status status = gj__cuda_check(d, drv, drv->CtxGetCurrent(out), "cuCtxGetCurrent");
     if (status != GJ_OK || *out) {
         return status;
     }
-    pthread_mutex_lock(&drv->primary_lock);
-    if (!drv->primary) {
-        status = gj__cuda_check(d, drv, drv->DeviceGet(&drv->primary_device, 0), "cuDeviceGet");
-        if (status == GJ_OK) {
-            status = gj__cuda_check(d, drv, drv->DevicePrimaryCtxRetain(&drv->primary, drv->primary_device),
-                                    "cuDevicePrimaryCtxRetain");
-        }
-        if (status != GJ_OK) {
-            drv->primary = NULL;
-        }
-    }
-    CUcontext primary = drv->primary;
-    pthread_mutex_unlock(&drv->primary_lock);
-    if (status != GJ_OK) {
-        return status;
-    }
-    status = gj__cuda_check(d, drv, drv->CtxSetCurrent(primary), "cuCtxSetCurrent");
-    if (status == GJ_OK) {
-        *out = primary;
-    }
-    return status;
+    return gj__driver_use_device(d, drv, 0, out);
 }
 
 gj_status gj__driver_current_device(const gj__diag *d, gj__driver *drv, CUdevice *device, int *cc_major, int *cc_minor) {
@@ -305,13 +322,23 @@ static void release_driver(gj__driver *driver) {
     if (!driver) {
         return;
     }
-    if (driver->primary) {
-        CUcontext current = NULL;
-        if (driver->CtxGetCurrent(&current) == CUDA_SUCCESS && current == driver->primary) {
+    CUcontext current = NULL;
+    if (driver->primaries && driver->CtxGetCurrent(&current) != CUDA_SUCCESS) {
+        current = NULL;
+    }
+    for (int i = 0; driver->primaries && i < driver->device_count; ++i) {
+        if (!driver->primaries[i]) {
+            continue;
+        }
+        if (current == driver->primaries[i]) {
             driver->CtxSetCurrent(NULL); /* do not leave this thread pointing at a context we let go */
         }
-        driver->DevicePrimaryCtxRelease(driver->primary_device);
+        CUdevice device;
+        if (driver->DeviceGet(&device, i) == CUDA_SUCCESS) {
+            driver->DevicePrimaryCtxRelease(device);
+        }
     }
+    free(driver->primaries);
     pthread_mutex_destroy(&driver->primary_lock);
     free(driver);
 }

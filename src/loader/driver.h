@@ -24,10 +24,11 @@ typedef struct gj__driver {
     void *handle;
     int version; /* cuDriverGetVersion, e.g. 13000 */
     int device_count;
-    /* device 0's primary context, retained when a launch found no current context */
+    /* Primary contexts this gj_context retained (device 0's when a call found no current
+     * context; any device's through gj_runtime_set_device), one per ordinal, released
+     * with the gj_context. */
     pthread_mutex_t primary_lock;
-    CUcontext primary;
-    CUdevice primary_device;
+    CUcontext *primaries; /* device_count entries, NULL where not retained */
 
     PFN_cuGetErrorName_v6000 GetErrorName;
     PFN_cuGetErrorString_v6000 GetErrorString;
@@ -72,6 +73,7 @@ typedef struct gj__driver {
     PFN_cuCtxEnablePeerAccess_v4000 CtxEnablePeerAccess;
     PFN_cuMemcpyPeerAsync_v4000 MemcpyPeerAsync;
     PFN_cuMemcpyDtoDAsync_v3020 MemcpyDtoDAsync;
+    PFN_cuMemcpyAsync_v4000 MemcpyAsync;
     PFN_cuMemcpyHtoDAsync_v3020 MemcpyHtoDAsync;
     PFN_cuMemcpyDtoHAsync_v3020 MemcpyDtoHAsync;
     PFN_cuStreamCreate_v2000 StreamCreate;
@@ -107,6 +109,10 @@ gj_status gj__cuda_check(const gj__diag *d, const gj__driver *drv, CUresult resu
  * when the gj_context is destroyed) and made current on this thread. Thread-safe.
  */
 gj_status gj__driver_current_context(const gj__diag *d, gj__driver *drv, CUcontext *out);
+
+/* Makes device ordinal's primary context current on the calling thread, retaining it
+ * once per gj_context (as cudaSetDevice does for the CUDA runtime). Thread-safe. */
+gj_status gj__driver_use_device(const gj__diag *d, gj__driver *drv, int ordinal, CUcontext *out);
 
 /* The device of the current context (made current as above) and its compute capability. */
 gj_status gj__driver_current_device(const gj__diag *d, gj__driver *drv, CUdevice *device, int *cc_major, int *cc_minor);

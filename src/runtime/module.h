@@ -169,5 +169,7 @@ gj_status gj__device_alloc(gj__runtime *rt, size_t bytes, void **ptr);
 void gj__device_free(gj__runtime *rt, void *ptr);
 gj_status gj__memcpy(gj__runtime *rt, void *dst, const void *src, size_t bytes, int to_device);
 gj_status gj__stream_synchronize(gj__runtime *rt, gj_stream stream);
+gj_status gj__use_device(gj__runtime *rt, int device);
+gj_status gj__memcpy_async(gj__runtime *rt, void *dst, const void *src, size_t bytes, gj_stream stream);
 
 #endif

@@ -66,6 +66,43 @@ gj_status gj__memcpy(gj__runtime *rt, void *dst, const void *src, size_t bytes, 
     return status;
 }
 
+gj_status gj__use_device(gj__runtime *rt, int device) {
+    gj__driver *drv = NULL;
+    gj_status status = gj__driver_get(rt->driver, rt->diag, &drv);
+    CUcontext primary;
+    if (status == GJ_OK) {
+        status = gj__driver_use_device(rt->diag, drv, device, &primary);
+    }
+    return status;
+}
+
+gj_status gj__memcpy_async(gj__runtime *rt, void *dst, const void *src, size_t bytes, gj_stream stream) {
+    if (bytes && (!dst || !src)) {
+        return gj__fail(rt->diag, GJ_ERROR_INVALID_ARGUMENT, "gj_memcpy_async: dst and src must not be NULL");
+    }
+    if (bytes == 0) {
+        return GJ_OK;
+    }
+    gj__driver *drv = NULL;
+    gj_status status = gj__driver_get(rt->driver, rt->diag, &drv);
+    gj__scope where;
+    if (status == GJ_OK) {
+        status = gj__scope_enter(rt->diag, drv, stream, "gj_memcpy_async", &where);
+    }
+    if (status == GJ_OK) {
+        /* Unified addressing: the driver tells host from device memory, and one device's
+         * from another's, by the addresses (a peer copy where the devices differ). */
+        char what[80];
+        snprintf(what, sizeof what, "gj_memcpy_async: cuMemcpyAsync(%zu bytes)", bytes);
+        status = gj__cuda_check(rt->diag, drv,
+                                drv->MemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes,
+                                                 (CUstream)stream),
+                                what);
+        gj__scope_leave(drv, &where);
+    }
+    return status;
+}
+
 gj_status gj__stream_synchronize(gj__runtime *rt, gj_stream stream) {
     gj__driver *drv = NULL;
     gj_status status = ready(rt, &drv);
