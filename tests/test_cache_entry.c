@@ -367,6 +367,17 @@ static void non_regular_files_are_refused(void **state) {
     assert_true(S_ISREG(st.st_mode)); /* the store replaced the link with a real entry */
     assert_int_equal(access(elsewhere, F_OK), 0);
     assert_int_equal(gjt_fetch(ctx, &b), GJ_CACHE_HIT);
+    /* `gridjit cache verify` removes a link in the writable directory, never its target. */
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(symlink(elsewhere, path), 0);
+    uint64_t checked = 0, bad = 0;
+    assert_int_equal(gj_cache_verify(ctx, &checked, &bad), GJ_OK);
+    assert_int_equal(bad, 1);
+    assert_int_equal(lstat(path, &st), -1);
+    assert_int_equal(access(elsewhere, F_OK), 0);
+    assert_int_equal(gjt_fetch(ctx, &b), GJ_CACHE_MISS);
+    assert_non_null(strstr(log.last, "symbolic link"));
+    log.warnings = 0;
 
     gjt_blob other;
     gjt_blob_init(&other, 5, 100);

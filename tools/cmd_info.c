@@ -21,7 +21,7 @@ static void usage(void) {
            "  -j, --json       print exactly one JSON object:\n"
            "                   {\"n_dims\", \"n_levels\", \"n_features_per_level\", \"n_params\",\n"
            "                    \"n_output_dims\", \"levels\": [{\"level\", \"scale\", \"resolution\",\n"
-           "                    \"entries\", \"offset\"}], \"hyperparams\": {...}}\n"
+           "                    \"entries\", \"offset\", \"hashed\"}], \"hyperparams\": {...}}\n"
            "  -h, --help       show this help\n"
            "\n"
            "Columns: scale = exp2(level * log2(per_level_scale)) * base_resolution - 1 (float,\n"

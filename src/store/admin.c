@@ -90,13 +90,19 @@ typedef struct verifier {
 } verifier;
 
 static int verify_visit(void *user, const char *path, const char *name, const struct stat *lst) {
-    (void)lst;
     verifier *v = user;
     char group_hex[33], key_hex[33];
     if (gj__store_classify(name, group_hex, key_hex) != GJ__FILE_ENTRY) {
         return 0;
     }
     v->checked++;
+    if (S_ISLNK(lst->st_mode)) {
+        /* Never followed: remove the link itself (its own dev/ino), never its target. */
+        v->bad++;
+        gj__store_reject(v->d, v->st, path, v->layer, (uint64_t)lst->st_dev, (uint64_t)lst->st_ino,
+                         "a symbolic link where an entry file belongs");
+        return 0;
+    }
     gj__entry e;
     struct stat st;
     gj__entry_check check = gj__entry_read_path(path, &e, 1, &st);
