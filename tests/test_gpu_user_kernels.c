@@ -36,6 +36,22 @@ static const char user_source[] =
     "    const grid_out_t y = grid(x, params, nullptr);\n"
     "    for (int k = 0; k < grid_config::N_OUT_PADDED; ++k) out[(size_t)i * grid_config::N_OUT_PADDED + k] = y.v[k];\n"
     "}\n"
+    "extern \"C\" __global__ void train_ml(const float* xs, const float* params, const float* dl_dy, float* y_out,\n"
+    "                                       float* dl_dparams, float* dl_dx, float max_level, unsigned n) {\n"
+    "    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i >= n) return;\n"
+    "    const int W = grid_config::N_OUT_PADDED;\n"
+    "    grid_in_t x;\n"
+    "    for (int d = 0; d < grid_config::D; ++d) x.v[d] = xs[i * grid_config::D + d];\n"
+    "    float saved[grid_config::D];\n"
+    "    const grid_out_t y = grid(x, params, (gj_u8*)saved, max_level);\n"
+    "    for (int k = 0; k < W; ++k) y_out[(size_t)i * W + k] = y.v[k];\n"
+    "    grid_out_t g;\n"
+    "    for (int k = 0; k < W; ++k) g.v[k] = dl_dy[(size_t)i * W + k];\n"
+    "    grid_in_t dx;\n"
+    "    grid_bwd(g, params, (const gj_u8*)saved, dl_dparams, &dx, max_level);\n"
+    "    for (int d = 0; d < grid_config::D; ++d) dl_dx[i * grid_config::D + d] = dx.v[d];\n"
+    "}\n"
     "extern \"C\" __global__ void add_into(float* a, const float* b, unsigned long long n) {\n"
     "    const unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
     "    if (i < n) a[i] += b[i];\n"
@@ -62,14 +78,14 @@ static int setup(void **state) {
         return -1;
     }
     gj_source_encoding grid = {"grid", w.enc, NULL};
-    const char *kernels[] = {"encode", "add_into"};
+    const char *kernels[] = {"encode", "add_into", "train_ml"};
     gj_source_desc desc;
     gj_source_desc_init(&desc);
     desc.source = user_source;
     desc.encodings = &grid;
     desc.n_encodings = 1;
     desc.kernels = kernels;
-    desc.n_kernels = 2;
+    desc.n_kernels = 3;
     if (gj_user_module_create(w.ctx, &desc, &w.user) != GJ_OK) {
         printf("setup: %s\n", gj_context_errmsg(w.ctx));
         return -1;
@@ -169,6 +185,96 @@ static void a_user_kernel_computes_what_the_module_computes(void **state) {
     gj_gpu_free(w->ctx, params);
     gj_gpu_free(w->ctx, y_module);
     gj_gpu_free(w->ctx, y_user);
+}
+
+static void compare_floats(const char *what, const float *want, const float *got, size_t n, float rel, float abs) {
+    for (size_t k = 0; k < n; ++k) {
+        if (!(fabsf(want[k] - got[k]) <= rel * fabsf(want[k]) + abs)) {
+            fail_msg("%s[%zu]: module %.9g, user kernel %.9g", what, k, (double)want[k], (double)got[k]);
+        }
+    }
+}
+
+/* max_level through the device functions (forward, then backward from the saved context)
+ * gives what the module's kernels give with the same max_level: the upper levels output 0
+ * and get no gradient. */
+static void device_functions_honour_max_level(void **state) {
+    world *w = *state;
+    NEED_WORLD(w);
+    const uint32_t width = gj_module_output_width(w->module);
+    const uint64_t n = N_POINTS, n_params = gj_module_n_params(w->module);
+    const float max_level = 0.6f; /* 8 levels: levels 5, 6 and 7 are off */
+    float *dl_dy = malloc(n * width * sizeof(float));
+    gj_gpu_rng rng = {21};
+    for (uint64_t k = 0; k < n * width; ++k) {
+        dl_dy[k] = gj_gpu_rng_float(&rng, -1.0f, 1.0f);
+    }
+    void *x = gj_gpu_upload_floats(w->ctx, w->x, n * 3), *dy = gj_gpu_upload_floats(w->ctx, dl_dy, n * width);
+    void *params = device_params(w, 8);
+    void *y[2], *gp[2], *gx[2];
+    for (int i = 0; i < 2; ++i) {
+        y[i] = gj_gpu_alloc(w->ctx, n * width * sizeof(float));
+        gp[i] = gj_gpu_alloc(w->ctx, n_params * sizeof(float));
+        gx[i] = gj_gpu_alloc(w->ctx, n * 3 * sizeof(float));
+    }
+    gj_forward_desc f;
+    gj_forward_desc_init(&f);
+    f.n = n, f.x = x, f.params = params, f.y = y[0], f.max_level = max_level;
+    gj_gpu_ok(w->ctx, gj_forward(w->module, NULL, &f), "gj_forward");
+    gj_backward_desc b;
+    gj_backward_desc_init(&b);
+    b.n = n, b.x = x, b.params = params, b.dL_dy = dy, b.dL_dparams = gp[0], b.dL_dx = gx[0], b.max_level = max_level;
+    gj_gpu_ok(w->ctx, gj_backward(w->module, NULL, &b), "gj_backward");
+
+    float *zeros = calloc(n_params, sizeof(float));
+    gj_gpu_put(w->ctx, gp[1], zeros, n_params * sizeof(float));
+    gj_kernel *train = NULL;
+    gj_gpu_ok(w->ctx, gj_user_module_kernel(w->user, "train_ml", &train), "kernel");
+    gj_launch_config config;
+    gj_launch_config_init(&config);
+    config.block[0] = 128;
+    config.grid[0] = (uint32_t)((n + 127) / 128);
+    float ml = max_level;
+    unsigned count = (unsigned)n;
+    void *args[] = {&x, &params, &dy, &y[1], &gp[1], &gx[1], &ml, &count};
+    gj_gpu_ok(w->ctx, gj_kernel_launch(train, &config, args), "train_ml");
+
+    float *a = malloc(n_params * sizeof(float)), *c = malloc(n_params * sizeof(float));
+    float *ya = malloc(n * width * sizeof(float)), *yb = malloc(n * width * sizeof(float));
+    gj_gpu_get(w->ctx, ya, y[0], n * width * sizeof(float));
+    gj_gpu_get(w->ctx, yb, y[1], n * width * sizeof(float));
+    compare_floats("y", ya, yb, n * width, 1e-6f, 1e-9f);
+    int live = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        for (uint32_t k = 0; k < width; ++k) {
+            if (k >= 5 * 2) {
+                assert_true(yb[i * width + k] == 0.0f); /* levels 5..7 of 2 features each */
+            } else {
+                live += yb[i * width + k] != 0.0f;
+            }
+        }
+    }
+    assert_true(live > 0);
+    gj_gpu_get(w->ctx, a, gp[0], n_params * sizeof(float));
+    gj_gpu_get(w->ctx, c, gp[1], n_params * sizeof(float));
+    compare_floats("dL/dparams", a, c, n_params, 1e-4f, 1e-4f);
+    gj_gpu_get(w->ctx, ya, gx[0], n * 3 * sizeof(float));
+    gj_gpu_get(w->ctx, yb, gx[1], n * 3 * sizeof(float));
+    compare_floats("dL/dx", ya, yb, n * 3, 1e-4f, 1e-3f);
+    for (int i = 0; i < 2; ++i) {
+        gj_gpu_free(w->ctx, y[i]);
+        gj_gpu_free(w->ctx, gp[i]);
+        gj_gpu_free(w->ctx, gx[i]);
+    }
+    gj_gpu_free(w->ctx, x);
+    gj_gpu_free(w->ctx, dy);
+    gj_gpu_free(w->ctx, params);
+    free(a);
+    free(c);
+    free(ya);
+    free(yb);
+    free(zeros);
+    free(dl_dy);
 }
 
 static void launch_errors_name_the_kernel_and_the_configuration(void **state) {
@@ -395,6 +501,7 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_user_kernel_computes_what_the_module_computes),
+        cmocka_unit_test(device_functions_honour_max_level),
         cmocka_unit_test(launch_errors_name_the_kernel_and_the_configuration),
         cmocka_unit_test(two_contexts_on_one_device),
         cmocka_unit_test(two_devices),
