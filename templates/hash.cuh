@@ -18,6 +18,9 @@
 #define GJ_INDEX_DENSE 0 // sum_d v_d * res^d fits in 32 bits
 #define GJ_INDEX_HASH 1  // hash(v)
 #define GJ_INDEX_WRAP 2  // res^D overflows: the dense index taken exactly modulo the table size
+// Or'ed into the index mode by the device functions, whose level constants are literals:
+// a modulo by the table size then compiles inline to a multiplication, with no call.
+#define GJ_INDEX_LITERAL 8
 
 // One level's constants: a row of the generated level table (the kernels read it from
 // constant memory; the device functions build it from literals).
@@ -130,15 +133,24 @@ __device__ __noinline__ gj_u32 gj_mod(gj_u32 a, gj_u32 b) {
     return a % b;
 }
 
+// a % b: inline where b is a literal (the compiler makes it a multiplication, and the
+// loads around it stay free to overlap), else out of line (gj_mod).
+template <bool LITERAL> GJ_INLINE gj_u32 gj_mod_by(gj_u32 a, gj_u32 b) {
+    if constexpr (LITERAL) return a % b;
+    else return gj_mod(a, b);
+}
+
 // Table entry of corner v at level lv.
 template <int D, int HASH, int MODE>
 GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
+    constexpr int KIND = MODE & ~GJ_INDEX_LITERAL;
+    constexpr bool LITERAL = (MODE & GJ_INDEX_LITERAL) != 0;
     const gj_u32 entries = lv.entries, resolution = lv.resolution;
-    if constexpr (MODE == GJ_INDEX_HASH) {
+    if constexpr (KIND == GJ_INDEX_HASH) {
         // Hashed tables are powers of two but where D > 10 lets a small dense table hash.
         const gj_u32 h = gj_hash<D, HASH>(v);
-        return lv.mask ? h & lv.mask : gj_mod(h, entries);
-    } else if constexpr (MODE == GJ_INDEX_DENSE) {
+        return lv.mask ? h & lv.mask : gj_mod_by<LITERAL>(h, entries);
+    } else if constexpr (KIND == GJ_INDEX_DENSE) {
         // Wrapping uint32 arithmetic, exactly as the reference (inputs outside [0,1]); the
         // index is inside the table unless the input is, so the division is rarely paid.
         gj_u32 index = 0, stride = 1;
@@ -147,7 +159,7 @@ GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
             index += v[d] * stride;
             stride *= resolution;
         }
-        return index < entries ? index : gj_mod(index, entries);
+        return index < entries ? index : gj_mod_by<LITERAL>(index, entries);
     } else {
         // Horner's scheme modulo the table size: exact for any resolution and D.
         const gj_u64 r = resolution % entries;

@@ -9,6 +9,9 @@
 #include <string.h>
 
 static const char *const index_mode_macro[] = {"GJ_INDEX_DENSE", "GJ_INDEX_HASH", "GJ_INDEX_WRAP"};
+/* The device functions' template argument: their constants are literals (hash.cuh). */
+static const char *const literal_mode_macro[] = {"GJ_INDEX_DENSE | GJ_INDEX_LITERAL", "GJ_INDEX_HASH | GJ_INDEX_LITERAL",
+                                                 "GJ_INDEX_WRAP | GJ_INDEX_LITERAL"};
 static const char *const index_mode_words[] = {"dense", "hashed", "dense, wrapped modulo the table"};
 static const char *const hash_macro[] = {"GJ_HASH_PRIME", "GJ_HASH_COHERENT_PRIME", "GJ_HASH_REVERSED_PRIME",
                                          "GJ_HASH_RNG", "GJ_HASH_BASE_CONVERT"};
@@ -47,7 +50,7 @@ static void level_row(char *out, size_t size, const struct gj_encoding *enc, uin
 /* What every unrolled level needs: its row of literals and its index mode. */
 typedef struct level_text {
     char row[200];
-    const char *mode; /* GJ_INDEX_* */
+    const char *mode; /* GJ_INDEX_* | GJ_INDEX_LITERAL */
 } level_text;
 
 /* Emits the comment that heads level l and its constants as lvL (device functions). */
@@ -55,7 +58,7 @@ static void begin_level(gj__strbuf *sb, const char *indent, const struct gj_enco
     const gj__config *c = &enc->config;
     const gj__level *level = &enc->layout.levels[l];
     level_row(t->row, sizeof t->row, enc, l, 0);
-    t->mode = index_mode_macro[level->index_mode];
+    t->mode = literal_mode_macro[level->index_mode];
     char scale[48];
     float_literal(scale, sizeof scale, level->scale);
     const unsigned long long first = (unsigned long long)(level->offset * c->n_features_per_level);

@@ -143,6 +143,9 @@ GJ_INLINE void gj_red_v4_u32(gj_u32* address, gj_u32 a, gj_u32 b, gj_u32 c, gj_u
 #define GJ_INDEX_DENSE 0 // sum_d v_d * res^d fits in 32 bits
 #define GJ_INDEX_HASH 1  // hash(v)
 #define GJ_INDEX_WRAP 2  // res^D overflows: the dense index taken exactly modulo the table size
+// Or'ed into the index mode by the device functions, whose level constants are literals:
+// a modulo by the table size then compiles inline to a multiplication, with no call.
+#define GJ_INDEX_LITERAL 8
 
 // One level's constants: a row of the generated level table (the kernels read it from
 // constant memory; the device functions build it from literals).
@@ -255,15 +258,24 @@ __device__ __noinline__ gj_u32 gj_mod(gj_u32 a, gj_u32 b) {
     return a % b;
 }
 
+// a % b: inline where b is a literal (the compiler makes it a multiplication, and the
+// loads around it stay free to overlap), else out of line (gj_mod).
+template <bool LITERAL> GJ_INLINE gj_u32 gj_mod_by(gj_u32 a, gj_u32 b) {
+    if constexpr (LITERAL) return a % b;
+    else return gj_mod(a, b);
+}
+
 // Table entry of corner v at level lv.
 template <int D, int HASH, int MODE>
 GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
+    constexpr int KIND = MODE & ~GJ_INDEX_LITERAL;
+    constexpr bool LITERAL = (MODE & GJ_INDEX_LITERAL) != 0;
     const gj_u32 entries = lv.entries, resolution = lv.resolution;
-    if constexpr (MODE == GJ_INDEX_HASH) {
+    if constexpr (KIND == GJ_INDEX_HASH) {
         // Hashed tables are powers of two but where D > 10 lets a small dense table hash.
         const gj_u32 h = gj_hash<D, HASH>(v);
-        return lv.mask ? h & lv.mask : gj_mod(h, entries);
-    } else if constexpr (MODE == GJ_INDEX_DENSE) {
+        return lv.mask ? h & lv.mask : gj_mod_by<LITERAL>(h, entries);
+    } else if constexpr (KIND == GJ_INDEX_DENSE) {
         // Wrapping uint32 arithmetic, exactly as the reference (inputs outside [0,1]); the
         // index is inside the table unless the input is, so the division is rarely paid.
         gj_u32 index = 0, stride = 1;
@@ -272,7 +284,7 @@ GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
             index += v[d] * stride;
             stride *= resolution;
         }
-        return index < entries ? index : gj_mod(index, entries);
+        return index < entries ? index : gj_mod_by<LITERAL>(index, entries);
     } else {
         // Horner's scheme modulo the table size: exact for any resolution and D.
         const gj_u64 r = resolution % entries;
@@ -1308,25 +1320,25 @@ __device__ gj_encode_out_t gj_encode(const gj_encode_in_t& x, const float* __res
 
     // Level 0: scale 7.0, resolution 8, 64 entries (dense), parameters [0, 128)
     const gj_level lv0 = {0ull, 7.0f, 8u, 64u, 63u, 0u, GJ_INDEX_DENSE, 0u, 0u};
-    if (0.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE, false>(x.v, lv0, params + lv0.offset, f, unused_dydx);
+    if (0.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL, false>(x.v, lv0, params + lv0.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 0, f);
 
     // Level 1: scale 24.3984165, resolution 26, 680 entries (dense), parameters [128, 1488)
     const gj_level lv1 = {128ull, 24.3984165f, 26u, 680u, 0u, 0u, GJ_INDEX_DENSE, 0u, 0u};
-    if (1.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE, false>(x.v, lv1, params + lv1.offset, f, unused_dydx);
+    if (1.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL, false>(x.v, lv1, params + lv1.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 2, f);
 
     // Level 2: scale 79.6349411, resolution 81, 6568 entries (dense), parameters [1488, 14624)
     const gj_level lv2 = {1488ull, 79.6349411f, 81u, 6568u, 0u, 0u, GJ_INDEX_DENSE, 0u, 0u};
-    if (2.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE, false>(x.v, lv2, params + lv2.offset, f, unused_dydx);
+    if (2.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL, false>(x.v, lv2, params + lv2.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 4, f);
 
     // Level 3: scale 255.0, resolution 256, 65536 entries (dense), parameters [14624, 145696)
     const gj_level lv3 = {14624ull, 255.0f, 256u, 65536u, 65535u, 0u, GJ_INDEX_DENSE, 0u, 0u};
-    if (3.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE, false>(x.v, lv3, params + lv3.offset, f, unused_dydx);
+    if (3.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL, false>(x.v, lv3, params + lv3.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 6, f);
 
@@ -1355,7 +1367,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const float* __restr
     const gj_level lv0 = {0ull, 7.0f, 8u, 64u, 63u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE>(x, lv0, params + lv0.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, g,
             dL_dparams ? dL_dparams + lv0.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1363,7 +1375,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const float* __restr
     const gj_level lv1 = {128ull, 24.3984165f, 26u, 680u, 0u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 2, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE>(x, lv1, params + lv1.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, g,
             dL_dparams ? dL_dparams + lv1.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1371,7 +1383,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const float* __restr
     const gj_level lv2 = {1488ull, 79.6349411f, 81u, 6568u, 0u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (2.0f < limit) {
         gj_load_level<C>(dL_dy.v + 4, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE>(x, lv2, params + lv2.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv2, params + lv2.offset, g,
             dL_dparams ? dL_dparams + lv2.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1379,7 +1391,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const float* __restr
     const gj_level lv3 = {14624ull, 255.0f, 256u, 65536u, 65535u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (3.0f < limit) {
         gj_load_level<C>(dL_dy.v + 6, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE>(x, lv3, params + lv3.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv3, params + lv3.offset, g,
             dL_dparams ? dL_dparams + lv3.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1408,7 +1420,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv0 = {0ull, 7.0f, 8u, 64u, 63u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, lv0, params + lv0.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv0.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1419,7 +1431,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv1 = {128ull, 24.3984165f, 26u, 680u, 0u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 2, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, lv1, params + lv1.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv1.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1430,7 +1442,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv2 = {1488ull, 79.6349411f, 81u, 6568u, 0u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (2.0f < limit) {
         gj_load_level<C>(dL_dy.v + 4, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, lv2, params + lv2.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv2, params + lv2.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv2.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1441,7 +1453,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv3 = {14624ull, 255.0f, 256u, 65536u, 65535u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (3.0f < limit) {
         gj_load_level<C>(dL_dy.v + 6, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, lv3, params + lv3.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv3, params + lv3.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv3.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);

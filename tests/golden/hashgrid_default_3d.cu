@@ -143,6 +143,9 @@ GJ_INLINE void gj_red_v4_u32(gj_u32* address, gj_u32 a, gj_u32 b, gj_u32 c, gj_u
 #define GJ_INDEX_DENSE 0 // sum_d v_d * res^d fits in 32 bits
 #define GJ_INDEX_HASH 1  // hash(v)
 #define GJ_INDEX_WRAP 2  // res^D overflows: the dense index taken exactly modulo the table size
+// Or'ed into the index mode by the device functions, whose level constants are literals:
+// a modulo by the table size then compiles inline to a multiplication, with no call.
+#define GJ_INDEX_LITERAL 8
 
 // One level's constants: a row of the generated level table (the kernels read it from
 // constant memory; the device functions build it from literals).
@@ -255,15 +258,24 @@ __device__ __noinline__ gj_u32 gj_mod(gj_u32 a, gj_u32 b) {
     return a % b;
 }
 
+// a % b: inline where b is a literal (the compiler makes it a multiplication, and the
+// loads around it stay free to overlap), else out of line (gj_mod).
+template <bool LITERAL> GJ_INLINE gj_u32 gj_mod_by(gj_u32 a, gj_u32 b) {
+    if constexpr (LITERAL) return a % b;
+    else return gj_mod(a, b);
+}
+
 // Table entry of corner v at level lv.
 template <int D, int HASH, int MODE>
 GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
+    constexpr int KIND = MODE & ~GJ_INDEX_LITERAL;
+    constexpr bool LITERAL = (MODE & GJ_INDEX_LITERAL) != 0;
     const gj_u32 entries = lv.entries, resolution = lv.resolution;
-    if constexpr (MODE == GJ_INDEX_HASH) {
+    if constexpr (KIND == GJ_INDEX_HASH) {
         // Hashed tables are powers of two but where D > 10 lets a small dense table hash.
         const gj_u32 h = gj_hash<D, HASH>(v);
-        return lv.mask ? h & lv.mask : gj_mod(h, entries);
-    } else if constexpr (MODE == GJ_INDEX_DENSE) {
+        return lv.mask ? h & lv.mask : gj_mod_by<LITERAL>(h, entries);
+    } else if constexpr (KIND == GJ_INDEX_DENSE) {
         // Wrapping uint32 arithmetic, exactly as the reference (inputs outside [0,1]); the
         // index is inside the table unless the input is, so the division is rarely paid.
         gj_u32 index = 0, stride = 1;
@@ -272,7 +284,7 @@ GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
             index += v[d] * stride;
             stride *= resolution;
         }
-        return index < entries ? index : gj_mod(index, entries);
+        return index < entries ? index : gj_mod_by<LITERAL>(index, entries);
     } else {
         // Horner's scheme modulo the table size: exact for any resolution and D.
         const gj_u64 r = resolution % entries;
@@ -1308,97 +1320,97 @@ __device__ gj_encode_out_t gj_encode(const gj_encode_in_t& x, const gj_half* __r
 
     // Level 0: scale 15.0, resolution 16, 4096 entries (dense), parameters [0, 8192)
     const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE, 0u, 0u};
-    if (0.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE, false>(x.v, lv0, params + lv0.offset, f, unused_dydx);
+    if (0.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL, false>(x.v, lv0, params + lv0.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 0, f);
 
     // Level 1: scale 31.0, resolution 32, 32768 entries (dense), parameters [8192, 73728)
     const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE, 0u, 0u};
-    if (1.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE, false>(x.v, lv1, params + lv1.offset, f, unused_dydx);
+    if (1.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL, false>(x.v, lv1, params + lv1.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 2, f);
 
     // Level 2: scale 63.0, resolution 64, 262144 entries (dense), parameters [73728, 598016)
     const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE, 0u, 0u};
-    if (2.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE, false>(x.v, lv2, params + lv2.offset, f, unused_dydx);
+    if (2.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL, false>(x.v, lv2, params + lv2.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 4, f);
 
     // Level 3: scale 127.0, resolution 128, 524288 entries (hashed), parameters [598016, 1646592)
     const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (3.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv3, params + lv3.offset, f, unused_dydx);
+    if (3.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv3, params + lv3.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 6, f);
 
     // Level 4: scale 255.0, resolution 256, 524288 entries (hashed), parameters [1646592, 2695168)
     const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (4.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv4, params + lv4.offset, f, unused_dydx);
+    if (4.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv4, params + lv4.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 8, f);
 
     // Level 5: scale 511.0, resolution 512, 524288 entries (hashed), parameters [2695168, 3743744)
     const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (5.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv5, params + lv5.offset, f, unused_dydx);
+    if (5.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv5, params + lv5.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 10, f);
 
     // Level 6: scale 1023.0, resolution 1024, 524288 entries (hashed), parameters [3743744, 4792320)
     const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (6.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv6, params + lv6.offset, f, unused_dydx);
+    if (6.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv6, params + lv6.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 12, f);
 
     // Level 7: scale 2047.0, resolution 2048, 524288 entries (hashed), parameters [4792320, 5840896)
     const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (7.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv7, params + lv7.offset, f, unused_dydx);
+    if (7.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv7, params + lv7.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 14, f);
 
     // Level 8: scale 4095.0, resolution 4096, 524288 entries (hashed), parameters [5840896, 6889472)
     const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (8.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv8, params + lv8.offset, f, unused_dydx);
+    if (8.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv8, params + lv8.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 16, f);
 
     // Level 9: scale 8191.0, resolution 8192, 524288 entries (hashed), parameters [6889472, 7938048)
     const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (9.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv9, params + lv9.offset, f, unused_dydx);
+    if (9.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv9, params + lv9.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 18, f);
 
     // Level 10: scale 16383.0, resolution 16384, 524288 entries (hashed), parameters [7938048, 8986624)
     const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (10.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv10, params + lv10.offset, f, unused_dydx);
+    if (10.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv10, params + lv10.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 20, f);
 
     // Level 11: scale 32767.0, resolution 32768, 524288 entries (hashed), parameters [8986624, 10035200)
     const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (11.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv11, params + lv11.offset, f, unused_dydx);
+    if (11.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv11, params + lv11.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 22, f);
 
     // Level 12: scale 65535.0, resolution 65536, 524288 entries (hashed), parameters [10035200, 11083776)
     const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (12.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv12, params + lv12.offset, f, unused_dydx);
+    if (12.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv12, params + lv12.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 24, f);
 
     // Level 13: scale 131071.0, resolution 131072, 524288 entries (hashed), parameters [11083776, 12132352)
     const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (13.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv13, params + lv13.offset, f, unused_dydx);
+    if (13.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv13, params + lv13.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 26, f);
 
     // Level 14: scale 262143.0, resolution 262144, 524288 entries (hashed), parameters [12132352, 13180928)
     const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (14.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv14, params + lv14.offset, f, unused_dydx);
+    if (14.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv14, params + lv14.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 28, f);
 
     // Level 15: scale 524287.0, resolution 524288, 524288 entries (hashed), parameters [13180928, 14229504)
     const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (15.0f < limit) gj_level_forward<C, GJ_INDEX_HASH, false>(x.v, lv15, params + lv15.offset, f, unused_dydx);
+    if (15.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv15, params + lv15.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 30, f);
     return y;
@@ -1424,7 +1436,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE>(x, lv0, params + lv0.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, g,
             dL_dparams ? dL_dparams + lv0.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1432,7 +1444,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 2, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE>(x, lv1, params + lv1.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, g,
             dL_dparams ? dL_dparams + lv1.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1440,7 +1452,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (2.0f < limit) {
         gj_load_level<C>(dL_dy.v + 4, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE>(x, lv2, params + lv2.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv2, params + lv2.offset, g,
             dL_dparams ? dL_dparams + lv2.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1448,7 +1460,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (3.0f < limit) {
         gj_load_level<C>(dL_dy.v + 6, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv3, params + lv3.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv3, params + lv3.offset, g,
             dL_dparams ? dL_dparams + lv3.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1456,7 +1468,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (4.0f < limit) {
         gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv4, params + lv4.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv4, params + lv4.offset, g,
             dL_dparams ? dL_dparams + lv4.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1464,7 +1476,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (5.0f < limit) {
         gj_load_level<C>(dL_dy.v + 10, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv5, params + lv5.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv5, params + lv5.offset, g,
             dL_dparams ? dL_dparams + lv5.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1472,7 +1484,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (6.0f < limit) {
         gj_load_level<C>(dL_dy.v + 12, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv6, params + lv6.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv6, params + lv6.offset, g,
             dL_dparams ? dL_dparams + lv6.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1480,7 +1492,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (7.0f < limit) {
         gj_load_level<C>(dL_dy.v + 14, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv7, params + lv7.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv7, params + lv7.offset, g,
             dL_dparams ? dL_dparams + lv7.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1488,7 +1500,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (8.0f < limit) {
         gj_load_level<C>(dL_dy.v + 16, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv8, params + lv8.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv8, params + lv8.offset, g,
             dL_dparams ? dL_dparams + lv8.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1496,7 +1508,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (9.0f < limit) {
         gj_load_level<C>(dL_dy.v + 18, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv9, params + lv9.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv9, params + lv9.offset, g,
             dL_dparams ? dL_dparams + lv9.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1504,7 +1516,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (10.0f < limit) {
         gj_load_level<C>(dL_dy.v + 20, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv10, params + lv10.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv10, params + lv10.offset, g,
             dL_dparams ? dL_dparams + lv10.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1512,7 +1524,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (11.0f < limit) {
         gj_load_level<C>(dL_dy.v + 22, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv11, params + lv11.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv11, params + lv11.offset, g,
             dL_dparams ? dL_dparams + lv11.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1520,7 +1532,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (12.0f < limit) {
         gj_load_level<C>(dL_dy.v + 24, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv12, params + lv12.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv12, params + lv12.offset, g,
             dL_dparams ? dL_dparams + lv12.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1528,7 +1540,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (13.0f < limit) {
         gj_load_level<C>(dL_dy.v + 26, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv13, params + lv13.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv13, params + lv13.offset, g,
             dL_dparams ? dL_dparams + lv13.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1536,7 +1548,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (14.0f < limit) {
         gj_load_level<C>(dL_dy.v + 28, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv14, params + lv14.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv14, params + lv14.offset, g,
             dL_dparams ? dL_dparams + lv14.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1544,7 +1556,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (15.0f < limit) {
         gj_load_level<C>(dL_dy.v + 30, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH>(x, lv15, params + lv15.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv15, params + lv15.offset, g,
             dL_dparams ? dL_dparams + lv15.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1573,7 +1585,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, lv0, params + lv0.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv0.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1584,7 +1596,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 2, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, lv1, params + lv1.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv1.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1595,7 +1607,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE, 0u, 0u};
     if (2.0f < limit) {
         gj_load_level<C>(dL_dy.v + 4, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE>(x, lv2, params + lv2.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv2, params + lv2.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv2.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1606,7 +1618,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (3.0f < limit) {
         gj_load_level<C>(dL_dy.v + 6, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv3, params + lv3.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv3, params + lv3.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv3.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1617,7 +1629,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (4.0f < limit) {
         gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv4, params + lv4.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv4, params + lv4.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv4.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1628,7 +1640,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (5.0f < limit) {
         gj_load_level<C>(dL_dy.v + 10, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv5, params + lv5.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv5, params + lv5.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv5.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1639,7 +1651,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (6.0f < limit) {
         gj_load_level<C>(dL_dy.v + 12, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv6, params + lv6.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv6, params + lv6.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv6.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1650,7 +1662,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (7.0f < limit) {
         gj_load_level<C>(dL_dy.v + 14, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv7, params + lv7.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv7, params + lv7.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv7.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1661,7 +1673,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (8.0f < limit) {
         gj_load_level<C>(dL_dy.v + 16, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv8, params + lv8.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv8, params + lv8.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv8.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1672,7 +1684,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (9.0f < limit) {
         gj_load_level<C>(dL_dy.v + 18, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv9, params + lv9.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv9, params + lv9.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv9.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1683,7 +1695,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (10.0f < limit) {
         gj_load_level<C>(dL_dy.v + 20, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv10, params + lv10.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv10, params + lv10.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv10.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1694,7 +1706,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (11.0f < limit) {
         gj_load_level<C>(dL_dy.v + 22, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv11, params + lv11.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv11, params + lv11.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv11.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1705,7 +1717,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (12.0f < limit) {
         gj_load_level<C>(dL_dy.v + 24, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv12, params + lv12.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv12, params + lv12.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv12.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1716,7 +1728,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (13.0f < limit) {
         gj_load_level<C>(dL_dy.v + 26, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv13, params + lv13.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv13, params + lv13.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv13.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1727,7 +1739,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (14.0f < limit) {
         gj_load_level<C>(dL_dy.v + 28, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv14, params + lv14.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv14, params + lv14.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv14.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1738,7 +1750,7 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
     if (15.0f < limit) {
         gj_load_level<C>(dL_dy.v + 30, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH>(x, lv15, params + lv15.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv15, params + lv15.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv15.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
