@@ -205,7 +205,10 @@ static void config_key_of(hint_case *h, const gj_codegen_options *opts, const ch
     assert_int_equal(gj__encoding_unit_make(&h->ctx->compiler, h->enc, &resolved, GJ__PART_ALL, &arch, 1, &unit), GJ_OK);
     const char *options[GJ__MAX_COMPILE_OPTIONS];
     char buffer[GJ__COMPILE_OPTIONS_BUFFER];
-    size_t n = gj__compile_options(arch.name, 0, options, GJ__MAX_COMPILE_OPTIONS, buffer, sizeof buffer);
+    /* A whole unit of kernels compiles split (compile/options.h). */
+    size_t n = gj__compile_options(arch.name, unit.request.split ? GJ__OPTIONS_SPLIT : 0u, options,
+                                   GJ__MAX_COMPILE_OPTIONS, buffer, sizeof buffer);
+    assert_true(unit.request.split);
     gj__key_request req = {&unit.request.unit, &arch, options, n, NULL};
     gj__compile_key key;
     assert_int_equal(gj__compile_key_make(&req, &key), 0);

@@ -394,12 +394,17 @@ static void options_are_stated_once(void **state) {
     assert_int_equal(gj__arch_parse(NULL, "compute_100f", &arch), GJ_OK);
     const char *list[GJ__MAX_COMPILE_OPTIONS];
     char buffer[GJ__COMPILE_OPTIONS_BUFFER];
-    size_t n = gj__compile_options(arch.name, 0, list, GJ__MAX_COMPILE_OPTIONS, buffer, sizeof buffer);
+    /* gj_compile_options_string states a whole unit's options: split compilation. */
+    assert_non_null(strstr(options, "-split-compile=2\n"));
+    size_t n = gj__compile_options(arch.name, GJ__OPTIONS_SPLIT, list, GJ__MAX_COMPILE_OPTIONS, buffer, sizeof buffer);
     assert_int_equal(n, lines);
+    assert_string_equal(list[n - 1], "-split-compile=2");
+    /* A module program's (one kernel group) and a user source's: not split. */
+    assert_int_equal(gj__compile_options(arch.name, 0, list, GJ__MAX_COMPILE_OPTIONS, buffer, sizeof buffer), lines - 1);
     assert_null(list[n]);
     assert_string_equal(list[0], "--gpu-architecture=compute_100f");
     /* Too little room is reported, not overrun. */
-    assert_int_equal(gj__compile_options(arch.name, 0, list, n, buffer, sizeof buffer), 0);
+    assert_int_equal(gj__compile_options(arch.name, GJ__OPTIONS_SPLIT, list, n, buffer, sizeof buffer), 0);
     assert_int_equal(gj__compile_options(arch.name, 0, list, GJ__MAX_COMPILE_OPTIONS, buffer, 10), 0);
     gj_free(options);
 }

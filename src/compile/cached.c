@@ -227,7 +227,8 @@ static gj_status prepare(attempt *a) {
     if (!a->options) {
         return gj__fail(c->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory");
     }
-    a->n_options = gj__compile_options(a->req->arch.name, gj__compiler_lineinfo(c), a->options,
+    const unsigned flags = (gj__compiler_lineinfo(c) ? GJ__OPTIONS_LINEINFO : 0u) | (a->req->split ? GJ__OPTIONS_SPLIT : 0u);
+    a->n_options = gj__compile_options(a->req->arch.name, flags, a->options,
                                        GJ__MAX_COMPILE_OPTIONS, a->options_buffer, sizeof a->options_buffer);
     if (a->n_options == 0) {
         return gj__fail(c->diag, GJ_ERROR_INTERNAL, "cannot state the compile options of %s", a->req->arch.name);

@@ -37,6 +37,7 @@ typedef struct gj__compile_request {
     const struct gj_encoding *enc;
     const gj_codegen_options *opts;
     int module_program;
+    int split; /* a whole unit of kernels: split compilation (compile/options.h) */
 } gj__compile_request;
 
 /*

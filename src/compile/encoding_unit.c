@@ -8,10 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A whole unit with kernels holds several kernel groups: split compilation pays there. */
+static int whole_unit_of_kernels(const gj_codegen_options *opts, gj__part part) {
+    return part == GJ__PART_ALL && !opts->device_functions_only;
+}
+
 char *gj__encoding_source(gj__compiler *c, const struct gj_encoding *enc, const gj_codegen_options *opts,
                           gj__part part) {
     /* The architecture is left open: one source serves every target. */
-    char *options = gj__compile_options_text("<target>", gj__compiler_lineinfo(c));
+    const unsigned flags = (gj__compiler_lineinfo(c) ? GJ__OPTIONS_LINEINFO : 0u) |
+                           (whole_unit_of_kernels(opts, part) ? GJ__OPTIONS_SPLIT : 0u);
+    char *options = gj__compile_options_text("<target>", flags);
     char *source = options ? gj__codegen(enc, opts, part, options) : NULL;
     free(options);
     return source;
@@ -37,6 +44,7 @@ gj_status gj__encoding_unit_make(gj__compiler *c, const struct gj_encoding *enc,
     r->enc = enc;
     r->opts = opts;
     r->module_program = part != GJ__PART_ALL;
+    r->split = whole_unit_of_kernels(opts, part);
     return GJ_OK;
 }
 

@@ -11,14 +11,18 @@
 #define GJ__MAX_COMPILE_OPTIONS 10
 #define GJ__COMPILE_OPTIONS_BUFFER 64
 
-/* The options for arch, NULL-terminated. lineinfo adds -lineinfo (source line tables for
- * profilers and debuggers). Writes at most max entries into options (pointers to static
- * storage or into buffer). Returns the count, or 0 when max or buffer_size is too small. */
-size_t gj__compile_options(const char *arch_name, int lineinfo, const char **options, size_t max, char *buffer,
+/* What varies in the options (flags of gj__compile_options). */
+#define GJ__OPTIONS_LINEINFO 1u /* -lineinfo: source line tables for profilers and debuggers */
+#define GJ__OPTIONS_SPLIT 2u    /* split compilation: a whole unit's kernels optimised on threads */
+
+/* The options for arch, NULL-terminated, with what flags asks for. Writes at most max
+ * entries into options (pointers to static storage or into buffer). Returns the count,
+ * or 0 when max or buffer_size is too small. */
+size_t gj__compile_options(const char *arch_name, unsigned flags, const char **options, size_t max, char *buffer,
                            size_t buffer_size);
 
 /* The same, one per line (each ending in a newline), for arch_name (not parsed: "<target>"
  * works). malloc()ed; NULL on OOM. */
-char *gj__compile_options_text(const char *arch_name, int lineinfo);
+char *gj__compile_options_text(const char *arch_name, unsigned flags);
 
 #endif

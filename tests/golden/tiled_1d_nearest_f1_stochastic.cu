@@ -11,6 +11,7 @@
 //   --fmad=true
 //   --extra-device-vectorization
 //   --device-as-default-execution-space
+//   -split-compile=2
 // ===========================================================================
 
 // ===== templates/prelude.cuh =====
