@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # gridjit quick start: installs what is missing, configures, builds, then
 #   tools/quickstart.sh demo   runs `gridjit demo`
-#   tools/quickstart.sh test   runs the test suite with ctest (without the exhaustive label)
+#   tools/quickstart.sh test   runs the test suite with ctest (without the exhaustive label),
+#                              then the sanitizer lanes (docs/reliability.md): the suite again
+#                              with AddressSanitizer and UndefinedBehaviorSanitizer (in
+#                              BUILD-asan, without the gpu and exhaustive labels), and the
+#                              thread test (tests/test_threads.c) with ThreadSanitizer (in
+#                              BUILD-tsan); any sanitizer report fails the run
 # Safe to run again: it installs only missing packages and rebuilds incrementally.
-# Environment: GRIDJIT_BUILD_DIR (default build), CUDA_HOME or CUDA_PATH (default
-# /usr/local/cuda).
+# Environment: GRIDJIT_BUILD_DIR (default build; the lanes use $GRIDJIT_BUILD_DIR-asan and
+# -tsan), CUDA_HOME or CUDA_PATH (default /usr/local/cuda), GRIDJIT_SANITIZER_LANES=0 (test:
+# the normal suite only).
 set -euo pipefail
 
 say() { printf 'quickstart: %s\n' "$*" >&2; }
@@ -14,7 +20,8 @@ usage() {
     cat >&2 <<'EOF'
 Usage: tools/quickstart.sh demo|test
   demo   install missing packages, build (Release) and run `gridjit demo`
-  test   install missing packages, build (Release) and run the test suite with ctest
+  test   install missing packages, build (Release) and run the test suite with ctest,
+         then the sanitizer lanes (ASan+UBSan suite, ThreadSanitizer thread test)
 EOF
     exit 2
 }
@@ -112,12 +119,47 @@ check_cmake() {
 
 build() {
     check_cmake
+    local start=$SECONDS
     say "configuring $build_dir (Release)"
     cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCUDAToolkit_ROOT="$cuda_root" >&2
     say "building with $jobs jobs"
     cmake --build "$build_dir" -j"$jobs" >&2
+    build_seconds=$((SECONDS - start))
 }
 
+# ---- sanitizer lanes (test) ----------------------------------------------------
+# 1. AddressSanitizer + UndefinedBehaviorSanitizer (GRIDJIT_SANITIZE): the whole suite but
+#    the gpu and exhaustive labels; a report aborts the test that made it.
+# 2. ThreadSanitizer (GRIDJIT_TSAN): tests/test_threads.c only (threads on one context and
+#    on several, compiling, reading and writing one cache); halt_on_error makes a report fail it.
+# Each lane has its own build directory, built incrementally like the main one.
+sanitizer_lanes() {
+    local asan_dir=${build_dir%/}-asan tsan_dir=${build_dir%/}-tsan start
+
+    start=$SECONDS
+    say "sanitizer lane 1/2: AddressSanitizer + UndefinedBehaviorSanitizer in $asan_dir"
+    cmake -S . -B "$asan_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRIDJIT_SANITIZE=ON \
+        -DCUDAToolkit_ROOT="$cuda_root" >&2
+    cmake --build "$asan_dir" -j"$jobs" >&2
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:protect_shadow_gap=0} \
+        UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+        ctest --test-dir "$asan_dir" --output-on-failure -j"$jobs" -LE 'gpu|exhaustive' ||
+        die "the AddressSanitizer/UndefinedBehaviorSanitizer lane failed (see above)"
+    timings+="; asan+ubsan lane $((SECONDS - start)) s"
+
+    start=$SECONDS
+    say "sanitizer lane 2/2: ThreadSanitizer (tests/test_threads.c) in $tsan_dir"
+    cmake -S . -B "$tsan_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRIDJIT_TSAN=ON \
+        -DCUDAToolkit_ROOT="$cuda_root" >&2
+    cmake --build "$tsan_dir" -j"$jobs" --target test_threads >&2
+    TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
+        ctest --test-dir "$tsan_dir" --output-on-failure --no-tests=error -R '^test_threads$' ||
+        die "the ThreadSanitizer lane failed (see above)"
+    timings+="; tsan lane $((SECONDS - start)) s"
+}
+
+build_seconds=0
+timings=""
 install_packages
 find_cuda
 build
@@ -136,6 +178,12 @@ test)
     "GPU not available"*) say "the GPU tests will be skipped: ${gpu#GPU not available }" ;;
     *) say "${gpu:-GPU: unknown}" ;;
     esac
+    lane_start=$SECONDS
     ctest --test-dir "$build_dir" --output-on-failure -j"$jobs" -LE exhaustive
+    timings="suite $((SECONDS - lane_start)) s"
+    if [[ ${GRIDJIT_SANITIZER_LANES:-1} != 0 ]]; then
+        sanitizer_lanes
+    fi
+    say "all passed (build ${build_seconds} s; ${timings}; total $SECONDS s)"
     ;;
 esac

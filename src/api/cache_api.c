@@ -42,9 +42,13 @@ const char *gj_context_cache_dir(gj_context *ctx) {
     char dir[sizeof ctx->cache_dir];
     gj__store_dir(&ctx->store, &ctx->diag, dir, sizeof dir);
     pthread_mutex_lock(&ctx->lock);
-    memcpy(ctx->cache_dir, dir, sizeof dir);
+    /* Other threads may be reading the string returned to them: rewrite it only when the
+     * directory changed (which the header says invalidates it). */
+    if (strcmp(ctx->cache_dir, dir) != 0) {
+        memcpy(ctx->cache_dir, dir, sizeof dir);
+    }
     pthread_mutex_unlock(&ctx->lock);
-    return ctx->cache_dir[0] ? ctx->cache_dir : NULL;
+    return dir[0] ? ctx->cache_dir : NULL;
 }
 
 gj_status gj_context_cache_stats(gj_context *ctx, gj_cache_stats_scope scope, gj_cache_stats *out) {

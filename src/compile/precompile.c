@@ -40,6 +40,15 @@ gj_status gj__precompile(gj__compiler *c, const struct gj_encoding *enc, const g
         gj_program_destroy(jobs[i].program);
         gj__encoding_unit_free(&units[i]);
     }
+    /* Precompiling exists to fill the cache: programs that could not be stored are a
+     * failure, not a success (a full disk would otherwise ship an empty bundle). */
+    if (status == GJ_OK && report->compiled > 0 && gj__store_write_failed(c->store)) {
+        char dir[4096];
+        gj__store_dir(c->store, c->diag, dir, sizeof dir);
+        status = gj__fail(c->diag, GJ_ERROR_IO,
+                          "%u compiled program%s could not be stored in the cache directory %s (see the warning)",
+                          report->compiled, report->compiled == 1 ? "" : "s", dir[0] ? dir : "(none)");
+    }
     report->ms = gj__now_ms() - start;
     return status;
 }

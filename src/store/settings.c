@@ -58,6 +58,13 @@ void gj__store_dir(gj__store *s, const gj__diag *d, char *out, size_t size) {
     pthread_mutex_unlock(&s->lock);
 }
 
+int gj__store_write_failed(gj__store *s) {
+    pthread_mutex_lock(&s->lock);
+    const int failed = s->state && s->state->write_failed;
+    pthread_mutex_unlock(&s->lock);
+    return failed;
+}
+
 int gj__store_searchable(gj__store *s, const gj__diag *d) {
     pthread_mutex_lock(&s->lock);
     const struct gj__store_state *st = gj__store_ready(s, d);

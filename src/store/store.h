@@ -75,6 +75,9 @@ void gj__store_set_keep_sidecar(gj__store *s, int keep);
 void gj__store_dir(gj__store *s, const gj__diag *d, char *out, size_t size);
 /* Whether any directory can be searched. */
 int gj__store_searchable(gj__store *s, const gj__diag *d);
+/* Whether a store into the writable directory failed (warned once; nothing is stored
+ * after it), so that a caller whose job is to fill the cache can fail. */
+int gj__store_write_failed(gj__store *s);
 /* What to say about where the store stands when nothing was found (" (the disk cache is
  * off)", " (no usable cache directory)" or ""). */
 const char *gj__store_situation(gj__store *s, const gj__diag *d);
