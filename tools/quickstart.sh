@@ -6,11 +6,13 @@
 #                              with AddressSanitizer and UndefinedBehaviorSanitizer (in
 #                              BUILD-asan, without the gpu and exhaustive labels), and the
 #                              thread test (tests/test_threads.c) with ThreadSanitizer (in
-#                              BUILD-tsan); any sanitizer report fails the run
+#                              BUILD-tsan); any sanitizer report fails the run; then the
+#                              Python package, pip-installed into BUILD-python, and its tests
 # Safe to run again: it installs only missing packages and rebuilds incrementally.
-# Environment: GRIDJIT_BUILD_DIR (default build; the lanes use $GRIDJIT_BUILD_DIR-asan and
-# -tsan), CUDA_HOME or CUDA_PATH (default /usr/local/cuda), GRIDJIT_SANITIZER_LANES=0 (test:
-# the normal suite only).
+# Environment: GRIDJIT_BUILD_DIR (default build; the lanes use $GRIDJIT_BUILD_DIR-asan,
+# -tsan and -python), CUDA_HOME or CUDA_PATH (default /usr/local/cuda),
+# GRIDJIT_SANITIZER_LANES=0 (test: without the sanitizer lanes), GRIDJIT_PYTHON_LANE=0
+# (test: without the Python lane).
 set -euo pipefail
 
 say() { printf 'quickstart: %s\n' "$*" >&2; }
@@ -22,6 +24,7 @@ Usage: tools/quickstart.sh demo|test
   demo   install missing packages, build (Release) and run `gridjit demo`
   test   install missing packages, build (Release) and run the test suite with ctest,
          then the sanitizer lanes (ASan+UBSan suite, ThreadSanitizer thread test)
+         and the Python package's tests in a virtual environment
 EOF
     exit 2
 }
@@ -35,7 +38,7 @@ build_dir=${GRIDJIT_BUILD_DIR:-build}
 jobs=$(nproc 2>/dev/null || echo 2)
 
 # ---- Debian packages -------------------------------------------------------
-packages=(cmake gcc make libcjson-dev libcmocka-dev libxxhash-dev pkg-config)
+packages=(cmake gcc make libcjson-dev libcmocka-dev libxxhash-dev pkg-config python3-venv)
 
 install_packages() {
     local missing=() p
@@ -164,6 +167,22 @@ install_packages
 find_cuda
 build
 
+# ---- the Python package: installed into a virtual environment, then its tests ----
+# (pip fetches the build backend, scikit-build-core, from PyPI; PyTorch is not installed
+# here, so the torch tests skip and say so; the GPU machine runs them.)
+python_lane() {
+    local lane_start=$SECONDS venv=$build_dir-python
+    if [[ ! -x $venv/bin/python ]]; then
+        python3 -m venv "$venv" >&2 || die "python3 -m venv failed (is python3-venv installed?)"
+    fi
+    say "python lane: pip install './python[test]' into $venv, then pytest"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check './python[test]' >&2 ||
+        die "pip install ./python failed"
+    "$venv/bin/python" -m pytest python/tests -q -rs -p no:cacheprovider ||
+        die "python tests failed"
+    timings="$timings; python $((SECONDS - lane_start)) s"
+}
+
 case $mode in
 demo)
     say "running $build_dir/gridjit demo"
@@ -183,6 +202,9 @@ test)
     timings="suite $((SECONDS - lane_start)) s"
     if [[ ${GRIDJIT_SANITIZER_LANES:-1} != 0 ]]; then
         sanitizer_lanes
+    fi
+    if [[ ${GRIDJIT_PYTHON_LANE:-1} != 0 ]]; then
+        python_lane
     fi
     say "all passed (build ${build_seconds} s; ${timings}; total $SECONDS s)"
     ;;
