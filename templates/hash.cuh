@@ -18,6 +18,10 @@
 #define GJ_INDEX_DENSE 0 // sum_d v_d * res^d fits in 32 bits
 #define GJ_INDEX_HASH 1  // hash(v)
 #define GJ_INDEX_WRAP 2  // res^D overflows: the dense index taken exactly modulo the table size
+// Or'ed into the index mode where the table size is a power of two: every index, hashed
+// or dense (wrapping or not), is then taken with the level's mask, with no modulo code.
+#define GJ_INDEX_POW2 4
+#define GJ_INDEX_MODE_MAX 6 // the largest kind | GJ_INDEX_POW2
 // Or'ed into the index mode by the device functions, whose level constants are literals:
 // a modulo by the table size then compiles inline to a multiplication, with no call.
 #define GJ_INDEX_LITERAL 8
@@ -34,6 +38,7 @@ struct gj_level {
     gj_u32 mode;        // GJ_INDEX_*
     gj_u32 small;       // 1: level-major backward sums it in shared memory (NAME_backward_coarse)
     gj_u32 pad;
+    gj_u64 mod_magic;   // (2^64 - 1) / entries + 1, wrapped to 64 bits: gj_fastmod's multiplier
 };
 
 // ---- PCG32 (O'Neill's PCG-XSH-RR 64/32) -----------------------------------
@@ -126,30 +131,46 @@ GJ_INLINE gj_u32 gj_hash(const gj_u32 (&v)[D]) {
     }
 }
 
-// a % b out of line: the rare corners outside the table (inputs outside [0, 1], the upper
-// boundary, non-power-of-two hashed tables) share one copy of the division instead of
-// inlining it at every corner of every instance, which doubled the compile time.
-__device__ __noinline__ gj_u32 gj_mod(gj_u32 a, gj_u32 b) {
-    return a % b;
+// a % lv.entries without a division: the direct remainder of Lemire, Kaser and Kurz
+// (exact for every 32-bit a and table size), two multiplications and no branch. A
+// division, or a call to an out-of-line one, at every corner would either swell the
+// kernels or stop the corners' loads from overlapping.
+GJ_INLINE gj_u32 gj_fastmod(gj_u32 a, const gj_level& lv) {
+    const gj_u64 low = lv.mod_magic * (gj_u64)a;
+    return (gj_u32)__umul64hi(low, (gj_u64)lv.entries);
 }
 
-// a % b: inline where b is a literal (the compiler makes it a multiplication, and the
-// loads around it stay free to overlap), else out of line (gj_mod).
-template <bool LITERAL> GJ_INLINE gj_u32 gj_mod_by(gj_u32 a, gj_u32 b) {
-    if constexpr (LITERAL) return a % b;
-    else return gj_mod(a, b);
+// a % lv.entries: where the level's constants are literals (the device functions) the
+// compiler folds the modulo itself; from the level table, gj_fastmod.
+template <bool LITERAL> GJ_INLINE gj_u32 gj_mod_by(gj_u32 a, const gj_level& lv) {
+    if constexpr (LITERAL) return a % lv.entries;
+    else return gj_fastmod(a, lv);
 }
 
 // Table entry of corner v at level lv.
 template <int D, int HASH, int MODE>
 GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
-    constexpr int KIND = MODE & ~GJ_INDEX_LITERAL;
+    constexpr int KIND = MODE & 3;
     constexpr bool LITERAL = (MODE & GJ_INDEX_LITERAL) != 0;
     const gj_u32 entries = lv.entries, resolution = lv.resolution;
-    if constexpr (KIND == GJ_INDEX_HASH) {
-        // Hashed tables are powers of two but where D > 10 lets a small dense table hash.
-        const gj_u32 h = gj_hash<D, HASH>(v);
-        return lv.mask ? h & lv.mask : gj_mod_by<LITERAL>(h, entries);
+    if constexpr ((MODE & GJ_INDEX_POW2) != 0) {
+        // The hash, or the dense index in wrapping 32-bit arithmetic (exact modulo 2^32,
+        // so exact modulo the table size too), masked.
+        if constexpr (KIND == GJ_INDEX_HASH) {
+            return gj_hash<D, HASH>(v) & lv.mask;
+        } else {
+            gj_u32 index = 0, stride = 1;
+#pragma unroll
+            for (int d = 0; d < D; ++d) {
+                index += v[d] * stride;
+                stride *= resolution;
+            }
+            return index & lv.mask;
+        }
+    } else if constexpr (KIND == GJ_INDEX_HASH) {
+        // A hashed table whose size is not a power of two (where D > 10 lets a small
+        // dense table hash).
+        return gj_mod_by<LITERAL>(gj_hash<D, HASH>(v), lv);
     } else if constexpr (KIND == GJ_INDEX_DENSE) {
         // Wrapping uint32 arithmetic, exactly as the reference (inputs outside [0,1]); the
         // index is inside the table unless the input is, so the division is rarely paid.
@@ -159,7 +180,7 @@ GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
             index += v[d] * stride;
             stride *= resolution;
         }
-        return index < entries ? index : gj_mod_by<LITERAL>(index, entries);
+        return index < entries ? index : gj_mod_by<LITERAL>(index, lv);
     } else {
         // Horner's scheme modulo the table size: exact for any resolution and D.
         const gj_u64 r = resolution % entries;

@@ -21,26 +21,17 @@ template <int M> struct gj_mode_tag {
     static constexpr int value = M;
 };
 
-// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only.
-template <gj_u32 MODES, class F>
+// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only (bit m: mode m).
+template <gj_u32 MODES, int M = 0, class F>
 GJ_INLINE void gj_with_mode(gj_u32 mode, F&& f) {
-    if constexpr ((MODES >> GJ_INDEX_HASH) & 1u) {
-        if (mode == GJ_INDEX_HASH) {
-            f(gj_mode_tag<GJ_INDEX_HASH>{});
-            return;
+    if constexpr (M <= GJ_INDEX_MODE_MAX) {
+        if constexpr (((MODES >> M) & 1u) != 0) {
+            if (mode == (gj_u32)M) {
+                f(gj_mode_tag<M>{});
+                return;
+            }
         }
-    }
-    if constexpr ((MODES >> GJ_INDEX_DENSE) & 1u) {
-        if (mode == GJ_INDEX_DENSE) {
-            f(gj_mode_tag<GJ_INDEX_DENSE>{});
-            return;
-        }
-    }
-    if constexpr ((MODES >> GJ_INDEX_WRAP) & 1u) {
-        if (mode == GJ_INDEX_WRAP) {
-            f(gj_mode_tag<GJ_INDEX_WRAP>{});
-            return;
-        }
+        gj_with_mode<MODES, M + 1>(mode, static_cast<F&&>(f));
     }
 }
 

@@ -8,10 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const index_mode_macro[] = {"GJ_INDEX_DENSE", "GJ_INDEX_HASH", "GJ_INDEX_WRAP"};
-/* The device functions' template argument: their constants are literals (hash.cuh). */
-static const char *const literal_mode_macro[] = {"GJ_INDEX_DENSE | GJ_INDEX_LITERAL", "GJ_INDEX_HASH | GJ_INDEX_LITERAL",
-                                                 "GJ_INDEX_WRAP | GJ_INDEX_LITERAL"};
+/* A level's index mode as the generated code spells it (gj__kernel_index_mode). */
+static void mode_macro(char *out, size_t size, const gj__level *level, int literal) {
+    static const char *const kinds[] = {"GJ_INDEX_DENSE", "GJ_INDEX_HASH", "GJ_INDEX_WRAP"};
+    const uint32_t mode = gj__kernel_index_mode(level);
+    snprintf(out, size, "%s%s%s", kinds[mode & 3u], (mode & GJ__INDEX_POW2) ? " | GJ_INDEX_POW2" : "",
+             literal ? " | GJ_INDEX_LITERAL" : "");
+}
+
 static const char *const index_mode_words[] = {"dense", "hashed", "dense, wrapped modulo the table"};
 static const char *const hash_macro[] = {"GJ_HASH_PRIME", "GJ_HASH_COHERENT_PRIME", "GJ_HASH_REVERSED_PRIME",
                                          "GJ_HASH_RNG", "GJ_HASH_BASE_CONVERT"};
@@ -34,23 +38,26 @@ static const char *grad_type(const gj__config *config) {
 }
 
 /* A level's row of constants, as a gj_level initializer (templates/hash.cuh):
- * "{OFFSET, SCALE, RES, ENTRIES, MASK, CELL, MODE, SMALL, 0u}". */
+ * "{OFFSET, SCALE, RES, ENTRIES, MASK, CELL, MODE, SMALL, 0u, MAGIC}". */
 static void level_row(char *out, size_t size, const struct gj_encoding *enc, uint32_t l, int small) {
     const gj__config *c = &enc->config;
     const gj__level *level = &enc->layout.levels[l];
     char scale[48];
     float_literal(scale, sizeof scale, level->scale);
     const uint32_t entries = level->entries, mask = (entries & (entries - 1u)) == 0 ? entries - 1u : 0u;
-    snprintf(out, size, "{%lluull, %s, %uu, %uu, %uu, %uu, %s, %uu, 0u}",
+    /* gj_fastmod's multiplier: floor((2^64 - 1) / entries) + 1, wrapping to 0 for one entry. */
+    const unsigned long long magic = UINT64_MAX / entries + 1u;
+    char mode[64];
+    mode_macro(mode, sizeof mode, level, 0);
+    snprintf(out, size, "{%lluull, %s, %uu, %uu, %uu, %uu, %s, %uu, 0u, %lluull}",
              (unsigned long long)(level->offset * c->n_features_per_level), scale, level->resolution, entries, mask,
-             c->fixed_point_pos ? gj__fixed_point_cell(level->scale) : 0u, index_mode_macro[level->index_mode],
-             small ? 1u : 0u);
+             c->fixed_point_pos ? gj__fixed_point_cell(level->scale) : 0u, mode, small ? 1u : 0u, magic);
 }
 
 /* What every unrolled level needs: its row of literals and its index mode. */
 typedef struct level_text {
-    char row[200];
-    const char *mode; /* GJ_INDEX_* | GJ_INDEX_LITERAL */
+    char row[256];
+    char mode[64]; /* GJ_INDEX_* [| GJ_INDEX_POW2] | GJ_INDEX_LITERAL */
 } level_text;
 
 /* Emits the comment that heads level l and its constants as lvL (device functions). */
@@ -58,7 +65,7 @@ static void begin_level(gj__strbuf *sb, const char *indent, const struct gj_enco
     const gj__config *c = &enc->config;
     const gj__level *level = &enc->layout.levels[l];
     level_row(t->row, sizeof t->row, enc, l, 0);
-    t->mode = literal_mode_macro[level->index_mode];
+    mode_macro(t->mode, sizeof t->mode, level, 1);
     char scale[48];
     float_literal(scale, sizeof scale, level->scale);
     const unsigned long long first = (unsigned long long)(level->offset * c->n_features_per_level);
@@ -291,12 +298,13 @@ void gj__emit_level_table(gj__strbuf *sb, const struct gj_encoding *enc, const g
     const gj__config *c = &enc->config;
     const char *name = opts->name;
     gj__sb_append(sb, "// The level table of the kernels, in constant memory: one gj_level row per level (offset,\n");
-    gj__sb_append(sb, "// scale, resolution, entries, mask, fixed-point cell, index mode, small). Small: the level's\n");
+    gj__sb_append(sb, "// scale, resolution, entries, mask, fixed-point cell, index mode, small, pad, modulo\n");
+    gj__sb_append(sb, "// multiplier). Small: the level's\n");
     gj__sb_append(sb, "// gradients fit in shared memory, so level-major backward sums them per block\n");
     gj__sb_append(sb, "// (NAME_backward_coarse).\n");
     gj__sb_printf(sb, "__constant__ gj_level %s_level_table[%u] = {\n", name, c->n_levels);
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
-        char row[200];
+        char row[256];
         level_row(row, sizeof row, enc, l, gj__level_is_small(c, &enc->layout.levels[l], opts));
         gj__sb_printf(sb, "    %s, // level %u\n", row, l);
     }

@@ -45,12 +45,17 @@ uint32_t gj__fixed_point_cell(float scale) {
 }
 
 
+uint32_t gj__kernel_index_mode(const gj__level *level) {
+    const uint32_t entries = level->entries;
+    return (uint32_t)level->index_mode | ((entries & (entries - 1u)) == 0 ? GJ__INDEX_POW2 : 0u);
+}
+
 uint32_t gj__index_modes(const struct gj_encoding *enc, const gj_codegen_options *opts, int small_only) {
     uint32_t modes = 0;
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
         const gj__level *level = &enc->layout.levels[l];
         if (!small_only || gj__level_is_small(&enc->config, level, opts)) {
-            modes |= 1u << level->index_mode;
+            modes |= 1u << gj__kernel_index_mode(level);
         }
     }
     return modes;

@@ -9,7 +9,11 @@
 int gj__level_is_small(const gj__config *config, const gj__level *level, const gj_codegen_options *opts);
 /* The most gradient floats of a small level (0 if none): NAME_backward_coarse's shared memory. */
 uint32_t gj__small_level_floats(const struct gj_encoding *enc, const gj_codegen_options *opts);
-/* Bit m set when some level (only the small ones: small_only) has index mode m. */
+/* The index mode the generated code uses for a level (templates/hash.cuh): the layout's
+ * (dense, hashed, wrapping), with GJ__INDEX_POW2 where the table size is a power of two. */
+#define GJ__INDEX_POW2 4u
+uint32_t gj__kernel_index_mode(const gj__level *level);
+/* Bit m set when some level (only the small ones: small_only) has kernel index mode m. */
 uint32_t gj__index_modes(const struct gj_encoding *enc, const gj_codegen_options *opts, int small_only);
 /* Padded output width: n_output_dims rounded up to opts->output_width_multiple. */
 uint32_t gj__padded_width(const struct gj_encoding *enc, const gj_codegen_options *opts);

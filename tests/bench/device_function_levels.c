@@ -18,6 +18,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <gridjit.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,7 @@ static const char table_source[] =
     "}\n";
 
 /* table_source with the rows of enc's levels (offset in parameters, scale, resolution,
- * entries, mask, cell, mode, small, pad). */
+ * entries, mask, cell, mode, small, pad, modulo multiplier). */
 static char *table_text(const gj_encoding *enc) {
     const uint32_t features = gj_encoding_n_features_per_level(enc);
     size_t size = sizeof table_source + 256u * gj_encoding_n_levels(enc);
@@ -84,9 +85,10 @@ static char *table_text(const gj_encoding *enc) {
         gj_level_info info;
         CHECK(gj_encoding_level(enc, l, &info));
         const uint32_t mask = (info.entries & (info.entries - 1u)) == 0 ? info.entries - 1u : 0u;
-        snprintf(rows + strlen(rows), size - strlen(rows), "    {%lluull, %.9ef, %uu, %uu, %uu, 0u, %s, 0u, 0u},\n",
+        const unsigned long long magic = UINT64_MAX / info.entries + 1u; /* gj_fastmod's multiplier */
+        snprintf(rows + strlen(rows), size - strlen(rows), "    {%lluull, %.9ef, %uu, %uu, %uu, 0u, %s, 0u, 0u, %lluull},\n",
                  (unsigned long long)(info.offset * features), (double)info.scale, info.resolution, info.entries, mask,
-                 info.hashed ? "GJ_INDEX_HASH" : "GJ_INDEX_DENSE");
+                 info.hashed ? "GJ_INDEX_HASH" : "GJ_INDEX_DENSE", magic);
     }
     const char *at = strstr(table_source, "TABLE_ROWS");
     snprintf(out, size, "%.*s%s%s", (int)(at - table_source), table_source, rows, at + strlen("TABLE_ROWS"));

@@ -142,6 +142,10 @@ GJ_INLINE void gj_red_v4_u32(gj_u32* address, gj_u32 a, gj_u32 b, gj_u32 c, gj_u
 #define GJ_INDEX_DENSE 0 // sum_d v_d * res^d fits in 32 bits
 #define GJ_INDEX_HASH 1  // hash(v)
 #define GJ_INDEX_WRAP 2  // res^D overflows: the dense index taken exactly modulo the table size
+// Or'ed into the index mode where the table size is a power of two: every index, hashed
+// or dense (wrapping or not), is then taken with the level's mask, with no modulo code.
+#define GJ_INDEX_POW2 4
+#define GJ_INDEX_MODE_MAX 6 // the largest kind | GJ_INDEX_POW2
 // Or'ed into the index mode by the device functions, whose level constants are literals:
 // a modulo by the table size then compiles inline to a multiplication, with no call.
 #define GJ_INDEX_LITERAL 8
@@ -158,6 +162,7 @@ struct gj_level {
     gj_u32 mode;        // GJ_INDEX_*
     gj_u32 small;       // 1: level-major backward sums it in shared memory (NAME_backward_coarse)
     gj_u32 pad;
+    gj_u64 mod_magic;   // (2^64 - 1) / entries + 1, wrapped to 64 bits: gj_fastmod's multiplier
 };
 
 // ---- PCG32 (O'Neill's PCG-XSH-RR 64/32) -----------------------------------
@@ -250,30 +255,46 @@ GJ_INLINE gj_u32 gj_hash(const gj_u32 (&v)[D]) {
     }
 }
 
-// a % b out of line: the rare corners outside the table (inputs outside [0, 1], the upper
-// boundary, non-power-of-two hashed tables) share one copy of the division instead of
-// inlining it at every corner of every instance, which doubled the compile time.
-__device__ __noinline__ gj_u32 gj_mod(gj_u32 a, gj_u32 b) {
-    return a % b;
+// a % lv.entries without a division: the direct remainder of Lemire, Kaser and Kurz
+// (exact for every 32-bit a and table size), two multiplications and no branch. A
+// division, or a call to an out-of-line one, at every corner would either swell the
+// kernels or stop the corners' loads from overlapping.
+GJ_INLINE gj_u32 gj_fastmod(gj_u32 a, const gj_level& lv) {
+    const gj_u64 low = lv.mod_magic * (gj_u64)a;
+    return (gj_u32)__umul64hi(low, (gj_u64)lv.entries);
 }
 
-// a % b: inline where b is a literal (the compiler makes it a multiplication, and the
-// loads around it stay free to overlap), else out of line (gj_mod).
-template <bool LITERAL> GJ_INLINE gj_u32 gj_mod_by(gj_u32 a, gj_u32 b) {
-    if constexpr (LITERAL) return a % b;
-    else return gj_mod(a, b);
+// a % lv.entries: where the level's constants are literals (the device functions) the
+// compiler folds the modulo itself; from the level table, gj_fastmod.
+template <bool LITERAL> GJ_INLINE gj_u32 gj_mod_by(gj_u32 a, const gj_level& lv) {
+    if constexpr (LITERAL) return a % lv.entries;
+    else return gj_fastmod(a, lv);
 }
 
 // Table entry of corner v at level lv.
 template <int D, int HASH, int MODE>
 GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
-    constexpr int KIND = MODE & ~GJ_INDEX_LITERAL;
+    constexpr int KIND = MODE & 3;
     constexpr bool LITERAL = (MODE & GJ_INDEX_LITERAL) != 0;
     const gj_u32 entries = lv.entries, resolution = lv.resolution;
-    if constexpr (KIND == GJ_INDEX_HASH) {
-        // Hashed tables are powers of two but where D > 10 lets a small dense table hash.
-        const gj_u32 h = gj_hash<D, HASH>(v);
-        return lv.mask ? h & lv.mask : gj_mod_by<LITERAL>(h, entries);
+    if constexpr ((MODE & GJ_INDEX_POW2) != 0) {
+        // The hash, or the dense index in wrapping 32-bit arithmetic (exact modulo 2^32,
+        // so exact modulo the table size too), masked.
+        if constexpr (KIND == GJ_INDEX_HASH) {
+            return gj_hash<D, HASH>(v) & lv.mask;
+        } else {
+            gj_u32 index = 0, stride = 1;
+#pragma unroll
+            for (int d = 0; d < D; ++d) {
+                index += v[d] * stride;
+                stride *= resolution;
+            }
+            return index & lv.mask;
+        }
+    } else if constexpr (KIND == GJ_INDEX_HASH) {
+        // A hashed table whose size is not a power of two (where D > 10 lets a small
+        // dense table hash).
+        return gj_mod_by<LITERAL>(gj_hash<D, HASH>(v), lv);
     } else if constexpr (KIND == GJ_INDEX_DENSE) {
         // Wrapping uint32 arithmetic, exactly as the reference (inputs outside [0,1]); the
         // index is inside the table unless the input is, so the division is rarely paid.
@@ -283,7 +304,7 @@ GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
             index += v[d] * stride;
             stride *= resolution;
         }
-        return index < entries ? index : gj_mod_by<LITERAL>(index, entries);
+        return index < entries ? index : gj_mod_by<LITERAL>(index, lv);
     } else {
         // Horner's scheme modulo the table size: exact for any resolution and D.
         const gj_u64 r = resolution % entries;
@@ -789,7 +810,7 @@ struct gj_encode_config {
     static constexpr int PPT = 1;    // kernel points per thread
     static constexpr bool LEVEL_MAJOR = true;
     static constexpr gj_u32 SMALL_LEVEL_FLOATS = 0; // shared floats of NAME_backward_coarse
-    static constexpr gj_u32 MODES = 2u;       // bit m: some level has index mode m
+    static constexpr gj_u32 MODES = 32u;       // bit m: some level has index mode m
     static constexpr gj_u32 SMALL_MODES = 0u; // the same for the small levels
 };
 typedef gj_vec<float, 12> gj_encode_in_t;
@@ -808,14 +829,14 @@ __device__ gj_encode_out_t gj_encode(const gj_encode_in_t& x, const gj_half* __r
     float unused_dydx[C::F][C::D];
 
     // Level 0: scale 1.0, resolution 2, 4096 entries (hashed), parameters [0, 32768)
-    const gj_level lv0 = {0ull, 1.0f, 2u, 4096u, 4095u, 4294967295u, GJ_INDEX_HASH, 0u, 0u};
-    if (0.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv0, params + lv0.offset, f, unused_dydx);
+    const gj_level lv0 = {0ull, 1.0f, 2u, 4096u, 4095u, 4294967295u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 4503599627370496ull};
+    if (0.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv0, params + lv0.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 0, f);
 
     // Level 1: scale 3.0, resolution 4, 16384 entries (hashed), parameters [32768, 163840)
-    const gj_level lv1 = {32768ull, 3.0f, 4u, 16384u, 16383u, 1431655808u, GJ_INDEX_HASH, 0u, 0u};
-    if (1.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv1, params + lv1.offset, f, unused_dydx);
+    const gj_level lv1 = {32768ull, 3.0f, 4u, 16384u, 16383u, 1431655808u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 1125899906842624ull};
+    if (1.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv1, params + lv1.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 8, f);
     return y;
@@ -838,18 +859,18 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     (void)rng_index; (void)rng_stride;
 
     // Level 0: scale 1.0, resolution 2, 4096 entries (hashed), parameters [0, 32768)
-    const gj_level lv0 = {0ull, 1.0f, 2u, 4096u, 4095u, 4294967295u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv0 = {0ull, 1.0f, 2u, 4096u, 4095u, 4294967295u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 4503599627370496ull};
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, g,
             dL_dparams ? dL_dparams + lv0.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 1: scale 3.0, resolution 4, 16384 entries (hashed), parameters [32768, 163840)
-    const gj_level lv1 = {32768ull, 3.0f, 4u, 16384u, 16383u, 1431655808u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv1 = {32768ull, 3.0f, 4u, 16384u, 16383u, 1431655808u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 1125899906842624ull};
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, g,
             dL_dparams ? dL_dparams + lv1.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -875,10 +896,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     float g[C::F], ddldy[C::F];
 
     // Level 0: scale 1.0, resolution 2, 4096 entries (hashed), parameters [0, 32768)
-    const gj_level lv0 = {0ull, 1.0f, 2u, 4096u, 4095u, 4294967295u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv0 = {0ull, 1.0f, 2u, 4096u, 4095u, 4294967295u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 4503599627370496ull};
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv0.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -886,10 +907,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 0, ddldy);
 
     // Level 1: scale 3.0, resolution 4, 16384 entries (hashed), parameters [32768, 163840)
-    const gj_level lv1 = {32768ull, 3.0f, 4u, 16384u, 16383u, 1431655808u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv1 = {32768ull, 3.0f, 4u, 16384u, 16383u, 1431655808u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 1125899906842624ull};
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv1.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);

@@ -144,6 +144,10 @@ GJ_INLINE void gj_red_v4_u32(gj_u32* address, gj_u32 a, gj_u32 b, gj_u32 c, gj_u
 #define GJ_INDEX_DENSE 0 // sum_d v_d * res^d fits in 32 bits
 #define GJ_INDEX_HASH 1  // hash(v)
 #define GJ_INDEX_WRAP 2  // res^D overflows: the dense index taken exactly modulo the table size
+// Or'ed into the index mode where the table size is a power of two: every index, hashed
+// or dense (wrapping or not), is then taken with the level's mask, with no modulo code.
+#define GJ_INDEX_POW2 4
+#define GJ_INDEX_MODE_MAX 6 // the largest kind | GJ_INDEX_POW2
 // Or'ed into the index mode by the device functions, whose level constants are literals:
 // a modulo by the table size then compiles inline to a multiplication, with no call.
 #define GJ_INDEX_LITERAL 8
@@ -160,6 +164,7 @@ struct gj_level {
     gj_u32 mode;        // GJ_INDEX_*
     gj_u32 small;       // 1: level-major backward sums it in shared memory (NAME_backward_coarse)
     gj_u32 pad;
+    gj_u64 mod_magic;   // (2^64 - 1) / entries + 1, wrapped to 64 bits: gj_fastmod's multiplier
 };
 
 // ---- PCG32 (O'Neill's PCG-XSH-RR 64/32) -----------------------------------
@@ -252,30 +257,46 @@ GJ_INLINE gj_u32 gj_hash(const gj_u32 (&v)[D]) {
     }
 }
 
-// a % b out of line: the rare corners outside the table (inputs outside [0, 1], the upper
-// boundary, non-power-of-two hashed tables) share one copy of the division instead of
-// inlining it at every corner of every instance, which doubled the compile time.
-__device__ __noinline__ gj_u32 gj_mod(gj_u32 a, gj_u32 b) {
-    return a % b;
+// a % lv.entries without a division: the direct remainder of Lemire, Kaser and Kurz
+// (exact for every 32-bit a and table size), two multiplications and no branch. A
+// division, or a call to an out-of-line one, at every corner would either swell the
+// kernels or stop the corners' loads from overlapping.
+GJ_INLINE gj_u32 gj_fastmod(gj_u32 a, const gj_level& lv) {
+    const gj_u64 low = lv.mod_magic * (gj_u64)a;
+    return (gj_u32)__umul64hi(low, (gj_u64)lv.entries);
 }
 
-// a % b: inline where b is a literal (the compiler makes it a multiplication, and the
-// loads around it stay free to overlap), else out of line (gj_mod).
-template <bool LITERAL> GJ_INLINE gj_u32 gj_mod_by(gj_u32 a, gj_u32 b) {
-    if constexpr (LITERAL) return a % b;
-    else return gj_mod(a, b);
+// a % lv.entries: where the level's constants are literals (the device functions) the
+// compiler folds the modulo itself; from the level table, gj_fastmod.
+template <bool LITERAL> GJ_INLINE gj_u32 gj_mod_by(gj_u32 a, const gj_level& lv) {
+    if constexpr (LITERAL) return a % lv.entries;
+    else return gj_fastmod(a, lv);
 }
 
 // Table entry of corner v at level lv.
 template <int D, int HASH, int MODE>
 GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
-    constexpr int KIND = MODE & ~GJ_INDEX_LITERAL;
+    constexpr int KIND = MODE & 3;
     constexpr bool LITERAL = (MODE & GJ_INDEX_LITERAL) != 0;
     const gj_u32 entries = lv.entries, resolution = lv.resolution;
-    if constexpr (KIND == GJ_INDEX_HASH) {
-        // Hashed tables are powers of two but where D > 10 lets a small dense table hash.
-        const gj_u32 h = gj_hash<D, HASH>(v);
-        return lv.mask ? h & lv.mask : gj_mod_by<LITERAL>(h, entries);
+    if constexpr ((MODE & GJ_INDEX_POW2) != 0) {
+        // The hash, or the dense index in wrapping 32-bit arithmetic (exact modulo 2^32,
+        // so exact modulo the table size too), masked.
+        if constexpr (KIND == GJ_INDEX_HASH) {
+            return gj_hash<D, HASH>(v) & lv.mask;
+        } else {
+            gj_u32 index = 0, stride = 1;
+#pragma unroll
+            for (int d = 0; d < D; ++d) {
+                index += v[d] * stride;
+                stride *= resolution;
+            }
+            return index & lv.mask;
+        }
+    } else if constexpr (KIND == GJ_INDEX_HASH) {
+        // A hashed table whose size is not a power of two (where D > 10 lets a small
+        // dense table hash).
+        return gj_mod_by<LITERAL>(gj_hash<D, HASH>(v), lv);
     } else if constexpr (KIND == GJ_INDEX_DENSE) {
         // Wrapping uint32 arithmetic, exactly as the reference (inputs outside [0,1]); the
         // index is inside the table unless the input is, so the division is rarely paid.
@@ -285,7 +306,7 @@ GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
             index += v[d] * stride;
             stride *= resolution;
         }
-        return index < entries ? index : gj_mod_by<LITERAL>(index, entries);
+        return index < entries ? index : gj_mod_by<LITERAL>(index, lv);
     } else {
         // Horner's scheme modulo the table size: exact for any resolution and D.
         const gj_u64 r = resolution % entries;
@@ -884,26 +905,17 @@ template <int M> struct gj_mode_tag {
     static constexpr int value = M;
 };
 
-// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only.
-template <gj_u32 MODES, class F>
+// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only (bit m: mode m).
+template <gj_u32 MODES, int M = 0, class F>
 GJ_INLINE void gj_with_mode(gj_u32 mode, F&& f) {
-    if constexpr ((MODES >> GJ_INDEX_HASH) & 1u) {
-        if (mode == GJ_INDEX_HASH) {
-            f(gj_mode_tag<GJ_INDEX_HASH>{});
-            return;
+    if constexpr (M <= GJ_INDEX_MODE_MAX) {
+        if constexpr (((MODES >> M) & 1u) != 0) {
+            if (mode == (gj_u32)M) {
+                f(gj_mode_tag<M>{});
+                return;
+            }
         }
-    }
-    if constexpr ((MODES >> GJ_INDEX_DENSE) & 1u) {
-        if (mode == GJ_INDEX_DENSE) {
-            f(gj_mode_tag<GJ_INDEX_DENSE>{});
-            return;
-        }
-    }
-    if constexpr ((MODES >> GJ_INDEX_WRAP) & 1u) {
-        if (mode == GJ_INDEX_WRAP) {
-            f(gj_mode_tag<GJ_INDEX_WRAP>{});
-            return;
-        }
+        gj_with_mode<MODES, M + 1>(mode, static_cast<F&&>(f));
     }
 }
 
@@ -1301,8 +1313,8 @@ struct gj_encode_config {
     static constexpr int PPT = 1;    // kernel points per thread
     static constexpr bool LEVEL_MAJOR = true;
     static constexpr gj_u32 SMALL_LEVEL_FLOATS = 8192; // shared floats of NAME_backward_coarse
-    static constexpr gj_u32 MODES = 3u;       // bit m: some level has index mode m
-    static constexpr gj_u32 SMALL_MODES = 1u; // the same for the small levels
+    static constexpr gj_u32 MODES = 48u;       // bit m: some level has index mode m
+    static constexpr gj_u32 SMALL_MODES = 16u; // the same for the small levels
 };
 typedef gj_vec<float, 3> gj_encode_in_t;
 typedef gj_vec<gj_half, 32> gj_encode_out_t;
@@ -1320,98 +1332,98 @@ __device__ gj_encode_out_t gj_encode(const gj_encode_in_t& x, const gj_half* __r
     float unused_dydx[C::F][C::D];
 
     // Level 0: scale 15.0, resolution 16, 4096 entries (dense), parameters [0, 8192)
-    const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE, 0u, 0u};
-    if (0.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL, false>(x.v, lv0, params + lv0.offset, f, unused_dydx);
+    const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 4503599627370496ull};
+    if (0.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv0, params + lv0.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 0, f);
 
     // Level 1: scale 31.0, resolution 32, 32768 entries (dense), parameters [8192, 73728)
-    const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE, 0u, 0u};
-    if (1.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL, false>(x.v, lv1, params + lv1.offset, f, unused_dydx);
+    const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull};
+    if (1.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv1, params + lv1.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 2, f);
 
     // Level 2: scale 63.0, resolution 64, 262144 entries (dense), parameters [73728, 598016)
-    const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE, 0u, 0u};
-    if (2.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL, false>(x.v, lv2, params + lv2.offset, f, unused_dydx);
+    const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 70368744177664ull};
+    if (2.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv2, params + lv2.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 4, f);
 
     // Level 3: scale 127.0, resolution 128, 524288 entries (hashed), parameters [598016, 1646592)
-    const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (3.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv3, params + lv3.offset, f, unused_dydx);
+    const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
+    if (3.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv3, params + lv3.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 6, f);
 
     // Level 4: scale 255.0, resolution 256, 524288 entries (hashed), parameters [1646592, 2695168)
-    const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (4.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv4, params + lv4.offset, f, unused_dydx);
+    const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
+    if (4.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv4, params + lv4.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 8, f);
 
     // Level 5: scale 511.0, resolution 512, 524288 entries (hashed), parameters [2695168, 3743744)
-    const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (5.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv5, params + lv5.offset, f, unused_dydx);
+    const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
+    if (5.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv5, params + lv5.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 10, f);
 
     // Level 6: scale 1023.0, resolution 1024, 524288 entries (hashed), parameters [3743744, 4792320)
-    const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (6.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv6, params + lv6.offset, f, unused_dydx);
+    const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
+    if (6.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv6, params + lv6.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 12, f);
 
     // Level 7: scale 2047.0, resolution 2048, 524288 entries (hashed), parameters [4792320, 5840896)
-    const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (7.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv7, params + lv7.offset, f, unused_dydx);
+    const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
+    if (7.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv7, params + lv7.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 14, f);
 
     // Level 8: scale 4095.0, resolution 4096, 524288 entries (hashed), parameters [5840896, 6889472)
-    const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (8.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv8, params + lv8.offset, f, unused_dydx);
+    const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
+    if (8.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv8, params + lv8.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 16, f);
 
     // Level 9: scale 8191.0, resolution 8192, 524288 entries (hashed), parameters [6889472, 7938048)
-    const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (9.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv9, params + lv9.offset, f, unused_dydx);
+    const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
+    if (9.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv9, params + lv9.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 18, f);
 
     // Level 10: scale 16383.0, resolution 16384, 524288 entries (hashed), parameters [7938048, 8986624)
-    const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (10.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv10, params + lv10.offset, f, unused_dydx);
+    const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
+    if (10.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv10, params + lv10.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 20, f);
 
     // Level 11: scale 32767.0, resolution 32768, 524288 entries (hashed), parameters [8986624, 10035200)
-    const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (11.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv11, params + lv11.offset, f, unused_dydx);
+    const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
+    if (11.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv11, params + lv11.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 22, f);
 
     // Level 12: scale 65535.0, resolution 65536, 524288 entries (hashed), parameters [10035200, 11083776)
-    const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (12.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv12, params + lv12.offset, f, unused_dydx);
+    const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
+    if (12.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv12, params + lv12.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 24, f);
 
     // Level 13: scale 131071.0, resolution 131072, 524288 entries (hashed), parameters [11083776, 12132352)
-    const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (13.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv13, params + lv13.offset, f, unused_dydx);
+    const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
+    if (13.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv13, params + lv13.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 26, f);
 
     // Level 14: scale 262143.0, resolution 262144, 524288 entries (hashed), parameters [12132352, 13180928)
-    const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (14.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv14, params + lv14.offset, f, unused_dydx);
+    const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
+    if (14.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv14, params + lv14.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 28, f);
 
     // Level 15: scale 524287.0, resolution 524288, 524288 entries (hashed), parameters [13180928, 14229504)
-    const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
-    if (15.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL, false>(x.v, lv15, params + lv15.offset, f, unused_dydx);
+    const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
+    if (15.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv15, params + lv15.offset, f, unused_dydx);
     else gj_zero(f);
     gj_store_level<C>(y.v + 30, f);
     return y;
@@ -1434,130 +1446,130 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     (void)rng_index; (void)rng_stride;
 
     // Level 0: scale 15.0, resolution 16, 4096 entries (dense), parameters [0, 8192)
-    const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE, 0u, 0u};
+    const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 4503599627370496ull};
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, g,
             dL_dparams ? dL_dparams + lv0.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 1: scale 31.0, resolution 32, 32768 entries (dense), parameters [8192, 73728)
-    const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE, 0u, 0u};
+    const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull};
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 2, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, g,
             dL_dparams ? dL_dparams + lv1.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 2: scale 63.0, resolution 64, 262144 entries (dense), parameters [73728, 598016)
-    const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE, 0u, 0u};
+    const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 70368744177664ull};
     if (2.0f < limit) {
         gj_load_level<C>(dL_dy.v + 4, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv2, params + lv2.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv2, params + lv2.offset, g,
             dL_dparams ? dL_dparams + lv2.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 3: scale 127.0, resolution 128, 524288 entries (hashed), parameters [598016, 1646592)
-    const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (3.0f < limit) {
         gj_load_level<C>(dL_dy.v + 6, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv3, params + lv3.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv3, params + lv3.offset, g,
             dL_dparams ? dL_dparams + lv3.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 4: scale 255.0, resolution 256, 524288 entries (hashed), parameters [1646592, 2695168)
-    const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (4.0f < limit) {
         gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv4, params + lv4.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv4, params + lv4.offset, g,
             dL_dparams ? dL_dparams + lv4.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 5: scale 511.0, resolution 512, 524288 entries (hashed), parameters [2695168, 3743744)
-    const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (5.0f < limit) {
         gj_load_level<C>(dL_dy.v + 10, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv5, params + lv5.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv5, params + lv5.offset, g,
             dL_dparams ? dL_dparams + lv5.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 6: scale 1023.0, resolution 1024, 524288 entries (hashed), parameters [3743744, 4792320)
-    const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (6.0f < limit) {
         gj_load_level<C>(dL_dy.v + 12, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv6, params + lv6.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv6, params + lv6.offset, g,
             dL_dparams ? dL_dparams + lv6.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 7: scale 2047.0, resolution 2048, 524288 entries (hashed), parameters [4792320, 5840896)
-    const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (7.0f < limit) {
         gj_load_level<C>(dL_dy.v + 14, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv7, params + lv7.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv7, params + lv7.offset, g,
             dL_dparams ? dL_dparams + lv7.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 8: scale 4095.0, resolution 4096, 524288 entries (hashed), parameters [5840896, 6889472)
-    const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (8.0f < limit) {
         gj_load_level<C>(dL_dy.v + 16, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv8, params + lv8.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv8, params + lv8.offset, g,
             dL_dparams ? dL_dparams + lv8.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 9: scale 8191.0, resolution 8192, 524288 entries (hashed), parameters [6889472, 7938048)
-    const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (9.0f < limit) {
         gj_load_level<C>(dL_dy.v + 18, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv9, params + lv9.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv9, params + lv9.offset, g,
             dL_dparams ? dL_dparams + lv9.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 10: scale 16383.0, resolution 16384, 524288 entries (hashed), parameters [7938048, 8986624)
-    const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (10.0f < limit) {
         gj_load_level<C>(dL_dy.v + 20, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv10, params + lv10.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv10, params + lv10.offset, g,
             dL_dparams ? dL_dparams + lv10.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 11: scale 32767.0, resolution 32768, 524288 entries (hashed), parameters [8986624, 10035200)
-    const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (11.0f < limit) {
         gj_load_level<C>(dL_dy.v + 22, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv11, params + lv11.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv11, params + lv11.offset, g,
             dL_dparams ? dL_dparams + lv11.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 12: scale 65535.0, resolution 65536, 524288 entries (hashed), parameters [10035200, 11083776)
-    const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (12.0f < limit) {
         gj_load_level<C>(dL_dy.v + 24, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv12, params + lv12.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv12, params + lv12.offset, g,
             dL_dparams ? dL_dparams + lv12.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 13: scale 131071.0, resolution 131072, 524288 entries (hashed), parameters [11083776, 12132352)
-    const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (13.0f < limit) {
         gj_load_level<C>(dL_dy.v + 26, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv13, params + lv13.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv13, params + lv13.offset, g,
             dL_dparams ? dL_dparams + lv13.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 14: scale 262143.0, resolution 262144, 524288 entries (hashed), parameters [12132352, 13180928)
-    const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (14.0f < limit) {
         gj_load_level<C>(dL_dy.v + 28, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv14, params + lv14.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv14, params + lv14.offset, g,
             dL_dparams ? dL_dparams + lv14.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 15: scale 524287.0, resolution 524288, 524288 entries (hashed), parameters [13180928, 14229504)
-    const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (15.0f < limit) {
         gj_load_level<C>(dL_dy.v + 30, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv15, params + lv15.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv15, params + lv15.offset, g,
             dL_dparams ? dL_dparams + lv15.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1583,10 +1595,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     float g[C::F], ddldy[C::F];
 
     // Level 0: scale 15.0, resolution 16, 4096 entries (dense), parameters [0, 8192)
-    const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE, 0u, 0u};
+    const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 4503599627370496ull};
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv0.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1594,10 +1606,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 0, ddldy);
 
     // Level 1: scale 31.0, resolution 32, 32768 entries (dense), parameters [8192, 73728)
-    const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE, 0u, 0u};
+    const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull};
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 2, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv1.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1605,10 +1617,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 2, ddldy);
 
     // Level 2: scale 63.0, resolution 64, 262144 entries (dense), parameters [73728, 598016)
-    const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE, 0u, 0u};
+    const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 70368744177664ull};
     if (2.0f < limit) {
         gj_load_level<C>(dL_dy.v + 4, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_LITERAL>(x, lv2, params + lv2.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv2, params + lv2.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv2.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1616,10 +1628,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 4, ddldy);
 
     // Level 3: scale 127.0, resolution 128, 524288 entries (hashed), parameters [598016, 1646592)
-    const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (3.0f < limit) {
         gj_load_level<C>(dL_dy.v + 6, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv3, params + lv3.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv3, params + lv3.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv3.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1627,10 +1639,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 6, ddldy);
 
     // Level 4: scale 255.0, resolution 256, 524288 entries (hashed), parameters [1646592, 2695168)
-    const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (4.0f < limit) {
         gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv4, params + lv4.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv4, params + lv4.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv4.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1638,10 +1650,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 8, ddldy);
 
     // Level 5: scale 511.0, resolution 512, 524288 entries (hashed), parameters [2695168, 3743744)
-    const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (5.0f < limit) {
         gj_load_level<C>(dL_dy.v + 10, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv5, params + lv5.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv5, params + lv5.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv5.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1649,10 +1661,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 10, ddldy);
 
     // Level 6: scale 1023.0, resolution 1024, 524288 entries (hashed), parameters [3743744, 4792320)
-    const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (6.0f < limit) {
         gj_load_level<C>(dL_dy.v + 12, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv6, params + lv6.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv6, params + lv6.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv6.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1660,10 +1672,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 12, ddldy);
 
     // Level 7: scale 2047.0, resolution 2048, 524288 entries (hashed), parameters [4792320, 5840896)
-    const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (7.0f < limit) {
         gj_load_level<C>(dL_dy.v + 14, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv7, params + lv7.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv7, params + lv7.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv7.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1671,10 +1683,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 14, ddldy);
 
     // Level 8: scale 4095.0, resolution 4096, 524288 entries (hashed), parameters [5840896, 6889472)
-    const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (8.0f < limit) {
         gj_load_level<C>(dL_dy.v + 16, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv8, params + lv8.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv8, params + lv8.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv8.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1682,10 +1694,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 16, ddldy);
 
     // Level 9: scale 8191.0, resolution 8192, 524288 entries (hashed), parameters [6889472, 7938048)
-    const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (9.0f < limit) {
         gj_load_level<C>(dL_dy.v + 18, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv9, params + lv9.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv9, params + lv9.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv9.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1693,10 +1705,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 18, ddldy);
 
     // Level 10: scale 16383.0, resolution 16384, 524288 entries (hashed), parameters [7938048, 8986624)
-    const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (10.0f < limit) {
         gj_load_level<C>(dL_dy.v + 20, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv10, params + lv10.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv10, params + lv10.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv10.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1704,10 +1716,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 20, ddldy);
 
     // Level 11: scale 32767.0, resolution 32768, 524288 entries (hashed), parameters [8986624, 10035200)
-    const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (11.0f < limit) {
         gj_load_level<C>(dL_dy.v + 22, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv11, params + lv11.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv11, params + lv11.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv11.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1715,10 +1727,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 22, ddldy);
 
     // Level 12: scale 65535.0, resolution 65536, 524288 entries (hashed), parameters [10035200, 11083776)
-    const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (12.0f < limit) {
         gj_load_level<C>(dL_dy.v + 24, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv12, params + lv12.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv12, params + lv12.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv12.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1726,10 +1738,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 24, ddldy);
 
     // Level 13: scale 131071.0, resolution 131072, 524288 entries (hashed), parameters [11083776, 12132352)
-    const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (13.0f < limit) {
         gj_load_level<C>(dL_dy.v + 26, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv13, params + lv13.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv13, params + lv13.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv13.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1737,10 +1749,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 26, ddldy);
 
     // Level 14: scale 262143.0, resolution 262144, 524288 entries (hashed), parameters [12132352, 13180928)
-    const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (14.0f < limit) {
         gj_load_level<C>(dL_dy.v + 28, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv14, params + lv14.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv14, params + lv14.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv14.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1748,10 +1760,10 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 28, ddldy);
 
     // Level 15: scale 524287.0, resolution 524288, 524288 entries (hashed), parameters [13180928, 14229504)
-    const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
     if (15.0f < limit) {
         gj_load_level<C>(dL_dy.v + 30, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv15, params + lv15.offset, dL_ddLdx.v, g,
+        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv15, params + lv15.offset, dL_ddLdx.v, g,
             dL_dparams ? dL_dparams + lv15.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
     } else {
         gj_zero(ddldy);
@@ -1764,26 +1776,27 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
 }
 
 // The level table of the kernels, in constant memory: one gj_level row per level (offset,
-// scale, resolution, entries, mask, fixed-point cell, index mode, small). Small: the level's
+// scale, resolution, entries, mask, fixed-point cell, index mode, small, pad, modulo
+// multiplier). Small: the level's
 // gradients fit in shared memory, so level-major backward sums them per block
 // (NAME_backward_coarse).
 __constant__ gj_level gj_encode_level_table[16] = {
-    {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE, 1u, 0u}, // level 0
-    {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE, 0u, 0u}, // level 1
-    {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE, 0u, 0u}, // level 2
-    {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 3
-    {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 4
-    {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 5
-    {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 6
-    {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 7
-    {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 8
-    {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 9
-    {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 10
-    {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 11
-    {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 12
-    {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 13
-    {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 14
-    {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 15
+    {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 1u, 0u, 4503599627370496ull}, // level 0
+    {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull}, // level 1
+    {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 70368744177664ull}, // level 2
+    {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull}, // level 3
+    {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull}, // level 4
+    {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull}, // level 5
+    {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull}, // level 6
+    {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull}, // level 7
+    {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull}, // level 8
+    {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull}, // level 9
+    {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull}, // level 10
+    {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull}, // level 11
+    {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull}, // level 12
+    {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull}, // level 13
+    {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull}, // level 14
+    {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull}, // level 15
 };
 struct gj_encode_levels {
     GJ_INLINE static const gj_level& at(gj_u32 level) { return gj_encode_level_table[level]; }

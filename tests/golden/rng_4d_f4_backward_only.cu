@@ -144,6 +144,10 @@ GJ_INLINE void gj_red_v4_u32(gj_u32* address, gj_u32 a, gj_u32 b, gj_u32 c, gj_u
 #define GJ_INDEX_DENSE 0 // sum_d v_d * res^d fits in 32 bits
 #define GJ_INDEX_HASH 1  // hash(v)
 #define GJ_INDEX_WRAP 2  // res^D overflows: the dense index taken exactly modulo the table size
+// Or'ed into the index mode where the table size is a power of two: every index, hashed
+// or dense (wrapping or not), is then taken with the level's mask, with no modulo code.
+#define GJ_INDEX_POW2 4
+#define GJ_INDEX_MODE_MAX 6 // the largest kind | GJ_INDEX_POW2
 // Or'ed into the index mode by the device functions, whose level constants are literals:
 // a modulo by the table size then compiles inline to a multiplication, with no call.
 #define GJ_INDEX_LITERAL 8
@@ -160,6 +164,7 @@ struct gj_level {
     gj_u32 mode;        // GJ_INDEX_*
     gj_u32 small;       // 1: level-major backward sums it in shared memory (NAME_backward_coarse)
     gj_u32 pad;
+    gj_u64 mod_magic;   // (2^64 - 1) / entries + 1, wrapped to 64 bits: gj_fastmod's multiplier
 };
 
 // ---- PCG32 (O'Neill's PCG-XSH-RR 64/32) -----------------------------------
@@ -252,30 +257,46 @@ GJ_INLINE gj_u32 gj_hash(const gj_u32 (&v)[D]) {
     }
 }
 
-// a % b out of line: the rare corners outside the table (inputs outside [0, 1], the upper
-// boundary, non-power-of-two hashed tables) share one copy of the division instead of
-// inlining it at every corner of every instance, which doubled the compile time.
-__device__ __noinline__ gj_u32 gj_mod(gj_u32 a, gj_u32 b) {
-    return a % b;
+// a % lv.entries without a division: the direct remainder of Lemire, Kaser and Kurz
+// (exact for every 32-bit a and table size), two multiplications and no branch. A
+// division, or a call to an out-of-line one, at every corner would either swell the
+// kernels or stop the corners' loads from overlapping.
+GJ_INLINE gj_u32 gj_fastmod(gj_u32 a, const gj_level& lv) {
+    const gj_u64 low = lv.mod_magic * (gj_u64)a;
+    return (gj_u32)__umul64hi(low, (gj_u64)lv.entries);
 }
 
-// a % b: inline where b is a literal (the compiler makes it a multiplication, and the
-// loads around it stay free to overlap), else out of line (gj_mod).
-template <bool LITERAL> GJ_INLINE gj_u32 gj_mod_by(gj_u32 a, gj_u32 b) {
-    if constexpr (LITERAL) return a % b;
-    else return gj_mod(a, b);
+// a % lv.entries: where the level's constants are literals (the device functions) the
+// compiler folds the modulo itself; from the level table, gj_fastmod.
+template <bool LITERAL> GJ_INLINE gj_u32 gj_mod_by(gj_u32 a, const gj_level& lv) {
+    if constexpr (LITERAL) return a % lv.entries;
+    else return gj_fastmod(a, lv);
 }
 
 // Table entry of corner v at level lv.
 template <int D, int HASH, int MODE>
 GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
-    constexpr int KIND = MODE & ~GJ_INDEX_LITERAL;
+    constexpr int KIND = MODE & 3;
     constexpr bool LITERAL = (MODE & GJ_INDEX_LITERAL) != 0;
     const gj_u32 entries = lv.entries, resolution = lv.resolution;
-    if constexpr (KIND == GJ_INDEX_HASH) {
-        // Hashed tables are powers of two but where D > 10 lets a small dense table hash.
-        const gj_u32 h = gj_hash<D, HASH>(v);
-        return lv.mask ? h & lv.mask : gj_mod_by<LITERAL>(h, entries);
+    if constexpr ((MODE & GJ_INDEX_POW2) != 0) {
+        // The hash, or the dense index in wrapping 32-bit arithmetic (exact modulo 2^32,
+        // so exact modulo the table size too), masked.
+        if constexpr (KIND == GJ_INDEX_HASH) {
+            return gj_hash<D, HASH>(v) & lv.mask;
+        } else {
+            gj_u32 index = 0, stride = 1;
+#pragma unroll
+            for (int d = 0; d < D; ++d) {
+                index += v[d] * stride;
+                stride *= resolution;
+            }
+            return index & lv.mask;
+        }
+    } else if constexpr (KIND == GJ_INDEX_HASH) {
+        // A hashed table whose size is not a power of two (where D > 10 lets a small
+        // dense table hash).
+        return gj_mod_by<LITERAL>(gj_hash<D, HASH>(v), lv);
     } else if constexpr (KIND == GJ_INDEX_DENSE) {
         // Wrapping uint32 arithmetic, exactly as the reference (inputs outside [0,1]); the
         // index is inside the table unless the input is, so the division is rarely paid.
@@ -285,7 +306,7 @@ GJ_INLINE gj_u32 gj_corner_index(const gj_u32 (&v)[D], const gj_level& lv) {
             index += v[d] * stride;
             stride *= resolution;
         }
-        return index < entries ? index : gj_mod_by<LITERAL>(index, entries);
+        return index < entries ? index : gj_mod_by<LITERAL>(index, lv);
     } else {
         // Horner's scheme modulo the table size: exact for any resolution and D.
         const gj_u64 r = resolution % entries;
@@ -884,26 +905,17 @@ template <int M> struct gj_mode_tag {
     static constexpr int value = M;
 };
 
-// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only.
-template <gj_u32 MODES, class F>
+// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only (bit m: mode m).
+template <gj_u32 MODES, int M = 0, class F>
 GJ_INLINE void gj_with_mode(gj_u32 mode, F&& f) {
-    if constexpr ((MODES >> GJ_INDEX_HASH) & 1u) {
-        if (mode == GJ_INDEX_HASH) {
-            f(gj_mode_tag<GJ_INDEX_HASH>{});
-            return;
+    if constexpr (M <= GJ_INDEX_MODE_MAX) {
+        if constexpr (((MODES >> M) & 1u) != 0) {
+            if (mode == (gj_u32)M) {
+                f(gj_mode_tag<M>{});
+                return;
+            }
         }
-    }
-    if constexpr ((MODES >> GJ_INDEX_DENSE) & 1u) {
-        if (mode == GJ_INDEX_DENSE) {
-            f(gj_mode_tag<GJ_INDEX_DENSE>{});
-            return;
-        }
-    }
-    if constexpr ((MODES >> GJ_INDEX_WRAP) & 1u) {
-        if (mode == GJ_INDEX_WRAP) {
-            f(gj_mode_tag<GJ_INDEX_WRAP>{});
-            return;
-        }
+        gj_with_mode<MODES, M + 1>(mode, static_cast<F&&>(f));
     }
 }
 
@@ -1301,7 +1313,7 @@ struct gj_encode_config {
     static constexpr int PPT = 1;    // kernel points per thread
     static constexpr bool LEVEL_MAJOR = true;
     static constexpr gj_u32 SMALL_LEVEL_FLOATS = 0; // shared floats of NAME_backward_coarse
-    static constexpr gj_u32 MODES = 2u;       // bit m: some level has index mode m
+    static constexpr gj_u32 MODES = 32u;       // bit m: some level has index mode m
     static constexpr gj_u32 SMALL_MODES = 0u; // the same for the small levels
 };
 typedef gj_vec<float, 4> gj_encode_in_t;
@@ -1324,26 +1336,26 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     (void)rng_index; (void)rng_stride;
 
     // Level 0: scale 15.0, resolution 16, 32768 entries (hashed), parameters [0, 131072)
-    const gj_level lv0 = {0ull, 15.0f, 16u, 32768u, 32767u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv0 = {0ull, 15.0f, 16u, 32768u, 32767u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull};
     if (0.0f < limit) {
         gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, g,
             dL_dparams ? dL_dparams + lv0.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 1: scale 31.0, resolution 32, 32768 entries (hashed), parameters [131072, 262144)
-    const gj_level lv1 = {131072ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv1 = {131072ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull};
     if (1.0f < limit) {
         gj_load_level<C>(dL_dy.v + 4, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, g,
             dL_dparams ? dL_dparams + lv1.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
     // Level 2: scale 63.0, resolution 64, 32768 entries (hashed), parameters [262144, 393216)
-    const gj_level lv2 = {262144ull, 63.0f, 64u, 32768u, 32767u, 0u, GJ_INDEX_HASH, 0u, 0u};
+    const gj_level lv2 = {262144ull, 63.0f, 64u, 32768u, 32767u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull};
     if (2.0f < limit) {
         gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_LITERAL>(x, lv2, params + lv2.offset, g,
+        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv2, params + lv2.offset, g,
             dL_dparams ? dL_dparams + lv2.offset : nullptr, dldx, want_dx, 0.0f);
     }
 
@@ -1353,13 +1365,14 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
 }
 
 // The level table of the kernels, in constant memory: one gj_level row per level (offset,
-// scale, resolution, entries, mask, fixed-point cell, index mode, small). Small: the level's
+// scale, resolution, entries, mask, fixed-point cell, index mode, small, pad, modulo
+// multiplier). Small: the level's
 // gradients fit in shared memory, so level-major backward sums them per block
 // (NAME_backward_coarse).
 __constant__ gj_level gj_encode_level_table[3] = {
-    {0ull, 15.0f, 16u, 32768u, 32767u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 0
-    {131072ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 1
-    {262144ull, 63.0f, 64u, 32768u, 32767u, 0u, GJ_INDEX_HASH, 0u, 0u}, // level 2
+    {0ull, 15.0f, 16u, 32768u, 32767u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull}, // level 0
+    {131072ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull}, // level 1
+    {262144ull, 63.0f, 64u, 32768u, 32767u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull}, // level 2
 };
 struct gj_encode_levels {
     GJ_INLINE static const gj_level& at(gj_u32 level) { return gj_encode_level_table[level]; }
