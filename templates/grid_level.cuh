@@ -240,6 +240,38 @@ GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typena
     float w[D], dw[D];
     gj_weights<C>(t, lv.scale, w, dw);
 
+    constexpr int CORNERS = D <= 3 ? 1 << D : 0; // the batch below is for small D only
+    if constexpr (D <= 3 && CORNERS * F <= 32) {
+        // Every corner's index first, then every load, then the sums: the loads are
+        // issued back to back and wait together (a gather is latency-bound), at the cost
+        // of holding the level's values in registers.
+        gj_u32 index[CORNERS];
+#pragma unroll
+        for (int k = 0; k < CORNERS; ++k) {
+            gj_u32 v[D];
+            gj_corner<D>(c, (gj_u64)k, v);
+            index[k] = gj_corner_index<D, C::HASH, MODE>(v, lv);
+        }
+        float val[CORNERS][F];
+#pragma unroll
+        for (int k = 0; k < CORNERS; ++k) gj_load_entry<C>(grid, index[k], val[k]);
+#pragma unroll
+        for (int k = 0; k < CORNERS; ++k) {
+            const float weight = gj_weight_product<D>(w, (gj_u64)k, -1, -1);
+#pragma unroll
+            for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[k][f], y[f]);
+            if constexpr (DYDX) {
+#pragma unroll
+                for (int d = 0; d < D; ++d) {
+                    const float g = gj_corner_slope<D>(w, dw, (gj_u64)k, d);
+#pragma unroll
+                    for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[k][f], dydx[f][d]);
+                }
+            }
+        }
+        return;
+    }
+
     // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
 #pragma unroll (gj_corner_unroll<D - 1>::value)
     for (gj_u64 edge = 0; edge < (1ull << (D - 1)); ++edge) {
@@ -463,6 +495,92 @@ template <class C> GJ_INLINE void gj_save_context(const float (&x)[C::D], gj_u8*
 template <class C> GJ_INLINE void gj_restore_context(const gj_u8* ctx, float (&x)[C::D]) {
 #pragma unroll
     for (int d = 0; d < C::D; ++d) x[d] = ((const float*)ctx)[d];
+}
+
+// ---- one instance of the level code per index mode present --------------------------
+template <int M> struct gj_mode_tag {
+    static constexpr int value = M;
+};
+
+// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only (bit m: mode m).
+template <gj_u32 MODES, int M = 0, class F>
+GJ_INLINE void gj_with_mode(gj_u32 mode, F&& f) {
+    if constexpr (M <= GJ_INDEX_MODE_MAX) {
+        if constexpr (((MODES >> M) & 1u) != 0) {
+            if (mode == (gj_u32)M) {
+                f(gj_mode_tag<M>{});
+                return;
+            }
+        }
+        gj_with_mode<MODES, M + 1>(mode, static_cast<F&&>(f));
+    }
+}
+
+// ---- the device functions' level loop ------------------------------------------------
+// The device functions (for fusion) read their levels from the level table NAME_levels (LV)
+// and loop over them without unrolling: one copy of the level code per index mode keeps a
+// user's fused kernel small and quick to compile, and it measured faster than sixteen
+// unrolled copies (docs/benchmarks.md). gj_codegen_options.unroll_levels asks for the
+// unrolled form instead.
+template <class C, class LV>
+GJ_INLINE void gj_levels_forward(const float (&x)[C::D], const typename C::param_t* __restrict__ params, float limit,
+                                 typename C::param_t* y) {
+#pragma unroll 1
+    for (int l = 0; l < C::L; ++l) {
+        float f[C::F];
+        if ((float)l < limit) {
+            const gj_level& lv = LV::at((gj_u32)l);
+            float unused[C::F][C::D];
+            gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
+                gj_level_forward<C, decltype(mode)::value, false>(x, lv, params + lv.offset, f, unused);
+            });
+        } else {
+            gj_zero(f);
+        }
+        gj_store_level<C>(y + l * C::F, f);
+    }
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_levels_backward(const float (&x)[C::D], const typename C::param_t* dL_dy,
+                                  const typename C::param_t* __restrict__ params, typename C::grad_t* __restrict__ grad,
+                                  float (&dldx)[C::D], bool want_dx, float limit, gj_u64 rng_index, gj_u64 rng_stride) {
+#pragma unroll 1
+    for (int l = 0; l < C::L && (float)l < limit; ++l) {
+        const gj_level& lv = LV::at((gj_u32)l);
+        float g[C::F];
+        gj_load_level<C>(dL_dy + l * C::F, g);
+        float u = 0.0f;
+        if constexpr (C::STOCHASTIC) u = grad ? gj_stochastic_sample(rng_index, (gj_u32)l, rng_stride) : 0.0f;
+        gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
+            gj_level_backward_any<C, decltype(mode)::value>(x, lv, params + lv.offset, g, grad ? grad + lv.offset : nullptr,
+                                                            dldx, want_dx, u);
+        });
+    }
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_levels_backward_backward(const float (&x)[C::D], const float (&dL_ddLdx)[C::D],
+                                           const typename C::param_t* dL_dy, const typename C::param_t* __restrict__ params,
+                                           typename C::grad_t* __restrict__ grad, typename C::param_t* dL_ddLdy,
+                                           float (&dldx)[C::D], bool want_dx, float limit) {
+#pragma unroll 1
+    for (int l = 0; l < C::L; ++l) {
+        float ddldy[C::F];
+        if ((float)l < limit) {
+            const gj_level& lv = LV::at((gj_u32)l);
+            float g[C::F];
+            gj_load_level<C>(dL_dy + l * C::F, g);
+            gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
+                gj_level_backward_backward<C, decltype(mode)::value>(x, lv, params + lv.offset, dL_ddLdx, g,
+                                                                     grad ? grad + lv.offset : nullptr, ddldy, dldx,
+                                                                     dL_ddLdy != nullptr, want_dx);
+            });
+        } else {
+            gj_zero(ddldy);
+        }
+        if (dL_ddLdy) gj_store_level<C>(dL_ddLdy + l * C::F, ddldy);
+    }
 }
 
 #endif // GJ_GRID_LEVEL_CUH

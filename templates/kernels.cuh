@@ -16,25 +16,6 @@
 #ifndef GJ_KERNELS_CUH
 #define GJ_KERNELS_CUH
 
-// ---- one instance of the level code per index mode present --------------------------
-template <int M> struct gj_mode_tag {
-    static constexpr int value = M;
-};
-
-// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only (bit m: mode m).
-template <gj_u32 MODES, int M = 0, class F>
-GJ_INLINE void gj_with_mode(gj_u32 mode, F&& f) {
-    if constexpr (M <= GJ_INDEX_MODE_MAX) {
-        if constexpr (((MODES >> M) & 1u) != 0) {
-            if (mode == (gj_u32)M) {
-                f(gj_mode_tag<M>{});
-                return;
-            }
-        }
-        gj_with_mode<MODES, M + 1>(mode, static_cast<F&&>(f));
-    }
-}
-
 template <class C>
 GJ_INLINE void gj_load_point(const float* x, gj_u64 i, gj_u64 stride_point, gj_u64 stride_dim, float (&out)[C::D]) {
 #pragma unroll

@@ -48,6 +48,9 @@ static const golden_case golden_cases[] = {
      GJ_PASS_BACKWARD, 1, 0, GJ_ORDER_LEVEL_MAJOR},
 };
 
+/* gj_codegen_options.unroll_levels for generate() (the default: 0). */
+static int g_unroll_levels;
+
 static char *generate(const char *json, uint32_t passes, uint32_t pad_to, int device_functions_only, gj_order order,
                       const char *name) {
     gj_context *ctx = NULL;
@@ -62,6 +65,7 @@ static char *generate(const char *json, uint32_t passes, uint32_t pad_to, int de
     opts.output_width_multiple = pad_to;
     opts.device_functions_only = device_functions_only;
     opts.order = order;
+    opts.unroll_levels = g_unroll_levels;
     if (name) {
         opts.name = name;
     }
@@ -122,12 +126,39 @@ static size_t count(const char *haystack, const char *needle) {
     return n;
 }
 
-/* Every per-level constant appears as a literal, once per device function and once in the
- * kernels' level table. */
+/* By default the device functions loop over the level table, which is emitted before
+ * them (also without kernels); each level's row appears once. */
+static void device_functions_loop_over_the_level_table(void **state) {
+    (void)state;
+    const char *json = "{\"otype\":\"HashGrid\",\"n_levels\":7,\"per_level_scale\":1.3819,\"base_resolution\":5}";
+    for (int only = 0; only <= 1; ++only) {
+        char *source = generate(json, GJ_PASS_ALL, 1, only, GJ_ORDER_LEVEL_MAJOR, NULL);
+        assert_int_equal(count(source, "// Level "), 0);
+        assert_int_equal(count(source, "gj_levels_forward<C, gj_encode_levels>"), 1);
+        assert_int_equal(count(source, "gj_levels_backward<C, gj_encode_levels>"), 1);
+        assert_int_equal(count(source, "gj_levels_backward_backward<C, gj_encode_levels>"), 1);
+        for (uint32_t l = 0; l < 7; ++l) {
+            char table_row[32];
+            snprintf(table_row, sizeof table_row, " // level %u\n", l);
+            assert_int_equal(count(source, table_row), 1);
+        }
+        const char *table = strstr(source, "__constant__ gj_level gj_encode_level_table[7]");
+        const char *forward = strstr(source, "__device__ gj_encode_out_t gj_encode(");
+        assert_non_null(table);
+        assert_non_null(forward);
+        assert_true(table < forward);
+        free(source);
+    }
+}
+
+/* With unroll_levels, every per-level constant appears as a literal, once per device
+ * function and once in the kernels' level table. */
 static void levels_are_unrolled_with_literal_constants(void **state) {
     (void)state;
     const char *json = "{\"otype\":\"HashGrid\",\"n_levels\":7,\"per_level_scale\":1.3819,\"base_resolution\":5}";
+    g_unroll_levels = 1;
     char *source = generate(json, GJ_PASS_ALL, 1, 0, GJ_ORDER_LEVEL_MAJOR, NULL);
+    g_unroll_levels = 0;
     gj_context *ctx = NULL;
     gj_encoding *enc = NULL;
     assert_int_equal(gj_context_create(&ctx), GJ_OK);
@@ -234,6 +265,7 @@ int main(void) {
         cmocka_unit_test(golden_sources_match),
         cmocka_unit_test(generation_is_deterministic),
         cmocka_unit_test(levels_are_unrolled_with_literal_constants),
+        cmocka_unit_test(device_functions_loop_over_the_level_table),
         cmocka_unit_test(header_states_version_config_and_options),
         cmocka_unit_test(passes_and_names_select_what_is_emitted),
         cmocka_unit_test(padding_widens_the_output_vector),

@@ -17,7 +17,7 @@
 #include "gridjit.h"
 #include "test_env.h"
 
-static char *device_functions(gj_context *ctx, const char *json, const char *name) {
+static char *device_functions(gj_context *ctx, const char *json, const char *name, int unroll_levels) {
     gj_encoding *enc = NULL;
     if (gj_encoding_create(ctx, json, 0, &enc) != GJ_OK) {
         fail_msg("%s", gj_context_errmsg(ctx));
@@ -26,6 +26,7 @@ static char *device_functions(gj_context *ctx, const char *json, const char *nam
     gj_codegen_options_init(&opts);
     opts.device_functions_only = 1;
     opts.name = name;
+    opts.unroll_levels = unroll_levels;
     char *source = NULL;
     assert_int_equal(gj_encoding_generate(ctx, enc, &opts, &source, NULL), GJ_OK);
     gj_encoding_destroy(enc);
@@ -62,11 +63,12 @@ static void device_functions_fuse_into_a_callers_kernel(void **state) {
     }
     gj_context *ctx = NULL;
     assert_int_equal(gj_context_create(&ctx), GJ_OK);
-    char *a = device_functions(ctx, "{\"otype\":\"HashGrid\"}", "grid_a");
+    /* One encoding with unrolled levels, one looping over its table: both forms fuse. */
+    char *a = device_functions(ctx, "{\"otype\":\"HashGrid\"}", "grid_a", 1);
     char *b = device_functions(ctx,
                                "{\"otype\":\"DenseGrid\",\"n_levels\":8,\"base_resolution\":4,\"precision\":\"fp32\","
                                "\"interpolation\":\"Smoothstep\",\"stochastic_interpolation\":true,\"n_dims_to_encode\":2}",
-                               "grid_b");
+                               "grid_b", 0);
     const size_t size = strlen(a) + strlen(b) + sizeof user_kernel + 1;
     char *source = malloc(size);
     assert_non_null(source);

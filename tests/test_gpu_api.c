@@ -90,7 +90,11 @@ static void no_context_means_the_primary_context(void **state) {
     gj_codegen_options_init(&opts);
     opts.passes = GJ_PASS_FORWARD;
     gj_gpu_ok(a->ctx, gj_module_create(a->ctx, a->enc32, &opts, &m), "gj_module_create");
+    /* Creating a module touches no context; the first call that runs on the GPU does. */
     CUcontext current = NULL, primary = NULL;
+    assert_int_equal(drv->CtxGetCurrent(&current), CUDA_SUCCESS);
+    assert_null(current);
+    gj_gpu_ok(a->ctx, gj_module_prepare(m, GJ_PASS_FORWARD), "gj_module_prepare");
     CUdevice device0;
     assert_int_equal(drv->CtxGetCurrent(&current), CUDA_SUCCESS);
     assert_non_null(current);

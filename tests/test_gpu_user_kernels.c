@@ -174,7 +174,11 @@ static void a_user_kernel_computes_what_the_module_computes(void **state) {
     } packed = {x, params, y_user, n};
     memset(b, 0, (size_t)N_POINTS * width * sizeof(float));
     gj_gpu_put(w->ctx, y_user, b, (size_t)N_POINTS * width * sizeof(float));
+    /* sizeof packed includes the struct's trailing padding: trimmed to the parameters. */
     gj_gpu_ok(w->ctx, gj_kernel_launch_packed(encode, &config, &packed, sizeof packed), "gj_kernel_launch_packed");
+    /* A buffer short of the parameters is refused, naming both sizes. */
+    assert_int_equal(gj_kernel_launch_packed(encode, &config, &packed, 8), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(w->ctx), "take 28 bytes"));
     gj_gpu_ok(w->ctx, gj_stream_synchronize(w->ctx, stream), "sync");
     gj_gpu_get(w->ctx, b, y_user, (size_t)N_POINTS * width * sizeof(float));
     assert_memory_equal(a, b, (size_t)N_POINTS * width * sizeof(float));

@@ -38,7 +38,10 @@ class _Counted:
         self._name, self._fn = name, fn
 
     def __call__(self, *args):
-        CALLS[self._name] += 1
+        # At interpreter exit the module's globals may already be gone (a __del__ that
+        # runs late): count only while the counter is there.
+        if CALLS is not None:
+            CALLS[self._name] += 1
         return self._fn(*args)
 
     def __getattr__(self, attr):

@@ -43,6 +43,14 @@ def _skip_reason():
     cuda_home = os.environ.get("CUDA_PATH") or os.environ.get("CUDA_HOME") or "/usr/local/cuda"
     if not (Path(cuda_home) / "include" / "cuda.h").is_file():
         return f"the CUDA toolkit's headers are not in {cuda_home}/include (needed at build time only)"
+    # The library's own build dependencies (the GPU machine, for one, has the runtime
+    # libraries but not these development headers).
+    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    for header, package in (("cjson/cJSON.h", "libcjson-dev"), ("xxhash.h", "libxxhash-dev")):
+        probe = subprocess.run([compiler, "-fsyntax-only", "-x", "c", "-"], input=f"#include <{header}>\n",
+                               capture_output=True, text=True) if compiler else None
+        if probe is None or probe.returncode != 0:
+            return f"cannot build libgridjit here: <{header}> is not installed ({package})"
     return None
 
 

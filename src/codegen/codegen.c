@@ -46,6 +46,10 @@ char *gj__codegen(const struct gj_encoding *enc, const gj_codegen_options *opts,
     gj__emit_types(&sb, enc, opts);
     /* A module's program holds its kernels only: the device functions are for fusion. */
     const uint32_t functions = part == GJ__PART_ALL ? opts->passes : 0;
+    /* The level table serves the kernels and the looping device functions. */
+    if (!opts->device_functions_only || (functions && !opts->unroll_levels)) {
+        gj__emit_level_table(&sb, enc, opts);
+    }
     if (functions & GJ_PASS_FORWARD) {
         gj__emit_forward_function(&sb, enc, opts);
     }
@@ -56,7 +60,6 @@ char *gj__codegen(const struct gj_encoding *enc, const gj_codegen_options *opts,
         gj__emit_backward_backward_function(&sb, enc, opts);
     }
     if (!opts->device_functions_only) {
-        gj__emit_level_table(&sb, enc, opts);
         gj__emit_kernels(&sb, enc, opts, part);
     }
     return gj__sb_take(&sb);

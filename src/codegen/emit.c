@@ -205,6 +205,12 @@ void gj__emit_forward_function(gj__strbuf *sb, const struct gj_encoding *enc, co
     gj__sb_append(sb, "    if (fwd_ctx) gj_save_context<C>(x.v, fwd_ctx);\n");
     gj__sb_append(sb, "    const float limit = gj_level_limit<C>(max_level);\n");
     gj__sb_printf(sb, "    %s_out_t y;\n", name);
+    if (!opts->unroll_levels) {
+        gj__sb_printf(sb, "    gj_levels_forward<C, %s_levels>(x.v, params, limit, y.v);\n", name);
+        emit_padding(sb, enc, opts, "    ", "y.v");
+        gj__sb_append(sb, "    return y;\n}\n\n");
+        return;
+    }
     gj__sb_append(sb, "    float f[C::F];\n    float unused_dydx[C::F][C::D];\n");
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
         level_text t;
@@ -237,6 +243,14 @@ void gj__emit_backward_function(gj__strbuf *sb, const struct gj_encoding *enc, c
     gj__sb_append(sb, "    float x[C::D];\n    gj_restore_context<C>(fwd_ctx, x);\n");
     gj__sb_append(sb, "    const float limit = gj_level_limit<C>(max_level);\n");
     gj__sb_append(sb, "    const bool want_dx = dL_dx != nullptr;\n");
+    if (!opts->unroll_levels) {
+        gj__sb_append(sb, "    float dldx[C::D];\n    gj_zero(dldx);\n");
+        gj__sb_printf(sb, "    gj_levels_backward<C, %s_levels>(x, dL_dy.v, params, dL_dparams, dldx, want_dx, limit,\n", name);
+        gj__sb_append(sb, "                                     rng_index, rng_stride);\n");
+        gj__sb_append(sb, "    if (dL_dx) {\n");
+        gj__sb_append(sb, "        for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];\n    }\n}\n\n");
+        return;
+    }
     gj__sb_append(sb, "    float dldx[C::D];\n    gj_zero(dldx);\n    float g[C::F];\n");
     gj__sb_append(sb, "    (void)rng_index; (void)rng_stride;\n");
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
@@ -271,9 +285,16 @@ void gj__emit_backward_backward_function(gj__strbuf *sb, const struct gj_encodin
     gj__sb_append(sb, "    if (!dL_dparams && !dL_dx && !dL_ddLdy) return;\n");
     gj__sb_append(sb, "    float x[C::D];\n    gj_restore_context<C>(fwd_ctx, x);\n");
     gj__sb_append(sb, "    const float limit = gj_level_limit<C>(max_level);\n");
-    gj__sb_append(sb, "    const bool want_dx = dL_dx != nullptr, want_ddldy = dL_ddLdy != nullptr;\n");
-    gj__sb_append(sb, "    float dldx[C::D];\n    gj_zero(dldx);\n    float g[C::F], ddldy[C::F];\n");
-    for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
+    gj__sb_append(sb, opts->unroll_levels ? "    const bool want_dx = dL_dx != nullptr, want_ddldy = dL_ddLdy != nullptr;\n"
+                                          : "    const bool want_dx = dL_dx != nullptr;\n");
+    if (!opts->unroll_levels) {
+        gj__sb_append(sb, "    float dldx[C::D];\n    gj_zero(dldx);\n");
+        gj__sb_printf(sb, "    gj_levels_backward_backward<C, %s_levels>(x, dL_ddLdx.v, dL_dy.v, params, dL_dparams,\n", name);
+        gj__sb_append(sb, "        dL_ddLdy ? dL_ddLdy->v : nullptr, dldx, want_dx, limit);\n");
+    } else {
+        gj__sb_append(sb, "    float dldx[C::D];\n    gj_zero(dldx);\n    float g[C::F], ddldy[C::F];\n");
+    }
+    for (uint32_t l = 0; opts->unroll_levels && l < enc->layout.n_levels; ++l) {
         level_text t;
         gj__sb_append(sb, "\n");
         begin_level(sb, "    ", enc, l, &t);

@@ -12,9 +12,11 @@ typedef struct entry_point {
     const char *name;
     int version;
     size_t offset;
+    int optional; /* newer than gridjit's minimum driver: left NULL where missing */
 } entry_point;
 
-#define GJ__ENTRY(field, version) {"cu" #field, version, offsetof(gj__driver, field)}
+#define GJ__ENTRY(field, version) {"cu" #field, version, offsetof(gj__driver, field), 0}
+#define GJ__OPTIONAL_ENTRY(field, version) {"cu" #field, version, offsetof(gj__driver, field), 1}
 static const entry_point entry_points[] = {
     GJ__ENTRY(GetErrorName, 6000),
     GJ__ENTRY(GetErrorString, 6000),
@@ -65,8 +67,10 @@ static const entry_point entry_points[] = {
     GJ__ENTRY(StreamCreate, 2000),
     GJ__ENTRY(StreamDestroy, 4000),
     GJ__ENTRY(StreamWaitEvent, 3020),
+    GJ__OPTIONAL_ENTRY(FuncGetParamInfo, 12040),
 };
 #undef GJ__ENTRY
+#undef GJ__OPTIONAL_ENTRY
 
 static int disabled_by_env(const char *value) {
     return value && (strcmp(value, "off") == 0 || strcmp(value, "0") == 0 || strcmp(value, "none") == 0);
@@ -114,6 +118,9 @@ static gj_status resolve_all(const gj__diag *d, gj__driver *drv) {
             return gj__fail(d, GJ_ERROR_NO_DRIVER,
                             "CUDA driver not usable: cuGetProcAddress failed: CUDA_ERROR_STUB_LIBRARY (the library "
                             "loaded is the CUDA toolkit's stub, not a driver)");
+        }
+        if ((r != CUDA_SUCCESS || found != CU_GET_PROC_ADDRESS_SUCCESS || !fn) && e->optional) {
+            continue; /* stays NULL: callers check */
         }
         if (r != CUDA_SUCCESS || found != CU_GET_PROC_ADDRESS_SUCCESS || !fn) {
             return gj__fail(d, GJ_ERROR_NO_DRIVER,

@@ -79,6 +79,8 @@ typedef struct gj__driver {
     PFN_cuStreamCreate_v2000 StreamCreate;
     PFN_cuStreamDestroy_v4000 StreamDestroy;
     PFN_cuStreamWaitEvent_v3020 StreamWaitEvent;
+    /* Optional (a CUDA 12.4 driver or newer); NULL otherwise. */
+    PFN_cuFuncGetParamInfo_v12040 FuncGetParamInfo;
 } gj__driver;
 
 typedef struct gj__driver_loader {

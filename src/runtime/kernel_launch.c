@@ -50,6 +50,27 @@ static gj_status allow_shared(gj_kernel *k, CUfunction f, uint32_t bytes, const 
                           what);
 }
 
+/* A packed parameter buffer against what the kernel declares, where the driver can say
+ * (cuFuncGetParamInfo): too small is refused; larger (a C struct's trailing padding) is
+ * trimmed to the parameters' extent, which the driver insists on. */
+static gj_status fit_packed(gj_kernel *k, CUfunction f, size_t *size, const char *call) {
+    gj__driver *drv = k->module->drv;
+    if (!drv->FuncGetParamInfo) {
+        return GJ_OK;
+    }
+    size_t extent = 0, offset = 0, bytes = 0;
+    for (size_t i = 0; drv->FuncGetParamInfo(f, i, &offset, &bytes) == CUDA_SUCCESS; ++i) {
+        extent = offset + bytes > extent ? offset + bytes : extent;
+    }
+    if (*size < extent) {
+        return gj__fail(k->module->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s(%s): the kernel's parameters take %zu bytes, the buffer holds %zu", call, k->expression,
+                        extent, *size);
+    }
+    *size = extent;
+    return GJ_OK;
+}
+
 static gj_status launch(gj_kernel *k, const gj_launch_config *c, void **params, void **extra, const char *call) {
     if (!k) {
         return GJ_ERROR_INVALID_ARGUMENT;
@@ -69,6 +90,9 @@ static gj_status launch(gj_kernel *k, const gj_launch_config *c, void **params, 
     status = gj__kernel_function(k, &where, call, &f);
     if (status == GJ_OK) {
         status = allow_shared(k, f, c->shared_bytes, call);
+    }
+    if (status == GJ_OK && extra) {
+        status = fit_packed(k, f, (size_t *)extra[3], call); /* CU_LAUNCH_PARAM_BUFFER_SIZE's value */
     }
     if (status == GJ_OK) {
         char what[256];

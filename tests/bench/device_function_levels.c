@@ -1,19 +1,17 @@
 /*
  * bench_device_function_levels: should the device functions for fusion unroll their
- * levels with literal constants (what gridjit generates) or loop over a level table (what
- * its own kernels do)? Two user kernels, identical but for that, each encode a point with
- * tiny-cuda-nn's default HashGrid and reduce its features with a weight per feature:
+ * levels with literal constants, or loop over the level table? One user kernel encodes each
+ * point with tiny-cuda-nn's default HashGrid (y = grid(x, params, nullptr)) and reduces its
+ * features with a weight per feature, compiled twice:
  *
- *   literal: y = grid(x, params, nullptr), the generated device function (16 unrolled
- *            levels, each a block of literals);
- *   table:   a loop that is not unrolled over a __constant__ table of the levels (the
- *            rows gj_encoding_level() gives), calling the level code of the level's index
- *            mode, the features collected in the same NAME_out_t.
+ *   literal: gj_codegen_options.unroll_levels = 1: 16 unrolled levels, each a block of
+ *            literal constants;
+ *   table:   the default: a loop that is not unrolled over the __constant__ level table,
+ *            one copy of the level code per index mode.
  *
  * Prints, for each, the cold NVRTC compile time (disk cache off), the registers per thread
- * and the median kernel time over 2^21 points (30 launches after 5), as one JSON object.
- * The table variant calls gridjit's internal level templates, which are not a stable
- * interface: this is a measurement, not an example.
+ * and the median kernel time over 2^21 points (30 launches after 5), as one JSON object,
+ * and whether the two gave the same bits.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <gridjit.h>
@@ -34,7 +32,7 @@ static void check(gj_status status, const char *what) {
 }
 #define CHECK(call) check((call), #call)
 
-static const char literal_source[] =
+static const char kernel_source[] =
     "#include \"grid.cuh\"\n"
     "extern \"C\" __global__ void encode_sum(const float* __restrict__ xs, const grid_config::param_t* __restrict__ params,\n"
     "                                       const float* __restrict__ w, float* __restrict__ out, unsigned n) {\n"
@@ -48,54 +46,6 @@ static const char literal_source[] =
     "    out[i] = s;\n"
     "}\n";
 
-/* The table variant: TABLE_ROWS is replaced by the levels' rows. */
-static const char table_source[] =
-    "#include \"grid.cuh\"\n"
-    "__constant__ gj_level levels[grid_config::L] = {\n"
-    "TABLE_ROWS"
-    "};\n"
-    "extern \"C\" __global__ void encode_sum(const float* __restrict__ xs, const grid_config::param_t* __restrict__ params,\n"
-    "                                       const float* __restrict__ w, float* __restrict__ out, unsigned n) {\n"
-    "    typedef grid_config C;\n"
-    "    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "    if (i >= n) return;\n"
-    "    float x[C::D];\n"
-    "    for (int d = 0; d < C::D; ++d) x[d] = xs[i * C::D + d];\n"
-    "    grid_out_t y;\n"
-    "#pragma unroll 1\n"
-    "    for (int l = 0; l < C::L; ++l) {\n"
-    "        const gj_level& lv = levels[l];\n"
-    "        float f[C::F], unused[C::F][C::D];\n"
-    "        if (lv.mode == GJ_INDEX_HASH) gj_level_forward<C, GJ_INDEX_HASH, false>(x, lv, params + lv.offset, f, unused);\n"
-    "        else gj_level_forward<C, GJ_INDEX_DENSE, false>(x, lv, params + lv.offset, f, unused);\n"
-    "        for (int j = 0; j < C::F; ++j) y.v[l * C::F + j] = gj_from_float<C::param_t>(f[j]);\n"
-    "    }\n"
-    "    float s = 0.0f;\n"
-    "    for (int k = 0; k < C::N_OUT; ++k) s += gj_to_float(y.v[k]) * w[k];\n"
-    "    out[i] = s;\n"
-    "}\n";
-
-/* table_source with the rows of enc's levels (offset in parameters, scale, resolution,
- * entries, mask, cell, mode, small, pad, modulo multiplier). */
-static char *table_text(const gj_encoding *enc) {
-    const uint32_t features = gj_encoding_n_features_per_level(enc);
-    size_t size = sizeof table_source + 256u * gj_encoding_n_levels(enc);
-    char *rows = calloc(size, 1), *out = calloc(size, 1);
-    for (uint32_t l = 0; l < gj_encoding_n_levels(enc); ++l) {
-        gj_level_info info;
-        CHECK(gj_encoding_level(enc, l, &info));
-        const uint32_t mask = (info.entries & (info.entries - 1u)) == 0 ? info.entries - 1u : 0u;
-        const unsigned long long magic = UINT64_MAX / info.entries + 1u; /* gj_fastmod's multiplier */
-        snprintf(rows + strlen(rows), size - strlen(rows), "    {%lluull, %.9ef, %uu, %uu, %uu, 0u, %s, 0u, 0u, %lluull},\n",
-                 (unsigned long long)(info.offset * features), (double)info.scale, info.resolution, info.entries, mask,
-                 info.hashed ? "GJ_INDEX_HASH" : "GJ_INDEX_DENSE", magic);
-    }
-    const char *at = strstr(table_source, "TABLE_ROWS");
-    snprintf(out, size, "%.*s%s%s", (int)(at - table_source), table_source, rows, at + strlen("TABLE_ROWS"));
-    free(rows);
-    return out;
-}
-
 typedef struct variant {
     const char *name;
     double compile_ms, median_ms;
@@ -107,8 +57,11 @@ static int by_value(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void measure(variant *v, const char *source, const gj_encoding *enc, void **args, unsigned n) {
-    gj_source_encoding grid = {"grid", enc, NULL};
+static void measure(variant *v, const char *source, const gj_encoding *enc, int unroll_levels, void **args, unsigned n) {
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.unroll_levels = unroll_levels;
+    gj_source_encoding grid = {"grid", enc, &opts};
     const char *kernels[] = {"encode_sum"};
     gj_source_desc desc;
     gj_source_desc_init(&desc);
@@ -192,12 +145,11 @@ int main(void) {
     }
     CHECK(gj_memcpy_to_device(ctx, w, weights, sizeof weights));
     void *args[] = {&x, &params, &w, &out, (void *)&n};
-    char *table = table_text(enc);
     variant v[2] = {{.name = "literal.cu"}, {.name = "table.cu"}};
-    measure(&v[0], literal_source, enc, args, n);
+    measure(&v[0], kernel_source, enc, 1, args, n);
     float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
     CHECK(gj_memcpy_to_host(ctx, a, out, n * sizeof(float)));
-    measure(&v[1], table, enc, args, n);
+    measure(&v[1], kernel_source, enc, 0, args, n);
     CHECK(gj_memcpy_to_host(ctx, b, out, n * sizeof(float)));
     const int same = memcmp(a, b, n * sizeof(float)) == 0;
     printf("{\"device\": \"%s\", \"n_points\": %u, \"same_results\": %s", info.device_name, n, same ? "true" : "false");
@@ -208,7 +160,6 @@ int main(void) {
     printf("}\n");
     free(a);
     free(b);
-    free(table);
     free(host);
     gj_device_free(ctx, params);
     gj_device_free(ctx, x);

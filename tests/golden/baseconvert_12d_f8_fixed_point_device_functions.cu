@@ -562,6 +562,38 @@ GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typena
     float w[D], dw[D];
     gj_weights<C>(t, lv.scale, w, dw);
 
+    constexpr int CORNERS = D <= 3 ? 1 << D : 0; // the batch below is for small D only
+    if constexpr (D <= 3 && CORNERS * F <= 32) {
+        // Every corner's index first, then every load, then the sums: the loads are
+        // issued back to back and wait together (a gather is latency-bound), at the cost
+        // of holding the level's values in registers.
+        gj_u32 index[CORNERS];
+#pragma unroll
+        for (int k = 0; k < CORNERS; ++k) {
+            gj_u32 v[D];
+            gj_corner<D>(c, (gj_u64)k, v);
+            index[k] = gj_corner_index<D, C::HASH, MODE>(v, lv);
+        }
+        float val[CORNERS][F];
+#pragma unroll
+        for (int k = 0; k < CORNERS; ++k) gj_load_entry<C>(grid, index[k], val[k]);
+#pragma unroll
+        for (int k = 0; k < CORNERS; ++k) {
+            const float weight = gj_weight_product<D>(w, (gj_u64)k, -1, -1);
+#pragma unroll
+            for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[k][f], y[f]);
+            if constexpr (DYDX) {
+#pragma unroll
+                for (int d = 0; d < D; ++d) {
+                    const float g = gj_corner_slope<D>(w, dw, (gj_u64)k, d);
+#pragma unroll
+                    for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[k][f], dydx[f][d]);
+                }
+            }
+        }
+        return;
+    }
+
     // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
 #pragma unroll (gj_corner_unroll<D - 1>::value)
     for (gj_u64 edge = 0; edge < (1ull << (D - 1)); ++edge) {
@@ -787,6 +819,92 @@ template <class C> GJ_INLINE void gj_restore_context(const gj_u8* ctx, float (&x
     for (int d = 0; d < C::D; ++d) x[d] = ((const float*)ctx)[d];
 }
 
+// ---- one instance of the level code per index mode present --------------------------
+template <int M> struct gj_mode_tag {
+    static constexpr int value = M;
+};
+
+// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only (bit m: mode m).
+template <gj_u32 MODES, int M = 0, class F>
+GJ_INLINE void gj_with_mode(gj_u32 mode, F&& f) {
+    if constexpr (M <= GJ_INDEX_MODE_MAX) {
+        if constexpr (((MODES >> M) & 1u) != 0) {
+            if (mode == (gj_u32)M) {
+                f(gj_mode_tag<M>{});
+                return;
+            }
+        }
+        gj_with_mode<MODES, M + 1>(mode, static_cast<F&&>(f));
+    }
+}
+
+// ---- the device functions' level loop ------------------------------------------------
+// The device functions (for fusion) read their levels from the level table NAME_levels (LV)
+// and loop over them without unrolling: one copy of the level code per index mode keeps a
+// user's fused kernel small and quick to compile, and it measured faster than sixteen
+// unrolled copies (docs/benchmarks.md). gj_codegen_options.unroll_levels asks for the
+// unrolled form instead.
+template <class C, class LV>
+GJ_INLINE void gj_levels_forward(const float (&x)[C::D], const typename C::param_t* __restrict__ params, float limit,
+                                 typename C::param_t* y) {
+#pragma unroll 1
+    for (int l = 0; l < C::L; ++l) {
+        float f[C::F];
+        if ((float)l < limit) {
+            const gj_level& lv = LV::at((gj_u32)l);
+            float unused[C::F][C::D];
+            gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
+                gj_level_forward<C, decltype(mode)::value, false>(x, lv, params + lv.offset, f, unused);
+            });
+        } else {
+            gj_zero(f);
+        }
+        gj_store_level<C>(y + l * C::F, f);
+    }
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_levels_backward(const float (&x)[C::D], const typename C::param_t* dL_dy,
+                                  const typename C::param_t* __restrict__ params, typename C::grad_t* __restrict__ grad,
+                                  float (&dldx)[C::D], bool want_dx, float limit, gj_u64 rng_index, gj_u64 rng_stride) {
+#pragma unroll 1
+    for (int l = 0; l < C::L && (float)l < limit; ++l) {
+        const gj_level& lv = LV::at((gj_u32)l);
+        float g[C::F];
+        gj_load_level<C>(dL_dy + l * C::F, g);
+        float u = 0.0f;
+        if constexpr (C::STOCHASTIC) u = grad ? gj_stochastic_sample(rng_index, (gj_u32)l, rng_stride) : 0.0f;
+        gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
+            gj_level_backward_any<C, decltype(mode)::value>(x, lv, params + lv.offset, g, grad ? grad + lv.offset : nullptr,
+                                                            dldx, want_dx, u);
+        });
+    }
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_levels_backward_backward(const float (&x)[C::D], const float (&dL_ddLdx)[C::D],
+                                           const typename C::param_t* dL_dy, const typename C::param_t* __restrict__ params,
+                                           typename C::grad_t* __restrict__ grad, typename C::param_t* dL_ddLdy,
+                                           float (&dldx)[C::D], bool want_dx, float limit) {
+#pragma unroll 1
+    for (int l = 0; l < C::L; ++l) {
+        float ddldy[C::F];
+        if ((float)l < limit) {
+            const gj_level& lv = LV::at((gj_u32)l);
+            float g[C::F];
+            gj_load_level<C>(dL_dy + l * C::F, g);
+            gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
+                gj_level_backward_backward<C, decltype(mode)::value>(x, lv, params + lv.offset, dL_ddLdx, g,
+                                                                     grad ? grad + lv.offset : nullptr, ddldy, dldx,
+                                                                     dL_ddLdy != nullptr, want_dx);
+            });
+        } else {
+            gj_zero(ddldy);
+        }
+        if (dL_ddLdy) gj_store_level<C>(dL_ddLdy + l * C::F, ddldy);
+    }
+}
+
 #endif // GJ_GRID_LEVEL_CUH
 
 // ===========================================================================
@@ -816,6 +934,19 @@ struct gj_encode_config {
 typedef gj_vec<float, 12> gj_encode_in_t;
 typedef gj_vec<gj_half, 16> gj_encode_out_t;
 
+// The level table of the kernels, in constant memory: one gj_level row per level (offset,
+// scale, resolution, entries, mask, fixed-point cell, index mode, small, pad, modulo
+// multiplier). Small: the level's
+// gradients fit in shared memory, so level-major backward sums them per block
+// (NAME_backward_coarse).
+__constant__ gj_level gj_encode_level_table[2] = {
+    {0ull, 1.0f, 2u, 4096u, 4095u, 4294967295u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 4503599627370496ull}, // level 0
+    {32768ull, 3.0f, 4u, 16384u, 16383u, 1431655808u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 1125899906842624ull}, // level 1
+};
+struct gj_encode_levels {
+    GJ_INLINE static const gj_level& at(gj_u32 level) { return gj_encode_level_table[level]; }
+};
+
 // Forward pass: y = encoding(x).
 // fwd_ctx (or null) receives the 12 input floats (4-byte aligned) that the backward passes read.
 // max_level in [0, 1]: levels l >= max_level * 2 + 1e-3 output 0.
@@ -825,20 +956,7 @@ __device__ gj_encode_out_t gj_encode(const gj_encode_in_t& x, const gj_half* __r
     if (fwd_ctx) gj_save_context<C>(x.v, fwd_ctx);
     const float limit = gj_level_limit<C>(max_level);
     gj_encode_out_t y;
-    float f[C::F];
-    float unused_dydx[C::F][C::D];
-
-    // Level 0: scale 1.0, resolution 2, 4096 entries (hashed), parameters [0, 32768)
-    const gj_level lv0 = {0ull, 1.0f, 2u, 4096u, 4095u, 4294967295u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 4503599627370496ull};
-    if (0.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv0, params + lv0.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 0, f);
-
-    // Level 1: scale 3.0, resolution 4, 16384 entries (hashed), parameters [32768, 163840)
-    const gj_level lv1 = {32768ull, 3.0f, 4u, 16384u, 16383u, 1431655808u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 1125899906842624ull};
-    if (1.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv1, params + lv1.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 8, f);
+    gj_levels_forward<C, gj_encode_levels>(x.v, params, limit, y.v);
     return y;
 }
 
@@ -855,25 +973,8 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     const bool want_dx = dL_dx != nullptr;
     float dldx[C::D];
     gj_zero(dldx);
-    float g[C::F];
-    (void)rng_index; (void)rng_stride;
-
-    // Level 0: scale 1.0, resolution 2, 4096 entries (hashed), parameters [0, 32768)
-    const gj_level lv0 = {0ull, 1.0f, 2u, 4096u, 4095u, 4294967295u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 4503599627370496ull};
-    if (0.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, g,
-            dL_dparams ? dL_dparams + lv0.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 1: scale 3.0, resolution 4, 16384 entries (hashed), parameters [32768, 163840)
-    const gj_level lv1 = {32768ull, 3.0f, 4u, 16384u, 16383u, 1431655808u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 1125899906842624ull};
-    if (1.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, g,
-            dL_dparams ? dL_dparams + lv1.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
+    gj_levels_backward<C, gj_encode_levels>(x, dL_dy.v, params, dL_dparams, dldx, want_dx, limit,
+                                     rng_index, rng_stride);
     if (dL_dx) {
         for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];
     }
@@ -890,32 +991,11 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
     float x[C::D];
     gj_restore_context<C>(fwd_ctx, x);
     const float limit = gj_level_limit<C>(max_level);
-    const bool want_dx = dL_dx != nullptr, want_ddldy = dL_ddLdy != nullptr;
+    const bool want_dx = dL_dx != nullptr;
     float dldx[C::D];
     gj_zero(dldx);
-    float g[C::F], ddldy[C::F];
-
-    // Level 0: scale 1.0, resolution 2, 4096 entries (hashed), parameters [0, 32768)
-    const gj_level lv0 = {0ull, 1.0f, 2u, 4096u, 4095u, 4294967295u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 4503599627370496ull};
-    if (0.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv0.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 0, ddldy);
-
-    // Level 1: scale 3.0, resolution 4, 16384 entries (hashed), parameters [32768, 163840)
-    const gj_level lv1 = {32768ull, 3.0f, 4u, 16384u, 16383u, 1431655808u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 1125899906842624ull};
-    if (1.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv1.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 8, ddldy);
+    gj_levels_backward_backward<C, gj_encode_levels>(x, dL_ddLdx.v, dL_dy.v, params, dL_dparams,
+        dL_ddLdy ? dL_ddLdy->v : nullptr, dldx, want_dx, limit);
 
     if (dL_dx) {
         for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];

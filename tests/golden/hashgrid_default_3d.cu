@@ -564,6 +564,38 @@ GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typena
     float w[D], dw[D];
     gj_weights<C>(t, lv.scale, w, dw);
 
+    constexpr int CORNERS = D <= 3 ? 1 << D : 0; // the batch below is for small D only
+    if constexpr (D <= 3 && CORNERS * F <= 32) {
+        // Every corner's index first, then every load, then the sums: the loads are
+        // issued back to back and wait together (a gather is latency-bound), at the cost
+        // of holding the level's values in registers.
+        gj_u32 index[CORNERS];
+#pragma unroll
+        for (int k = 0; k < CORNERS; ++k) {
+            gj_u32 v[D];
+            gj_corner<D>(c, (gj_u64)k, v);
+            index[k] = gj_corner_index<D, C::HASH, MODE>(v, lv);
+        }
+        float val[CORNERS][F];
+#pragma unroll
+        for (int k = 0; k < CORNERS; ++k) gj_load_entry<C>(grid, index[k], val[k]);
+#pragma unroll
+        for (int k = 0; k < CORNERS; ++k) {
+            const float weight = gj_weight_product<D>(w, (gj_u64)k, -1, -1);
+#pragma unroll
+            for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[k][f], y[f]);
+            if constexpr (DYDX) {
+#pragma unroll
+                for (int d = 0; d < D; ++d) {
+                    const float g = gj_corner_slope<D>(w, dw, (gj_u64)k, d);
+#pragma unroll
+                    for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[k][f], dydx[f][d]);
+                }
+            }
+        }
+        return;
+    }
+
     // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
 #pragma unroll (gj_corner_unroll<D - 1>::value)
     for (gj_u64 edge = 0; edge < (1ull << (D - 1)); ++edge) {
@@ -789,6 +821,92 @@ template <class C> GJ_INLINE void gj_restore_context(const gj_u8* ctx, float (&x
     for (int d = 0; d < C::D; ++d) x[d] = ((const float*)ctx)[d];
 }
 
+// ---- one instance of the level code per index mode present --------------------------
+template <int M> struct gj_mode_tag {
+    static constexpr int value = M;
+};
+
+// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only (bit m: mode m).
+template <gj_u32 MODES, int M = 0, class F>
+GJ_INLINE void gj_with_mode(gj_u32 mode, F&& f) {
+    if constexpr (M <= GJ_INDEX_MODE_MAX) {
+        if constexpr (((MODES >> M) & 1u) != 0) {
+            if (mode == (gj_u32)M) {
+                f(gj_mode_tag<M>{});
+                return;
+            }
+        }
+        gj_with_mode<MODES, M + 1>(mode, static_cast<F&&>(f));
+    }
+}
+
+// ---- the device functions' level loop ------------------------------------------------
+// The device functions (for fusion) read their levels from the level table NAME_levels (LV)
+// and loop over them without unrolling: one copy of the level code per index mode keeps a
+// user's fused kernel small and quick to compile, and it measured faster than sixteen
+// unrolled copies (docs/benchmarks.md). gj_codegen_options.unroll_levels asks for the
+// unrolled form instead.
+template <class C, class LV>
+GJ_INLINE void gj_levels_forward(const float (&x)[C::D], const typename C::param_t* __restrict__ params, float limit,
+                                 typename C::param_t* y) {
+#pragma unroll 1
+    for (int l = 0; l < C::L; ++l) {
+        float f[C::F];
+        if ((float)l < limit) {
+            const gj_level& lv = LV::at((gj_u32)l);
+            float unused[C::F][C::D];
+            gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
+                gj_level_forward<C, decltype(mode)::value, false>(x, lv, params + lv.offset, f, unused);
+            });
+        } else {
+            gj_zero(f);
+        }
+        gj_store_level<C>(y + l * C::F, f);
+    }
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_levels_backward(const float (&x)[C::D], const typename C::param_t* dL_dy,
+                                  const typename C::param_t* __restrict__ params, typename C::grad_t* __restrict__ grad,
+                                  float (&dldx)[C::D], bool want_dx, float limit, gj_u64 rng_index, gj_u64 rng_stride) {
+#pragma unroll 1
+    for (int l = 0; l < C::L && (float)l < limit; ++l) {
+        const gj_level& lv = LV::at((gj_u32)l);
+        float g[C::F];
+        gj_load_level<C>(dL_dy + l * C::F, g);
+        float u = 0.0f;
+        if constexpr (C::STOCHASTIC) u = grad ? gj_stochastic_sample(rng_index, (gj_u32)l, rng_stride) : 0.0f;
+        gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
+            gj_level_backward_any<C, decltype(mode)::value>(x, lv, params + lv.offset, g, grad ? grad + lv.offset : nullptr,
+                                                            dldx, want_dx, u);
+        });
+    }
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_levels_backward_backward(const float (&x)[C::D], const float (&dL_ddLdx)[C::D],
+                                           const typename C::param_t* dL_dy, const typename C::param_t* __restrict__ params,
+                                           typename C::grad_t* __restrict__ grad, typename C::param_t* dL_ddLdy,
+                                           float (&dldx)[C::D], bool want_dx, float limit) {
+#pragma unroll 1
+    for (int l = 0; l < C::L; ++l) {
+        float ddldy[C::F];
+        if ((float)l < limit) {
+            const gj_level& lv = LV::at((gj_u32)l);
+            float g[C::F];
+            gj_load_level<C>(dL_dy + l * C::F, g);
+            gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
+                gj_level_backward_backward<C, decltype(mode)::value>(x, lv, params + lv.offset, dL_ddLdx, g,
+                                                                     grad ? grad + lv.offset : nullptr, ddldy, dldx,
+                                                                     dL_ddLdy != nullptr, want_dx);
+            });
+        } else {
+            gj_zero(ddldy);
+        }
+        if (dL_ddLdy) gj_store_level<C>(dL_ddLdy + l * C::F, ddldy);
+    }
+}
+
 #endif // GJ_GRID_LEVEL_CUH
 
 // ===== templates/kernel_args.cuh =====
@@ -899,25 +1017,6 @@ typedef struct gj_cast_args {
 // ---------------------------------------------------------------------------
 #ifndef GJ_KERNELS_CUH
 #define GJ_KERNELS_CUH
-
-// ---- one instance of the level code per index mode present --------------------------
-template <int M> struct gj_mode_tag {
-    static constexpr int value = M;
-};
-
-// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only (bit m: mode m).
-template <gj_u32 MODES, int M = 0, class F>
-GJ_INLINE void gj_with_mode(gj_u32 mode, F&& f) {
-    if constexpr (M <= GJ_INDEX_MODE_MAX) {
-        if constexpr (((MODES >> M) & 1u) != 0) {
-            if (mode == (gj_u32)M) {
-                f(gj_mode_tag<M>{});
-                return;
-            }
-        }
-        gj_with_mode<MODES, M + 1>(mode, static_cast<F&&>(f));
-    }
-}
 
 template <class C>
 GJ_INLINE void gj_load_point(const float* x, gj_u64 i, gj_u64 stride_point, gj_u64 stride_dim, float (&out)[C::D]) {
@@ -1319,462 +1418,6 @@ struct gj_encode_config {
 typedef gj_vec<float, 3> gj_encode_in_t;
 typedef gj_vec<gj_half, 32> gj_encode_out_t;
 
-// Forward pass: y = encoding(x).
-// fwd_ctx (or null) receives the 3 input floats (4-byte aligned) that the backward passes read.
-// max_level in [0, 1]: levels l >= max_level * 16 + 1e-3 output 0.
-__device__ gj_encode_out_t gj_encode(const gj_encode_in_t& x, const gj_half* __restrict__ params, gj_u8* __restrict__ fwd_ctx,
-                              float max_level = 1.0f) {
-    typedef gj_encode_config C;
-    if (fwd_ctx) gj_save_context<C>(x.v, fwd_ctx);
-    const float limit = gj_level_limit<C>(max_level);
-    gj_encode_out_t y;
-    float f[C::F];
-    float unused_dydx[C::F][C::D];
-
-    // Level 0: scale 15.0, resolution 16, 4096 entries (dense), parameters [0, 8192)
-    const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 4503599627370496ull};
-    if (0.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv0, params + lv0.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 0, f);
-
-    // Level 1: scale 31.0, resolution 32, 32768 entries (dense), parameters [8192, 73728)
-    const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull};
-    if (1.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv1, params + lv1.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 2, f);
-
-    // Level 2: scale 63.0, resolution 64, 262144 entries (dense), parameters [73728, 598016)
-    const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 70368744177664ull};
-    if (2.0f < limit) gj_level_forward<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv2, params + lv2.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 4, f);
-
-    // Level 3: scale 127.0, resolution 128, 524288 entries (hashed), parameters [598016, 1646592)
-    const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (3.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv3, params + lv3.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 6, f);
-
-    // Level 4: scale 255.0, resolution 256, 524288 entries (hashed), parameters [1646592, 2695168)
-    const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (4.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv4, params + lv4.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 8, f);
-
-    // Level 5: scale 511.0, resolution 512, 524288 entries (hashed), parameters [2695168, 3743744)
-    const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (5.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv5, params + lv5.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 10, f);
-
-    // Level 6: scale 1023.0, resolution 1024, 524288 entries (hashed), parameters [3743744, 4792320)
-    const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (6.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv6, params + lv6.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 12, f);
-
-    // Level 7: scale 2047.0, resolution 2048, 524288 entries (hashed), parameters [4792320, 5840896)
-    const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (7.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv7, params + lv7.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 14, f);
-
-    // Level 8: scale 4095.0, resolution 4096, 524288 entries (hashed), parameters [5840896, 6889472)
-    const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (8.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv8, params + lv8.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 16, f);
-
-    // Level 9: scale 8191.0, resolution 8192, 524288 entries (hashed), parameters [6889472, 7938048)
-    const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (9.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv9, params + lv9.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 18, f);
-
-    // Level 10: scale 16383.0, resolution 16384, 524288 entries (hashed), parameters [7938048, 8986624)
-    const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (10.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv10, params + lv10.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 20, f);
-
-    // Level 11: scale 32767.0, resolution 32768, 524288 entries (hashed), parameters [8986624, 10035200)
-    const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (11.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv11, params + lv11.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 22, f);
-
-    // Level 12: scale 65535.0, resolution 65536, 524288 entries (hashed), parameters [10035200, 11083776)
-    const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (12.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv12, params + lv12.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 24, f);
-
-    // Level 13: scale 131071.0, resolution 131072, 524288 entries (hashed), parameters [11083776, 12132352)
-    const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (13.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv13, params + lv13.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 26, f);
-
-    // Level 14: scale 262143.0, resolution 262144, 524288 entries (hashed), parameters [12132352, 13180928)
-    const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (14.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv14, params + lv14.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 28, f);
-
-    // Level 15: scale 524287.0, resolution 524288, 524288 entries (hashed), parameters [13180928, 14229504)
-    const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (15.0f < limit) gj_level_forward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL, false>(x.v, lv15, params + lv15.offset, f, unused_dydx);
-    else gj_zero(f);
-    gj_store_level<C>(y.v + 30, f);
-    return y;
-}
-
-// Backward pass. dL_dparams (or null): accumulated atomically (+=), laid out like params.
-// dL_dx (or null): written (=), the sum over levels. Inactive levels (max_level) get no gradient.
-__device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __restrict__ params, const gj_u8* __restrict__ fwd_ctx,
-                       gj_half* __restrict__ dL_dparams, gj_encode_in_t* __restrict__ dL_dx,
-                       float max_level = 1.0f, gj_u64 rng_index = 0, gj_u64 rng_stride = 0) {
-    typedef gj_encode_config C;
-    if (!dL_dparams && !dL_dx) return;
-    float x[C::D];
-    gj_restore_context<C>(fwd_ctx, x);
-    const float limit = gj_level_limit<C>(max_level);
-    const bool want_dx = dL_dx != nullptr;
-    float dldx[C::D];
-    gj_zero(dldx);
-    float g[C::F];
-    (void)rng_index; (void)rng_stride;
-
-    // Level 0: scale 15.0, resolution 16, 4096 entries (dense), parameters [0, 8192)
-    const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 4503599627370496ull};
-    if (0.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, g,
-            dL_dparams ? dL_dparams + lv0.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 1: scale 31.0, resolution 32, 32768 entries (dense), parameters [8192, 73728)
-    const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull};
-    if (1.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 2, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, g,
-            dL_dparams ? dL_dparams + lv1.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 2: scale 63.0, resolution 64, 262144 entries (dense), parameters [73728, 598016)
-    const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 70368744177664ull};
-    if (2.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 4, g);
-        gj_level_backward_any<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv2, params + lv2.offset, g,
-            dL_dparams ? dL_dparams + lv2.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 3: scale 127.0, resolution 128, 524288 entries (hashed), parameters [598016, 1646592)
-    const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (3.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 6, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv3, params + lv3.offset, g,
-            dL_dparams ? dL_dparams + lv3.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 4: scale 255.0, resolution 256, 524288 entries (hashed), parameters [1646592, 2695168)
-    const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (4.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv4, params + lv4.offset, g,
-            dL_dparams ? dL_dparams + lv4.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 5: scale 511.0, resolution 512, 524288 entries (hashed), parameters [2695168, 3743744)
-    const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (5.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 10, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv5, params + lv5.offset, g,
-            dL_dparams ? dL_dparams + lv5.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 6: scale 1023.0, resolution 1024, 524288 entries (hashed), parameters [3743744, 4792320)
-    const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (6.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 12, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv6, params + lv6.offset, g,
-            dL_dparams ? dL_dparams + lv6.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 7: scale 2047.0, resolution 2048, 524288 entries (hashed), parameters [4792320, 5840896)
-    const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (7.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 14, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv7, params + lv7.offset, g,
-            dL_dparams ? dL_dparams + lv7.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 8: scale 4095.0, resolution 4096, 524288 entries (hashed), parameters [5840896, 6889472)
-    const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (8.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 16, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv8, params + lv8.offset, g,
-            dL_dparams ? dL_dparams + lv8.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 9: scale 8191.0, resolution 8192, 524288 entries (hashed), parameters [6889472, 7938048)
-    const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (9.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 18, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv9, params + lv9.offset, g,
-            dL_dparams ? dL_dparams + lv9.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 10: scale 16383.0, resolution 16384, 524288 entries (hashed), parameters [7938048, 8986624)
-    const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (10.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 20, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv10, params + lv10.offset, g,
-            dL_dparams ? dL_dparams + lv10.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 11: scale 32767.0, resolution 32768, 524288 entries (hashed), parameters [8986624, 10035200)
-    const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (11.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 22, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv11, params + lv11.offset, g,
-            dL_dparams ? dL_dparams + lv11.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 12: scale 65535.0, resolution 65536, 524288 entries (hashed), parameters [10035200, 11083776)
-    const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (12.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 24, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv12, params + lv12.offset, g,
-            dL_dparams ? dL_dparams + lv12.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 13: scale 131071.0, resolution 131072, 524288 entries (hashed), parameters [11083776, 12132352)
-    const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (13.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 26, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv13, params + lv13.offset, g,
-            dL_dparams ? dL_dparams + lv13.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 14: scale 262143.0, resolution 262144, 524288 entries (hashed), parameters [12132352, 13180928)
-    const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (14.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 28, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv14, params + lv14.offset, g,
-            dL_dparams ? dL_dparams + lv14.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 15: scale 524287.0, resolution 524288, 524288 entries (hashed), parameters [13180928, 14229504)
-    const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (15.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 30, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv15, params + lv15.offset, g,
-            dL_dparams ? dL_dparams + lv15.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    if (dL_dx) {
-        for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];
-    }
-}
-
-// Backward of the backward pass (input gradient of a loss on dL/dx), given dL_ddLdx = dL/d(dL/dx).
-// dL_dparams (or null): accumulated atomically (+=). dL_dx, dL_ddLdy (or null): written (=).
-__device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode_out_t& dL_dy, const gj_half* __restrict__ params,
-                          const gj_u8* __restrict__ fwd_ctx, gj_half* __restrict__ dL_dparams,
-                          gj_encode_in_t* __restrict__ dL_dx, gj_encode_out_t* __restrict__ dL_ddLdy,
-                          float max_level = 1.0f) {
-    typedef gj_encode_config C;
-    if (!dL_dparams && !dL_dx && !dL_ddLdy) return;
-    float x[C::D];
-    gj_restore_context<C>(fwd_ctx, x);
-    const float limit = gj_level_limit<C>(max_level);
-    const bool want_dx = dL_dx != nullptr, want_ddldy = dL_ddLdy != nullptr;
-    float dldx[C::D];
-    gj_zero(dldx);
-    float g[C::F], ddldy[C::F];
-
-    // Level 0: scale 15.0, resolution 16, 4096 entries (dense), parameters [0, 8192)
-    const gj_level lv0 = {0ull, 15.0f, 16u, 4096u, 4095u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 4503599627370496ull};
-    if (0.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv0.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 0, ddldy);
-
-    // Level 1: scale 31.0, resolution 32, 32768 entries (dense), parameters [8192, 73728)
-    const gj_level lv1 = {8192ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull};
-    if (1.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 2, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv1.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 2, ddldy);
-
-    // Level 2: scale 63.0, resolution 64, 262144 entries (dense), parameters [73728, 598016)
-    const gj_level lv2 = {73728ull, 63.0f, 64u, 262144u, 262143u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 0u, 0u, 70368744177664ull};
-    if (2.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 4, g);
-        gj_level_backward_backward<C, GJ_INDEX_DENSE | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv2, params + lv2.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv2.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 4, ddldy);
-
-    // Level 3: scale 127.0, resolution 128, 524288 entries (hashed), parameters [598016, 1646592)
-    const gj_level lv3 = {598016ull, 127.0f, 128u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (3.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 6, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv3, params + lv3.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv3.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 6, ddldy);
-
-    // Level 4: scale 255.0, resolution 256, 524288 entries (hashed), parameters [1646592, 2695168)
-    const gj_level lv4 = {1646592ull, 255.0f, 256u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (4.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv4, params + lv4.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv4.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 8, ddldy);
-
-    // Level 5: scale 511.0, resolution 512, 524288 entries (hashed), parameters [2695168, 3743744)
-    const gj_level lv5 = {2695168ull, 511.0f, 512u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (5.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 10, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv5, params + lv5.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv5.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 10, ddldy);
-
-    // Level 6: scale 1023.0, resolution 1024, 524288 entries (hashed), parameters [3743744, 4792320)
-    const gj_level lv6 = {3743744ull, 1023.0f, 1024u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (6.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 12, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv6, params + lv6.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv6.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 12, ddldy);
-
-    // Level 7: scale 2047.0, resolution 2048, 524288 entries (hashed), parameters [4792320, 5840896)
-    const gj_level lv7 = {4792320ull, 2047.0f, 2048u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (7.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 14, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv7, params + lv7.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv7.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 14, ddldy);
-
-    // Level 8: scale 4095.0, resolution 4096, 524288 entries (hashed), parameters [5840896, 6889472)
-    const gj_level lv8 = {5840896ull, 4095.0f, 4096u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (8.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 16, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv8, params + lv8.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv8.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 16, ddldy);
-
-    // Level 9: scale 8191.0, resolution 8192, 524288 entries (hashed), parameters [6889472, 7938048)
-    const gj_level lv9 = {6889472ull, 8191.0f, 8192u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (9.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 18, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv9, params + lv9.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv9.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 18, ddldy);
-
-    // Level 10: scale 16383.0, resolution 16384, 524288 entries (hashed), parameters [7938048, 8986624)
-    const gj_level lv10 = {7938048ull, 16383.0f, 16384u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (10.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 20, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv10, params + lv10.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv10.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 20, ddldy);
-
-    // Level 11: scale 32767.0, resolution 32768, 524288 entries (hashed), parameters [8986624, 10035200)
-    const gj_level lv11 = {8986624ull, 32767.0f, 32768u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (11.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 22, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv11, params + lv11.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv11.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 22, ddldy);
-
-    // Level 12: scale 65535.0, resolution 65536, 524288 entries (hashed), parameters [10035200, 11083776)
-    const gj_level lv12 = {10035200ull, 65535.0f, 65536u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (12.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 24, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv12, params + lv12.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv12.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 24, ddldy);
-
-    // Level 13: scale 131071.0, resolution 131072, 524288 entries (hashed), parameters [11083776, 12132352)
-    const gj_level lv13 = {11083776ull, 131071.0f, 131072u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (13.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 26, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv13, params + lv13.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv13.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 26, ddldy);
-
-    // Level 14: scale 262143.0, resolution 262144, 524288 entries (hashed), parameters [12132352, 13180928)
-    const gj_level lv14 = {12132352ull, 262143.0f, 262144u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (14.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 28, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv14, params + lv14.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv14.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 28, ddldy);
-
-    // Level 15: scale 524287.0, resolution 524288, 524288 entries (hashed), parameters [13180928, 14229504)
-    const gj_level lv15 = {13180928ull, 524287.0f, 524288u, 524288u, 524287u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 35184372088832ull};
-    if (15.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 30, g);
-        gj_level_backward_backward<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv15, params + lv15.offset, dL_ddLdx.v, g,
-            dL_dparams ? dL_dparams + lv15.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);
-    } else {
-        gj_zero(ddldy);
-    }
-    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + 30, ddldy);
-
-    if (dL_dx) {
-        for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];
-    }
-}
-
 // The level table of the kernels, in constant memory: one gj_level row per level (offset,
 // scale, resolution, entries, mask, fixed-point cell, index mode, small, pad, modulo
 // multiplier). Small: the level's
@@ -1801,6 +1444,61 @@ __constant__ gj_level gj_encode_level_table[16] = {
 struct gj_encode_levels {
     GJ_INLINE static const gj_level& at(gj_u32 level) { return gj_encode_level_table[level]; }
 };
+
+// Forward pass: y = encoding(x).
+// fwd_ctx (or null) receives the 3 input floats (4-byte aligned) that the backward passes read.
+// max_level in [0, 1]: levels l >= max_level * 16 + 1e-3 output 0.
+__device__ gj_encode_out_t gj_encode(const gj_encode_in_t& x, const gj_half* __restrict__ params, gj_u8* __restrict__ fwd_ctx,
+                              float max_level = 1.0f) {
+    typedef gj_encode_config C;
+    if (fwd_ctx) gj_save_context<C>(x.v, fwd_ctx);
+    const float limit = gj_level_limit<C>(max_level);
+    gj_encode_out_t y;
+    gj_levels_forward<C, gj_encode_levels>(x.v, params, limit, y.v);
+    return y;
+}
+
+// Backward pass. dL_dparams (or null): accumulated atomically (+=), laid out like params.
+// dL_dx (or null): written (=), the sum over levels. Inactive levels (max_level) get no gradient.
+__device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __restrict__ params, const gj_u8* __restrict__ fwd_ctx,
+                       gj_half* __restrict__ dL_dparams, gj_encode_in_t* __restrict__ dL_dx,
+                       float max_level = 1.0f, gj_u64 rng_index = 0, gj_u64 rng_stride = 0) {
+    typedef gj_encode_config C;
+    if (!dL_dparams && !dL_dx) return;
+    float x[C::D];
+    gj_restore_context<C>(fwd_ctx, x);
+    const float limit = gj_level_limit<C>(max_level);
+    const bool want_dx = dL_dx != nullptr;
+    float dldx[C::D];
+    gj_zero(dldx);
+    gj_levels_backward<C, gj_encode_levels>(x, dL_dy.v, params, dL_dparams, dldx, want_dx, limit,
+                                     rng_index, rng_stride);
+    if (dL_dx) {
+        for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];
+    }
+}
+
+// Backward of the backward pass (input gradient of a loss on dL/dx), given dL_ddLdx = dL/d(dL/dx).
+// dL_dparams (or null): accumulated atomically (+=). dL_dx, dL_ddLdy (or null): written (=).
+__device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode_out_t& dL_dy, const gj_half* __restrict__ params,
+                          const gj_u8* __restrict__ fwd_ctx, gj_half* __restrict__ dL_dparams,
+                          gj_encode_in_t* __restrict__ dL_dx, gj_encode_out_t* __restrict__ dL_ddLdy,
+                          float max_level = 1.0f) {
+    typedef gj_encode_config C;
+    if (!dL_dparams && !dL_dx && !dL_ddLdy) return;
+    float x[C::D];
+    gj_restore_context<C>(fwd_ctx, x);
+    const float limit = gj_level_limit<C>(max_level);
+    const bool want_dx = dL_dx != nullptr;
+    float dldx[C::D];
+    gj_zero(dldx);
+    gj_levels_backward_backward<C, gj_encode_levels>(x, dL_ddLdx.v, dL_dy.v, params, dL_dparams,
+        dL_ddLdy ? dL_ddLdy->v : nullptr, dldx, want_dx, limit);
+
+    if (dL_dx) {
+        for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];
+    }
+}
 
 // ---------------------------------------------------------------------------
 // Kernels. Each takes its argument struct (templates/kernel_args.cuh) by value.

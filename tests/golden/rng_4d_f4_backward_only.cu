@@ -564,6 +564,38 @@ GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typena
     float w[D], dw[D];
     gj_weights<C>(t, lv.scale, w, dw);
 
+    constexpr int CORNERS = D <= 3 ? 1 << D : 0; // the batch below is for small D only
+    if constexpr (D <= 3 && CORNERS * F <= 32) {
+        // Every corner's index first, then every load, then the sums: the loads are
+        // issued back to back and wait together (a gather is latency-bound), at the cost
+        // of holding the level's values in registers.
+        gj_u32 index[CORNERS];
+#pragma unroll
+        for (int k = 0; k < CORNERS; ++k) {
+            gj_u32 v[D];
+            gj_corner<D>(c, (gj_u64)k, v);
+            index[k] = gj_corner_index<D, C::HASH, MODE>(v, lv);
+        }
+        float val[CORNERS][F];
+#pragma unroll
+        for (int k = 0; k < CORNERS; ++k) gj_load_entry<C>(grid, index[k], val[k]);
+#pragma unroll
+        for (int k = 0; k < CORNERS; ++k) {
+            const float weight = gj_weight_product<D>(w, (gj_u64)k, -1, -1);
+#pragma unroll
+            for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[k][f], y[f]);
+            if constexpr (DYDX) {
+#pragma unroll
+                for (int d = 0; d < D; ++d) {
+                    const float g = gj_corner_slope<D>(w, dw, (gj_u64)k, d);
+#pragma unroll
+                    for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[k][f], dydx[f][d]);
+                }
+            }
+        }
+        return;
+    }
+
     // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
 #pragma unroll (gj_corner_unroll<D - 1>::value)
     for (gj_u64 edge = 0; edge < (1ull << (D - 1)); ++edge) {
@@ -789,6 +821,92 @@ template <class C> GJ_INLINE void gj_restore_context(const gj_u8* ctx, float (&x
     for (int d = 0; d < C::D; ++d) x[d] = ((const float*)ctx)[d];
 }
 
+// ---- one instance of the level code per index mode present --------------------------
+template <int M> struct gj_mode_tag {
+    static constexpr int value = M;
+};
+
+// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only (bit m: mode m).
+template <gj_u32 MODES, int M = 0, class F>
+GJ_INLINE void gj_with_mode(gj_u32 mode, F&& f) {
+    if constexpr (M <= GJ_INDEX_MODE_MAX) {
+        if constexpr (((MODES >> M) & 1u) != 0) {
+            if (mode == (gj_u32)M) {
+                f(gj_mode_tag<M>{});
+                return;
+            }
+        }
+        gj_with_mode<MODES, M + 1>(mode, static_cast<F&&>(f));
+    }
+}
+
+// ---- the device functions' level loop ------------------------------------------------
+// The device functions (for fusion) read their levels from the level table NAME_levels (LV)
+// and loop over them without unrolling: one copy of the level code per index mode keeps a
+// user's fused kernel small and quick to compile, and it measured faster than sixteen
+// unrolled copies (docs/benchmarks.md). gj_codegen_options.unroll_levels asks for the
+// unrolled form instead.
+template <class C, class LV>
+GJ_INLINE void gj_levels_forward(const float (&x)[C::D], const typename C::param_t* __restrict__ params, float limit,
+                                 typename C::param_t* y) {
+#pragma unroll 1
+    for (int l = 0; l < C::L; ++l) {
+        float f[C::F];
+        if ((float)l < limit) {
+            const gj_level& lv = LV::at((gj_u32)l);
+            float unused[C::F][C::D];
+            gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
+                gj_level_forward<C, decltype(mode)::value, false>(x, lv, params + lv.offset, f, unused);
+            });
+        } else {
+            gj_zero(f);
+        }
+        gj_store_level<C>(y + l * C::F, f);
+    }
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_levels_backward(const float (&x)[C::D], const typename C::param_t* dL_dy,
+                                  const typename C::param_t* __restrict__ params, typename C::grad_t* __restrict__ grad,
+                                  float (&dldx)[C::D], bool want_dx, float limit, gj_u64 rng_index, gj_u64 rng_stride) {
+#pragma unroll 1
+    for (int l = 0; l < C::L && (float)l < limit; ++l) {
+        const gj_level& lv = LV::at((gj_u32)l);
+        float g[C::F];
+        gj_load_level<C>(dL_dy + l * C::F, g);
+        float u = 0.0f;
+        if constexpr (C::STOCHASTIC) u = grad ? gj_stochastic_sample(rng_index, (gj_u32)l, rng_stride) : 0.0f;
+        gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
+            gj_level_backward_any<C, decltype(mode)::value>(x, lv, params + lv.offset, g, grad ? grad + lv.offset : nullptr,
+                                                            dldx, want_dx, u);
+        });
+    }
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_levels_backward_backward(const float (&x)[C::D], const float (&dL_ddLdx)[C::D],
+                                           const typename C::param_t* dL_dy, const typename C::param_t* __restrict__ params,
+                                           typename C::grad_t* __restrict__ grad, typename C::param_t* dL_ddLdy,
+                                           float (&dldx)[C::D], bool want_dx, float limit) {
+#pragma unroll 1
+    for (int l = 0; l < C::L; ++l) {
+        float ddldy[C::F];
+        if ((float)l < limit) {
+            const gj_level& lv = LV::at((gj_u32)l);
+            float g[C::F];
+            gj_load_level<C>(dL_dy + l * C::F, g);
+            gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
+                gj_level_backward_backward<C, decltype(mode)::value>(x, lv, params + lv.offset, dL_ddLdx, g,
+                                                                     grad ? grad + lv.offset : nullptr, ddldy, dldx,
+                                                                     dL_ddLdy != nullptr, want_dx);
+            });
+        } else {
+            gj_zero(ddldy);
+        }
+        if (dL_ddLdy) gj_store_level<C>(dL_ddLdy + l * C::F, ddldy);
+    }
+}
+
 #endif // GJ_GRID_LEVEL_CUH
 
 // ===== templates/kernel_args.cuh =====
@@ -899,25 +1017,6 @@ typedef struct gj_cast_args {
 // ---------------------------------------------------------------------------
 #ifndef GJ_KERNELS_CUH
 #define GJ_KERNELS_CUH
-
-// ---- one instance of the level code per index mode present --------------------------
-template <int M> struct gj_mode_tag {
-    static constexpr int value = M;
-};
-
-// Calls f(gj_mode_tag<mode>{}) for the index modes in MODES only (bit m: mode m).
-template <gj_u32 MODES, int M = 0, class F>
-GJ_INLINE void gj_with_mode(gj_u32 mode, F&& f) {
-    if constexpr (M <= GJ_INDEX_MODE_MAX) {
-        if constexpr (((MODES >> M) & 1u) != 0) {
-            if (mode == (gj_u32)M) {
-                f(gj_mode_tag<M>{});
-                return;
-            }
-        }
-        gj_with_mode<MODES, M + 1>(mode, static_cast<F&&>(f));
-    }
-}
 
 template <class C>
 GJ_INLINE void gj_load_point(const float* x, gj_u64 i, gj_u64 stride_point, gj_u64 stride_dim, float (&out)[C::D]) {
@@ -1319,51 +1418,6 @@ struct gj_encode_config {
 typedef gj_vec<float, 4> gj_encode_in_t;
 typedef gj_vec<gj_half, 12> gj_encode_out_t;
 
-// Backward pass. dL_dparams (or null): accumulated atomically (+=), laid out like params.
-// dL_dx (or null): written (=), the sum over levels. Inactive levels (max_level) get no gradient.
-__device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __restrict__ params, const gj_u8* __restrict__ fwd_ctx,
-                       gj_half* __restrict__ dL_dparams, gj_encode_in_t* __restrict__ dL_dx,
-                       float max_level = 1.0f, gj_u64 rng_index = 0, gj_u64 rng_stride = 0) {
-    typedef gj_encode_config C;
-    if (!dL_dparams && !dL_dx) return;
-    float x[C::D];
-    gj_restore_context<C>(fwd_ctx, x);
-    const float limit = gj_level_limit<C>(max_level);
-    const bool want_dx = dL_dx != nullptr;
-    float dldx[C::D];
-    gj_zero(dldx);
-    float g[C::F];
-    (void)rng_index; (void)rng_stride;
-
-    // Level 0: scale 15.0, resolution 16, 32768 entries (hashed), parameters [0, 131072)
-    const gj_level lv0 = {0ull, 15.0f, 16u, 32768u, 32767u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull};
-    if (0.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 0, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv0, params + lv0.offset, g,
-            dL_dparams ? dL_dparams + lv0.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 1: scale 31.0, resolution 32, 32768 entries (hashed), parameters [131072, 262144)
-    const gj_level lv1 = {131072ull, 31.0f, 32u, 32768u, 32767u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull};
-    if (1.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 4, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv1, params + lv1.offset, g,
-            dL_dparams ? dL_dparams + lv1.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    // Level 2: scale 63.0, resolution 64, 32768 entries (hashed), parameters [262144, 393216)
-    const gj_level lv2 = {262144ull, 63.0f, 64u, 32768u, 32767u, 0u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 562949953421312ull};
-    if (2.0f < limit) {
-        gj_load_level<C>(dL_dy.v + 8, g);
-        gj_level_backward_any<C, GJ_INDEX_HASH | GJ_INDEX_POW2 | GJ_INDEX_LITERAL>(x, lv2, params + lv2.offset, g,
-            dL_dparams ? dL_dparams + lv2.offset : nullptr, dldx, want_dx, 0.0f);
-    }
-
-    if (dL_dx) {
-        for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];
-    }
-}
-
 // The level table of the kernels, in constant memory: one gj_level row per level (offset,
 // scale, resolution, entries, mask, fixed-point cell, index mode, small, pad, modulo
 // multiplier). Small: the level's
@@ -1377,6 +1431,26 @@ __constant__ gj_level gj_encode_level_table[3] = {
 struct gj_encode_levels {
     GJ_INLINE static const gj_level& at(gj_u32 level) { return gj_encode_level_table[level]; }
 };
+
+// Backward pass. dL_dparams (or null): accumulated atomically (+=), laid out like params.
+// dL_dx (or null): written (=), the sum over levels. Inactive levels (max_level) get no gradient.
+__device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __restrict__ params, const gj_u8* __restrict__ fwd_ctx,
+                       gj_half* __restrict__ dL_dparams, gj_encode_in_t* __restrict__ dL_dx,
+                       float max_level = 1.0f, gj_u64 rng_index = 0, gj_u64 rng_stride = 0) {
+    typedef gj_encode_config C;
+    if (!dL_dparams && !dL_dx) return;
+    float x[C::D];
+    gj_restore_context<C>(fwd_ctx, x);
+    const float limit = gj_level_limit<C>(max_level);
+    const bool want_dx = dL_dx != nullptr;
+    float dldx[C::D];
+    gj_zero(dldx);
+    gj_levels_backward<C, gj_encode_levels>(x, dL_dy.v, params, dL_dparams, dldx, want_dx, limit,
+                                     rng_index, rng_stride);
+    if (dL_dx) {
+        for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];
+    }
+}
 
 // ---------------------------------------------------------------------------
 // Kernels. Each takes its argument struct (templates/kernel_args.cuh) by value.
