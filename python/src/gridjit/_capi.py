@@ -91,6 +91,7 @@ class CodegenOptions(Structure):
         ("block_size", c_uint32),
         ("points_per_thread", c_uint32),
         ("order", c_int),
+        ("unroll_levels", c_int),
     ]
 
 

@@ -155,7 +155,9 @@ class CodegenOptions:
     is always prepared by gj_codegen_options_init first).
 
     passes: bits of PASS_FORWARD | PASS_BACKWARD | PASS_BACKWARD_BACKWARD, or a list of
-        names ("forward", "backward", "backward_backward"); order: "level" or "point".
+        names ("forward", "backward", "backward_backward"); order: "level" or "point";
+        unroll_levels: device functions with unrolled literal levels instead of a loop over
+        the level table.
     """
 
     passes: Union[int, Iterable[str], None] = None
@@ -165,6 +167,7 @@ class CodegenOptions:
     block_size: Optional[int] = None
     points_per_thread: Optional[int] = None
     order: Optional[str] = None
+    unroll_levels: Optional[bool] = None
 
     _PASS_NAMES = {"forward": 1, "backward": 2, "backward_backward": 4, "all": 7}
 
@@ -194,6 +197,8 @@ class CodegenOptions:
             if self.order not in _capi.ORDERS:
                 raise ValueError(f"order must be 'level' or 'point' (got {self.order!r})")
             opts.order = _capi.ORDERS[self.order]
+        if self.unroll_levels is not None:
+            opts.unroll_levels = int(bool(self.unroll_levels))
         return opts
 
     @classmethod
