@@ -593,32 +593,31 @@ GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typena
                 }
             }
         }
-        return;
-    }
-
-    // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
+    } else {
+        // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
 #pragma unroll (gj_corner_unroll<D - 1>::value)
-    for (gj_u64 edge = 0; edge < (1ull << (D - 1)); ++edge) {
-        gj_u32 v0[D], v1[D];
-        gj_corner<D>(c, edge << 1, v0);
-        gj_corner<D>(c, (edge << 1) | 1u, v1);
-        // Two plain loads: when both corners share a sector the second hits L1 (16-byte
-        // "pair" loads were measured: fewer L1 requests, no fewer L2 ones, more instructions).
-        float val[2][F];
-        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v0, lv), val[0]);
-        gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v1, lv), val[1]);
+        for (gj_u64 edge = 0; edge < (1ull << (D - 1)); ++edge) {
+            gj_u32 v0[D], v1[D];
+            gj_corner<D>(c, edge << 1, v0);
+            gj_corner<D>(c, (edge << 1) | 1u, v1);
+            // Two plain loads: when both corners share a sector the second hits L1 (16-byte
+            // "pair" loads were measured: fewer L1 requests, no fewer L2 ones, more instructions).
+            float val[2][F];
+            gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v0, lv), val[0]);
+            gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v1, lv), val[1]);
 #pragma unroll
-        for (int side = 0; side < 2; ++side) {
-            const gj_u64 corner = (edge << 1) | (gj_u64)side;
-            const float weight = gj_weight_product<D>(w, corner, -1, -1);
+            for (int side = 0; side < 2; ++side) {
+                const gj_u64 corner = (edge << 1) | (gj_u64)side;
+                const float weight = gj_weight_product<D>(w, corner, -1, -1);
 #pragma unroll
-            for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[side][f], y[f]);
-            if constexpr (DYDX) {
+                for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[side][f], y[f]);
+                if constexpr (DYDX) {
 #pragma unroll
-                for (int d = 0; d < D; ++d) {
-                    const float g = gj_corner_slope<D>(w, dw, corner, d);
+                    for (int d = 0; d < D; ++d) {
+                        const float g = gj_corner_slope<D>(w, dw, corner, d);
 #pragma unroll
-                    for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[side][f], dydx[f][d]);
+                        for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[side][f], dydx[f][d]);
+                    }
                 }
             }
         }
