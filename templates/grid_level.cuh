@@ -212,6 +212,24 @@ GJ_INLINE float gj_corner_slope(const float (&w)[D], const float (&dw)[D], gj_u6
 }
 
 // ---- forward ---------------------------------------------------------------------
+// Adds corner `corner` (values val) to y with its weight, and (DYDX) to dydx with its slopes.
+template <class C, bool DYDX>
+GJ_INLINE void gj_accumulate_corner(const float (&w)[C::D], const float (&dw)[C::D], gj_u64 corner,
+                                    const float (&val)[C::F], float (&y)[C::F], float (&dydx)[C::F][C::D]) {
+    constexpr int D = C::D, F = C::F;
+    const float weight = gj_weight_product<D>(w, corner, -1, -1);
+#pragma unroll
+    for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[f], y[f]);
+    if constexpr (DYDX) {
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+            const float g = gj_corner_slope<D>(w, dw, corner, d);
+#pragma unroll
+            for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[f], dydx[f][d]);
+        }
+    }
+}
+
 // y: this level's F features. dydx (DYDX): F x D derivatives dy_f/dx_d, from the same
 // corner values (no second round of loads).
 template <class C, int MODE, bool DYDX>
@@ -256,19 +274,7 @@ GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typena
 #pragma unroll
         for (int k = 0; k < CORNERS; ++k) gj_load_entry<C>(grid, index[k], val[k]);
 #pragma unroll
-        for (int k = 0; k < CORNERS; ++k) {
-            const float weight = gj_weight_product<D>(w, (gj_u64)k, -1, -1);
-#pragma unroll
-            for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[k][f], y[f]);
-            if constexpr (DYDX) {
-#pragma unroll
-                for (int d = 0; d < D; ++d) {
-                    const float g = gj_corner_slope<D>(w, dw, (gj_u64)k, d);
-#pragma unroll
-                    for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[k][f], dydx[f][d]);
-                }
-            }
-        }
+        for (int k = 0; k < CORNERS; ++k) gj_accumulate_corner<C, DYDX>(w, dw, (gj_u64)k, val[k], y, dydx);
     } else {
         // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
 #pragma unroll (gj_corner_unroll<D - 1>::value)
@@ -283,18 +289,7 @@ GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typena
             gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v1, lv), val[1]);
 #pragma unroll
             for (int side = 0; side < 2; ++side) {
-                const gj_u64 corner = (edge << 1) | (gj_u64)side;
-                const float weight = gj_weight_product<D>(w, corner, -1, -1);
-#pragma unroll
-                for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[side][f], y[f]);
-                if constexpr (DYDX) {
-#pragma unroll
-                    for (int d = 0; d < D; ++d) {
-                        const float g = gj_corner_slope<D>(w, dw, corner, d);
-#pragma unroll
-                        for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[side][f], dydx[f][d]);
-                    }
-                }
+                gj_accumulate_corner<C, DYDX>(w, dw, (edge << 1) | (gj_u64)side, val[side], y, dydx);
             }
         }
     }

@@ -4,7 +4,7 @@
 #ifndef GJ_HASH_CUH
 #define GJ_HASH_CUH
 
-// Values of gj_hash, gj_interpolation and the layout's index modes (src/layout.h).
+// Values of gj_hash, gj_interpolation and the layout's index modes (src/model/layout.h).
 #define GJ_HASH_PRIME 0
 #define GJ_HASH_COHERENT_PRIME 1
 #define GJ_HASH_REVERSED_PRIME 2
@@ -37,7 +37,8 @@ struct gj_level {
     gj_u32 cell_fixed;  // fixed_point_pos: the cell size in fixed point; else 0
     gj_u32 mode;        // GJ_INDEX_*
     gj_u32 small;       // 1: level-major backward sums it in shared memory (NAME_backward_coarse)
-    gj_u32 pad;
+    gj_u32 pad;         // never read, but keep it: without it the kernels copy a row out of
+                        // constant memory with other loads (different PTX)
     gj_u64 mod_magic;   // (2^64 - 1) / entries + 1, wrapped to 64 bits: gj_fastmod's multiplier
 };
 

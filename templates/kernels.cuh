@@ -155,6 +155,22 @@ GJ_INLINE void gj_load_dl_dy(const void* dl_dy, gj_u64 stride_point, gj_u64 stri
     }
 }
 
+// Active level `level` of point i (at x): its dL/dx added to dldx (INPUT), its parameter
+// gradients (PARAMS) into grad(), a G*: the level's part of dL_dparams, or (SHARED) a
+// block's fp32 sums of the level in shared memory. The shape is deliberate: i by reference
+// and the target asked for last keep the kernels' PTX as it was when each caller spelled
+// this out (by value, or with the pointer computed first, the compiler orders some
+// instructions differently).
+template <class C, int MODE, bool PARAMS, bool INPUT, class G, bool SHARED = false, class Grad>
+GJ_INLINE void gj_backward_at(const gj_backward_args& a, const gj_u64& i, gj_u32 level, const gj_level& lv,
+                              const float (&x)[C::D], float (&dldx)[C::D], Grad&& grad) {
+    typedef typename C::param_t T;
+    float g[C::F];
+    gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
+    const float u = C::STOCHASTIC && PARAMS ? gj_stochastic_sample(i, level, a.n) : 0.0f;
+    gj_level_backward<C, MODE, PARAMS, INPUT, G, SHARED>(x, lv, (const T*)a.params + lv.offset, g, grad(), dldx, u);
+}
+
 template <class C, bool PARAMS, bool INPUT>
 struct gj_backward_op {
     const gj_backward_args& a;
@@ -165,13 +181,10 @@ struct gj_backward_op {
 
     template <int MODE>
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
-        typedef typename C::param_t T;
+        typedef typename C::grad_t G;
         if (!((float)level < limit)) return; // inactive levels get no gradient
-        float g[C::F];
-        gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
-        const float u = C::STOCHASTIC && PARAMS ? gj_stochastic_sample(i, level, a.n) : 0.0f;
-        typename C::grad_t* grad = PARAMS ? (typename C::grad_t*)a.dL_dparams + lv.offset : nullptr;
-        gj_level_backward<C, MODE, PARAMS, INPUT>(x, lv, (const T*)a.params + lv.offset, g, grad, dldx, u);
+        gj_backward_at<C, MODE, PARAMS, INPUT, G>(a, i, level, lv, x, dldx,
+                                                  [&] { return PARAMS ? (G*)a.dL_dparams + lv.offset : nullptr; });
     }
 };
 
@@ -197,7 +210,7 @@ GJ_INLINE void gj_add_point_dldx(const gj_backward_args& a, gj_u64 i, const floa
 // Whether level-major backward leaves this level to NAME_backward_coarse.
 template <class C>
 GJ_INLINE bool gj_coarse_level(const gj_backward_args& a, const gj_level& lv) {
-    return C::LEVEL_MAJOR && lv.small && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
+    return lv.small && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
 }
 
 // Level-major, global atomics: one block, one level, BLOCK * PPT points.
@@ -248,6 +261,7 @@ GJ_INLINE void gj_backward_dx_kernel(const gj_backward_args& a) {
 // The small dense levels are where the global atomics contend (every point hits the
 // same few thousand entries). Each of the coarse_blocks blocks sums its grid-stride share
 // of the points in fp32 shared memory, then adds each non-zero sum to dL_dparams once.
+// Instantiated for level-major units only: elsewhere no level is small (C::SMALL_MODES = 0).
 template <class C, bool INPUT>
 struct gj_backward_coarse_op {
     const gj_backward_args& a;
@@ -255,32 +269,26 @@ struct gj_backward_coarse_op {
 
     template <int MODE>
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
-        typedef typename C::param_t T;
-        if constexpr (C::LEVEL_MAJOR) {
-            const gj_u32 n_sums = lv.entries * C::F;
-            for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) sums[k] = 0.0f;
-            __syncthreads();
-            const gj_u64 stride = (gj_u64)min(a.coarse_blocks, gridDim.x) * C::BLOCK;
-            for (gj_u64 i = (gj_u64)blockIdx.x * C::BLOCK + threadIdx.x; i < a.n; i += stride) {
-                gj_backward_op<C, true, INPUT> p = gj_backward_point<C, true, INPUT>(a, i);
-                if (!((float)level < p.limit)) continue;
-                float g[C::F];
-                gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
-                const float u = C::STOCHASTIC ? gj_stochastic_sample(i, level, a.n) : 0.0f;
-                gj_level_backward<C, MODE, true, INPUT, float, true>(p.x, lv, (const T*)a.params + lv.offset, g, sums,
-                                                                     p.dldx, u);
-                if constexpr (INPUT) gj_add_point_dldx<C>(a, i, p.dldx);
+        static_assert(C::LEVEL_MAJOR, "only level-major backward has small levels");
+        const gj_u32 n_sums = lv.entries * C::F;
+        for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) sums[k] = 0.0f;
+        __syncthreads();
+        const gj_u64 stride = (gj_u64)min(a.coarse_blocks, gridDim.x) * C::BLOCK;
+        for (gj_u64 i = (gj_u64)blockIdx.x * C::BLOCK + threadIdx.x; i < a.n; i += stride) {
+            gj_backward_op<C, true, INPUT> p = gj_backward_point<C, true, INPUT>(a, i);
+            if (!((float)level < p.limit)) continue;
+            gj_backward_at<C, MODE, true, INPUT, float, true>(a, i, level, lv, p.x, p.dldx, [&] { return sums; });
+            if constexpr (INPUT) gj_add_point_dldx<C>(a, i, p.dldx);
+        }
+        __syncthreads();
+        typename C::grad_t* grad = (typename C::grad_t*)a.dL_dparams + lv.offset;
+        if constexpr (sizeof(typename C::grad_t) == 2) {
+            for (gj_u32 k = 2 * threadIdx.x; k < n_sums; k += 2 * C::BLOCK) {
+                if (sums[k] != 0.0f || sums[k + 1] != 0.0f) gj_atomic_add_half2(grad + k, sums[k], sums[k + 1]);
             }
-            __syncthreads();
-            typename C::grad_t* grad = (typename C::grad_t*)a.dL_dparams + lv.offset;
-            if constexpr (sizeof(typename C::grad_t) == 2) {
-                for (gj_u32 k = 2 * threadIdx.x; k < n_sums; k += 2 * C::BLOCK) {
-                    if (sums[k] != 0.0f || sums[k + 1] != 0.0f) gj_atomic_add_half2(grad + k, sums[k], sums[k + 1]);
-                }
-            } else {
-                for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) {
-                    if (sums[k] != 0.0f) gj_atomic_add((float*)grad + k, sums[k]);
-                }
+        } else {
+            for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) {
+                if (sums[k] != 0.0f) gj_atomic_add((float*)grad + k, sums[k]);
             }
         }
     }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +261,49 @@ static void bad_options_are_refused(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* A comma-decimal LC_NUMERIC (de_DE): installed, or built with localedef into the test's
+ * scratch directory (LOCPATH). 0 when neither works. */
+static int use_comma_locale(void) {
+    if (setlocale(LC_NUMERIC, "de_DE.UTF-8")) {
+        return 1;
+    }
+    const char *tmp = getenv("GRIDJIT_TEST_TMP") ? getenv("GRIDJIT_TEST_TMP") : "/tmp";
+    char dir[1024], command[2400];
+    snprintf(dir, sizeof dir, "%s/locale", tmp);
+    snprintf(command, sizeof command, "mkdir -p '%s' && localedef -i de_DE -f UTF-8 '%s/de_DE.UTF-8' >/dev/null 2>&1",
+             dir, dir);
+    if (system(command) != 0) {
+        return 0;
+    }
+    setenv("LOCPATH", dir, 1);
+    return setlocale(LC_NUMERIC, "de_DE.UTF-8") != NULL;
+}
+
+/* Regression: the float literals of the generated code were printed in the host's
+ * LC_NUMERIC, so an application with a comma-decimal locale got "15,0f" (not C++). The
+ * source must not depend on the locale at all. */
+static void the_source_does_not_depend_on_the_locale(void **state) {
+    (void)state;
+    const char *json = "{\"otype\":\"HashGrid\",\"n_levels\":7,\"per_level_scale\":1.3819,\"base_resolution\":5}";
+    g_unroll_levels = 1; /* the per-level literals as well as the table */
+    char *plain = generate(json, GJ_PASS_ALL, 1, 0, GJ_ORDER_LEVEL_MAJOR, NULL);
+    if (!use_comma_locale()) {
+        g_unroll_levels = 0;
+        free(plain);
+        printf("SKIPPED: no comma-decimal locale (de_DE) and localedef could not build one\n");
+        skip();
+    }
+    char probe[16];
+    snprintf(probe, sizeof probe, "%.1f", 1.5);
+    assert_string_equal(probe, "1,5"); /* the locale is in force */
+    char *localized = generate(json, GJ_PASS_ALL, 1, 0, GJ_ORDER_LEVEL_MAJOR, NULL);
+    setlocale(LC_NUMERIC, "C");
+    g_unroll_levels = 0;
+    assert_string_equal(localized, plain);
+    free(localized);
+    free(plain);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(golden_sources_match),
@@ -270,6 +314,7 @@ int main(void) {
         cmocka_unit_test(passes_and_names_select_what_is_emitted),
         cmocka_unit_test(padding_widens_the_output_vector),
         cmocka_unit_test(bad_options_are_refused),
+        cmocka_unit_test(the_source_does_not_depend_on_the_locale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

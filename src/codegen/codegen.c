@@ -5,10 +5,11 @@
  *   1. a comment block: gridjit version, canonical configuration, layout summary,
  *      the compile options;
  *   2. the templates (prelude, hashes, per-level work, and for kernels their bodies);
- *   3. for the encoding NAME: a configuration struct, NAME_in_t / NAME_out_t, one
- *      device function per pass with the levels unrolled and every per-level
- *      constant written as a literal, and (unless device-functions-only) the level
- *      table the kernels read (constant memory) and the __global__ kernels.
+ *   3. for the encoding NAME: a configuration struct, NAME_in_t / NAME_out_t, the level
+ *      table (constant memory) that the kernels and the looping device functions read,
+ *      one device function per pass (looping over the levels, or with unroll_levels the
+ *      levels unrolled and every per-level constant a literal), and (unless
+ *      device-functions-only) the __global__ kernels.
  * A module's programs (parts) are the same unit with one part's kernels and no device
  * functions, so that each compiles on its own.
  * Everything is printed with fixed formats, so equal inputs give equal bytes.

@@ -1,6 +1,7 @@
 /* Emitters for the generated translation unit (see codegen.c for the order). */
 #include "codegen/emit.h"
 
+#include "base/format.h"
 #include "codegen/facts.h"
 #include "codegen/kernels.h"
 
@@ -21,10 +22,11 @@ static const char *const hash_macro[] = {"GJ_HASH_PRIME", "GJ_HASH_COHERENT_PRIM
                                          "GJ_HASH_RNG", "GJ_HASH_BASE_CONVERT"};
 static const char *const interp_macro[] = {"GJ_INTERP_NEAREST", "GJ_INTERP_LINEAR", "GJ_INTERP_SMOOTHSTEP"};
 
-/* A float literal that round-trips: "%.9g", always with a '.' or exponent, then 'f'. */
+/* A float literal that round-trips: "%.9g" with '.' in any locale, always with a '.' or
+ * exponent, then 'f'. */
 static void float_literal(char *out, size_t size, float value) {
     char digits[40];
-    snprintf(digits, sizeof digits, "%.9g", (double)value);
+    gj__format_float(digits, sizeof digits, value);
     const int plain = strpbrk(digits, ".e") == NULL;
     snprintf(out, size, "%s%sf", digits, plain ? ".0" : "");
 }
@@ -44,7 +46,8 @@ static void level_row(char *out, size_t size, const struct gj_encoding *enc, uin
     const gj__level *level = &enc->layout.levels[l];
     char scale[48];
     float_literal(scale, sizeof scale, level->scale);
-    const uint32_t entries = level->entries, mask = (entries & (entries - 1u)) == 0 ? entries - 1u : 0u;
+    const uint32_t entries = level->entries;
+    const uint32_t mask = (gj__kernel_index_mode(level) & GJ__INDEX_POW2) ? entries - 1u : 0u;
     /* gj_fastmod's multiplier: floor((2^64 - 1) / entries) + 1, wrapping to 0 for one entry. */
     const unsigned long long magic = UINT64_MAX / entries + 1u;
     char mode[64];
@@ -54,25 +57,30 @@ static void level_row(char *out, size_t size, const struct gj_encoding *enc, uin
              c->fixed_point_pos ? gj__fixed_point_cell(level->scale) : 0u, mode, small ? 1u : 0u, magic);
 }
 
-/* What every unrolled level needs: its row of literals and its index mode. */
-typedef struct level_text {
-    char row[256];
-    char mode[64]; /* GJ_INDEX_* [| GJ_INDEX_POW2] | GJ_INDEX_LITERAL */
-} level_text;
-
-/* Emits the comment that heads level l and its constants as lvL (device functions). */
-static void begin_level(gj__strbuf *sb, const char *indent, const struct gj_encoding *enc, uint32_t l, level_text *t) {
+/* Emits the comment that heads unrolled level l and its constants as lvL (device
+ * functions); mode receives the level's index mode for them (MODE | GJ_INDEX_LITERAL). */
+static void begin_level(gj__strbuf *sb, const struct gj_encoding *enc, uint32_t l, char *mode, size_t mode_size) {
     const gj__config *c = &enc->config;
     const gj__level *level = &enc->layout.levels[l];
-    level_row(t->row, sizeof t->row, enc, l, 0);
-    mode_macro(t->mode, sizeof t->mode, level, 1);
-    char scale[48];
+    char row[256], scale[48];
+    level_row(row, sizeof row, enc, l, 0);
+    mode_macro(mode, mode_size, level, 1);
     float_literal(scale, sizeof scale, level->scale);
     const unsigned long long first = (unsigned long long)(level->offset * c->n_features_per_level);
-    gj__sb_printf(sb, "%s// Level %u: scale %.*s, resolution %u, %u entries (%s), parameters [%llu, %llu)\n", indent, l,
+    gj__sb_printf(sb, "\n    // Level %u: scale %.*s, resolution %u, %u entries (%s), parameters [%llu, %llu)\n", l,
                   (int)strlen(scale) - 1, scale, level->resolution, level->entries, index_mode_words[level->index_mode],
                   first, first + (unsigned long long)level->entries * c->n_features_per_level);
-    gj__sb_printf(sb, "%sconst gj_level lv%u = %s;\n", indent, l, t->row);
+    gj__sb_printf(sb, "    const gj_level lv%u = %s;\n", l, row);
+}
+
+/* dL/dx of the backward device functions: summed over the levels in dldx, then written. */
+static void emit_dldx_begin(gj__strbuf *sb) {
+    gj__sb_append(sb, "    float dldx[C::D];\n    gj_zero(dldx);\n");
+}
+
+static void emit_dldx_end(gj__strbuf *sb) {
+    gj__sb_append(sb, "\n    if (dL_dx) {\n");
+    gj__sb_append(sb, "        for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];\n    }\n");
 }
 
 /* "// Passes: forward backward. Device functions: NAME, NAME_bwd." */
@@ -111,13 +119,7 @@ void gj__emit_header(gj__strbuf *sb, const struct gj_encoding *enc, const gj_cod
         sb->failed = 1;
         return;
     }
-    for (const char *p = json; *p; ++p) {
-        if (*p == '\n') {
-            gj__sb_append(sb, "\n//   ");
-        } else {
-            gj__sb_append_n(sb, p, 1);
-        }
-    }
+    gj__sb_append(sb, json); /* one line */
     free(json);
     gj__sb_printf(sb,
                   "\n// Layout: %u input dimensions, %u levels x %u features = %u outputs (padded to %u), "
@@ -207,19 +209,16 @@ void gj__emit_forward_function(gj__strbuf *sb, const struct gj_encoding *enc, co
     gj__sb_printf(sb, "    %s_out_t y;\n", name);
     if (!opts->unroll_levels) {
         gj__sb_printf(sb, "    gj_levels_forward<C, %s_levels>(x.v, params, limit, y.v);\n", name);
-        emit_padding(sb, enc, opts, "    ", "y.v");
-        gj__sb_append(sb, "    return y;\n}\n\n");
-        return;
-    }
-    gj__sb_append(sb, "    float f[C::F];\n    float unused_dydx[C::F][C::D];\n");
-    for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
-        level_text t;
-        gj__sb_append(sb, "\n");
-        begin_level(sb, "    ", enc, l, &t);
-        gj__sb_printf(sb, "    if (%u.0f < limit) gj_level_forward<C, %s, false>(x.v, lv%u, params + lv%u.offset, f, unused_dydx);\n",
-                      l, t.mode, l, l);
-        gj__sb_append(sb, "    else gj_zero(f);\n");
-        gj__sb_printf(sb, "    gj_store_level<C>(y.v + %u, f);\n", l * c->n_features_per_level);
+    } else {
+        gj__sb_append(sb, "    float f[C::F];\n    float unused_dydx[C::F][C::D];\n");
+        for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
+            char mode[64];
+            begin_level(sb, enc, l, mode, sizeof mode);
+            gj__sb_printf(sb, "    if (%u.0f < limit) gj_level_forward<C, %s, false>(x.v, lv%u, params + lv%u.offset, f, unused_dydx);\n",
+                          l, mode, l, l);
+            gj__sb_append(sb, "    else gj_zero(f);\n");
+            gj__sb_printf(sb, "    gj_store_level<C>(y.v + %u, f);\n", l * c->n_features_per_level);
+        }
     }
     emit_padding(sb, enc, opts, "    ", "y.v");
     gj__sb_append(sb, "    return y;\n}\n\n");
@@ -243,32 +242,29 @@ void gj__emit_backward_function(gj__strbuf *sb, const struct gj_encoding *enc, c
     gj__sb_append(sb, "    float x[C::D];\n    gj_restore_context<C>(fwd_ctx, x);\n");
     gj__sb_append(sb, "    const float limit = gj_level_limit<C>(max_level);\n");
     gj__sb_append(sb, "    const bool want_dx = dL_dx != nullptr;\n");
+    emit_dldx_begin(sb);
     if (!opts->unroll_levels) {
-        gj__sb_append(sb, "    float dldx[C::D];\n    gj_zero(dldx);\n");
         gj__sb_printf(sb, "    gj_levels_backward<C, %s_levels>(x, dL_dy.v, params, dL_dparams, dldx, want_dx, limit,\n", name);
         gj__sb_append(sb, "                                     rng_index, rng_stride);\n");
-        gj__sb_append(sb, "    if (dL_dx) {\n");
-        gj__sb_append(sb, "        for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];\n    }\n}\n\n");
-        return;
-    }
-    gj__sb_append(sb, "    float dldx[C::D];\n    gj_zero(dldx);\n    float g[C::F];\n");
-    gj__sb_append(sb, "    (void)rng_index; (void)rng_stride;\n");
-    for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
-        level_text t;
-        gj__sb_append(sb, "\n");
-        begin_level(sb, "    ", enc, l, &t);
-        gj__sb_printf(sb, "    if (%u.0f < limit) {\n", l);
-        gj__sb_printf(sb, "        gj_load_level<C>(dL_dy.v + %u, g);\n", l * c->n_features_per_level);
-        gj__sb_printf(sb, "        gj_level_backward_any<C, %s>(x, lv%u, params + lv%u.offset, g,\n", t.mode, l, l);
-        char sample[96] = "0.0f";
-        if (c->stochastic_interpolation) {
-            snprintf(sample, sizeof sample, "dL_dparams ? gj_stochastic_sample(rng_index, %uu, rng_stride) : 0.0f", l);
+    } else {
+        gj__sb_append(sb, "    float g[C::F];\n");
+        gj__sb_append(sb, "    (void)rng_index; (void)rng_stride;\n");
+        for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
+            char mode[64];
+            begin_level(sb, enc, l, mode, sizeof mode);
+            gj__sb_printf(sb, "    if (%u.0f < limit) {\n", l);
+            gj__sb_printf(sb, "        gj_load_level<C>(dL_dy.v + %u, g);\n", l * c->n_features_per_level);
+            gj__sb_printf(sb, "        gj_level_backward_any<C, %s>(x, lv%u, params + lv%u.offset, g,\n", mode, l, l);
+            char sample[96] = "0.0f";
+            if (c->stochastic_interpolation) {
+                snprintf(sample, sizeof sample, "dL_dparams ? gj_stochastic_sample(rng_index, %uu, rng_stride) : 0.0f", l);
+            }
+            gj__sb_printf(sb, "            dL_dparams ? dL_dparams + lv%u.offset : nullptr, dldx, want_dx, %s);\n", l, sample);
+            gj__sb_append(sb, "    }\n");
         }
-        gj__sb_printf(sb, "            dL_dparams ? dL_dparams + lv%u.offset : nullptr, dldx, want_dx, %s);\n", l, sample);
-        gj__sb_append(sb, "    }\n");
     }
-    gj__sb_append(sb, "\n    if (dL_dx) {\n");
-    gj__sb_append(sb, "        for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];\n    }\n}\n\n");
+    emit_dldx_end(sb);
+    gj__sb_append(sb, "}\n\n");
 }
 
 void gj__emit_backward_backward_function(gj__strbuf *sb, const struct gj_encoding *enc, const gj_codegen_options *opts) {
@@ -287,32 +283,31 @@ void gj__emit_backward_backward_function(gj__strbuf *sb, const struct gj_encodin
     gj__sb_append(sb, "    const float limit = gj_level_limit<C>(max_level);\n");
     gj__sb_append(sb, opts->unroll_levels ? "    const bool want_dx = dL_dx != nullptr, want_ddldy = dL_ddLdy != nullptr;\n"
                                           : "    const bool want_dx = dL_dx != nullptr;\n");
+    emit_dldx_begin(sb);
     if (!opts->unroll_levels) {
-        gj__sb_append(sb, "    float dldx[C::D];\n    gj_zero(dldx);\n");
         gj__sb_printf(sb, "    gj_levels_backward_backward<C, %s_levels>(x, dL_ddLdx.v, dL_dy.v, params, dL_dparams,\n", name);
         gj__sb_append(sb, "        dL_ddLdy ? dL_ddLdy->v : nullptr, dldx, want_dx, limit);\n");
     } else {
-        gj__sb_append(sb, "    float dldx[C::D];\n    gj_zero(dldx);\n    float g[C::F], ddldy[C::F];\n");
-    }
-    for (uint32_t l = 0; opts->unroll_levels && l < enc->layout.n_levels; ++l) {
-        level_text t;
-        gj__sb_append(sb, "\n");
-        begin_level(sb, "    ", enc, l, &t);
-        gj__sb_printf(sb, "    if (%u.0f < limit) {\n", l);
-        gj__sb_printf(sb, "        gj_load_level<C>(dL_dy.v + %u, g);\n", l * c->n_features_per_level);
-        gj__sb_printf(sb, "        gj_level_backward_backward<C, %s>(x, lv%u, params + lv%u.offset, dL_ddLdx.v, g,\n", t.mode, l,
-                      l);
-        gj__sb_printf(sb, "            dL_dparams ? dL_dparams + lv%u.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);\n", l);
-        gj__sb_append(sb, "    } else {\n        gj_zero(ddldy);\n    }\n");
-        gj__sb_printf(sb, "    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + %u, ddldy);\n", l * c->n_features_per_level);
+        gj__sb_append(sb, "    float g[C::F], ddldy[C::F];\n");
+        for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
+            char mode[64];
+            begin_level(sb, enc, l, mode, sizeof mode);
+            gj__sb_printf(sb, "    if (%u.0f < limit) {\n", l);
+            gj__sb_printf(sb, "        gj_load_level<C>(dL_dy.v + %u, g);\n", l * c->n_features_per_level);
+            gj__sb_printf(sb, "        gj_level_backward_backward<C, %s>(x, lv%u, params + lv%u.offset, dL_ddLdx.v, g,\n", mode,
+                          l, l);
+            gj__sb_printf(sb, "            dL_dparams ? dL_dparams + lv%u.offset : nullptr, ddldy, dldx, want_ddldy, want_dx);\n", l);
+            gj__sb_append(sb, "    } else {\n        gj_zero(ddldy);\n    }\n");
+            gj__sb_printf(sb, "    if (dL_ddLdy) gj_store_level<C>(dL_ddLdy->v + %u, ddldy);\n", l * c->n_features_per_level);
+        }
     }
     if (gj__padded_width(enc, opts) != enc->layout.n_output_dims) {
         gj__sb_append(sb, "\n    if (dL_ddLdy) {");
         emit_padding(sb, enc, opts, "        ", "dL_ddLdy->v");
         gj__sb_append(sb, "    }\n");
     }
-    gj__sb_append(sb, "\n    if (dL_dx) {\n");
-    gj__sb_append(sb, "        for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];\n    }\n}\n\n");
+    emit_dldx_end(sb);
+    gj__sb_append(sb, "}\n\n");
 }
 
 void gj__emit_level_table(gj__strbuf *sb, const struct gj_encoding *enc, const gj_codegen_options *opts) {
@@ -320,9 +315,8 @@ void gj__emit_level_table(gj__strbuf *sb, const struct gj_encoding *enc, const g
     const char *name = opts->name;
     gj__sb_append(sb, "// The level table of the kernels, in constant memory: one gj_level row per level (offset,\n");
     gj__sb_append(sb, "// scale, resolution, entries, mask, fixed-point cell, index mode, small, pad, modulo\n");
-    gj__sb_append(sb, "// multiplier). Small: the level's\n");
-    gj__sb_append(sb, "// gradients fit in shared memory, so level-major backward sums them per block\n");
-    gj__sb_append(sb, "// (NAME_backward_coarse).\n");
+    gj__sb_append(sb, "// multiplier). Small: the level's gradients fit in shared memory, so level-major\n");
+    gj__sb_append(sb, "// backward sums them per block (NAME_backward_coarse).\n");
     gj__sb_printf(sb, "__constant__ gj_level %s_level_table[%u] = {\n", name, c->n_levels);
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
         char row[256];

@@ -12,7 +12,8 @@ void gj__emit_header(gj__strbuf *sb, const struct gj_encoding *enc, const gj_cod
                      const char *options_text);
 /* NAME_config, NAME_in_t, NAME_out_t. */
 void gj__emit_types(gj__strbuf *sb, const struct gj_encoding *enc, const gj_codegen_options *opts);
-/* NAME, NAME_bwd, NAME_bwdbwd: one device function per pass, levels unrolled. */
+/* NAME, NAME_bwd, NAME_bwdbwd: one device function per pass, looping over the level table
+ * (templates/grid_level.cuh, gj_levels_*) or, with unroll_levels, its levels unrolled. */
 void gj__emit_forward_function(gj__strbuf *sb, const struct gj_encoding *enc, const gj_codegen_options *opts);
 void gj__emit_backward_function(gj__strbuf *sb, const struct gj_encoding *enc, const gj_codegen_options *opts);
 void gj__emit_backward_backward_function(gj__strbuf *sb, const struct gj_encoding *enc, const gj_codegen_options *opts);

@@ -24,8 +24,8 @@ void gj_codegen_options_init(gj_codegen_options *opts) {
     opts->order = GJ_ORDER_LEVEL_MAJOR;
 }
 
-static int is_identifier(const char *name) {
-    if (!name[0] || !(isalpha((unsigned char)name[0]) || name[0] == '_')) {
+int gj__is_identifier(const char *name) {
+    if (!name || !name[0] || !(isalpha((unsigned char)name[0]) || name[0] == '_')) {
         return 0;
     }
     for (const char *p = name; *p; ++p) {
@@ -69,7 +69,7 @@ gj_status gj__codegen_options_resolve(const gj__diag *d, const gj_codegen_option
     if (!out->name) {
         out->name = GJ__DEFAULT_NAME;
     }
-    if (!is_identifier(out->name) || strlen(out->name) > GJ__MAX_NAME) {
+    if (!gj__is_identifier(out->name) || strlen(out->name) > GJ__MAX_NAME) {
         return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT,
                         "name: must be a C identifier of at most %d characters (got \"%.80s\")", GJ__MAX_NAME, out->name);
     }

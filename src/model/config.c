@@ -1,10 +1,10 @@
 /* The encoding configuration: tcnn-compatible JSON keys, checked one by one (docs/design.md §1). */
 #include "model/config.h"
+#include "base/format.h"
 #include "base/strbuf.h"
 
 #include <cjson/cJSON.h>
 #include <float.h>
-#include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -584,19 +584,6 @@ gj_status gj__config_parse(const char *json, uint32_t n_dims_arg, gj__config *ou
 
 /* ------------------------------------------------------------- writing */
 
-/* %.9g: nine significant digits read back as the same float. printf follows
- * LC_NUMERIC, and JSON wants '.', whatever locale the application has set. */
-static void format_float_json(float v, char *out, size_t size) {
-    snprintf(out, size, "%.9g", (double)v);
-    const char *point = localeconv()->decimal_point;
-    size_t n = point ? strlen(point) : 0;
-    char *at = n > 0 && strcmp(point, ".") != 0 ? strstr(out, point) : NULL;
-    if (at) {
-        *at = '.';
-        memmove(at + 1, at + n, strlen(at + n) + 1);
-    }
-}
-
 char *gj__config_to_json(const gj__config *c) {
     if (!c) {
         return NULL;
@@ -609,7 +596,7 @@ char *gj__config_to_json(const gj__config *c) {
     gj__sb_printf(&sb, "\"log2_hashmap_size\": %u, \"base_resolution\": %u, ", c->log2_hashmap_size,
                   c->base_resolution);
     char scale[48];
-    format_float_json(c->per_level_scale, scale, sizeof scale);
+    gj__format_float(scale, sizeof scale, c->per_level_scale); /* '.' in any locale */
     gj__sb_printf(&sb, "\"per_level_scale\": %s, ", scale);
     gj__sb_printf(&sb, "\"interpolation\": \"%s\", \"hash\": \"%s\", ", gj__interpolation_name(c->interpolation),
                   gj__hash_name(c->hash));

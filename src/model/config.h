@@ -38,7 +38,7 @@ typedef struct gj__config {
  */
 gj_status gj__config_parse(const char *json, uint32_t n_dims_arg, gj__config *out, char *err, size_t err_size);
 
-/* Canonical JSON of the configuration (all keys, canonical spellings), which
+/* Canonical JSON of the configuration (all keys, canonical spellings) on one line, which
  * gj__config_parse() reads back to an identical struct. malloc()ed; NULL on OOM. */
 char *gj__config_to_json(const gj__config *config);
 

@@ -59,12 +59,12 @@ static float level_scale(const gj__config *c, uint32_t level) {
  * is a double computation in C++11, and powf() gives the same decision for every
  * resolution and D <= 32 (checked exhaustively near 2^31). Below the cap the power is
  * exact, so at most 2^31 + 128 entries remain (D = 1 where (float)resolution rounds
- * down to 2^31), which fits in uint32.
+ * down to 2^31), which fits in uint32. dense: resolution^D, saturating.
  */
-static uint64_t uncapped_entries(uint32_t resolution, uint32_t n_dims) {
+static uint64_t uncapped_entries(uint32_t resolution, uint32_t n_dims, uint64_t dense) {
     uint64_t entries = powf((float)resolution, (float)n_dims) > (float)MAX_ENTRIES_FLOAT_CAP
                            ? MAX_ENTRIES_FLOAT_CAP
-                           : pow_saturating(resolution, n_dims);
+                           : dense;
     return (entries + 7) / 8 * 8; /* aligned memory accesses */
 }
 
@@ -79,9 +79,10 @@ static uint64_t uncapped_entries(uint32_t resolution, uint32_t n_dims) {
  *    (max_base 0), whose resolution^D <= 2^31 - 1 (checked before) so that the exact
  *    Horner sum modulo entries is the plain dense index.
  */
-static gj__index_mode index_mode(gj_grid_type type, uint32_t resolution, uint32_t n_dims, uint32_t entries) {
+static gj__index_mode index_mode(gj_grid_type type, uint32_t resolution, uint32_t n_dims, uint32_t entries,
+                                 uint64_t dense) {
     const int dense_fits = resolution <= gj__max_base(n_dims);
-    const uint64_t stride = dense_fits ? pow_saturating(resolution, n_dims) : 0xFFFFFFFFu;
+    const uint64_t stride = dense_fits ? dense : 0xFFFFFFFFu;
     if (type == GJ_GRID_HASH && entries < stride) {
         return GJ__INDEX_HASH;
     }
@@ -123,7 +124,8 @@ static gj_status compute_level(const gj__config *c, uint32_t level, gj__level *o
         return scale_too_large(c, level, scale, err, err_size);
     }
     const uint32_t resolution = (uint32_t)ceilf(fmaxf(scale, 0.0f)) + 1;
-    uint64_t entries = uncapped_entries(resolution, c->n_dims);
+    const uint64_t dense = pow_saturating(resolution, c->n_dims); /* the dense grid's points */
+    uint64_t entries = uncapped_entries(resolution, c->n_dims, dense);
     if (c->type == GJ_GRID_TILED) {
         /* A tiled level needs no more entries than the base grid: it repeats. */
         const uint64_t tile = pow_saturating(c->base_resolution, c->n_dims);
@@ -131,16 +133,13 @@ static gj_status compute_level(const gj__config *c, uint32_t level, gj__level *o
     } else if (c->type == GJ_GRID_HASH) {
         const uint64_t table = (uint64_t)1 << c->log2_hashmap_size;
         entries = entries < table ? entries : table;
-    } else {
-        const uint64_t needed = pow_saturating(resolution, c->n_dims);
-        if (needed > MAX_ENTRIES_FLOAT_CAP) {
-            return dense_too_large(c, level, resolution, needed, err, err_size);
-        }
+    } else if (dense > MAX_ENTRIES_FLOAT_CAP) {
+        return dense_too_large(c, level, resolution, dense, err, err_size);
     }
     out->scale = scale;
     out->resolution = resolution;
     out->entries = (uint32_t)entries;
-    out->index_mode = index_mode(c->type, resolution, c->n_dims, out->entries);
+    out->index_mode = index_mode(c->type, resolution, c->n_dims, out->entries, dense);
     return GJ_OK;
 }
 

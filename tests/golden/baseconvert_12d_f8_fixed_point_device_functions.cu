@@ -128,7 +128,7 @@ GJ_INLINE void gj_red_v4_u32(gj_u32* address, gj_u32 a, gj_u32 b, gj_u32 c, gj_u
 #ifndef GJ_HASH_CUH
 #define GJ_HASH_CUH
 
-// Values of gj_hash, gj_interpolation and the layout's index modes (src/layout.h).
+// Values of gj_hash, gj_interpolation and the layout's index modes (src/model/layout.h).
 #define GJ_HASH_PRIME 0
 #define GJ_HASH_COHERENT_PRIME 1
 #define GJ_HASH_REVERSED_PRIME 2
@@ -161,7 +161,8 @@ struct gj_level {
     gj_u32 cell_fixed;  // fixed_point_pos: the cell size in fixed point; else 0
     gj_u32 mode;        // GJ_INDEX_*
     gj_u32 small;       // 1: level-major backward sums it in shared memory (NAME_backward_coarse)
-    gj_u32 pad;
+    gj_u32 pad;         // never read, but keep it: without it the kernels copy a row out of
+                        // constant memory with other loads (different PTX)
     gj_u64 mod_magic;   // (2^64 - 1) / entries + 1, wrapped to 64 bits: gj_fastmod's multiplier
 };
 
@@ -534,6 +535,24 @@ GJ_INLINE float gj_corner_slope(const float (&w)[D], const float (&dw)[D], gj_u6
 }
 
 // ---- forward ---------------------------------------------------------------------
+// Adds corner `corner` (values val) to y with its weight, and (DYDX) to dydx with its slopes.
+template <class C, bool DYDX>
+GJ_INLINE void gj_accumulate_corner(const float (&w)[C::D], const float (&dw)[C::D], gj_u64 corner,
+                                    const float (&val)[C::F], float (&y)[C::F], float (&dydx)[C::F][C::D]) {
+    constexpr int D = C::D, F = C::F;
+    const float weight = gj_weight_product<D>(w, corner, -1, -1);
+#pragma unroll
+    for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[f], y[f]);
+    if constexpr (DYDX) {
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+            const float g = gj_corner_slope<D>(w, dw, corner, d);
+#pragma unroll
+            for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[f], dydx[f][d]);
+        }
+    }
+}
+
 // y: this level's F features. dydx (DYDX): F x D derivatives dy_f/dx_d, from the same
 // corner values (no second round of loads).
 template <class C, int MODE, bool DYDX>
@@ -578,19 +597,7 @@ GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typena
 #pragma unroll
         for (int k = 0; k < CORNERS; ++k) gj_load_entry<C>(grid, index[k], val[k]);
 #pragma unroll
-        for (int k = 0; k < CORNERS; ++k) {
-            const float weight = gj_weight_product<D>(w, (gj_u64)k, -1, -1);
-#pragma unroll
-            for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[k][f], y[f]);
-            if constexpr (DYDX) {
-#pragma unroll
-                for (int d = 0; d < D; ++d) {
-                    const float g = gj_corner_slope<D>(w, dw, (gj_u64)k, d);
-#pragma unroll
-                    for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[k][f], dydx[f][d]);
-                }
-            }
-        }
+        for (int k = 0; k < CORNERS; ++k) gj_accumulate_corner<C, DYDX>(w, dw, (gj_u64)k, val[k], y, dydx);
     } else {
         // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
 #pragma unroll (gj_corner_unroll<D - 1>::value)
@@ -605,18 +612,7 @@ GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typena
             gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v1, lv), val[1]);
 #pragma unroll
             for (int side = 0; side < 2; ++side) {
-                const gj_u64 corner = (edge << 1) | (gj_u64)side;
-                const float weight = gj_weight_product<D>(w, corner, -1, -1);
-#pragma unroll
-                for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[side][f], y[f]);
-                if constexpr (DYDX) {
-#pragma unroll
-                    for (int d = 0; d < D; ++d) {
-                        const float g = gj_corner_slope<D>(w, dw, corner, d);
-#pragma unroll
-                        for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[side][f], dydx[f][d]);
-                    }
-                }
+                gj_accumulate_corner<C, DYDX>(w, dw, (edge << 1) | (gj_u64)side, val[side], y, dydx);
             }
         }
     }
@@ -935,9 +931,8 @@ typedef gj_vec<gj_half, 16> gj_encode_out_t;
 
 // The level table of the kernels, in constant memory: one gj_level row per level (offset,
 // scale, resolution, entries, mask, fixed-point cell, index mode, small, pad, modulo
-// multiplier). Small: the level's
-// gradients fit in shared memory, so level-major backward sums them per block
-// (NAME_backward_coarse).
+// multiplier). Small: the level's gradients fit in shared memory, so level-major
+// backward sums them per block (NAME_backward_coarse).
 __constant__ gj_level gj_encode_level_table[2] = {
     {0ull, 1.0f, 2u, 4096u, 4095u, 4294967295u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 4503599627370496ull}, // level 0
     {32768ull, 3.0f, 4u, 16384u, 16383u, 1431655808u, GJ_INDEX_HASH | GJ_INDEX_POW2, 0u, 0u, 1125899906842624ull}, // level 1
@@ -974,6 +969,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     gj_zero(dldx);
     gj_levels_backward<C, gj_encode_levels>(x, dL_dy.v, params, dL_dparams, dldx, want_dx, limit,
                                      rng_index, rng_stride);
+
     if (dL_dx) {
         for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];
     }

@@ -130,7 +130,7 @@ GJ_INLINE void gj_red_v4_u32(gj_u32* address, gj_u32 a, gj_u32 b, gj_u32 c, gj_u
 #ifndef GJ_HASH_CUH
 #define GJ_HASH_CUH
 
-// Values of gj_hash, gj_interpolation and the layout's index modes (src/layout.h).
+// Values of gj_hash, gj_interpolation and the layout's index modes (src/model/layout.h).
 #define GJ_HASH_PRIME 0
 #define GJ_HASH_COHERENT_PRIME 1
 #define GJ_HASH_REVERSED_PRIME 2
@@ -163,7 +163,8 @@ struct gj_level {
     gj_u32 cell_fixed;  // fixed_point_pos: the cell size in fixed point; else 0
     gj_u32 mode;        // GJ_INDEX_*
     gj_u32 small;       // 1: level-major backward sums it in shared memory (NAME_backward_coarse)
-    gj_u32 pad;
+    gj_u32 pad;         // never read, but keep it: without it the kernels copy a row out of
+                        // constant memory with other loads (different PTX)
     gj_u64 mod_magic;   // (2^64 - 1) / entries + 1, wrapped to 64 bits: gj_fastmod's multiplier
 };
 
@@ -536,6 +537,24 @@ GJ_INLINE float gj_corner_slope(const float (&w)[D], const float (&dw)[D], gj_u6
 }
 
 // ---- forward ---------------------------------------------------------------------
+// Adds corner `corner` (values val) to y with its weight, and (DYDX) to dydx with its slopes.
+template <class C, bool DYDX>
+GJ_INLINE void gj_accumulate_corner(const float (&w)[C::D], const float (&dw)[C::D], gj_u64 corner,
+                                    const float (&val)[C::F], float (&y)[C::F], float (&dydx)[C::F][C::D]) {
+    constexpr int D = C::D, F = C::F;
+    const float weight = gj_weight_product<D>(w, corner, -1, -1);
+#pragma unroll
+    for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[f], y[f]);
+    if constexpr (DYDX) {
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+            const float g = gj_corner_slope<D>(w, dw, corner, d);
+#pragma unroll
+            for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[f], dydx[f][d]);
+        }
+    }
+}
+
 // y: this level's F features. dydx (DYDX): F x D derivatives dy_f/dx_d, from the same
 // corner values (no second round of loads).
 template <class C, int MODE, bool DYDX>
@@ -580,19 +599,7 @@ GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typena
 #pragma unroll
         for (int k = 0; k < CORNERS; ++k) gj_load_entry<C>(grid, index[k], val[k]);
 #pragma unroll
-        for (int k = 0; k < CORNERS; ++k) {
-            const float weight = gj_weight_product<D>(w, (gj_u64)k, -1, -1);
-#pragma unroll
-            for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[k][f], y[f]);
-            if constexpr (DYDX) {
-#pragma unroll
-                for (int d = 0; d < D; ++d) {
-                    const float g = gj_corner_slope<D>(w, dw, (gj_u64)k, d);
-#pragma unroll
-                    for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[k][f], dydx[f][d]);
-                }
-            }
-        }
+        for (int k = 0; k < CORNERS; ++k) gj_accumulate_corner<C, DYDX>(w, dw, (gj_u64)k, val[k], y, dydx);
     } else {
         // Corners come in x-edges: corner 2e (lower x) and 2e + 1 (upper x).
 #pragma unroll (gj_corner_unroll<D - 1>::value)
@@ -607,18 +614,7 @@ GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typena
             gj_load_entry<C>(grid, gj_corner_index<D, C::HASH, MODE>(v1, lv), val[1]);
 #pragma unroll
             for (int side = 0; side < 2; ++side) {
-                const gj_u64 corner = (edge << 1) | (gj_u64)side;
-                const float weight = gj_weight_product<D>(w, corner, -1, -1);
-#pragma unroll
-                for (int f = 0; f < F; ++f) y[f] = fmaf(weight, val[side][f], y[f]);
-                if constexpr (DYDX) {
-#pragma unroll
-                    for (int d = 0; d < D; ++d) {
-                        const float g = gj_corner_slope<D>(w, dw, corner, d);
-#pragma unroll
-                        for (int f = 0; f < F; ++f) dydx[f][d] = fmaf(g, val[side][f], dydx[f][d]);
-                    }
-                }
+                gj_accumulate_corner<C, DYDX>(w, dw, (edge << 1) | (gj_u64)side, val[side], y, dydx);
             }
         }
     }
@@ -1156,6 +1152,22 @@ GJ_INLINE void gj_load_dl_dy(const void* dl_dy, gj_u64 stride_point, gj_u64 stri
     }
 }
 
+// Active level `level` of point i (at x): its dL/dx added to dldx (INPUT), its parameter
+// gradients (PARAMS) into grad(), a G*: the level's part of dL_dparams, or (SHARED) a
+// block's fp32 sums of the level in shared memory. The shape is deliberate: i by reference
+// and the target asked for last keep the kernels' PTX as it was when each caller spelled
+// this out (by value, or with the pointer computed first, the compiler orders some
+// instructions differently).
+template <class C, int MODE, bool PARAMS, bool INPUT, class G, bool SHARED = false, class Grad>
+GJ_INLINE void gj_backward_at(const gj_backward_args& a, const gj_u64& i, gj_u32 level, const gj_level& lv,
+                              const float (&x)[C::D], float (&dldx)[C::D], Grad&& grad) {
+    typedef typename C::param_t T;
+    float g[C::F];
+    gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
+    const float u = C::STOCHASTIC && PARAMS ? gj_stochastic_sample(i, level, a.n) : 0.0f;
+    gj_level_backward<C, MODE, PARAMS, INPUT, G, SHARED>(x, lv, (const T*)a.params + lv.offset, g, grad(), dldx, u);
+}
+
 template <class C, bool PARAMS, bool INPUT>
 struct gj_backward_op {
     const gj_backward_args& a;
@@ -1166,13 +1178,10 @@ struct gj_backward_op {
 
     template <int MODE>
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
-        typedef typename C::param_t T;
+        typedef typename C::grad_t G;
         if (!((float)level < limit)) return; // inactive levels get no gradient
-        float g[C::F];
-        gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
-        const float u = C::STOCHASTIC && PARAMS ? gj_stochastic_sample(i, level, a.n) : 0.0f;
-        typename C::grad_t* grad = PARAMS ? (typename C::grad_t*)a.dL_dparams + lv.offset : nullptr;
-        gj_level_backward<C, MODE, PARAMS, INPUT>(x, lv, (const T*)a.params + lv.offset, g, grad, dldx, u);
+        gj_backward_at<C, MODE, PARAMS, INPUT, G>(a, i, level, lv, x, dldx,
+                                                  [&] { return PARAMS ? (G*)a.dL_dparams + lv.offset : nullptr; });
     }
 };
 
@@ -1198,7 +1207,7 @@ GJ_INLINE void gj_add_point_dldx(const gj_backward_args& a, gj_u64 i, const floa
 // Whether level-major backward leaves this level to NAME_backward_coarse.
 template <class C>
 GJ_INLINE bool gj_coarse_level(const gj_backward_args& a, const gj_level& lv) {
-    return C::LEVEL_MAJOR && lv.small && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
+    return lv.small && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
 }
 
 // Level-major, global atomics: one block, one level, BLOCK * PPT points.
@@ -1249,6 +1258,7 @@ GJ_INLINE void gj_backward_dx_kernel(const gj_backward_args& a) {
 // The small dense levels are where the global atomics contend (every point hits the
 // same few thousand entries). Each of the coarse_blocks blocks sums its grid-stride share
 // of the points in fp32 shared memory, then adds each non-zero sum to dL_dparams once.
+// Instantiated for level-major units only: elsewhere no level is small (C::SMALL_MODES = 0).
 template <class C, bool INPUT>
 struct gj_backward_coarse_op {
     const gj_backward_args& a;
@@ -1256,32 +1266,26 @@ struct gj_backward_coarse_op {
 
     template <int MODE>
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
-        typedef typename C::param_t T;
-        if constexpr (C::LEVEL_MAJOR) {
-            const gj_u32 n_sums = lv.entries * C::F;
-            for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) sums[k] = 0.0f;
-            __syncthreads();
-            const gj_u64 stride = (gj_u64)min(a.coarse_blocks, gridDim.x) * C::BLOCK;
-            for (gj_u64 i = (gj_u64)blockIdx.x * C::BLOCK + threadIdx.x; i < a.n; i += stride) {
-                gj_backward_op<C, true, INPUT> p = gj_backward_point<C, true, INPUT>(a, i);
-                if (!((float)level < p.limit)) continue;
-                float g[C::F];
-                gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
-                const float u = C::STOCHASTIC ? gj_stochastic_sample(i, level, a.n) : 0.0f;
-                gj_level_backward<C, MODE, true, INPUT, float, true>(p.x, lv, (const T*)a.params + lv.offset, g, sums,
-                                                                     p.dldx, u);
-                if constexpr (INPUT) gj_add_point_dldx<C>(a, i, p.dldx);
+        static_assert(C::LEVEL_MAJOR, "only level-major backward has small levels");
+        const gj_u32 n_sums = lv.entries * C::F;
+        for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) sums[k] = 0.0f;
+        __syncthreads();
+        const gj_u64 stride = (gj_u64)min(a.coarse_blocks, gridDim.x) * C::BLOCK;
+        for (gj_u64 i = (gj_u64)blockIdx.x * C::BLOCK + threadIdx.x; i < a.n; i += stride) {
+            gj_backward_op<C, true, INPUT> p = gj_backward_point<C, true, INPUT>(a, i);
+            if (!((float)level < p.limit)) continue;
+            gj_backward_at<C, MODE, true, INPUT, float, true>(a, i, level, lv, p.x, p.dldx, [&] { return sums; });
+            if constexpr (INPUT) gj_add_point_dldx<C>(a, i, p.dldx);
+        }
+        __syncthreads();
+        typename C::grad_t* grad = (typename C::grad_t*)a.dL_dparams + lv.offset;
+        if constexpr (sizeof(typename C::grad_t) == 2) {
+            for (gj_u32 k = 2 * threadIdx.x; k < n_sums; k += 2 * C::BLOCK) {
+                if (sums[k] != 0.0f || sums[k + 1] != 0.0f) gj_atomic_add_half2(grad + k, sums[k], sums[k + 1]);
             }
-            __syncthreads();
-            typename C::grad_t* grad = (typename C::grad_t*)a.dL_dparams + lv.offset;
-            if constexpr (sizeof(typename C::grad_t) == 2) {
-                for (gj_u32 k = 2 * threadIdx.x; k < n_sums; k += 2 * C::BLOCK) {
-                    if (sums[k] != 0.0f || sums[k + 1] != 0.0f) gj_atomic_add_half2(grad + k, sums[k], sums[k + 1]);
-                }
-            } else {
-                for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) {
-                    if (sums[k] != 0.0f) gj_atomic_add((float*)grad + k, sums[k]);
-                }
+        } else {
+            for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) {
+                if (sums[k] != 0.0f) gj_atomic_add((float*)grad + k, sums[k]);
             }
         }
     }
@@ -1419,9 +1423,8 @@ typedef gj_vec<gj_half, 3> gj_encode_out_t;
 
 // The level table of the kernels, in constant memory: one gj_level row per level (offset,
 // scale, resolution, entries, mask, fixed-point cell, index mode, small, pad, modulo
-// multiplier). Small: the level's
-// gradients fit in shared memory, so level-major backward sums them per block
-// (NAME_backward_coarse).
+// multiplier). Small: the level's gradients fit in shared memory, so level-major
+// backward sums them per block (NAME_backward_coarse).
 __constant__ gj_level gj_encode_level_table[3] = {
     {0ull, 31.0f, 32u, 32u, 31u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 1u, 0u, 576460752303423488ull}, // level 0
     {32ull, 63.0f, 64u, 32u, 31u, 0u, GJ_INDEX_DENSE | GJ_INDEX_POW2, 1u, 0u, 576460752303423488ull}, // level 1
@@ -1461,6 +1464,7 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
     gj_zero(dldx);
     gj_levels_backward<C, gj_encode_levels>(x, dL_dy.v, params, dL_dparams, dldx, want_dx, limit,
                                      rng_index, rng_stride);
+
     if (dL_dx) {
         for (int d = 0; d < C::D; ++d) dL_dx->v[d] = dldx[d];
     }
