@@ -81,11 +81,9 @@ char *gj_compile_options_string(const char *arch) {
     if (gj__arch_parse(NULL, arch, &parsed) != GJ_OK) {
         return NULL;
     }
-    /* Without a context: the environment decides -lineinfo. */
-    const char *env = getenv("GRIDJIT_LINEINFO");
-    const int lineinfo = env && env[0] && strcmp(env, "0") != 0 && strcmp(env, "off") != 0;
-    /* What gj_compile passes for a whole unit of kernels (the default options). */
-    return gj__compile_options_text(parsed.name, (lineinfo ? GJ__OPTIONS_LINEINFO : 0u) | GJ__OPTIONS_SPLIT);
+    /* Without a context the environment decides -lineinfo; split: what gj_compile passes
+     * for a whole unit of kernels (the default options). */
+    return gj__compile_options_text(parsed.name, gj__compile_option_flags(gj__lineinfo_from_env(), 1));
 }
 
 gj_status gj_nvrtc_version(gj_context *ctx, int *major, int *minor) {

@@ -45,6 +45,15 @@ void gj__sb_append_n(gj__strbuf *sb, const char *text, size_t n) {
     sb->data[sb->len] = '\0';
 }
 
+void gj__sb_append_le(gj__strbuf *sb, uint64_t value, size_t n_bytes) {
+    char bytes[8];
+    n_bytes = n_bytes < sizeof bytes ? n_bytes : sizeof bytes;
+    for (size_t i = 0; i < n_bytes; i++) {
+        bytes[i] = (char)(uint8_t)(value >> (8 * i));
+    }
+    gj__sb_append_n(sb, bytes, n_bytes);
+}
+
 void gj__sb_append(gj__strbuf *sb, const char *text) {
     gj__sb_append_n(sb, text, strlen(text));
 }

@@ -25,13 +25,14 @@ void gj__compiler_init(gj__compiler *c, const gj__diag *diag, gj__nvrtc_loader *
     atomic_init(&c->lineinfo, -1);
 }
 
-int gj__compiler_lineinfo(gj__compiler *c) {
-    const int set = atomic_load(&c->lineinfo);
-    if (set >= 0) {
-        return set;
-    }
+int gj__lineinfo_from_env(void) {
     const char *env = getenv("GRIDJIT_LINEINFO");
     return env && env[0] && strcmp(env, "0") != 0 && strcmp(env, "off") != 0;
+}
+
+int gj__compiler_lineinfo(gj__compiler *c) {
+    const int set = atomic_load(&c->lineinfo);
+    return set >= 0 ? set : gj__lineinfo_from_env();
 }
 
 static unsigned claim_wait_ms(void) {
@@ -60,54 +61,76 @@ static void tag(gj_program *prog, gj_cache_status status, const char *hex, const
     snprintf(prog->config_key, sizeof prog->config_key, "%s", config_hex);
 }
 
+/* One lookup: the metadata of the entry accepted, decoded once and handed to the program. */
+typedef struct lookup {
+    const attempt *a;
+    gj__program_meta meta;
+    int have_meta;
+} lookup;
+
 /* An entry serves the request when it was made for the same target and kind with the
  * same kernels (the key already says so; this catches a file that lies about it). */
+static const char *check_meta(const attempt *a, const gj__program_meta *meta) {
+    if (strcmp(meta->target, a->req->arch.name) != 0 || meta->kind != a->req->arch.kind) {
+        return "target mismatch";
+    }
+    if (meta->n_kernels != a->req->unit.n_names) {
+        return "kernel list mismatch";
+    }
+    for (size_t i = 0; i < meta->n_kernels; i++) {
+        if (strcmp(meta->names[i], a->req->unit.names[i]) != 0) {
+            return "kernel list mismatch";
+        }
+    }
+    return NULL;
+}
+
+/* The store's accept function: keeps the decoded metadata of the entry it accepts (the
+ * store hands out the entry it last accepted; an earlier one is dropped). */
 static const char *accept_entry(void *user, const void *bytes, size_t size) {
-    const attempt *a = user;
+    lookup *l = user;
     gj__program_meta meta;
     if (gj__meta_decode(bytes, size, &meta) != 0) {
         return "malformed program metadata";
     }
-    const char *why = NULL;
-    if (strcmp(meta.target, a->req->arch.name) != 0 || meta.kind != a->req->arch.kind) {
-        why = "target mismatch";
-    } else if (meta.n_kernels != a->req->unit.n_names) {
-        why = "kernel list mismatch";
+    const char *why = check_meta(l->a, &meta);
+    if (why) {
+        gj__meta_free(&meta);
+        return why;
     }
-    for (size_t i = 0; !why && i < meta.n_kernels; i++) {
-        if (strcmp(meta.names[i], a->req->unit.names[i]) != 0) {
-            why = "kernel list mismatch";
-        }
-    }
-    gj__meta_free(&meta);
-    return why;
+    gj__meta_free(&l->meta); /* zeroed, or an entry accepted before */
+    l->meta = meta;
+    l->have_meta = 1;
+    return NULL;
 }
 
-/* Moves a checked entry into a new program. */
-static gj_status program_from_blob(const attempt *a, gj__blob *blob, gj_program **out) {
-    gj__program_meta meta;
+/* Moves a checked entry and the metadata accepted with it into a new program; what is
+ * left of l->meta is the caller's to free. */
+static gj_status program_from_blob(const attempt *a, gj__blob *blob, lookup *l, gj_program **out) {
+    gj__program_meta *meta = &l->meta;
     gj_program *prog = gj__program_new();
-    char *source = gj__strdup(a->req->unit.source);
-    if (!prog || !source || gj__meta_decode(blob->meta, blob->meta_size, &meta) != 0) {
+    char *source = strdup(a->req->unit.source);
+    /* Without accepted metadata (the store always asks) this is the decode failure it
+     * would have been. */
+    if (!prog || !source || !l->have_meta) {
         free(source);
         gj_program_destroy(prog);
         return gj__fail(a->c->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory reading the cache");
     }
     free(prog->source);
     prog->source = source;
-    prog->kind = meta.kind;
-    snprintf(prog->arch, sizeof prog->arch, "%s", meta.target);
+    prog->kind = meta->kind;
+    snprintf(prog->arch, sizeof prog->arch, "%s", meta->target);
     prog->binary = blob->payload;
     prog->binary_size = blob->payload_size;
-    prog->n_kernels = meta.n_kernels;
-    prog->kernel_names = meta.names;
-    prog->lowered_names = meta.lowered;
+    prog->n_kernels = meta->n_kernels;
+    prog->kernel_names = meta->names;
+    prog->lowered_names = meta->lowered;
     free(prog->log);
-    prog->log = meta.log;
-    meta.log = NULL;
-    meta.names = meta.lowered = NULL;
-    meta.n_kernels = 0;
-    gj__meta_free(&meta);
+    prog->log = meta->log;
+    meta->log = NULL;
+    meta->names = meta->lowered = NULL;
+    meta->n_kernels = 0;
     blob->payload = NULL;
     prog->ref = blob->ref;
     char hex[33];
@@ -123,12 +146,14 @@ static gj_status look_up(const attempt *a, gj_program **out) {
     const double start = gj__now_ms();
     gj__blob blob;
     gj__store *s = a->c->store;
-    gj_status status = a->nv ? gj__store_get(s, a->c->diag, &a->key.key, &a->key.config, accept_entry, (void *)a, &blob)
-                             : gj__store_get_group(s, a->c->diag, &a->key.config, accept_entry, (void *)a, &blob);
+    lookup l = {.a = a};
+    gj_status status = a->nv ? gj__store_get(s, a->c->diag, &a->key.key, &a->key.config, accept_entry, &l, &blob)
+                             : gj__store_get_group(s, a->c->diag, &a->key.config, accept_entry, &l, &blob);
     if (status == GJ_OK) {
-        status = program_from_blob(a, &blob, out);
+        status = program_from_blob(a, &blob, &l, out);
         gj__blob_free(&blob);
     }
+    gj__meta_free(&l.meta);
     if (status == GJ_OK) {
         (*out)->compile_ms = gj__now_ms() - start;
     } else if (status == GJ_ERROR_OUT_OF_MEMORY) {
@@ -227,7 +252,7 @@ static gj_status prepare(attempt *a) {
     if (!a->options) {
         return gj__fail(c->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory");
     }
-    const unsigned flags = (gj__compiler_lineinfo(c) ? GJ__OPTIONS_LINEINFO : 0u) | (a->req->split ? GJ__OPTIONS_SPLIT : 0u);
+    const unsigned flags = gj__compile_option_flags(gj__compiler_lineinfo(c), a->req->split);
     a->n_options = gj__compile_options(a->req->arch.name, flags, a->options,
                                        GJ__MAX_COMPILE_OPTIONS, a->options_buffer, sizeof a->options_buffer);
     if (a->n_options == 0) {

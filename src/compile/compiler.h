@@ -23,6 +23,8 @@ typedef struct gj__compiler {
 void gj__compiler_init(gj__compiler *c, const gj__diag *diag, gj__nvrtc_loader *nvrtc, gj__store *store);
 /* Whether -lineinfo is in force (the setting, else GRIDJIT_LINEINFO). */
 int gj__compiler_lineinfo(gj__compiler *c);
+/* Whether GRIDJIT_LINEINFO asks for -lineinfo (set, and neither "0" nor "off"). */
+int gj__lineinfo_from_env(void);
 
 /* What to compile, and how to say what would make it where NVRTC is missing. */
 typedef struct gj__compile_request {

@@ -16,8 +16,7 @@ static int whole_unit_of_kernels(const gj_codegen_options *opts, gj__part part) 
 char *gj__encoding_source(gj__compiler *c, const struct gj_encoding *enc, const gj_codegen_options *opts,
                           gj__part part) {
     /* The architecture is left open: one source serves every target. */
-    const unsigned flags = (gj__compiler_lineinfo(c) ? GJ__OPTIONS_LINEINFO : 0u) |
-                           (whole_unit_of_kernels(opts, part) ? GJ__OPTIONS_SPLIT : 0u);
+    const unsigned flags = gj__compile_option_flags(gj__compiler_lineinfo(c), whole_unit_of_kernels(opts, part));
     char *options = gj__compile_options_text("<target>", flags);
     char *source = options ? gj__codegen(enc, opts, part, options) : NULL;
     free(options);

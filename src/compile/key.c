@@ -3,6 +3,7 @@
 #include "compile/key.h"
 
 #include "base/strbuf.h"
+#include "compile/meta.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,28 +12,20 @@
 
 /* One field of the record: a 4-byte ASCII tag, the length as 8 bytes little-endian,
  * the bytes. Length prefixes make the concatenation unambiguous. */
-static void put_field(gj__strbuf *sb, const char tag[4], const void *data, uint64_t size) {
-    char head[12];
-    memcpy(head, tag, 4);
-    for (int i = 0; i < 8; i++) {
-        head[4 + i] = (char)(uint8_t)(size >> (8 * i));
-    }
-    gj__sb_append_n(sb, head, sizeof head);
-    gj__sb_append_n(sb, data, (size_t)size);
+static void put_head(gj__strbuf *sb, const char tag[4], uint64_t size) {
+    gj__sb_append_n(sb, tag, 4);
+    gj__sb_append_le(sb, size, 8);
 }
 
 static void put_string(gj__strbuf *sb, const char tag[4], const char *text) {
-    put_field(sb, tag, text, strlen(text));
+    const size_t n = strlen(text);
+    put_head(sb, tag, n);
+    gj__sb_append_n(sb, text, n);
 }
 
 static void put_u32(gj__strbuf *sb, const char tag[4], uint32_t value) {
-    char bytes[4] = {(char)(uint8_t)value, (char)(uint8_t)(value >> 8), (char)(uint8_t)(value >> 16),
-                     (char)(uint8_t)(value >> 24)};
-    put_field(sb, tag, bytes, sizeof bytes);
-}
-
-static const char *kind_name(gj_binary_kind kind) {
-    return kind == GJ_BINARY_CUBIN ? "cubin" : kind == GJ_BINARY_PTX ? "ptx" : "none";
+    put_head(sb, tag, 4);
+    gj__sb_append_le(sb, value, 4);
 }
 
 /* The fields shared by both keys: everything but the compiler. */
@@ -41,7 +34,7 @@ static void put_configuration(gj__strbuf *sb, const gj__key_request *req) {
     put_u32(sb, "GJKS", GJ__KEY_SCHEMA);
     put_string(sb, "GJVR", GJ_VERSION_STRING);
     put_string(sb, "TRGT", req->arch->name);
-    put_string(sb, "KIND", kind_name(req->arch->kind));
+    put_string(sb, "KIND", gj__binary_kind_name(req->arch->kind));
     put_u32(sb, "NOPT", (uint32_t)req->n_options);
     for (size_t i = 0; i < req->n_options; i++) {
         put_string(sb, "OPTN", req->options[i]);

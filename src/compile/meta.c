@@ -19,9 +19,7 @@ const char *gj__binary_kind_name(gj_binary_kind kind) {
 }
 
 static void put_u32(gj__strbuf *sb, uint32_t value) {
-    char bytes[4] = {(char)(uint8_t)value, (char)(uint8_t)(value >> 8), (char)(uint8_t)(value >> 16),
-                     (char)(uint8_t)(value >> 24)};
-    gj__sb_append_n(sb, bytes, 4);
+    gj__sb_append_le(sb, value, 4);
 }
 
 static void put_string(gj__strbuf *sb, const char *text) {

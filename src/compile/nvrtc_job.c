@@ -104,7 +104,7 @@ static gj_status new_program(const job *j, gj_program **out) {
     free(prog->log);
     free(prog->source);
     prog->log = gj__annotate_log(j->log, j->unit->source, j->unit->file_name);
-    prog->source = gj__strdup(j->unit->source);
+    prog->source = strdup(j->unit->source);
     if (!prog->log || !prog->source) {
         return gj__fail(j->ctx, GJ_ERROR_OUT_OF_MEMORY, "compile: out of memory");
     }
@@ -155,8 +155,8 @@ static gj_status fetch_names(const job *j, gj_program *prog) {
         if (r != NVRTC_SUCCESS) {
             return nvrtc_fail(j, r, "nvrtcGetLoweredName");
         }
-        prog->kernel_names[i] = gj__strdup(j->unit->names[i]);
-        prog->lowered_names[i] = gj__strdup(lowered);
+        prog->kernel_names[i] = strdup(j->unit->names[i]);
+        prog->lowered_names[i] = strdup(lowered);
         if (!prog->kernel_names[i] || !prog->lowered_names[i]) {
             return gj__fail(j->ctx, GJ_ERROR_OUT_OF_MEMORY, "compile: out of memory");
         }

@@ -36,6 +36,10 @@ static const char lineinfo_option[] = "-lineinfo";
  * programs hold one kernel group each and compile on threads of their own instead. */
 static const char split_option[] = "-split-compile=2";
 
+unsigned gj__compile_option_flags(int lineinfo, int split) {
+    return (lineinfo ? GJ__OPTIONS_LINEINFO : 0u) | (split ? GJ__OPTIONS_SPLIT : 0u);
+}
+
 size_t gj__compile_options(const char *arch_name, unsigned flags, const char **options, size_t max, char *buffer,
                            size_t buffer_size) {
     const size_t n_fixed = sizeof fixed_options / sizeof fixed_options[0];

@@ -15,6 +15,9 @@
 #define GJ__OPTIONS_LINEINFO 1u /* -lineinfo: source line tables for profilers and debuggers */
 #define GJ__OPTIONS_SPLIT 2u    /* split compilation: a whole unit's kernels optimised on threads */
 
+/* The flags for a unit: -lineinfo when lineinfo, split compilation when split. */
+unsigned gj__compile_option_flags(int lineinfo, int split);
+
 /* The options for arch, NULL-terminated, with what flags asks for. Writes at most max
  * entries into options (pointers to static storage or into buffer). Returns the count,
  * or 0 when max or buffer_size is too small. */

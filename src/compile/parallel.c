@@ -33,7 +33,8 @@ static void *work(void *arg) {
     return NULL;
 }
 
-unsigned gj__cpu_count(void) {
+/* Online CPUs (at least 1). */
+static unsigned cpu_count(void) {
     const long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (unsigned)n : 1u;
 }
@@ -41,7 +42,7 @@ unsigned gj__cpu_count(void) {
 void gj__compile_all(gj__compiler *c, gj__compile_job *jobs, size_t n_jobs, unsigned threads) {
     crew w = {.compiler = c, .jobs = jobs, .n_jobs = n_jobs};
     atomic_init(&w.next, 0);
-    size_t helpers = threads ? threads : gj__cpu_count();
+    size_t helpers = threads ? threads : cpu_count();
     helpers = helpers < n_jobs ? helpers : n_jobs;
     helpers = helpers ? helpers - 1 : 0; /* the caller is one of the workers */
     pthread_t ids[64];

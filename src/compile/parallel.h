@@ -16,7 +16,4 @@ typedef struct gj__compile_job {
  * more than there are jobs; returns when all are done. One job runs on the caller. */
 void gj__compile_all(gj__compiler *c, gj__compile_job *jobs, size_t n_jobs, unsigned threads);
 
-/* Online CPUs (at least 1). */
-unsigned gj__cpu_count(void);
-
 #endif

@@ -4,18 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *gj__strdup(const char *text) {
-    size_t n = strlen(text) + 1;
-    char *copy = malloc(n);
-    if (copy) {
-        memcpy(copy, text, n);
-    }
-    return copy;
-}
-
 struct gj_program *gj__program_new(void) {
     struct gj_program *prog = calloc(1, sizeof *prog);
-    if (prog && (!(prog->log = gj__strdup("")) || !(prog->source = gj__strdup("")))) {
+    if (prog && (!(prog->log = strdup("")) || !(prog->source = strdup("")))) {
         gj_program_destroy(prog);
         return NULL;
     }

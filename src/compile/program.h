@@ -27,8 +27,6 @@ struct gj_program {
 
 /* Allocates an empty program (all fields zero, log and source ""). NULL on OOM. */
 struct gj_program *gj__program_new(void);
-/* malloc()ed copy of text; NULL on OOM. */
-char *gj__strdup(const char *text);
 /* The lowered name of the name expression in prog, or NULL. */
 const char *gj__program_lowered(const struct gj_program *prog, const char *expression);
 

@@ -2,6 +2,7 @@
 #include "compile/user_unit.h"
 
 #include "base/strbuf.h"
+#include "codegen/kernels.h"
 #include "codegen/options.h"
 #include "compile/encoding_unit.h"
 
@@ -20,16 +21,10 @@ void gj_source_desc_init(gj_source_desc *desc) {
     }
 }
 
+/* The names a source may give its encodings (and plain kernel names): identifiers of at
+ * most 64 characters. */
 static int is_identifier(const char *name) {
-    if (!name || !(isalpha((unsigned char)name[0]) || name[0] == '_')) {
-        return 0;
-    }
-    for (const char *p = name; *p; ++p) {
-        if (!(isalnum((unsigned char)*p) || *p == '_')) {
-            return 0;
-        }
-    }
-    return strlen(name) <= 64;
+    return gj__is_identifier(name) && strlen(name) <= 64;
 }
 
 static gj_status check_desc(const gj__diag *d, const gj_source_desc *desc) {
@@ -116,10 +111,7 @@ static char **copy_list(const char *const *list, size_t n, int as_expressions) {
     for (size_t i = 0; copy && i < n; ++i) {
         copy[i] = as_expressions ? name_expression(list[i]) : strdup(list[i]);
         if (!copy[i]) {
-            for (size_t j = 0; j < i; ++j) {
-                free(copy[j]);
-            }
-            free(copy);
+            gj__free_string_list(copy, i);
             return NULL;
         }
     }
@@ -172,14 +164,8 @@ void gj__user_unit_free(gj__user_unit *u) {
         free((char *)u->headers[i].text);
     }
     free(u->headers);
-    for (size_t i = 0; u->names && i < u->n_names; ++i) {
-        free(u->names[i]);
-    }
-    free(u->names);
-    for (size_t i = 0; u->options && i < u->n_options; ++i) {
-        free(u->options[i]);
-    }
-    free(u->options);
+    gj__free_string_list(u->names, u->n_names);
+    gj__free_string_list(u->options, u->n_options);
     memset(u, 0, sizeof *u);
 }
 

@@ -38,9 +38,11 @@ static int visit_entry(walker *w, const char *path, const char *group_hex, const
 /* A sidecar: its metadata is its entry's, when the entry is still there. */
 static int visit_sidecar(walker *w, const char *path, const struct stat *st, const char *group_hex,
                          const char *key_hex) {
-    char entry_path[4400];
-    size_t n = strlen(path) - strlen(GJ__SIDECAR_EXT);
-    snprintf(entry_path, sizeof entry_path, "%.*s%s", (int)n, path, GJ__ENTRY_EXT);
+    char name[GJ__STORE_NAME_MAX], entry_path[4400];
+    gj__store_entry_name(group_hex, key_hex, GJ__ENTRY_EXT, name, sizeof name);
+    const char *slash = strrchr(path, '/');
+    const int dir_len = slash ? (int)(slash - path + 1) : 0; /* the sidecar's shard, wherever that is */
+    snprintf(entry_path, sizeof entry_path, "%.*s%s", dir_len, path, name);
     gj__entry e;
     struct stat est;
     int have = gj__entry_read_path(entry_path, &e, 0, &est) == GJ__ENTRY_OK;
@@ -66,17 +68,17 @@ static int walk_visit(void *user, const char *path, const char *name, const stru
     return stop;
 }
 
+static int walk_layer(void *user, const char *dir, int layer) {
+    walker *w = user;
+    w->writable = layer == 0;
+    gj__store_walk_dir(dir, NULL, walk_visit, w);
+    return w->stopped;
+}
+
 void gj__store_walk(gj__store *s, const gj__diag *d, gj__store_visit_fn fn, void *user) {
     pthread_mutex_lock(&s->lock);
-    struct gj__store_state *st = gj__store_ready(s, d);
     walker w = {.d = d, .fn = fn, .user = user};
-    for (size_t i = 0; st->enabled && i < st->n_layers && !w.stopped; i++) {
-        gj__store_walk_dir(st->layers[i], NULL, walk_visit, &w);
-    }
-    if (st->enabled && st->root && !w.stopped) {
-        w.writable = 1;
-        gj__store_walk_dir(st->root, NULL, walk_visit, &w);
-    }
+    gj__store_each_layer(gj__store_ready(s, d), walk_layer, &w);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -121,18 +123,17 @@ static int verify_visit(void *user, const char *path, const char *name, const st
     return 0;
 }
 
+static int verify_layer(void *user, const char *dir, int layer) {
+    verifier *v = user;
+    v->layer = layer;
+    gj__store_walk_dir(dir, NULL, verify_visit, v);
+    return 0;
+}
+
 void gj__store_verify(gj__store *s, const gj__diag *d, uint64_t *checked, uint64_t *bad) {
     pthread_mutex_lock(&s->lock);
-    struct gj__store_state *st = gj__store_ready(s, d);
-    verifier v = {.d = d, .st = st};
-    for (size_t i = 0; st->enabled && i < st->n_layers; i++) {
-        v.layer = (int)i + 1;
-        gj__store_walk_dir(st->layers[i], NULL, verify_visit, &v);
-    }
-    if (st->enabled && st->root) {
-        v.layer = 0;
-        gj__store_walk_dir(st->root, NULL, verify_visit, &v);
-    }
+    verifier v = {.d = d, .st = gj__store_ready(s, d)};
+    gj__store_each_layer(v.st, verify_layer, &v);
     pthread_mutex_unlock(&s->lock);
     *checked = v.checked;
     *bad = v.bad;
@@ -156,12 +157,10 @@ gj_status gj__store_prune(gj__store *s, const gj__diag *d, const char *call, uin
     gj_status status = need_root(d, st, call);
     gj__store_evict_result r = {0};
     if (status == GJ_OK) {
-        int err = gj__store_evict(st->root, st->max_bytes, &r);
+        int err = gj__store_apply_cap(st, &r);
         if (err) {
             status = gj__fail(d, GJ_ERROR_IO, "%s: cannot read %s: %s", call, st->root, strerror(err));
         }
-        gj__store_counters delta = {.evictions = r.evicted};
-        gj__store_count(st, &delta);
     }
     pthread_mutex_unlock(&s->lock);
     *evicted = r.evicted;

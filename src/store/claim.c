@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,8 +22,9 @@ static char *lock_path(gj__store *s, const gj__diag *d, const gj__store_key *key
     const struct gj__store_state *st = gj__store_ready(s, d);
     char *path = NULL;
     if (st->enabled && st->root && !st->write_failed) {
-        char *shard = gj__store_shard_path(st->root, group_hex);
-        if (shard && (mkdir(shard, 0700) == 0 || errno == EEXIST)) {
+        int err = 0;
+        char *shard = gj__store_make_shard(st->root, group_hex, &err);
+        if (shard && !err) {
             path = gj__store_entry_path(st->root, group_hex, key_hex, GJ__LOCK_EXT);
         }
         free(shard);

@@ -271,13 +271,40 @@ char *gj__store_shard_path(const char *dir, const char *config_hex) {
     return path;
 }
 
+char *gj__store_make_shard(const char *dir, const char *group_hex, int *err) {
+    char *shard = gj__store_shard_path(dir, group_hex);
+    *err = shard && mkdir(shard, 0700) != 0 && errno != EEXIST ? errno : 0;
+    return shard;
+}
+
+void gj__store_entry_name(const char *group_hex, const char *key_hex, const char *ext, char *out, size_t size) {
+    snprintf(out, size, "%s-%s%s", group_hex, key_hex, ext);
+}
+
 char *gj__store_entry_path(const char *dir, const char *config_hex, const char *hex, const char *ext) {
-    size_t n = strlen(dir) + 4 + 32 + 1 + 32 + strlen(ext) + 2;
+    char name[GJ__STORE_NAME_MAX];
+    gj__store_entry_name(config_hex, hex, ext, name, sizeof name);
+    size_t n = strlen(dir) + 4 + strlen(name) + 1;
     char *path = malloc(n);
     if (path) {
-        snprintf(path, n, "%s/%.2s/%s-%s%s", dir, config_hex, config_hex, hex, ext);
+        snprintf(path, n, "%s/%.2s/%s", dir, config_hex, name);
     }
     return path;
+}
+
+void gj__store_each_layer(const struct gj__store_state *st, gj__store_layer_fn fn, void *user) {
+    if (!st->enabled) {
+        return;
+    }
+    /* Read-only layers first: a shipped bundle wins over what this user compiled. */
+    for (size_t i = 0; i < st->n_layers; i++) {
+        if (fn(user, st->layers[i], (int)i + 1)) {
+            return;
+        }
+    }
+    if (st->root) {
+        fn(user, st->root, 0);
+    }
 }
 
 static int is_hex(const char *s, size_t n) {

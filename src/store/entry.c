@@ -12,14 +12,6 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-static void put_le(gj__strbuf *sb, uint64_t value, int n_bytes) {
-    char bytes[8];
-    for (int i = 0; i < n_bytes; i++) {
-        bytes[i] = (char)(uint8_t)(value >> (8 * i));
-    }
-    gj__sb_append_n(sb, bytes, (size_t)n_bytes);
-}
-
 static uint64_t get_le(const uint8_t *p, int n_bytes) {
     uint64_t value = 0;
     for (int i = n_bytes - 1; i >= 0; i--) {
@@ -43,16 +35,16 @@ uint8_t *gj__entry_encode_header(const gj__entry *e, size_t *size) {
     gj__strbuf sb;
     gj__sb_init(&sb);
     gj__sb_append_n(&sb, GJ__ENTRY_MAGIC, 8);
-    put_le(&sb, GJ__ENTRY_FORMAT_VERSION, 4);
-    put_le(&sb, 0, 4); /* header length, sealed below */
+    gj__sb_append_le(&sb, GJ__ENTRY_FORMAT_VERSION, 4);
+    gj__sb_append_le(&sb, 0, 4); /* header length, sealed below */
     gj__sb_append_n(&sb, (const char *)e->key.bytes, 16);
     gj__sb_append_n(&sb, (const char *)e->group.bytes, 16);
-    put_le(&sb, e->payload_size, 8);
-    put_le(&sb, e->payload_checksum, 8);
-    put_le(&sb, e->meta_size, 4);
-    put_le(&sb, 0, 4); /* reserved */
+    gj__sb_append_le(&sb, e->payload_size, 8);
+    gj__sb_append_le(&sb, e->payload_checksum, 8);
+    gj__sb_append_le(&sb, e->meta_size, 4);
+    gj__sb_append_le(&sb, 0, 4); /* reserved */
     gj__sb_append_n(&sb, e->meta, e->meta_size);
-    put_le(&sb, 0, 8); /* header checksum, sealed below */
+    gj__sb_append_le(&sb, 0, 8); /* header checksum, sealed below */
     size_t n = sb.len;
     uint8_t *bytes = (uint8_t *)gj__sb_take(&sb);
     if (bytes) {
@@ -207,25 +199,38 @@ void gj__entry_free(gj__entry *e) {
     memset(e, 0, sizeof *e);
 }
 
-gj__entry_check gj__entry_read_path(const char *path, gj__entry *out, int with_payload, struct stat *st) {
-    memset(out, 0, sizeof *out);
+gj__entry_check gj__entry_open(const char *path, int *fd, struct stat *st) {
     memset(st, 0, sizeof *st);
     /* O_NONBLOCK: a FIFO planted where an entry should be must not hang the open (it is
      * refused below as not a regular file); it changes nothing for regular files. */
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
+    *fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (*fd < 0) {
         return errno == ELOOP ? GJ__ENTRY_NOT_REGULAR : GJ__ENTRY_IO;
     }
     gj__entry_check check = GJ__ENTRY_OK;
-    if (fstat(fd, st) != 0) {
+    if (fstat(*fd, st) != 0) {
         memset(st, 0, sizeof *st); /* nothing is known about the file: never act on it */
         check = GJ__ENTRY_IO;
     } else if (!S_ISREG(st->st_mode)) {
         check = GJ__ENTRY_NOT_REGULAR;
-    } else {
-        check = gj__entry_read(fd, (uint64_t)st->st_size, out, with_payload);
     }
-    close(fd);
+    if (check != GJ__ENTRY_OK) {
+        const int err = errno; /* what the caller reports, not close()'s */
+        close(*fd);
+        *fd = -1;
+        errno = err;
+    }
+    return check;
+}
+
+gj__entry_check gj__entry_read_path(const char *path, gj__entry *out, int with_payload, struct stat *st) {
+    memset(out, 0, sizeof *out);
+    int fd;
+    gj__entry_check check = gj__entry_open(path, &fd, st);
+    if (check == GJ__ENTRY_OK) {
+        check = gj__entry_read(fd, (uint64_t)st->st_size, out, with_payload);
+        close(fd);
+    }
     return check;
 }
 

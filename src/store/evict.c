@@ -159,3 +159,10 @@ int gj__store_evict(const char *root, uint64_t cap, gj__store_evict_result *resu
     free(s.items);
     return err;
 }
+
+int gj__store_apply_cap(struct gj__store_state *st, gj__store_evict_result *result) {
+    const int err = gj__store_evict(st->root, st->max_bytes, result);
+    gj__store_counters delta = {.evictions = result->evicted}; /* what went before a failure went */
+    gj__store_count(st, &delta);
+    return err;
+}

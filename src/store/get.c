@@ -67,9 +67,11 @@ typedef struct load {
     struct gj__store_state *st;
     const gj__store_key *key;   /* NULL: any key of the group */
     const gj__store_key *group;
+    char key_hex[33], group_hex[33]; /* key_hex "" without a key */
     gj__store_accept_fn accept;
     void *user;
     int layer;
+    gj_status status; /* of the layers searched so far */
     gj__blob *out;
 } load;
 
@@ -84,7 +86,6 @@ static void hit(const load *l, gj__entry *e, const char *path, const struct stat
     b->meta_size = e->meta_size;
     b->payload = e->payload;
     b->payload_size = (size_t)e->payload_size;
-    b->file_bytes = (uint64_t)st->st_size;
     e->meta = e->payload = NULL;
     if (l->layer == 0) {
         gj__store_touch(path); /* the LRU stamp; read-only layers are never evicted */
@@ -94,25 +95,34 @@ static void hit(const load *l, gj__entry *e, const char *path, const struct stat
     gj__log(l->d, GJ_LOG_DEBUG, "cache hit: %s", path);
 }
 
-/* Checks that a structurally valid entry is the one asked for. NULL when it is. */
-static const char *mismatch(const load *l, const gj__entry *e, const char *path) {
-    const char *name = strrchr(path, '/');
-    char group_hex[33], key_hex[33];
-    if (gj__store_classify(name ? name + 1 : path, group_hex, key_hex) != GJ__FILE_ENTRY ||
-        !gj__entry_matches_name(e, group_hex, key_hex)) {
-        return "its key does not match its name";
-    }
-    if (memcmp(e->group.bytes, l->group->bytes, 16) != 0 || (l->key && memcmp(e->key.bytes, l->key->bytes, 16) != 0)) {
+/* Checks that a structurally valid entry is the one asked for: its keys are the ones its
+ * name promises (the name was made from the keys asked for, or, for any key of a group,
+ * found under the group), and the caller accepts it. NULL when it is. */
+static const char *mismatch(const load *l, const gj__entry *e, const char *group_hex, const char *key_hex) {
+    if (!gj__entry_matches_name(e, group_hex, key_hex)) {
         return "its key does not match its name";
     }
     return l->accept ? l->accept(l->user, e->meta, e->meta_size) : NULL;
 }
 
-/* GJ_OK on a hit, GJ_ERROR_NOT_FOUND when the file is absent, unreadable or bad. */
-static gj_status load_entry(const load *l, const char *path) {
+/* The entry file at path, named for group_hex and key_hex: GJ_OK on a hit,
+ * GJ_ERROR_NOT_FOUND when it is absent, unreadable, skipped or bad. */
+static gj_status load_entry(const load *l, const char *path, const char *group_hex, const char *key_hex) {
     gj__entry e;
+    memset(&e, 0, sizeof e);
     struct stat st;
-    gj__entry_check check = gj__entry_read_path(path, &e, 1, &st);
+    int fd = -1;
+    gj__entry_check check = gj__entry_open(path, &fd, &st);
+    /* A file this store was told is bad is not read again. (A zeroed st says nothing about
+     * which file it is.) */
+    const int skipped =
+        st.st_ino != 0 && gj__store_is_skipped(l->st, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+    if (check == GJ__ENTRY_OK && !skipped) {
+        check = gj__entry_read(fd, (uint64_t)st.st_size, &e, 1);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
     if (check == GJ__ENTRY_OOM) {
         return GJ_ERROR_OUT_OF_MEMORY;
     }
@@ -125,11 +135,10 @@ static gj_status load_entry(const load *l, const char *path) {
         }
         return GJ_ERROR_NOT_FOUND;
     }
-    if (gj__store_is_skipped(l->st, (uint64_t)st.st_dev, (uint64_t)st.st_ino)) {
-        gj__entry_free(&e);
-        return GJ_ERROR_NOT_FOUND;
+    if (skipped) {
+        return GJ_ERROR_NOT_FOUND; /* e was never read */
     }
-    const char *reason = check != GJ__ENTRY_OK ? gj__entry_check_message(check) : mismatch(l, &e, path);
+    const char *reason = check != GJ__ENTRY_OK ? gj__entry_check_message(check) : mismatch(l, &e, group_hex, key_hex);
     if (reason) {
         gj__store_reject(l->d, l->st, path, l->layer, (uint64_t)st.st_dev, (uint64_t)st.st_ino, reason);
         gj__entry_free(&e);
@@ -145,6 +154,7 @@ typedef struct candidates {
     const char *group_hex;
     struct candidate {
         char *path;
+        char key_hex[33]; /* from its name */
         struct timespec mtime;
     } *list;
     size_t n, cap;
@@ -170,6 +180,7 @@ static int collect(void *user, const char *path, const char *name, const struct 
         return 1;
     }
     cs->list[cs->n].path = copy;
+    memcpy(cs->list[cs->n].key_hex, key_hex, sizeof key_hex);
     cs->list[cs->n].mtime = st->st_mtim;
     cs->n++;
     return 0;
@@ -184,17 +195,15 @@ static int newest_first(const void *a, const void *b) {
 }
 
 static gj_status load_any(const load *l, const char *dir) {
-    char group_hex[33];
-    gj__store_key_hex(l->group, group_hex);
-    candidates cs = {.group_hex = group_hex};
-    gj__store_walk_dir(dir, group_hex, collect, &cs);
+    candidates cs = {.group_hex = l->group_hex};
+    gj__store_walk_dir(dir, l->group_hex, collect, &cs);
     if (cs.n > 1) {
         qsort(cs.list, cs.n, sizeof *cs.list, newest_first);
     }
     gj_status status = GJ_ERROR_NOT_FOUND;
     for (size_t i = 0; i < cs.n; i++) {
         if (status == GJ_ERROR_NOT_FOUND) {
-            status = load_entry(l, cs.list[i].path);
+            status = load_entry(l, cs.list[i].path, l->group_hex, cs.list[i].key_hex);
         }
         free(cs.list[i].path);
     }
@@ -206,37 +215,34 @@ static gj_status load_from(const load *l, const char *dir) {
     if (!l->key) {
         return load_any(l, dir);
     }
-    char group_hex[33], key_hex[33];
-    gj__store_key_hex(l->group, group_hex);
-    gj__store_key_hex(l->key, key_hex);
-    char *path = gj__store_entry_path(dir, group_hex, key_hex, GJ__ENTRY_EXT);
+    char *path = gj__store_entry_path(dir, l->group_hex, l->key_hex, GJ__ENTRY_EXT);
     if (!path) {
         return GJ_ERROR_OUT_OF_MEMORY;
     }
-    gj_status status = load_entry(l, path);
+    gj_status status = load_entry(l, path, l->group_hex, l->key_hex);
     free(path);
     return status;
 }
 
+static int load_layer(void *user, const char *dir, int layer) {
+    load *l = user;
+    l->layer = layer;
+    l->status = load_from(l, dir);
+    return l->status != GJ_ERROR_NOT_FOUND;
+}
+
 static gj_status lookup(gj__store *s, load *l) {
     memset(l->out, 0, sizeof *l->out);
-    pthread_mutex_lock(&s->lock);
-    struct gj__store_state *st = gj__store_ready(s, l->d);
-    l->st = st;
-    gj_status status = GJ_ERROR_NOT_FOUND;
-    if (st->enabled) {
-        /* Read-only layers first: a shipped bundle wins over what this user compiled. */
-        for (size_t i = 0; i < st->n_layers && status == GJ_ERROR_NOT_FOUND; i++) {
-            l->layer = (int)i + 1;
-            status = load_from(l, st->layers[i]);
-        }
-        if (status == GJ_ERROR_NOT_FOUND && st->root) {
-            l->layer = 0;
-            status = load_from(l, st->root);
-        }
+    gj__store_key_hex(l->group, l->group_hex);
+    if (l->key) {
+        gj__store_key_hex(l->key, l->key_hex);
     }
+    l->status = GJ_ERROR_NOT_FOUND;
+    pthread_mutex_lock(&s->lock);
+    l->st = gj__store_ready(s, l->d);
+    gj__store_each_layer(l->st, load_layer, l);
     pthread_mutex_unlock(&s->lock);
-    return status;
+    return l->status;
 }
 
 gj_status gj__store_get(gj__store *s, const gj__diag *d, const gj__store_key *key, const gj__store_key *group,
@@ -261,9 +267,10 @@ void gj__store_forget(gj__store *s, const gj__diag *d, const gj__store_ref *ref,
     gj__store_key_hex(&ref->group, group_hex);
     gj__store_key_hex(&ref->key, key_hex);
     char *path = dir ? gj__store_entry_path(dir, group_hex, key_hex, GJ__ENTRY_EXT) : NULL;
+    /* Skipped from now on when it could not be removed (a removed file's dev/ino may
+     * come back with a fresh entry, which must not be skipped). */
     gj__store_reject(d, st, path ? path : "(unknown)", path ? ref->layer : -1, ref->dev, ref->ino,
                      reason ? reason : "refused by its user");
-    skip(st, ref->dev, ref->ino); /* even if removal failed */
     free(path);
     pthread_mutex_unlock(&s->lock);
 }

@@ -3,10 +3,8 @@
 #include "store/store_impl.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <xxhash.h>
 
 static void put_failed(const gj__diag *d, struct gj__store_state *st, int err) {
@@ -17,11 +15,12 @@ static void put_failed(const gj__diag *d, struct gj__store_state *st, int err) {
     st->write_failed = 1; /* one warning; later puts would fail the same way */
 }
 
+/* The name in its shard of the entry (or its sidecar, by ext). */
 static void file_name(char *out, size_t size, const gj__store_key *key, const gj__store_key *group, const char *ext) {
     char group_hex[33], key_hex[33];
     gj__store_key_hex(group, group_hex);
     gj__store_key_hex(key, key_hex);
-    snprintf(out, size, "%s-%s%s", group_hex, key_hex, ext);
+    gj__store_entry_name(group_hex, key_hex, ext, out, size);
 }
 
 static int publish_entry(const char *shard, const gj__store_key *key, const gj__store_key *group, const void *meta,
@@ -38,7 +37,7 @@ static int publish_entry(const char *shard, const gj__store_key *key, const gj__
         return ENOMEM;
     }
     struct iovec parts[2] = {{header, header_size}, {(void *)payload, payload_size}};
-    char name[80];
+    char name[GJ__STORE_NAME_MAX];
     file_name(name, sizeof name, key, group, GJ__ENTRY_EXT);
     int err = gj__store_publish(shard, name, parts, 2);
     free(header);
@@ -48,7 +47,7 @@ static int publish_entry(const char *shard, const gj__store_key *key, const gj__
 
 static int publish_sidecar(const char *shard, const gj__store_key *key, const gj__store_key *group,
                            const char *text) {
-    char name[80];
+    char name[GJ__STORE_NAME_MAX];
     file_name(name, sizeof name, key, group, GJ__SIDECAR_EXT);
     struct iovec part = {.iov_base = (void *)text, .iov_len = strlen(text)};
     return gj__store_publish(shard, name, &part, 1);
@@ -56,12 +55,10 @@ static int publish_sidecar(const char *shard, const gj__store_key *key, const gj
 
 static void evict(const gj__diag *d, struct gj__store_state *st) {
     gj__store_evict_result r;
-    if (gj__store_evict(st->root, st->max_bytes, &r) == 0 && (r.evicted || r.swept)) {
+    if (gj__store_apply_cap(st, &r) == 0 && (r.evicted || r.swept)) {
         gj__log(d, GJ_LOG_DEBUG, "cache: evicted %llu entries (%llu bytes), swept %llu temporary files",
                 (unsigned long long)r.evicted, (unsigned long long)r.freed, (unsigned long long)r.swept);
     }
-    gj__store_counters delta = {.evictions = r.evicted};
-    gj__store_count(st, &delta);
 }
 
 void gj__store_put(gj__store *s, const gj__diag *d, const gj__store_key *key, const gj__store_key *group,
@@ -71,9 +68,10 @@ void gj__store_put(gj__store *s, const gj__diag *d, const gj__store_key *key, co
     struct gj__store_state *st = gj__store_ready(s, d);
     char group_hex[33];
     gj__store_key_hex(group, group_hex);
-    char *shard = st->enabled && st->root && !st->write_failed ? gj__store_shard_path(st->root, group_hex) : NULL;
+    int err = 0;
+    char *shard = st->enabled && st->root && !st->write_failed ? gj__store_make_shard(st->root, group_hex, &err)
+                                                               : NULL;
     if (shard) {
-        int err = mkdir(shard, 0700) != 0 && errno != EEXIST ? errno : 0;
         uint64_t bytes = 0;
         if (!err) {
             err = publish_entry(shard, key, group, meta, meta_size, payload, payload_size, &bytes);

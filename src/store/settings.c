@@ -6,15 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Replaces one of the string settings (dir or path). */
-static gj_status set_string(gj__store *s, const gj__diag *d, char **(*slot)(struct gj__store_state *),
-                            const char *value, const char *what) {
+/* Replaces one of the string settings (dir or path): field points into s->state. */
+static gj_status set_string(gj__store *s, const gj__diag *d, char **field, const char *value, const char *what) {
     char *copy = value ? strdup(value) : NULL;
     if (value && !copy) {
         return gj__fail(d, GJ_ERROR_OUT_OF_MEMORY, "%s: out of memory", what);
     }
     pthread_mutex_lock(&s->lock);
-    char **field = slot(s->state);
     free(*field);
     *field = copy;
     gj__store_unresolve(s->state);
@@ -22,20 +20,12 @@ static gj_status set_string(gj__store *s, const gj__diag *d, char **(*slot)(stru
     return GJ_OK;
 }
 
-static char **dir_slot(struct gj__store_state *st) {
-    return &st->set_dir;
-}
-
-static char **path_slot(struct gj__store_state *st) {
-    return &st->set_path;
-}
-
 gj_status gj__store_set_dir(gj__store *s, const gj__diag *d, const char *dir) {
-    return set_string(s, d, dir_slot, dir, "gj_context_set_cache_dir");
+    return set_string(s, d, &s->state->set_dir, dir, "gj_context_set_cache_dir");
 }
 
 gj_status gj__store_set_path(gj__store *s, const gj__diag *d, const char *path) {
-    return set_string(s, d, path_slot, path, "gj_context_set_cache_path");
+    return set_string(s, d, &s->state->set_path, path, "gj_context_set_cache_path");
 }
 
 /* Setters of one integer field: set, forget the resolution. */

@@ -101,7 +101,8 @@ void gj__store_stats_flush(struct gj__store_state *c) {
     close(fd); /* releases the lock */
 }
 
-int gj__store_stats_read(const char *root, gj__store_counters *out) {
+/* Reads root/stats (shared lock) into *out; zeros when absent. */
+static int stats_read(const char *root, gj__store_counters *out) {
     memset(out, 0, sizeof *out);
     int fd = open_stats(root, O_RDONLY);
     if (fd < 0) {
@@ -134,7 +135,7 @@ void gj__store_read_stats(gj__store *s, const gj__diag *d, int directory_scope, 
         out->counters = c->total;
     } else if (c->root) {
         gj__store_stats_flush(c);
-        gj__store_stats_read(c->root, &out->counters);
+        stats_read(c->root, &out->counters);
         add(&out->counters, &c->unflushed); /* whatever could not be flushed still counts */
     }
     if (c->root) {

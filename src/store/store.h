@@ -47,7 +47,6 @@ typedef struct gj__blob {
     size_t meta_size;
     void *payload;
     size_t payload_size;
-    uint64_t file_bytes;
 } gj__blob;
 
 void gj__blob_free(gj__blob *blob);

@@ -62,8 +62,14 @@ gj__entry_check gj__entry_decode_header(const uint8_t *buf, size_t size, gj__ent
 /* Reads the entry in fd (file_size bytes): header always, payload and its checksum when
  * with_payload. Checks that the file is exactly header + payload long. */
 gj__entry_check gj__entry_read(int fd, uint64_t file_size, gj__entry *out, int with_payload);
-/* Opens path (no symlinks) and reads it as above; *st receives its fstat (zeroed when the
- * file could not be opened or examined). */
+/* Opens path for reading as an entry, never following a symlink nor blocking on a FIFO:
+ * GJ__ENTRY_OK and *fd (the caller closes it) for a regular file; otherwise *fd is -1,
+ * GJ__ENTRY_NOT_REGULAR (a symlink, or anything else that is not a regular file) or
+ * GJ__ENTRY_IO (errno says why). *st receives the file's fstat, zeroed when the file
+ * could not be opened or examined (as for a symlink). Opening apart from reading lets
+ * a caller decide from st whether the file is worth reading. */
+gj__entry_check gj__entry_open(const char *path, int *fd, struct stat *st);
+/* gj__entry_open and gj__entry_read in a row. */
 gj__entry_check gj__entry_read_path(const char *path, gj__entry *out, int with_payload, struct stat *st);
 void gj__entry_free(gj__entry *e);
 
@@ -129,10 +135,22 @@ int gj__store_check_dir(const char *path, int create, int writable, char *why, s
 /* Parses a byte count with an optional K/M/G/T suffix (binary). 0 on success. */
 int gj__store_parse_bytes(const char *text, uint64_t *out);
 
+/* Room for a file name in a shard: "GROUP-KEY" and the longest extension. */
+#define GJ__STORE_NAME_MAX 80
+/* "GROUP-KEY" + ext, the name of a file in its shard (truncated to size). */
+void gj__store_entry_name(const char *group_hex, const char *key_hex, const char *ext, char *out, size_t size);
 /* "dir/sh/GROUP-KEY" + ext (NULL on OOM); sh = the first two digits of the group. */
 char *gj__store_entry_path(const char *dir, const char *group_hex, const char *key_hex, const char *ext);
 /* "dir/sh" (NULL on OOM). */
 char *gj__store_shard_path(const char *dir, const char *group_hex);
+/* "dir/sh", created (mode 0700) when missing: NULL on OOM; else *err is 0 or the errno of
+ * a failed mkdir (the path is returned either way). */
+char *gj__store_make_shard(const char *dir, const char *group_hex, int *err);
+
+/* Calls fn for every directory of a store that is on: the read-only layers in order
+ * (layer i + 1), then the writable directory (layer 0), until fn returns non-zero. */
+typedef int (*gj__store_layer_fn)(void *user, const char *dir, int layer);
+void gj__store_each_layer(const struct gj__store_state *st, gj__store_layer_fn fn, void *user);
 
 /* What a file name in a shard is. */
 typedef enum gj__store_file_kind {
@@ -160,13 +178,14 @@ typedef struct gj__store_evict_result {
     uint64_t evicted, freed, swept;
 } gj__store_evict_result;
 int gj__store_evict(const char *root, uint64_t cap, gj__store_evict_result *result);
+/* gj__store_evict of st's writable directory (st->root) under st's cap, the evictions
+ * counted. 0 or an errno. */
+int gj__store_apply_cap(struct gj__store_state *st, gj__store_evict_result *result);
 
 /* ------------------------------------------------------------ statistics */
 void gj__store_count(struct gj__store_state *st, const gj__store_counters *delta);
 /* Adds st->unflushed to root/stats under an exclusive lock and zeroes it. */
 void gj__store_stats_flush(struct gj__store_state *st);
-/* Reads root/stats (shared lock) into *out; zeros when absent. */
-int gj__store_stats_read(const char *root, gj__store_counters *out);
 
 /* ------------------------------------------------------------ rejection */
 /* A broken entry: counted, logged, removed when writable and still the same file,
