@@ -358,6 +358,12 @@ static void command_line_errors(void **state) {
     expect_status(&r, 1);
     assert_non_null(strstr(r.err, "n_levels"));
     gj_cli_result_free(&r);
+    /* Regression: an empty list left no job and divided by zero (SIGFPE). */
+    RUN(&r, "precompile", "--config", "[]", "--arch", "sm_80", "--cache-dir", dir);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "the list holds no configuration"));
+    assert_int_equal(r.out_len, 0);
+    gj_cli_result_free(&r);
     RUN(&r, "cache", "--help");
     expect_status(&r, 0);
     assert_non_null(strstr(r.out, "Usage: gridjit cache"));

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A configuration file larger than this is certainly not one (they are a few hundred bytes). */
@@ -77,36 +78,37 @@ int gj_cli_no_operands(const char *cmd, int argc, char **argv) {
 
 /* ----------------------------------------------------------- option values */
 
-int gj_cli_parse_u32(const char *cmd, const char *option, const char *text, uint32_t min, uint32_t max,
-                     uint32_t *out) {
+/* A decimal integer in [min, max] and nothing else (no sign, no blanks). 1 when it is one. */
+static int parse_range(const char *text, uint32_t min, uint32_t max, uint32_t *out) {
     char *end = NULL;
     errno = 0;
-    unsigned long long value = strtoull(text, &end, 10);
+    const unsigned long long value = strtoull(text, &end, 10);
     if (!isdigit((unsigned char)text[0]) || *end != '\0' || errno == ERANGE || value < min || value > max) {
+        return 0;
+    }
+    *out = (uint32_t)value;
+    return 1;
+}
+
+int gj_cli_parse_u32(const char *cmd, const char *option, const char *text, uint32_t min, uint32_t max,
+                     uint32_t *out) {
+    if (!parse_range(text, min, max, out)) {
         return gj_cli_usage_error(cmd, "%s: must be an integer in %" PRIu32 "..%" PRIu32 " (got '%s')", option, min,
                                   max, text);
     }
-    *out = (uint32_t)value;
     return GJ_CLI_OK;
 }
 
 int gj_cli_parse_dims(const char *cmd, const char *text, uint32_t *n_dims) {
     *n_dims = 0;
-    if (!text) {
-        return GJ_CLI_OK;
-    }
     /* The limit depends on the hash, which the configuration names: the library checks it
      * with that; here the widest range, stated as it is. */
-    char *end = NULL;
-    errno = 0;
-    const unsigned long value = strtoul(text, &end, 10);
-    if (!isdigit((unsigned char)text[0]) || *end != '\0' || errno == ERANGE || value < 1 || value > 32) {
+    if (text && !parse_range(text, 1, 32, n_dims)) {
         return gj_cli_usage_error(cmd,
                                   "--dims: must be an integer from 1 to 7, or to 32 with \"hash\": \"BaseConvert\" "
                                   "(got '%s')",
                                   text);
     }
-    *n_dims = (uint32_t)value;
     return GJ_CLI_OK;
 }
 
@@ -157,26 +159,50 @@ static int looks_like_json(const char *arg) {
     return *arg == '{' || *arg == '[';
 }
 
-static int read_file(const char *cmd, const char *path, char **text) {
+gj_cli_read_status gj_cli_read_text(const char *path, size_t max_bytes, char **text, int *err) {
+    *text = NULL;
+    *err = 0;
     FILE *file = fopen(path, "rb");
     if (!file) {
-        gj_cli_error(cmd, "cannot read configuration file '%s': %s", path, strerror(errno));
-        return GJ_CLI_FAILURE;
+        *err = errno;
+        return GJ_CLI_READ_OPEN;
     }
-    char *buffer = malloc(GJ_CLI_MAX_CONFIG_BYTES + 1);
-    size_t n = buffer ? fread(buffer, 1, GJ_CLI_MAX_CONFIG_BYTES + 1, file) : 0;
-    int read_errno = errno;
-    int failed = !buffer || ferror(file);
+    /* Reads up to one byte past max_bytes, which tells a file of max_bytes from a larger one. */
+    const size_t limit = max_bytes < SIZE_MAX ? max_bytes + 1 : SIZE_MAX;
+    size_t size = 0, cap = (size_t)1 << 16; /* cap - 1 bytes of text, then the NUL */
+    char *buffer = malloc(cap);
+    gj_cli_read_status result = buffer ? GJ_CLI_READ_OK : GJ_CLI_READ_NO_MEMORY;
+    while (result == GJ_CLI_READ_OK) {
+        const size_t want = cap - 1 - size < limit - size ? cap - 1 - size : limit - size;
+        const size_t got = fread(buffer + size, 1, want, file);
+        size += got;
+        if (got < want) { /* the end of the file, or an error */
+            if (ferror(file)) {
+                *err = errno;
+                result = GJ_CLI_READ_IO;
+            }
+            break;
+        }
+        if (size > max_bytes) {
+            result = GJ_CLI_READ_TOO_LARGE;
+        } else if (size == cap - 1) {
+            char *bigger = cap <= SIZE_MAX / 2 ? realloc(buffer, cap * 2) : NULL;
+            if (bigger) {
+                buffer = bigger;
+                cap *= 2;
+            } else {
+                result = GJ_CLI_READ_NO_MEMORY;
+            }
+        }
+    }
     fclose(file);
-    if (failed || n > GJ_CLI_MAX_CONFIG_BYTES) {
-        gj_cli_error(cmd, "cannot read configuration file '%s': %s", path,
-                     !buffer ? "out of memory" : failed ? strerror(read_errno) : "larger than 16 MiB");
+    if (result != GJ_CLI_READ_OK) {
         free(buffer);
-        return GJ_CLI_FAILURE;
+        return result;
     }
-    buffer[n] = '\0';
+    buffer[size] = '\0';
     *text = buffer;
-    return GJ_CLI_OK;
+    return GJ_CLI_READ_OK;
 }
 
 int gj_cli_read_config(const char *cmd, const char *arg, char **json) {
@@ -195,7 +221,16 @@ int gj_cli_read_config(const char *cmd, const char *arg, char **json) {
     if (arg[0] == '\0') {
         return gj_cli_usage_error(cmd, "--config: empty (give a file or inline JSON)");
     }
-    return read_file(cmd, arg, json);
+    int err = 0;
+    const gj_cli_read_status read = gj_cli_read_text(arg, GJ_CLI_MAX_CONFIG_BYTES, json, &err);
+    if (read != GJ_CLI_READ_OK) {
+        gj_cli_error(cmd, "cannot read configuration file '%s': %s", arg,
+                     read == GJ_CLI_READ_NO_MEMORY  ? "out of memory"
+                     : read == GJ_CLI_READ_TOO_LARGE ? "larger than 16 MiB"
+                                                     : strerror(err));
+        return GJ_CLI_FAILURE;
+    }
+    return GJ_CLI_OK;
 }
 
 /* Creates ctx and enc; where names the source of the JSON in messages ("" for inline). */
@@ -439,4 +474,22 @@ int gj_cli_flush_stdout(const char *cmd) {
         return GJ_CLI_FAILURE;
     }
     return GJ_CLI_OK;
+}
+
+/* ------------------------------------------------------- timing, test data */
+
+double gj_cli_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+void gj_cli_random_floats(uint64_t *state, float *out, size_t count, float lo, float hi) {
+    for (size_t i = 0; i < count; ++i) {
+        *state ^= *state >> 12; /* xorshift64* */
+        *state ^= *state << 25;
+        *state ^= *state >> 27;
+        const uint64_t r = *state * 0x2545F4914F6CDD1Dull;
+        out[i] = lo + (hi - lo) * (float)(r >> 40) * (1.0f / 16777216.0f); /* the top 24 bits */
+    }
 }

@@ -1,5 +1,6 @@
-/* Helpers shared by the gridjit subcommands: reporting errors, reading --config,
- * making the encoding, parsing common option values, writing files atomically. */
+/* Helpers shared by the gridjit subcommands: reporting errors, reading --config and
+ * other files, making the encoding, parsing common option values, writing files
+ * atomically, the clock and the random test data of the GPU subcommands. */
 #ifndef GJ_CLI_COMMON_H
 #define GJ_CLI_COMMON_H
 
@@ -36,6 +37,19 @@ int gj_cli_no_operands(const char *cmd, int argc, char **argv);
  * an error naming it. Returns GJ_CLI_OK or GJ_CLI_FAILURE (message printed).
  */
 int gj_cli_read_config(const char *cmd, const char *arg, char **json);
+
+/* How gj_cli_read_text ended. */
+typedef enum gj_cli_read_status {
+    GJ_CLI_READ_OK = 0,
+    GJ_CLI_READ_OPEN,      /* fopen() failed (the errno in *err) */
+    GJ_CLI_READ_IO,        /* a read failed (the errno in *err) */
+    GJ_CLI_READ_NO_MEMORY, /* out of memory */
+    GJ_CLI_READ_TOO_LARGE  /* more than max_bytes */
+} gj_cli_read_status;
+/* The whole of a file, at most max_bytes (SIZE_MAX: any size), as a NUL-terminated text
+ * (*text, malloc()ed; NULL on failure). Prints nothing: each caller words its message
+ * (a configuration file and a source file say different things). */
+gj_cli_read_status gj_cli_read_text(const char *path, size_t max_bytes, char **text, int *err);
 
 /* --dims: an integer 1..1024 (the library checks the real limit). 0 when text is NULL. */
 int gj_cli_parse_dims(const char *cmd, const char *text, uint32_t *n_dims);
@@ -75,5 +89,11 @@ int gj_cli_make_dirs(const char *cmd, const char *path);
  * (e.g. a closed pipe or a full disk), so that a truncated output never exits 0. */
 int gj_cli_write_stdout(const char *cmd, const char *text, size_t size);
 int gj_cli_flush_stdout(const char *cmd);
+
+/* CLOCK_MONOTONIC in milliseconds, for the timings the subcommands print. */
+double gj_cli_now_ms(void);
+/* count floats uniform in [lo, hi) from a xorshift64* generator whose state advances: a
+ * fixed seed gives the same data on every run and machine. */
+void gj_cli_random_floats(uint64_t *state, float *out, size_t count, float lo, float hi);
 
 #endif

@@ -1,21 +1,22 @@
 /* GPU helpers of the eval, bench and demo subcommands (see cli_gpu.h). */
 #include "cli_gpu.h"
 
+#include "cli_program.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-int gj_cli_gpu_open(const char *cmd, gj_context *ctx, gj_cli_gpu *gpu, int quiet) {
+int gj_cli_gpu_open(const char *cmd, gj_context *ctx, gj_cli_gpu *gpu, gj_status *probe) {
     memset(gpu, 0, sizeof *gpu);
     gpu->cmd = cmd;
     gpu->ctx = ctx;
-    gj_status status = gj_runtime_probe(ctx, &gpu->info);
-    if (status != GJ_OK) {
-        if (!quiet) {
-            gj_cli_error(cmd, "no GPU: %s", gj_context_errmsg(ctx)[0] ? gj_context_errmsg(ctx) : gj_status_message(status));
-        }
-        return GJ_CLI_FAILURE;
+    const gj_status status = gj_runtime_probe(ctx, &gpu->info);
+    if (probe) {
+        *probe = status;
+    } else if (status != GJ_OK) {
+        return gj_cli_status_error(cmd, ctx, status, "no GPU");
     }
-    return GJ_CLI_OK;
+    return status == GJ_OK ? GJ_CLI_OK : GJ_CLI_FAILURE;
 }
 
 void gj_cli_gpu_close(gj_cli_gpu *gpu) {
@@ -31,31 +32,35 @@ void gj_cli_gpu_close(gj_cli_gpu *gpu) {
     gpu->n_buffers = 0;
 }
 
+gj_status gj_cli_gpu_prepared_module(gj_context *ctx, const gj_encoding *enc, const gj_codegen_options *opts,
+                                     gj_module **module) {
+    /* Every program now, in parallel: the compile is timed by the caller and fails here,
+     * not in the middle of a measurement. */
+    gj_status status = gj_module_create(ctx, enc, opts, module);
+    if (status == GJ_OK) {
+        status = gj_module_prepare(*module, opts ? opts->passes : GJ_PASS_ALL);
+    }
+    if (status != GJ_OK) {
+        gj_module_destroy(*module);
+        *module = NULL;
+    }
+    return status;
+}
+
 int gj_cli_gpu_module(gj_cli_gpu *gpu, const gj_encoding *enc, const gj_codegen_options *opts, const char *arch,
                       gj_module **module) {
     *module = NULL;
+    gj_status status = GJ_OK;
     if (!arch) {
-        /* Every program now, in parallel: the compile is timed here and fails here, not in
-         * the middle of a measurement. */
-        gj_status status = gj_module_create(gpu->ctx, enc, opts, module);
+        status = gj_cli_gpu_prepared_module(gpu->ctx, enc, opts, module);
+    } else {
+        gj_program *prog = NULL;
+        status = gj_cli_compile_program(gpu->ctx, enc, opts, NULL, arch, &prog);
         if (status == GJ_OK) {
-            status = gj_module_prepare(*module, opts ? opts->passes : GJ_PASS_ALL);
+            status = gj_module_load(gpu->ctx, enc, opts, prog, module);
         }
-        if (status != GJ_OK) {
-            gj_module_destroy(*module);
-            *module = NULL;
-        }
-        return status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(gpu->cmd, gpu->ctx, status, "cannot make the module");
+        gj_program_destroy(prog);
     }
-    gj_program *prog = NULL;
-    gj_status status = gj_compile(gpu->ctx, enc, opts, arch, &prog);
-    if (status == GJ_ERROR_COMPILE && prog) {
-        fprintf(stderr, "%s\n", gj_program_log(prog));
-    }
-    if (status == GJ_OK) {
-        status = gj_module_load(gpu->ctx, enc, opts, prog, module);
-    }
-    gj_program_destroy(prog);
     return status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(gpu->cmd, gpu->ctx, status, "cannot make the module");
 }
 

@@ -1,8 +1,6 @@
 /* User sources on the command line (see cli_source.h). */
 #include "cli_source.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +17,10 @@ const char gj_cli_source_help[] =
     "  -O, --option OPT an extra NVRTC option (e.g. -DTILE=16); repeatable\n";
 
 int gj_cli_source_add(const char *cmd, gj_cli_source *src, int which, const char *value) {
+    if (which == 's') {
+        src->file = value;
+        return GJ_CLI_OK;
+    }
     const char **list = which == 'e' ? src->encoding_specs : which == 'k' ? src->kernels : src->options;
     size_t *n = which == 'e' ? &src->n_encoding_specs : which == 'k' ? &src->n_kernels : &src->n_options;
     const size_t most = which == 'e' ? GJ_CLI_MAX_ENCODINGS : which == 'k' ? GJ_CLI_MAX_KERNELS : GJ_CLI_MAX_OPTIONS;
@@ -30,36 +32,28 @@ int gj_cli_source_add(const char *cmd, gj_cli_source *src, int which, const char
     return GJ_CLI_OK;
 }
 
+int gj_cli_source_check(const char *cmd, const gj_cli_source *src, int has_config, const char *one_of,
+                        const char *need_kernel) {
+    if (!has_config == !src->file) {
+        return gj_cli_usage_error(cmd, "%s", one_of);
+    }
+    if (need_kernel && src->file && !src->n_kernels) {
+        return gj_cli_usage_error(cmd, "--source needs at least one --kernel%s", need_kernel);
+    }
+    return GJ_CLI_OK;
+}
+
+/* The file named by --source; the messages say "source file" where --config's say
+ * "configuration file", and a read error is not detailed. */
 static int read_source(const char *cmd, const char *path, char **text) {
-    FILE *file = fopen(path, "rb");
-    if (!file) {
-        gj_cli_error(cmd, "cannot read source file '%s': %s", path, strerror(errno));
+    int err = 0;
+    const gj_cli_read_status read = gj_cli_read_text(path, SIZE_MAX, text, &err);
+    if (read != GJ_CLI_READ_OK) {
+        gj_cli_error(cmd, "cannot read source file '%s': %s", path,
+                     read == GJ_CLI_READ_OPEN ? strerror(err) : read == GJ_CLI_READ_NO_MEMORY ? "out of memory"
+                                                                                             : "read error");
         return GJ_CLI_FAILURE;
     }
-    size_t size = 0, cap = 1 << 16;
-    char *buffer = malloc(cap);
-    for (size_t got; buffer && (got = fread(buffer + size, 1, cap - size - 1, file)) > 0;) {
-        size += got;
-        if (cap - size < 2) {
-            char *bigger = realloc(buffer, cap * 2);
-            if (!bigger) {
-                free(buffer);
-                buffer = NULL;
-                break;
-            }
-            buffer = bigger;
-            cap *= 2;
-        }
-    }
-    const int failed = !buffer || ferror(file);
-    fclose(file);
-    if (failed) {
-        gj_cli_error(cmd, "cannot read source file '%s': %s", path, buffer ? "read error" : "out of memory");
-        free(buffer);
-        return GJ_CLI_FAILURE;
-    }
-    buffer[size] = '\0';
-    *text = buffer;
     return GJ_CLI_OK;
 }
 
@@ -123,6 +117,15 @@ int gj_cli_source_open(const char *cmd, gj_context *ctx, gj_cli_source *src) {
     src->desc.options = src->options;
     src->desc.n_options = src->n_options;
     return GJ_CLI_OK;
+}
+
+int gj_cli_source_open_context(const char *cmd, gj_context **ctx, gj_cli_source *src) {
+    *ctx = NULL;
+    const gj_status status = gj_context_create(ctx);
+    if (status != GJ_OK) {
+        return gj_cli_status_error(cmd, NULL, status, "cannot create a context");
+    }
+    return gj_cli_source_open(cmd, *ctx, src);
 }
 
 void gj_cli_source_close(gj_cli_source *src) {

@@ -26,12 +26,28 @@ typedef struct gj_cli_source {
     gj_source_desc desc;
 } gj_cli_source;
 
-/* Collects one option value (which: 'e' --encoding, 'k' --kernel, 'O' --option). GJ_CLI_USAGE
- * when there are too many. */
+/* The rows of the options above in a command's struct option table, and their letters in
+ * its getopt_long() optstring; getopt_long() returns the letter, for gj_cli_source_add. */
+#define GJ_CLI_SOURCE_LONG_OPTIONS \
+    {"source", required_argument, NULL, 's'}, {"encoding", required_argument, NULL, 'e'}, \
+    {"kernel", required_argument, NULL, 'k'}, {"option", required_argument, NULL, 'O'}
+#define GJ_CLI_SOURCE_SHORT_OPTIONS "s:e:k:O:"
+
+/* Takes one option value (which: 's' --source, the last one counting; 'e' --encoding,
+ * 'k' --kernel, 'O' --option, collected). GJ_CLI_USAGE when there are too many. */
 int gj_cli_source_add(const char *cmd, gj_cli_source *src, int which, const char *value);
+/* After the options: exactly one of --config (has_config) and --source, else one_of is
+ * the usage error; and when need_kernel is not NULL, --source with at least one --kernel,
+ * else the usage error "--source needs at least one --kernel" followed by need_kernel.
+ * Each command keeps its own wording. GJ_CLI_OK or GJ_CLI_USAGE. */
+int gj_cli_source_check(const char *cmd, const gj_cli_source *src, int has_config, const char *one_of,
+                        const char *need_kernel);
 /* Reads the file, makes the encodings in ctx and fills src->desc. GJ_CLI_FAILURE (message
  * printed: the spec and the key at fault) or GJ_CLI_USAGE for a malformed spec. */
 int gj_cli_source_open(const char *cmd, gj_context *ctx, gj_cli_source *src);
+/* The same in a new context (*ctx, NULL when it cannot be made; the caller destroys it,
+ * after gj_cli_source_close, whatever the result). */
+int gj_cli_source_open_context(const char *cmd, gj_context **ctx, gj_cli_source *src);
 void gj_cli_source_close(gj_cli_source *src);
 
 /* The help text of the options above, for the usage of each subcommand that takes them. */

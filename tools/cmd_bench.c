@@ -4,7 +4,6 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const char *const CMD = "bench";
 
@@ -167,18 +166,7 @@ typedef struct bench_buffers {
     void *x, *params, *y, *dy_dx, *dl_dy, *dparams, *dx;
 } bench_buffers;
 
-/* Uniform in [0, 1) from a fixed-seed xorshift64*: the same points every run. */
-static void random_floats(float *out, size_t count, uint64_t seed, float lo, float hi) {
-    uint64_t state = seed;
-    for (size_t i = 0; i < count; ++i) {
-        state ^= state >> 12;
-        state ^= state << 25;
-        state ^= state >> 27;
-        const uint64_t r = state * 0x2545F4914F6CDD1Dull;
-        out[i] = lo + (hi - lo) * (float)(r >> 40) * (1.0f / 16777216.0f);
-    }
-}
-
+/* count floats uniform in [lo, hi) from their own fixed seed: the same data every run. */
 static int upload_random(gj_cli_gpu *gpu, size_t count, uint64_t seed, float lo, float hi, gj_precision precision,
                          void **ptr) {
     float *host = malloc(count * sizeof(float));
@@ -186,7 +174,8 @@ static int upload_random(gj_cli_gpu *gpu, size_t count, uint64_t seed, float lo,
         gj_cli_error(CMD, "out of memory (%zu floats)", count);
         return GJ_CLI_FAILURE;
     }
-    random_floats(host, count, seed, lo, hi);
+    uint64_t state = seed;
+    gj_cli_random_floats(&state, host, count, lo, hi);
     int rc = gj_cli_gpu_upload(gpu, host, count, precision, ptr);
     free(host);
     return rc;
@@ -356,15 +345,9 @@ static int print_json(const bench_args *args, const gj_cli_gpu *gpu, const gj_en
 
 /* ------------------------------------------------------------------ main */
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static int bench(const bench_args *args, gj_context *ctx, const gj_encoding *enc) {
     gj_cli_gpu gpu;
-    int rc = gj_cli_gpu_open(CMD, ctx, &gpu, 0);
+    int rc = gj_cli_gpu_open(CMD, ctx, &gpu, NULL);
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);
     opts.passes = GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
@@ -375,9 +358,9 @@ static int bench(const bench_args *args, gj_context *ctx, const gj_encoding *enc
     memset(&result, 0, sizeof result);
     gj_module *m = NULL;
     if (rc == GJ_CLI_OK) {
-        const double start = now_ms();
+        const double start = gj_cli_now_ms();
         rc = gj_cli_gpu_module(&gpu, enc, &opts, NULL, &m);
-        result.compile_ms = now_ms() - start;
+        result.compile_ms = gj_cli_now_ms() - start;
     }
     bench_buffers buffers;
     memset(&buffers, 0, sizeof buffers);

@@ -1,6 +1,7 @@
 /* gridjit compile: NVRTC compilation of a configuration (or of a source of your own
  * around encodings) to a cubin or PTX file. */
 #include "cli_common.h"
+#include "cli_program.h"
 #include "cli_source.h"
 
 #include <cjson/cJSON.h>
@@ -78,17 +79,15 @@ static int parse_args(int argc, char **argv, compile_args *args) {
         {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
         {"keep-source", no_argument, NULL, OPT_KEEP_SOURCE},
         {"pass", required_argument, NULL, 'p'},
-        {"source", required_argument, NULL, 's'},
-        {"encoding", required_argument, NULL, 'e'},
-        {"kernel", required_argument, NULL, 'k'},
-        {"option", required_argument, NULL, 'O'},
+        GJ_CLI_SOURCE_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    static const char letters[] = ":c:d:a:o:jp:" GJ_CLI_SOURCE_SHORT_OPTIONS "h";
     int opt, rc = GJ_CLI_OK;
-    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, ":c:d:a:o:jp:s:e:k:O:h", options, NULL)) != -1) {
+    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, letters, options, NULL)) != -1) {
         switch (opt) {
-        case 's': args->source.file = optarg; break;
+        case 's':
         case 'e':
         case 'k':
         case 'O': rc = gj_cli_source_add(CMD, &args->source, opt, optarg); break;
@@ -109,11 +108,10 @@ static int parse_args(int argc, char **argv, compile_args *args) {
     if (rc == GJ_CLI_OK) {
         rc = gj_cli_no_operands(CMD, argc, argv);
     }
-    if (rc == GJ_CLI_OK && !args->config == !args->source.file) {
-        rc = gj_cli_usage_error(CMD, "give --config (an encoding) or --source (a source of your own), one of them");
-    }
-    if (rc == GJ_CLI_OK && args->source.file && !args->source.n_kernels) {
-        rc = gj_cli_usage_error(CMD, "--source needs at least one --kernel to compile and look up");
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_source_check(CMD, &args->source, args->config != NULL,
+                                 "give --config (an encoding) or --source (a source of your own), one of them",
+                                 " to compile and look up");
     }
     if (rc == GJ_CLI_OK && !args->source.file &&
         (args->source.n_encoding_specs || args->source.n_kernels || args->source.n_options)) {
@@ -134,17 +132,10 @@ static int parse_args(int argc, char **argv, compile_args *args) {
 /* --ptx turns "sm_XX..." into "compute_XX..."; a malformed name, or an output file whose
  * extension says the other kind, is a bad command line. */
 static int target_arch(const compile_args *args, char *out, size_t size) {
-    if (args->ptx && strncmp(args->arch, "sm_", 3) == 0) {
-        snprintf(out, size, "compute_%s", args->arch + 3);
-    } else {
-        snprintf(out, size, "%s", args->arch);
-    }
-    char *options = gj_compile_options_string(out);
-    if (!options) {
+    if (!gj_cli_target_arch(args->arch, strlen(args->arch), args->ptx, out, size)) {
         return gj_cli_usage_error(CMD, "--arch: expected sm_XX, sm_XXa or sm_XXf (cubin) or compute_XX, compute_XXa "
                                        "or compute_XXf (PTX), e.g. sm_90 (got '%s')", args->arch);
     }
-    gj_free(options);
     const int ptx = strncmp(out, "compute_", 8) == 0;
     const char *dot = args->output ? strrchr(args->output, '.') : NULL;
     if (dot && (strcmp(dot, ptx ? ".cubin" : ".ptx") == 0)) {
@@ -158,10 +149,6 @@ static int target_arch(const compile_args *args, char *out, size_t size) {
 
 static const char *kind_name(gj_binary_kind kind) {
     return kind == GJ_BINARY_PTX ? "ptx" : "cubin";
-}
-
-static const char *cache_name(gj_cache_status status) {
-    return status == GJ_CACHE_HIT ? "hit" : status == GJ_CACHE_MISS ? "miss" : "off";
 }
 
 static int print_json(const gj_program *prog, const char *path) {
@@ -183,7 +170,8 @@ static int print_json(const gj_program *prog, const char *path) {
     ok = ok && cJSON_AddStringToObject(root, "output", path);
     const char *key = gj_program_cache_key(prog);
     ok = ok && (key[0] ? cJSON_AddStringToObject(root, "key", key) != NULL : cJSON_AddNullToObject(root, "key") != NULL);
-    ok = ok && cJSON_AddStringToObject(root, "cache", cache_name(gj_program_cache_status(prog)));
+    const char *cache = gj_cli_cache_phrase(gj_program_cache_status(prog), GJ_CLI_CACHE_WORD);
+    ok = ok && cJSON_AddStringToObject(root, "cache", cache);
     char *text = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!text) {
@@ -198,13 +186,12 @@ static int print_json(const gj_program *prog, const char *path) {
 static int print_summary(const gj_program *prog, const char *path) {
     size_t size = 0;
     gj_program_binary(prog, &size);
-    static const char *const how[] = {"compiled; the disk cache is off", "compiled, and stored in the disk cache",
-                                      "loaded from the disk cache"};
+    const gj_cache_status cache = gj_program_cache_status(prog);
     printf("arch       %s (%s)\n", gj_program_arch(prog), kind_name(gj_program_kind(prog)));
     printf("output     %s (%zu bytes)\n", path, size);
-    printf("compile    %.1f ms (%s)\n", gj_program_compile_ms(prog), how[gj_program_cache_status(prog)]);
+    printf("compile    %.1f ms (%s)\n", gj_program_compile_ms(prog), gj_cli_cache_phrase(cache, GJ_CLI_CACHE_HOW));
     const char *key = gj_program_cache_key(prog);
-    printf("cache      %s%s%s\n", cache_name(gj_program_cache_status(prog)), key[0] ? ", key " : "", key);
+    printf("cache      %s%s%s\n", gj_cli_cache_phrase(cache, GJ_CLI_CACHE_WORD), key[0] ? ", key " : "", key);
     printf("kernels    %zu\n", gj_program_n_kernels(prog));
     for (size_t i = 0; i < gj_program_n_kernels(prog); ++i) {
         printf("  %s -> %s\n", gj_program_kernel_name(prog, i), gj_program_lowered_name(prog, i));
@@ -212,23 +199,18 @@ static int print_summary(const gj_program *prog, const char *path) {
     return gj_cli_flush_stdout(CMD);
 }
 
-/* Compiles, then reports the log on failure; *prog is set only on success. */
+/* Compiles (the log on stderr on failure, and the compiler's warnings on success); *prog
+ * is set only on success. */
 static int compile(gj_context *ctx, const gj_encoding *enc, const gj_codegen_options *opts, const gj_source_desc *desc,
                    const char *arch, gj_program **prog) {
-    gj_program *result = NULL;
-    gj_status status = desc ? gj_compile_user(ctx, desc, arch, &result) : gj_compile(ctx, enc, opts, arch, &result);
-    if (status == GJ_ERROR_COMPILE && result) {
-        fprintf(stderr, "%s\n", gj_program_log(result));
-    }
+    const gj_status status = gj_cli_compile_program(ctx, enc, opts, desc, arch, prog);
     if (status != GJ_OK) {
-        gj_program_destroy(result);
         return gj_cli_status_error(CMD, ctx, status, NULL);
     }
-    const char *log = gj_program_log(result);
+    const char *log = gj_program_log(*prog);
     if (log && log[0]) {
         fprintf(stderr, "gridjit %s: compiler messages:\n%s\n", CMD, log);
     }
-    *prog = result;
     return GJ_CLI_OK;
 }
 
@@ -294,13 +276,8 @@ int gj_cli_compile(int argc, char **argv) {
     }
     gj_context *ctx = NULL;
     gj_encoding *enc = NULL;
-    if (args.source.file) {
-        gj_status status = gj_context_create(&ctx);
-        rc = status == GJ_OK ? gj_cli_source_open(CMD, ctx, &args.source)
-                             : gj_cli_status_error(CMD, NULL, status, "cannot create a context");
-    } else {
-        rc = gj_cli_open(CMD, args.config, n_dims, &ctx, &enc);
-    }
+    rc = args.source.file ? gj_cli_source_open_context(CMD, &ctx, &args.source)
+                          : gj_cli_open(CMD, args.config, n_dims, &ctx, &enc);
     if (rc == GJ_CLI_OK) {
         rc = configure_cache(&args, ctx);
     }

@@ -1,5 +1,6 @@
 /* gridjit demo: the whole pipeline on tiny-cuda-nn's default HashGrid configuration. */
 #include "cli_gpu.h"
+#include "cli_program.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -116,10 +117,9 @@ static int generate(gj_context *ctx, const gj_encoding *enc, const char *out_dir
 static void print_program(const gj_program *prog, const char *path) {
     size_t size = 0;
     gj_program_binary(prog, &size);
-    static const char *const how[] = {"compiled; the disk cache is off", "compiled, and stored in the disk cache",
-                                      "loaded from the disk cache"};
     printf("arch       %s\n", gj_program_arch(prog));
-    printf("time       %.1f ms (%s)\n", gj_program_compile_ms(prog), how[gj_program_cache_status(prog)]);
+    printf("time       %.1f ms (%s)\n", gj_program_compile_ms(prog),
+           gj_cli_cache_phrase(gj_program_cache_status(prog), GJ_CLI_CACHE_HOW));
     printf("cubin      %zu bytes, written to %s\n", size, path);
     printf("kernels    %zu\n", gj_program_n_kernels(prog));
     for (size_t i = 0; i < gj_program_n_kernels(prog); ++i) {
@@ -133,32 +133,27 @@ static int compile(gj_context *ctx, const gj_encoding *enc, gj_status no_gpu, co
     section("Compile (NVRTC)");
     printf("no GPU here (%s): compiling the whole unit for %s, as `gridjit compile` does\n",
            gj_status_message(no_gpu), arch);
-    gj_program *result = NULL, **prog = &result;
+    gj_program *prog = NULL;
     fflush(stdout); /* the compile takes a moment: show what came before */
     gj_codegen_options opts;
     gj_codegen_options_init(&opts); /* the same source as generate() wrote */
-    gj_status status = gj_compile(ctx, enc, &opts, arch, prog);
+    const gj_status status = gj_cli_compile_program(ctx, enc, &opts, NULL, arch, &prog);
     if (status == GJ_ERROR_NO_NVRTC) {
         printf("skipped: %s (%s)\n", gj_status_message(status), gj_context_errmsg(ctx));
         return GJ_CLI_OK;
     }
     if (status != GJ_OK) {
-        if (status == GJ_ERROR_COMPILE && *prog) {
-            fprintf(stderr, "%s\n", gj_program_log(*prog));
-        }
-        gj_program_destroy(*prog);
-        *prog = NULL;
         return gj_cli_status_error(CMD, ctx, status, NULL);
     }
     size_t size = 0;
-    const void *binary = gj_program_binary(*prog, &size);
-    char *path = join(out_dir, gj_program_kind(*prog) == GJ_BINARY_PTX ? "encoding.ptx" : "encoding.cubin");
+    const void *binary = gj_program_binary(prog, &size);
+    char *path = join(out_dir, gj_program_kind(prog) == GJ_BINARY_PTX ? "encoding.ptx" : "encoding.cubin");
     int rc = path ? gj_cli_write_file_atomic(CMD, path, binary, size) : GJ_CLI_FAILURE;
     if (rc == GJ_CLI_OK) {
-        print_program(*prog, path);
+        print_program(prog, path);
     }
     free(path);
-    gj_program_destroy(result);
+    gj_program_destroy(prog);
     return rc;
 }
 
@@ -192,9 +187,10 @@ static int demo(const demo_args *args, const char *out_dir) {
     if (rc == GJ_CLI_OK) {
         cache_note(ctx);
         /* With a GPU: its module; without one: the whole unit, for the architecture asked. */
-        gj_runtime_info info;
-        const gj_status probe = gj_runtime_probe(ctx, &info);
-        rc = probe == GJ_OK ? gj_cli_demo_gpu(ctx, enc)
+        gj_cli_gpu gpu;
+        gj_status probe = GJ_OK;
+        gj_cli_gpu_open(CMD, ctx, &gpu, &probe);
+        rc = probe == GJ_OK ? gj_cli_demo_gpu(&gpu, enc)
                             : compile(ctx, enc, probe, args->arch ? args->arch : "sm_90", out_dir);
     }
     gj_cli_close(ctx, enc);

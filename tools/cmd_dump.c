@@ -55,17 +55,15 @@ static int parse_args(int argc, char **argv, dump_args *args) {
         {"device-functions-only", no_argument, NULL, 'f'},
         {"name", required_argument, NULL, 'n'},
         {"pad-to", required_argument, NULL, 'w'},
-        {"source", required_argument, NULL, 's'},
-        {"encoding", required_argument, NULL, 'e'},
-        {"kernel", required_argument, NULL, 'k'},
-        {"option", required_argument, NULL, 'O'},
+        GJ_CLI_SOURCE_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    static const char letters[] = ":c:d:p:fn:w:" GJ_CLI_SOURCE_SHORT_OPTIONS "h";
     int opt, rc = GJ_CLI_OK;
-    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, ":c:d:p:fn:w:s:e:k:O:h", options, NULL)) != -1) {
+    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, letters, options, NULL)) != -1) {
         switch (opt) {
-        case 's': args->source.file = optarg; break;
+        case 's':
         case 'e':
         case 'k':
         case 'O': rc = gj_cli_source_add(CMD, &args->source, opt, optarg); break;
@@ -82,10 +80,8 @@ static int parse_args(int argc, char **argv, dump_args *args) {
     if (rc != GJ_CLI_OK || (rc = gj_cli_no_operands(CMD, argc, argv)) != GJ_CLI_OK) {
         return rc;
     }
-    if (!args->config == !args->source.file) {
-        return gj_cli_usage_error(CMD, "give --config (an encoding) or --source (a source of your own), one of them");
-    }
-    return GJ_CLI_OK;
+    return gj_cli_source_check(CMD, &args->source, args->config != NULL,
+                               "give --config (an encoding) or --source (a source of your own), one of them", NULL);
 }
 
 /* Fills opts from the command line (usage errors printed). */
@@ -108,12 +104,10 @@ static int make_options(const dump_args *args, gj_codegen_options *opts) {
 /* --source: the unit NVRTC sees. */
 static int dump_source(dump_args *args) {
     gj_context *ctx = NULL;
-    gj_status status = gj_context_create(&ctx);
-    int rc = status == GJ_OK ? gj_cli_source_open(CMD, ctx, &args->source)
-                             : gj_cli_status_error(CMD, NULL, status, "cannot create a context");
+    int rc = gj_cli_source_open_context(CMD, &ctx, &args->source);
     if (rc == GJ_CLI_OK) {
         char *unit = NULL;
-        status = gj_user_source_generate(ctx, &args->source.desc, &unit);
+        const gj_status status = gj_user_source_generate(ctx, &args->source.desc, &unit);
         rc = status == GJ_OK ? gj_cli_write_stdout(CMD, unit, strlen(unit))
                              : gj_cli_status_error(CMD, ctx, status, "cannot assemble the unit");
         gj_free(unit);

@@ -352,7 +352,7 @@ static int evaluate(const eval_args *args, gj_context *ctx, const gj_encoding *e
     int rc = read_inputs(args, enc, &data);
     gj_cli_gpu gpu = {0};
     if (rc == GJ_CLI_OK) {
-        rc = gj_cli_gpu_open(CMD, ctx, &gpu, 0);
+        rc = gj_cli_gpu_open(CMD, ctx, &gpu, NULL);
     }
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);

@@ -5,6 +5,7 @@
  * NVRTC would end the run, but every finished entry is already published, so running the
  * command again resumes where it stopped. */
 #include "cli_common.h"
+#include "cli_program.h"
 #include "cli_source.h"
 
 #include <cjson/cJSON.h>
@@ -15,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char *const CMD = "precompile";
@@ -89,17 +89,15 @@ static int parse_args(int argc, char **argv, precompile_args *args) {
         {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
         {"jobs", required_argument, NULL, 'j'},
         {"keep-source", no_argument, NULL, OPT_KEEP_SOURCE},
-        {"source", required_argument, NULL, 's'},
-        {"encoding", required_argument, NULL, 'e'},
-        {"kernel", required_argument, NULL, 'k'},
-        {"option", required_argument, NULL, 'O'},
+        GJ_CLI_SOURCE_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    static const char letters[] = ":c:d:a:p:j:" GJ_CLI_SOURCE_SHORT_OPTIONS "h";
     int opt, rc = GJ_CLI_OK;
-    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, ":c:d:a:p:j:s:e:k:O:h", options, NULL)) != -1) {
+    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, letters, options, NULL)) != -1) {
         switch (opt) {
-        case 's': args->source.file = optarg; break;
+        case 's':
         case 'e':
         case 'k':
         case 'O': rc = gj_cli_source_add(CMD, &args->source, opt, optarg); break;
@@ -118,12 +116,11 @@ static int parse_args(int argc, char **argv, precompile_args *args) {
     if (rc == GJ_CLI_OK) {
         rc = gj_cli_no_operands(CMD, argc, argv);
     }
-    if (rc == GJ_CLI_OK && !args->n_configs == !args->source.file) {
-        rc = gj_cli_usage_error(CMD, "give --config (a file, inline JSON or a directory of .json files) or --source, "
-                                     "one of them");
-    }
-    if (rc == GJ_CLI_OK && args->source.file && !args->source.n_kernels) {
-        rc = gj_cli_usage_error(CMD, "--source needs at least one --kernel");
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_source_check(CMD, &args->source, args->n_configs != 0,
+                                 "give --config (a file, inline JSON or a directory of .json files) or --source, "
+                                 "one of them",
+                                 "");
     }
     if (rc == GJ_CLI_OK && !args->n_archs) {
         rc = gj_cli_usage_error(CMD, "--arch is required (e.g. --arch sm_80,sm_90)");
@@ -140,6 +137,9 @@ typedef struct work {
     char **configs; /* JSON texts */
     char **origins; /* where each came from, for messages */
     size_t n_configs;
+    /* The encoding of each configuration, made once before the threads start and read by
+     * every job of it (an encoding is immutable, so the threads share it). */
+    gj_encoding **encodings;
     char **archs; /* canonical target spellings */
     size_t n_archs;
     uint32_t n_dims;
@@ -147,16 +147,19 @@ typedef struct work {
     gj_codegen_options opts;
 } work;
 
+/* Called before the context the encodings were made in is destroyed. */
 static void free_work(work *w) {
     for (size_t i = 0; i < w->n_configs; i++) {
         free(w->configs[i]);
         free(w->origins[i]);
+        gj_encoding_destroy(w->encodings ? w->encodings[i] : NULL);
     }
     for (size_t i = 0; i < w->n_archs; i++) {
         free(w->archs[i]);
     }
     free(w->configs);
     free(w->origins);
+    free(w->encodings);
     free(w->archs);
 }
 
@@ -182,13 +185,10 @@ static int push_config(work *w, char *json, const char *origin) {
     return GJ_CLI_OK;
 }
 
-/* A text holding one configuration, or a JSON array of them. */
+/* A text holding one configuration, or a JSON array of them ('[' after ' ', '\t', '\n' and
+ * '\r' only; any other text goes to the library as one configuration). */
 static int add_json(work *w, char *json, const char *origin) {
-    const char *p = json;
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
-        p++;
-    }
-    if (*p != '[') {
+    if (json[strspn(json, " \t\n\r")] != '[') {
         return push_config(w, json, origin);
     }
     cJSON *list = cJSON_Parse(json);
@@ -196,6 +196,11 @@ static int add_json(work *w, char *json, const char *origin) {
     if (!cJSON_IsArray(list)) {
         cJSON_Delete(list);
         gj_cli_error(CMD, "%s: not a JSON array of configurations", origin);
+        return GJ_CLI_FAILURE;
+    }
+    if (!list->child) { /* nothing to precompile is a mistake, not a success */
+        cJSON_Delete(list);
+        gj_cli_error(CMD, "%s: the list holds no configuration", origin);
         return GJ_CLI_FAILURE;
     }
     int rc = GJ_CLI_OK, i = 0;
@@ -256,17 +261,19 @@ static int add_directory(work *w, const char *dir) {
 }
 
 static int add_config_arg(work *w, const char *arg) {
+    /* Inline JSON when '{' or '[' follows ' ', '\t' and '\n' only: narrower than --config's
+     * isspace() test, so an argument that starts with '\r', '\v' or '\f' may still name a
+     * directory, and is named by its own text in messages even where --config reads it as
+     * inline JSON. */
+    const char first = arg[strspn(arg, " \t\n")];
+    const int inline_json = first == '{' || first == '[';
     struct stat st;
-    const char *p = arg;
-    while (*p == ' ' || *p == '\t' || *p == '\n') {
-        p++;
-    }
-    if (*p != '{' && *p != '[' && stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (!inline_json && stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
         return add_directory(w, arg);
     }
     char *json = NULL;
     int rc = gj_cli_read_config(CMD, arg, &json);
-    return rc == GJ_CLI_OK ? add_json(w, json, *p == '{' || *p == '[' ? "--config" : arg) : rc;
+    return rc == GJ_CLI_OK ? add_json(w, json, inline_json ? "--config" : arg) : rc;
 }
 
 /* "sm_80,sm_90" (and --ptx) into canonical target names. */
@@ -278,16 +285,9 @@ static int add_archs(work *w, const char *list, int ptx) {
         if (len == 0 || len >= 40) {
             return gj_cli_usage_error(CMD, "--arch: bad list '%s'", list);
         }
-        if (ptx && strncmp(p, "sm_", 3) == 0) {
-            snprintf(one, sizeof one, "compute_%.*s", (int)len - 3, p + 3);
-        } else {
-            snprintf(one, sizeof one, "%.*s", (int)len, p);
-        }
-        char *options = gj_compile_options_string(one); /* NULL for a malformed arch */
-        if (!options) {
+        if (!gj_cli_target_arch(p, len, ptx, one, sizeof one)) {
             return gj_cli_usage_error(CMD, "--arch: '%s' is not sm_XX[a|f] or compute_XX[a|f]", one);
         }
-        gj_free(options);
         char **grown = realloc(w->archs, (w->n_archs + 1) * sizeof *grown);
         if (!grown || !(grown[w->n_archs] = strdup(one))) {
             if (grown) {
@@ -304,12 +304,14 @@ static int add_archs(work *w, const char *list, int ptx) {
 }
 
 /* Every configuration must make an encoding before any thread starts. */
-static int check_configs(gj_context *ctx, const work *w) {
+static int make_encodings(gj_context *ctx, work *w) {
+    w->encodings = calloc(w->n_configs, sizeof *w->encodings);
+    if (!w->encodings && w->n_configs) {
+        gj_cli_error(CMD, "out of memory");
+        return GJ_CLI_FAILURE;
+    }
     for (size_t i = 0; i < w->n_configs; i++) {
-        gj_encoding *enc = NULL;
-        gj_status status = gj_encoding_create(ctx, w->configs[i], w->n_dims, &enc);
-        gj_encoding_destroy(enc);
-        if (status != GJ_OK) {
+        if (gj_encoding_create(ctx, w->configs[i], w->n_dims, &w->encodings[i]) != GJ_OK) {
             gj_cli_error(CMD, "%s: %s", w->origins[i], gj_context_errmsg(ctx));
             return GJ_CLI_FAILURE;
         }
@@ -364,12 +366,7 @@ static void run_job(crew *c, size_t j, job_result *r) {
         }
         gj_program_destroy(prog);
     } else {
-        gj_encoding *enc = NULL;
-        r->status = gj_encoding_create(c->ctx, w->configs[j / w->n_archs], w->n_dims, &enc);
-        if (r->status == GJ_OK) {
-            r->status = gj_precompile(c->ctx, enc, &w->opts, arch, c->inner_threads, &r->report);
-        }
-        gj_encoding_destroy(enc);
+        r->status = gj_precompile(c->ctx, w->encodings[j / w->n_archs], &w->opts, arch, c->inner_threads, &r->report);
     }
     if (r->status != GJ_OK && !r->message[0]) {
         snprintf(r->message, sizeof r->message, "%s", gj_context_errmsg(c->ctx));
@@ -456,8 +453,7 @@ static int precompile(gj_context *ctx, work *w, const gj_source_desc *desc) {
     const unsigned threads = w->n_workers ? w->n_workers : cpu_count();
     const size_t outer = c.n_jobs < threads ? c.n_jobs : threads;
     c.inner_threads = (unsigned)(threads / outer);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double start_ms = gj_cli_now_ms();
     pthread_t ids[1024];
     size_t started = 0;
     while (started + 1 < outer && started < sizeof ids / sizeof ids[0] &&
@@ -468,11 +464,10 @@ static int precompile(gj_context *ctx, work *w, const gj_source_desc *desc) {
     for (size_t i = 0; i < started; i++) {
         pthread_join(ids[i], NULL);
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double seconds = (gj_cli_now_ms() - start_ms) / 1e3;
     if (c.tty) {
         fputc('\n', stderr);
     }
-    const double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     int rc = report(&c, dir, seconds);
     pthread_mutex_destroy(&c.lock);
     free(c.results);
@@ -519,13 +514,13 @@ int gj_cli_precompile(int argc, char **argv) {
         rc = setup_context(ctx, &args);
     }
     if (rc == GJ_CLI_OK) {
-        rc = args.source.file ? gj_cli_source_open(CMD, ctx, &args.source) : check_configs(ctx, &w);
+        rc = args.source.file ? gj_cli_source_open(CMD, ctx, &args.source) : make_encodings(ctx, &w);
     }
     if (rc == GJ_CLI_OK) {
         rc = precompile(ctx, &w, args.source.file ? &args.source.desc : NULL);
     }
     gj_cli_source_close(&args.source);
-    gj_context_destroy(ctx);
     free_work(&w);
+    gj_context_destroy(ctx);
     return rc;
 }

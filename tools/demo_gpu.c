@@ -3,13 +3,13 @@
  * parameters initialised, forward and backward on 2^20 random points, a sample compared
  * with the CPU reference, timings. */
 #include "cli_gpu.h"
+#include "cli_program.h"
 
 #include "cpu_reference.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* What the demo runs: forward and backward (its module compiles nothing else). */
 #define DEMO_PASSES (GJ_PASS_FORWARD | GJ_PASS_BACKWARD)
@@ -21,7 +21,7 @@ static const char *const CMD = "demo";
 #define DEMO_REPEAT 10
 
 typedef struct demo_gpu {
-    gj_cli_gpu gpu;
+    gj_cli_gpu *gpu; /* opened by the caller */
     gj_module *m;
     uint32_t D, n_out;
     uint64_t n_params;
@@ -31,37 +31,36 @@ typedef struct demo_gpu {
     void *dev_x, *dev_params, *dev_params32, *dev_y, *dev_dl_dy, *dev_grad, *dev_dx;
 } demo_gpu;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static const char *where_from(gj_cache_status cache) {
-    return cache == GJ_CACHE_HIT ? "from the disk cache" : cache == GJ_CACHE_MISS ? "compiled, now in the disk cache"
-                                                                                  : "compiled (disk cache off)";
+/* v as the GPU holds it in that precision: rounded to fp16 and back where it is fp16. */
+static float as_stored(float v, gj_precision precision) {
+    if (precision == GJ_PRECISION_FP16) {
+        uint16_t h;
+        gj_floats_to_halves(&v, &h, 1);
+        gj_halves_to_floats(&h, &v, 1);
+    }
+    return v;
 }
 
 /* The module, every program compiled now for this device: each one listed. */
 static int make_module(demo_gpu *d, const gj_encoding *enc) {
     printf("compiling the forward and backward programs for %s (in parallel; a module otherwise compiles\n"
            "each on first use)\n",
-           d->gpu.info.arch);
+           d->gpu->info.arch);
     fflush(stdout);
-    const double start = now_ms();
+    const double start = gj_cli_now_ms();
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);
     opts.passes = DEMO_PASSES;
-    int rc = gj_cli_gpu_module(&d->gpu, enc, &opts, NULL, &d->m);
+    int rc = gj_cli_gpu_module(d->gpu, enc, &opts, NULL, &d->m);
     if (rc != GJ_CLI_OK) {
         return rc;
     }
-    const double total = now_ms() - start;
+    const double total = gj_cli_now_ms() - start;
     for (size_t i = 0; i < gj_module_n_programs(d->m); ++i) {
         gj_module_program_info info;
         if (gj_module_describe_program(d->m, i, &info) == GJ_OK) {
             printf("  %-18s %-8s %8.1f ms  %7zu bytes  %s\n", info.program, info.arch, info.compile_ms,
-                   info.binary_bytes, where_from(info.cache));
+                   info.binary_bytes, gj_cli_cache_phrase(info.cache, GJ_CLI_CACHE_WHERE));
         }
     }
     printf("module     ready in %.1f ms (generate, compile or find, load)\n", total);
@@ -75,15 +74,12 @@ static int time_warm_load(demo_gpu *d, const gj_encoding *enc) {
     gj_cache_status cache = GJ_CACHE_HIT;
     for (int k = 0; k < 3; ++k) {
         gj_module *m = NULL;
-        const double start = now_ms();
+        const double start = gj_cli_now_ms();
         gj_codegen_options opts;
         gj_codegen_options_init(&opts);
         opts.passes = DEMO_PASSES;
-        gj_status status = gj_module_create(d->gpu.ctx, enc, &opts, &m);
-        if (status == GJ_OK) {
-            status = gj_module_prepare(m, DEMO_PASSES);
-        }
-        const double ms = now_ms() - start;
+        const gj_status status = gj_cli_gpu_prepared_module(d->gpu->ctx, enc, &opts, &m);
+        const double ms = gj_cli_now_ms() - start;
         for (size_t i = 0; status == GJ_OK && i < gj_module_n_programs(m); ++i) {
             gj_module_program_info info;
             if (gj_module_describe_program(m, i, &info) == GJ_OK && info.cache != GJ_CACHE_HIT) {
@@ -92,24 +88,13 @@ static int time_warm_load(demo_gpu *d, const gj_encoding *enc) {
         }
         gj_module_destroy(m);
         if (status != GJ_OK) {
-            return gj_cli_status_error(CMD, d->gpu.ctx, status, "cannot reload the module");
+            return gj_cli_status_error(CMD, d->gpu->ctx, status, "cannot reload the module");
         }
         best = best < 0.0 || ms < best ? ms : best;
     }
     printf("warm load  %8.3f ms (%s: every program's key, read, check, cuLibraryLoadData)\n", best,
            cache == GJ_CACHE_HIT ? "from the disk cache" : "disk cache off: includes the compiles");
     return GJ_CLI_OK;
-}
-
-static uint64_t next_random(uint64_t *state) {
-    *state ^= *state >> 12;
-    *state ^= *state << 25;
-    *state ^= *state >> 27;
-    return *state * 0x2545F4914F6CDD1Dull;
-}
-
-static float random_float(uint64_t *state, float lo, float hi) {
-    return lo + (hi - lo) * (float)(next_random(state) >> 40) * (1.0f / 16777216.0f);
 }
 
 static int prepare(demo_gpu *d) {
@@ -123,30 +108,20 @@ static int prepare(demo_gpu *d) {
         gj_cli_error(CMD, "out of memory");
         return GJ_CLI_FAILURE;
     }
-    uint64_t state = 0x9E3779B97F4A7C15ull;
-    for (size_t k = 0; k < n * d->D; ++k) {
-        d->x[k] = random_float(&state, 0.0f, 1.0f);
-    }
-    for (size_t k = 0; k < n * d->n_out; ++k) {
-        dl_dy[k] = random_float(&state, -1.0f, 1.0f);
-    }
+    uint64_t state = 0x9E3779B97F4A7C15ull; /* one stream: the points, then dL/dy */
+    gj_cli_random_floats(&state, d->x, n * d->D, 0.0f, 1.0f);
+    gj_cli_random_floats(&state, dl_dy, n * d->n_out, -1.0f, 1.0f);
     const size_t element = gj_module_element_size(d->m);
-    int rc = gj_cli_gpu_upload(&d->gpu, d->x, n * d->D, GJ_PRECISION_FP32, &d->dev_x);
-    rc = rc ? rc : gj_cli_gpu_upload(&d->gpu, dl_dy, n * d->n_out, d->precision, &d->dev_dl_dy);
-    rc = rc ? rc : gj_cli_gpu_alloc(&d->gpu, d->n_params * element, &d->dev_params);
-    rc = rc ? rc : gj_cli_gpu_alloc(&d->gpu, d->n_params * sizeof(float), &d->dev_params32);
-    rc = rc ? rc : gj_cli_gpu_alloc(&d->gpu, d->n_params * element, &d->dev_grad);
-    rc = rc ? rc : gj_cli_gpu_alloc(&d->gpu, n * d->n_out * element, &d->dev_y);
-    rc = rc ? rc : gj_cli_gpu_alloc(&d->gpu, n * d->D * sizeof(float), &d->dev_dx);
+    int rc = gj_cli_gpu_upload(d->gpu, d->x, n * d->D, GJ_PRECISION_FP32, &d->dev_x);
+    rc = rc ? rc : gj_cli_gpu_upload(d->gpu, dl_dy, n * d->n_out, d->precision, &d->dev_dl_dy);
+    rc = rc ? rc : gj_cli_gpu_alloc(d->gpu, d->n_params * element, &d->dev_params);
+    rc = rc ? rc : gj_cli_gpu_alloc(d->gpu, d->n_params * sizeof(float), &d->dev_params32);
+    rc = rc ? rc : gj_cli_gpu_alloc(d->gpu, d->n_params * element, &d->dev_grad);
+    rc = rc ? rc : gj_cli_gpu_alloc(d->gpu, n * d->n_out * element, &d->dev_y);
+    rc = rc ? rc : gj_cli_gpu_alloc(d->gpu, n * d->D * sizeof(float), &d->dev_dx);
     /* The sample's dL/dy as the GPU reads it: rounded to the parameters' precision. */
     for (size_t k = 0; rc == GJ_CLI_OK && k < (size_t)DEMO_SAMPLE * d->n_out; ++k) {
-        float v = dl_dy[k];
-        if (d->precision == GJ_PRECISION_FP16) {
-            uint16_t h;
-            gj_floats_to_halves(&v, &h, 1);
-            gj_halves_to_floats(&h, &v, 1);
-        }
-        d->dl_dy[k] = v;
+        d->dl_dy[k] = as_stored(dl_dy[k], d->precision);
     }
     free(dl_dy);
     return rc;
@@ -160,10 +135,10 @@ static int init_params(demo_gpu *d) {
     init.seed = 1337;
     gj_status status = gj_init_params(d->m, NULL, &init);
     if (status == GJ_OK) {
-        status = gj_memcpy_to_host(d->gpu.ctx, d->params32, d->dev_params32, d->n_params * sizeof(float));
+        status = gj_memcpy_to_host(d->gpu->ctx, d->params32, d->dev_params32, d->n_params * sizeof(float));
     }
     if (status != GJ_OK) {
-        return gj_cli_status_error(CMD, d->gpu.ctx, status, "cannot initialise the parameters");
+        return gj_cli_status_error(CMD, d->gpu->ctx, status, "cannot initialise the parameters");
     }
     printf("parameters %llu, uniform in [-1e-4, 1e-4] (seed 1337)\n", (unsigned long long)d->n_params);
     return GJ_CLI_OK;
@@ -195,16 +170,16 @@ static gj_status backward(demo_gpu *d) {
  * the launch overhead: `gridjit bench` measures the kernels alone). */
 static int time_pass(demo_gpu *d, gj_status (*pass)(demo_gpu *), const char *name) {
     gj_status status = pass(d);
-    status = status ? status : gj_stream_synchronize(d->gpu.ctx, NULL);
-    const double start = now_ms();
+    status = status ? status : gj_stream_synchronize(d->gpu->ctx, NULL);
+    const double start = gj_cli_now_ms();
     for (int i = 0; status == GJ_OK && i < DEMO_REPEAT; ++i) {
         status = pass(d);
     }
-    status = status ? status : gj_stream_synchronize(d->gpu.ctx, NULL);
+    status = status ? status : gj_stream_synchronize(d->gpu->ctx, NULL);
     if (status != GJ_OK) {
-        return gj_cli_status_error(CMD, d->gpu.ctx, status, name);
+        return gj_cli_status_error(CMD, d->gpu->ctx, status, name);
     }
-    const double ms = (now_ms() - start) / DEMO_REPEAT;
+    const double ms = (gj_cli_now_ms() - start) / DEMO_REPEAT;
     printf("%-10s %8.3f ms for %u points (%.3g points/s)\n", name, ms, DEMO_POINTS, DEMO_POINTS / (ms * 1e-3));
     return GJ_CLI_OK;
 }
@@ -225,16 +200,10 @@ static int compare(demo_gpu *d, const gj_encoding *enc) {
         rc = GJ_CLI_FAILURE;
     }
     for (uint64_t p = 0; rc == GJ_CLI_OK && p < d->n_params; ++p) {
-        float v = d->params32[p];
-        if (d->precision == GJ_PRECISION_FP16) {
-            uint16_t h;
-            gj_floats_to_halves(&v, &h, 1);
-            gj_halves_to_floats(&h, &v, 1);
-        }
-        params[p] = v;
+        params[p] = as_stored(d->params32[p], d->precision);
     }
-    rc = rc ? rc : gj_cli_gpu_download(&d->gpu, d->dev_y, (size_t)DEMO_SAMPLE * d->n_out, d->precision, y);
-    rc = rc ? rc : gj_cli_gpu_download(&d->gpu, d->dev_dx, (size_t)DEMO_SAMPLE * d->D, GJ_PRECISION_FP32, dx);
+    rc = rc ? rc : gj_cli_gpu_download(d->gpu, d->dev_y, (size_t)DEMO_SAMPLE * d->n_out, d->precision, y);
+    rc = rc ? rc : gj_cli_gpu_download(d->gpu, d->dev_dx, (size_t)DEMO_SAMPLE * d->D, GJ_PRECISION_FP32, dx);
     double y_err = 0, y_max = 0, dx_err = 0, dx_max = 0;
     for (uint32_t i = 0; rc == GJ_CLI_OK && i < DEMO_SAMPLE; ++i) {
         gj_ref_forward(&ref, params, d->x + (size_t)i * d->D, 1.0, y_ref);
@@ -269,15 +238,13 @@ static int compare(demo_gpu *d, const gj_encoding *enc) {
     return rc;
 }
 
-int gj_cli_demo_gpu(gj_context *ctx, const gj_encoding *enc) {
+int gj_cli_demo_gpu(gj_cli_gpu *gpu, const gj_encoding *enc) {
     demo_gpu d;
     memset(&d, 0, sizeof d);
-    if (gj_cli_gpu_open(CMD, ctx, &d.gpu, 1) != GJ_CLI_OK) {
-        return GJ_CLI_FAILURE;
-    }
+    d.gpu = gpu;
     printf("\n== GPU\n");
-    printf("device     %s (%s), driver %d.%d\n", d.gpu.info.device_name, d.gpu.info.arch,
-           d.gpu.info.driver_version / 1000, d.gpu.info.driver_version % 1000 / 10);
+    printf("device     %s (%s), driver %d.%d\n", gpu->info.device_name, gpu->info.arch, gpu->info.driver_version / 1000,
+           gpu->info.driver_version % 1000 / 10);
     d.D = gj_encoding_n_dims(enc);
     d.n_out = gj_encoding_n_output_dims(enc);
     d.n_params = gj_encoding_n_params(enc);
@@ -289,7 +256,7 @@ int gj_cli_demo_gpu(gj_context *ctx, const gj_encoding *enc) {
     rc = rc ? rc : time_pass(&d, forward, "forward");
     rc = rc ? rc : time_pass(&d, backward, "backward");
     rc = rc ? rc : compare(&d, enc);
-    gj_cli_gpu_close(&d.gpu);
+    gj_cli_gpu_close(gpu); /* the buffers, before the module they were used with */
     gj_module_destroy(d.m);
     free(d.x);
     free(d.params32);

@@ -8,6 +8,7 @@
 #                              thread test (tests/test_threads.c) with ThreadSanitizer (in
 #                              BUILD-tsan); any sanitizer report fails the run; then the
 #                              Python package, pip-installed into BUILD-python, and its tests
+#                              (the package's CMake build stays in BUILD-python/cmake-build)
 # Safe to run again: it installs only missing packages and rebuilds incrementally.
 # Environment: GRIDJIT_BUILD_DIR (default build; the lanes use $GRIDJIT_BUILD_DIR-asan,
 # -tsan and -python), CUDA_HOME or CUDA_PATH (default /usr/local/cuda),
@@ -168,17 +169,28 @@ find_cuda
 build
 
 # ---- the Python package: installed into a virtual environment, then its tests ----
-# (pip fetches the build backend, scikit-build-core, from PyPI; PyTorch is not installed
-# here, so the torch tests skip and say so; the GPU machine runs them.)
+# (pip fetches the build backend, scikit-build-core, and pytest from PyPI; PyTorch is not
+# installed here, so the torch tests skip and say so; the GPU machine runs them.)
+# The package's CMake build directory is kept in the environment (cmake-build) and shared
+# by the install and by the wheel that python/tests/test_package.py builds
+# (GRIDJIT_TEST_BUILD_DIR), so that both rebuild incrementally. Both build without build
+# isolation, with the environment's scikit-build-core: an isolated build environment is
+# temporary, and the kept CMake cache would point into it.
 python_lane() {
-    local lane_start=$SECONDS venv=$build_dir-python
+    local lane_start=$SECONDS venv=$build_dir-python cmake_build
     if [[ ! -x $venv/bin/python ]]; then
         python3 -m venv "$venv" >&2 || die "python3 -m venv failed (is python3-venv installed?)"
     fi
-    say "python lane: pip install './python[test]' into $venv, then pytest"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check './python[test]' >&2 ||
+    venv=$(cd "$venv" && pwd) # absolute: pip runs the build backend in another directory
+    cmake_build=$venv/cmake-build
+    say "python lane: pip install './python[test]' into $venv (CMake build in $cmake_build), then pytest"
+    # First the build backend and pytest (the requirements of python/pyproject.toml's test extra).
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check 'scikit-build-core>=0.10' 'pytest>=7' >&2 ||
+        die "pip install scikit-build-core pytest failed"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
+        -C build-dir="$cmake_build" './python[test]' >&2 ||
         die "pip install ./python failed"
-    "$venv/bin/python" -m pytest python/tests -q -rs -p no:cacheprovider ||
+    GRIDJIT_TEST_BUILD_DIR=$cmake_build "$venv/bin/python" -m pytest python/tests -q -rs -p no:cacheprovider ||
         die "python tests failed"
     timings="$timings; python $((SECONDS - lane_start)) s"
 }
