@@ -193,10 +193,6 @@ gj_kernel *ex_kernel(gj_user_module *module, const char *name) {
 /* ------------------------------------------------------------------ launches */
 static int multiprocessors = 0;
 
-int ex_multiprocessors(void) {
-    return multiprocessors;
-}
-
 uint32_t ex_persistent_grid(gj_kernel *kernel, uint32_t block, uint32_t shared_bytes, uint64_t needed) {
     int per_sm = 0;
     EX_CHECK(gj_kernel_occupancy(kernel, block, shared_bytes, &per_sm));
@@ -230,9 +226,25 @@ void ex_launch(gj_kernel *kernel, uint32_t grid, uint32_t block, uint32_t shared
     EX_CHECK(gj_kernel_launch(kernel, &config, args));
 }
 
+void ex_forward(gj_module *module, uint64_t n, const float *x, const void *params, void *y, int soa) {
+    gj_forward_desc desc;
+    gj_forward_desc_init(&desc);
+    desc.n = n;
+    desc.x = x;
+    desc.params = params;
+    desc.y = y;
+    desc.y_layout = soa ? GJ_LAYOUT_SOA : GJ_LAYOUT_AOS;
+    EX_CHECK(gj_forward(module, NULL, &desc));
+}
+
 static int compare_doubles(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+double ex_median(double *values, int n) {
+    qsort(values, (size_t)n, sizeof *values, compare_doubles);
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 double ex_time_ms(ex_work_fn fn, void *user, int warmup, int reps) {
@@ -261,8 +273,7 @@ double ex_time_ms(ex_work_fn fn, void *user, int warmup, int reps) {
     for (int i = 0; i < 2 * reps; ++i) {
         gj_event_destroy(events[i]);
     }
-    qsort(ms, (size_t)reps, sizeof *ms, compare_doubles);
-    const double median = reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
+    const double median = ex_median(ms, reps);
     free(events);
     free(ms);
     return median;
@@ -306,10 +317,15 @@ static uint64_t splitmix64(uint64_t *state) {
     return z ^ (z >> 31);
 }
 
+/* A uniform float in [0, 1): the top 24 bits of the next number. */
+static float next_uniform(uint64_t *state) {
+    return (float)(splitmix64(state) >> 40) * (1.0f / 16777216.0f);
+}
+
 void ex_random_uniform(float *out, size_t n, uint64_t seed) {
     uint64_t state = seed;
     for (size_t i = 0; i < n; ++i) {
-        out[i] = (float)(splitmix64(&state) >> 40) * (1.0f / 16777216.0f);
+        out[i] = next_uniform(&state);
     }
 }
 
@@ -332,8 +348,7 @@ void ex_init_weights(float *w, uint16_t *w_half, uint64_t seed) {
         const int offset = shape[layer][0], rows = shape[layer][1], cols = shape[layer][2];
         const float limit = sqrtf(6.0f / (float)(rows + cols));
         for (int i = 0; i < rows * cols; ++i) {
-            const float u = (float)(splitmix64(&state) >> 40) * (1.0f / 16777216.0f);
-            w[offset + i] = ex_round_half((2.0f * u - 1.0f) * limit);
+            w[offset + i] = ex_round_half((2.0f * next_uniform(&state) - 1.0f) * limit);
         }
     }
     gj_floats_to_halves(w, w_half, EX_N_WEIGHTS);

@@ -1,5 +1,6 @@
-/* Helpers shared by the fused examples (not by examples/minimal, which stands alone):
- * error checks, the kernel sources, timing, the MLP's weights and a CPU reference of it. */
+/* Helpers shared by the fused examples and data_parallel (not by examples/minimal, which
+ * stands alone): error checks, the kernel sources, timing, the MLP's weights and a CPU
+ * reference of it. */
 #ifndef EX_EXAMPLE_H
 #define EX_EXAMPLE_H
 
@@ -75,15 +76,19 @@ gj_kernel *ex_kernel(gj_user_module *module, const char *name);
 /* Blocks of `block` threads that keep every multiprocessor busy (persistent kernels):
  * the occupancy times the multiprocessors (never more than `needed`). */
 uint32_t ex_persistent_grid(gj_kernel *kernel, uint32_t block, uint32_t shared_bytes, uint64_t needed);
-int ex_multiprocessors(void);
 
 /* Launch helpers. */
 void ex_launch(gj_kernel *kernel, uint32_t grid, uint32_t block, uint32_t shared_bytes, void **args);
+/* gridjit's forward kernel on the default stream: the features of n points x (n x D
+ * floats) into y, point-major (soa 0) or feature-major (soa 1). */
+void ex_forward(gj_module *module, uint64_t n, const float *x, const void *params, void *y, int soa);
 
 /* Median milliseconds of fn (which launches work on the default stream), measured with
  * events around each of `reps` calls after `warmup` calls. */
 typedef void (*ex_work_fn)(void *user);
 double ex_time_ms(ex_work_fn fn, void *user, int warmup, int reps);
+/* The median of n values (n >= 1), which it sorts. */
+double ex_median(double *values, int n);
 
 /* Device memory. */
 void *ex_alloc(size_t bytes);

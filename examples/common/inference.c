@@ -24,14 +24,7 @@ static void run_fused(void *user) {
 
 static void run_encoding(void *user) {
     pipeline *p = user;
-    gj_forward_desc desc;
-    gj_forward_desc_init(&desc);
-    desc.n = p->n;
-    desc.x = p->x;
-    desc.params = p->params;
-    desc.y = p->features;
-    desc.y_layout = p->soa ? GJ_LAYOUT_SOA : GJ_LAYOUT_AOS;
-    EX_CHECK(gj_forward(p->module, NULL, &desc));
+    ex_forward(p->module, p->n, p->x, p->params, p->features, p->soa);
 }
 
 static void run_unfused(void *user) {

@@ -17,7 +17,7 @@
  * sum) on one device and on the shards.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <gridjit.h>
+#include "example.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 extern const char data_parallel_cu[]; /* data_parallel.cu, embedded at build time */
 
@@ -34,16 +33,6 @@ extern const char data_parallel_cu[]; /* data_parallel.cu, embedded at build tim
 /* tiny-cuda-nn's default HashGrid (D = 3): 16 levels x 2 features, 2^19 entries. */
 static const char fp16_config[] = "{\"otype\": \"HashGrid\"}";
 static const char fp32_config[] = "{\"otype\": \"HashGrid\", \"precision\": \"fp32\"}";
-
-static gj_context *ctx;
-
-static void check(gj_status status, const char *what) {
-    if (status != GJ_OK) {
-        fprintf(stderr, "data_parallel: %s: %s: %s\n", what, gj_status_name(status), gj_context_errmsg(ctx));
-        exit(1);
-    }
-}
-#define CHECK(call) check((call), #call)
 
 /* ------------------------------------------------------------------ NCCL, if present */
 /* The few entry points used, declared by hand: NCCL is optional and loaded with dlopen. */
@@ -54,8 +43,7 @@ typedef struct nccl {
     int (*all_reduce)(const void *send, void *recv, size_t count, int type, int op, void *comm, void *stream);
     int (*group_start)(void);
     int (*group_end)(void);
-    void *comms[MAX_SHARDS];
-    int n_comms;
+    void *comms[MAX_SHARDS]; /* one per shard where the job uses NCCL */
 } nccl;
 
 static int nccl_load(nccl *n) {
@@ -95,10 +83,10 @@ typedef struct job {
     int use_nccl;
 } job;
 
-static void *alloc_on(int device, size_t bytes) {
+/* Device memory on the current device. */
+static void *device_alloc(size_t bytes) {
     void *p = NULL;
-    CHECK(gj_runtime_set_device(ctx, device));
-    CHECK(gj_device_alloc(ctx, bytes, &p));
+    EX_CHECK(gj_device_alloc(ex_ctx, bytes, &p));
     return p;
 }
 
@@ -108,30 +96,30 @@ static void shard_make(job *j, shard *s, int device, uint64_t first, uint64_t co
     s->device = device;
     s->first = first;
     s->count = count;
-    CHECK(gj_runtime_set_device(ctx, device));
-    CHECK(gj_stream_create(ctx, 1, &s->stream));
+    EX_CHECK(gj_runtime_set_device(ex_ctx, device));
+    EX_CHECK(gj_stream_create(ex_ctx, 1, &s->stream));
     const size_t param_bytes = j->n_params * j->element;
-    s->x = alloc_on(device, count * 3 * sizeof(float));
-    s->y = alloc_on(device, count * j->width * j->element);
-    s->dl_dy = alloc_on(device, count * j->width * j->element);
-    s->params = alloc_on(device, param_bytes);
-    s->grads = alloc_on(device, param_bytes);
-    s->incoming = alloc_on(device, param_bytes);
-    CHECK(gj_memcpy_async(ctx, s->x, j->x + first * 3, count * 3 * sizeof(float), s->stream));
-    CHECK(gj_memcpy_async(ctx, s->dl_dy, (const char *)j->dl_dy + first * j->width * j->element,
-                          count * j->width * j->element, s->stream));
+    s->x = device_alloc(count * 3 * sizeof(float));
+    s->y = device_alloc(count * j->width * j->element);
+    s->dl_dy = device_alloc(count * j->width * j->element);
+    s->params = device_alloc(param_bytes);
+    s->grads = device_alloc(param_bytes);
+    s->incoming = device_alloc(param_bytes);
+    EX_CHECK(gj_memcpy_async(ex_ctx, s->x, j->x + first * 3, count * 3 * sizeof(float), s->stream));
+    EX_CHECK(gj_memcpy_async(ex_ctx, s->dl_dy, (const char *)j->dl_dy + first * j->width * j->element,
+                             count * j->width * j->element, s->stream));
     /* Every device starts from the same parameters (a copy between devices). */
-    CHECK(gj_memcpy_async(ctx, s->params, params, param_bytes, s->stream));
-    CHECK(gj_stream_synchronize(ctx, s->stream));
+    EX_CHECK(gj_memcpy_async(ex_ctx, s->params, params, param_bytes, s->stream));
+    EX_CHECK(gj_stream_synchronize(ex_ctx, s->stream));
 }
 
 static void shard_free(shard *s) {
-    CHECK(gj_runtime_set_device(ctx, s->device));
+    EX_CHECK(gj_runtime_set_device(ex_ctx, s->device));
     void *arrays[] = {s->x, s->y, s->dl_dy, s->params, s->grads, s->incoming};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) {
-        gj_device_free(ctx, arrays[i]);
+        gj_device_free(ex_ctx, arrays[i]);
     }
-    gj_stream_destroy(ctx, s->stream);
+    gj_stream_destroy(ex_ctx, s->stream);
 }
 
 static void forward(job *j, shard *s) {
@@ -141,7 +129,7 @@ static void forward(job *j, shard *s) {
     f.x = s->x;
     f.params = s->params;
     f.y = s->y;
-    CHECK(gj_forward(j->module, s->stream, &f)); /* runs on the stream's device */
+    EX_CHECK(gj_forward(j->module, s->stream, &f)); /* runs on the stream's device */
 }
 
 static void backward(job *j, shard *s) {
@@ -152,12 +140,12 @@ static void backward(job *j, shard *s) {
     b.params = s->params;
     b.dL_dy = s->dl_dy;
     b.dL_dparams = s->grads; /* overwritten */
-    CHECK(gj_backward(j->module, s->stream, &b));
+    EX_CHECK(gj_backward(j->module, s->stream, &b));
 }
 
 static void synchronize_all(job *j) {
     for (int k = 0; k < j->n_shards; ++k) {
-        CHECK(gj_stream_synchronize(ctx, j->shards[k].stream));
+        EX_CHECK(gj_stream_synchronize(ex_ctx, j->shards[k].stream));
     }
 }
 
@@ -173,8 +161,7 @@ static void all_reduce(job *j) {
             shard *s = &j->shards[k];
             if (j->nccl.all_reduce(s->grads, s->grads, j->n_params, type, NCCL_SUM, j->nccl.comms[k], s->stream) !=
                 NCCL_SUCCESS) {
-                fprintf(stderr, "data_parallel: ncclAllReduce failed\n");
-                exit(1);
+                ex_fail("ncclAllReduce failed");
             }
         }
         j->nccl.group_end();
@@ -191,14 +178,14 @@ static void all_reduce(job *j) {
     config.grid[0] = (uint32_t)(blocks < 4096 ? blocks : 4096);
     config.stream = root->stream;
     for (int k = 1; k < j->n_shards; ++k) {
-        CHECK(gj_memcpy_async(ctx, root->incoming, j->shards[k].grads, bytes, root->stream));
+        EX_CHECK(gj_memcpy_async(ex_ctx, root->incoming, j->shards[k].grads, bytes, root->stream));
         unsigned long long n = j->n_params;
         void *args[] = {&root->grads, &root->incoming, &n};
-        CHECK(gj_kernel_launch(j->add, &config, args));
+        EX_CHECK(gj_kernel_launch(j->add, &config, args));
     }
-    CHECK(gj_stream_synchronize(ctx, root->stream));
+    EX_CHECK(gj_stream_synchronize(ex_ctx, root->stream));
     for (int k = 1; k < j->n_shards; ++k) {
-        CHECK(gj_memcpy_async(ctx, j->shards[k].grads, root->grads, bytes, j->shards[k].stream));
+        EX_CHECK(gj_memcpy_async(ex_ctx, j->shards[k].grads, root->grads, bytes, j->shards[k].stream));
     }
 }
 
@@ -220,7 +207,7 @@ static void step_whole(job *j, int with_backward) {
     if (with_backward) {
         backward(j, &j->whole);
     }
-    CHECK(gj_stream_synchronize(ctx, j->whole.stream));
+    EX_CHECK(gj_stream_synchronize(ex_ctx, j->whole.stream));
 }
 
 /* ------------------------------------------------------------------ checks, timing */
@@ -238,22 +225,22 @@ static int compare(job *j, double tolerance) {
     char *y_whole = malloc(y_bytes), *y_split = malloc(y_bytes), *g_bits = malloc(g_bytes);
     float *g_whole = malloc(j->n_params * sizeof(float)), *g_split = malloc(j->n_params * sizeof(float));
     if (!y_whole || !y_split || !g_bits || !g_whole || !g_split) {
-        fprintf(stderr, "data_parallel: out of memory\n");
-        exit(1);
+        ex_fail("out of memory");
     }
-    CHECK(gj_memcpy_to_host(ctx, y_whole, j->whole.y, y_bytes));
-    CHECK(gj_memcpy_to_host(ctx, g_bits, j->whole.grads, g_bytes));
+    EX_CHECK(gj_memcpy_to_host(ex_ctx, y_whole, j->whole.y, y_bytes));
+    EX_CHECK(gj_memcpy_to_host(ex_ctx, g_bits, j->whole.grads, g_bytes));
     to_floats(j, g_bits, g_whole, j->n_params);
     for (int k = 0; k < j->n_shards; ++k) {
         const shard *s = &j->shards[k];
-        CHECK(gj_memcpy_to_host(ctx, y_split + s->first * j->width * j->element, s->y, s->count * j->width * j->element));
+        EX_CHECK(gj_memcpy_to_host(ex_ctx, y_split + s->first * j->width * j->element, s->y,
+                                   s->count * j->width * j->element));
     }
     const int same_y = memcmp(y_whole, y_split, y_bytes) == 0;
     printf("forward: %s\n", same_y ? "the shards' outputs equal one device's, bit for bit"
                                    : "the shards' outputs DIFFER from one device's");
     int ok = same_y;
     for (int k = 0; k < j->n_shards; ++k) {
-        CHECK(gj_memcpy_to_host(ctx, g_bits, j->shards[k].grads, g_bytes));
+        EX_CHECK(gj_memcpy_to_host(ex_ctx, g_bits, j->shards[k].grads, g_bytes));
         to_floats(j, g_bits, g_split, j->n_params);
         double diff = 0.0, norm = 0.0;
         for (uint64_t i = 0; i < j->n_params; ++i) {
@@ -275,17 +262,6 @@ static int compare(job *j, double tolerance) {
     return ok;
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static int by_value(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Median wall milliseconds of 30 steps (after 5), each ending with every stream idle. */
 static double time_steps(job *j, void (*step)(job *, int), int with_backward) {
     double times[30];
@@ -293,12 +269,11 @@ static double time_steps(job *j, void (*step)(job *, int), int with_backward) {
         step(j, with_backward);
     }
     for (int r = 0; r < 30; ++r) {
-        const double start = now_ms();
+        const double start = ex_now_ms();
         step(j, with_backward);
-        times[r] = now_ms() - start;
+        times[r] = ex_now_ms() - start;
     }
-    qsort(times, 30, sizeof times[0], by_value);
-    return 0.5 * (times[14] + times[15]);
+    return ex_median(times, 30);
 }
 
 /* ------------------------------------------------------------------ main */
@@ -341,22 +316,22 @@ int main(int argc, char **argv) {
         fprintf(stderr, "data_parallel: --shards takes 1 to %d and --points at least 2\n", MAX_SHARDS);
         return 2;
     }
-    CHECK(gj_context_create(&ctx));
+    ex_init();
     gj_encoding *enc = NULL;
-    CHECK(gj_encoding_create(ctx, fp32 ? fp32_config : fp16_config, 3, &enc));
+    EX_CHECK(gj_encoding_create(ex_ctx, fp32 ? fp32_config : fp16_config, 3, &enc));
     gj_source_encoding grid = {"grid", enc, NULL};
     const char *kernel[] = {fp32 ? "add_into<float>" : "add_into<gj_half>"};
     gj_source_desc desc = sum_source(&grid, kernel);
 
     gj_runtime_info info;
-    if (gj_runtime_probe(ctx, &info) != GJ_OK) {
-        printf("no GPU (%s)\n", gj_context_errmsg(ctx));
+    if (gj_runtime_probe(ex_ctx, &info) != GJ_OK) {
+        printf("no GPU (%s)\n", gj_context_errmsg(ex_ctx));
         gj_program *prog = NULL;
-        CHECK(gj_compile_user(ctx, &desc, "sm_90", &prog));
+        EX_CHECK(gj_compile_user(ex_ctx, &desc, "sm_90", &prog));
         printf("data_parallel.cu compiled for sm_90; nothing to run\n");
         gj_program_destroy(prog);
         gj_encoding_destroy(enc);
-        gj_context_destroy(ctx);
+        gj_context_destroy(ex_ctx);
         return 0;
     }
     job j;
@@ -364,11 +339,11 @@ int main(int argc, char **argv) {
     j.n = n;
     j.n_devices = info.device_count;
     j.n_shards = n_shards ? n_shards : j.n_devices;
-    CHECK(gj_runtime_set_device(ctx, 0));
-    CHECK(gj_module_create(ctx, enc, NULL, &j.module)); /* compiles nothing yet */
+    EX_CHECK(gj_runtime_set_device(ex_ctx, 0));
+    EX_CHECK(gj_module_create(ex_ctx, enc, NULL, &j.module)); /* compiles nothing yet */
     gj_user_module *sum = NULL;
-    CHECK(gj_user_module_create(ctx, &desc, &sum));
-    CHECK(gj_user_module_kernel(sum, kernel[0], &j.add));
+    EX_CHECK(gj_user_module_create(ex_ctx, &desc, &sum));
+    EX_CHECK(gj_user_module_kernel(sum, kernel[0], &j.add));
     j.n_params = gj_module_n_params(j.module);
     j.width = gj_module_output_width(j.module);
     j.element = gj_module_element_size(j.module);
@@ -394,13 +369,14 @@ int main(int argc, char **argv) {
     j.dl_dy = dl_dy_elements;
 
     /* Parameters initialised once on device 0, copied to every shard. */
-    void *params = alloc_on(0, j.n_params * j.element);
+    EX_CHECK(gj_runtime_set_device(ex_ctx, 0));
+    void *params = device_alloc(j.n_params * j.element);
     gj_init_desc init;
     gj_init_desc_init(&init);
     init.params = params;
     init.scale = 1e3f; /* larger than the default so that the outputs are not all tiny */
-    CHECK(gj_init_params(j.module, NULL, &init));
-    CHECK(gj_stream_synchronize(ctx, NULL));
+    EX_CHECK(gj_init_params(j.module, NULL, &init));
+    EX_CHECK(gj_stream_synchronize(ex_ctx, NULL));
 
     shard_make(&j, &j.whole, 0, 0, n, params);
     const uint64_t per = (n + (uint64_t)j.n_shards - 1) / (uint64_t)j.n_shards;
@@ -415,7 +391,6 @@ int main(int argc, char **argv) {
             devices[k] = j.shards[k].device;
         }
         j.use_nccl = j.nccl.comm_init_all(j.nccl.comms, j.n_shards, devices) == NCCL_SUCCESS;
-        j.nccl.n_comms = j.use_nccl ? j.n_shards : 0;
     }
     printf("%d device%s (%s), %d shard%s of %llu points, %s parameters; gradients summed by %s\n", j.n_devices,
            j.n_devices == 1 ? "" : "s", info.device_name, j.n_shards, j.n_shards == 1 ? "" : "s",
@@ -436,19 +411,19 @@ int main(int argc, char **argv) {
                t1 / tk);
     }
 
-    for (int k = 0; k < j.nccl.n_comms; ++k) {
+    for (int k = 0; j.use_nccl && k < j.n_shards; ++k) {
         j.nccl.comm_destroy(j.nccl.comms[k]);
     }
     for (int k = 0; k < j.n_shards; ++k) {
         shard_free(&j.shards[k]);
     }
     shard_free(&j.whole);
-    CHECK(gj_runtime_set_device(ctx, 0));
-    gj_device_free(ctx, params);
+    EX_CHECK(gj_runtime_set_device(ex_ctx, 0));
+    gj_device_free(ex_ctx, params);
     gj_user_module_destroy(sum);
     gj_module_destroy(j.module);
     gj_encoding_destroy(enc);
-    gj_context_destroy(ctx);
+    gj_context_destroy(ex_ctx);
     free(x);
     free(dl_dy);
     free(dl_dy_elements);

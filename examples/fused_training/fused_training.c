@@ -171,7 +171,6 @@ static void trainer_load(trainer *t) {
             t->adam[q] = ex_kernel(t->pipe_module[q], "adam<0>");
         }
     }
-    ex_persistent_grid(t->sample, 256, 0, 1); /* learns the number of multiprocessors */
     const uint64_t blocks = ((t->n + 31) / 32 + (uint64_t)t->warps - 1) / (uint64_t)t->warps;
     for (int mode = 0; mode < N_MODES; ++mode) {
         if (t->train[mode]) {
@@ -235,14 +234,7 @@ static void launch_train(trainer *t, int mode, uint64_t n, float grad_scale) {
 }
 
 static void gridjit_forward(trainer *t, uint64_t n) {
-    gj_forward_desc desc;
-    gj_forward_desc_init(&desc);
-    desc.n = n;
-    desc.x = t->x;
-    desc.params = t->params;
-    desc.y = t->features;
-    desc.y_layout = t->soa ? GJ_LAYOUT_SOA : GJ_LAYOUT_AOS;
-    EX_CHECK(gj_forward(t->module, NULL, &desc));
+    ex_forward(t->module, n, t->x, t->params, t->features, t->soa);
 }
 
 /* The encoding's parameter gradients from dL/dfeatures by gridjit's backward kernel:
@@ -326,20 +318,22 @@ static void fully_fused_step(void *user) {
     adam(user, PIPE_FULLY_FUSED, 1);
 }
 
-/* The step of pipeline q, for the demo. */
-static void pipeline_step(trainer *t, pipeline q) {
-    if (q == PIPE_FUSED) fused_step(t);
-    else fully_fused_step(t);
-}
+/* The step of each pipeline (for the demo) and what it runs. */
+static const ex_work_fn pipe_step[N_PIPES] = {fused_step, fully_fused_step};
+static const char *const pipe_step_name[N_PIPES] = {"fused kernel + gj_backward", "fully fused kernel"};
 
 /* The same with gridjit's kernels around the MLP's (features in global memory). */
+static void unfused_forward_backward_n(trainer *t, uint64_t n, float grad_scale) {
+    gridjit_forward(t, n);
+    launch_train(t, MLP_FWD, n, grad_scale);
+    launch_train(t, MLP_BWD, n, grad_scale);
+    /* Accumulating: Adam zeroes the gradients it reads. */
+    gridjit_backward(t, n, t->soa ? GJ_LAYOUT_SOA : GJ_LAYOUT_AOS, GJ_GRAD_ACCUMULATE);
+}
+
 static void unfused_forward_backward(void *user) {
     trainer *t = user;
-    gridjit_forward(t, t->n);
-    launch_train(t, MLP_FWD, t->n, t->grad_scale);
-    launch_train(t, MLP_BWD, t->n, t->grad_scale);
-    /* Accumulating: Adam zeroes the gradients it reads. */
-    gridjit_backward(t, t->n, t->soa ? GJ_LAYOUT_SOA : GJ_LAYOUT_AOS, GJ_GRAD_ACCUMULATE);
+    unfused_forward_backward_n(t, t->n, t->grad_scale);
 }
 
 static void unfused_step(void *user) {
@@ -413,10 +407,6 @@ static void check_fragments(trainer *t) {
     gj_device_free(ex_ctx, d_out);
 }
 
-static float half_of(float f) {
-    return ex_round_half(f);
-}
-
 /* 2. The MLP's backward (unfused kernel) against the CPU on n points, gradient scale 1. */
 static void check_mlp_backward(trainer *t, uint64_t n) {
     sample(t, n, 99, 0);
@@ -457,17 +447,17 @@ static void check_mlp_backward(trainer *t, uint64_t n) {
         for (int c = 0; c < N_CHANNELS; ++c) { /* the backward kernel takes the stored fp16 outputs */
             const float diff = ex_half_to_float(y[i * EX_OUT + c]) - targets[i * N_CHANNELS + c];
             loss += (double)diff * diff;
-            d_out[c] = half_of(diff);
+            d_out[c] = ex_round_half(diff);
         }
         for (int k = 0; k < EX_HID; ++k) {
             double s = 0.0;
             for (int o = 0; o < EX_OUT; ++o) s += (double)d_out[o] * w[EX_W2 + o * EX_HID + k];
-            d2[k] = h2[k] > 0.0f ? half_of((float)s) : 0.0f;
+            d2[k] = h2[k] > 0.0f ? ex_round_half((float)s) : 0.0f;
         }
         for (int k = 0; k < EX_HID; ++k) {
             double s = 0.0;
             for (int m = 0; m < EX_HID; ++m) s += (double)d2[m] * w[EX_W1 + m * EX_HID + k];
-            d1[k] = h1[k] > 0.0f ? half_of((float)s) : 0.0f;
+            d1[k] = h1[k] > 0.0f ? ex_round_half((float)s) : 0.0f;
         }
         for (int k = 0; k < EX_IN; ++k) {
             double s = 0.0;
@@ -564,10 +554,7 @@ static void check_fused_vs_unfused(trainer *t, uint64_t n, float grad_scale) {
             launch_train(t, FULLY_FUSED, n, grad_scale);
         } else {
             t->soa = r == RUN_UNFUSED_SOA;
-            gridjit_forward(t, n);
-            launch_train(t, MLP_FWD, n, grad_scale);
-            launch_train(t, MLP_BWD, n, grad_scale);
-            gridjit_backward(t, n, t->soa ? GJ_LAYOUT_SOA : GJ_LAYOUT_AOS, GJ_GRAD_ACCUMULATE);
+            unfused_forward_backward_n(t, n, grad_scale);
             t->soa = 0;
         }
         EX_CHECK(gj_stream_synchronize(ex_ctx, NULL));
@@ -802,7 +789,7 @@ static double demo_train(trainer *t, pipeline q, const options *o) {
         if (report) {
             ex_zero(t->loss, sizeof(float)); /* the loss of this step's batch, before its update */
         }
-        pipeline_step(t, q);
+        pipe_step[q](t);
         if (report) {
             loss = read_loss(t, t->n);
             printf("step %5d  loss %.6f  (PSNR %.2f dB)\n", s, loss, -10.0 * log10(loss));
@@ -810,9 +797,9 @@ static double demo_train(trainer *t, pipeline q, const options *o) {
     }
     EX_CHECK(gj_stream_synchronize(ex_ctx, NULL));
     const double elapsed = ex_now_ms() - start;
-    const double step_ms = ex_time_ms(q == PIPE_FUSED ? fused_step : fully_fused_step, t, 2, 21);
+    const double step_ms = ex_time_ms(pipe_step[q], t, 2, 21);
     printf("%d steps in %.0f ms (with sampling and loss reads); a step (%s + Adam) takes %.3f ms\n", o->steps,
-           elapsed, q == PIPE_FUSED ? "fused kernel + gj_backward" : "fully fused kernel", step_ms);
+           elapsed, pipe_step_name[q], step_ms);
     const double mse = render(t, 512, o->out_dir, picture_name[q]);
     printf("picture: mean squared error %.6f (PSNR %.2f dB), limit %g after %d steps\n", mse, -10.0 * log10(mse),
            DEMO_MSE_LIMIT, DEMO_STEPS);
@@ -922,11 +909,7 @@ static int no_gpu(const options *o) {
                "\"fully_fused_training\": %.1f}}\n",
                ir.cold_compile_ms, fused, fully_fused);
     }
-    for (int q = 0; q < N_PIPES; ++q) {
-        ex_program_free(&t.pipe_program[q]);
-    }
-    ex_program_free(&t.support_program);
-    gj_encoding_destroy(t.enc);
+    trainer_destroy(&t); /* nothing was loaded or allocated: frees the programs and the encoding */
     printf("no GPU: nothing ran\n");
     return 0;
 }

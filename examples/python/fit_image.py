@@ -140,14 +140,17 @@ def main() -> int:
     all_xy = torch.stack([(grid_x.flatten() + 0.5) / args.size, (grid_y.flatten() + 0.5) / args.size], dim=1)
     targets = image.reshape(-1, 3)
 
-    def render() -> torch.Tensor:
+    def render() -> tuple[torch.Tensor, float]:
+        """The reconstruction and its mean squared error."""
         with torch.no_grad():
-            return torch.cat([model(chunk) for chunk in all_xy.split(1 << 18)]).reshape(args.size, args.size, 3)
+            result = torch.cat([model(chunk) for chunk in all_xy.split(1 << 18)]).reshape(args.size, args.size, 3)
+        return result, torch.mean((result - image) ** 2).item()
 
     print(f"gridjit {gridjit.__version__} | {torch.cuda.get_device_name()}")
     print(f"grid: {model.encoding.n_params} parameters ({args.dtype}), output {model.encoding.n_output_dims}; "
           f"image {args.size}x{args.size}, batch {args.batch}")
     train_start = None
+    result = mse = None  # the last render
     for step in range(1, args.steps + 1):
         xy = torch.rand(args.batch, 2, device=device)
         index = (xy[:, 1] * args.size).long().clamp_(0, args.size - 1) * args.size
@@ -167,14 +170,14 @@ def main() -> int:
             torch.cuda.synchronize()
             train_start = time.perf_counter()
             print(f"first step (kernel compile or cache load included): {train_start - start:.2f} s")
-        if step % args.log_every == 0 or step == args.steps:
-            mse = torch.mean((render() - image) ** 2).item()
+        if step % args.log_every == 0 or step == args.steps:  # the last step renders
+            result, mse = render()
             print(f"step {step:6d}  loss {loss.item():.6f}  PSNR {psnr(mse):6.2f} dB  "
                   f"({time.perf_counter() - train_start:.1f} s)")
-    result = render()
+    if result is None:  # no step
+        result, mse = render()
     write_png(args.out, result)
-    final = psnr(torch.mean((result - image) ** 2).item())
-    print(f"wrote {args.out}: PSNR {final:.2f} dB after {args.steps} steps, {time.perf_counter() - start:.1f} s in all")
+    print(f"wrote {args.out}: PSNR {psnr(mse):.2f} dB after {args.steps} steps, {time.perf_counter() - start:.1f} s in all")
     return 0
 
 

@@ -27,9 +27,7 @@ static int (*const ENTRY[3])(int, char **) = {gj_cli_info, gj_cli_dump, gj_cli_e
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    setenv("GRIDJIT_NVRTC", "off", 1);
-    setenv("GRIDJIT_DRIVER", "off", 1);
-    setenv("GRIDJIT_CACHE_DISABLE", "1", 1);
+    gjf_offline();
     return 0;
 }
 

@@ -35,6 +35,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
         }                                                                                    \
     } while (0)
 
+/* For the LLVMFuzzerInitialize of a target that parses and generates only: nothing it
+ * runs may load NVRTC or the CUDA driver, or touch a disk cache. */
+static inline void gjf_offline(void) {
+    setenv("GRIDJIT_NVRTC", "off", 1);
+    setenv("GRIDJIT_DRIVER", "off", 1);
+    setenv("GRIDJIT_CACHE_DISABLE", "1", 1);
+}
+
 /* ------------------------------------------------------------------ reader */
 
 typedef struct gjf_reader {

@@ -25,10 +25,7 @@ static gj_context *ctx;
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    /* Nothing here may load NVRTC or the driver, or touch a disk cache. */
-    setenv("GRIDJIT_NVRTC", "off", 1);
-    setenv("GRIDJIT_DRIVER", "off", 1);
-    setenv("GRIDJIT_CACHE_DISABLE", "1", 1);
+    gjf_offline();
     if (gj_context_create(&ctx) != GJ_OK) {
         abort();
     }

@@ -45,9 +45,7 @@ static char path_config[300], path_points[300], path_params[300], path_dl_dy[300
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    setenv("GRIDJIT_NVRTC", "off", 1);
-    setenv("GRIDJIT_DRIVER", "off", 1);
-    setenv("GRIDJIT_CACHE_DISABLE", "1", 1);
+    gjf_offline();
     const char *dir = gjf_scratch_dir();
     snprintf(path_config, sizeof path_config, "%s/config.json", dir);
     snprintf(path_points, sizeof path_points, "%s/points.f32", dir);

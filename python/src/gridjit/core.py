@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Mapping, Optional, Union
 
 from . import _capi
 from ._capi import lib
-from .errors import CompileError, GridJitError, error_for
+from .errors import GridJitError, error_for, status_name
 
 # At interpreter exit the CUDA runtime of another library (torch) may already be torn
 # down; unloading modules then could crash the process. Handles still alive at exit are
@@ -169,7 +169,12 @@ class CodegenOptions:
     order: Optional[str] = None
     unroll_levels: Optional[bool] = None
 
-    _PASS_NAMES = {"forward": 1, "backward": 2, "backward_backward": 4, "all": 7}
+    _PASS_NAMES = {
+        "forward": _capi.PASS_FORWARD,
+        "backward": _capi.PASS_BACKWARD,
+        "backward_backward": _capi.PASS_BACKWARD_BACKWARD,
+        "all": _capi.PASS_ALL,
+    }
 
     def to_struct(self) -> _capi.CodegenOptions:
         opts = _capi.init_struct(_capi.CodegenOptions, "gj_codegen_options_init")
@@ -409,7 +414,7 @@ class Context:
             raise error_for(status, reason, "gj_runtime_probe")
         return RuntimeInfo(
             available=status == _capi.GJ_OK,
-            status="GJ_" + _capi.STATUS_NAMES.get(status, "UNKNOWN_STATUS"),
+            status=status_name(status),
             reason=reason,
             driver_found=bool(info.driver_found),
             driver_version=int(info.driver_version),
@@ -442,10 +447,8 @@ def _finish_compile(context: Context, status: int, handle: c_void_p, call: str) 
         program = Program._take(handle.value) if handle.value else None
     finally:
         lib.gj_program_destroy(handle.value)
-    if status == _capi.GJ_ERROR_COMPILE:
-        raise CompileError(errmsg or f"{call}: compilation failed", status, call, log=program.log if program else "")
     if status != _capi.GJ_OK:
-        raise error_for(status, errmsg, call)
+        raise error_for(status, errmsg, call, log=program.log if program else "")
     return program
 
 
@@ -636,10 +639,6 @@ def _layout(value: Union[str, int]) -> int:
     return int(value)
 
 
-def _desc_template(struct_type, init_name):
-    return _capi.init_struct(struct_type, init_name)
-
-
 class Module:
     """An encoding's kernels on the GPU (gj_module): launches on the caller's stream
     with the caller's device pointers (plain integers). It compiles, through the disk
@@ -663,10 +662,10 @@ class Module:
         self._handle = handle.value
         # Descriptor templates, prepared once by the C *_init functions; each launch
         # copies one (the ABI requires the _init, and a copy of a prepared one is one).
-        self._fwd = _desc_template(_capi.ForwardDesc, "gj_forward_desc_init")
-        self._bwd = _desc_template(_capi.BackwardDesc, "gj_backward_desc_init")
-        self._bwdbwd = _desc_template(_capi.BackwardBackwardDesc, "gj_backward_backward_desc_init")
-        self._init = _desc_template(_capi.InitDesc, "gj_init_desc_init")
+        self._fwd = _capi.init_struct(_capi.ForwardDesc, "gj_forward_desc_init")
+        self._bwd = _capi.init_struct(_capi.BackwardDesc, "gj_backward_desc_init")
+        self._bwdbwd = _capi.init_struct(_capi.BackwardBackwardDesc, "gj_backward_backward_desc_init")
+        self._init = _capi.init_struct(_capi.InitDesc, "gj_init_desc_init")
 
     @property
     def handle(self) -> int:

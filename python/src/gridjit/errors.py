@@ -34,7 +34,7 @@ class GridJitError(Exception):
 
     @property
     def status_name(self) -> str:
-        return "GJ_" + _capi.STATUS_NAMES.get(self.status, "UNKNOWN_STATUS")
+        return status_name(self.status)
 
     def __str__(self) -> str:
         return self.message
@@ -143,11 +143,11 @@ def status_message(status: int) -> str:
     return _capi.text(_capi.lib.gj_status_message(status))
 
 
-def error_for(status: int, errmsg: str, call: str, **extra) -> GridJitError:
+def error_for(status: int, errmsg: str, call: str, log: str = "") -> GridJitError:
     """The exception for a failed call: its status's class, the library's message (or the
-    status's description when the message is empty)."""
+    status's description when the message is empty); a CompileError also carries log."""
     cls = ERRORS_BY_STATUS.get(status, GridJitError)
     message = errmsg or f"{call}: {status_message(status)}"
     if cls is CompileError:
-        return CompileError(message, status, call, **extra)
+        return CompileError(message, status, call, log=log)
     return cls(message, status, call)
