@@ -1,11 +1,25 @@
-/* minimal: a kernel of your own (minimal.cu) around an encoding's forward device function. */
+/* minimal: a kernel of your own (minimal.cu) around an encoding's forward device function.
+ * Usage: minimal [KERNEL_FILE] (default: the minimal.cu this was built from). */
 #include <gridjit.h>
 #include <stdio.h>
+#include <stdlib.h>
 
-extern const char minimal_cu[]; /* minimal.cu, embedded at build time */
 #define CHECK(call) do { if ((call) != GJ_OK) { fprintf(stderr, "%s\n", gj_context_errmsg(ctx)); return 1; } } while (0)
 
-int main(void) {
+/* The kernel source, read at run time (NUL-terminated, malloc()ed; NULL if it cannot be read). */
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    const long size = f && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    char *text = size >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)size + 1) : NULL;
+    if (text) text[fread(text, 1, (size_t)size, f)] = '\0';
+    if (f) fclose(f);
+    return text;
+}
+
+int main(int argc, char **argv) {
+    const char *path = argc > 1 ? argv[1] : MINIMAL_CU; /* MINIMAL_CU: set by CMakeLists.txt */
+    char *minimal_cu = read_text(path);
+    if (!minimal_cu) { perror(path); return 1; }
     gj_context *ctx = NULL;
     gj_encoding *enc = NULL;
     gj_context_create(&ctx);
@@ -29,6 +43,7 @@ int main(void) {
         gj_program_destroy(prog);
         gj_encoding_destroy(enc);
         gj_context_destroy(ctx);
+        free(minimal_cu);
         return s == GJ_OK || s == GJ_ERROR_NO_NVRTC ? 0 : 1;
     }
     int n = 3;
@@ -57,5 +72,6 @@ int main(void) {
     }
     gj_device_free(ctx, dx), gj_device_free(ctx, dy), gj_device_free(ctx, dparams);
     gj_user_module_destroy(module), gj_encoding_destroy(enc), gj_context_destroy(ctx);
+    free(minimal_cu);
     return 0;
 }

@@ -1,21 +1,21 @@
-/* The consumer of an installed gridjit (tests/install/run.sh builds it with find_package,
- * with pkg-config against the shared library, and with pkg-config --static against the
- * archive). Public header only. Exit 0 when everything checks out. */
+/* The consumer of an installed gridjit (tests/install/run.sh builds it with find_package
+ * and with each compile line of README's "Install" section: pkg-config and plain cc, shared
+ * and static). Public header and libc only (no -lm: the README's lines link it as they
+ * are). Exit 0 when everything checks out. */
 #include <gridjit.h>
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 /* n_params of tiny-cuda-nn's default HashGrid in D dimensions, from the layout rules
- * (docs/design.md): level l has scale = base * 2^l - 1, resolution = ceil(scale) + 1 and
- * min(next_multiple(resolution^D, 8), 2^log2_hashmap_size) entries of F parameters. */
+ * (docs/design.md): level l has scale = base * 2^l - 1 (an integer for per_level_scale 2),
+ * resolution = scale + 1 and min(next_multiple(resolution^D, 8), 2^log2_hashmap_size)
+ * entries of F parameters. */
 static unsigned long long default_hashgrid_params(unsigned n_dims) {
     const unsigned n_levels = 16, features = 2, log2_hashmap_size = 19, base = 16;
     unsigned long long total = 0;
     for (unsigned l = 0; l < n_levels; ++l) {
-        const double scale = exp2((double)l) * base - 1.0;
-        const unsigned long long resolution = (unsigned long long)ceil(scale) + 1;
+        const unsigned long long resolution = (unsigned long long)base << l;
         unsigned long long dense = 1;
         for (unsigned d = 0; d < n_dims && dense <= (1ull << 40); ++d) {
             dense *= resolution;
