@@ -134,7 +134,7 @@ static void precompile_fills_the_module_programs(void **state) {
 
     gj_cli_result r;
     RUN(&r, "precompile", "--config", CONFIG_A, "--config", configs, "--dims", "2", "--arch", "sm_80", "--pass",
-        "forward", "--cache-dir", dir, "-j", "2");
+        "forward", "--cache-dir", dir, "--jobs", "2");
     expect_status(&r, 0);
     assert_non_null(strstr(r.out, "2 configurations x 1 architecture"));
     assert_non_null(strstr(r.out, "6 programs compiled, 0 already cached, 0 failed"));
@@ -195,6 +195,40 @@ static void compile_without_nvrtc_names_the_command(void **state) {
     snprintf(path, sizeof path, "%s/%.2s/%s", dir, config_key, entry_name);
     assert_int_equal(access(path, F_OK), 0); /* the named configuration key is the entry's */
     unsetenv("GRIDJIT_NVRTC");
+    free(dir);
+}
+
+/* Without NVRTC, precompile verifies what is already cached and succeeds when nothing is
+ * missing; otherwise it fails for the missing programs only, naming each of them. */
+static void precompile_without_nvrtc_verifies_the_cache(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    char *dir = gjt_scratch("cli_precompile_offline");
+    gj_cli_result r;
+    RUN(&r, "precompile", "--config", CONFIG_A, "--dims", "2", "--arch", "sm_80", "--pass", "forward", "--cache-dir",
+        dir);
+    expect_status(&r, 0);
+    assert_non_null(strstr(r.out, "3 programs compiled, 0 already cached, 0 failed"));
+    gj_cli_result_free(&r);
+
+    setenv("GRIDJIT_NVRTC", "off", 1);
+    RUN(&r, "precompile", "--config", CONFIG_A, "--dims", "2", "--arch", "sm_80", "--pass", "forward", "--cache-dir",
+        dir);
+    expect_status(&r, 0);
+    assert_non_null(strstr(r.out, "0 programs compiled, 3 already cached, 0 failed"));
+    gj_cli_result_free(&r);
+    /* All passes: the 3 forward programs are there, the 4 others are not. */
+    RUN(&r, "precompile", "--config", CONFIG_A, "--dims", "2", "--arch", "sm_80", "--cache-dir", dir);
+    unsetenv("GRIDJIT_NVRTC");
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.out, "0 programs compiled, 3 already cached, 4 failed"));
+    if (!strstr(r.err, "4 of 7 programs failed (backward, backward_input, backward_dx, backward_backward)") ||
+        !strstr(r.err, "NVRTC") || !strstr(r.err, "gridjit precompile --config")) {
+        fail_msg("the missing programs are not named, or not the command that makes them: %s", r.err);
+    }
+    gj_cli_result_free(&r);
     free(dir);
 }
 
@@ -343,7 +377,7 @@ static void command_line_errors(void **state) {
         {"precompile", "--config", CONFIG_A, NULL},
         {"precompile", "--config", CONFIG_A, "--arch", "sm_80,,sm_90", NULL},
         {"precompile", "--config", CONFIG_A, "--arch", "gfx90a", NULL},
-        {"precompile", "--config", CONFIG_A, "--arch", "sm_80", "-j", "0", NULL},
+        {"precompile", "--config", CONFIG_A, "--arch", "sm_80", "--jobs", "0", NULL},
     };
     for (size_t i = 0; i < sizeof usage_cases / sizeof usage_cases[0]; i++) {
         gj_cli_result r;
@@ -384,6 +418,7 @@ int main(void) {
     unsetenv("GRIDJIT_CACHE_DISABLE");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(precompile_fills_the_module_programs),
+        cmocka_unit_test(precompile_without_nvrtc_verifies_the_cache),
         cmocka_unit_test(compile_without_nvrtc_names_the_command),
         cmocka_unit_test(compile_reports_the_cache),
         cmocka_unit_test(cache_maintenance),

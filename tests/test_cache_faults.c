@@ -326,7 +326,7 @@ static int precompile_cli_child(void *arg) {
     int null = open("/dev/null", O_WRONLY);
     dup2(null, STDOUT_FILENO);
     execl(cli, "gridjit", "precompile", "--config", TINY_ENCODING, "--arch", "sm_80", "--pass", "forward",
-          "--cache-dir", dir, "-j", "1", (char *)NULL);
+          "--cache-dir", dir, "--jobs", "1", (char *)NULL);
     return 126;
 }
 

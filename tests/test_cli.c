@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gridjit.h"
 #include "run_cli.h"
 
 /* Runs the CLI with the listed arguments in cwd (NULL: current directory). */
@@ -153,6 +154,8 @@ static void bad_command_lines_are_usage_errors(void **state) {
         {"compile", "--config", "{}", "--arch", NULL},
         {"demo", "--bogus", NULL},
         {"demo", "stray", NULL},
+        {"precompile", "-j", "4", NULL}, /* -j is --json everywhere; precompile has --jobs */
+        {"bench", "-n", "4", NULL},      /* --points is -P, as in eval */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         gj_cli_result r;
@@ -180,6 +183,89 @@ static void no_arguments_is_a_usage_error(void **state) {
     assert_int_equal(r.status, 2);
     assert_int_equal(r.out_len, 0);
     assert_non_null(strstr(r.err, "Usage"));
+    gj_cli_result_free(&r);
+}
+
+/* Every short option means one thing in every command: the same long option wherever the
+ * letter appears (-o: where the output goes, --output FILE or --out-dir DIR), and each long
+ * option has at most one letter. Read from each command's --help ("  -x, --long"). */
+static void short_options_mean_one_thing_everywhere(void **state) {
+    (void)state;
+    static const char *const commands[] = {"info", "dump", "compile", "precompile", "cache", "demo", "eval", "bench"};
+    char longs[128][32];
+    memset(longs, 0, sizeof longs);
+    char seen_in[128][16];
+    int n_letters = 0;
+    for (size_t c = 0; c < sizeof commands / sizeof commands[0]; ++c) {
+        gj_cli_result r;
+        RUN(&r, NULL, commands[c], "--help");
+        assert_success(&r);
+        for (const char *line = r.out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+            char letter = 0, name[32] = "";
+            if (sscanf(line, " -%c, --%31[a-z0-9-]", &letter, name) != 2 || strncmp(line, "  -", 3) != 0) {
+                continue;
+            }
+            unsigned char k = (unsigned char)letter;
+            const char *known = longs[k];
+            const int same_meaning = strcmp(known, name) == 0 ||
+                                     (k == 'o' && (strcmp(name, "output") == 0 || strcmp(name, "out-dir") == 0) &&
+                                      (strcmp(known, "output") == 0 || strcmp(known, "out-dir") == 0));
+            if (known[0] && !same_meaning) {
+                fail_msg("-%c is --%s in gridjit %s but --%s in gridjit %s", letter, name, commands[c], known,
+                         seen_in[k]);
+            }
+            snprintf(longs[k], sizeof longs[k], "%s", name);
+            snprintf(seen_in[k], sizeof seen_in[k], "%s", commands[c]);
+            n_letters++;
+            for (int other = 0; other < 128; ++other) {
+                if (other != k && strcmp(longs[other], name) == 0) {
+                    fail_msg("--%s is -%c and -%c", name, other, letter);
+                }
+            }
+        }
+        gj_cli_result_free(&r);
+    }
+    assert_true(n_letters > 30);
+    assert_string_equal(longs['j'], "json");
+    assert_string_equal(longs['P'], "points");
+}
+
+/* A misspelled command, option or action gets the closest name; an argument that looks
+ * like a configuration gets the command line with --config. */
+static void misspellings_get_a_suggestion(void **state) {
+    (void)state;
+    static const struct {
+        const char *args[8];
+        const char *said;
+    } cases[] = {
+        {{"compile", "--arhc", "sm_90", NULL}, "unknown option '--arhc'; did you mean '--arch'?"},
+        {{"compile", "--config", "{}", "--arch=sm_90", "--jsno", NULL}, "did you mean '--json'?"},
+        {{"compile", "--c", "{}", NULL}, "option '--c' is ambiguous: --config, --cache-dir"},
+        {{"compiel", "--config", "{}", NULL}, "unknown command 'compiel'; did you mean 'compile'?"},
+        {{"help", "dmup", NULL}, "did you mean 'dump'?"},
+        {{"--verison", NULL}, "did you mean '--version'?"},
+        {{"cache", "stast", NULL}, "unknown action 'stast'; did you mean 'stats'?"},
+        {{"info", "{}", NULL}, "unexpected argument '{}'; a configuration goes after --config: gridjit info --config '{}'"},
+        {{"dump", "grid.json", NULL}, "gridjit dump --config 'grid.json'"},
+        {{"precompile", "-j", "4", NULL}, "unknown option '-j'; did you mean '--jobs'?"},
+        {{"compile", "--config", "{}", "--arch", "sm_90", "-j", "4", NULL},
+         "unexpected argument '4' (these options take no value: --ptx, -j/--json"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        gj_cli_result r;
+        run_checked(&r, NULL, cases[i].args);
+        assert_refused(&r, 2);
+        if (!strstr(r.err, cases[i].said)) {
+            fail_msg("gridjit %s %s: expected \"%s\" in:\n%s", cases[i].args[0], cases[i].args[1] ? cases[i].args[1] : "",
+                     cases[i].said, r.err);
+        }
+        gj_cli_result_free(&r);
+    }
+    /* Nothing close: no suggestion. */
+    gj_cli_result r;
+    RUN(&r, NULL, "info", "--frobnicate-everything");
+    assert_refused(&r, 2);
+    assert_null(strstr(r.err, "did you mean"));
     gj_cli_result_free(&r);
 }
 
@@ -751,6 +837,82 @@ static void compile_refuses_an_unwritable_output(void **state) {
 
 /* ------------------------------------------------------------------- demo */
 
+/* The default output names that compile --help states are the files it writes, with
+ * --config and with --source. */
+static void compile_default_outputs_are_what_help_says(void **state) {
+    (void)state;
+    gj_cli_result r;
+    RUN(&r, NULL, "compile", "--help");
+    assert_success(&r);
+    const char *output = strstr(r.out, "--output FILE");
+    assert_non_null(output);
+    const char *next_option = strstr(output, "\n  -j,");
+    assert_non_null(next_option);
+    const char *names[] = {"encoding.cubin", "encoding.ptx", "kernels.cubin", "kernels.ptx"};
+    for (size_t i = 0; i < 4; ++i) {
+        const char *at = strstr(output, names[i]);
+        if (!at || at > next_option) {
+            fail_msg("compile --help does not give %s as a default output", names[i]);
+        }
+    }
+    assert_non_null(strstr(output, "--source"));
+    gj_cli_result_free(&r);
+    if (!nvrtc_available()) {
+        skip();
+    }
+    char *dir = gj_test_scratch_dir("compile_defaults");
+    assert_non_null(dir);
+    char *source = path_join(dir, "touch.cu");
+    write_text(source, "#include \"grid.cuh\"\n"
+                       "extern \"C\" __global__ void touch(float* y) { y[0] = grid_config::D; }\n");
+    RUN(&r, dir, "compile", "--source", source, "--encoding", "grid={\"n_levels\": 1}:2", "--kernel", "touch", "--arch",
+        "sm_90");
+    assert_success(&r);
+    gj_cli_result_free(&r);
+    RUN(&r, dir, "compile", "--source", source, "--encoding", "grid={\"n_levels\": 1}:2", "--kernel", "touch", "--arch",
+        "sm_90", "--ptx");
+    assert_success(&r);
+    gj_cli_result_free(&r);
+    RUN(&r, dir, "compile", "--config", "{\"n_levels\": 1}", "--dims", "1", "--arch", "compute_90", "--pass", "forward");
+    assert_success(&r);
+    gj_cli_result_free(&r);
+    const char *written[] = {"kernels.cubin", "kernels.ptx", "encoding.ptx"};
+    for (size_t i = 0; i < 3; ++i) {
+        char *path = path_join(dir, written[i]);
+        if (!file_exists(path)) {
+            fail_msg("compile without -o did not write %s", path);
+        }
+        free(path);
+    }
+    free(source);
+    free(dir);
+}
+
+/* 1 when the library finds a usable GPU here (then the demo runs its kernels). Asked of the
+ * library itself, not of the demo's output, so that a demo that wrongly says "no GPU" fails. */
+static int gpu_here(void) {
+    gj_context *ctx = NULL;
+    gj_runtime_info info;
+    int found = gj_context_create(&ctx) == GJ_OK && (gj_context_set_log(ctx, NULL, NULL), 1) &&
+                gj_runtime_probe(ctx, &info) == GJ_OK;
+    gj_context_destroy(ctx);
+    return found;
+}
+
+/* The value of the demo's "files      DIR (...)" line, copied into dir. */
+static void demo_files_line(const char *out, char *dir, size_t size) {
+    const char *files = strstr(out, "\nfiles      ");
+    assert_non_null(files);
+    files += strlen("\nfiles      ");
+    const size_t len = strcspn(files, " \n");
+    assert_true(len > 0 && len < size);
+    memcpy(dir, files, len);
+    dir[len] = '\0';
+}
+
+/* The demo writes the source (and, without a GPU, the cubin) where it says; with a GPU it
+ * runs the kernels and checks them against the CPU reference, without one its last line
+ * says that this was skipped and why. */
 static void demo_writes_the_source(void **state) {
     (void)state;
     char *dir = gj_test_scratch_dir("demo");
@@ -771,23 +933,87 @@ static void demo_writes_the_source(void **state) {
     char *real_expected = realpath(expected, NULL), *real_reported = realpath(source_path, NULL);
     assert_non_null(real_expected);
     assert_string_equal(real_expected, real_reported);
-    if (strstr(r.out, "skipped")) {
-        print_message("(demo: compilation skipped, NVRTC not available)\n");
-    } else {
-        char *cubin_path = path_join(dir, "encoding.cubin");
-        char *cubin = gj_test_read_file(cubin_path, NULL);
-        assert_non_null(cubin);
-        assert_memory_equal(cubin, "\x7f" "ELF", 4);
-        free(cubin);
-        free(cubin_path);
+    char files_dir[4096];
+    demo_files_line(r.out, files_dir, sizeof files_dir);
+    char *real_dir = realpath(dir, NULL);
+    assert_string_equal(files_dir, real_dir);
+    free(real_dir);
+
+    char *cubin_path = path_join(dir, "encoding.cubin");
+    /* The last line of the output. */
+    const char *last = r.out + r.out_len - 1;
+    while (last > r.out && last[-1] != '\n') {
+        --last;
     }
-    assert_non_null(strstr(r.out, "GPU"));
+    if (gpu_here()) {
+        /* The module, the timed passes, the check: "agrees within fp16 rounding". */
+        const char *words[] = {"== GPU", "module     ready", "forward ", "backward ", "check      1000 points",
+                               "agrees within"};
+        for (size_t i = 0; i < sizeof words / sizeof words[0]; ++i) {
+            if (!strstr(r.out, words[i])) {
+                fail_msg("demo with a GPU: no '%s' in:\n%s", words[i], r.out);
+            }
+        }
+        assert_null(strstr(r.out, "skipped"));
+        assert_false(file_exists(cubin_path)); /* the GPU path compiles into the cache, not a file */
+    } else {
+        assert_non_null(strstr(r.out, "no GPU here"));
+        if (!strstr(last, "skipped    running the kernels and checking them against the CPU reference: no GPU here (")) {
+            fail_msg("demo without a GPU: the last line does not say what was skipped and why: '%s'", last);
+        }
+        if (strstr(r.out, "skipped    compiling")) {
+            print_message("(demo: compilation skipped, NVRTC not available)\n");
+            assert_false(nvrtc_available());
+        } else {
+            char *cubin = gj_test_read_file(cubin_path, NULL);
+            assert_non_null(cubin);
+            assert_memory_equal(cubin, "\x7f" "ELF", 4);
+            free(cubin);
+            assert_non_null(strstr(r.out, "encoding.cu, encoding.cubin)"));
+        }
+    }
+    free(cubin_path);
     free(real_expected);
     free(real_reported);
     free(expected);
     free(source);
     gj_cli_result_free(&r);
     free(dir);
+}
+
+/* Without --out-dir the demo makes a new directory of its own under $TMPDIR (never a fixed
+ * /tmp/gridjit-demo that another user or run may hold) and says which. */
+static void demo_default_directory_is_new(void **state) {
+    (void)state;
+    char *tmp = gj_test_scratch_dir("demo_tmpdir");
+    assert_non_null(tmp);
+    const char *saved = getenv("TMPDIR");
+    char *saved_copy = saved ? strdup(saved) : NULL;
+    setenv("TMPDIR", tmp, 1);
+    gj_cli_result r;
+    RUN(&r, tmp, "demo");
+    if (saved_copy) {
+        setenv("TMPDIR", saved_copy, 1);
+    } else {
+        unsetenv("TMPDIR");
+    }
+    free(saved_copy);
+    assert_success(&r);
+    char files_dir[4096];
+    demo_files_line(r.out, files_dir, sizeof files_dir);
+    char *real_tmp = realpath(tmp, NULL);
+    assert_non_null(real_tmp);
+    char prefix[4200];
+    snprintf(prefix, sizeof prefix, "%s/gridjit-demo-", real_tmp);
+    if (strncmp(files_dir, prefix, strlen(prefix)) != 0 || strlen(files_dir) != strlen(prefix) + 6) {
+        fail_msg("demo wrote to %s, not to a new %sXXXXXX", files_dir, prefix);
+    }
+    char *source = path_join(files_dir, "encoding.cu");
+    assert_true(file_exists(source));
+    free(source);
+    free(real_tmp);
+    gj_cli_result_free(&r);
+    free(tmp);
 }
 
 int main(void) {
@@ -801,6 +1027,8 @@ int main(void) {
         cmocka_unit_test(version_prints_the_version),
         cmocka_unit_test(bad_command_lines_are_usage_errors),
         cmocka_unit_test(no_arguments_is_a_usage_error),
+        cmocka_unit_test(short_options_mean_one_thing_everywhere),
+        cmocka_unit_test(misspellings_get_a_suggestion),
         cmocka_unit_test(info_json_matches_an_independent_layout),
         cmocka_unit_test(info_json_hand_computed_numbers),
         cmocka_unit_test(info_json_large_n_params_is_an_integer),
@@ -817,7 +1045,9 @@ int main(void) {
         cmocka_unit_test(compile_json_describes_the_output),
         cmocka_unit_test(compile_refuses_an_unknown_arch),
         cmocka_unit_test(compile_refuses_an_unwritable_output),
+        cmocka_unit_test(compile_default_outputs_are_what_help_says),
         cmocka_unit_test(demo_writes_the_source),
+        cmocka_unit_test(demo_default_directory_is_new),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,8 +37,8 @@ static const int dims[] = {1, 2, 3, 4, 7, 12, 32};
 
 static int allowed(const int *row) {
     const int d = dims[row[P_DIMS]];
-    if (d > 7 && row[P_HASH] != 4) {
-        return 0; /* the prime hashes and Rng take at most 7 dimensions */
+    if (d > 7 && row[P_HASH] != 4 && row[P_TYPE] == 0) {
+        return 0; /* a Hash grid with a prime hash or Rng takes at most 7 dimensions */
     }
     if (d == 32 && row[P_TYPE] == 1) {
         return 0; /* a dense 32-D grid needs at least 2^32 entries: refused by design */

@@ -389,8 +389,15 @@ static void n_dims_to_encode_key(void **state) {
     assert_int_equal(parse_ok("{\"n_dims_to_encode\": 1}", 0).n_dims, 1);
     expect_error_dims("{\"n_dims_to_encode\": 4}", 3,
                       "n_dims_to_encode: the configuration says 4 but the caller passed n_dims = 3");
-    expect_error("{\"n_dims_to_encode\": 0}", "n_dims_to_encode: must be an integer from 1 to 32 (got 0)");
+    /* The message states the limit of the configuration at hand (the default: a Hash grid
+     * with CoherentPrime, 7), and how to get more. */
+    expect_error("{\"n_dims_to_encode\": 0}",
+                 "n_dims_to_encode: must be an integer from 1 to 7 for a Hash grid with hash \"CoherentPrime\" (up to "
+                 "32 with \"hash\": \"BaseConvert\", or with \"type\": \"Dense\" or \"Tiled\") (got 0)");
+    expect_error("{\"n_dims_to_encode\": 0, \"type\": \"Dense\"}", "n_dims_to_encode: must be an integer from 1 to 32 (got 0)");
     expect_error("{\"n_dims_to_encode\": 33, \"hash\": \"BaseConvert\"}",
+                 "n_dims_to_encode: must be an integer from 1 to 32 (got 33)");
+    expect_error("{\"n_dims_to_encode\": 33, \"otype\": \"TiledGrid\"}",
                  "n_dims_to_encode: must be an integer from 1 to 32 (got 33)");
     expect_error("{\"n_dims_to_encode\": 2.5}", "(got 2.5)");
     expect_error("{\"n_dims_to_encode\": \"3\"}", "(got \"3\")");
@@ -408,23 +415,43 @@ static void dimension_limits_per_hash(void **state) {
         }
         /* Through the argument the message says "dimensions"; through the key it names the key. */
         snprintf(json, sizeof json, "{\"hash\": \"%s\"}", primes[h]);
-        snprintf(want, sizeof want, "dimensions: hash \"%s\" supports 1 to 7 input dimensions (got n_dims = 8)",
-                 primes[h]);
+        snprintf(want, sizeof want, "dimensions: must be from 1 to 7 for a Hash grid with hash \"%s\"", primes[h]);
         expect_error_dims(json, 8, want);
-        expect_error_dims(json, 8, "\"hash\": \"BaseConvert\" takes up to 32");
+        expect_error_dims(json, 8, "(up to 32 with \"hash\": \"BaseConvert\", or with \"type\": \"Dense\" or "
+                                   "\"Tiled\") (got n_dims = 8)");
         expect_error_dims(json, 40, "(got n_dims = 40)");
         snprintf(json, sizeof json, "{\"hash\": \"%s\", \"n_dims_to_encode\": 8}", primes[h]);
-        snprintf(want, sizeof want, "n_dims_to_encode: hash \"%s\" supports 1 to 7 dimensions (got 8)", primes[h]);
+        snprintf(want, sizeof want, "n_dims_to_encode: must be an integer from 1 to 7 for a Hash grid with hash \"%s\"",
+                 primes[h]);
         expect_error(json, want);
+        expect_error(json, "(got 8)");
     }
     for (uint32_t d = 1; d <= 32; ++d) {
         assert_int_equal(parse_ok("{\"hash\": \"BaseConvert\"}", d).n_dims, d);
         assert_int_equal(parse_fmt(0, "{\"hash\": \"BaseConvert\", \"n_dims_to_encode\": %u}", d).n_dims, d);
     }
-    expect_error_dims("{\"hash\": \"BaseConvert\"}", 33,
-                      "dimensions: hash \"BaseConvert\" supports 1 to 32 input dimensions (got n_dims = 33)");
+    expect_error_dims("{\"hash\": \"BaseConvert\"}", 33, "dimensions: must be from 1 to 32 (got n_dims = 33)");
     /* The default hash is CoherentPrime, so the limit applies to "{}" too. */
-    expect_error_dims("{}", 8, "dimensions: hash \"CoherentPrime\" supports 1 to 7");
+    expect_error_dims("{}", 8, "dimensions: must be from 1 to 7 for a Hash grid with hash \"CoherentPrime\"");
+}
+
+/* Dense and Tiled grids never hash: up to 32 dimensions whatever "hash" says (its default,
+ * CoherentPrime, included); 33 is refused. */
+static void dense_and_tiled_take_32_dimensions(void **state) {
+    (void)state;
+    static const char *const grids[] = {"{\"otype\": \"DenseGrid\"", "{\"otype\": \"TiledGrid\"",
+                                        "{\"type\": \"Dense\", \"hash\": \"Prime\"", "{\"type\": \"Tiled\", \"hash\": \"Rng\""};
+    for (size_t g = 0; g < sizeof grids / sizeof grids[0]; ++g) {
+        for (uint32_t d = 1; d <= 32; ++d) {
+            assert_int_equal(parse_fmt(d, "%s}", grids[g]).n_dims, d);
+            assert_int_equal(parse_fmt(0, "%s, \"n_dims_to_encode\": %u}", grids[g], d).n_dims, d);
+        }
+        char json[128];
+        snprintf(json, sizeof json, "%s}", grids[g]);
+        expect_error_dims(json, 33, "dimensions: must be from 1 to 32 (got n_dims = 33)");
+        snprintf(json, sizeof json, "%s, \"n_dims_to_encode\": 33}", grids[g]);
+        expect_error(json, "n_dims_to_encode: must be an integer from 1 to 32 (got 33)");
+    }
 }
 
 /* --------------------------------------------------------- JSON itself */
@@ -658,6 +685,7 @@ int main(void) {
         cmocka_unit_test(precision_values),
         cmocka_unit_test(n_dims_to_encode_key),
         cmocka_unit_test(dimension_limits_per_hash),
+        cmocka_unit_test(dense_and_tiled_take_32_dimensions),
         cmocka_unit_test(json_errors),
         cmocka_unit_test(top_level_must_be_an_object),
         cmocka_unit_test(unknown_keys_are_named),

@@ -5,7 +5,9 @@
  * max_level scalar (all levels, part of them) and per point, stochastic interpolation,
  * fixed_point_pos, kernel shapes (order, block size, points per thread), output layout
  * and padding, gradient mode. Every pair of values of any two of these occurs in some
- * case. All programs are compiled up front in parallel; each case is one test.
+ * case. Two more cases, outside the matrix, take a Dense and a Tiled grid to D = 8, past
+ * the prime hashes' limit, which those grids do not have (they never hash). All programs
+ * are compiled up front in parallel; each case is one test.
  *
  * Without a CUDA device every test is skipped with the reason printed.
  */
@@ -42,7 +44,9 @@ static const char *const type_names[] = {"Hash", "Dense", "Tiled"};
 static const char *const hash_names[] = {"Prime", "CoherentPrime", "ReversedPrime", "Rng", "BaseConvert"};
 static const char *const interp_names[] = {"Nearest", "Linear", "Smoothstep"};
 static const uint32_t f_values[] = {1, 2, 4, 8};
-static const uint32_t d_values[] = {1, 2, 3, 4, 7};
+/* The matrix takes the first five; D = 8 is for the extra Dense and Tiled cases only. */
+static const uint32_t d_values[] = {1, 2, 3, 4, 7, 8};
+#define D_INDEX_EIGHT 5
 static const char *const precision_names[] = {"fp16", "fp32"};
 static const float max_level_scalars[] = {1.0f, 0.6f, -1.0f /* per point */};
 /* Kernel shapes: order, block size, points per thread. */
@@ -89,14 +93,14 @@ static void describe_case(gpu_case *c) {
     const int *r = c->row;
     const uint32_t d = d_values[r[P_D]], f = f_values[r[P_F]];
     const int dense = r[P_TYPE] == 1;
-    static const uint32_t hash_log2[] = {5, 9, 11, 13, 12}; /* per D index: level 0 dense, level 2+ hashed */
-    uint32_t base = d == 7 ? 2 : (dense && d >= 3 ? 4 : 8);
+    static const uint32_t hash_log2[] = {5, 9, 11, 13, 12, 12}; /* per D index: level 0 dense, level 2+ hashed */
+    uint32_t base = d >= 7 ? 2 : (dense && d >= 3 ? 4 : 8);
     if (r[P_TYPE] == 2) {
         /* Tiled with an odd base: base^D entries leave the levels after the first at odd
          * entry offsets, where paired vector reductions would be misaligned. */
         base += base == 8 ? -1 : 1;
     }
-    uint32_t levels = dense && d == 7 ? 3 : 4;
+    uint32_t levels = dense && d >= 7 ? 3 : 4;
     const char *scale = dense && d >= 3 ? "1.5" : "2.0";
     c->n_dims = d;
     snprintf(c->json, sizeof c->json,
@@ -638,6 +642,17 @@ int main(void) {
     if (!gj_pw_check(matrix_params, N_PARAMS, allowed, rows, s->n_cases)) {
         printf("the case matrix does not cover every pair\n");
         return 1;
+    }
+    /* The D = 8 cases (type, hash, interpolation, F, D, precision, max_level, stochastic,
+     * fixed_point, kernel shape, output, mode): Dense with the default hash, which it does
+     * not use; Tiled with Prime, Smoothstep, fp32, point-major, SoA output, accumulating. */
+    static const int eight[][N_PARAMS] = {
+        {1, 1, 1, 1, D_INDEX_EIGHT, 0, 0, 0, 0, 0, 0, 0},
+        {2, 0, 2, 2, D_INDEX_EIGHT, 1, 1, 0, 0, 1, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof eight / sizeof eight[0] && s->n_cases < MAX_CASES; ++i) {
+        memcpy(rows + s->n_cases * N_PARAMS, eight[i], sizeof eight[i]);
+        s->n_cases++;
     }
     struct CMUnitTest *tests = calloc(s->n_cases, sizeof *tests);
     if (!tests) {

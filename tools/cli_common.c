@@ -1,5 +1,6 @@
 /* Helpers shared by the gridjit subcommands. */
 #include "cli_common.h"
+#include "cli_suggest.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -58,22 +59,130 @@ void gj_cli_getopt_reset(void) {
     opterr = 0;
 }
 
-int gj_cli_bad_option(const char *cmd, int opt, char **argv) {
+/* The long names of options (at most max of them); the count. */
+static size_t option_names(const struct option *options, const char **names, size_t max) {
+    size_t n = 0;
+    for (; options && options[n].name && n < max; ++n) {
+        names[n] = options[n].name;
+    }
+    return n;
+}
+
+/* An unknown or ambiguous "--name[=value]": the options it abbreviates when there are
+ * several (getopt_long refuses an ambiguous abbreviation), else the closest one. */
+static int bad_long_option(const char *cmd, const char *arg, const struct option *options) {
+    const char *name = arg + 2;
+    const size_t len = strcspn(name, "=");
+    const char *names[64];
+    const size_t n = option_names(options, names, 64);
+    char matches[512] = "";
+    size_t n_matches = 0, used = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (len > 0 && strncmp(names[i], name, len) == 0) {
+            int w = snprintf(matches + used, sizeof matches - used, "%s--%s", n_matches ? ", " : "", names[i]);
+            used += w > 0 && (size_t)w < sizeof matches - used ? (size_t)w : 0;
+            n_matches++;
+        }
+    }
+    if (n_matches > 1) {
+        return gj_cli_usage_error(cmd, "option '--%.*s' is ambiguous: %s", (int)len, name, matches);
+    }
+    const char *closest = gj_cli_closest(name, len, names, n);
+    if (closest) {
+        return gj_cli_usage_error(cmd, "unknown option '--%.*s'; did you mean '--%s'?", (int)len, name, closest);
+    }
+    return gj_cli_usage_error(cmd, "unknown option '--%.*s'", (int)len, name);
+}
+
+/* An unknown "-x": the one long option that starts with x, if there is one (precompile's
+ * --jobs has no -j, which means --json everywhere: docs/cli.md). */
+static int bad_short_option(const char *cmd, int letter, const struct option *options) {
+    const char *only = NULL;
+    size_t count = 0;
+    for (size_t i = 0; options && options[i].name; ++i) {
+        if (options[i].name[0] == letter) {
+            only = options[i].name;
+            count++;
+        }
+    }
+    if (count == 1) {
+        return gj_cli_usage_error(cmd, "unknown option '-%c'; did you mean '--%s'?", letter, only);
+    }
+    return gj_cli_usage_error(cmd, "unknown option '-%c'", letter);
+}
+
+int gj_cli_bad_option(const char *cmd, int opt, char **argv, const struct option *options) {
     const char *arg = (optind > 0) ? argv[optind - 1] : "?";
     if (opt == ':') {
         return gj_cli_usage_error(cmd, "option '%s' needs a value", arg);
     }
     if (optopt != 0 && optopt != '?') {
-        return gj_cli_usage_error(cmd, "unknown option '-%c'", optopt);
+        return bad_short_option(cmd, optopt, options);
+    }
+    if (strncmp(arg, "--", 2) == 0) {
+        return bad_long_option(cmd, arg, options);
     }
     return gj_cli_usage_error(cmd, "unknown option '%s'", arg);
 }
 
-int gj_cli_no_operands(const char *cmd, int argc, char **argv) {
-    if (optind < argc) {
-        return gj_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+static int has_option(const struct option *options, const char *name) {
+    for (size_t i = 0; options && options[i].name; ++i) {
+        if (strcmp(options[i].name, name) == 0) {
+            return 1;
+        }
     }
-    return GJ_CLI_OK;
+    return 0;
+}
+
+/* --config's rule: inline JSON when the first non-blank character is '{' or '['. */
+static int looks_like_json(const char *arg) {
+    while (isspace((unsigned char)*arg)) {
+        ++arg;
+    }
+    return *arg == '{' || *arg == '[';
+}
+
+/* A stray argument that a user probably meant as the configuration: JSON, a .json name, or
+ * an existing file. */
+static int looks_like_config(const char *arg) {
+    const size_t len = strlen(arg);
+    struct stat st;
+    return looks_like_json(arg) || (len > 5 && strcmp(arg + len - 5, ".json") == 0) ||
+           (stat(arg, &st) == 0 && S_ISREG(st.st_mode));
+}
+
+/* "-j/--json, --ptx": the options that take no value, for a stray number (`-j 4` where -j
+ * is --json). */
+static void flags_without_value(const struct option *options, char *out, size_t size) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; options && options[i].name && used < size; ++i) {
+        if (options[i].has_arg != no_argument || strcmp(options[i].name, "help") == 0) {
+            continue;
+        }
+        const int letter = options[i].val < 128 ? options[i].val : 0;
+        int w = letter ? snprintf(out + used, size - used, "%s-%c/--%s", used ? ", " : "", letter, options[i].name)
+                       : snprintf(out + used, size - used, "%s--%s", used ? ", " : "", options[i].name);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+int gj_cli_no_operands(const char *cmd, int argc, char **argv, const struct option *options) {
+    if (optind >= argc) {
+        return GJ_CLI_OK;
+    }
+    const char *arg = argv[optind];
+    if (has_option(options, "config") && looks_like_config(arg)) {
+        return gj_cli_usage_error(cmd, "unexpected argument '%s'; a configuration goes after --config: "
+                                       "gridjit %s --config %s%s%s",
+                                  arg, cmd, strchr(arg, '\'') ? "" : "'", arg, strchr(arg, '\'') ? "" : "'");
+    }
+    char flags[512];
+    flags_without_value(options, flags, sizeof flags);
+    if (isdigit((unsigned char)arg[0]) && flags[0]) {
+        return gj_cli_usage_error(cmd, "unexpected argument '%s' (these options take no value: %s)", arg, flags);
+    }
+    return gj_cli_usage_error(cmd, "unexpected argument '%s'", arg);
 }
 
 /* ----------------------------------------------------------- option values */
@@ -105,8 +214,8 @@ int gj_cli_parse_dims(const char *cmd, const char *text, uint32_t *n_dims) {
      * with that; here the widest range, stated as it is. */
     if (text && !parse_range(text, 1, 32, n_dims)) {
         return gj_cli_usage_error(cmd,
-                                  "--dims: must be an integer from 1 to 7, or to 32 with \"hash\": \"BaseConvert\" "
-                                  "(got '%s')",
+                                  "--dims: must be an integer from 1 to 32, or to 7 for a Hash grid with a prime or "
+                                  "the Rng hash (got '%s')",
                                   text);
     }
     return GJ_CLI_OK;
@@ -151,13 +260,6 @@ int gj_cli_parse_passes(const char *cmd, const char *text, uint32_t *passes) {
 }
 
 /* ------------------------------------------------------------ configuration */
-
-static int looks_like_json(const char *arg) {
-    while (isspace((unsigned char)*arg)) {
-        ++arg;
-    }
-    return *arg == '{' || *arg == '[';
-}
 
 gj_cli_read_status gj_cli_read_text(const char *path, size_t max_bytes, char **text, int *err) {
     *text = NULL;

@@ -23,13 +23,18 @@ int gj_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((for
  * message (or the status' fixed message when the context has none). Returns GJ_CLI_FAILURE. */
 int gj_cli_status_error(const char *cmd, gj_context *ctx, gj_status status, const char *what);
 
-/* Resets getopt for a subcommand's argv and reports what getopt_long() returned when it
- * is not an option of the subcommand ('?' or ':'; optstring must start with ':').
- * Returns GJ_CLI_USAGE. */
+/* Resets getopt for a subcommand's argv. */
 void gj_cli_getopt_reset(void);
-int gj_cli_bad_option(const char *cmd, int opt, char **argv);
-/* GJ_CLI_USAGE with a message when positional arguments are left after the options. */
-int gj_cli_no_operands(const char *cmd, int argc, char **argv);
+/* Reports what getopt_long() returned when it is not an option of the subcommand ('?' or
+ * ':'; optstring must start with ':'), with a "did you mean" from options (the command's
+ * table): the closest long option to a misspelled one, the options an ambiguous
+ * abbreviation could be, the long option starting with an unknown short letter. Returns
+ * GJ_CLI_USAGE. */
+int gj_cli_bad_option(const char *cmd, int opt, char **argv, const struct option *options);
+/* GJ_CLI_USAGE with a message when positional arguments are left after the options; one
+ * that looks like a configuration (JSON, *.json, an existing file) gets the command line
+ * with --config when the command has it, a number the options that take no value. */
+int gj_cli_no_operands(const char *cmd, int argc, char **argv, const struct option *options);
 
 /*
  * --config: inline JSON when the first non-blank character is '{' (or '['), otherwise

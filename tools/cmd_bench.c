@@ -54,17 +54,17 @@ static void usage(void) {
            "Options:\n"
            "  -c, --config C       configuration: a JSON file, or inline JSON starting with '{'\n"
            "  -d, --dims D         number of input dimensions (default: the configuration's, else 3)\n"
-           "  -n, --points N       points per launch (default 2097152 = 2^21)\n"
+           "  -P, --points N       points per launch (default 2097152 = 2^21)\n"
            "  -p, --pass P         a pass above, or a comma-separated list of them\n"
            "  -j, --json           print one JSON object: {\"config\", \"n_dims\", \"n_points\",\n"
            "                       \"device\", \"block\", \"points_per_thread\", \"order\", \"compile_ms\",\n"
            "                       \"iterations\", \"passes\": {PASS: {\"median_ms\", \"points_per_s\"}}}\n"
            "  -b, --block B        threads per block of the kernels (default 256)\n"
            "  -t, --ppt P          points per thread (default 1)\n"
-           "  -o, --order O        level (level-major, default) or point (point-major)\n"
+           "      --order O        level (level-major, default) or point (point-major)\n"
            "  -l, --layout L       soa (feature-major outputs and dL/dy, the encoding's own layout,\n"
            "                       as tiny-cuda-nn's kernels; default) or aos (point-major)\n"
-           "  -k, --iterations K   timed launches per pass, at least %d (default 50)\n"
+           "  -i, --iterations K   timed launches per pass, at least %d (default 50)\n"
            "  -h, --help           show this help\n",
            MIN_ITERATIONS);
 }
@@ -124,35 +124,38 @@ static int parse_layout(const char *text, gj_data_layout *layout) {
     return GJ_CLI_OK;
 }
 
+/* --order has no short form: -o is where output goes in the other commands (docs/cli.md). */
+enum { OPT_ORDER = 256 };
+
 static int parse_args(int argc, char **argv, bench_args *args) {
     static const struct option options[] = {
         {"config", required_argument, NULL, 'c'}, {"dims", required_argument, NULL, 'd'},
-        {"points", required_argument, NULL, 'n'}, {"pass", required_argument, NULL, 'p'},
+        {"points", required_argument, NULL, 'P'}, {"pass", required_argument, NULL, 'p'},
         {"json", no_argument, NULL, 'j'},         {"block", required_argument, NULL, 'b'},
-        {"ppt", required_argument, NULL, 't'},    {"order", required_argument, NULL, 'o'},
-        {"iterations", required_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'},
+        {"ppt", required_argument, NULL, 't'},    {"order", required_argument, NULL, OPT_ORDER},
+        {"iterations", required_argument, NULL, 'i'}, {"help", no_argument, NULL, 'h'},
         {"layout", required_argument, NULL, 'l'},
         {NULL, 0, NULL, 0},
     };
     int opt, rc = GJ_CLI_OK;
-    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, ":c:d:n:p:jb:t:o:k:l:h", options, NULL)) != -1) {
+    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, ":c:d:P:p:jb:t:i:l:h", options, NULL)) != -1) {
         switch (opt) {
         case 'c': args->config = optarg; break;
         case 'd': args->dims = optarg; break;
-        case 'n': rc = gj_cli_parse_u32(CMD, "--points", optarg, 1, UINT32_MAX, &args->n_points); break;
+        case 'P': rc = gj_cli_parse_u32(CMD, "--points", optarg, 1, UINT32_MAX, &args->n_points); break;
         case 'p': rc = parse_pass_list(optarg, &args->passes); break;
         case 'j': args->json = 1; break;
         case 'b': rc = gj_cli_parse_u32(CMD, "--block", optarg, 32, 1024, &args->block); break;
         case 't': rc = gj_cli_parse_u32(CMD, "--ppt", optarg, 1, 16, &args->ppt); break;
-        case 'o': rc = parse_order(optarg, &args->order); break;
+        case OPT_ORDER: rc = parse_order(optarg, &args->order); break;
         case 'l': rc = parse_layout(optarg, &args->layout); break;
-        case 'k': rc = gj_cli_parse_u32(CMD, "--iterations", optarg, MIN_ITERATIONS, 100000, &args->iterations); break;
+        case 'i': rc = gj_cli_parse_u32(CMD, "--iterations", optarg, MIN_ITERATIONS, 100000, &args->iterations); break;
         case 'h': usage(); return -1;
-        default: return gj_cli_bad_option(CMD, opt, argv);
+        default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
     }
     if (rc == GJ_CLI_OK) {
-        rc = gj_cli_no_operands(CMD, argc, argv);
+        rc = gj_cli_no_operands(CMD, argc, argv, options);
     }
     if (rc == GJ_CLI_OK && !args->config) {
         rc = gj_cli_usage_error(CMD, "--config is required (a file or inline JSON)");

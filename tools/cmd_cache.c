@@ -1,5 +1,6 @@
 /* gridjit cache: inspect and maintain the disk cache (docs/cache.md). */
 #include "cli_common.h"
+#include "cli_suggest.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -56,7 +57,7 @@ static int parse_args(int argc, char **argv, cache_args *args) {
         case OPT_MAX_BYTES: args->max_bytes = optarg; break;
         case 'j': args->json = 1; break;
         case 'h': usage(); return -1;
-        default: return gj_cli_bad_option(CMD, opt, argv);
+        default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
     }
     if (optind >= argc) {
@@ -66,7 +67,7 @@ static int parse_args(int argc, char **argv, cache_args *args) {
     if (args->dir && !args->dir[0]) {
         return gj_cli_usage_error(CMD, "--cache-dir: empty directory name");
     }
-    return gj_cli_no_operands(CMD, argc, argv);
+    return gj_cli_no_operands(CMD, argc, argv, options);
 }
 
 /* ---------------------------------------------------------------- output */
@@ -308,6 +309,11 @@ int gj_cli_cache(int argc, char **argv) {
         }
     }
     if (!action) {
+        static const char *const names[] = {"list", "stats", "verify", "prune", "clear"};
+        const char *closest = gj_cli_closest(args.action, strlen(args.action), names, sizeof names / sizeof names[0]);
+        if (closest) {
+            return gj_cli_usage_error(CMD, "unknown action '%s'; did you mean '%s'?", args.action, closest);
+        }
         return gj_cli_usage_error(CMD, "unknown action '%s' (list, stats, verify, prune or clear)", args.action);
     }
     gj_context *ctx = NULL;

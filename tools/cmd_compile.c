@@ -34,8 +34,9 @@ static void usage(void) {
            "                   compute_XX[a|f] for PTX\n"
            "      --ptx        PTX instead of a cubin (sm_90 becomes compute_90)\n"
            "  -o, --output FILE\n"
-           "                   where to write (default: encoding.cubin, or encoding.ptx for PTX,\n"
-           "                   in the current directory)\n"
+           "                   where to write (default, in the current directory:\n"
+           "                   encoding.cubin, or encoding.ptx for PTX; with --source\n"
+           "                   kernels.cubin or kernels.ptx)\n"
            "  -j, --json       print exactly one JSON object: {\"arch\", \"kind\" (\"cubin\" or \"ptx\"),\n"
            "                   \"bytes\", \"compile_ms\", \"kernels\": [lowered names], \"output\",\n"
            "                   \"key\" (32 hex digits), \"cache\" (\"hit\", \"miss\" or \"off\")}\n"
@@ -102,11 +103,11 @@ static int parse_args(int argc, char **argv, compile_args *args) {
         case OPT_KEEP_SOURCE: args->keep_source = 1; break;
         case 'p': args->passes = optarg; break;
         case 'h': usage(); return -1;
-        default: return gj_cli_bad_option(CMD, opt, argv);
+        default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
     }
     if (rc == GJ_CLI_OK) {
-        rc = gj_cli_no_operands(CMD, argc, argv);
+        rc = gj_cli_no_operands(CMD, argc, argv, options);
     }
     if (rc == GJ_CLI_OK) {
         rc = gj_cli_source_check(CMD, &args->source, args->config != NULL,
@@ -227,6 +228,7 @@ static int run(const compile_args *args, gj_context *ctx, const gj_encoding *enc
     const char *path = args->output;
     if (!path) {
         const int ptx = gj_program_kind(prog) == GJ_BINARY_PTX;
+        /* The defaults --help states. */
         path = args->source.file ? (ptx ? "kernels.ptx" : "kernels.cubin") : ptx ? "encoding.ptx" : "encoding.cubin";
     }
     size_t size = 0;

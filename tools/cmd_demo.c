@@ -2,6 +2,7 @@
 #include "cli_gpu.h"
 #include "cli_program.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,15 +25,16 @@ static void usage(void) {
            "backward on 2^20 random points, compares a sample with the CPU reference and\n"
            "prints the timings. Without one it compiles the whole unit with NVRTC for ARCH,\n"
            "writes DIR/encoding.cubin and prints the compile time, cubin size and kernel\n"
-           "names (exit status 0).\n"
+           "names; its last lines say what was skipped (running the kernels, the check\n"
+           "against the CPU reference) and why (exit status 0).\n"
            "\n"
            "Without NVRTC the compile step says 'skipped' and why, and the exit status is\n"
            "still 0 (generation worked); a compile error exits 1 with the compiler log.\n"
            "\n"
            "Options:\n"
            "  -a, --arch ARCH     target of the compile step without a GPU (default sm_90)\n"
-           "  -o, --out-dir DIR   where to write (default $TMPDIR/gridjit-demo, or\n"
-           "                      /tmp/gridjit-demo when TMPDIR is not set)\n"
+           "  -o, --out-dir DIR   where to write (created if missing; default: a new directory\n"
+           "                      $TMPDIR/gridjit-demo-XXXXXX, /tmp when TMPDIR is not set)\n"
            "  -h, --help          show this help\n",
            DEMO_CONFIG);
 }
@@ -55,10 +57,10 @@ static int parse_args(int argc, char **argv, demo_args *args) {
         case 'a': args->arch = optarg; break;
         case 'o': args->out_dir = optarg; break;
         case 'h': usage(); return -1;
-        default: return gj_cli_bad_option(CMD, opt, argv);
+        default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
     }
-    int rc = gj_cli_no_operands(CMD, argc, argv);
+    int rc = gj_cli_no_operands(CMD, argc, argv, options);
     if (rc == GJ_CLI_OK && args->out_dir && args->out_dir[0] == '\0') {
         rc = gj_cli_usage_error(CMD, "--out-dir: empty directory name");
     }
@@ -75,9 +77,16 @@ static char *join(const char *dir, const char *name) {
     return path;
 }
 
+/* A new directory of our own for each run (mkdtemp: never another user's or an old run's). */
 static char *default_out_dir(void) {
     const char *tmp = getenv("TMPDIR");
-    return join(tmp && tmp[0] ? tmp : "/tmp", "gridjit-demo");
+    char *dir = join(tmp && tmp[0] ? tmp : "/tmp", "gridjit-demo-XXXXXX");
+    if (dir && !mkdtemp(dir)) {
+        gj_cli_error(CMD, "cannot create a directory %s: %s (set TMPDIR, or give --out-dir)", dir, strerror(errno));
+        free(dir);
+        return NULL;
+    }
+    return dir;
 }
 
 static size_t count_lines(const char *text, size_t length) {
@@ -127,19 +136,30 @@ static void print_program(const gj_program *prog, const char *path) {
     }
 }
 
+/* What the run left out, for the closing lines: why (empty when it was done). */
+typedef struct demo_skipped {
+    char run[512];     /* running the kernels and the CPU check: no GPU */
+    const char *no_gpu; /* the same in a few words (the probe's status) */
+    char compile[512]; /* compiling without a GPU: no NVRTC */
+    const char *binary; /* the file compile() wrote, or NULL */
+} demo_skipped;
+
 /* Compiles the whole unit to a cubin. Without NVRTC it reports "skipped" and succeeds: the
  * demo has still shown the generated source. */
-static int compile(gj_context *ctx, const gj_encoding *enc, gj_status no_gpu, const char *arch, const char *out_dir) {
+static int compile(gj_context *ctx, const gj_encoding *enc, const char *arch, const char *out_dir,
+                   demo_skipped *skipped) {
     section("Compile (NVRTC)");
-    printf("no GPU here (%s): compiling the whole unit for %s, as `gridjit compile` does\n",
-           gj_status_message(no_gpu), arch);
+    printf("no GPU here (%s): compiling the whole unit for %s, as `gridjit compile` does\n", skipped->no_gpu,
+           arch);
     gj_program *prog = NULL;
     fflush(stdout); /* the compile takes a moment: show what came before */
     gj_codegen_options opts;
     gj_codegen_options_init(&opts); /* the same source as generate() wrote */
     const gj_status status = gj_cli_compile_program(ctx, enc, &opts, NULL, arch, &prog);
     if (status == GJ_ERROR_NO_NVRTC) {
-        printf("skipped: %s (%s)\n", gj_status_message(status), gj_context_errmsg(ctx));
+        snprintf(skipped->compile, sizeof skipped->compile, "%s (%s)", gj_status_message(status),
+                 gj_context_errmsg(ctx));
+        printf("skipped: %s\n", skipped->compile);
         return GJ_CLI_OK;
     }
     if (status != GJ_OK) {
@@ -147,14 +167,32 @@ static int compile(gj_context *ctx, const gj_encoding *enc, gj_status no_gpu, co
     }
     size_t size = 0;
     const void *binary = gj_program_binary(prog, &size);
-    char *path = join(out_dir, gj_program_kind(prog) == GJ_BINARY_PTX ? "encoding.ptx" : "encoding.cubin");
+    skipped->binary = gj_program_kind(prog) == GJ_BINARY_PTX ? "encoding.ptx" : "encoding.cubin";
+    char *path = join(out_dir, skipped->binary);
     int rc = path ? gj_cli_write_file_atomic(CMD, path, binary, size) : GJ_CLI_FAILURE;
     if (rc == GJ_CLI_OK) {
         print_program(prog, path);
+    } else {
+        skipped->binary = NULL;
     }
     free(path);
     gj_program_destroy(prog);
     return rc;
+}
+
+/* The closing lines: where the files are, then what was not done and why (last, so that a
+ * run without a GPU does not end as if it had shown everything). */
+static void closing(const char *out_dir, const demo_skipped *skipped) {
+    section("Done");
+    printf("files      %s (encoding.cu%s%s)\n", out_dir, skipped->binary ? ", " : "",
+           skipped->binary ? skipped->binary : "");
+    if (skipped->compile[0]) {
+        printf("skipped    compiling: %s\n", skipped->compile);
+    }
+    if (skipped->run[0]) {
+        printf("skipped    running the kernels and checking them against the CPU reference: no GPU here (%s)\n",
+               skipped->run);
+    }
 }
 
 /* Where compiled programs go, and how to move or turn it off. */
@@ -189,9 +227,17 @@ static int demo(const demo_args *args, const char *out_dir) {
         /* With a GPU: its module; without one: the whole unit, for the architecture asked. */
         gj_cli_gpu gpu;
         gj_status probe = GJ_OK;
+        demo_skipped skipped = {.binary = NULL};
         gj_cli_gpu_open(CMD, ctx, &gpu, &probe);
+        if (probe != GJ_OK) {
+            skipped.no_gpu = gj_status_message(probe);
+            snprintf(skipped.run, sizeof skipped.run, "%s: %s", skipped.no_gpu, gj_context_errmsg(ctx));
+        }
         rc = probe == GJ_OK ? gj_cli_demo_gpu(&gpu, enc)
-                            : compile(ctx, enc, probe, args->arch ? args->arch : "sm_90", out_dir);
+                            : compile(ctx, enc, args->arch ? args->arch : "sm_90", out_dir, &skipped);
+        if (rc == GJ_CLI_OK) {
+            closing(out_dir, &skipped);
+        }
     }
     gj_cli_close(ctx, enc);
     int flushed = gj_cli_flush_stdout(CMD);

@@ -74,10 +74,10 @@ static int parse_args(int argc, char **argv, dump_args *args) {
         case 'n': args->name = optarg; break;
         case 'w': args->pad_to = optarg; break;
         case 'h': usage(); return -1;
-        default: return gj_cli_bad_option(CMD, opt, argv);
+        default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
     }
-    if (rc != GJ_CLI_OK || (rc = gj_cli_no_operands(CMD, argc, argv)) != GJ_CLI_OK) {
+    if (rc != GJ_CLI_OK || (rc = gj_cli_no_operands(CMD, argc, argv, options)) != GJ_CLI_OK) {
         return rc;
     }
     return gj_cli_source_check(CMD, &args->source, args->config != NULL,

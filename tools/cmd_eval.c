@@ -71,10 +71,10 @@ static int parse_args(int argc, char **argv, eval_args *args) {
         case 'o': args->out_dir = optarg; break;
         case 'a': args->arch = optarg; break;
         case 'h': usage(); return -1;
-        default: return gj_cli_bad_option(CMD, opt, argv);
+        default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
     }
-    int rc = gj_cli_no_operands(CMD, argc, argv);
+    int rc = gj_cli_no_operands(CMD, argc, argv, options);
     const char *missing = !args->config ? "--config" : !args->points ? "--points" : !args->params ? "--params"
                           : !args->out_dir ? "--out-dir" : NULL;
     if (rc == GJ_CLI_OK && missing) {

@@ -139,11 +139,11 @@ int gj_cli_info(int argc, char **argv) {
         case 'd': dims_text = optarg; break;
         case 'j': json = 1; break;
         case 'h': usage(); return gj_cli_flush_stdout(CMD);
-        default: return gj_cli_bad_option(CMD, opt, argv);
+        default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
     }
     uint32_t n_dims = 0;
-    int rc = gj_cli_no_operands(CMD, argc, argv);
+    int rc = gj_cli_no_operands(CMD, argc, argv, options);
     if (rc == GJ_CLI_OK) {
         rc = gj_cli_parse_dims(CMD, dims_text, &n_dims);
     }

@@ -22,9 +22,9 @@ static const char *const CMD = "precompile";
 
 static void usage(void) {
     printf("Usage: gridjit precompile --config C [--config C ...] [--dims D] --arch A[,A...] [--ptx]\n"
-           "                          [--pass P] [--cache-dir DIR] [-j N] [--keep-source]\n"
+           "                          [--pass P] [--cache-dir DIR] [--jobs N] [--keep-source]\n"
            "       gridjit precompile --source FILE --encoding NAME=CONFIG[:DIMS]... --kernel K...\n"
-           "                          --arch A[,A...] [--ptx] [--option OPT]... [--cache-dir DIR] [-j N]\n"
+           "                          --arch A[,A...] [--ptx] [--option OPT]... [--cache-dir DIR] [--jobs N]\n"
            "\n"
            "Compiles, for every architecture, every program a module of each configuration\n"
            "needs (one per kernel group: forward, forward with dy/dx, the backward kernels,\n"
@@ -46,14 +46,15 @@ static void usage(void) {
            "  -p, --pass P     passes to generate, as for gridjit compile (default all)\n"
            "      --cache-dir DIR  the directory to fill (default: GRIDJIT_CACHE_DIR, else\n"
            "                   $XDG_CACHE_HOME/gridjit, else ~/.cache/gridjit)\n"
-           "  -j, --jobs N     compiles at once, on threads (default: the number of CPUs)\n"
+           "      --jobs N     compiles at once, on threads (default: the number of CPUs)\n"
            "      --keep-source  keep each generated source beside its entry\n"
            "%s"
            "  -h, --help       show this help\n",
            gj_cli_source_help);
 }
 
-enum { OPT_PTX = 256, OPT_CACHE_DIR, OPT_KEEP_SOURCE };
+/* --jobs has no -j: -j is --json in every command (docs/cli.md). */
+enum { OPT_PTX = 256, OPT_CACHE_DIR, OPT_KEEP_SOURCE, OPT_JOBS };
 
 #define MAX_ITEMS 4096
 
@@ -87,13 +88,13 @@ static int parse_args(int argc, char **argv, precompile_args *args) {
         {"ptx", no_argument, NULL, OPT_PTX},
         {"pass", required_argument, NULL, 'p'},
         {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
-        {"jobs", required_argument, NULL, 'j'},
+        {"jobs", required_argument, NULL, OPT_JOBS},
         {"keep-source", no_argument, NULL, OPT_KEEP_SOURCE},
         GJ_CLI_SOURCE_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    static const char letters[] = ":c:d:a:p:j:" GJ_CLI_SOURCE_SHORT_OPTIONS "h";
+    static const char letters[] = ":c:d:a:p:" GJ_CLI_SOURCE_SHORT_OPTIONS "h";
     int opt, rc = GJ_CLI_OK;
     while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, letters, options, NULL)) != -1) {
         switch (opt) {
@@ -107,14 +108,14 @@ static int parse_args(int argc, char **argv, precompile_args *args) {
         case OPT_PTX: args->ptx = 1; break;
         case 'p': args->passes = optarg; break;
         case OPT_CACHE_DIR: args->cache_dir = optarg; break;
-        case 'j': args->jobs = optarg; break;
+        case OPT_JOBS: args->jobs = optarg; break;
         case OPT_KEEP_SOURCE: args->keep_source = 1; break;
         case 'h': usage(); return -1;
-        default: return gj_cli_bad_option(CMD, opt, argv);
+        default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
     }
     if (rc == GJ_CLI_OK) {
-        rc = gj_cli_no_operands(CMD, argc, argv);
+        rc = gj_cli_no_operands(CMD, argc, argv, options);
     }
     if (rc == GJ_CLI_OK) {
         rc = gj_cli_source_check(CMD, &args->source, args->n_configs != 0,
@@ -358,9 +359,9 @@ static void run_job(crew *c, size_t j, job_result *r) {
     if (c->desc) {
         gj_program *prog = NULL;
         r->status = gj_compile_user(c->ctx, c->desc, arch, &prog);
-        r->report.programs = r->status == GJ_OK;
+        r->report.programs = 1;
         r->report.cached = r->status == GJ_OK && gj_program_cache_status(prog) == GJ_CACHE_HIT;
-        r->report.compiled = r->report.programs - r->report.cached;
+        r->report.compiled = (r->status == GJ_OK) - r->report.cached;
         if (r->status == GJ_ERROR_COMPILE && prog) {
             snprintf(r->message, sizeof r->message, "%s\n%s", gj_context_errmsg(c->ctx), gj_program_log(prog));
         }
@@ -403,7 +404,9 @@ static int report(const crew *c, const char *dir, double seconds) {
     for (size_t j = 0; j < c->n_jobs; j++) {
         const job_result *r = &c->results[j];
         if (r->status != GJ_OK) {
-            failed++;
+            /* The programs neither compiled nor found; at least one when the job failed. */
+            const size_t lost = r->report.programs - r->report.compiled - r->report.cached;
+            failed += lost ? lost : 1;
             gj_cli_error(CMD, "%s for %s: %s", c->desc ? c->desc->file_name : w->origins[j / w->n_archs],
                          w->archs[j % w->n_archs], r->message);
         }
@@ -434,9 +437,12 @@ static int precompile(gj_context *ctx, work *w, const gj_source_desc *desc) {
         gj_cli_error(CMD, "no usable cache directory (see the warning above)");
         return GJ_CLI_FAILURE;
     }
+    /* Without NVRTC the entries already in a cache layer are still verified (a hit reads and
+     * checks each one); only the missing ones fail, each named in the report. */
     int major = 0, minor = 0;
-    if (gj_nvrtc_version(ctx, &major, &minor) != GJ_OK) {
-        return gj_cli_status_error(CMD, ctx, GJ_ERROR_NO_NVRTC, "NVRTC is not available");
+    if (gj_nvrtc_version(ctx, &major, &minor) != GJ_OK && isatty(STDERR_FILENO)) {
+        fprintf(stderr, "gridjit %s: NVRTC is not available (%s): verifying what is cached, compiling nothing\n", CMD,
+                gj_context_errmsg(ctx));
     }
     crew c = {.ctx = ctx, .w = w, .desc = desc, .n_jobs = (desc ? 1 : w->n_configs) * w->n_archs,
               .tty = isatty(STDERR_FILENO)};

@@ -1,5 +1,6 @@
 /* gridjit: the command-line tool. Dispatches to one entry point per subcommand (cli.h). */
 #include "cli_common.h"
+#include "cli_suggest.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +11,7 @@ typedef struct gj_cli_command {
     const char *summary;
 } gj_cli_command;
 
-/* One line per subcommand; later issues add precompile, cache, eval and bench here. */
+/* One line per subcommand. */
 static const gj_cli_command commands[] = {
     {"info", gj_cli_info, "print the level table, parameter count and hyperparameters of a configuration"},
     {"dump", gj_cli_dump, "print the generated CUDA source of a configuration"},
@@ -68,6 +69,28 @@ static int version(void) {
     return gj_cli_flush_stdout("--version");
 }
 
+/* "gridjit: unknown command 'x'", with the closest command, or top-level option, when one is close. */
+static int unknown(const char *name) {
+    const char *names[sizeof commands / sizeof commands[0] + 3];
+    size_t n = 0;
+    if (name[0] == '-') {
+        names[n++] = "--help";
+        names[n++] = "--version";
+    } else {
+        for (size_t i = 0; i < n_commands; ++i) {
+            names[n++] = commands[i].name;
+        }
+        names[n++] = "help";
+    }
+    const char *closest = gj_cli_closest(name, strlen(name), names, n);
+    fprintf(stderr, "gridjit: unknown %s '%s'", name[0] == '-' ? "option" : "command", name);
+    if (closest) {
+        fprintf(stderr, "; did you mean '%s'?", closest);
+    }
+    fprintf(stderr, "\nTry 'gridjit --help' for the list of commands.\n");
+    return GJ_CLI_USAGE;
+}
+
 static const gj_cli_command *find_command(const char *name) {
     for (size_t i = 0; i < n_commands; ++i) {
         if (strcmp(commands[i].name, name) == 0) {
@@ -88,9 +111,7 @@ int main(int argc, char **argv) {
         if (strcmp(name, "help") == 0 && argc > 2) {
             const gj_cli_command *command = find_command(argv[2]);
             if (!command) {
-                fprintf(stderr, "gridjit: unknown command '%s'\n", argv[2]);
-                fprintf(stderr, "Try 'gridjit --help' for the list of commands.\n");
-                return GJ_CLI_USAGE;
+                return unknown(argv[2]);
             }
             char *help_argv[] = {argv[2], "--help", NULL};
             gj_cli_getopt_reset();
@@ -104,9 +125,7 @@ int main(int argc, char **argv) {
     }
     const gj_cli_command *command = find_command(name);
     if (!command) {
-        fprintf(stderr, "gridjit: unknown %s '%s'\n", name[0] == '-' ? "option" : "command", name);
-        fprintf(stderr, "Try 'gridjit --help' for the list of commands.\n");
-        return GJ_CLI_USAGE;
+        return unknown(name);
     }
     gj_cli_getopt_reset();
     return command->run(argc - 1, argv + 1);

@@ -5,6 +5,7 @@
 #include "compile/encoding_unit.h"
 #include "compile/parallel.h"
 
+#include <stdio.h>
 #include <string.h>
 
 gj_status gj__precompile(gj__compiler *c, const struct gj_encoding *enc, const gj_codegen_options *opts,
@@ -27,16 +28,29 @@ gj_status gj__precompile(gj__compiler *c, const struct gj_encoding *enc, const g
         }
     }
     gj__compile_all(c, jobs, n, threads);
+    /* The first failure's message, followed by the names of every program that failed (a
+     * run without NVRTC fails for each one missing from the cache, and says which). */
+    size_t first_failed = n, n_failed = 0;
+    char failed[GJ__PART_COUNT * 24] = "";
+    report->programs = (uint32_t)n;
     for (size_t i = 0; i < n; ++i) {
-        if (status == GJ_OK && jobs[i].status != GJ_OK) {
-            status = gj__fail(c->diag, jobs[i].status, "%s program: %s", gj__part_name(units[i].part),
-                              jobs[i].message);
-        }
-        if (jobs[i].status == GJ_OK) {
-            report->programs++;
+        if (jobs[i].status != GJ_OK) {
+            first_failed = n_failed++ == 0 ? i : first_failed;
+            const size_t used = strlen(failed);
+            snprintf(failed + used, sizeof failed - used, "%s%s", used ? ", " : "", gj__part_name(units[i].part));
+        } else {
             report->cached += gj_program_cache_status(jobs[i].program) == GJ_CACHE_HIT;
             report->compiled += gj_program_cache_status(jobs[i].program) != GJ_CACHE_HIT;
         }
+    }
+    if (status == GJ_OK && n_failed == 1) {
+        status = gj__fail(c->diag, jobs[first_failed].status, "%s program: %s", gj__part_name(units[first_failed].part),
+                          jobs[first_failed].message);
+    } else if (status == GJ_OK && n_failed > 1) {
+        status = gj__fail(c->diag, jobs[first_failed].status, "%zu of %zu programs failed (%s); the first, %s: %s",
+                          n_failed, n, failed, gj__part_name(units[first_failed].part), jobs[first_failed].message);
+    }
+    for (size_t i = 0; i < n; ++i) {
         gj_program_destroy(jobs[i].program);
         gj__encoding_unit_free(&units[i]);
     }

@@ -467,15 +467,39 @@ static gj_status parse_per_level_scale(parser *p, gj__config *c) {
                    "(got %s)", got);
 }
 
-static gj_status parse_dims(parser *p, gj__config *c, uint32_t n_dims_arg) {
-    const uint32_t max = c->hash == GJ_HASH_BASE_CONVERT ? GJ__MAX_DIMS_BASE_CONVERT : GJ__MAX_DIMS_PRIME;
-    const int has_key = p->items[KEY_N_DIMS_TO_ENCODE] != NULL;
-    uint32_t from_key;
-    gj_status s = get_uint(p, KEY_N_DIMS_TO_ENCODE, 1, GJ__MAX_DIMS_BASE_CONVERT, 3, &from_key);
-    if (s) {
-        return s;
+/* The largest D of this configuration: only a grid that hashes with a prime or the Rng hash
+ * (7 constants, 64 bits of state) is limited; Dense and Tiled grids never hash. */
+static uint32_t max_dims(const gj__config *c) {
+    return c->type == GJ_GRID_HASH && c->hash != GJ_HASH_BASE_CONVERT ? GJ__MAX_DIMS_PRIME : GJ__MAX_DIMS_BASE_CONVERT;
+}
+
+/* "1 to 7 for a Hash grid with hash "X" (...)", or "1 to 32": the limit of this configuration. */
+static void dims_limit(const gj__config *c, char *out, size_t size) {
+    if (max_dims(c) == GJ__MAX_DIMS_PRIME) {
+        snprintf(out, size, "1 to %u for a Hash grid with hash \"%s\" (up to %u with \"hash\": \"BaseConvert\", or "
+                            "with \"type\": \"Dense\" or \"Tiled\")",
+                 GJ__MAX_DIMS_PRIME, gj__hash_name(c->hash), GJ__MAX_DIMS_BASE_CONVERT);
+    } else {
+        snprintf(out, size, "1 to %u", GJ__MAX_DIMS_BASE_CONVERT);
     }
-    if (has_key && n_dims_arg != 0 && from_key != n_dims_arg) {
+}
+
+static gj_status parse_dims(parser *p, gj__config *c, uint32_t n_dims_arg) {
+    const uint32_t max = max_dims(c);
+    const cJSON *item = p->items[KEY_N_DIMS_TO_ENCODE];
+    char limit[200];
+    dims_limit(c, limit, sizeof limit);
+    uint32_t from_key = 3;
+    if (item) {
+        const double v = cJSON_IsNumber(item) ? item->valuedouble : 0.0;
+        if (!cJSON_IsNumber(item) || v != floor(v) || v < 1.0 || v > (double)max) {
+            char got[64];
+            describe(item, got, sizeof got);
+            return fail(p, "n_dims_to_encode: must be an integer from %s (got %s)", limit, got);
+        }
+        from_key = (uint32_t)v;
+    }
+    if (item && n_dims_arg != 0 && from_key != n_dims_arg) {
         return fail(p, "n_dims_to_encode: the configuration says %u but the caller passed n_dims = %u; "
                        "remove the key or make them agree", from_key, n_dims_arg);
     }
@@ -483,13 +507,7 @@ static gj_status parse_dims(parser *p, gj__config *c, uint32_t n_dims_arg) {
     if (c->n_dims <= max) {
         return GJ_OK;
     }
-    const char *hint = c->n_dims <= GJ__MAX_DIMS_BASE_CONVERT ? "; \"hash\": \"BaseConvert\" takes up to 32" : "";
-    if (has_key) {
-        return fail(p, "n_dims_to_encode: hash \"%s\" supports 1 to %u dimensions (got %u)%s", gj__hash_name(c->hash),
-                    max, c->n_dims, hint);
-    }
-    return fail(p, "dimensions: hash \"%s\" supports 1 to %u input dimensions (got n_dims = %u)%s",
-                gj__hash_name(c->hash), max, c->n_dims, hint);
+    return fail(p, "dimensions: must be from %s (got n_dims = %u)", limit, c->n_dims);
 }
 
 static gj_status parse_options(parser *p, gj__config *c) {

@@ -26,7 +26,8 @@ typedef struct gj__config {
     gj_precision precision;
 } gj__config;
 
-/* Largest D each hash can take (prime hashes have 7 constants). */
+/* Largest D: a Hash grid with a prime or the Rng hash takes 7 (the primes are 7 constants);
+ * BaseConvert, and Dense and Tiled grids (which never hash), 32. */
 #define GJ__MAX_DIMS_PRIME 7
 #define GJ__MAX_DIMS_BASE_CONVERT 32
 
