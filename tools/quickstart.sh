@@ -9,11 +9,17 @@
 #                              BUILD-tsan); any sanitizer report fails the run; then the
 #                              Python package, pip-installed into BUILD-python, and its tests
 #                              (the package's CMake build stays in BUILD-python/cmake-build)
+#   tools/quickstart.sh gpu    on a machine with a GPU: refuses without a usable one, then
+#                              runs the whole suite (every label: gpu, example, install,
+#                              exhaustive; the gpu tests one at a time) and the Python tests
+#                              against the built library with the machine's python3
 # Safe to run again: it installs only missing packages and rebuilds incrementally.
 # Environment: GRIDJIT_BUILD_DIR (default build; the lanes use $GRIDJIT_BUILD_DIR-asan,
 # -tsan and -python), CUDA_HOME or CUDA_PATH (default /usr/local/cuda),
 # GRIDJIT_SANITIZER_LANES=0 (test: without the sanitizer lanes), GRIDJIT_PYTHON_LANE=0
-# (test: without the Python lane).
+# (test, gpu: without the Python tests), GRIDJIT_PREBUILT=1 (gpu: use GRIDJIT_BUILD_DIR as
+# it is, built on another machine; install and build nothing), GRIDJIT_PYTHON (gpu: the
+# interpreter, default python3; it needs pytest, and torch for the torch tests).
 set -euo pipefail
 
 say() { printf 'quickstart: %s\n' "$*" >&2; }
@@ -21,18 +27,21 @@ die() { printf 'quickstart: error: %s\n' "$*" >&2; exit 1; }
 
 usage() {
     cat >&2 <<'EOF'
-Usage: tools/quickstart.sh demo|test
+Usage: tools/quickstart.sh demo|test|gpu
   demo   install missing packages, build (Release) and run `gridjit demo`
   test   install missing packages, build (Release) and run the test suite with ctest,
          then the sanitizer lanes (ASan+UBSan suite, ThreadSanitizer thread test)
-         and the Python package's tests in a virtual environment
+         and the Python package's tests in a virtual environment (pip fetches
+         scikit-build-core and pytest from PyPI; GRIDJIT_PYTHON_LANE=0 leaves it out)
+  gpu    the same set-up, then, on a usable GPU only, the whole suite (every label)
+         and the Python tests with python3 (GRIDJIT_PREBUILT=1: a build made elsewhere)
 EOF
     exit 2
 }
 
 [[ $# -eq 1 ]] || usage
 mode=$1
-[[ $mode == demo || $mode == test ]] || usage
+[[ $mode == demo || $mode == test || $mode == gpu ]] || usage
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build_dir=${GRIDJIT_BUILD_DIR:-build}
@@ -164,9 +173,17 @@ sanitizer_lanes() {
 
 build_seconds=0
 timings=""
-install_packages
-find_cuda
-build
+if [[ $mode == gpu && ${GRIDJIT_PREBUILT:-0} == 1 ]]; then
+    # A build tree made on another machine (the same path there): nothing is installed or
+    # rebuilt here, where the build's own tools may be missing.
+    [[ -x $build_dir/gridjit && -f $build_dir/CTestTestfile.cmake ]] ||
+        die "GRIDJIT_PREBUILT=1: $build_dir holds no built tree (gridjit and CTestTestfile.cmake); build it first"
+    say "using the build in $build_dir as it is (GRIDJIT_PREBUILT=1)"
+else
+    install_packages
+    find_cuda
+    build
+fi
 
 # ---- the Python package: installed into a virtual environment, then its tests ----
 # (pip fetches the build backend, scikit-build-core, and pytest from PyPI; PyTorch is not
@@ -184,9 +201,15 @@ python_lane() {
     venv=$(cd "$venv" && pwd) # absolute: pip runs the build backend in another directory
     cmake_build=$venv/cmake-build
     say "python lane: pip install './python[test]' into $venv (CMake build in $cmake_build), then pytest"
-    # First the build backend and pytest (the requirements of python/pyproject.toml's test extra).
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check 'scikit-build-core>=0.10' 'pytest>=7' >&2 ||
-        die "pip install scikit-build-core pytest failed"
+    # First the build backend and pytest (the requirements of python/pyproject.toml's test
+    # extra), from the package index (PyPI, or what PIP_INDEX_URL names); once installed, a
+    # later run needs no network.
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --retries 2 --timeout 30 \
+        'scikit-build-core>=0.10' 'pytest>=7' >&2 ||
+        die "the Python lane could not install scikit-build-core and pytest into $venv: pip needs the package
+index (PyPI, or a mirror in PIP_INDEX_URL) the first time, and it failed or is unreachable (see pip's
+message above). Run with GRIDJIT_PYTHON_LANE=0 to leave the Python lane out (the C suite and the
+sanitizer lanes need no network)."
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
         -C build-dir="$cmake_build" './python[test]' >&2 ||
         die "pip install ./python failed"
@@ -195,10 +218,49 @@ python_lane() {
     timings="$timings; python $((SECONDS - lane_start)) s"
 }
 
+# ---- the GPU lane (gpu) ---------------------------------------------------------
+# The Python tests on this machine's python3, against the library just built (python/src
+# with GRIDJIT_LIBRARY: nothing is installed, nothing fetched).
+gpu_python_tests() {
+    local python=${GRIDJIT_PYTHON:-python3} start=$SECONDS library
+    library=$(cd "$build_dir" && pwd)/libgridjit.so.0
+    "$python" -c 'import pytest' 2>/dev/null ||
+        die "the Python tests need pytest in $python (pip install pytest), or GRIDJIT_PYTHON_LANE=0 to leave them out"
+    "$python" -c 'import torch' 2>/dev/null || say "warning: no torch in $python: the gridjit.torch tests will skip"
+    say "python tests: $python, python/src with GRIDJIT_LIBRARY=$library"
+    PYTHONPATH="$PWD/python/src${PYTHONPATH:+:$PYTHONPATH}" GRIDJIT_LIBRARY="$library" \
+        "$python" -m pytest python/tests -q -rs -p no:cacheprovider || die "python tests failed"
+    timings+="; python $((SECONDS - start)) s"
+}
+
+gpu_lane() {
+    local gpu start=$SECONDS
+    gpu=$("$build_dir/gridjit" --version | grep '^GPU' || true)
+    case "$gpu" in
+    "GPU not available"*)
+        die "no usable GPU here ${gpu#GPU not available }: the gpu lane runs the GPU tests, which need one;
+'tools/quickstart.sh test' runs everything else" ;;
+    "") die "$build_dir/gridjit --version printed no GPU line" ;;
+    esac
+    say "$gpu"
+    say "the whole suite, every label: first all but gpu, in parallel; then the gpu tests one at a time"
+    ctest --test-dir "$build_dir" --output-on-failure -j"$jobs" -LE gpu || die "the suite failed (see above)"
+    ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -L gpu || die "the GPU tests failed (see above)"
+    timings="suite $((SECONDS - start)) s"
+    if [[ ${GRIDJIT_PYTHON_LANE:-1} != 0 ]]; then
+        gpu_python_tests
+    fi
+    say "all passed on the GPU (build ${build_seconds} s; ${timings}; total $SECONDS s)"
+}
+
 case $mode in
+gpu)
+    gpu_lane
+    ;;
 demo)
     say "running $build_dir/gridjit demo"
     "$build_dir/gridjit" demo
+    say "the tool is $build_dir/gridjit; to call it gridjit, as README does: export PATH=\"$(cd "$build_dir" && pwd):\$PATH\""
     ;;
 test)
     say "running the test suite (ctest -LE exhaustive)"

@@ -4,8 +4,11 @@ cache, NVRTC, the runtime probe, and errors as exceptions with the library's mes
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -317,8 +320,11 @@ def test_compile_cache_miss_then_hit(context):
     stats = context.cache_stats()
     assert (stats.hits, stats.misses, stats.compiles) == (1, 1, 1)
     assert stats.bytes_written > 0 and stats.bytes_read > 0
-    directory = context.cache_stats("directory")
-    assert directory.entries == 1 and directory.disk_bytes > 0 and directory.max_bytes > 0
+    assert stats.entries == 1 and stats.bytes > 0 and stats.max_bytes > 0
+    assert stats.directory == context.cache_dir
+    assert context.cache_stats("context").hits == 1
+    with pytest.deprecated_call():
+        assert stats.disk_bytes == stats.bytes  # the old name still answers
     with pytest.raises(ValueError, match="scope"):
         context.cache_stats("galaxy")
     entries = context.cache_entries()
@@ -329,6 +335,52 @@ def test_compile_cache_miss_then_hit(context):
     assert context.cache_prune() == (0, 0)
     assert context.cache_clear() == 1
     assert context.cache_entries() == []
+
+def _cli_tool():
+    """The gridjit tool beside this package: bundled (bin/gridjit), or in the CMake build
+    whose library GRIDJIT_LIBRARY names; None when neither is there."""
+    for tool in (Path(gridjit.__file__).resolve().parent / "bin" / "gridjit",
+                 Path(gridjit.library_path).resolve().parent / "gridjit"):
+        if tool.is_file() and os.access(tool, os.X_OK):
+            return tool
+    return None
+
+
+@needs_nvrtc
+def test_cache_stats_count_as_the_cli_does(context, tmp_path):
+    """Context.cache_stats() is `gridjit cache stats --json`: the same directory-wide counts
+    under the same names; after set_cache_dir, the new directory's (no hits carried over)."""
+    enc = gridjit.Encoding(SMALL, 2, context=context)
+    enc.compile("sm_90", passes=["forward"])
+    enc.compile("sm_90", passes=["forward"])  # a hit
+    first_dir = context.cache_dir
+    ours = context.cache_stats().as_dict()
+    assert (ours["hits"], ours["misses"], ours["entries"]) == (1, 1, 1) and ours["directory"] == first_dir
+
+    context.set_cache_dir(str(tmp_path / "other"))
+    moved = context.cache_stats()
+    assert moved.directory == str(tmp_path / "other") and moved.directory != first_dir
+    assert (moved.hits, moved.misses, moved.compiles, moved.entries, moved.bytes) == (0, 0, 0, 0, 0)
+    back = gridjit.Context()
+    back.set_cache_dir(first_dir)
+    assert back.cache_stats().hits == 1  # what the first directory counted stays there
+    back.close()
+
+    tool = _cli_tool()
+    if tool is None:
+        pytest.skip("no gridjit tool beside the package to compare with")
+    for directory, expected in ((first_dir, ours), (moved.directory, moved.as_dict())):
+        run = subprocess.run([str(tool), "cache", "stats", "--json", "--cache-dir", directory],
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        cli = json.loads(run.stdout)
+        assert set(cli) == set(expected), (sorted(cli), sorted(expected))
+        for key, value in cli.items():
+            if key == "compile_ms":
+                assert value == pytest.approx(expected[key], abs=1e-3)
+            else:
+                assert value == expected[key], key
+
 
 
 @needs_nvrtc

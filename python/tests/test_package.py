@@ -89,6 +89,11 @@ def test_wheel_is_pure_python_plus_the_library(wheel):
         assert required in names, required
     assert not [n for n in names if n.endswith(".a") or "/cmake/" in n or "pkgconfig" in n]
     assert not [n for n in names if re.search(r"\.cpython-|\.abi3\.", n)]
+    # The console script: pip puts a `gridjit` command into the environment's bin/.
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    text = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert re.search(r"^\[console_scripts\]\s*$", text, re.M), text
+    assert re.search(r"^gridjit\s*=\s*gridjit\.__main__:main\s*$", text, re.M), text
 
 
 def test_installs_and_runs_in_a_fresh_venv(wheel, tmp_path):
@@ -121,6 +126,11 @@ def test_installs_and_runs_in_a_fresh_venv(wheel, tmp_path):
     assert run.stdout.strip() == gridjit.version_string()
     cli = subprocess.run([str(python), "-m", "gridjit", "--version"], capture_output=True, text=True, env=clean_env)
     assert cli.returncode == 0 and cli.stdout.startswith("gridjit "), cli.stderr
+    # The `gridjit` command of the environment's bin/, found on PATH as after `pip install`.
+    on_path = dict(clean_env, PATH=f"{env_dir / 'bin'}{os.pathsep}{clean_env['PATH']}")
+    command = subprocess.run(["gridjit", "--version"], capture_output=True, text=True, env=on_path, timeout=60)
+    assert command.returncode == 0 and command.stdout == cli.stdout, command.stderr
+    assert shutil.which("gridjit", path=on_path["PATH"]) == str(env_dir / "bin" / "gridjit")
     torch_probe = subprocess.run(
         [str(python), "-c", "import gridjit.torch"], capture_output=True, text=True, env=clean_env
     )

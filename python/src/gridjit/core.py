@@ -12,6 +12,7 @@ import atexit
 import ctypes
 import json
 import threading
+import warnings
 from ctypes import byref, c_int, c_size_t, c_uint64, c_void_p
 from dataclasses import dataclass, field, fields
 from typing import Callable, Iterable, Mapping, Optional, Union
@@ -62,8 +63,11 @@ def _bytes_or_none(value: Optional[str]) -> Optional[bytes]:
 
 @dataclass(frozen=True)
 class CacheStats:
-    """gj_cache_stats: counters of a context or of the cache directory."""
+    """The disk cache's counters, with the names of `gridjit cache stats --json` (as_dict()
+    gives exactly that object): of the cache directory by default (every process that used
+    it), or of this context alone. entries, bytes and max_bytes are the directory's now."""
 
+    directory: Optional[str]  # the writable directory, None when there is none usable
     hits: int
     misses: int
     compiles: int
@@ -73,8 +77,18 @@ class CacheStats:
     evictions: int
     corrupt: int
     entries: int
-    disk_bytes: int
+    bytes: int  # the entries' bytes on disk (with kept sources); the C field disk_bytes
     max_bytes: int
+
+    @property
+    def disk_bytes(self) -> int:
+        """Deprecated: the name of the C struct's field; use ``bytes``, as the CLI does."""
+        warnings.warn("CacheStats.disk_bytes is deprecated; use CacheStats.bytes", DeprecationWarning, stacklevel=2)
+        return self.bytes
+
+    def as_dict(self) -> dict:
+        """The object `gridjit cache stats --json` prints, with the same keys."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -350,14 +364,19 @@ class Context:
         raw = lib.gj_context_cache_dir(self.handle)
         return _capi.text(raw) if raw else None
 
-    def cache_stats(self, scope: str = "context") -> CacheStats:
-        """Counters of this context ("context") or of the cache directory ("directory")."""
+    def cache_stats(self, scope: str = "directory") -> CacheStats:
+        """The cache's counters, as `gridjit cache stats` counts them: summed in the cache
+        directory over every process and context that used it ("directory", the default;
+        this context's counts are added first), or this context's since it was made
+        ("context", whichever directories it used). After set_cache_dir the directory
+        scope is the new directory's."""
         scopes = {"context": _capi.CACHE_STATS_CONTEXT, "directory": _capi.CACHE_STATS_DIRECTORY}
         if scope not in scopes:
-            raise ValueError(f"scope must be 'context' or 'directory' (got {scope!r})")
+            raise ValueError(f"scope must be 'directory' or 'context' (got {scope!r})")
         out = _capi.CacheStats()
         self.check(lib.gj_context_cache_stats(self.handle, scopes[scope], byref(out)), "gj_context_cache_stats")
-        return CacheStats(**{name: getattr(out, name) for name, _ in _capi.CacheStats._fields_})
+        counters = {name: getattr(out, name) for name, _ in _capi.CacheStats._fields_ if name != "disk_bytes"}
+        return CacheStats(directory=self.cache_dir, bytes=out.disk_bytes, **counters)
 
     def cache_entries(self) -> list:
         """Every entry of every cache layer (read-only layers first)."""
