@@ -1,5 +1,5 @@
 /*
- * The CPU reference (tests/support/cpu_reference.c) against values derived independently:
+ * The CPU reference (tools/reference/cpu_reference.c) against values derived independently:
  * O'Neill's published PCG32 outputs, hashes and indices worked out by hand, grids whose
  * interpolant is known in closed form, and finite differences of its own passes.
  */

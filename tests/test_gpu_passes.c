@@ -1,6 +1,6 @@
 /*
  * Every pass of the generated kernels against the double-precision CPU reference
- * (tests/support/cpu_reference.h), over a pairwise-covering matrix of configurations:
+ * (tools/reference/cpu_reference.h), over a pairwise-covering matrix of configurations:
  * grid types, hashes, interpolations, F in {1,2,4,8}, D in {1,2,3,4,7}, fp16 and fp32,
  * max_level scalar (all levels, part of them) and per point, stochastic interpolation,
  * fixed_point_pos, kernel shapes (order, block size, points per thread), output layout
