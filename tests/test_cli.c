@@ -1010,6 +1010,11 @@ static void demo_default_directory_is_new(void **state) {
     }
     char *source = path_join(files_dir, "encoding.cu");
     assert_true(file_exists(source));
+    char *cubin = path_join(files_dir, "encoding.cubin");
+    unlink(source);
+    unlink(cubin);
+    assert_int_equal(rmdir(files_dir), 0); /* it held nothing else */
+    free(cubin);
     free(source);
     free(real_tmp);
     gj_cli_result_free(&r);
