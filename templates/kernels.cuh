@@ -8,10 +8,14 @@
 // memory). The per-level code is instantiated once per index mode present, not once
 // per level: gj_with_mode picks the instance for a level at run time (a uniform branch).
 //
-// Thread t of block b handles points b * BLOCK * PPT + t + p * BLOCK, p < PPT
-// (consecutive threads, consecutive points: coalesced inputs and outputs).
-// Level-major kernels take the level from blockIdx.y, so one level's table is hot
-// in the caches at a time; point-major kernels walk all levels per point.
+// Thread t of point block b handles points b * BLOCK * PPT + t + p * BLOCK, p < PPT
+// (consecutive threads, consecutive points: coalesced inputs and outputs). The point
+// block is blockIdx.x + blockIdx.z * gridDim.x: the runtime may cut the points into
+// chunks (grid.z) so that each chunk runs all its levels before the next chunk starts,
+// keeping the chunk's point-major rows in L2 until every level has written them.
+// Level-major kernels take a group of C::LPT consecutive levels from blockIdx.y (one
+// level when LPT = 1), so few levels' tables are hot in the caches at a time; each
+// thread walks the group's levels for its points. Point-major kernels walk all levels.
 // ---------------------------------------------------------------------------
 #ifndef GJ_KERNELS_CUH
 #define GJ_KERNELS_CUH
@@ -26,9 +30,15 @@ GJ_INLINE float gj_point_max_level(const float* per_point, float scalar, gj_u64 
     return per_point ? per_point[i] : scalar;
 }
 
+// The first point of this block (grid.z chunks the point blocks, see above).
+template <class C>
+GJ_INLINE gj_u64 gj_block_first_point() {
+    return ((gj_u64)blockIdx.z * gridDim.x + blockIdx.x) * (gj_u64)(C::BLOCK * C::PPT);
+}
+
 template <class C>
 GJ_INLINE gj_u64 gj_first_point() {
-    return (gj_u64)blockIdx.x * (gj_u64)(C::BLOCK * C::PPT) + threadIdx.x;
+    return gj_block_first_point<C>() + threadIdx.x;
 }
 
 // body(i) for each of this thread's PPT points below n.
@@ -64,12 +74,60 @@ GJ_INLINE void gj_store_point(float* base, gj_u64 stride_point, gj_u64 stride_di
 }
 
 // ---- forward -----------------------------------------------------------------
+// ---- point-major rows staged in shared memory ----------------------------------------
+// Level-major kernels with C::LPT > 1 whose level group is whole 32-bit words of a row:
+// a block's points keep the group's outputs (or dL/dy values) in shared memory, WORDS
+// words per row, rows STRIDE words apart (odd, so that threads storing the same word of
+// their rows hit different banks), and the block moves them between shared memory and
+// the point-major rows with coalesced word copies: a warp writes whole sectors where
+// each thread alone would write a few bytes of 32 different rows.
+template <class C>
+struct gj_stage {
+    typedef typename C::param_t T;
+    static constexpr int ROW_BYTES = C::LPT * C::F * (int)sizeof(T);
+    static constexpr bool ENABLED = C::LEVEL_MAJOR && C::LPT > 1 && ROW_BYTES % 4 == 0;
+    static constexpr int WORDS = ROW_BYTES / 4;
+    static constexpr int STRIDE = WORDS | 1;
+    static constexpr int ROWS = C::BLOCK * C::PPT;
+};
+
+// This thread's row of point i in the block's stage.
+template <class C>
+GJ_INLINE typename C::param_t* gj_stage_row(gj_u32* stage, gj_u64 i) {
+    return (typename C::param_t*)(stage + (i - gj_block_first_point<C>()) * gj_stage<C>::STRIDE);
+}
+
+// STORE: the block's staged rows to words word_offset.. of the point-major rows of
+// `rows` (row_words words apart); else the other way.
+template <class C, bool STORE>
+GJ_INLINE void gj_copy_stage(gj_u32* stage, const void* rows, gj_u64 n, gj_u64 row_words, gj_u32 word_offset) {
+    typedef gj_stage<C> S;
+    const gj_u64 first = gj_block_first_point<C>();
+    if (first >= n) return;
+    const gj_u32 count = (gj_u32)min((gj_u64)S::ROWS, n - first) * S::WORDS;
+    gj_u32* base = (gj_u32*)rows + first * row_words + word_offset;
+    for (gj_u32 w = threadIdx.x; w < count; w += C::BLOCK) {
+        const gj_u32 r = w / S::WORDS, k = w - r * S::WORDS;
+        if constexpr (STORE) base[r * row_words + k] = stage[r * S::STRIDE + k];
+        else stage[r * S::STRIDE + k] = base[r * row_words + k];
+    }
+}
+
+// The dynamic shared memory of a staging kernel.
+GJ_INLINE gj_u32* gj_stage_memory() {
+    extern __shared__ gj_u32 gj_stage_words[];
+    return gj_stage_words;
+}
+
+// ---- forward -----------------------------------------------------------------
 template <class C, bool DYDX>
 struct gj_forward_op {
     const gj_forward_args& a;
     gj_u64 i;
     float x[C::D];
     float limit;
+    typename C::param_t* staged; // this point's staged row (level group `first`), or null
+    gj_u32 first;
 
     template <int MODE>
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
@@ -83,7 +141,10 @@ struct gj_forward_op {
             gj_zero(y);
             gj_zero(dydx);
         }
-        if (a.y) {
+        if (gj_stage<C>::ENABLED && staged) {
+#pragma unroll
+            for (int f = 0; f < C::F; ++f) staged[(level - first) * C::F + f] = gj_from_float<T>(y[f]);
+        } else if (a.y) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) gj_store_element<C>(a.y, a.y_stride_point, a.y_stride_feature, i, level * C::F + f, y[f]);
         }
@@ -112,23 +173,59 @@ GJ_INLINE void gj_visit_levels(Op& op) {
     for (gj_u32 level = 0; level < C::L; ++level) gj_visit_level<C, LV>(level, op);
 }
 
+// The levels of level-major group `group`: [first, last).
+template <class C>
+struct gj_level_group {
+    static constexpr gj_u32 COUNT = (C::L + C::LPT - 1) / C::LPT;
+    gj_u32 first, last;
+    GJ_INLINE explicit gj_level_group(gj_u32 group)
+        : first(group * C::LPT), last(min(group * C::LPT + C::LPT, (gj_u32)C::L)) {}
+};
+
+// The levels first..last - 1 of point op (one level: no loop).
+template <class C, class LV, class Op>
+GJ_INLINE void gj_visit_group(const gj_level_group<C>& group, Op& op) {
+    if constexpr (C::LPT == 1) {
+        gj_visit_level<C, LV>(group.first, op);
+    } else {
+#pragma unroll 1
+        for (gj_u32 level = group.first; level < group.last; ++level) gj_visit_level<C, LV>(level, op);
+    }
+}
+
 template <class C, class LV, bool DYDX>
 GJ_INLINE void gj_forward_points(const gj_forward_args& a) {
-    gj_for_each_point<C>(a.n, [&](gj_u64 i) {
-        gj_forward_op<C, DYDX> op{a, i};
-        gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-        op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
-        if constexpr (C::LEVEL_MAJOR) {
-            // blockIdx.y == L is the slice that writes the padding columns.
-            if (blockIdx.y < C::L) {
-                gj_visit_level<C, LV>(blockIdx.y, op);
-                return;
-            }
-        } else {
-            gj_visit_levels<C, LV>(op);
+    typedef typename C::param_t T;
+    if constexpr (C::LEVEL_MAJOR) {
+        if (blockIdx.y >= gj_level_group<C>::COUNT) { // the slice that writes the padding columns
+            if (a.y) gj_for_each_point<C>(a.n, [&](gj_u64 i) { gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i); });
+            return;
         }
-        if (a.y) gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
-    });
+        const gj_level_group<C> group(blockIdx.y);
+        const bool staged = gj_stage<C>::ENABLED && a.stage;
+        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
+            gj_forward_op<C, DYDX> op{a, i};
+            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            if (staged) op.staged = gj_stage_row<C>(gj_stage_memory(), i), op.first = group.first;
+            gj_visit_group<C, LV>(group, op);
+        });
+        if constexpr (gj_stage<C>::ENABLED) {
+            if (staged) {
+                __syncthreads();
+                gj_copy_stage<C, true>(gj_stage_memory(), a.y, a.n, a.y_stride_point * sizeof(T) / 4,
+                                       group.first * C::F * (gj_u32)sizeof(T) / 4);
+            }
+        }
+    } else {
+        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
+            gj_forward_op<C, DYDX> op{a, i};
+            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            gj_visit_levels<C, LV>(op);
+            if (a.y) gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
+        });
+    }
 }
 
 // y alone, and y (if asked) with dy/dx: separate kernels, because the one with dy/dx
@@ -161,14 +258,29 @@ GJ_INLINE void gj_load_dl_dy(const void* dl_dy, gj_u64 stride_point, gj_u64 stri
 // and the target asked for last keep the kernels' PTX as it was when each caller spelled
 // this out (by value, or with the pointer computed first, the compiler orders some
 // instructions differently).
+// Whether level-major backward leaves this level to NAME_backward_coarse.
+template <class C>
+GJ_INLINE bool gj_coarse_level(const gj_backward_args& a, const gj_level& lv) {
+    return lv.small && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
+}
+
+// staged: the level's F values of dL/dy in the block's stage (level-group kernels reading
+// point-major rows), else null (read from a.dL_dy).
 template <class C, int MODE, bool PARAMS, bool INPUT, class G, bool SHARED = false, class Grad>
 GJ_INLINE void gj_backward_at(const gj_backward_args& a, const gj_u64& i, gj_u32 level, const gj_level& lv,
-                              const float (&x)[C::D], float (&dldx)[C::D], Grad&& grad) {
+                              const float (&x)[C::D], float (&dldx)[C::D], Grad&& grad,
+                              const typename C::param_t* staged = nullptr) {
     typedef typename C::param_t T;
     float g[C::F];
-    gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
+    if (gj_stage<C>::ENABLED && staged) {
+#pragma unroll
+        for (int f = 0; f < C::F; ++f) g[f] = gj_to_float(staged[f]);
+    } else {
+        gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
+    }
     const float u = C::STOCHASTIC && PARAMS ? gj_stochastic_sample(i, level, a.n) : 0.0f;
-    gj_level_backward<C, MODE, PARAMS, INPUT, G, SHARED>(x, lv, (const T*)a.params + lv.offset, g, grad(), dldx, u);
+    gj_level_backward<C, MODE, PARAMS, INPUT, G, SHARED>(x, lv, (const T*)a.params + lv.offset, g, grad(), dldx, u,
+                                                         SHARED ? 0u : a.aggregate_min);
 }
 
 template <class C, bool PARAMS, bool INPUT>
@@ -178,13 +290,17 @@ struct gj_backward_op {
     float x[C::D];
     float limit;
     float dldx[C::D];
+    const typename C::param_t* staged; // this point's staged dL/dy row (level group `first`), or null
+    gj_u32 first;
 
     template <int MODE>
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::grad_t G;
         if (!((float)level < limit)) return; // inactive levels get no gradient
-        gj_backward_at<C, MODE, PARAMS, INPUT, G>(a, i, level, lv, x, dldx,
-                                                  [&] { return PARAMS ? (G*)a.dL_dparams + lv.offset : nullptr; });
+        if (C::LPT > 1 && gj_coarse_level<C>(a, lv)) return; // NAME_backward_coarse's
+        gj_backward_at<C, MODE, PARAMS, INPUT, G>(
+            a, i, level, lv, x, dldx, [&] { return PARAMS ? (G*)a.dL_dparams + lv.offset : nullptr; },
+            staged ? staged + (level - first) * C::F : nullptr);
     }
 };
 
@@ -207,12 +323,6 @@ GJ_INLINE void gj_add_point_dldx(const gj_backward_args& a, gj_u64 i, const floa
     }
 }
 
-// Whether level-major backward leaves this level to NAME_backward_coarse.
-template <class C>
-GJ_INLINE bool gj_coarse_level(const gj_backward_args& a, const gj_level& lv) {
-    return lv.small && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
-}
-
 // Level-major, global atomics: one block, one level, BLOCK * PPT points.
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_level(const gj_backward_args& a, gj_u32 level) {
@@ -227,10 +337,34 @@ GJ_INLINE void gj_backward_level(const gj_backward_args& a, gj_u32 level) {
     });
 }
 
+// Level-major with several levels per thread: the group's levels in turn for each point,
+// dL/dx summed over them before the atomics.
+template <class C, class LV, bool PARAMS, bool INPUT>
+GJ_INLINE void gj_backward_group(const gj_backward_args& a) {
+    typedef typename C::param_t T;
+    const gj_level_group<C> group(blockIdx.y);
+    const bool staged = gj_stage<C>::ENABLED && a.stage;
+    if constexpr (gj_stage<C>::ENABLED) {
+        if (staged) {
+            gj_copy_stage<C, false>(gj_stage_memory(), a.dL_dy, a.n, a.dy_stride_point * sizeof(T) / 4,
+                                    group.first * C::F * (gj_u32)sizeof(T) / 4);
+            __syncthreads();
+        }
+    }
+    gj_for_each_point<C>(a.n, [&](gj_u64 i) {
+        gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
+        if (staged) op.staged = gj_stage_row<C>(gj_stage_memory(), i), op.first = group.first;
+        gj_visit_group<C, LV>(group, op);
+        if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
+    });
+}
+
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
-    if constexpr (C::LEVEL_MAJOR) {
+    if constexpr (C::LEVEL_MAJOR && C::LPT == 1) {
         gj_backward_level<C, LV, PARAMS, INPUT>(a, blockIdx.y);
+    } else if constexpr (C::LEVEL_MAJOR) {
+        gj_backward_group<C, LV, PARAMS, INPUT>(a);
     } else {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);

@@ -53,6 +53,13 @@ typedef struct gj__module_shape {
     uint32_t passes, block_size, points_per_thread;
     int level_major;
     uint32_t small_level_floats; /* shared floats of NAME_backward_coarse; 0: no small level */
+    uint32_t level_groups;       /* grid y of level-major kernels (levels per thread > 1: fewer) */
+    uint32_t stage_bytes;        /* dynamic shared memory of a staging launch; 0: never staged */
+    /* Launch tuning (module_create.c reads them once; docs/runtime.md): point-major rows of
+     * level-major launches are cut into chunks of about chunk_bytes (0: one chunk), and
+     * the backward's warp aggregation starts at aggregate_min lanes (0: never). */
+    uint64_t chunk_bytes;
+    uint32_t aggregate_min;
 } gj__module_shape;
 
 /* opts: resolved (gj__codegen_options_resolve). */
@@ -62,7 +69,8 @@ size_t gj__shape_element_size(const gj__module_shape *shape);
 uint64_t gj__shape_max_points(const gj__module_shape *shape);
 
 typedef struct gj__launch_dims {
-    uint32_t grid_x, grid_y, block;
+    uint32_t grid_x, grid_y, grid_z, block;
+    uint32_t shared_bytes; /* dynamic shared memory */
 } gj__launch_dims;
 
 /* Argument checks, in the order the public calls make them. GJ_ERROR_INVALID_ARGUMENT or

@@ -24,6 +24,8 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
     shape->points_per_thread = opts->points_per_thread;
     shape->level_major = opts->order == GJ_ORDER_LEVEL_MAJOR;
     shape->small_level_floats = gj__small_level_floats(enc, opts);
+    shape->level_groups = gj__level_groups(enc, opts);
+    shape->stage_bytes = gj__stage_bytes(enc, opts);
 }
 
 size_t gj__shape_element_size(const gj__module_shape *shape) {
@@ -297,7 +299,55 @@ static void point_dims(const gj__module_shape *shape, uint64_t n, uint32_t grid_
     const uint64_t per_block = (uint64_t)shape->block_size * shape->points_per_thread;
     dims->grid_x = (uint32_t)((n + per_block - 1) / per_block);
     dims->grid_y = grid_y;
+    dims->grid_z = 1;
     dims->block = shape->block_size;
+    dims->shared_bytes = 0;
+}
+
+#define GJ__MAX_GRID_Z 65535u /* CUDA's limit on gridDim.z */
+
+/* Level-major launches over point-major rows of row_bytes: the point blocks cut into chunks
+ * of about shape->chunk_bytes of rows (grid.z), so that a chunk runs every level before
+ * the next starts and its rows stay in L2 while the levels fill or read them. */
+static void chunk_dims(const gj__module_shape *shape, uint64_t row_bytes, gj__launch_dims *dims) {
+    if (!shape->level_major || shape->chunk_bytes == 0 || dims->grid_x <= 1) {
+        return;
+    }
+    const uint64_t block_bytes = row_bytes * shape->block_size * shape->points_per_thread;
+    uint64_t per_chunk = shape->chunk_bytes / (block_bytes ? block_bytes : 1);
+    if (per_chunk == 0) {
+        per_chunk = 1;
+    }
+    if (per_chunk >= dims->grid_x) {
+        return;
+    }
+    uint64_t chunks = (dims->grid_x + per_chunk - 1) / per_chunk;
+    if (chunks > GJ__MAX_GRID_Z) {
+        chunks = GJ__MAX_GRID_Z;
+        per_chunk = (dims->grid_x + chunks - 1) / chunks;
+        chunks = (dims->grid_x + per_chunk - 1) / per_chunk;
+    }
+    dims->grid_x = (uint32_t)per_chunk;
+    dims->grid_z = (uint32_t)chunks;
+}
+
+/* Whether a level-major launch stages the point-major rows at rows (module.h): possible for
+ * the shape, and the rows are whole 32-bit words at a 4-byte-aligned address. */
+static int stages(const gj__module_shape *shape, const void *rows, gj_data_layout layout) {
+    return shape->stage_bytes != 0 && rows != NULL && layout == GJ_LAYOUT_AOS &&
+           (shape->padded_width * gj__shape_element_size(shape)) % 4 == 0 && (uintptr_t)rows % 4 == 0;
+}
+
+/* The launch of the level-major forward or backward over rows in layout (NULL: none). */
+static void rows_dims(const gj__module_shape *shape, const void *rows, gj_data_layout layout, unsigned *stage,
+                      gj__launch_dims *dims) {
+    *stage = (unsigned)stages(shape, rows, layout);
+    if (*stage) {
+        dims->shared_bytes = shape->stage_bytes;
+    }
+    if (rows && layout == GJ_LAYOUT_AOS) {
+        chunk_dims(shape, (uint64_t)shape->padded_width * gj__shape_element_size(shape), dims);
+    }
 }
 
 void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc, gj_forward_args *args,
@@ -314,7 +364,10 @@ void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc
     args->max_level_per_point = desc->max_level_per_point;
     args->max_level = desc->max_level;
     const int padded = shape->padded_width != shape->n_output_dims;
-    point_dims(shape, desc->n, shape->level_major ? shape->n_levels + (padded ? 1u : 0u) : 1u, dims);
+    point_dims(shape, desc->n, shape->level_major ? shape->level_groups + (padded ? 1u : 0u) : 1u, dims);
+    if (shape->level_major) {
+        rows_dims(shape, desc->y, desc->y_layout, &args->stage, dims);
+    }
 }
 
 void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *desc, gj_backward_args *args,
@@ -333,7 +386,11 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
     args->dx_stride_dim = 1;
     args->max_level_per_point = desc->max_level_per_point;
     args->max_level = desc->max_level;
-    point_dims(shape, desc->n, shape->level_major ? shape->n_levels : 1u, dims);
+    args->aggregate_min = shape->aggregate_min;
+    point_dims(shape, desc->n, shape->level_major ? shape->level_groups : 1u, dims);
+    if (shape->level_major) {
+        rows_dims(shape, desc->dL_dy, desc->dL_dy_layout, &args->stage, dims);
+    }
 }
 
 void gj__backward_backward_args(const gj__module_shape *shape, const gj_backward_backward_desc *desc,
@@ -364,6 +421,8 @@ void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims) 
     dims->block = shape->block_size;
     dims->grid_x = (uint32_t)((shape->n_params + shape->block_size - 1) / shape->block_size);
     dims->grid_y = 1;
+    dims->grid_z = 1;
+    dims->shared_bytes = 0;
 }
 
 int gj__backward_uses_coarse(const gj__module_shape *shape, const gj_backward_desc *desc) {
@@ -374,4 +433,6 @@ void gj__coarse_dims(const gj__module_shape *shape, uint32_t blocks_per_level, g
     dims->block = shape->block_size;
     dims->grid_x = blocks_per_level;
     dims->grid_y = shape->n_levels;
+    dims->grid_z = 1;
+    dims->shared_bytes = shape->small_level_floats * (uint32_t)sizeof(float);
 }

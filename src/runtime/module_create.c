@@ -5,9 +5,15 @@
 #include "compile/encoding_unit.h"
 #include "codegen/options.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Launch tuning defaults (docs/runtime.md, "Launch shapes"; GRIDJIT_CHUNK_BYTES and
+ * GRIDJIT_AGGREGATE_MIN override them). */
+#define GJ__DEFAULT_CHUNK_BYTES 0ull
+#define GJ__DEFAULT_AGGREGATE_MIN 0ull
 
 /* ------------------------------------------------------------------ probe */
 
@@ -113,6 +119,25 @@ static gj_status check_program(gj__runtime *rt, const gj_encoding *enc, const gj
     return GJ_OK;
 }
 
+/* An unsigned number from the environment, or fallback when unset or not a number. */
+static uint64_t env_number(const char *name, uint64_t fallback) {
+    const char *text = getenv(name);
+    if (!text || !*text) {
+        return fallback;
+    }
+    char *end = NULL;
+    errno = 0;
+    const unsigned long long value = strtoull(text, &end, 10);
+    return (errno || *end || text[0] == '-') ? fallback : (uint64_t)value;
+}
+
+/* The launch tuning of docs/runtime.md ("Launch shapes"), read once per module. */
+static void launch_tuning(gj__module_shape *shape) {
+    shape->chunk_bytes = env_number("GRIDJIT_CHUNK_BYTES", GJ__DEFAULT_CHUNK_BYTES);
+    const uint64_t aggregate = env_number("GRIDJIT_AGGREGATE_MIN", GJ__DEFAULT_AGGREGATE_MIN);
+    shape->aggregate_min = aggregate > 32 ? 32u : (uint32_t)aggregate;
+}
+
 /* A module for enc and resolved opts, the driver loaded; no program yet. */
 static gj_status new_module(gj__runtime *rt, const gj_encoding *enc, const gj_codegen_options *resolved,
                             const char *call, gj_module **out) {
@@ -133,6 +158,7 @@ static gj_status new_module(gj__runtime *rt, const gj_encoding *enc, const gj_co
     snprintf(m->name, sizeof m->name, "%s", resolved->name);
     m->opts.name = m->name;
     gj__module_shape_make(&m->shape, &m->enc, &m->opts);
+    launch_tuning(&m->shape);
     pthread_mutex_init(&m->lock, NULL);
     *out = m;
     return GJ_OK;
