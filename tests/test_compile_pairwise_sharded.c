@@ -22,11 +22,11 @@
 #include "pairwise.h"
 #include "test_env.h"
 
-enum { P_HASH, P_TYPE, P_INTERP, P_F, P_PRECISION, P_DIMS, P_FIXED, P_STOCHASTIC, P_LPT, N_PARAMS };
+enum { P_HASH, P_TYPE, P_INTERP, P_F, P_PRECISION, P_DIMS, P_FIXED, P_STOCHASTIC, N_PARAMS };
 
 static const gj_pw_param params[N_PARAMS] = {
     {"hash", 5}, {"type", 3}, {"interpolation", 3}, {"F", 4},
-    {"precision", 2}, {"dims", 7}, {"fixed_point_pos", 2}, {"stochastic", 2}, {"levels_per_thread", 3},
+    {"precision", 2}, {"dims", 7}, {"fixed_point_pos", 2}, {"stochastic", 2},
 };
 static const char *const hashes[] = {"Prime", "CoherentPrime", "ReversedPrime", "Rng", "BaseConvert"};
 static const char *const types[] = {"Hash", "Dense", "Tiled"};
@@ -34,10 +34,6 @@ static const char *const interps[] = {"Nearest", "Linear", "Smoothstep"};
 static const int features[] = {1, 2, 4, 8};
 static const char *const precisions[] = {"fp16", "fp32"};
 static const int dims[] = {1, 2, 3, 4, 7, 12, 32};
-/* With the 3 levels below: one level per thread; groups of 2 (the last one short); all 3
- * in one group. Point-major rows are staged where a group's values are whole 32-bit words
- * (all but F = 1 in fp16 with 3 levels per thread). */
-static const uint32_t levels_per_thread[] = {1, 2, 3};
 
 static int allowed(const int *row) {
     const int d = dims[row[P_DIMS]];
@@ -50,15 +46,15 @@ static int allowed(const int *row) {
     return 1;
 }
 
-/* Small grids keep the compile fast; base resolution and scale small enough for Dense. */
+/* Small grids keep the compile fast; base resolution small enough for Dense. */
 static void config_json(const int *row, char *json, size_t size) {
     const int d = dims[row[P_DIMS]];
     const int base = d >= 12 ? 2 : d >= 7 ? 4 : 8;
     snprintf(json, size,
-             "{\"otype\":\"Grid\",\"type\":\"%s\",\"n_levels\":3,\"n_features_per_level\":%d,\"log2_hashmap_size\":12,"
-             "\"base_resolution\":%d,\"per_level_scale\":%s,\"interpolation\":\"%s\",\"hash\":\"%s\","
+             "{\"otype\":\"Grid\",\"type\":\"%s\",\"n_levels\":2,\"n_features_per_level\":%d,\"log2_hashmap_size\":12,"
+             "\"base_resolution\":%d,\"per_level_scale\":2.0,\"interpolation\":\"%s\",\"hash\":\"%s\","
              "\"fixed_point_pos\":%s,\"stochastic_interpolation\":%s,\"precision\":\"%s\",\"n_dims_to_encode\":%d}",
-             types[row[P_TYPE]], features[row[P_F]], base, d >= 12 ? "1.5" : "2.0", interps[row[P_INTERP]], hashes[row[P_HASH]],
+             types[row[P_TYPE]], features[row[P_F]], base, interps[row[P_INTERP]], hashes[row[P_HASH]],
              row[P_FIXED] ? "true" : "false", row[P_STOCHASTIC] ? "true" : "false", precisions[row[P_PRECISION]], d);
 }
 
@@ -70,7 +66,7 @@ static void covering_set_covers_every_pair(void **state) {
     (void)state;
     assert_true(n_rows > 0);
     assert_true(gj_pw_check(params, N_PARAMS, allowed, rows, n_rows));
-    printf("pairwise covering set: %zu configurations (full product: %d)\n", n_rows, 5 * 3 * 3 * 4 * 2 * 7 * 2 * 2 * 3);
+    printf("pairwise covering set: %zu configurations (full product: %d)\n", n_rows, 5 * 3 * 3 * 4 * 2 * 7 * 2 * 2);
 }
 
 static void compile_shard(void **state) {
@@ -90,11 +86,8 @@ static void compile_shard(void **state) {
         if (status != GJ_OK) {
             fail_msg("config %zu refused: %s\n%s", r, gj_context_errmsg(ctx), json);
         }
-        gj_codegen_options opts;
-        gj_codegen_options_init(&opts);
-        opts.levels_per_thread = levels_per_thread[rows[r * N_PARAMS + P_LPT]];
         gj_program *prog = NULL;
-        status = gj_compile(ctx, enc, &opts, "sm_90", &prog);
+        status = gj_compile(ctx, enc, NULL, "sm_90", &prog);
         if (status != GJ_OK) {
             fail_msg("config %zu failed to compile: %s\n%s\n%s", r, gj_context_errmsg(ctx), json,
                      prog ? gj_program_log(prog) : "");
@@ -115,8 +108,7 @@ static void compile_shard(void **state) {
             assert_true(strncmp(lowered, "_Z", 2) == 0);
             assert_non_null(memmem(binary, size, lowered, strlen(lowered)));
         }
-        printf("  [%zu] %.2f s  levels_per_thread %u  %s\n", r, gj_program_compile_ms(prog) / 1000.0,
-               opts.levels_per_thread, json);
+        printf("  [%zu] %.2f s  %s\n", r, gj_program_compile_ms(prog) / 1000.0, json);
         ++compiled;
         gj_program_destroy(prog);
         gj_encoding_destroy(enc);

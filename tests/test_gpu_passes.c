@@ -45,13 +45,13 @@ static const uint32_t f_values[] = {1, 2, 4, 8};
 static const uint32_t d_values[] = {1, 2, 3, 4, 7};
 static const char *const precision_names[] = {"fp16", "fp32"};
 static const float max_level_scalars[] = {1.0f, 0.6f, -1.0f /* per point */};
-/* Kernel shapes: order, block size, points per thread, levels per thread (level groups of
- * 3 leave a short last group of the 4-level grids; 4 is every level in one group; groups of
- * whole 32-bit words stage point-major rows in shared memory). */
+/* Kernel shapes: order, block size, points per thread, levels per thread (0: chosen per
+ * launch; groups of 3 leave a short last group of the 4-level grids; 4 is every level in
+ * one group; groups of whole 32-bit words stage point-major rows in shared memory). */
 static const struct {
     gj_order order;
     uint32_t block, ppt, lpt;
-} kernel_shapes[] = {{GJ_ORDER_LEVEL_MAJOR, 256, 1, 1}, {GJ_ORDER_POINT_MAJOR, 128, 2, 1},
+} kernel_shapes[] = {{GJ_ORDER_LEVEL_MAJOR, 256, 1, 0}, {GJ_ORDER_POINT_MAJOR, 128, 2, 0},
                      {GJ_ORDER_LEVEL_MAJOR, 64, 4, 1},  {GJ_ORDER_LEVEL_MAJOR, 128, 1, 3},
                      {GJ_ORDER_LEVEL_MAJOR, 64, 2, 4}};
 

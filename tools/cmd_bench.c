@@ -70,7 +70,7 @@ static void usage(void) {
            "                       as tiny-cuda-nn's kernels; default) or aos (point-major)\n"
            "      --levels-per-thread G\n"
            "                       level-major kernels: levels each thread handles per point\n"
-           "                       (default 1; point-major rows are then staged in shared memory)\n"
+           "                       (default 0: chosen per pass and layout, docs/runtime.md)\n"
            "  -k, --iterations K   timed launches per pass, at least %d (default 50)\n"
            "      --input I        uniform (default): N points uniform in [0,1)^D;\n"
            "                       rays: R rays x S samples, each ray from outside the domain\n"
@@ -182,7 +182,7 @@ static int parse_args(int argc, char **argv, bench_args *args) {
         case 'l': rc = parse_layout(optarg, &args->layout); break;
         case 'k': rc = gj_cli_parse_u32(CMD, "--iterations", optarg, MIN_ITERATIONS, 100000, &args->iterations); break;
         case OPT_LEVELS_PER_THREAD:
-            rc = gj_cli_parse_u32(CMD, "--levels-per-thread", optarg, 1, 128, &args->levels_per_thread);
+            rc = gj_cli_parse_u32(CMD, "--levels-per-thread", optarg, 0, 128, &args->levels_per_thread);
             break;
         case OPT_INPUT: rc = gj_bench_parse_input(CMD, optarg, &args->input); break;
         case OPT_RAYS: rc = gj_cli_parse_u32(CMD, "--rays", optarg, 1, UINT32_MAX, &args->input.rays); break;
@@ -343,12 +343,16 @@ typedef struct bench_result {
 } bench_result;
 
 static int print_text(const bench_args *args, const gj_cli_gpu *gpu, const gj_encoding *enc, const bench_result *r) {
+    char levels[32] = "automatic";
+    if (args->levels_per_thread) {
+        snprintf(levels, sizeof levels, "%u", args->levels_per_thread);
+    }
     printf("gridjit bench on %s (%s): N = %u %s points, D = %u, %s, block %u, %u point%s per thread, %s-major, "
-           "%u level%s per thread, %s outputs\n",
+           "levels per thread %s, %s outputs\n",
            gpu->info.device_name, gpu->info.arch, args->n_points, gj_bench_input_name(args->input.kind),
            gj_encoding_n_dims(enc), gj_encoding_precision(enc) == GJ_PRECISION_FP16 ? "fp16" : "fp32", args->block,
-           args->ppt, args->ppt == 1 ? "" : "s", args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point",
-           args->levels_per_thread, args->levels_per_thread == 1 ? "" : "s", args->layout == GJ_LAYOUT_SOA ? "SoA" : "AoS");
+           args->ppt, args->ppt == 1 ? "" : "s", args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point", levels,
+           args->layout == GJ_LAYOUT_SOA ? "SoA" : "AoS");
     printf("compile          %10.1f ms (generate + NVRTC + load, CUDA_CACHE_DISABLE=1)\n", r->compile_ms);
     printf("%-16s %10s %14s   (median of %u launches)\n", "pass", "ms", "points/s", args->iterations);
     for (size_t i = 0; i < N_PASSES; ++i) {
@@ -464,7 +468,7 @@ int gj_cli_bench(int argc, char **argv) {
     setenv("CUDA_CACHE_DISABLE", "1", 1);
     setenv("GRIDJIT_CACHE_DISABLE", "1", 1);
     bench_args args = {.layout = GJ_LAYOUT_SOA, .n_points = DEFAULT_POINTS, .block = 256, .ppt = 1, .iterations = 50,
-                       .passes = PASS_ALL, .order = GJ_ORDER_LEVEL_MAJOR, .levels_per_thread = 1,
+                       .passes = PASS_ALL, .order = GJ_ORDER_LEVEL_MAJOR, .levels_per_thread = 0,
                        .input = {.kind = GJ_BENCH_INPUT_UNIFORM, .rays = 8192, .samples = 256,
                                  .seed = 0x9E3779B97F4A7C15ull}};
     int rc = parse_args(argc, argv, &args);

@@ -173,10 +173,6 @@ void gj__emit_types(gj__strbuf *sb, const struct gj_encoding *enc, const gj_code
     gj__sb_printf(sb, "    static constexpr int BLOCK = %u;  // kernel threads per block\n", opts->block_size);
     gj__sb_printf(sb, "    static constexpr int PPT = %u;    // kernel points per thread\n", opts->points_per_thread);
     gj__sb_printf(sb, "    static constexpr bool LEVEL_MAJOR = %s;\n", opts->order == GJ_ORDER_LEVEL_MAJOR ? "true" : "false");
-    gj__sb_printf(sb, "    static constexpr int LPT = %u;    // level-major kernels: levels per thread\n",
-                  gj__levels_per_thread(enc, opts));
-    gj__sb_printf(sb, "    static constexpr int STAGE_STRIDE = %u; // words between staged rows; 0: no staging\n",
-                  gj__stage_stride_words(enc, opts));
     gj__sb_printf(sb, "    static constexpr gj_u32 SMALL_LEVEL_FLOATS = %u; // shared floats of NAME_backward_coarse\n",
                   gj__small_level_floats(enc, opts));
     gj__sb_printf(sb, "    static constexpr gj_u32 MODES = %uu;       // bit m: some level has index mode m\n",
@@ -333,42 +329,31 @@ void gj__emit_level_table(gj__strbuf *sb, const struct gj_encoding *enc, const g
     gj__sb_append(sb, "};\n\n");
 }
 
-/* Ends a grid comment line, saying how a staging launch differs. */
-static void stage_comment(gj__strbuf *sb, uint32_t stage_bytes, const char *rows) {
-    if (stage_bytes) {
-        gj__sb_printf(sb, " With args.stage = 1 (point-major %s rows), %u bytes of dynamic shared memory.", rows,
-                      stage_bytes);
-    }
-    gj__sb_append(sb, "\n");
-}
-
 /* The launch shape of kernel id, as a comment above it. */
 static void grid_comment(gj__strbuf *sb, const struct gj_encoding *enc, const gj_codegen_options *opts, gj__kernel_id id) {
     const int level_major = opts->order == GJ_ORDER_LEVEL_MAJOR;
     const int padded = gj__padded_width(enc, opts) != enc->layout.n_output_dims;
     const uint32_t L = enc->layout.n_levels, small = gj__small_level_floats(enc, opts);
-    const uint32_t groups = gj__level_groups(enc, opts), stage = gj__stage_bytes(enc, opts);
-    const char *per_y = gj__levels_per_thread(enc, opts) == 1 ? "level" : "level group";
+    const char *groups = "ceil(levels / args.levels_per_thread), one per level group";
+    const char *stage = "// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *\n"
+                        "// element bytes / 4) | 1) words of dynamic shared memory.\n";
     switch (id) {
     case GJ__KERNEL_FORWARD:
     case GJ__KERNEL_FORWARD_DYDX:
         if (level_major) {
-            gj__sb_printf(sb, "// Grid y: %u (one per %s%s).", groups + (padded ? 1 : 0), per_y,
-                          padded ? ", plus one for the padding columns" : "");
+            gj__sb_printf(sb, "// Grid y: %s%s.\n%s", groups, padded ? ", plus one for the padding columns" : "", stage);
         } else {
-            gj__sb_append(sb, "// Grid y: 1.");
+            gj__sb_append(sb, "// Grid y: 1.\n");
         }
-        stage_comment(sb, stage, "y");
         break;
     case GJ__KERNEL_BACKWARD:
     case GJ__KERNEL_BACKWARD_INPUT:
     case GJ__KERNEL_BACKWARD_DX:
         if (level_major) {
-            gj__sb_printf(sb, "// Grid y: %u (one per %s; dL_dx is summed atomically: zero it first).", groups, per_y);
+            gj__sb_printf(sb, "// Grid y: %s (dL_dx is summed atomically: zero it first).\n%s", groups, stage);
         } else {
-            gj__sb_append(sb, "// Grid y: 1.");
+            gj__sb_append(sb, "// Grid y: 1.\n");
         }
-        stage_comment(sb, stage, "dL_dy");
         break;
     case GJ__KERNEL_BACKWARD_COARSE:
     case GJ__KERNEL_BACKWARD_INPUT_COARSE:

@@ -27,34 +27,6 @@ uint32_t gj__padded_width(const struct gj_encoding *enc, const gj_codegen_option
     return (n + m - 1) / m * m;
 }
 
-uint32_t gj__levels_per_thread(const struct gj_encoding *enc, const gj_codegen_options *opts) {
-    if (opts->order != GJ_ORDER_LEVEL_MAJOR || opts->levels_per_thread <= 1) {
-        return 1;
-    }
-    return opts->levels_per_thread < enc->layout.n_levels ? opts->levels_per_thread : enc->layout.n_levels;
-}
-
-uint32_t gj__level_groups(const struct gj_encoding *enc, const gj_codegen_options *opts) {
-    const uint32_t per_thread = gj__levels_per_thread(enc, opts);
-    return (enc->layout.n_levels + per_thread - 1) / per_thread;
-}
-
-uint32_t gj__stage_stride_words(const struct gj_encoding *enc, const gj_codegen_options *opts) {
-    const uint32_t per_thread = gj__levels_per_thread(enc, opts);
-    const uint32_t element = enc->config.precision == GJ_PRECISION_FP16 ? 2u : 4u;
-    const uint32_t row_bytes = per_thread * enc->config.n_features_per_level * element;
-    if (per_thread <= 1 || row_bytes % 4 != 0) {
-        return 0;
-    }
-    const uint32_t stride = (row_bytes / 4) | 1u; /* odd: no bank conflicts between rows */
-    const uint64_t bytes = (uint64_t)stride * 4u * opts->block_size * opts->points_per_thread;
-    return bytes <= GJ__STAGE_MAX_BYTES ? stride : 0;
-}
-
-uint32_t gj__stage_bytes(const struct gj_encoding *enc, const gj_codegen_options *opts) {
-    return gj__stage_stride_words(enc, opts) * 4u * opts->block_size * opts->points_per_thread;
-}
-
 int gj__grad_is_fp32(const gj__config *config) {
     return config->precision == GJ_PRECISION_FP32 || config->n_features_per_level == 1;
 }

@@ -17,18 +17,6 @@ uint32_t gj__kernel_index_mode(const gj__level *level);
 uint32_t gj__index_modes(const struct gj_encoding *enc, const gj_codegen_options *opts, int small_only);
 /* Padded output width: n_output_dims rounded up to opts->output_width_multiple. */
 uint32_t gj__padded_width(const struct gj_encoding *enc, const gj_codegen_options *opts);
-/* Levels one thread of the level-major kernels handles per point: opts->levels_per_thread
- * capped at the level count; 1 for point-major kernels. */
-uint32_t gj__levels_per_thread(const struct gj_encoding *enc, const gj_codegen_options *opts);
-/* Level groups of the level-major kernels (grid y without the padding slice). */
-uint32_t gj__level_groups(const struct gj_encoding *enc, const gj_codegen_options *opts);
-/* Words between two rows staged in shared memory (templates/kernels.cuh, gj_stage), or 0
- * where the kernels never stage: point-major kernels, one level per thread, level groups
- * that are not whole 32-bit words, or more than GJ__STAGE_MAX_BYTES of shared memory. */
-#define GJ__STAGE_MAX_BYTES (48u * 1024u)
-uint32_t gj__stage_stride_words(const struct gj_encoding *enc, const gj_codegen_options *opts);
-/* Bytes of dynamic shared memory of a staging launch (0: never staged). */
-uint32_t gj__stage_bytes(const struct gj_encoding *enc, const gj_codegen_options *opts);
 /* Whether gradients are accumulated in fp32 (fp32 params, or F = 1: docs/design.md §8.3). */
 int gj__grad_is_fp32(const gj__config *config);
 /* The fixed-point cell size of a level: max((uint32)(2^32 / scale), 1), saturating like the GPU. */

@@ -22,7 +22,6 @@ void gj_codegen_options_init(gj_codegen_options *opts) {
     opts->block_size = 256;
     opts->points_per_thread = 1;
     opts->order = GJ_ORDER_LEVEL_MAJOR;
-    opts->levels_per_thread = 1;
 }
 
 int gj__is_identifier(const char *name) {
@@ -90,9 +89,6 @@ gj_status gj__codegen_options_resolve(const gj__diag *d, const gj_codegen_option
     if (out->order != GJ_ORDER_LEVEL_MAJOR && out->order != GJ_ORDER_POINT_MAJOR) {
         return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT, "order: must be level-major (0) or point-major (1) (got %d)",
                         (int)out->order);
-    }
-    if (out->levels_per_thread == 0) {
-        out->levels_per_thread = 1;
     }
     if (out->levels_per_thread > 128) {
         return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT, "levels_per_thread: must be 1 to 128 (got %u)",

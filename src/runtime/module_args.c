@@ -24,8 +24,7 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
     shape->points_per_thread = opts->points_per_thread;
     shape->level_major = opts->order == GJ_ORDER_LEVEL_MAJOR;
     shape->small_level_floats = gj__small_level_floats(enc, opts);
-    shape->level_groups = gj__level_groups(enc, opts);
-    shape->stage_bytes = gj__stage_bytes(enc, opts);
+    shape->levels_per_thread = opts->levels_per_thread;
 }
 
 size_t gj__shape_element_size(const gj__module_shape *shape) {
@@ -299,55 +298,52 @@ static void point_dims(const gj__module_shape *shape, uint64_t n, uint32_t grid_
     const uint64_t per_block = (uint64_t)shape->block_size * shape->points_per_thread;
     dims->grid_x = (uint32_t)((n + per_block - 1) / per_block);
     dims->grid_y = grid_y;
-    dims->grid_z = 1;
     dims->block = shape->block_size;
     dims->shared_bytes = 0;
 }
 
-#define GJ__MAX_GRID_Z 65535u /* CUDA's limit on gridDim.z */
+/* The most dynamic shared memory a launch takes without opting in to more. */
+#define GJ__STAGE_MAX_BYTES (48u * 1024u)
 
-/* Level-major launches over point-major rows of row_bytes: the point blocks cut into chunks
- * of about shape->chunk_bytes of rows (grid.z), so that a chunk runs every level before
- * the next starts and its rows stay in L2 while the levels fill or read them. */
-static void chunk_dims(const gj__module_shape *shape, uint64_t row_bytes, gj__launch_dims *dims) {
-    if (!shape->level_major || shape->chunk_bytes == 0 || dims->grid_x <= 1) {
-        return;
+/* Levels per thread of a level-major launch (docs/runtime.md, "Launch shapes"), as measured
+ * on an H200: two for feature-major outputs, four for the backward's atomics (dL/dx is
+ * summed over a thread's levels before its atomics), and for point-major rows at least a
+ * 32-byte sector of each row, so that the staged stores fill whole sectors. */
+uint32_t gj__levels_per_thread(const gj__module_shape *shape, int forward, int point_major_rows) {
+    uint32_t levels = shape->levels_per_thread;
+    if (levels == 0) {
+        const uint32_t entry = shape->n_features_per_level * (uint32_t)gj__shape_element_size(shape);
+        const uint32_t sector = entry < 32 ? 32 / entry : 1;
+        levels = forward ? 2 : 4;
+        if (point_major_rows && sector > levels) {
+            levels = sector;
+        }
     }
-    const uint64_t block_bytes = row_bytes * shape->block_size * shape->points_per_thread;
-    uint64_t per_chunk = shape->chunk_bytes / (block_bytes ? block_bytes : 1);
-    if (per_chunk == 0) {
-        per_chunk = 1;
-    }
-    if (per_chunk >= dims->grid_x) {
-        return;
-    }
-    uint64_t chunks = (dims->grid_x + per_chunk - 1) / per_chunk;
-    if (chunks > GJ__MAX_GRID_Z) {
-        chunks = GJ__MAX_GRID_Z;
-        per_chunk = (dims->grid_x + chunks - 1) / chunks;
-        chunks = (dims->grid_x + per_chunk - 1) / per_chunk;
-    }
-    dims->grid_x = (uint32_t)per_chunk;
-    dims->grid_z = (uint32_t)chunks;
+    return levels < shape->n_levels ? levels : shape->n_levels;
 }
 
-/* Whether a level-major launch stages the point-major rows at rows (module.h): possible for
- * the shape, and the rows are whole 32-bit words at a 4-byte-aligned address. */
-static int stages(const gj__module_shape *shape, const void *rows, gj_data_layout layout) {
-    return shape->stage_bytes != 0 && rows != NULL && layout == GJ_LAYOUT_AOS &&
-           (shape->padded_width * gj__shape_element_size(shape)) % 4 == 0 && (uintptr_t)rows % 4 == 0;
+/* Dynamic shared memory of a launch staging point-major rows at rows with levels per
+ * thread, or 0 where it cannot: one level per thread, groups or rows that are not whole
+ * 32-bit words, a misaligned array, too much shared memory. */
+uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, const void *rows, gj_data_layout layout) {
+    const uint32_t element = (uint32_t)gj__shape_element_size(shape);
+    const uint32_t group_bytes = levels * shape->n_features_per_level * element;
+    if (!shape->level_major || levels < 2 || !rows || layout != GJ_LAYOUT_AOS || group_bytes % 4 != 0 ||
+        (shape->padded_width * element) % 4 != 0 || (uintptr_t)rows % 4 != 0) {
+        return 0;
+    }
+    const uint64_t bytes = (uint64_t)((group_bytes / 4) | 1u) * 4u * shape->block_size * shape->points_per_thread;
+    return bytes <= GJ__STAGE_MAX_BYTES ? (uint32_t)bytes : 0;
 }
 
-/* The launch of the level-major forward or backward over rows in layout (NULL: none). */
-static void rows_dims(const gj__module_shape *shape, const void *rows, gj_data_layout layout, unsigned *stage,
-                      gj__launch_dims *dims) {
-    *stage = (unsigned)stages(shape, rows, layout);
-    if (*stage) {
-        dims->shared_bytes = shape->stage_bytes;
-    }
-    if (rows && layout == GJ_LAYOUT_AOS) {
-        chunk_dims(shape, (uint64_t)shape->padded_width * gj__shape_element_size(shape), dims);
-    }
+/* Levels per thread, staging and grid of a level-major launch over rows (y or dL/dy). */
+static void level_groups(const gj__module_shape *shape, int forward, const void *rows, gj_data_layout layout,
+                         unsigned *levels_per_thread, unsigned *stage, gj__launch_dims *dims) {
+    const uint32_t levels = gj__levels_per_thread(shape, forward, rows != NULL && layout == GJ_LAYOUT_AOS);
+    *levels_per_thread = levels;
+    dims->grid_y = (shape->n_levels + levels - 1) / levels;
+    dims->shared_bytes = gj__stage_bytes(shape, levels, rows, layout);
+    *stage = dims->shared_bytes != 0;
 }
 
 void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc, gj_forward_args *args,
@@ -363,10 +359,11 @@ void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc
     args->dy_dx = desc->dy_dx;
     args->max_level_per_point = desc->max_level_per_point;
     args->max_level = desc->max_level;
-    const int padded = shape->padded_width != shape->n_output_dims;
-    point_dims(shape, desc->n, shape->level_major ? shape->level_groups + (padded ? 1u : 0u) : 1u, dims);
+    point_dims(shape, desc->n, 1u, dims);
+    args->levels_per_thread = 1;
     if (shape->level_major) {
-        rows_dims(shape, desc->y, desc->y_layout, &args->stage, dims);
+        level_groups(shape, 1, desc->y, desc->y_layout, &args->levels_per_thread, &args->stage, dims);
+        dims->grid_y += shape->padded_width != shape->n_output_dims; /* the padding columns' slice */
     }
 }
 
@@ -387,9 +384,10 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
     args->max_level_per_point = desc->max_level_per_point;
     args->max_level = desc->max_level;
     args->aggregate_min = shape->aggregate_min;
-    point_dims(shape, desc->n, shape->level_major ? shape->level_groups : 1u, dims);
+    point_dims(shape, desc->n, 1u, dims);
+    args->levels_per_thread = 1;
     if (shape->level_major) {
-        rows_dims(shape, desc->dL_dy, desc->dL_dy_layout, &args->stage, dims);
+        level_groups(shape, 0, desc->dL_dy, desc->dL_dy_layout, &args->levels_per_thread, &args->stage, dims);
     }
 }
 
@@ -421,7 +419,6 @@ void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims) 
     dims->block = shape->block_size;
     dims->grid_x = (uint32_t)((shape->n_params + shape->block_size - 1) / shape->block_size);
     dims->grid_y = 1;
-    dims->grid_z = 1;
     dims->shared_bytes = 0;
 }
 
@@ -433,6 +430,5 @@ void gj__coarse_dims(const gj__module_shape *shape, uint32_t blocks_per_level, g
     dims->block = shape->block_size;
     dims->grid_x = blocks_per_level;
     dims->grid_y = shape->n_levels;
-    dims->grid_z = 1;
     dims->shared_bytes = shape->small_level_floats * (uint32_t)sizeof(float);
 }

@@ -18,10 +18,10 @@ static gj_status launch(gj_module *m, gj__launch_scope *scope, gj__kernel_id id,
     }
     void *params[] = {args};
     char what[160];
-    snprintf(what, sizeof what, "%s: cuLaunchKernel(%s, grid %ux%ux%u, block %u, %u bytes shared)", call,
-             gj__kernel_suffix(id), dims->grid_x, dims->grid_y, dims->grid_z, dims->block, dims->shared_bytes);
+    snprintf(what, sizeof what, "%s: cuLaunchKernel(%s, grid %ux%u, block %u, %u bytes shared)", call,
+             gj__kernel_suffix(id), dims->grid_x, dims->grid_y, dims->block, dims->shared_bytes);
     return gj__cuda_check(m->diag, m->drv,
-                          m->drv->LaunchKernel(function, dims->grid_x, dims->grid_y, dims->grid_z, dims->block, 1, 1,
+                          m->drv->LaunchKernel(function, dims->grid_x, dims->grid_y, 1, dims->block, 1, 1,
                                                dims->shared_bytes, (CUstream)stream, params, NULL),
                           what);
 }

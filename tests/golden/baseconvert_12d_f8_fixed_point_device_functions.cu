@@ -1010,8 +1010,6 @@ struct gj_encode_config {
     static constexpr int BLOCK = 256;  // kernel threads per block
     static constexpr int PPT = 1;    // kernel points per thread
     static constexpr bool LEVEL_MAJOR = true;
-    static constexpr int LPT = 1;    // level-major kernels: levels per thread
-    static constexpr int STAGE_STRIDE = 0; // words between staged rows; 0: no staging
     static constexpr gj_u32 SMALL_LEVEL_FLOATS = 0; // shared floats of NAME_backward_coarse
     static constexpr gj_u32 MODES = 32u;       // bit m: some level has index mode m
     static constexpr gj_u32 SMALL_MODES = 0u; // the same for the small levels

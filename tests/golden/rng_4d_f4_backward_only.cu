@@ -1016,10 +1016,12 @@ typedef struct gj_forward_args {
     float *dy_dx;                         /* or NULL: dy_k/dx_d at [(k * n + i) * D + d], k < n_output_dims */
     const float *max_level_per_point;     /* or NULL */
     float max_level;                      /* in [0, 1]; used when max_level_per_point is NULL */
-    /* Level-major kernels with NAME_config::LPT > 1 and point-major y rows whose level
-     * groups are whole 4-byte words: 1 stages each block's row segments in dynamic shared
-     * memory (NAME_config::STAGE_BYTES) and writes them with coalesced stores; 0 stores
-     * every output where it belongs. */
+    /* Level-major kernels: each thread handles levels_per_thread (>= 1) consecutive levels
+     * of its points; grid y = ceil(levels / levels_per_thread) level groups. stage = 1 (with
+     * point-major y rows, when a group's F * levels_per_thread outputs are whole 32-bit
+     * words): each block keeps its rows' group in dynamic shared memory, block * points per
+     * thread * ((group bytes / 4) | 1) words, and writes them with coalesced stores. */
+    unsigned int levels_per_thread;
     unsigned int stage;
 } gj_forward_args;
 
@@ -1042,13 +1044,13 @@ typedef struct gj_backward_args {
      * each of its B blocks sums a grid-stride share of the points in shared memory and
      * adds the sums to dL_dparams once. Use a few blocks per multiprocessor. */
     unsigned int coarse_blocks;
-    /* As gj_forward_args.stage, for reading point-major dL/dy rows (NAME_backward*). */
+    /* As in gj_forward_args; stage reads point-major dL/dy rows (NAME_backward*). */
+    unsigned int levels_per_thread;
     unsigned int stage;
     /* Global-atomic backward: when at least this many lanes of a full warp share their
      * cell with the lane before them (inputs ordered along rays), the lanes of each run
      * sum their contributions with shuffles and one lane adds the sums. 0: never. */
     unsigned int aggregate_min;
-    unsigned int pad0;
 } gj_backward_args;
 
 typedef struct gj_backward_backward_args {
@@ -1104,14 +1106,11 @@ typedef struct gj_cast_args {
 // memory). The per-level code is instantiated once per index mode present, not once
 // per level: gj_with_mode picks the instance for a level at run time (a uniform branch).
 //
-// Thread t of point block b handles points b * BLOCK * PPT + t + p * BLOCK, p < PPT
-// (consecutive threads, consecutive points: coalesced inputs and outputs). The point
-// block is blockIdx.x + blockIdx.z * gridDim.x: the runtime may cut the points into
-// chunks (grid.z) so that each chunk runs all its levels before the next chunk starts,
-// keeping the chunk's point-major rows in L2 until every level has written them.
-// Level-major kernels take a group of C::LPT consecutive levels from blockIdx.y (one
-// level when LPT = 1), so few levels' tables are hot in the caches at a time; each
-// thread walks the group's levels for its points. Point-major kernels walk all levels.
+// Thread t of block b handles points b * BLOCK * PPT + t + p * BLOCK, p < PPT
+// (consecutive threads, consecutive points: coalesced inputs and outputs).
+// Level-major kernels take a group of args.levels_per_thread consecutive levels from
+// blockIdx.y, so few levels' tables are hot in the caches at a time; each thread walks the
+// group's levels for its points. Point-major kernels walk all levels per point.
 // ---------------------------------------------------------------------------
 #ifndef GJ_KERNELS_CUH
 #define GJ_KERNELS_CUH
@@ -1126,10 +1125,9 @@ GJ_INLINE float gj_point_max_level(const float* per_point, float scalar, gj_u64 
     return per_point ? per_point[i] : scalar;
 }
 
-// The first point of this block (grid.z chunks the point blocks, see above).
 template <class C>
 GJ_INLINE gj_u64 gj_block_first_point() {
-    return ((gj_u64)blockIdx.z * gridDim.x + blockIdx.x) * (gj_u64)(C::BLOCK * C::PPT);
+    return (gj_u64)blockIdx.x * (gj_u64)(C::BLOCK * C::PPT);
 }
 
 template <class C>
@@ -1169,51 +1167,53 @@ GJ_INLINE void gj_store_point(float* base, gj_u64 stride_point, gj_u64 stride_di
     for (int d = 0; d < C::D; ++d) base[i * stride_point + (gj_u64)d * stride_dim] = v[d];
 }
 
-// ---- forward -----------------------------------------------------------------
 // ---- point-major rows staged in shared memory ----------------------------------------
-// Level-major kernels with C::LPT > 1 whose level group is whole 32-bit words of a row:
-// a block's points keep the group's outputs (or dL/dy values) in shared memory, WORDS
-// words per row, rows STRIDE words apart (odd, so that threads storing the same word of
-// their rows hit different banks), and the block moves them between shared memory and
-// the point-major rows with coalesced word copies: a warp writes whole sectors where
-// each thread alone would write a few bytes of 32 different rows.
-template <class C>
-struct gj_stage {
-    typedef typename C::param_t T;
-    static constexpr int ROW_BYTES = C::LPT * C::F * (int)sizeof(T);
-    static constexpr bool ENABLED = C::LEVEL_MAJOR && C::LPT > 1 && ROW_BYTES % 4 == 0;
-    static constexpr int WORDS = ROW_BYTES / 4;
-    static constexpr int STRIDE = WORDS | 1;
-    static constexpr int ROWS = C::BLOCK * C::PPT;
-};
-
-// This thread's row of point i in the block's stage.
-template <class C>
-GJ_INLINE typename C::param_t* gj_stage_row(gj_u32* stage, gj_u64 i) {
-    return (typename C::param_t*)(stage + (i - gj_block_first_point<C>()) * gj_stage<C>::STRIDE);
-}
-
-// STORE: the block's staged rows to words word_offset.. of the point-major rows of
-// `rows` (row_words words apart); else the other way.
-template <class C, bool STORE>
-GJ_INLINE void gj_copy_stage(gj_u32* stage, const void* rows, gj_u64 n, gj_u64 row_words, gj_u32 word_offset) {
-    typedef gj_stage<C> S;
-    const gj_u64 first = gj_block_first_point<C>();
-    if (first >= n) return;
-    const gj_u32 count = (gj_u32)min((gj_u64)S::ROWS, n - first) * S::WORDS;
-    gj_u32* base = (gj_u32*)rows + first * row_words + word_offset;
-    for (gj_u32 w = threadIdx.x; w < count; w += C::BLOCK) {
-        const gj_u32 r = w / S::WORDS, k = w - r * S::WORDS;
-        if constexpr (STORE) base[r * row_words + k] = stage[r * S::STRIDE + k];
-        else stage[r * S::STRIDE + k] = base[r * row_words + k];
-    }
-}
-
-// The dynamic shared memory of a staging kernel.
+// Level-major kernels whose level group is whole 32-bit words of a row (args.stage): a
+// block's points keep the group's outputs (or dL/dy values) in shared memory, `words` words
+// per row, rows `stride` words apart (odd, so that threads storing the same word of their
+// rows hit different banks), and the block moves them between shared memory and the
+// point-major rows with coalesced word copies: a warp writes whole sectors where each
+// thread alone would write a few bytes of 32 different rows.
 GJ_INLINE gj_u32* gj_stage_memory() {
     extern __shared__ gj_u32 gj_stage_words[];
     return gj_stage_words;
 }
+
+template <class C>
+struct gj_stage {
+    typedef typename C::param_t T;
+    static constexpr gj_u32 ROWS = C::BLOCK * C::PPT;
+    gj_u32* words_base; // the block's dynamic shared memory
+    gj_u32 words, stride;
+    GJ_INLINE explicit gj_stage(gj_u32 levels_per_thread)
+        : words_base(gj_stage_memory()), words(levels_per_thread * C::F * (gj_u32)sizeof(T) / 4u), stride(words | 1u) {}
+    // The staged row of point i (of this block).
+    GJ_INLINE T* row(gj_u64 i) const { return (T*)(words_base + (i - gj_block_first_point<C>()) * stride); }
+    // STORE: the staged rows to words word_offset.. of the point-major rows of `rows`
+    // (row_words words apart); else the other way.
+    template <bool STORE>
+    GJ_INLINE void copy(const void* rows, gj_u64 n, gj_u64 row_words, gj_u32 word_offset) const {
+        const gj_u64 first = gj_block_first_point<C>();
+        if (first >= n) return;
+        const gj_u32 count = (gj_u32)min((gj_u64)ROWS, n - first) * words;
+        gj_u32* base = (gj_u32*)rows + first * row_words + word_offset;
+        for (gj_u32 w = threadIdx.x; w < count; w += C::BLOCK) {
+            const gj_u32 r = w / words, k = w - r * words;
+            if constexpr (STORE) base[r * row_words + k] = words_base[r * stride + k];
+            else words_base[r * stride + k] = base[r * row_words + k];
+        }
+    }
+};
+
+// The levels of level-major group blockIdx.y: [first, last).
+template <class C>
+struct gj_level_group {
+    gj_u32 first, last;
+    GJ_INLINE explicit gj_level_group(gj_u32 levels_per_thread)
+        : first(blockIdx.y * levels_per_thread), last(min(first + levels_per_thread, (gj_u32)C::L)) {}
+    // Word offset of the group in a point-major row.
+    GJ_INLINE gj_u32 word_offset() const { return first * C::F * (gj_u32)sizeof(typename C::param_t) / 4u; }
+};
 
 // ---- forward -----------------------------------------------------------------
 template <class C, bool DYDX>
@@ -1222,7 +1222,7 @@ struct gj_forward_op {
     gj_u64 i;
     float x[C::D];
     float limit;
-    typename C::param_t* staged; // this point's staged row (level group `first`), or null
+    typename C::param_t* staged; // this point's staged row (level group starting at `first`), or null
     gj_u32 first;
 
     template <int MODE>
@@ -1237,7 +1237,7 @@ struct gj_forward_op {
             gj_zero(y);
             gj_zero(dydx);
         }
-        if (gj_stage<C>::ENABLED && staged) {
+        if (C::LEVEL_MAJOR && staged) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) staged[(level - first) * C::F + f] = gj_from_float<T>(y[f]);
         } else if (a.y) {
@@ -1269,49 +1269,33 @@ GJ_INLINE void gj_visit_levels(Op& op) {
     for (gj_u32 level = 0; level < C::L; ++level) gj_visit_level<C, LV>(level, op);
 }
 
-// The levels of level-major group `group`: [first, last).
-template <class C>
-struct gj_level_group {
-    static constexpr gj_u32 COUNT = (C::L + C::LPT - 1) / C::LPT;
-    gj_u32 first, last;
-    GJ_INLINE explicit gj_level_group(gj_u32 group)
-        : first(group * C::LPT), last(min(group * C::LPT + C::LPT, (gj_u32)C::L)) {}
-};
-
-// The levels first..last - 1 of point op (one level: no loop).
+// The levels of a level group of point op, in turn.
 template <class C, class LV, class Op>
 GJ_INLINE void gj_visit_group(const gj_level_group<C>& group, Op& op) {
-    if constexpr (C::LPT == 1) {
-        gj_visit_level<C, LV>(group.first, op);
-    } else {
 #pragma unroll 1
-        for (gj_u32 level = group.first; level < group.last; ++level) gj_visit_level<C, LV>(level, op);
-    }
+    for (gj_u32 level = group.first; level < group.last; ++level) gj_visit_level<C, LV>(level, op);
 }
 
 template <class C, class LV, bool DYDX>
 GJ_INLINE void gj_forward_points(const gj_forward_args& a) {
     typedef typename C::param_t T;
     if constexpr (C::LEVEL_MAJOR) {
-        if (blockIdx.y >= gj_level_group<C>::COUNT) { // the slice that writes the padding columns
+        const gj_level_group<C> group(a.levels_per_thread);
+        if (group.first >= C::L) { // the slice that writes the padding columns
             if (a.y) gj_for_each_point<C>(a.n, [&](gj_u64 i) { gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i); });
             return;
         }
-        const gj_level_group<C> group(blockIdx.y);
-        const bool staged = gj_stage<C>::ENABLED && a.stage;
+        const gj_stage<C> stage(a.levels_per_thread);
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_forward_op<C, DYDX> op{a, i};
             gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
             op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
-            if (staged) op.staged = gj_stage_row<C>(gj_stage_memory(), i), op.first = group.first;
+            if (a.stage) op.staged = stage.row(i), op.first = group.first;
             gj_visit_group<C, LV>(group, op);
         });
-        if constexpr (gj_stage<C>::ENABLED) {
-            if (staged) {
-                __syncthreads();
-                gj_copy_stage<C, true>(gj_stage_memory(), a.y, a.n, a.y_stride_point * sizeof(T) / 4,
-                                       group.first * C::F * (gj_u32)sizeof(T) / 4);
-            }
+        if (a.stage) {
+            __syncthreads();
+            stage.template copy<true>(a.y, a.n, a.y_stride_point * sizeof(T) / 4, group.word_offset());
         }
     } else {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
@@ -1368,7 +1352,7 @@ GJ_INLINE void gj_backward_at(const gj_backward_args& a, const gj_u64& i, gj_u32
                               const typename C::param_t* staged = nullptr) {
     typedef typename C::param_t T;
     float g[C::F];
-    if (gj_stage<C>::ENABLED && staged) {
+    if (C::LEVEL_MAJOR && staged) {
 #pragma unroll
         for (int f = 0; f < C::F; ++f) g[f] = gj_to_float(staged[f]);
     } else {
@@ -1393,7 +1377,7 @@ struct gj_backward_op {
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::grad_t G;
         if (!((float)level < limit)) return; // inactive levels get no gradient
-        if (C::LPT > 1 && gj_coarse_level<C>(a, lv)) return; // NAME_backward_coarse's
+        if (C::LEVEL_MAJOR && gj_coarse_level<C>(a, lv)) return; // NAME_backward_coarse's
         gj_backward_at<C, MODE, PARAMS, INPUT, G>(
             a, i, level, lv, x, dldx, [&] { return PARAMS ? (G*)a.dL_dparams + lv.offset : nullptr; },
             staged ? staged + (level - first) * C::F : nullptr);
@@ -1419,37 +1403,20 @@ GJ_INLINE void gj_add_point_dldx(const gj_backward_args& a, gj_u64 i, const floa
     }
 }
 
-// Level-major, global atomics: one block, one level, BLOCK * PPT points.
-template <class C, class LV, bool PARAMS, bool INPUT>
-GJ_INLINE void gj_backward_level(const gj_backward_args& a, gj_u32 level) {
-    const gj_level lv = LV::at(level);
-    if (gj_coarse_level<C>(a, lv)) return;
-    gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
-        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
-            gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
-            op.template run<decltype(mode)::value>(level, lv);
-            if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
-        });
-    });
-}
-
-// Level-major with several levels per thread: the group's levels in turn for each point,
-// dL/dx summed over them before the atomics.
+// Level-major: the levels of this block's group in turn for each point, dL/dx summed over
+// them before the atomics (levels in other groups add theirs).
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_group(const gj_backward_args& a) {
     typedef typename C::param_t T;
-    const gj_level_group<C> group(blockIdx.y);
-    const bool staged = gj_stage<C>::ENABLED && a.stage;
-    if constexpr (gj_stage<C>::ENABLED) {
-        if (staged) {
-            gj_copy_stage<C, false>(gj_stage_memory(), a.dL_dy, a.n, a.dy_stride_point * sizeof(T) / 4,
-                                    group.first * C::F * (gj_u32)sizeof(T) / 4);
-            __syncthreads();
-        }
+    const gj_level_group<C> group(a.levels_per_thread);
+    const gj_stage<C> stage(a.levels_per_thread);
+    if (a.stage) {
+        stage.template copy<false>(a.dL_dy, a.n, a.dy_stride_point * sizeof(T) / 4, group.word_offset());
+        __syncthreads();
     }
     gj_for_each_point<C>(a.n, [&](gj_u64 i) {
         gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
-        if (staged) op.staged = gj_stage_row<C>(gj_stage_memory(), i), op.first = group.first;
+        if (a.stage) op.staged = stage.row(i), op.first = group.first;
         gj_visit_group<C, LV>(group, op);
         if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
     });
@@ -1457,9 +1424,7 @@ GJ_INLINE void gj_backward_group(const gj_backward_args& a) {
 
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
-    if constexpr (C::LEVEL_MAJOR && C::LPT == 1) {
-        gj_backward_level<C, LV, PARAMS, INPUT>(a, blockIdx.y);
-    } else if constexpr (C::LEVEL_MAJOR) {
+    if constexpr (C::LEVEL_MAJOR) {
         gj_backward_group<C, LV, PARAMS, INPUT>(a);
     } else {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
@@ -1647,8 +1612,6 @@ struct gj_encode_config {
     static constexpr int BLOCK = 256;  // kernel threads per block
     static constexpr int PPT = 1;    // kernel points per thread
     static constexpr bool LEVEL_MAJOR = true;
-    static constexpr int LPT = 1;    // level-major kernels: levels per thread
-    static constexpr int STAGE_STRIDE = 0; // words between staged rows; 0: no staging
     static constexpr gj_u32 SMALL_LEVEL_FLOATS = 0; // shared floats of NAME_backward_coarse
     static constexpr gj_u32 MODES = 32u;       // bit m: some level has index mode m
     static constexpr gj_u32 SMALL_MODES = 0u; // the same for the small levels
@@ -1695,7 +1658,9 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
 // Block: 256 threads. Grid x: ceil(n / 256) blocks.
 // ---------------------------------------------------------------------------
 
-// Grid y: 3 (one per level; dL_dx is summed atomically: zero it first).
+// Grid y: ceil(levels / args.levels_per_thread), one per level group (dL_dx is summed atomically: zero it first).
+// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
+// element bytes / 4) | 1) words of dynamic shared memory.
 __global__ void __launch_bounds__(256) gj_encode_backward(const gj_backward_args args) {
     gj_backward_kernel<gj_encode_config, gj_encode_levels>(args);
 }
@@ -1705,7 +1670,9 @@ __global__ void __launch_bounds__(256) gj_encode_backward_coarse(const gj_backwa
     gj_backward_coarse_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
-// Grid y: 3 (one per level; dL_dx is summed atomically: zero it first).
+// Grid y: ceil(levels / args.levels_per_thread), one per level group (dL_dx is summed atomically: zero it first).
+// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
+// element bytes / 4) | 1) words of dynamic shared memory.
 __global__ void __launch_bounds__(256) gj_encode_backward_input(const gj_backward_args args) {
     gj_backward_input_kernel<gj_encode_config, gj_encode_levels>(args);
 }
@@ -1715,7 +1682,9 @@ __global__ void __launch_bounds__(256) gj_encode_backward_input_coarse(const gj_
     gj_backward_input_coarse_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
-// Grid y: 3 (one per level; dL_dx is summed atomically: zero it first).
+// Grid y: ceil(levels / args.levels_per_thread), one per level group (dL_dx is summed atomically: zero it first).
+// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
+// element bytes / 4) | 1) words of dynamic shared memory.
 __global__ void __launch_bounds__(256) gj_encode_backward_dx(const gj_backward_args args) {
     gj_backward_dx_kernel<gj_encode_config, gj_encode_levels>(args);
 }
