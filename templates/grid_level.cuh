@@ -122,27 +122,35 @@ struct gj_grad_words {
     static constexpr bool HALF = sizeof(typename C::grad_t) == 2;
     static constexpr int N = HALF ? C::F / 2 : C::F; // words per entry
     gj_u32 w[N > 0 ? N : 1];
-    GJ_INLINE gj_grad_words(float weight, const float (&g)[C::F]) {
+    // The values v (already weighted).
+    GJ_INLINE explicit gj_grad_words(const float (&v)[C::F]) {
 #pragma unroll
         for (int k = 0; k < N; ++k) {
-            w[k] = HALF ? gj_pack_half2(weight * g[2 * k], weight * g[2 * k + 1]) : __float_as_uint(weight * g[k]);
+            w[k] = HALF ? gj_pack_half2(v[2 * k], v[2 * k + 1]) : __float_as_uint(v[k]);
         }
     }
 };
 
-// Adds weight * g to the gradient of one entry (atomically: other points share it), with
-// vector reductions of up to 16 bytes. SHARED: grad is a block's fp32 shared-memory copy
-// of a level (plain shared atomics).
+// weight * g, the contribution of one corner to its entry's gradient.
+template <int F>
+GJ_INLINE void gj_weighted(float weight, const float (&g)[F], float (&v)[F]) {
+#pragma unroll
+    for (int f = 0; f < F; ++f) v[f] = weight * g[f];
+}
+
+// Adds v to the gradient of one entry (atomically: other points share it), with vector
+// reductions of up to 16 bytes. SHARED: grad is a block's fp32 shared-memory copy of a
+// level (plain shared atomics).
 template <class C, bool SHARED = false, class G>
-GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, const float (&g)[C::F]) {
+GJ_INLINE void gj_add_entry_values(G* __restrict__ grad, gj_u32 index, const float (&values)[C::F]) {
     constexpr int F = C::F;
     if constexpr (SHARED) {
         float* p = (float*)grad + (gj_u64)index * F;
 #pragma unroll
-        for (int f = 0; f < F; ++f) atomicAdd(p + f, weight * g[f]);
+        for (int f = 0; f < F; ++f) atomicAdd(p + f, values[f]);
     } else {
         static_assert(sizeof(G) == 4 || F % 2 == 0, "fp16 gradients are accumulated in pairs; F = 1 accumulates in fp32");
-        const gj_grad_words<C> v(weight, g);
+        const gj_grad_words<C> v(values);
         constexpr int N = gj_grad_words<C>::N;
         constexpr bool HALF = gj_grad_words<C>::HALF;
         gj_u32* p = (gj_u32*)(grad + (gj_u64)index * F);
@@ -157,25 +165,42 @@ GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, co
     }
 }
 
+// Adds weight * g to the gradient of one entry.
+template <class C, bool SHARED = false, class G>
+GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, const float (&g)[C::F]) {
+    float v[C::F];
+    gj_weighted<C::F>(weight, g, v);
+    gj_add_entry_values<C, SHARED>(grad, index, v);
+}
+
 // The two corners of an x-edge. When their entries are the two halves of one aligned
 // 8- or 16-byte pair (i0 ^ i1 == 1: dense levels with an even lower index, CoherentPrime
 // with an even x, and the level starting at an even entry: a Tiled level of odd size
 // leaves the next one at an odd offset), one vector reduction adds both.
 template <class C, bool SHARED = false, class G>
-GJ_INLINE void gj_add_edge(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, float w0, float w1, const float (&g)[C::F]) {
+GJ_INLINE void gj_add_edge_values(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, const float (&v0)[C::F],
+                                  const float (&v1)[C::F]) {
     constexpr int N = gj_grad_words<C>::N;
     if constexpr (!SHARED && (N == 1 || N == 2)) {
         gj_u32* p = (gj_u32*)(grad + (gj_u64)(i0 & ~1u) * C::F);
         if ((i0 ^ i1) == 1u && ((gj_u64)p & (2u * N * sizeof(gj_u32) - 1u)) == 0u) {
             const bool swap = i0 & 1u;
-            const gj_grad_words<C> lo(swap ? w1 : w0, g), hi(swap ? w0 : w1, g);
+            const gj_grad_words<C> lo(swap ? v1 : v0), hi(swap ? v0 : v1);
             if constexpr (N == 1) gj_red_v2_u32(p, lo.w[0], hi.w[0], gj_grad_words<C>::HALF);
             else gj_red_v4_u32(p, lo.w[0], lo.w[1], hi.w[0], hi.w[1], gj_grad_words<C>::HALF);
             return;
         }
     }
-    gj_add_entry<C, SHARED>(grad, i0, w0, g);
-    gj_add_entry<C, SHARED>(grad, i1, w1, g);
+    gj_add_entry_values<C, SHARED>(grad, i0, v0);
+    gj_add_entry_values<C, SHARED>(grad, i1, v1);
+}
+
+template <class C, bool SHARED = false, class G>
+GJ_INLINE void gj_add_edge(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, float w0, float w1, const float (&g)[C::F]) {
+    float v0[C::F], v1[C::F];
+    gj_weighted<C::F>(w0, g, v0);
+    gj_weighted<C::F>(w1, g, v1);
+    gj_add_edge_values<C, SHARED>(grad, i0, i1, v0, v1);
 }
 
 // Corner `corner` (bit d set: upper neighbour along d) of the cell at c.
@@ -295,14 +320,55 @@ GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typena
     }
 }
 
+// ---- warp aggregation of gradients (inputs ordered along rays) -------------------------
+// Neighbouring samples of a ray fall into the same cell of the coarser levels: their lanes
+// would add to the same entries one after the other. Lanes whose cell equals the previous
+// lane's extend that lane's run; the runs sum their contributions with shuffles and the
+// first lane of each run adds the sums.
+template <class C>
+struct gj_warp_runs {
+    // Only where the sums are few (2^D corners x F values, shuffled 5 times each).
+    static constexpr bool ENABLED = C::D <= 3 && C::F <= 4 && C::INTERP != GJ_INTERP_NEAREST && !C::STOCHASTIC;
+    gj_u32 lane, end; // this lane, and the last lane of its run
+    bool head;        // first lane of its run: adds the run's sums
+};
+
+// Whether the (full, converged) warp has at least min_same lanes in the cell of the lane
+// before them; if so, runs describes this lane's run.
+template <int D>
+GJ_INLINE bool gj_find_runs(const gj_u32 (&c)[D], gj_u32 min_same, gj_u32& lane, gj_u32& end, bool& head) {
+    if (min_same == 0u || __activemask() != 0xffffffffu) return false;
+    lane = threadIdx.x & 31u;
+    bool same = lane != 0u;
+#pragma unroll
+    for (int d = 0; d < D; ++d) same = (__shfl_up_sync(0xffffffffu, c[d], 1) == c[d]) && same;
+    const gj_u32 joined = __ballot_sync(0xffffffffu, same);
+    if ((gj_u32)__popc(joined) < min_same) return false;
+    const gj_u32 later_heads = ~joined & ~((2u << lane) - 1u); // lane 31: 2u << 31 == 0, no later lane
+    end = later_heads ? (gj_u32)(__ffs((int)later_heads) - 2) : 31u;
+    head = !same;
+    return true;
+}
+
+// The sum of v over lanes lane..end (a run), valid in the run's first lane.
+GJ_INLINE float gj_run_sum(float v, gj_u32 lane, gj_u32 end) {
+#pragma unroll
+    for (gj_u32 offset = 1; offset < 32; offset <<= 1) {
+        const float other = __shfl_down_sync(0xffffffffu, v, offset);
+        if (lane + offset <= end) v += other;
+    }
+    return v;
+}
+
 // ---- backward ----------------------------------------------------------------------
 // g: dL/dy of this level. PARAMS: dL/dparams += (atomically, into grad = the level's
 // gradient base). INPUT: dldx += dL/dx contribution of this level. u: the stochastic
-// interpolation sample of this (point, level), used when C::STOCHASTIC.
+// interpolation sample of this (point, level), used when C::STOCHASTIC. aggregate_min:
+// see gj_find_runs (0: every lane adds its own contributions).
 template <class C, int MODE, bool PARAMS, bool INPUT, class G = typename C::grad_t, bool SHARED = false>
 GJ_INLINE void gj_level_backward(const float* x, const gj_level& lv, const typename C::param_t* __restrict__ grid,
                                  const float (&g)[C::F],
-                                 G* __restrict__ grad, float (&dldx)[C::D], float u) {
+                                 G* __restrict__ grad, float (&dldx)[C::D], float u, gj_u32 aggregate_min = 0u) {
     constexpr int D = C::D, F = C::F;
     gj_u32 c[D];
     float t[D];
@@ -324,6 +390,13 @@ GJ_INLINE void gj_level_backward(const float* x, const gj_level& lv, const typen
         gj_add_entry<C, SHARED>(grad, gj_corner_index<D, C::HASH, MODE>(v, lv), 1.0f, g);
     }
 
+    // Runs of lanes in one cell (global atomics only): their sums, added by each run's head.
+    [[maybe_unused]] bool runs = false;
+    [[maybe_unused]] gj_warp_runs<C> run{};
+    if constexpr (PARAMS && !SHARED && gj_warp_runs<C>::ENABLED) {
+        runs = gj_find_runs<D>(c, aggregate_min, run.lane, run.end, run.head);
+    }
+
     if constexpr ((PARAMS && !C::STOCHASTIC) || INPUT) {
         // Corners in x-edges (2e, 2e + 1), as in the forward pass.
 #pragma unroll (gj_corner_unroll<D - 1>::value)
@@ -339,8 +412,23 @@ GJ_INLINE void gj_level_backward(const float* x, const gj_level& lv, const typen
                 gj_load_entry<C>(grid, index[1], val[1]);
             }
             if constexpr (PARAMS && !C::STOCHASTIC) {
-                gj_add_edge<C, SHARED>(grad, index[0], index[1], gj_weight_product<D>(w, edge << 1, -1, -1),
-                                       gj_weight_product<D>(w, (edge << 1) | 1u, -1, -1), g);
+                const float w0 = gj_weight_product<D>(w, edge << 1, -1, -1);
+                const float w1 = gj_weight_product<D>(w, (edge << 1) | 1u, -1, -1);
+                if constexpr (!SHARED && gj_warp_runs<C>::ENABLED) {
+                    if (runs) {
+                        float s0[F], s1[F];
+#pragma unroll
+                        for (int f = 0; f < F; ++f) {
+                            s0[f] = gj_run_sum(w0 * g[f], run.lane, run.end);
+                            s1[f] = gj_run_sum(w1 * g[f], run.lane, run.end);
+                        }
+                        if (run.head) gj_add_edge_values<C, SHARED>(grad, index[0], index[1], s0, s1);
+                    } else {
+                        gj_add_edge<C, SHARED>(grad, index[0], index[1], w0, w1, g);
+                    }
+                } else {
+                    gj_add_edge<C, SHARED>(grad, index[0], index[1], w0, w1, g);
+                }
             }
 #pragma unroll
             for (int side = 0; side < 2; ++side) {

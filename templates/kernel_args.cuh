@@ -21,7 +21,13 @@ typedef struct gj_forward_args {
     float *dy_dx;                         /* or NULL: dy_k/dx_d at [(k * n + i) * D + d], k < n_output_dims */
     const float *max_level_per_point;     /* or NULL */
     float max_level;                      /* in [0, 1]; used when max_level_per_point is NULL */
-    unsigned int pad0;
+    /* Level-major kernels: each thread handles levels_per_thread (>= 1) consecutive levels
+     * of its points; grid y = ceil(levels / levels_per_thread) level groups. stage = 1 (with
+     * point-major y rows, when a group's F * levels_per_thread outputs are whole 32-bit
+     * words): each block keeps its rows' group in dynamic shared memory, block * points per
+     * thread * ((group bytes / 4) | 1) words, and writes them with coalesced stores. */
+    unsigned int levels_per_thread;
+    unsigned int stage;
 } gj_forward_args;
 
 typedef struct gj_backward_args {
@@ -43,6 +49,13 @@ typedef struct gj_backward_args {
      * each of its B blocks sums a grid-stride share of the points in shared memory and
      * adds the sums to dL_dparams once. Use a few blocks per multiprocessor. */
     unsigned int coarse_blocks;
+    /* As in gj_forward_args; stage reads point-major dL/dy rows (NAME_backward*). */
+    unsigned int levels_per_thread;
+    unsigned int stage;
+    /* Global-atomic backward: when at least this many lanes of a full warp share their
+     * cell with the lane before them (inputs ordered along rays), the lanes of each run
+     * sum their contributions with shuffles and one lane adds the sums. 0: never. */
+    unsigned int aggregate_min;
 } gj_backward_args;
 
 typedef struct gj_backward_backward_args {

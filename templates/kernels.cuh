@@ -10,8 +10,9 @@
 //
 // Thread t of block b handles points b * BLOCK * PPT + t + p * BLOCK, p < PPT
 // (consecutive threads, consecutive points: coalesced inputs and outputs).
-// Level-major kernels take the level from blockIdx.y, so one level's table is hot
-// in the caches at a time; point-major kernels walk all levels per point.
+// Level-major kernels take a group of args.levels_per_thread consecutive levels from
+// blockIdx.y, so few levels' tables are hot in the caches at a time; each thread walks the
+// group's levels for its points. Point-major kernels walk all levels per point.
 // ---------------------------------------------------------------------------
 #ifndef GJ_KERNELS_CUH
 #define GJ_KERNELS_CUH
@@ -27,8 +28,13 @@ GJ_INLINE float gj_point_max_level(const float* per_point, float scalar, gj_u64 
 }
 
 template <class C>
+GJ_INLINE gj_u64 gj_block_first_point() {
+    return (gj_u64)blockIdx.x * (gj_u64)(C::BLOCK * C::PPT);
+}
+
+template <class C>
 GJ_INLINE gj_u64 gj_first_point() {
-    return (gj_u64)blockIdx.x * (gj_u64)(C::BLOCK * C::PPT) + threadIdx.x;
+    return gj_block_first_point<C>() + threadIdx.x;
 }
 
 // body(i) for each of this thread's PPT points below n.
@@ -63,6 +69,54 @@ GJ_INLINE void gj_store_point(float* base, gj_u64 stride_point, gj_u64 stride_di
     for (int d = 0; d < C::D; ++d) base[i * stride_point + (gj_u64)d * stride_dim] = v[d];
 }
 
+// ---- point-major rows staged in shared memory ----------------------------------------
+// Level-major kernels whose level group is whole 32-bit words of a row (args.stage): a
+// block's points keep the group's outputs (or dL/dy values) in shared memory, `words` words
+// per row, rows `stride` words apart (odd, so that threads storing the same word of their
+// rows hit different banks), and the block moves them between shared memory and the
+// point-major rows with coalesced word copies: a warp writes whole sectors where each
+// thread alone would write a few bytes of 32 different rows.
+GJ_INLINE gj_u32* gj_stage_memory() {
+    extern __shared__ gj_u32 gj_stage_words[];
+    return gj_stage_words;
+}
+
+template <class C>
+struct gj_stage {
+    typedef typename C::param_t T;
+    static constexpr gj_u32 ROWS = C::BLOCK * C::PPT;
+    gj_u32* words_base; // the block's dynamic shared memory
+    gj_u32 words, stride;
+    GJ_INLINE explicit gj_stage(gj_u32 levels_per_thread)
+        : words_base(gj_stage_memory()), words(levels_per_thread * C::F * (gj_u32)sizeof(T) / 4u), stride(words | 1u) {}
+    // The staged row of point i (of this block).
+    GJ_INLINE T* row(gj_u64 i) const { return (T*)(words_base + (i - gj_block_first_point<C>()) * stride); }
+    // STORE: the staged rows to words word_offset.. of the point-major rows of `rows`
+    // (row_words words apart); else the other way.
+    template <bool STORE>
+    GJ_INLINE void copy(const void* rows, gj_u64 n, gj_u64 row_words, gj_u32 word_offset) const {
+        const gj_u64 first = gj_block_first_point<C>();
+        if (first >= n) return;
+        const gj_u32 count = (gj_u32)min((gj_u64)ROWS, n - first) * words;
+        gj_u32* base = (gj_u32*)rows + first * row_words + word_offset;
+        for (gj_u32 w = threadIdx.x; w < count; w += C::BLOCK) {
+            const gj_u32 r = w / words, k = w - r * words;
+            if constexpr (STORE) base[r * row_words + k] = words_base[r * stride + k];
+            else words_base[r * stride + k] = base[r * row_words + k];
+        }
+    }
+};
+
+// The levels of level-major group blockIdx.y: [first, last).
+template <class C>
+struct gj_level_group {
+    gj_u32 first, last;
+    GJ_INLINE explicit gj_level_group(gj_u32 levels_per_thread)
+        : first(blockIdx.y * levels_per_thread), last(min(first + levels_per_thread, (gj_u32)C::L)) {}
+    // Word offset of the group in a point-major row.
+    GJ_INLINE gj_u32 word_offset() const { return first * C::F * (gj_u32)sizeof(typename C::param_t) / 4u; }
+};
+
 // ---- forward -----------------------------------------------------------------
 template <class C, bool DYDX>
 struct gj_forward_op {
@@ -70,6 +124,8 @@ struct gj_forward_op {
     gj_u64 i;
     float x[C::D];
     float limit;
+    typename C::param_t* staged; // this point's staged row (level group starting at `first`), or null
+    gj_u32 first;
 
     template <int MODE>
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
@@ -83,7 +139,10 @@ struct gj_forward_op {
             gj_zero(y);
             gj_zero(dydx);
         }
-        if (a.y) {
+        if (C::LEVEL_MAJOR && staged) {
+#pragma unroll
+            for (int f = 0; f < C::F; ++f) staged[(level - first) * C::F + f] = gj_from_float<T>(y[f]);
+        } else if (a.y) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) gj_store_element<C>(a.y, a.y_stride_point, a.y_stride_feature, i, level * C::F + f, y[f]);
         }
@@ -112,23 +171,43 @@ GJ_INLINE void gj_visit_levels(Op& op) {
     for (gj_u32 level = 0; level < C::L; ++level) gj_visit_level<C, LV>(level, op);
 }
 
+// The levels of a level group of point op, in turn.
+template <class C, class LV, class Op>
+GJ_INLINE void gj_visit_group(const gj_level_group<C>& group, Op& op) {
+#pragma unroll 1
+    for (gj_u32 level = group.first; level < group.last; ++level) gj_visit_level<C, LV>(level, op);
+}
+
 template <class C, class LV, bool DYDX>
 GJ_INLINE void gj_forward_points(const gj_forward_args& a) {
-    gj_for_each_point<C>(a.n, [&](gj_u64 i) {
-        gj_forward_op<C, DYDX> op{a, i};
-        gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-        op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
-        if constexpr (C::LEVEL_MAJOR) {
-            // blockIdx.y == L is the slice that writes the padding columns.
-            if (blockIdx.y < C::L) {
-                gj_visit_level<C, LV>(blockIdx.y, op);
-                return;
-            }
-        } else {
-            gj_visit_levels<C, LV>(op);
+    typedef typename C::param_t T;
+    if constexpr (C::LEVEL_MAJOR) {
+        const gj_level_group<C> group(a.levels_per_thread);
+        if (group.first >= C::L) { // the slice that writes the padding columns
+            if (a.y) gj_for_each_point<C>(a.n, [&](gj_u64 i) { gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i); });
+            return;
         }
-        if (a.y) gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
-    });
+        const gj_stage<C> stage(a.levels_per_thread);
+        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
+            gj_forward_op<C, DYDX> op{a, i};
+            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            if (a.stage) op.staged = stage.row(i), op.first = group.first;
+            gj_visit_group<C, LV>(group, op);
+        });
+        if (a.stage) {
+            __syncthreads();
+            stage.template copy<true>(a.y, a.n, a.y_stride_point * sizeof(T) / 4, group.word_offset());
+        }
+    } else {
+        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
+            gj_forward_op<C, DYDX> op{a, i};
+            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            gj_visit_levels<C, LV>(op);
+            if (a.y) gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
+        });
+    }
 }
 
 // y alone, and y (if asked) with dy/dx: separate kernels, because the one with dy/dx
@@ -161,14 +240,29 @@ GJ_INLINE void gj_load_dl_dy(const void* dl_dy, gj_u64 stride_point, gj_u64 stri
 // and the target asked for last keep the kernels' PTX as it was when each caller spelled
 // this out (by value, or with the pointer computed first, the compiler orders some
 // instructions differently).
+// Whether level-major backward leaves this level to NAME_backward_coarse.
+template <class C>
+GJ_INLINE bool gj_coarse_level(const gj_backward_args& a, const gj_level& lv) {
+    return lv.small && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
+}
+
+// staged: the level's F values of dL/dy in the block's stage (level-group kernels reading
+// point-major rows), else null (read from a.dL_dy).
 template <class C, int MODE, bool PARAMS, bool INPUT, class G, bool SHARED = false, class Grad>
 GJ_INLINE void gj_backward_at(const gj_backward_args& a, const gj_u64& i, gj_u32 level, const gj_level& lv,
-                              const float (&x)[C::D], float (&dldx)[C::D], Grad&& grad) {
+                              const float (&x)[C::D], float (&dldx)[C::D], Grad&& grad,
+                              const typename C::param_t* staged = nullptr) {
     typedef typename C::param_t T;
     float g[C::F];
-    gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
+    if (C::LEVEL_MAJOR && staged) {
+#pragma unroll
+        for (int f = 0; f < C::F; ++f) g[f] = gj_to_float(staged[f]);
+    } else {
+        gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
+    }
     const float u = C::STOCHASTIC && PARAMS ? gj_stochastic_sample(i, level, a.n) : 0.0f;
-    gj_level_backward<C, MODE, PARAMS, INPUT, G, SHARED>(x, lv, (const T*)a.params + lv.offset, g, grad(), dldx, u);
+    gj_level_backward<C, MODE, PARAMS, INPUT, G, SHARED>(x, lv, (const T*)a.params + lv.offset, g, grad(), dldx, u,
+                                                         SHARED ? 0u : a.aggregate_min);
 }
 
 template <class C, bool PARAMS, bool INPUT>
@@ -178,13 +272,17 @@ struct gj_backward_op {
     float x[C::D];
     float limit;
     float dldx[C::D];
+    const typename C::param_t* staged; // this point's staged dL/dy row (level group `first`), or null
+    gj_u32 first;
 
     template <int MODE>
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::grad_t G;
         if (!((float)level < limit)) return; // inactive levels get no gradient
-        gj_backward_at<C, MODE, PARAMS, INPUT, G>(a, i, level, lv, x, dldx,
-                                                  [&] { return PARAMS ? (G*)a.dL_dparams + lv.offset : nullptr; });
+        if (C::LEVEL_MAJOR && gj_coarse_level<C>(a, lv)) return; // NAME_backward_coarse's
+        gj_backward_at<C, MODE, PARAMS, INPUT, G>(
+            a, i, level, lv, x, dldx, [&] { return PARAMS ? (G*)a.dL_dparams + lv.offset : nullptr; },
+            staged ? staged + (level - first) * C::F : nullptr);
     }
 };
 
@@ -207,30 +305,29 @@ GJ_INLINE void gj_add_point_dldx(const gj_backward_args& a, gj_u64 i, const floa
     }
 }
 
-// Whether level-major backward leaves this level to NAME_backward_coarse.
-template <class C>
-GJ_INLINE bool gj_coarse_level(const gj_backward_args& a, const gj_level& lv) {
-    return lv.small && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
-}
-
-// Level-major, global atomics: one block, one level, BLOCK * PPT points.
+// Level-major: the levels of this block's group in turn for each point, dL/dx summed over
+// them before the atomics (levels in other groups add theirs).
 template <class C, class LV, bool PARAMS, bool INPUT>
-GJ_INLINE void gj_backward_level(const gj_backward_args& a, gj_u32 level) {
-    const gj_level lv = LV::at(level);
-    if (gj_coarse_level<C>(a, lv)) return;
-    gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
-        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
-            gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
-            op.template run<decltype(mode)::value>(level, lv);
-            if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
-        });
+GJ_INLINE void gj_backward_group(const gj_backward_args& a) {
+    typedef typename C::param_t T;
+    const gj_level_group<C> group(a.levels_per_thread);
+    const gj_stage<C> stage(a.levels_per_thread);
+    if (a.stage) {
+        stage.template copy<false>(a.dL_dy, a.n, a.dy_stride_point * sizeof(T) / 4, group.word_offset());
+        __syncthreads();
+    }
+    gj_for_each_point<C>(a.n, [&](gj_u64 i) {
+        gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
+        if (a.stage) op.staged = stage.row(i), op.first = group.first;
+        gj_visit_group<C, LV>(group, op);
+        if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
     });
 }
 
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
     if constexpr (C::LEVEL_MAJOR) {
-        gj_backward_level<C, LV, PARAMS, INPUT>(a, blockIdx.y);
+        gj_backward_group<C, LV, PARAMS, INPUT>(a);
     } else {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);

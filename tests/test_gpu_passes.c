@@ -3,11 +3,11 @@
  * (tools/reference/cpu_reference.h), over a pairwise-covering matrix of configurations:
  * grid types, hashes, interpolations, F in {1,2,4,8}, D in {1,2,3,4,7}, fp16 and fp32,
  * max_level scalar (all levels, part of them) and per point, stochastic interpolation,
- * fixed_point_pos, kernel shapes (order, block size, points per thread), output layout
- * and padding, gradient mode. Every pair of values of any two of these occurs in some
- * case. Two more cases, outside the matrix, take a Dense and a Tiled grid to D = 8, past
- * the prime hashes' limit, which those grids do not have (they never hash). All programs
- * are compiled up front in parallel; each case is one test.
+ * fixed_point_pos, kernel shapes (order, block size, points per thread, levels per
+ * thread), output layout and padding, gradient mode. Every pair of values of any two of
+ * these occurs in some case. Two more cases, outside the matrix, take a Dense and a Tiled
+ * grid to D = 8, past the prime hashes' limit, which those grids do not have (they never
+ * hash). All programs are compiled up front in parallel; each case is one test.
  *
  * Without a CUDA device every test is skipped with the reason printed.
  */
@@ -37,7 +37,7 @@ enum {
 
 static const gj_pw_param matrix_params[N_PARAMS] = {
     {"type", 3},   {"hash", 5},        {"interpolation", 3}, {"F", 4},      {"D", 5},      {"precision", 2},
-    {"max_level", 3}, {"stochastic", 2}, {"fixed_point", 2}, {"kernel", 3}, {"output", 2}, {"mode", 2},
+    {"max_level", 3}, {"stochastic", 2}, {"fixed_point", 2}, {"kernel", 5}, {"output", 2}, {"mode", 2},
 };
 
 static const char *const type_names[] = {"Hash", "Dense", "Tiled"};
@@ -49,11 +49,15 @@ static const uint32_t d_values[] = {1, 2, 3, 4, 7, 8};
 #define D_INDEX_EIGHT 5
 static const char *const precision_names[] = {"fp16", "fp32"};
 static const float max_level_scalars[] = {1.0f, 0.6f, -1.0f /* per point */};
-/* Kernel shapes: order, block size, points per thread. */
+/* Kernel shapes: order, block size, points per thread, levels per thread (0: chosen per
+ * launch; groups of 3 leave a short last group of the 4-level grids; 4 is every level in
+ * one group; groups of whole 32-bit words stage point-major rows in shared memory). */
 static const struct {
     gj_order order;
-    uint32_t block, ppt;
-} kernel_shapes[] = {{GJ_ORDER_LEVEL_MAJOR, 256, 1}, {GJ_ORDER_POINT_MAJOR, 128, 2}, {GJ_ORDER_LEVEL_MAJOR, 64, 4}};
+    uint32_t block, ppt, lpt;
+} kernel_shapes[] = {{GJ_ORDER_LEVEL_MAJOR, 256, 1, 0}, {GJ_ORDER_POINT_MAJOR, 128, 2, 0},
+                     {GJ_ORDER_LEVEL_MAJOR, 64, 4, 1},  {GJ_ORDER_LEVEL_MAJOR, 128, 1, 3},
+                     {GJ_ORDER_LEVEL_MAJOR, 64, 2, 4}};
 
 static int allowed(const int *row) {
     (void)row;
@@ -115,15 +119,16 @@ static void describe_case(gpu_case *c) {
     c->opts.order = kernel_shapes[r[P_KERNEL]].order;
     c->opts.block_size = kernel_shapes[r[P_KERNEL]].block;
     c->opts.points_per_thread = kernel_shapes[r[P_KERNEL]].ppt;
+    c->opts.levels_per_thread = kernel_shapes[r[P_KERNEL]].lpt;
     c->opts.output_width_multiple = r[P_OUTPUT] ? 16 : 1;
     c->layout = r[P_OUTPUT] ? GJ_LAYOUT_SOA : GJ_LAYOUT_AOS;
     c->max_level = max_level_scalars[r[P_MAX_LEVEL]];
     c->mode = r[P_MODE] ? GJ_GRAD_ACCUMULATE : GJ_GRAD_OVERWRITE;
-    snprintf(c->name, sizeof c->name, "%s/%s/%s/F%u/D%u/%s/ml%s/%s%s/%s-b%u-p%u/%s%s/%s", type_names[r[P_TYPE]],
+    snprintf(c->name, sizeof c->name, "%s/%s/%s/F%u/D%u/%s/ml%s/%s%s/%s-b%u-p%u-l%u/%s%s/%s", type_names[r[P_TYPE]],
              hash_names[r[P_HASH]], interp_names[r[P_INTERP]], f, d, precision_names[r[P_PRECISION]],
              c->max_level < 0 ? "point" : (c->max_level == 1.0f ? "1" : "0.6"), r[P_STOCHASTIC] ? "stoch" : "det",
              r[P_FIXED_POINT] ? "/fixed" : "", c->opts.order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point",
-             c->opts.block_size, c->opts.points_per_thread, r[P_OUTPUT] ? "soa" : "aos",
+             c->opts.block_size, c->opts.points_per_thread, c->opts.levels_per_thread, r[P_OUTPUT] ? "soa" : "aos",
              r[P_OUTPUT] ? "-pad16" : "", r[P_MODE] ? "accumulate" : "overwrite");
 }
 

@@ -445,6 +445,7 @@ static void forward_geometry(void **state) {
     opts.block_size = 128;
     opts.points_per_thread = 2;
     opts.output_width_multiple = 16; /* 8 outputs padded to 16 */
+    opts.levels_per_thread = 1;      /* one level group per level */
     gj__module_shape s = shape_of(f, &opts);
     assert_int_equal(s.padded_width, 16);
     gj_forward_desc d = valid_forward(1001);
@@ -461,6 +462,9 @@ static void forward_geometry(void **state) {
     assert_int_equal(a.y_stride_feature, 1);
     assert_true(a.max_level == 1.0f);
     assert_ptr_equal(a.y, d.y);
+    assert_int_equal(a.levels_per_thread, 1);
+    assert_int_equal(a.stage, 0); /* one level: nothing to gather */
+    assert_int_equal(dims.shared_bytes, 0);
 
     d.y_layout = GJ_LAYOUT_SOA;
     gj__forward_args(&s, &d, &a, &dims);
@@ -487,7 +491,10 @@ static void forward_geometry(void **state) {
 
 static void backward_geometry(void **state) {
     fixture *f = *state;
-    gj__module_shape s = shape_of(f, NULL);
+    gj_codegen_options one_level;
+    gj_codegen_options_init(&one_level);
+    one_level.levels_per_thread = 1;
+    gj__module_shape s = shape_of(f, &one_level);
     gj_backward_desc d = valid_backward();
     d.n = 70000;
     d.dL_dy_layout = GJ_LAYOUT_SOA;
@@ -682,6 +689,83 @@ static char *layout_asserts(void) {
     }
     snprintf(text + used, cap - used, "__global__ void gj_layout_probe(const gj_backward_backward_args a) { }\n");
     return text;
+}
+
+/* Levels per thread chosen by pass and layout, the level groups, and staging of point-major
+ * rows (SMALL_CONFIG: 4 levels, F = 2, fp32: a 32-byte sector of a row is 4 levels). */
+static void level_groups_and_staging(void **state) {
+    fixture *f = *state;
+    gj__module_shape s = shape_of(f, NULL); /* levels_per_thread 0: automatic */
+    assert_int_equal(s.levels_per_thread, 0);
+    assert_int_equal(gj__levels_per_thread(&s, 1, 0), 2); /* forward, feature-major */
+    assert_int_equal(gj__levels_per_thread(&s, 0, 0), 4); /* backward */
+    assert_int_equal(gj__levels_per_thread(&s, 1, 1), 4); /* a sector of the row */
+
+    gj_forward_desc d = valid_forward(1000);
+    d.y_layout = GJ_LAYOUT_SOA;
+    gj_forward_args a;
+    gj__launch_dims dims;
+    gj__forward_args(&s, &d, &a, &dims);
+    assert_int_equal(a.levels_per_thread, 2);
+    assert_int_equal(dims.grid_y, 2); /* two groups of two levels */
+    assert_int_equal(a.stage, 0);     /* feature-major stores are coalesced already */
+    assert_int_equal(dims.shared_bytes, 0);
+
+    d.y_layout = GJ_LAYOUT_AOS;
+    gj__forward_args(&s, &d, &a, &dims);
+    assert_int_equal(a.levels_per_thread, 4);
+    assert_int_equal(dims.grid_y, 1);
+    assert_int_equal(a.stage, 1);
+    /* 4 levels x 2 fp32 = 8 words a row, rows 9 words apart, 256 rows. */
+    assert_int_equal(dims.shared_bytes, 9 * 4 * 256);
+    d.y = ADDR(0x30002); /* not 4-byte aligned: stored without staging */
+    gj__forward_args(&s, &d, &a, &dims);
+    assert_int_equal(a.stage, 0);
+    assert_int_equal(dims.shared_bytes, 0);
+
+    gj_backward_desc b = valid_backward();
+    gj_backward_args ba;
+    gj__backward_args(&s, &b, &ba, &dims);
+    assert_int_equal(ba.levels_per_thread, 4);
+    assert_int_equal(dims.grid_y, 1);
+    assert_int_equal(ba.stage, 1);
+    assert_int_equal(ba.aggregate_min, s.aggregate_min);
+
+    /* A fixed count, capped at the levels; groups of 3 leave a short last group (grid y 2). */
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.levels_per_thread = 3;
+    s = shape_of(f, &opts);
+    gj__forward_args(&s, &d, &a, &dims);
+    assert_int_equal(a.levels_per_thread, 3);
+    assert_int_equal(dims.grid_y, 2);
+    opts.levels_per_thread = 100;
+    s = shape_of(f, &opts);
+    assert_int_equal(gj__levels_per_thread(&s, 1, 1), 4);
+    opts.levels_per_thread = 129;
+    gj_codegen_options resolved;
+    assert_int_equal(gj__codegen_options_resolve(&f->ctx->diag, &opts, &resolved), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "levels_per_thread");
+
+    /* Staging needs whole words and fits in 48 KiB of shared memory. */
+    assert_int_equal(gj__stage_bytes(&s, 1, ADDR(0x30000), GJ_LAYOUT_AOS), 0);
+    assert_int_equal(gj__stage_bytes(&s, 2, ADDR(0x30000), GJ_LAYOUT_SOA), 0);
+    assert_int_equal(gj__stage_bytes(&s, 2, NULL, GJ_LAYOUT_AOS), 0);
+    assert_int_equal(gj__stage_bytes(&s, 2, ADDR(0x30000), GJ_LAYOUT_AOS), 5 * 4 * 256);
+    opts.levels_per_thread = 2;
+    opts.block_size = 1024;
+    opts.points_per_thread = 16;
+    s = shape_of(f, &opts);
+    assert_int_equal(gj__stage_bytes(&s, 2, ADDR(0x30000), GJ_LAYOUT_AOS), 0);
+
+    /* Point-major kernels have no level groups. */
+    opts.order = GJ_ORDER_POINT_MAJOR;
+    opts.block_size = 256;
+    opts.points_per_thread = 1;
+    s = shape_of(f, &opts);
+    gj__forward_args(&s, &d, &a, &dims);
+    assert_int_equal(dims.grid_y, 1);
+    assert_int_equal(a.stage, 0);
 }
 
 static void kernel_args_have_one_layout(void **state) {
@@ -913,6 +997,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(backward_geometry, setup, teardown),
         cmocka_unit_test(kernel_names_follow_the_contract),
         cmocka_unit_test_setup_teardown(load_refuses_a_program_of_other_options, setup, teardown),
+        cmocka_unit_test_setup_teardown(level_groups_and_staging, setup, teardown),
         cmocka_unit_test_setup_teardown(kernel_args_have_one_layout, setup, teardown),
         cmocka_unit_test(eval_refuses_files_that_do_not_fit),
         cmocka_unit_test(bench_without_a_gpu_says_so),

@@ -1,7 +1,9 @@
 /* gridjit bench: kernel timings of the passes with CUDA events, and the compile time. */
+#include "bench_inputs.h"
 #include "cli_gpu.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,11 +37,13 @@ static const struct {
 static void usage(void) {
     printf("Usage: gridjit bench --config C [--dims D] [--points N] [--pass P] [--json]\n"
            "                     [--block B] [--ppt P] [--order level|point] [--layout soa|aos]\n"
-           "                     [--iterations K]\n"
+           "                     [--levels-per-thread G] [--iterations K]\n"
+           "                     [--input uniform|rays|file:PATH] [--rays R] [--samples S] [--seed X]\n"
            "\n"
-           "Times the generated kernels on the GPU: N uniform random points in [0,1)^D (a\n"
-           "fixed seed), parameters from gj_init_params, then per pass a warm-up and K\n"
-           "back-to-back launches, each between two CUDA events; prints the median time\n"
+           "Times the generated kernels on the GPU: N points (by default uniform random in\n"
+           "[0,1)^D from a fixed seed; see --input), parameters from gj_init_params, then per\n"
+           "pass a warm-up and K back-to-back launches, each between two CUDA events; prints\n"
+           "the median time\n"
            "and the points per second. The compile time (generate, NVRTC, load) is measured\n"
            "with CUDA_CACHE_DISABLE=1 and gridjit's disk cache off, so it is a cold compile.\n"
            "\n"
@@ -64,14 +68,27 @@ static void usage(void) {
            "      --order O        level (level-major, default) or point (point-major)\n"
            "  -l, --layout L       soa (feature-major outputs and dL/dy, the encoding's own layout,\n"
            "                       as tiny-cuda-nn's kernels; default) or aos (point-major)\n"
+           "      --levels-per-thread G\n"
+           "                       level-major kernels: levels each thread handles per point\n"
+           "                       (default 0: chosen per pass and layout, docs/runtime.md)\n"
            "  -i, --iterations K   timed launches per pass, at least %d (default 50)\n"
+           "      --input I        uniform (default): N points uniform in [0,1)^D;\n"
+           "                       rays: R rays x S samples, each ray from outside the domain\n"
+           "                       through a random point near its centre, its samples\n"
+           "                       stratified between entry and exit and consecutive in memory\n"
+           "                       (sorted along the ray, as NeRF-style training feeds them);\n"
+           "                       file:PATH: float32 points, D per point, little-endian\n"
+           "      --rays R         rays of --input rays (default 8192)\n"
+           "      --samples S      samples per ray (default 256; R x S replaces --points)\n"
+           "      --seed X         seed of the random inputs (default fixed)\n"
            "  -h, --help           show this help\n",
            MIN_ITERATIONS);
 }
 
 typedef struct bench_args {
     const char *config, *dims;
-    uint32_t n_points, block, ppt, iterations;
+    uint32_t n_points, block, ppt, iterations, levels_per_thread;
+    gj_bench_input input;
     unsigned passes;
     gj_order order;
     gj_data_layout layout;
@@ -124,8 +141,20 @@ static int parse_layout(const char *text, gj_data_layout *layout) {
     return GJ_CLI_OK;
 }
 
-/* --order has no short form: -o is where output goes in the other commands (docs/cli.md). */
-enum { OPT_ORDER = 256 };
+/* Long options without a short form (--order: -o is where output goes in the other
+ * commands, docs/cli.md). */
+enum { OPT_ORDER = 256, OPT_LEVELS_PER_THREAD, OPT_INPUT, OPT_RAYS, OPT_SAMPLES, OPT_SEED };
+
+static int parse_seed(const char *text, uint64_t *seed) {
+    char *end = NULL;
+    errno = 0;
+    const unsigned long long value = strtoull(text, &end, 0);
+    if (errno || !*text || *end || text[0] == '-') {
+        return gj_cli_usage_error(CMD, "--seed: expected an unsigned 64-bit number (got '%s')", text);
+    }
+    *seed = value;
+    return GJ_CLI_OK;
+}
 
 static int parse_args(int argc, char **argv, bench_args *args) {
     static const struct option options[] = {
@@ -135,6 +164,9 @@ static int parse_args(int argc, char **argv, bench_args *args) {
         {"ppt", required_argument, NULL, 't'},    {"order", required_argument, NULL, OPT_ORDER},
         {"iterations", required_argument, NULL, 'i'}, {"help", no_argument, NULL, 'h'},
         {"layout", required_argument, NULL, 'l'},
+        {"levels-per-thread", required_argument, NULL, OPT_LEVELS_PER_THREAD},
+        {"input", required_argument, NULL, OPT_INPUT}, {"rays", required_argument, NULL, OPT_RAYS},
+        {"samples", required_argument, NULL, OPT_SAMPLES}, {"seed", required_argument, NULL, OPT_SEED},
         {NULL, 0, NULL, 0},
     };
     int opt, rc = GJ_CLI_OK;
@@ -150,6 +182,13 @@ static int parse_args(int argc, char **argv, bench_args *args) {
         case OPT_ORDER: rc = parse_order(optarg, &args->order); break;
         case 'l': rc = parse_layout(optarg, &args->layout); break;
         case 'i': rc = gj_cli_parse_u32(CMD, "--iterations", optarg, MIN_ITERATIONS, 100000, &args->iterations); break;
+        case OPT_LEVELS_PER_THREAD:
+            rc = gj_cli_parse_u32(CMD, "--levels-per-thread", optarg, 0, 128, &args->levels_per_thread);
+            break;
+        case OPT_INPUT: rc = gj_bench_parse_input(CMD, optarg, &args->input); break;
+        case OPT_RAYS: rc = gj_cli_parse_u32(CMD, "--rays", optarg, 1, UINT32_MAX, &args->input.rays); break;
+        case OPT_SAMPLES: rc = gj_cli_parse_u32(CMD, "--samples", optarg, 1, UINT32_MAX, &args->input.samples); break;
+        case OPT_SEED: rc = parse_seed(optarg, &args->input.seed); break;
         case 'h': usage(); return -1;
         default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
@@ -184,13 +223,27 @@ static int upload_random(gj_cli_gpu *gpu, size_t count, uint64_t seed, float lo,
     return rc;
 }
 
+/* The points of args->input, uploaded. */
+static int upload_points(gj_cli_gpu *gpu, const bench_args *args, uint32_t n_dims, void **ptr) {
+    const size_t count = (size_t)args->n_points * n_dims;
+    float *host = malloc(count * sizeof(float));
+    if (!host) {
+        gj_cli_error(CMD, "out of memory (%zu floats)", count);
+        return GJ_CLI_FAILURE;
+    }
+    int rc = gj_bench_make_points(CMD, &args->input, n_dims, args->n_points, host);
+    rc = rc ? rc : gj_cli_gpu_upload(gpu, host, count, GJ_PRECISION_FP32, ptr);
+    free(host);
+    return rc;
+}
+
 static int prepare(gj_cli_gpu *gpu, gj_module *m, const gj_encoding *enc, const bench_args *args, bench_buffers *b) {
     const gj_precision precision = gj_encoding_precision(enc);
     const size_t n = args->n_points, d = gj_encoding_n_dims(enc), width = gj_module_output_width(m);
     const size_t element = gj_module_element_size(m), n_out = gj_encoding_n_output_dims(enc);
     size_t dydx = 0;
     gj_cli_mul_size(n_out * n, d, sizeof(float), &dydx);
-    int rc = upload_random(gpu, n * d, 0x9E3779B97F4A7C15ull, 0.0f, 1.0f, GJ_PRECISION_FP32, &b->x);
+    int rc = upload_points(gpu, args, (uint32_t)d, &b->x);
     rc = rc ? rc : gj_cli_gpu_alloc(gpu, (size_t)gj_module_n_params(m) * element, &b->params);
     rc = rc ? rc : gj_cli_gpu_alloc(gpu, n * width * element, &b->y);
     rc = rc ? rc : upload_random(gpu, n * width, 0xD1B54A32D192ED03ull, -1.0f, 1.0f, precision, &b->dl_dy);
@@ -291,10 +344,16 @@ typedef struct bench_result {
 } bench_result;
 
 static int print_text(const bench_args *args, const gj_cli_gpu *gpu, const gj_encoding *enc, const bench_result *r) {
-    printf("gridjit bench on %s (%s): N = %u points, D = %u, %s, block %u, %u point%s per thread, %s-major\n",
-           gpu->info.device_name, gpu->info.arch, args->n_points, gj_encoding_n_dims(enc),
-           gj_encoding_precision(enc) == GJ_PRECISION_FP16 ? "fp16" : "fp32", args->block, args->ppt,
-           args->ppt == 1 ? "" : "s", args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point");
+    char levels[32] = "automatic";
+    if (args->levels_per_thread) {
+        snprintf(levels, sizeof levels, "%u", args->levels_per_thread);
+    }
+    printf("gridjit bench on %s (%s): N = %u %s points, D = %u, %s, block %u, %u point%s per thread, %s-major, "
+           "levels per thread %s, %s outputs\n",
+           gpu->info.device_name, gpu->info.arch, args->n_points, gj_bench_input_name(args->input.kind),
+           gj_encoding_n_dims(enc), gj_encoding_precision(enc) == GJ_PRECISION_FP16 ? "fp16" : "fp32", args->block,
+           args->ppt, args->ppt == 1 ? "" : "s", args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point", levels,
+           args->layout == GJ_LAYOUT_SOA ? "SoA" : "AoS");
     printf("compile          %10.1f ms (generate + NVRTC + load, CUDA_CACHE_DISABLE=1)\n", r->compile_ms);
     printf("%-16s %10s %14s   (median of %u launches)\n", "pass", "ms", "points/s", args->iterations);
     for (size_t i = 0; i < N_PASSES; ++i) {
@@ -312,6 +371,24 @@ static int add_number(cJSON *object, const char *key, double value, const char *
     return cJSON_AddRawToObject(object, key, text) != NULL;
 }
 
+/* "input": {"kind", and "rays", "samples" for rays, "path" for a file, "seed"}. */
+static int add_input(cJSON *root, const gj_bench_input *input) {
+    cJSON *object = cJSON_AddObjectToObject(root, "input");
+    int ok = object && cJSON_AddStringToObject(object, "kind", gj_bench_input_name(input->kind));
+    if (ok && input->kind == GJ_BENCH_INPUT_RAYS) {
+        ok = add_number(object, "rays", input->rays, "%.0f") && add_number(object, "samples", input->samples, "%.0f");
+    }
+    if (ok && input->kind == GJ_BENCH_INPUT_FILE) {
+        ok = cJSON_AddStringToObject(object, "path", input->path) != NULL;
+    }
+    if (ok && input->kind != GJ_BENCH_INPUT_FILE) {
+        char seed[32];
+        snprintf(seed, sizeof seed, "%llu", (unsigned long long)input->seed);
+        ok = cJSON_AddRawToObject(object, "seed", seed) != NULL;
+    }
+    return ok;
+}
+
 static int print_json(const bench_args *args, const gj_cli_gpu *gpu, const gj_encoding *enc, const bench_result *r) {
     char *config = gj_encoding_hyperparams(enc);
     cJSON *root = cJSON_CreateObject(), *passes = NULL;
@@ -322,6 +399,7 @@ static int print_json(const bench_args *args, const gj_cli_gpu *gpu, const gj_en
              add_number(root, "block", args->block, "%.0f") && add_number(root, "points_per_thread", args->ppt, "%.0f") &&
              cJSON_AddStringToObject(root, "order", args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point") &&
              cJSON_AddStringToObject(root, "layout", args->layout == GJ_LAYOUT_SOA ? "soa" : "aos") &&
+             add_number(root, "levels_per_thread", args->levels_per_thread, "%.0f") && add_input(root, &args->input) &&
              add_number(root, "compile_ms", r->compile_ms, "%.3f") &&
              add_number(root, "iterations", args->iterations, "%.0f") &&
              (passes = cJSON_AddObjectToObject(root, "passes")) != NULL;
@@ -357,6 +435,7 @@ static int bench(const bench_args *args, gj_context *ctx, const gj_encoding *enc
     opts.block_size = args->block;
     opts.points_per_thread = args->ppt;
     opts.order = args->order;
+    opts.levels_per_thread = args->levels_per_thread;
     bench_result result;
     memset(&result, 0, sizeof result);
     gj_module *m = NULL;
@@ -390,7 +469,9 @@ int gj_cli_bench(int argc, char **argv) {
     setenv("CUDA_CACHE_DISABLE", "1", 1);
     setenv("GRIDJIT_CACHE_DISABLE", "1", 1);
     bench_args args = {.layout = GJ_LAYOUT_SOA, .n_points = DEFAULT_POINTS, .block = 256, .ppt = 1, .iterations = 50,
-                       .passes = PASS_ALL, .order = GJ_ORDER_LEVEL_MAJOR};
+                       .passes = PASS_ALL, .order = GJ_ORDER_LEVEL_MAJOR, .levels_per_thread = 0,
+                       .input = {.kind = GJ_BENCH_INPUT_UNIFORM, .rays = 8192, .samples = 256,
+                                 .seed = 0x9E3779B97F4A7C15ull}};
     int rc = parse_args(argc, argv, &args);
     if (rc == -1) {
         return gj_cli_flush_stdout(CMD);
@@ -404,6 +485,9 @@ int gj_cli_bench(int argc, char **argv) {
     gj_encoding *enc = NULL;
     if (rc == GJ_CLI_OK) {
         rc = gj_cli_open(CMD, args.config, n_dims, &ctx, &enc);
+    }
+    if (rc == GJ_CLI_OK) {
+        rc = gj_bench_input_points(CMD, &args.input, gj_encoding_n_dims(enc), args.n_points, &args.n_points);
     }
     if (rc == GJ_CLI_OK) {
         rc = bench(&args, ctx, enc);

@@ -334,17 +334,26 @@ static void grid_comment(gj__strbuf *sb, const struct gj_encoding *enc, const gj
     const int level_major = opts->order == GJ_ORDER_LEVEL_MAJOR;
     const int padded = gj__padded_width(enc, opts) != enc->layout.n_output_dims;
     const uint32_t L = enc->layout.n_levels, small = gj__small_level_floats(enc, opts);
+    const char *groups = "ceil(levels / args.levels_per_thread), one per level group";
+    const char *stage = "// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *\n"
+                        "// element bytes / 4) | 1) words of dynamic shared memory.\n";
     switch (id) {
     case GJ__KERNEL_FORWARD:
     case GJ__KERNEL_FORWARD_DYDX:
-        gj__sb_printf(sb, "// Grid y: %u%s.\n", level_major ? L + (padded ? 1 : 0) : 1,
-                      level_major ? (padded ? " (one per level, plus one for the padding columns)" : " (one per level)") : "");
+        if (level_major) {
+            gj__sb_printf(sb, "// Grid y: %s%s.\n%s", groups, padded ? ", plus one for the padding columns" : "", stage);
+        } else {
+            gj__sb_append(sb, "// Grid y: 1.\n");
+        }
         break;
     case GJ__KERNEL_BACKWARD:
     case GJ__KERNEL_BACKWARD_INPUT:
     case GJ__KERNEL_BACKWARD_DX:
-        gj__sb_printf(sb, "// Grid y: %u%s.\n", level_major ? L : 1,
-                      level_major ? " (one per level; dL_dx is summed atomically: zero it first)" : "");
+        if (level_major) {
+            gj__sb_printf(sb, "// Grid y: %s (dL_dx is summed atomically: zero it first).\n%s", groups, stage);
+        } else {
+            gj__sb_append(sb, "// Grid y: 1.\n");
+        }
         break;
     case GJ__KERNEL_BACKWARD_COARSE:
     case GJ__KERNEL_BACKWARD_INPUT_COARSE:

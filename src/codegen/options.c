@@ -90,6 +90,10 @@ gj_status gj__codegen_options_resolve(const gj__diag *d, const gj_codegen_option
         return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT, "order: must be level-major (0) or point-major (1) (got %d)",
                         (int)out->order);
     }
+    if (out->levels_per_thread > 128) {
+        return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT, "levels_per_thread: must be 1 to 128 (got %u)",
+                        out->levels_per_thread);
+    }
     return GJ_OK;
 }
 

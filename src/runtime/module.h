@@ -53,6 +53,11 @@ typedef struct gj__module_shape {
     uint32_t passes, block_size, points_per_thread;
     int level_major;
     uint32_t small_level_floats; /* shared floats of NAME_backward_coarse; 0: no small level */
+    /* Launch shapes (docs/runtime.md): levels per thread of level-major launches (0: by
+     * pass and layout), and the lanes from which the backward's warp aggregation starts
+     * (0: never); module_create.c reads overrides from the environment once. */
+    uint32_t levels_per_thread;
+    uint32_t aggregate_min;
 } gj__module_shape;
 
 /* opts: resolved (gj__codegen_options_resolve). */
@@ -63,6 +68,7 @@ uint64_t gj__shape_max_points(const gj__module_shape *shape);
 
 typedef struct gj__launch_dims {
     uint32_t grid_x, grid_y, block;
+    uint32_t shared_bytes; /* dynamic shared memory */
 } gj__launch_dims;
 
 /* Argument checks, in the order the public calls make them. GJ_ERROR_INVALID_ARGUMENT or
@@ -81,6 +87,11 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
                        gj__launch_dims *dims);
 void gj__backward_backward_args(const gj__module_shape *shape, const gj_backward_backward_desc *desc,
                                 gj_backward_backward_args *args, gj__launch_dims *dims);
+/* Levels per thread of a level-major forward (forward = 1) or backward launch, with or
+ * without point-major rows (y or dL/dy) (docs/runtime.md, "Launch shapes"), and the
+ * dynamic shared memory of staging rows with that many levels per thread (0: not staged). */
+uint32_t gj__levels_per_thread(const gj__module_shape *shape, int forward, int point_major_rows);
+uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, const void *rows, gj_data_layout layout);
 /* One thread per element: init_params and cast_gradients over n_params. */
 void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims);
 /* Whether a backward launch of desc uses NAME_backward_coarse, and its grid with

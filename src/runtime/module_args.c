@@ -24,6 +24,7 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
     shape->points_per_thread = opts->points_per_thread;
     shape->level_major = opts->order == GJ_ORDER_LEVEL_MAJOR;
     shape->small_level_floats = gj__small_level_floats(enc, opts);
+    shape->levels_per_thread = opts->levels_per_thread;
 }
 
 size_t gj__shape_element_size(const gj__module_shape *shape) {
@@ -298,6 +299,51 @@ static void point_dims(const gj__module_shape *shape, uint64_t n, uint32_t grid_
     dims->grid_x = (uint32_t)((n + per_block - 1) / per_block);
     dims->grid_y = grid_y;
     dims->block = shape->block_size;
+    dims->shared_bytes = 0;
+}
+
+/* The most dynamic shared memory a launch takes without opting in to more. */
+#define GJ__STAGE_MAX_BYTES (48u * 1024u)
+
+/* Levels per thread of a level-major launch (docs/runtime.md, "Launch shapes"), as measured
+ * on an H200: two for feature-major outputs, four for the backward's atomics (dL/dx is
+ * summed over a thread's levels before its atomics), and for point-major rows at least a
+ * 32-byte sector of each row, so that the staged stores fill whole sectors. */
+uint32_t gj__levels_per_thread(const gj__module_shape *shape, int forward, int point_major_rows) {
+    uint32_t levels = shape->levels_per_thread;
+    if (levels == 0) {
+        const uint32_t entry = shape->n_features_per_level * (uint32_t)gj__shape_element_size(shape);
+        const uint32_t sector = entry < 32 ? 32 / entry : 1;
+        levels = forward ? 2 : 4;
+        if (point_major_rows && sector > levels) {
+            levels = sector;
+        }
+    }
+    return levels < shape->n_levels ? levels : shape->n_levels;
+}
+
+/* Dynamic shared memory of a launch staging point-major rows at rows with levels per
+ * thread, or 0 where it cannot: one level per thread, groups or rows that are not whole
+ * 32-bit words, a misaligned array, too much shared memory. */
+uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, const void *rows, gj_data_layout layout) {
+    const uint32_t element = (uint32_t)gj__shape_element_size(shape);
+    const uint32_t group_bytes = levels * shape->n_features_per_level * element;
+    if (!shape->level_major || levels < 2 || !rows || layout != GJ_LAYOUT_AOS || group_bytes % 4 != 0 ||
+        (shape->padded_width * element) % 4 != 0 || (uintptr_t)rows % 4 != 0) {
+        return 0;
+    }
+    const uint64_t bytes = (uint64_t)((group_bytes / 4) | 1u) * 4u * shape->block_size * shape->points_per_thread;
+    return bytes <= GJ__STAGE_MAX_BYTES ? (uint32_t)bytes : 0;
+}
+
+/* Levels per thread, staging and grid of a level-major launch over rows (y or dL/dy). */
+static void level_groups(const gj__module_shape *shape, int forward, const void *rows, gj_data_layout layout,
+                         unsigned *levels_per_thread, unsigned *stage, gj__launch_dims *dims) {
+    const uint32_t levels = gj__levels_per_thread(shape, forward, rows != NULL && layout == GJ_LAYOUT_AOS);
+    *levels_per_thread = levels;
+    dims->grid_y = (shape->n_levels + levels - 1) / levels;
+    dims->shared_bytes = gj__stage_bytes(shape, levels, rows, layout);
+    *stage = dims->shared_bytes != 0;
 }
 
 void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc, gj_forward_args *args,
@@ -313,8 +359,12 @@ void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc
     args->dy_dx = desc->dy_dx;
     args->max_level_per_point = desc->max_level_per_point;
     args->max_level = desc->max_level;
-    const int padded = shape->padded_width != shape->n_output_dims;
-    point_dims(shape, desc->n, shape->level_major ? shape->n_levels + (padded ? 1u : 0u) : 1u, dims);
+    point_dims(shape, desc->n, 1u, dims);
+    args->levels_per_thread = 1;
+    if (shape->level_major) {
+        level_groups(shape, 1, desc->y, desc->y_layout, &args->levels_per_thread, &args->stage, dims);
+        dims->grid_y += shape->padded_width != shape->n_output_dims; /* the padding columns' slice */
+    }
 }
 
 void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *desc, gj_backward_args *args,
@@ -333,7 +383,12 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
     args->dx_stride_dim = 1;
     args->max_level_per_point = desc->max_level_per_point;
     args->max_level = desc->max_level;
-    point_dims(shape, desc->n, shape->level_major ? shape->n_levels : 1u, dims);
+    args->aggregate_min = shape->aggregate_min;
+    point_dims(shape, desc->n, 1u, dims);
+    args->levels_per_thread = 1;
+    if (shape->level_major) {
+        level_groups(shape, 0, desc->dL_dy, desc->dL_dy_layout, &args->levels_per_thread, &args->stage, dims);
+    }
 }
 
 void gj__backward_backward_args(const gj__module_shape *shape, const gj_backward_backward_desc *desc,
@@ -364,6 +419,7 @@ void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims) 
     dims->block = shape->block_size;
     dims->grid_x = (uint32_t)((shape->n_params + shape->block_size - 1) / shape->block_size);
     dims->grid_y = 1;
+    dims->shared_bytes = 0;
 }
 
 int gj__backward_uses_coarse(const gj__module_shape *shape, const gj_backward_desc *desc) {
@@ -374,4 +430,5 @@ void gj__coarse_dims(const gj__module_shape *shape, uint32_t blocks_per_level, g
     dims->block = shape->block_size;
     dims->grid_x = blocks_per_level;
     dims->grid_y = shape->n_levels;
+    dims->shared_bytes = shape->small_level_floats * (uint32_t)sizeof(float);
 }

@@ -9,26 +9,21 @@
 
 /* ------------------------------------------------------------- small steps */
 
-static gj_status launch_shared(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const gj__launch_dims *dims,
-                               void *args, unsigned shared_bytes, gj_stream stream, const char *call) {
+static gj_status launch(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const gj__launch_dims *dims,
+                        void *args, gj_stream stream, const char *call) {
     CUfunction function = NULL;
     gj_status status = gj__module_function(m, scope, id, call, &function);
     if (status != GJ_OK) {
         return status;
     }
     void *params[] = {args};
-    char what[128];
+    char what[160];
     snprintf(what, sizeof what, "%s: cuLaunchKernel(%s, grid %ux%u, block %u, %u bytes shared)", call,
-             gj__kernel_suffix(id), dims->grid_x, dims->grid_y, dims->block, shared_bytes);
+             gj__kernel_suffix(id), dims->grid_x, dims->grid_y, dims->block, dims->shared_bytes);
     return gj__cuda_check(m->diag, m->drv,
                           m->drv->LaunchKernel(function, dims->grid_x, dims->grid_y, 1, dims->block, 1, 1,
-                                               shared_bytes, (CUstream)stream, params, NULL),
+                                               dims->shared_bytes, (CUstream)stream, params, NULL),
                           what);
-}
-
-static gj_status launch(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const gj__launch_dims *dims,
-                        void *args, gj_stream stream, const char *call) {
-    return launch_shared(m, scope, id, dims, args, 0, stream, call);
 }
 
 /* Zeroes bytes at ptr on the stream, 32 bits at a time where the size and address allow. */
@@ -180,8 +175,7 @@ gj_status gj_backward(gj_module *module, gj_stream stream, const gj_backward_des
     if (status == GJ_OK && coarse) {
         gj__launch_dims coarse_dims;
         gj__coarse_dims(&module->shape, args.coarse_blocks, &coarse_dims);
-        status = launch_shared(module, &scope, coarse_kernel, &coarse_dims, &args,
-                               module->shape.small_level_floats * (unsigned)sizeof(float), stream, call);
+        status = launch(module, &scope, coarse_kernel, &coarse_dims, &args, stream, call);
     }
     if (status == GJ_OK) {
         status = finish_gradients(module, &scope, desc->dL_dparams, desc->dL_dparams_mode, stream, call);

@@ -447,27 +447,35 @@ struct gj_grad_words {
     static constexpr bool HALF = sizeof(typename C::grad_t) == 2;
     static constexpr int N = HALF ? C::F / 2 : C::F; // words per entry
     gj_u32 w[N > 0 ? N : 1];
-    GJ_INLINE gj_grad_words(float weight, const float (&g)[C::F]) {
+    // The values v (already weighted).
+    GJ_INLINE explicit gj_grad_words(const float (&v)[C::F]) {
 #pragma unroll
         for (int k = 0; k < N; ++k) {
-            w[k] = HALF ? gj_pack_half2(weight * g[2 * k], weight * g[2 * k + 1]) : __float_as_uint(weight * g[k]);
+            w[k] = HALF ? gj_pack_half2(v[2 * k], v[2 * k + 1]) : __float_as_uint(v[k]);
         }
     }
 };
 
-// Adds weight * g to the gradient of one entry (atomically: other points share it), with
-// vector reductions of up to 16 bytes. SHARED: grad is a block's fp32 shared-memory copy
-// of a level (plain shared atomics).
+// weight * g, the contribution of one corner to its entry's gradient.
+template <int F>
+GJ_INLINE void gj_weighted(float weight, const float (&g)[F], float (&v)[F]) {
+#pragma unroll
+    for (int f = 0; f < F; ++f) v[f] = weight * g[f];
+}
+
+// Adds v to the gradient of one entry (atomically: other points share it), with vector
+// reductions of up to 16 bytes. SHARED: grad is a block's fp32 shared-memory copy of a
+// level (plain shared atomics).
 template <class C, bool SHARED = false, class G>
-GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, const float (&g)[C::F]) {
+GJ_INLINE void gj_add_entry_values(G* __restrict__ grad, gj_u32 index, const float (&values)[C::F]) {
     constexpr int F = C::F;
     if constexpr (SHARED) {
         float* p = (float*)grad + (gj_u64)index * F;
 #pragma unroll
-        for (int f = 0; f < F; ++f) atomicAdd(p + f, weight * g[f]);
+        for (int f = 0; f < F; ++f) atomicAdd(p + f, values[f]);
     } else {
         static_assert(sizeof(G) == 4 || F % 2 == 0, "fp16 gradients are accumulated in pairs; F = 1 accumulates in fp32");
-        const gj_grad_words<C> v(weight, g);
+        const gj_grad_words<C> v(values);
         constexpr int N = gj_grad_words<C>::N;
         constexpr bool HALF = gj_grad_words<C>::HALF;
         gj_u32* p = (gj_u32*)(grad + (gj_u64)index * F);
@@ -482,25 +490,42 @@ GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, co
     }
 }
 
+// Adds weight * g to the gradient of one entry.
+template <class C, bool SHARED = false, class G>
+GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, const float (&g)[C::F]) {
+    float v[C::F];
+    gj_weighted<C::F>(weight, g, v);
+    gj_add_entry_values<C, SHARED>(grad, index, v);
+}
+
 // The two corners of an x-edge. When their entries are the two halves of one aligned
 // 8- or 16-byte pair (i0 ^ i1 == 1: dense levels with an even lower index, CoherentPrime
 // with an even x, and the level starting at an even entry: a Tiled level of odd size
 // leaves the next one at an odd offset), one vector reduction adds both.
 template <class C, bool SHARED = false, class G>
-GJ_INLINE void gj_add_edge(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, float w0, float w1, const float (&g)[C::F]) {
+GJ_INLINE void gj_add_edge_values(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, const float (&v0)[C::F],
+                                  const float (&v1)[C::F]) {
     constexpr int N = gj_grad_words<C>::N;
     if constexpr (!SHARED && (N == 1 || N == 2)) {
         gj_u32* p = (gj_u32*)(grad + (gj_u64)(i0 & ~1u) * C::F);
         if ((i0 ^ i1) == 1u && ((gj_u64)p & (2u * N * sizeof(gj_u32) - 1u)) == 0u) {
             const bool swap = i0 & 1u;
-            const gj_grad_words<C> lo(swap ? w1 : w0, g), hi(swap ? w0 : w1, g);
+            const gj_grad_words<C> lo(swap ? v1 : v0), hi(swap ? v0 : v1);
             if constexpr (N == 1) gj_red_v2_u32(p, lo.w[0], hi.w[0], gj_grad_words<C>::HALF);
             else gj_red_v4_u32(p, lo.w[0], lo.w[1], hi.w[0], hi.w[1], gj_grad_words<C>::HALF);
             return;
         }
     }
-    gj_add_entry<C, SHARED>(grad, i0, w0, g);
-    gj_add_entry<C, SHARED>(grad, i1, w1, g);
+    gj_add_entry_values<C, SHARED>(grad, i0, v0);
+    gj_add_entry_values<C, SHARED>(grad, i1, v1);
+}
+
+template <class C, bool SHARED = false, class G>
+GJ_INLINE void gj_add_edge(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, float w0, float w1, const float (&g)[C::F]) {
+    float v0[C::F], v1[C::F];
+    gj_weighted<C::F>(w0, g, v0);
+    gj_weighted<C::F>(w1, g, v1);
+    gj_add_edge_values<C, SHARED>(grad, i0, i1, v0, v1);
 }
 
 // Corner `corner` (bit d set: upper neighbour along d) of the cell at c.
@@ -620,14 +645,55 @@ GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typena
     }
 }
 
+// ---- warp aggregation of gradients (inputs ordered along rays) -------------------------
+// Neighbouring samples of a ray fall into the same cell of the coarser levels: their lanes
+// would add to the same entries one after the other. Lanes whose cell equals the previous
+// lane's extend that lane's run; the runs sum their contributions with shuffles and the
+// first lane of each run adds the sums.
+template <class C>
+struct gj_warp_runs {
+    // Only where the sums are few (2^D corners x F values, shuffled 5 times each).
+    static constexpr bool ENABLED = C::D <= 3 && C::F <= 4 && C::INTERP != GJ_INTERP_NEAREST && !C::STOCHASTIC;
+    gj_u32 lane, end; // this lane, and the last lane of its run
+    bool head;        // first lane of its run: adds the run's sums
+};
+
+// Whether the (full, converged) warp has at least min_same lanes in the cell of the lane
+// before them; if so, runs describes this lane's run.
+template <int D>
+GJ_INLINE bool gj_find_runs(const gj_u32 (&c)[D], gj_u32 min_same, gj_u32& lane, gj_u32& end, bool& head) {
+    if (min_same == 0u || __activemask() != 0xffffffffu) return false;
+    lane = threadIdx.x & 31u;
+    bool same = lane != 0u;
+#pragma unroll
+    for (int d = 0; d < D; ++d) same = (__shfl_up_sync(0xffffffffu, c[d], 1) == c[d]) && same;
+    const gj_u32 joined = __ballot_sync(0xffffffffu, same);
+    if ((gj_u32)__popc(joined) < min_same) return false;
+    const gj_u32 later_heads = ~joined & ~((2u << lane) - 1u); // lane 31: 2u << 31 == 0, no later lane
+    end = later_heads ? (gj_u32)(__ffs((int)later_heads) - 2) : 31u;
+    head = !same;
+    return true;
+}
+
+// The sum of v over lanes lane..end (a run), valid in the run's first lane.
+GJ_INLINE float gj_run_sum(float v, gj_u32 lane, gj_u32 end) {
+#pragma unroll
+    for (gj_u32 offset = 1; offset < 32; offset <<= 1) {
+        const float other = __shfl_down_sync(0xffffffffu, v, offset);
+        if (lane + offset <= end) v += other;
+    }
+    return v;
+}
+
 // ---- backward ----------------------------------------------------------------------
 // g: dL/dy of this level. PARAMS: dL/dparams += (atomically, into grad = the level's
 // gradient base). INPUT: dldx += dL/dx contribution of this level. u: the stochastic
-// interpolation sample of this (point, level), used when C::STOCHASTIC.
+// interpolation sample of this (point, level), used when C::STOCHASTIC. aggregate_min:
+// see gj_find_runs (0: every lane adds its own contributions).
 template <class C, int MODE, bool PARAMS, bool INPUT, class G = typename C::grad_t, bool SHARED = false>
 GJ_INLINE void gj_level_backward(const float* x, const gj_level& lv, const typename C::param_t* __restrict__ grid,
                                  const float (&g)[C::F],
-                                 G* __restrict__ grad, float (&dldx)[C::D], float u) {
+                                 G* __restrict__ grad, float (&dldx)[C::D], float u, gj_u32 aggregate_min = 0u) {
     constexpr int D = C::D, F = C::F;
     gj_u32 c[D];
     float t[D];
@@ -649,6 +715,13 @@ GJ_INLINE void gj_level_backward(const float* x, const gj_level& lv, const typen
         gj_add_entry<C, SHARED>(grad, gj_corner_index<D, C::HASH, MODE>(v, lv), 1.0f, g);
     }
 
+    // Runs of lanes in one cell (global atomics only): their sums, added by each run's head.
+    [[maybe_unused]] bool runs = false;
+    [[maybe_unused]] gj_warp_runs<C> run{};
+    if constexpr (PARAMS && !SHARED && gj_warp_runs<C>::ENABLED) {
+        runs = gj_find_runs<D>(c, aggregate_min, run.lane, run.end, run.head);
+    }
+
     if constexpr ((PARAMS && !C::STOCHASTIC) || INPUT) {
         // Corners in x-edges (2e, 2e + 1), as in the forward pass.
 #pragma unroll (gj_corner_unroll<D - 1>::value)
@@ -664,8 +737,23 @@ GJ_INLINE void gj_level_backward(const float* x, const gj_level& lv, const typen
                 gj_load_entry<C>(grid, index[1], val[1]);
             }
             if constexpr (PARAMS && !C::STOCHASTIC) {
-                gj_add_edge<C, SHARED>(grad, index[0], index[1], gj_weight_product<D>(w, edge << 1, -1, -1),
-                                       gj_weight_product<D>(w, (edge << 1) | 1u, -1, -1), g);
+                const float w0 = gj_weight_product<D>(w, edge << 1, -1, -1);
+                const float w1 = gj_weight_product<D>(w, (edge << 1) | 1u, -1, -1);
+                if constexpr (!SHARED && gj_warp_runs<C>::ENABLED) {
+                    if (runs) {
+                        float s0[F], s1[F];
+#pragma unroll
+                        for (int f = 0; f < F; ++f) {
+                            s0[f] = gj_run_sum(w0 * g[f], run.lane, run.end);
+                            s1[f] = gj_run_sum(w1 * g[f], run.lane, run.end);
+                        }
+                        if (run.head) gj_add_edge_values<C, SHARED>(grad, index[0], index[1], s0, s1);
+                    } else {
+                        gj_add_edge<C, SHARED>(grad, index[0], index[1], w0, w1, g);
+                    }
+                } else {
+                    gj_add_edge<C, SHARED>(grad, index[0], index[1], w0, w1, g);
+                }
             }
 #pragma unroll
             for (int side = 0; side < 2; ++side) {
@@ -928,7 +1016,13 @@ typedef struct gj_forward_args {
     float *dy_dx;                         /* or NULL: dy_k/dx_d at [(k * n + i) * D + d], k < n_output_dims */
     const float *max_level_per_point;     /* or NULL */
     float max_level;                      /* in [0, 1]; used when max_level_per_point is NULL */
-    unsigned int pad0;
+    /* Level-major kernels: each thread handles levels_per_thread (>= 1) consecutive levels
+     * of its points; grid y = ceil(levels / levels_per_thread) level groups. stage = 1 (with
+     * point-major y rows, when a group's F * levels_per_thread outputs are whole 32-bit
+     * words): each block keeps its rows' group in dynamic shared memory, block * points per
+     * thread * ((group bytes / 4) | 1) words, and writes them with coalesced stores. */
+    unsigned int levels_per_thread;
+    unsigned int stage;
 } gj_forward_args;
 
 typedef struct gj_backward_args {
@@ -950,6 +1044,13 @@ typedef struct gj_backward_args {
      * each of its B blocks sums a grid-stride share of the points in shared memory and
      * adds the sums to dL_dparams once. Use a few blocks per multiprocessor. */
     unsigned int coarse_blocks;
+    /* As in gj_forward_args; stage reads point-major dL/dy rows (NAME_backward*). */
+    unsigned int levels_per_thread;
+    unsigned int stage;
+    /* Global-atomic backward: when at least this many lanes of a full warp share their
+     * cell with the lane before them (inputs ordered along rays), the lanes of each run
+     * sum their contributions with shuffles and one lane adds the sums. 0: never. */
+    unsigned int aggregate_min;
 } gj_backward_args;
 
 typedef struct gj_backward_backward_args {
@@ -1007,8 +1108,9 @@ typedef struct gj_cast_args {
 //
 // Thread t of block b handles points b * BLOCK * PPT + t + p * BLOCK, p < PPT
 // (consecutive threads, consecutive points: coalesced inputs and outputs).
-// Level-major kernels take the level from blockIdx.y, so one level's table is hot
-// in the caches at a time; point-major kernels walk all levels per point.
+// Level-major kernels take a group of args.levels_per_thread consecutive levels from
+// blockIdx.y, so few levels' tables are hot in the caches at a time; each thread walks the
+// group's levels for its points. Point-major kernels walk all levels per point.
 // ---------------------------------------------------------------------------
 #ifndef GJ_KERNELS_CUH
 #define GJ_KERNELS_CUH
@@ -1024,8 +1126,13 @@ GJ_INLINE float gj_point_max_level(const float* per_point, float scalar, gj_u64 
 }
 
 template <class C>
+GJ_INLINE gj_u64 gj_block_first_point() {
+    return (gj_u64)blockIdx.x * (gj_u64)(C::BLOCK * C::PPT);
+}
+
+template <class C>
 GJ_INLINE gj_u64 gj_first_point() {
-    return (gj_u64)blockIdx.x * (gj_u64)(C::BLOCK * C::PPT) + threadIdx.x;
+    return gj_block_first_point<C>() + threadIdx.x;
 }
 
 // body(i) for each of this thread's PPT points below n.
@@ -1060,6 +1167,54 @@ GJ_INLINE void gj_store_point(float* base, gj_u64 stride_point, gj_u64 stride_di
     for (int d = 0; d < C::D; ++d) base[i * stride_point + (gj_u64)d * stride_dim] = v[d];
 }
 
+// ---- point-major rows staged in shared memory ----------------------------------------
+// Level-major kernels whose level group is whole 32-bit words of a row (args.stage): a
+// block's points keep the group's outputs (or dL/dy values) in shared memory, `words` words
+// per row, rows `stride` words apart (odd, so that threads storing the same word of their
+// rows hit different banks), and the block moves them between shared memory and the
+// point-major rows with coalesced word copies: a warp writes whole sectors where each
+// thread alone would write a few bytes of 32 different rows.
+GJ_INLINE gj_u32* gj_stage_memory() {
+    extern __shared__ gj_u32 gj_stage_words[];
+    return gj_stage_words;
+}
+
+template <class C>
+struct gj_stage {
+    typedef typename C::param_t T;
+    static constexpr gj_u32 ROWS = C::BLOCK * C::PPT;
+    gj_u32* words_base; // the block's dynamic shared memory
+    gj_u32 words, stride;
+    GJ_INLINE explicit gj_stage(gj_u32 levels_per_thread)
+        : words_base(gj_stage_memory()), words(levels_per_thread * C::F * (gj_u32)sizeof(T) / 4u), stride(words | 1u) {}
+    // The staged row of point i (of this block).
+    GJ_INLINE T* row(gj_u64 i) const { return (T*)(words_base + (i - gj_block_first_point<C>()) * stride); }
+    // STORE: the staged rows to words word_offset.. of the point-major rows of `rows`
+    // (row_words words apart); else the other way.
+    template <bool STORE>
+    GJ_INLINE void copy(const void* rows, gj_u64 n, gj_u64 row_words, gj_u32 word_offset) const {
+        const gj_u64 first = gj_block_first_point<C>();
+        if (first >= n) return;
+        const gj_u32 count = (gj_u32)min((gj_u64)ROWS, n - first) * words;
+        gj_u32* base = (gj_u32*)rows + first * row_words + word_offset;
+        for (gj_u32 w = threadIdx.x; w < count; w += C::BLOCK) {
+            const gj_u32 r = w / words, k = w - r * words;
+            if constexpr (STORE) base[r * row_words + k] = words_base[r * stride + k];
+            else words_base[r * stride + k] = base[r * row_words + k];
+        }
+    }
+};
+
+// The levels of level-major group blockIdx.y: [first, last).
+template <class C>
+struct gj_level_group {
+    gj_u32 first, last;
+    GJ_INLINE explicit gj_level_group(gj_u32 levels_per_thread)
+        : first(blockIdx.y * levels_per_thread), last(min(first + levels_per_thread, (gj_u32)C::L)) {}
+    // Word offset of the group in a point-major row.
+    GJ_INLINE gj_u32 word_offset() const { return first * C::F * (gj_u32)sizeof(typename C::param_t) / 4u; }
+};
+
 // ---- forward -----------------------------------------------------------------
 template <class C, bool DYDX>
 struct gj_forward_op {
@@ -1067,6 +1222,8 @@ struct gj_forward_op {
     gj_u64 i;
     float x[C::D];
     float limit;
+    typename C::param_t* staged; // this point's staged row (level group starting at `first`), or null
+    gj_u32 first;
 
     template <int MODE>
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
@@ -1080,7 +1237,10 @@ struct gj_forward_op {
             gj_zero(y);
             gj_zero(dydx);
         }
-        if (a.y) {
+        if (C::LEVEL_MAJOR && staged) {
+#pragma unroll
+            for (int f = 0; f < C::F; ++f) staged[(level - first) * C::F + f] = gj_from_float<T>(y[f]);
+        } else if (a.y) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) gj_store_element<C>(a.y, a.y_stride_point, a.y_stride_feature, i, level * C::F + f, y[f]);
         }
@@ -1109,23 +1269,43 @@ GJ_INLINE void gj_visit_levels(Op& op) {
     for (gj_u32 level = 0; level < C::L; ++level) gj_visit_level<C, LV>(level, op);
 }
 
+// The levels of a level group of point op, in turn.
+template <class C, class LV, class Op>
+GJ_INLINE void gj_visit_group(const gj_level_group<C>& group, Op& op) {
+#pragma unroll 1
+    for (gj_u32 level = group.first; level < group.last; ++level) gj_visit_level<C, LV>(level, op);
+}
+
 template <class C, class LV, bool DYDX>
 GJ_INLINE void gj_forward_points(const gj_forward_args& a) {
-    gj_for_each_point<C>(a.n, [&](gj_u64 i) {
-        gj_forward_op<C, DYDX> op{a, i};
-        gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-        op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
-        if constexpr (C::LEVEL_MAJOR) {
-            // blockIdx.y == L is the slice that writes the padding columns.
-            if (blockIdx.y < C::L) {
-                gj_visit_level<C, LV>(blockIdx.y, op);
-                return;
-            }
-        } else {
-            gj_visit_levels<C, LV>(op);
+    typedef typename C::param_t T;
+    if constexpr (C::LEVEL_MAJOR) {
+        const gj_level_group<C> group(a.levels_per_thread);
+        if (group.first >= C::L) { // the slice that writes the padding columns
+            if (a.y) gj_for_each_point<C>(a.n, [&](gj_u64 i) { gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i); });
+            return;
         }
-        if (a.y) gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
-    });
+        const gj_stage<C> stage(a.levels_per_thread);
+        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
+            gj_forward_op<C, DYDX> op{a, i};
+            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            if (a.stage) op.staged = stage.row(i), op.first = group.first;
+            gj_visit_group<C, LV>(group, op);
+        });
+        if (a.stage) {
+            __syncthreads();
+            stage.template copy<true>(a.y, a.n, a.y_stride_point * sizeof(T) / 4, group.word_offset());
+        }
+    } else {
+        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
+            gj_forward_op<C, DYDX> op{a, i};
+            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            gj_visit_levels<C, LV>(op);
+            if (a.y) gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
+        });
+    }
 }
 
 // y alone, and y (if asked) with dy/dx: separate kernels, because the one with dy/dx
@@ -1158,14 +1338,29 @@ GJ_INLINE void gj_load_dl_dy(const void* dl_dy, gj_u64 stride_point, gj_u64 stri
 // and the target asked for last keep the kernels' PTX as it was when each caller spelled
 // this out (by value, or with the pointer computed first, the compiler orders some
 // instructions differently).
+// Whether level-major backward leaves this level to NAME_backward_coarse.
+template <class C>
+GJ_INLINE bool gj_coarse_level(const gj_backward_args& a, const gj_level& lv) {
+    return lv.small && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
+}
+
+// staged: the level's F values of dL/dy in the block's stage (level-group kernels reading
+// point-major rows), else null (read from a.dL_dy).
 template <class C, int MODE, bool PARAMS, bool INPUT, class G, bool SHARED = false, class Grad>
 GJ_INLINE void gj_backward_at(const gj_backward_args& a, const gj_u64& i, gj_u32 level, const gj_level& lv,
-                              const float (&x)[C::D], float (&dldx)[C::D], Grad&& grad) {
+                              const float (&x)[C::D], float (&dldx)[C::D], Grad&& grad,
+                              const typename C::param_t* staged = nullptr) {
     typedef typename C::param_t T;
     float g[C::F];
-    gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
+    if (C::LEVEL_MAJOR && staged) {
+#pragma unroll
+        for (int f = 0; f < C::F; ++f) g[f] = gj_to_float(staged[f]);
+    } else {
+        gj_load_dl_dy<C>(a.dL_dy, a.dy_stride_point, a.dy_stride_feature, i, level, g);
+    }
     const float u = C::STOCHASTIC && PARAMS ? gj_stochastic_sample(i, level, a.n) : 0.0f;
-    gj_level_backward<C, MODE, PARAMS, INPUT, G, SHARED>(x, lv, (const T*)a.params + lv.offset, g, grad(), dldx, u);
+    gj_level_backward<C, MODE, PARAMS, INPUT, G, SHARED>(x, lv, (const T*)a.params + lv.offset, g, grad(), dldx, u,
+                                                         SHARED ? 0u : a.aggregate_min);
 }
 
 template <class C, bool PARAMS, bool INPUT>
@@ -1175,13 +1370,17 @@ struct gj_backward_op {
     float x[C::D];
     float limit;
     float dldx[C::D];
+    const typename C::param_t* staged; // this point's staged dL/dy row (level group `first`), or null
+    gj_u32 first;
 
     template <int MODE>
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::grad_t G;
         if (!((float)level < limit)) return; // inactive levels get no gradient
-        gj_backward_at<C, MODE, PARAMS, INPUT, G>(a, i, level, lv, x, dldx,
-                                                  [&] { return PARAMS ? (G*)a.dL_dparams + lv.offset : nullptr; });
+        if (C::LEVEL_MAJOR && gj_coarse_level<C>(a, lv)) return; // NAME_backward_coarse's
+        gj_backward_at<C, MODE, PARAMS, INPUT, G>(
+            a, i, level, lv, x, dldx, [&] { return PARAMS ? (G*)a.dL_dparams + lv.offset : nullptr; },
+            staged ? staged + (level - first) * C::F : nullptr);
     }
 };
 
@@ -1204,30 +1403,29 @@ GJ_INLINE void gj_add_point_dldx(const gj_backward_args& a, gj_u64 i, const floa
     }
 }
 
-// Whether level-major backward leaves this level to NAME_backward_coarse.
-template <class C>
-GJ_INLINE bool gj_coarse_level(const gj_backward_args& a, const gj_level& lv) {
-    return lv.small && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
-}
-
-// Level-major, global atomics: one block, one level, BLOCK * PPT points.
+// Level-major: the levels of this block's group in turn for each point, dL/dx summed over
+// them before the atomics (levels in other groups add theirs).
 template <class C, class LV, bool PARAMS, bool INPUT>
-GJ_INLINE void gj_backward_level(const gj_backward_args& a, gj_u32 level) {
-    const gj_level lv = LV::at(level);
-    if (gj_coarse_level<C>(a, lv)) return;
-    gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
-        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
-            gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
-            op.template run<decltype(mode)::value>(level, lv);
-            if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
-        });
+GJ_INLINE void gj_backward_group(const gj_backward_args& a) {
+    typedef typename C::param_t T;
+    const gj_level_group<C> group(a.levels_per_thread);
+    const gj_stage<C> stage(a.levels_per_thread);
+    if (a.stage) {
+        stage.template copy<false>(a.dL_dy, a.n, a.dy_stride_point * sizeof(T) / 4, group.word_offset());
+        __syncthreads();
+    }
+    gj_for_each_point<C>(a.n, [&](gj_u64 i) {
+        gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
+        if (a.stage) op.staged = stage.row(i), op.first = group.first;
+        gj_visit_group<C, LV>(group, op);
+        if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
     });
 }
 
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
     if constexpr (C::LEVEL_MAJOR) {
-        gj_backward_level<C, LV, PARAMS, INPUT>(a, blockIdx.y);
+        gj_backward_group<C, LV, PARAMS, INPUT>(a);
     } else {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
@@ -1460,7 +1658,9 @@ __device__ void gj_encode_bwd(const gj_encode_out_t& dL_dy, const gj_half* __res
 // Block: 256 threads. Grid x: ceil(n / 256) blocks.
 // ---------------------------------------------------------------------------
 
-// Grid y: 3 (one per level; dL_dx is summed atomically: zero it first).
+// Grid y: ceil(levels / args.levels_per_thread), one per level group (dL_dx is summed atomically: zero it first).
+// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
+// element bytes / 4) | 1) words of dynamic shared memory.
 __global__ void __launch_bounds__(256) gj_encode_backward(const gj_backward_args args) {
     gj_backward_kernel<gj_encode_config, gj_encode_levels>(args);
 }
@@ -1470,7 +1670,9 @@ __global__ void __launch_bounds__(256) gj_encode_backward_coarse(const gj_backwa
     gj_backward_coarse_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
-// Grid y: 3 (one per level; dL_dx is summed atomically: zero it first).
+// Grid y: ceil(levels / args.levels_per_thread), one per level group (dL_dx is summed atomically: zero it first).
+// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
+// element bytes / 4) | 1) words of dynamic shared memory.
 __global__ void __launch_bounds__(256) gj_encode_backward_input(const gj_backward_args args) {
     gj_backward_input_kernel<gj_encode_config, gj_encode_levels>(args);
 }
@@ -1480,7 +1682,9 @@ __global__ void __launch_bounds__(256) gj_encode_backward_input_coarse(const gj_
     gj_backward_input_coarse_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
-// Grid y: 3 (one per level; dL_dx is summed atomically: zero it first).
+// Grid y: ceil(levels / args.levels_per_thread), one per level group (dL_dx is summed atomically: zero it first).
+// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
+// element bytes / 4) | 1) words of dynamic shared memory.
 __global__ void __launch_bounds__(256) gj_encode_backward_dx(const gj_backward_args args) {
     gj_backward_dx_kernel<gj_encode_config, gj_encode_levels>(args);
 }
