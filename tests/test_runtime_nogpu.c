@@ -691,37 +691,45 @@ static char *layout_asserts(void) {
     return text;
 }
 
-/* Levels per thread chosen by pass and layout, the level groups, and staging of point-major
- * rows (SMALL_CONFIG: 4 levels, F = 2, fp32: a 32-byte sector of a row is 4 levels). */
+/* Levels per thread chosen by layout, the level groups, and staging of point-major rows
+ * (SMALL_CONFIG: 4 levels, F = 2, fp32: rows of 32 bytes, one sector). */
 static void level_groups_and_staging(void **state) {
     fixture *f = *state;
     gj__module_shape s = shape_of(f, NULL); /* levels_per_thread 0: automatic */
     assert_int_equal(s.levels_per_thread, 0);
-    assert_int_equal(gj__levels_per_thread(&s, 1, 0), 2); /* forward, feature-major */
-    assert_int_equal(gj__levels_per_thread(&s, 0, 0), 4); /* backward */
-    assert_int_equal(gj__levels_per_thread(&s, 1, 1), 4); /* a sector of the row */
+    assert_int_equal(gj__levels_per_thread(&s, 1, 0), 1); /* feature-major: one level per block */
+    assert_int_equal(gj__levels_per_thread(&s, 0, 0), 1);
+    assert_int_equal(gj__levels_per_thread(&s, 1, 1), 1); /* rows of one sector: nothing to gain */
+    gj_codegen_options padded;
+    gj_codegen_options_init(&padded);
+    padded.output_width_multiple = 16; /* rows of 64 bytes: a sector (4 levels of 8 bytes) each */
+    s = shape_of(f, &padded);
+    assert_int_equal(gj__levels_per_thread(&s, 1, 1), 4);
+    assert_int_equal(gj__levels_per_thread(&s, 0, 1), 4);
 
     gj_forward_desc d = valid_forward(1000);
     d.y_layout = GJ_LAYOUT_SOA;
     gj_forward_args a;
     gj__launch_dims dims;
     gj__forward_args(&s, &d, &a, &dims);
-    assert_int_equal(a.levels_per_thread, 2);
-    assert_int_equal(dims.grid_y, 2); /* two groups of two levels */
-    assert_int_equal(a.stage, 0);     /* feature-major stores are coalesced already */
+    assert_int_equal(a.levels_per_thread, 1);
+    assert_int_equal(dims.grid_y, 5); /* one per level, plus the padding slice */
+    assert_int_equal(a.stage, 0);
     assert_int_equal(dims.shared_bytes, 0);
 
     d.y_layout = GJ_LAYOUT_AOS;
     gj__forward_args(&s, &d, &a, &dims);
     assert_int_equal(a.levels_per_thread, 4);
-    assert_int_equal(dims.grid_y, 1);
+    assert_int_equal(dims.grid_y, 2); /* one group, plus the padding slice */
     assert_int_equal(a.stage, 1);
     /* 4 levels x 2 fp32 = 8 words a row, rows 9 words apart, 256 rows. */
     assert_int_equal(dims.shared_bytes, 9 * 4 * 256);
+    void *aligned = d.y;
     d.y = ADDR(0x30002); /* not 4-byte aligned: stored without staging */
     gj__forward_args(&s, &d, &a, &dims);
     assert_int_equal(a.stage, 0);
     assert_int_equal(dims.shared_bytes, 0);
+    d.y = aligned;
 
     gj_backward_desc b = valid_backward();
     gj_backward_args ba;
@@ -731,7 +739,8 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(ba.stage, 1);
     assert_int_equal(ba.aggregate_min, s.aggregate_min);
 
-    /* A fixed count, capped at the levels; groups of 3 leave a short last group (grid y 2). */
+    /* A fixed count, capped at the levels; groups of 3 leave a short last group (grid y 2),
+     * staged too (its 8 bytes a row are whole words). */
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);
     opts.levels_per_thread = 3;
@@ -739,6 +748,7 @@ static void level_groups_and_staging(void **state) {
     gj__forward_args(&s, &d, &a, &dims);
     assert_int_equal(a.levels_per_thread, 3);
     assert_int_equal(dims.grid_y, 2);
+    assert_int_equal(a.stage, 1);
     opts.levels_per_thread = 100;
     s = shape_of(f, &opts);
     assert_int_equal(gj__levels_per_thread(&s, 1, 1), 4);
@@ -752,6 +762,15 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(gj__stage_bytes(&s, 2, ADDR(0x30000), GJ_LAYOUT_SOA), 0);
     assert_int_equal(gj__stage_bytes(&s, 2, NULL, GJ_LAYOUT_AOS), 0);
     assert_int_equal(gj__stage_bytes(&s, 2, ADDR(0x30000), GJ_LAYOUT_AOS), 5 * 4 * 256);
+    /* fp16 with F = 1 in 3 levels, 2 per thread: the last group is half a word: not staged. */
+    gj__module_shape odd = s;
+    odd.precision = GJ_PRECISION_FP16;
+    odd.n_features_per_level = 1;
+    odd.n_levels = 3;
+    odd.padded_width = 4;
+    assert_int_equal(gj__stage_bytes(&odd, 2, ADDR(0x30000), GJ_LAYOUT_AOS), 0);
+    odd.n_levels = 4;
+    assert_int_equal(gj__stage_bytes(&odd, 2, ADDR(0x30000), GJ_LAYOUT_AOS), 1 * 4 * 256);
     opts.levels_per_thread = 2;
     opts.block_size = 1024;
     opts.points_per_thread = 16;

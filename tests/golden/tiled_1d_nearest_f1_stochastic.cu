@@ -1189,16 +1189,17 @@ struct gj_stage {
         : words_base(gj_stage_memory()), words(levels_per_thread * C::F * (gj_u32)sizeof(T) / 4u), stride(words | 1u) {}
     // The staged row of point i (of this block).
     GJ_INLINE T* row(gj_u64 i) const { return (T*)(words_base + (i - gj_block_first_point<C>()) * stride); }
-    // STORE: the staged rows to words word_offset.. of the point-major rows of `rows`
-    // (row_words words apart); else the other way.
+    // STORE: the first group_words words of the staged rows to words word_offset.. of the
+    // point-major rows of `rows` (row_words words apart); else the other way. A short last
+    // group of levels has fewer words than the stride provides for.
     template <bool STORE>
-    GJ_INLINE void copy(const void* rows, gj_u64 n, gj_u64 row_words, gj_u32 word_offset) const {
+    GJ_INLINE void copy(const void* rows, gj_u64 n, gj_u64 row_words, gj_u32 word_offset, gj_u32 group_words) const {
         const gj_u64 first = gj_block_first_point<C>();
         if (first >= n) return;
-        const gj_u32 count = (gj_u32)min((gj_u64)ROWS, n - first) * words;
+        const gj_u32 count = (gj_u32)min((gj_u64)ROWS, n - first) * group_words;
         gj_u32* base = (gj_u32*)rows + first * row_words + word_offset;
         for (gj_u32 w = threadIdx.x; w < count; w += C::BLOCK) {
-            const gj_u32 r = w / words, k = w - r * words;
+            const gj_u32 r = w / group_words, k = w - r * group_words;
             if constexpr (STORE) base[r * row_words + k] = words_base[r * stride + k];
             else words_base[r * stride + k] = base[r * row_words + k];
         }
@@ -1211,8 +1212,10 @@ struct gj_level_group {
     gj_u32 first, last;
     GJ_INLINE explicit gj_level_group(gj_u32 levels_per_thread)
         : first(blockIdx.y * levels_per_thread), last(min(first + levels_per_thread, (gj_u32)C::L)) {}
-    // Word offset of the group in a point-major row.
+    // Where the group's values start in a point-major row, and how many words they fill
+    // (whole words: the runtime stages only then).
     GJ_INLINE gj_u32 word_offset() const { return first * C::F * (gj_u32)sizeof(typename C::param_t) / 4u; }
+    GJ_INLINE gj_u32 words() const { return (last - first) * C::F * (gj_u32)sizeof(typename C::param_t) / 4u; }
 };
 
 // ---- forward -----------------------------------------------------------------
@@ -1276,10 +1279,29 @@ GJ_INLINE void gj_visit_group(const gj_level_group<C>& group, Op& op) {
     for (gj_u32 level = group.first; level < group.last; ++level) gj_visit_level<C, LV>(level, op);
 }
 
+// Level-major, one level per thread (blockIdx.y; L is the slice that writes the padding).
+template <class C, class LV, bool DYDX>
+GJ_INLINE void gj_forward_level(const gj_forward_args& a) {
+    gj_for_each_point<C>(a.n, [&](gj_u64 i) {
+        if (blockIdx.y < C::L) {
+            gj_forward_op<C, DYDX> op{a, i};
+            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            gj_visit_level<C, LV>(blockIdx.y, op);
+        } else if (a.y) {
+            gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
+        }
+    });
+}
+
 template <class C, class LV, bool DYDX>
 GJ_INLINE void gj_forward_points(const gj_forward_args& a) {
     typedef typename C::param_t T;
     if constexpr (C::LEVEL_MAJOR) {
+        if (a.levels_per_thread <= 1) {
+            gj_forward_level<C, LV, DYDX>(a);
+            return;
+        }
         const gj_level_group<C> group(a.levels_per_thread);
         if (group.first >= C::L) { // the slice that writes the padding columns
             if (a.y) gj_for_each_point<C>(a.n, [&](gj_u64 i) { gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i); });
@@ -1295,7 +1317,7 @@ GJ_INLINE void gj_forward_points(const gj_forward_args& a) {
         });
         if (a.stage) {
             __syncthreads();
-            stage.template copy<true>(a.y, a.n, a.y_stride_point * sizeof(T) / 4, group.word_offset());
+            stage.template copy<true>(a.y, a.n, a.y_stride_point * sizeof(T) / 4, group.word_offset(), group.words());
         }
     } else {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
@@ -1377,7 +1399,6 @@ struct gj_backward_op {
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::grad_t G;
         if (!((float)level < limit)) return; // inactive levels get no gradient
-        if (C::LEVEL_MAJOR && gj_coarse_level<C>(a, lv)) return; // NAME_backward_coarse's
         gj_backward_at<C, MODE, PARAMS, INPUT, G>(
             a, i, level, lv, x, dldx, [&] { return PARAMS ? (G*)a.dL_dparams + lv.offset : nullptr; },
             staged ? staged + (level - first) * C::F : nullptr);
@@ -1403,21 +1424,39 @@ GJ_INLINE void gj_add_point_dldx(const gj_backward_args& a, gj_u64 i, const floa
     }
 }
 
-// Level-major: the levels of this block's group in turn for each point, dL/dx summed over
-// them before the atomics (levels in other groups add theirs).
+// Level-major, one level per thread: one block, one level, BLOCK * PPT points, global atomics.
+template <class C, class LV, bool PARAMS, bool INPUT>
+GJ_INLINE void gj_backward_level(const gj_backward_args& a, gj_u32 level) {
+    const gj_level lv = LV::at(level);
+    if (gj_coarse_level<C>(a, lv)) return;
+    gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
+        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
+            gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
+            op.template run<decltype(mode)::value>(level, lv);
+            if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
+        });
+    });
+}
+
+// Level-major, several levels per thread: the levels of this block's group in turn for
+// each point (the small ones left to NAME_backward_coarse), dL/dx summed over them before
+// the atomics (levels in other groups add theirs).
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_group(const gj_backward_args& a) {
     typedef typename C::param_t T;
     const gj_level_group<C> group(a.levels_per_thread);
     const gj_stage<C> stage(a.levels_per_thread);
     if (a.stage) {
-        stage.template copy<false>(a.dL_dy, a.n, a.dy_stride_point * sizeof(T) / 4, group.word_offset());
+        stage.template copy<false>(a.dL_dy, a.n, a.dy_stride_point * sizeof(T) / 4, group.word_offset(), group.words());
         __syncthreads();
     }
     gj_for_each_point<C>(a.n, [&](gj_u64 i) {
         gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
         if (a.stage) op.staged = stage.row(i), op.first = group.first;
-        gj_visit_group<C, LV>(group, op);
+#pragma unroll 1
+        for (gj_u32 level = group.first; level < group.last; ++level) {
+            if (!gj_coarse_level<C>(a, LV::at(level))) gj_visit_level<C, LV>(level, op);
+        }
         if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
     });
 }
@@ -1425,7 +1464,8 @@ GJ_INLINE void gj_backward_group(const gj_backward_args& a) {
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
     if constexpr (C::LEVEL_MAJOR) {
-        gj_backward_group<C, LV, PARAMS, INPUT>(a);
+        if (a.levels_per_thread <= 1) gj_backward_level<C, LV, PARAMS, INPUT>(a, blockIdx.y);
+        else gj_backward_group<C, LV, PARAMS, INPUT>(a);
     } else {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
