@@ -35,7 +35,7 @@ static const struct {
 static void usage(void) {
     printf("Usage: gridjit bench --config C [--dims D] [--points N] [--pass P] [--json]\n"
            "                     [--block B] [--ppt P] [--order level|point] [--layout soa|aos]\n"
-           "                     [--iterations K]\n"
+           "                     [--iterations K] [--gradients fp32|auto]\n"
            "\n"
            "Times the generated kernels on the GPU: N uniform random points in [0,1)^D (a\n"
            "fixed seed), parameters from gj_init_params, then per pass a warm-up and K\n"
@@ -57,7 +57,8 @@ static void usage(void) {
            "  -n, --points N       points per launch (default 2097152 = 2^21)\n"
            "  -p, --pass P         a pass above, or a comma-separated list of them\n"
            "  -j, --json           print one JSON object: {\"config\", \"n_dims\", \"n_points\",\n"
-           "                       \"device\", \"block\", \"points_per_thread\", \"order\", \"compile_ms\",\n"
+           "                       \"device\", \"block\", \"points_per_thread\", \"order\", \"layout\",\n"
+           "                       \"gradients\", \"compile_ms\",\n"
            "                       \"iterations\", \"passes\": {PASS: {\"median_ms\", \"points_per_s\"}}}\n"
            "  -b, --block B        threads per block of the kernels (default 256)\n"
            "  -t, --ppt P          points per thread (default 1)\n"
@@ -65,6 +66,8 @@ static void usage(void) {
            "  -l, --layout L       soa (feature-major outputs and dL/dy, the encoding's own layout,\n"
            "                       as tiny-cuda-nn's kernels; default) or aos (point-major)\n"
            "  -k, --iterations K   timed launches per pass, at least %d (default 50)\n"
+           "      --gradients G    fp32: dL/dparams accumulated in fp32 (a float array) whatever\n"
+           "                       the precision; auto (default): as the precision says\n"
            "  -h, --help           show this help\n",
            MIN_ITERATIONS);
 }
@@ -76,7 +79,10 @@ typedef struct bench_args {
     gj_order order;
     gj_data_layout layout;
     int json;
+    int gradients_fp32;
 } bench_args;
+
+enum { OPT_GRADIENTS = 256 };
 
 static int parse_pass_list(const char *text, unsigned *passes) {
     *passes = 0;
@@ -132,6 +138,7 @@ static int parse_args(int argc, char **argv, bench_args *args) {
         {"ppt", required_argument, NULL, 't'},    {"order", required_argument, NULL, 'o'},
         {"iterations", required_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'},
         {"layout", required_argument, NULL, 'l'},
+        {"gradients", required_argument, NULL, OPT_GRADIENTS},
         {NULL, 0, NULL, 0},
     };
     int opt, rc = GJ_CLI_OK;
@@ -146,6 +153,7 @@ static int parse_args(int argc, char **argv, bench_args *args) {
         case 't': rc = gj_cli_parse_u32(CMD, "--ppt", optarg, 1, 16, &args->ppt); break;
         case 'o': rc = parse_order(optarg, &args->order); break;
         case 'l': rc = parse_layout(optarg, &args->layout); break;
+        case OPT_GRADIENTS: rc = gj_cli_parse_gradients(CMD, optarg, &args->gradients_fp32); break;
         case 'k': rc = gj_cli_parse_u32(CMD, "--iterations", optarg, MIN_ITERATIONS, 100000, &args->iterations); break;
         case 'h': usage(); return -1;
         default: return gj_cli_bad_option(CMD, opt, argv);
@@ -191,7 +199,7 @@ static int prepare(gj_cli_gpu *gpu, gj_module *m, const gj_encoding *enc, const 
     rc = rc ? rc : gj_cli_gpu_alloc(gpu, (size_t)gj_module_n_params(m) * element, &b->params);
     rc = rc ? rc : gj_cli_gpu_alloc(gpu, n * width * element, &b->y);
     rc = rc ? rc : upload_random(gpu, n * width, 0xD1B54A32D192ED03ull, -1.0f, 1.0f, precision, &b->dl_dy);
-    rc = rc ? rc : gj_cli_gpu_alloc(gpu, (size_t)gj_module_n_params(m) * element, &b->dparams);
+    rc = rc ? rc : gj_cli_gpu_alloc(gpu, (size_t)gj_module_n_params(m) * gj_module_gradient_element_size(m), &b->dparams);
     rc = rc ? rc : gj_cli_gpu_alloc(gpu, n * d * sizeof(float), &b->dx);
     if (rc == GJ_CLI_OK && (args->passes & PASS_FORWARD_DYDX)) {
         rc = gj_cli_gpu_alloc(gpu, dydx, &b->dy_dx);
@@ -288,10 +296,11 @@ typedef struct bench_result {
 } bench_result;
 
 static int print_text(const bench_args *args, const gj_cli_gpu *gpu, const gj_encoding *enc, const bench_result *r) {
-    printf("gridjit bench on %s (%s): N = %u points, D = %u, %s, block %u, %u point%s per thread, %s-major\n",
+    printf("gridjit bench on %s (%s): N = %u points, D = %u, %s%s, block %u, %u point%s per thread, %s-major\n",
            gpu->info.device_name, gpu->info.arch, args->n_points, gj_encoding_n_dims(enc),
-           gj_encoding_precision(enc) == GJ_PRECISION_FP16 ? "fp16" : "fp32", args->block, args->ppt,
-           args->ppt == 1 ? "" : "s", args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point");
+           gj_encoding_precision(enc) == GJ_PRECISION_FP16 ? "fp16" : "fp32",
+           args->gradients_fp32 ? " (fp32 gradients)" : "", args->block, args->ppt, args->ppt == 1 ? "" : "s",
+           args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point");
     printf("compile          %10.1f ms (generate + NVRTC + load, CUDA_CACHE_DISABLE=1)\n", r->compile_ms);
     printf("%-16s %10s %14s   (median of %u launches)\n", "pass", "ms", "points/s", args->iterations);
     for (size_t i = 0; i < N_PASSES; ++i) {
@@ -319,6 +328,7 @@ static int print_json(const bench_args *args, const gj_cli_gpu *gpu, const gj_en
              add_number(root, "block", args->block, "%.0f") && add_number(root, "points_per_thread", args->ppt, "%.0f") &&
              cJSON_AddStringToObject(root, "order", args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point") &&
              cJSON_AddStringToObject(root, "layout", args->layout == GJ_LAYOUT_SOA ? "soa" : "aos") &&
+             cJSON_AddStringToObject(root, "gradients", args->gradients_fp32 ? "fp32" : "auto") &&
              add_number(root, "compile_ms", r->compile_ms, "%.3f") &&
              add_number(root, "iterations", args->iterations, "%.0f") &&
              (passes = cJSON_AddObjectToObject(root, "passes")) != NULL;
@@ -354,6 +364,7 @@ static int bench(const bench_args *args, gj_context *ctx, const gj_encoding *enc
     opts.block_size = args->block;
     opts.points_per_thread = args->ppt;
     opts.order = args->order;
+    opts.gradients_fp32 = args->gradients_fp32;
     bench_result result;
     memset(&result, 0, sizeof result);
     gj_module *m = NULL;

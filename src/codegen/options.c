@@ -90,6 +90,11 @@ gj_status gj__codegen_options_resolve(const gj__diag *d, const gj_codegen_option
         return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT, "order: must be level-major (0) or point-major (1) (got %d)",
                         (int)out->order);
     }
+    if (out->gradients_fp32 != 0 && out->gradients_fp32 != 1) {
+        return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT,
+                        "gradients_fp32: must be 0 (the precision's default) or 1 (fp32 gradients) (got %d)",
+                        out->gradients_fp32);
+    }
     return GJ_OK;
 }
 

@@ -49,7 +49,9 @@ typedef struct gj__module_shape {
     uint32_t n_output_dims, padded_width;
     uint64_t n_params;
     gj_precision precision;
-    int grad_fp32; /* gradients accumulate in fp32 (fp32 params, or F = 1) */
+    int grad_fp32; /* the kernels accumulate dL/dparams in fp32 (gradients_fp32, fp32 params, or F = 1) */
+    size_t grad_element_size; /* bytes of one element of the caller's dL/dparams: 4 (fp32
+                                 params or gradients_fp32) or 2 */
     uint32_t passes, block_size, points_per_thread;
     int level_major;
     uint32_t small_level_floats; /* shared floats of NAME_backward_coarse; 0: no small level */
@@ -58,6 +60,15 @@ typedef struct gj__module_shape {
 /* opts: resolved (gj__codegen_options_resolve). */
 void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *enc, const gj_codegen_options *opts);
 size_t gj__shape_element_size(const gj__module_shape *shape);
+
+/* What a backward pass does with dL/dparams before and after its kernels. */
+typedef struct gj__grad_plan {
+    int scratch;       /* accumulate into the device's fp32 buffer, then cast it into the caller's
+                          fp16 array (fp16 params with F = 1 without gradients_fp32) */
+    size_t zero_bytes; /* bytes zeroed first: the buffer, or the caller's array in overwrite mode */
+} gj__grad_plan;
+/* have_dparams: the descriptor's dL_dparams is not NULL (else nothing to do). */
+void gj__gradient_plan(const gj__module_shape *shape, int have_dparams, gj_grad_mode mode, gj__grad_plan *plan);
 /* Largest n one launch of this shape takes (GJ_MAX_POINTS or the grid limit). */
 uint64_t gj__shape_max_points(const gj__module_shape *shape);
 

@@ -273,3 +273,7 @@ uint64_t gj_module_n_params(const gj_module *module) {
 size_t gj_module_element_size(const gj_module *module) {
     return module ? gj__shape_element_size(&module->shape) : 0;
 }
+
+size_t gj_module_gradient_element_size(const gj_module *module) {
+    return module ? module->shape.grad_element_size : 0;
+}

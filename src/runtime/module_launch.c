@@ -1,7 +1,7 @@
 /* The launches: one public function per pass. Checks first (module_args.c), then, in the
  * stream's context and in stream order: zero what the kernels accumulate into, the
- * kernel(s), and for fp16 parameters with F = 1 the cast of the fp32 gradients into the
- * caller's array. */
+ * kernel(s), and for fp16 parameters with F = 1 (without gradients_fp32) the cast of the
+ * fp32 gradients into the caller's array. */
 #include "runtime/module.h"
 
 #include <stdio.h>
@@ -70,38 +70,27 @@ static gj_status scratch(gj_module *m, gj__launch_scope *scope, const char *call
     return status;
 }
 
-/* Where the kernel accumulates dL/dparams: the caller's array (zeroed first when
- * overwriting), or for fp16 parameters with F = 1 the zeroed fp32 buffer. */
-static int needs_cast(const gj_module *m) {
-    return m->shape.grad_fp32 && m->shape.precision == GJ_PRECISION_FP16;
-}
-
-static gj_status prepare_gradients(gj_module *m, gj__launch_scope *scope, void *dL_dparams, gj_grad_mode mode,
+/* Where the kernel accumulates dL/dparams (gj__gradient_plan): the caller's array (zeroed
+ * first when overwriting), or for fp16 parameters with F = 1 the zeroed fp32 buffer. */
+static gj_status prepare_gradients(gj_module *m, gj__launch_scope *scope, const gj__grad_plan *plan, void *dL_dparams,
                                    gj_stream stream, const char *call, void **target) {
     *target = dL_dparams;
-    if (!dL_dparams) {
-        return GJ_OK;
-    }
-    if (needs_cast(m)) {
+    gj_status status = GJ_OK;
+    if (plan->scratch) {
         CUdeviceptr buffer = 0;
-        gj_status status = scratch(m, scope, call, &buffer);
-        if (status == GJ_OK) {
-            status = zero(m, buffer, (size_t)m->shape.n_params * sizeof(float), stream, call);
-        }
+        status = scratch(m, scope, call, &buffer);
         *target = (void *)(uintptr_t)buffer;
-        return status;
     }
-    if (mode == GJ_GRAD_OVERWRITE) {
-        return zero(m, device_address(dL_dparams), (size_t)m->shape.n_params * gj__shape_element_size(&m->shape),
-                    stream, call);
+    if (status == GJ_OK && plan->zero_bytes) {
+        status = zero(m, device_address(*target), plan->zero_bytes, stream, call);
     }
-    return GJ_OK;
+    return status;
 }
 
-/* dst = (accumulate ? dst : 0) + fp32 buffer, rounded once to fp16. */
-static gj_status finish_gradients(gj_module *m, gj__launch_scope *scope, void *dL_dparams, gj_grad_mode mode,
-                                  gj_stream stream, const char *call) {
-    if (!dL_dparams || !needs_cast(m)) {
+/* With the buffer: dst = (accumulate ? dst : 0) + buffer, rounded once to fp16. */
+static gj_status finish_gradients(gj_module *m, gj__launch_scope *scope, const gj__grad_plan *plan, void *dL_dparams,
+                                  gj_grad_mode mode, gj_stream stream, const char *call) {
+    if (!plan->scratch) {
         return GJ_OK;
     }
     gj_cast_args args;
@@ -158,7 +147,9 @@ gj_status gj_backward(gj_module *module, gj_stream stream, const gj_backward_des
     gj_backward_args args;
     gj__launch_dims dims;
     gj__backward_args(&module->shape, desc, &args, &dims);
-    status = prepare_gradients(module, &scope, desc->dL_dparams, desc->dL_dparams_mode, stream, call, &args.dL_dparams);
+    gj__grad_plan plan;
+    gj__gradient_plan(&module->shape, desc->dL_dparams != NULL, desc->dL_dparams_mode, &plan);
+    status = prepare_gradients(module, &scope, &plan, desc->dL_dparams, stream, call, &args.dL_dparams);
     if (status == GJ_OK && desc->dL_dx && module->shape.level_major) {
         /* Level-major blocks add their level's share of dL/dx atomically. */
         status = zero(module, device_address(desc->dL_dx), (size_t)desc->n * module->shape.n_dims * sizeof(float),
@@ -184,7 +175,7 @@ gj_status gj_backward(gj_module *module, gj_stream stream, const gj_backward_des
                                module->shape.small_level_floats * (unsigned)sizeof(float), stream, call);
     }
     if (status == GJ_OK) {
-        status = finish_gradients(module, &scope, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
+        status = finish_gradients(module, &scope, &plan, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
     }
     gj__module_leave(module, &scope);
     return status;
@@ -196,12 +187,14 @@ gj_status gj_backward_backward(gj_module *module, gj_stream stream, const gj_bac
     gj_backward_backward_args args;
     gj__launch_dims dims;
     gj__backward_backward_args(&module->shape, desc, &args, &dims);
-    status = prepare_gradients(module, &scope, desc->dL_dparams, desc->dL_dparams_mode, stream, call, &args.dL_dparams);
+    gj__grad_plan plan;
+    gj__gradient_plan(&module->shape, desc->dL_dparams != NULL, desc->dL_dparams_mode, &plan);
+    status = prepare_gradients(module, &scope, &plan, desc->dL_dparams, stream, call, &args.dL_dparams);
     if (status == GJ_OK) {
         status = launch(module, &scope, GJ__KERNEL_BACKWARD_BACKWARD, &dims, &args, stream, call);
     }
     if (status == GJ_OK) {
-        status = finish_gradients(module, &scope, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
+        status = finish_gradients(module, &scope, &plan, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
     }
     gj__module_leave(module, &scope);
     return status;
