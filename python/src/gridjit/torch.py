@@ -607,6 +607,8 @@ class Encoding(Module):
         self._reset_cache()
         self.params = torch.nn.Parameter(self._initial_params(seed), requires_grad=True)
         _live.add(self)
+        if "torch._dynamo" in sys.modules:
+            _make_eager_forward_disabled()
 
     def _reset_cache(self) -> None:
         # (source alias, data_ptr, version, cast) of the last fp16 copy; the alias keeps the
@@ -722,10 +724,30 @@ class Encoding(Module):
         return ops.forward(x, kparams, mlpp, ml)
 
 
-@torch.compiler.disable
-def _forward_outside_graph(module: Encoding, x, max_level):
-    """Under torch.compile the encoding runs eagerly: a graph break around its call."""
+def _eager_forward(module: Encoding, x, max_level):
     return module.forward(x, max_level)
+
+
+_eager_forward_disabled = None
+
+
+def _make_eager_forward_disabled():
+    """_eager_forward wrapped in torch.compiler.disable. Made when torch._dynamo is already
+    imported (importing it costs about a second, which gridjit.torch does not impose on
+    programs that never compile), else by the first traced call."""
+    global _eager_forward_disabled
+    if _eager_forward_disabled is None:
+        _eager_forward_disabled = torch.compiler.disable(_eager_forward)
+    return _eager_forward_disabled
+
+
+def _forward_outside_graph(module: Encoding, x, max_level):
+    """Under torch.compile the encoding runs eagerly: a graph break around its call (two
+    more the first time, when the wrapper is made inside the traced region)."""
+    fn = _eager_forward_disabled
+    if fn is None:
+        fn = _make_eager_forward_disabled()
+    return fn(module, x, max_level)
 
 
 def _no_networks(name: str):
