@@ -12,6 +12,8 @@ be imported, its entry says why and gridjit's results are still written (exit st
 
 Checks, against issue 15's targets (printed as PASS/FAIL lines; informative: the exit
 status does not depend on them):
+  checkpoint: tinycudann's state_dicts load into gridjit and give its outputs (fp16 within
+  2^-7 with O(1) parameters, tinycudann accumulating in fp16; fp32 within 1e-5)
   eikonal: finite throughout, final loss within 10 % of tinycudann's, step time <= 0.9x
   percall: no-grad forward and forward + backward <= 0.5x
   throughput: forward <= 0.75x, forward + backward <= 0.6x
@@ -30,7 +32,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PACKAGES = ("gridjit", "tinycudann")
+PACKAGES = ("tinycudann", "gridjit")  # tinycudann first: it writes the checkpoint gridjit reads
 
 #: (workload, key, target ratio) for the speed checks: gridjit / tinycudann <= target.
 SPEED_TARGETS = [
@@ -53,7 +55,7 @@ def run_package(package: str, args, directory: Path) -> tuple:
     command = [
         sys.executable, str(HERE / "tcnn_workloads.py"), "--package", package, "--workload", args.workload,
         "--steps", str(args.steps), "--image-steps", str(args.image_steps), "--calls", str(args.calls),
-        "--seed", str(args.seed), "--json", str(out),
+        "--seed", str(args.seed), "--json", str(out), "--checkpoint", str(directory / "tcnn_checkpoint.pt"),
     ]
     start = time.perf_counter()
     status = subprocess.run(command).returncode  # its lines go straight to our stdout/stderr
@@ -85,6 +87,9 @@ def checks(ours: dict, theirs: dict, ratio: dict) -> list:
         if workload in ours:
             ok = ours[workload].get("finite", False)
             lines.append((ok, f"{workload}: gridjit's loss finite throughout"))
+    for case in ours.get("checkpoint", {}).get("cases", []):
+        lines.append((case["within_tolerance"], f"checkpoint: a tinycudann {case['config']['otype']} {case['dtype']} "
+                                               f"state_dict in gridjit: max output error {case['max_abs_error']:.3g}"))
     eik = ratio.get("eikonal", {})
     if eik.get("final_loss") is not None:
         lines.append((abs(eik["final_loss"] - 1) <= 0.10,

@@ -26,11 +26,17 @@ percall     host time per call at a 256-point batch, tiny-cuda-nn's default Hash
 throughput  2^21 uniform points, tiny-cuda-nn's default HashGrid (16 levels), fp16: forward
             (no grad) and forward + backward (dL/dparams) through torch; CUDA-event medians
             of 50 after 10 of warm-up.
+checkpoint  with --checkpoint FILE: the tinycudann run saves Encodings (HashGrid fp16 and
+            fp32, DenseGrid, TiledGrid, Smoothstep) with O(1) parameters, their state_dict,
+            inputs and outputs; the gridjit run loads each state_dict into its Encoding and
+            compares the outputs (fp16: within 2^-7, tinycudann accumulating in fp16;
+            fp32: within 1e-5).
 
 Prints one line per result and writes everything as JSON (--json). Every run seeds torch
 with --seed, so both packages see the same points. Exit status 0; 2 on a bad argument;
 3 when the package cannot be imported (the message says why; nothing else is run); 4 when
-a workload produced a non-finite loss (the JSON is written first).
+a workload produced a non-finite loss or a checkpoint output beyond its tolerance (the
+JSON is written first).
 """
 
 from __future__ import annotations
@@ -331,7 +337,69 @@ def throughput(tcnn, args) -> dict:
     }
 
 
-WORKLOADS = {"eikonal": eikonal, "image": image_fit, "percall": per_call, "throughput": throughput}
+# ----------------------------------------------------------------------------- checkpoint
+
+CHECKPOINT_CASES = [
+    (DEFAULT_HASHGRID, torch.half),
+    (DEFAULT_HASHGRID, torch.float),
+    ({"otype": "DenseGrid", "n_levels": 4, "base_resolution": 8, "per_level_scale": 1.5}, torch.half),
+    ({"otype": "TiledGrid", "n_levels": 4, "base_resolution": 8, "per_level_scale": 1.5}, torch.float),
+    (dict(DEFAULT_HASHGRID, n_levels=8, interpolation="Smoothstep"), torch.half),
+]
+
+
+def checkpoint(tcnn, args) -> dict:
+    """tinycudann writes, gridjit reads: Encodings of several configurations with O(1)
+    parameters, their state_dict, inputs and outputs (--checkpoint FILE). The gridjit run
+    loads each state_dict into a gridjit Encoding of the same configuration and compares
+    the outputs: the same parameters at the same corners give the same values up to
+    rounding (see the tolerance below)."""
+    path = Path(args.checkpoint)
+    if args.package == "tinycudann":
+        cases = []
+        for index, (config, dtype) in enumerate(CHECKPOINT_CASES):
+            torch.manual_seed(args.seed + index)
+            encoding = tcnn.Encoding(3, config, dtype=dtype).to(DEVICE)
+            with torch.no_grad():
+                encoding.params.uniform_(-1, 1)
+                x = torch.rand(65536, 3, device=DEVICE)
+                y = encoding(x)
+            cases.append({"config": config, "dtype": str(dtype), "state_dict": {k: v.cpu() for k, v in
+                                                                                 encoding.state_dict().items()},
+                          "x": x.cpu(), "y": y.float().cpu()})
+        torch.save({"cases": cases}, path)
+        return {"written": str(path), "cases": len(cases)}
+    if not path.is_file():
+        return {"skipped": f"no checkpoint at {path}: run --package tinycudann --workload checkpoint first"}
+    saved = torch.load(path, weights_only=False)
+    results = []
+    for case in saved["cases"]:
+        dtype = {"torch.float16": torch.half, "torch.float32": torch.float}[case["dtype"]]
+        encoding = tcnn.Encoding(3, case["config"], dtype=dtype).to(DEVICE)
+        encoding.load_state_dict(case["state_dict"])
+        with torch.no_grad():
+            y = encoding(case["x"].to(DEVICE)).float().cpu()
+        expected = case["y"]
+        error = (y - expected).abs()
+        # Parameters lie in [-1, 1] and the corner weights sum to 1. fp16: tinycudann rounds
+        # each weight to fp16 and accumulates the 2^D corners in fp16 (gridjit in fp32, one
+        # rounding at the end): about (2^D + 1) half-ulps of 1 apart at most, 2^-7 allowed.
+        # fp32: both accumulate in fp32; 1e-5 allows any summation order.
+        tolerance = 2.0**-7 if dtype == torch.half else 1e-5
+        ok = bool((error <= tolerance).all())
+        results.append({"config": case["config"], "dtype": case["dtype"], "max_abs_error": error.max().item(),
+                        "mean_abs_error": error.mean().item(), "tolerance": tolerance,
+                        "max_abs_output": expected.abs().max().item(), "within_tolerance": ok})
+    return {"cases": results, "all_within_tolerance": all(r["within_tolerance"] for r in results)}
+
+
+WORKLOADS = {
+    "eikonal": eikonal,
+    "image": image_fit,
+    "percall": per_call,
+    "throughput": throughput,
+    "checkpoint": checkpoint,
+}
 
 
 def report(name: str, result: dict) -> None:
@@ -343,25 +411,41 @@ def report(name: str, result: dict) -> None:
     elif name == "percall":
         print(f"  percall (256 points, 8 levels, {result['dtype']}): no-grad forward "
               f"{result['forward_no_grad_us']:.1f} us, forward + backward {result['forward_backward_us']:.1f} us")
-    else:
+    elif name == "throughput":
         print(f"  throughput (2^21 points, 16 levels, fp16): forward {result['forward_ms']:.3f} ms, "
               f"forward + backward {result['forward_backward_ms']:.3f} ms")
+    elif "cases" in result and isinstance(result["cases"], list):
+        for case in result["cases"]:
+            print(f"  checkpoint {case['config']['otype']} {case['dtype']}: max error {case['max_abs_error']:.3g} "
+                  f"(outputs up to {case['max_abs_output']:.3g}): "
+                  f"{'within' if case['within_tolerance'] else 'BEYOND'} tolerance {case['tolerance']:.3g}")
+    else:
+        print(f"  checkpoint: {result}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--package", choices=("gridjit", "tinycudann"), required=True)
-    parser.add_argument("--workload", default="all", help="comma-separated: eikonal,image,percall,throughput or all")
+    parser.add_argument("--workload", default="all",
+                        help="comma-separated: eikonal,image,percall,throughput,checkpoint or all "
+                             "(checkpoint only with --checkpoint)")
+    parser.add_argument("--checkpoint", default=None,
+                        help="the checkpoint workload's file: tinycudann writes it, gridjit reads it")
     parser.add_argument("--steps", type=int, default=1500, help="eikonal training steps (default 1500)")
     parser.add_argument("--image-steps", type=int, default=1000, help="image fit steps (default 1000)")
     parser.add_argument("--calls", type=int, default=2000, help="calls per per-call measurement (default 2000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="write the results to this file")
     args = parser.parse_args()
-    names = list(WORKLOADS) if args.workload == "all" else [w.strip() for w in args.workload.split(",") if w.strip()]
+    if args.workload == "all":
+        names = [w for w in WORKLOADS if w != "checkpoint" or args.checkpoint]
+    else:
+        names = [w.strip() for w in args.workload.split(",") if w.strip()]
     unknown = [w for w in names if w not in WORKLOADS]
     if unknown or not names:
         parser.error(f"unknown workload(s) {unknown}: choose from {', '.join(WORKLOADS)} or all")
+    if "checkpoint" in names and not args.checkpoint:
+        parser.error("the checkpoint workload needs --checkpoint FILE")
     if not torch.cuda.is_available():
         print("tcnn_workloads.py: needs a CUDA GPU (torch.cuda.is_available() is False)", file=sys.stderr)
         return 2
@@ -388,7 +472,8 @@ def main() -> int:
         report(name, result)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
-    bad = [n for n, r in results["workloads"].items() if r.get("finite") is False]
+    bad = [n for n, r in results["workloads"].items()
+           if r.get("finite") is False or r.get("all_within_tolerance") is False]
     return 4 if bad else 0
 
 

@@ -350,6 +350,22 @@ def test_optimizer_steps_that_do_not_bump_the_version_are_seen(cpu_backend):
     del ops_b
 
 
+def test_a_data_parallel_replica_reads_its_own_parameter_copy(cpu_backend):
+    """DataParallel's replicas hold their parameters as plain tensors (copies broadcast from
+    the original, non-leaf): the replica casts its own, and gradients reach the original."""
+    enc = gjt.Encoding(2, HASH, dtype=torch.half)
+    ops = cpu_backend(enc)
+    x = points()
+    enc(x)
+    replica = enc._replicate_for_data_parallel()
+    copied = enc.params * 1.0 + 0.5  # what Broadcast would give, shifted to tell them apart
+    setattr(replica, "params", copied)
+    y = replica(x)
+    assert torch.equal(ops.calls[-1][1], copied.detach().half()) and enc._cast[3] is not replica._cast[3]
+    (g,) = torch.autograd.grad(y.float().sum(), enc.params)
+    assert g.dtype == torch.float32 and g.abs().sum() > 0
+
+
 def test_no_grad_forward_skips_autograd(cpu_backend):
     enc = gjt.Encoding(2, HASH, dtype=torch.half)
     cpu_backend(enc)
