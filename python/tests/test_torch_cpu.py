@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import pickle
+import types
 import warnings
 
 import pytest
@@ -642,3 +644,117 @@ def test_backward_with_no_gradient_needed_returns_nothing():
     y = _apply(ops, x.detach(), params, "same")
     (g,) = torch.autograd.grad(y.sum(), params)
     assert g.shape == params.shape and g.abs().sum() > 0
+
+
+# ----------------------------------------------------------------------------- the launch layer
+
+
+@pytest.fixture
+def fake_launches(monkeypatch):
+    """gridjit.torch._Ops on CPU tensors with the C launch functions replaced by recorders:
+    checks which descriptor fields the per-call path sets, the handles and streams it
+    passes, and its error path, without a GPU."""
+    import contextlib
+
+    records = []
+    status = {"value": 0}
+
+    def recorder(name):
+        def fn(handle, stream, desc_ref):
+            desc = desc_ref._obj
+            fields = {field: getattr(desc, field) for field, _ in desc._fields_}
+            records.append((name, handle, stream, fields))
+            return status["value"]
+
+        return fn
+
+    for name in ("gj_forward", "gj_backward", "gj_backward_backward"):
+        monkeypatch.setattr(gjt._capi.lib, name, recorder(name))
+    handles = {False: types.SimpleNamespace(handle=0x1000), True: types.SimpleNamespace(handle=0x2000)}
+    monkeypatch.setattr(gjt._Native, "module", lambda self, index, stochastic: handles[bool(stochastic)])
+    stream = {"raw": 0x7777, "device": 0}
+    monkeypatch.setattr(gjt, "_raw_stream", lambda index: stream["raw"])
+    monkeypatch.setattr(gjt, "_current_device", lambda: stream["device"])
+    switched = []
+
+    @contextlib.contextmanager
+    def device(index):
+        switched.append(index)
+        yield
+
+    monkeypatch.setattr(torch.cuda, "device", device)
+
+    def make(dtype=torch.half):
+        native = gjt._Native(2, json.dumps(dict(HASH, precision={torch.half: "fp16", torch.float: "fp32"}[dtype])),
+                             dtype)
+        ops = gjt._Ops(native, 0)
+        ops.device = torch.device("cpu")  # tensors on the CPU; the fake launches only read pointers
+        ops._local.descriptors = gjt._Descriptors()
+        return ops
+
+    return types.SimpleNamespace(make=make, records=records, status=status, stream=stream, switched=switched)
+
+
+def test_launch_layer_sets_every_pointer_per_call(fake_launches):
+    ops = fake_launches.make()
+    x = torch.rand(5, 2)
+    params = torch.rand(ops.n_params).half()
+    mlpp = torch.rand(5)
+    y = ops.forward(x, params, None, 0.5)
+    assert y.shape == (5, ops.width) and y.dtype == torch.half
+    name, handle, stream, d = fake_launches.records[-1]
+    assert (name, handle, stream) == ("gj_forward", 0x1000, 0x7777)
+    assert d["n"] == 5 and d["x"] == x.data_ptr() and d["params"] == params.data_ptr() and d["y"] == y.data_ptr()
+    assert d["max_level"] == 0.5 and d["max_level_per_point"] is None and d["dy_dx"] is None
+    ops.forward(x, params, mlpp, 1.0)
+    assert fake_launches.records[-1][3]["max_level_per_point"] == mlpp.data_ptr()
+
+    dy = torch.rand(5, ops.width).half()
+    dx, dparams = ops.backward(x, params, None, 1.0, dy, True, True, True)
+    name, handle, _, d = fake_launches.records[-1]
+    assert (name, handle) == ("gj_backward", 0x2000)  # stochastic: the stochastic module
+    assert dparams.dtype == torch.float32 and dparams.shape == (ops.n_params,) and dx.dtype == torch.float32
+    assert d["dL_dy"] == dy.data_ptr() and d["dL_dparams"] == dparams.data_ptr() and d["dL_dx"] == dx.data_ptr()
+    assert d["dL_dparams_mode"] == gjt._capi.GRAD_OVERWRITE and d["max_level_per_point"] is None
+    dx, dparams = ops.backward(x, params, mlpp, 1.0, dy, False, True, False)
+    name, handle, _, d = fake_launches.records[-1]
+    assert handle == 0x1000 and dx is None and d["dL_dx"] is None and d["max_level_per_point"] == mlpp.data_ptr()
+
+    h = torch.rand(5, 2)
+    dparams, ddy, dxx = ops.backward_backward(x, params, None, 1.0, h, dy, True, True, True)
+    name, handle, _, d = fake_launches.records[-1]
+    assert (name, handle) == ("gj_backward_backward", 0x1000)
+    assert dparams.dtype == torch.float32 and ddy.dtype == torch.half and dxx.dtype == torch.float32
+    assert d["dL_ddLdx"] == h.data_ptr() and d["dL_dy"] == dy.data_ptr()
+    assert (d["dL_dparams"], d["dL_ddLdy"], d["dL_dx"]) == (dparams.data_ptr(), ddy.data_ptr(), dxx.data_ptr())
+    dparams, ddy, dxx = ops.backward_backward(x, params, None, 1.0, h, dy, False, True, False)
+    d = fake_launches.records[-1][3]
+    assert d["dL_dparams"] is None and d["dL_dx"] is None and dparams is None and dxx is None
+
+    count = len(fake_launches.records)
+    dx, dparams = ops.backward(x[:0], params, None, 1.0, dy[:0], True, True, False)
+    assert len(fake_launches.records) == count  # n = 0: nothing launched
+    assert dparams.dtype == torch.float32 and (dparams == 0).all() and dx.shape == (0, 2)
+    assert fake_launches.switched == []
+
+
+def test_launch_layer_switches_device_only_for_the_legacy_stream_of_another_device(fake_launches):
+    ops = fake_launches.make(torch.float)
+    x, params = torch.rand(3, 2), torch.rand(ops.n_params)
+    fake_launches.stream.update(raw=0, device=0)  # legacy stream, current device: direct
+    ops.forward(x, params, None, 1.0)
+    assert fake_launches.records[-1][2] == 0 and fake_launches.switched == []
+    fake_launches.stream.update(raw=0, device=1)  # legacy stream of another device: switch
+    ops.forward(x, params, None, 1.0)
+    assert fake_launches.records[-1][2] is None and fake_launches.switched == [0]
+    fake_launches.stream.update(raw=0x42, device=1)  # a stream carries its context: direct
+    ops.forward(x, params, None, 1.0)
+    assert fake_launches.records[-1][2] == 0x42 and fake_launches.switched == [0]
+
+
+def test_launch_layer_raises_the_status_error_with_the_call(fake_launches):
+    ops = fake_launches.make()
+    fake_launches.status["value"] = 1  # GJ_ERROR_INVALID_ARGUMENT
+    with pytest.raises(gridjit.InvalidArgumentError) as info:
+        ops.forward(torch.rand(3, 2), torch.rand(ops.n_params).half(), None, 1.0)
+    assert info.value.call == "gj_forward"
