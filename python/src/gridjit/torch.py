@@ -681,7 +681,7 @@ class Encoding(Module):
 
     # -- pickling: the native objects travel as their configuration (_Native.__getstate__)
     def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
+        state = super().__getstate__()
         state["_cast"] = None
         return state
 
