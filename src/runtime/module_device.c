@@ -83,6 +83,11 @@ void gj__module_leave(gj_module *m, gj__launch_scope *scope) {
 /* Resolves kernel id in the scope's context (its program compiled and loaded for the
  * device on first use) and keeps it for the context. Call with m->lock held. */
 static gj_status resolve(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const char *call, CUfunction *out) {
+    gj__context_slot *known = gj__context_cache_find(&m->contexts, &scope->where);
+    if (known && known->functions[id]) { /* another thread resolved it since this one entered */
+        *out = known->functions[id];
+        return GJ_OK;
+    }
     const gj__module_program *program = NULL;
     gj_status status = gj__module_program_for(m, scope->device->sm, id, &program);
     CUkernel kernel = status == GJ_OK ? program->kernels[id] : NULL;
