@@ -35,7 +35,7 @@ static const struct {
 static void usage(void) {
     printf("Usage: gridjit bench --config C [--dims D] [--points N] [--pass P] [--json]\n"
            "                     [--block B] [--ppt P] [--order level|point] [--layout soa|aos]\n"
-           "                     [--iterations K] [--gradients fp32|auto]\n"
+           "                     [--iterations K] [--gradients fp32|auto] [--calls C]\n"
            "\n"
            "Times the generated kernels on the GPU: N uniform random points in [0,1)^D (a\n"
            "fixed seed), parameters from gj_init_params, then per pass a warm-up and K\n"
@@ -59,7 +59,9 @@ static void usage(void) {
            "  -j, --json           print one JSON object: {\"config\", \"n_dims\", \"n_points\",\n"
            "                       \"device\", \"block\", \"points_per_thread\", \"order\", \"layout\",\n"
            "                       \"gradients\", \"compile_ms\",\n"
-           "                       \"iterations\", \"passes\": {PASS: {\"median_ms\", \"points_per_s\"}}}\n"
+           "                       \"iterations\", \"passes\": {PASS: {\"median_ms\", \"points_per_s\"}},\n"
+           "                       \"calls\": {\"count\", \"forward\": {\"host_us\", \"wall_us\"},\n"
+           "                       \"backward\": {...}} (with --calls C > 0)}\n"
            "  -b, --block B        threads per block of the kernels (default 256)\n"
            "  -t, --ppt P          points per thread (default 1)\n"
            "  -o, --order O        level (level-major, default) or point (point-major)\n"
@@ -68,6 +70,10 @@ static void usage(void) {
            "  -k, --iterations K   timed launches per pass, at least %d (default 50)\n"
            "      --gradients G    fp32: dL/dparams accumulated in fp32 (a float array) whatever\n"
            "                       the precision; auto (default): as the precision says\n"
+           "      --calls C        also time C back-to-back gj_forward and gj_backward calls (after\n"
+           "                       a warm-up) on the host clock: microseconds per call until the\n"
+           "                       last call returns (host) and until the GPU is done (wall); with\n"
+           "                       a tiny --points this is the launch overhead (default 1000, 0: off)\n"
            "  -h, --help           show this help\n",
            MIN_ITERATIONS);
 }
@@ -80,9 +86,10 @@ typedef struct bench_args {
     gj_data_layout layout;
     int json;
     int gradients_fp32;
+    uint32_t calls; /* --calls: host timing of back-to-back calls; 0: off */
 } bench_args;
 
-enum { OPT_GRADIENTS = 256 };
+enum { OPT_GRADIENTS = 256, OPT_CALLS };
 
 static int parse_pass_list(const char *text, unsigned *passes) {
     *passes = 0;
@@ -139,6 +146,7 @@ static int parse_args(int argc, char **argv, bench_args *args) {
         {"iterations", required_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'},
         {"layout", required_argument, NULL, 'l'},
         {"gradients", required_argument, NULL, OPT_GRADIENTS},
+        {"calls", required_argument, NULL, OPT_CALLS},
         {NULL, 0, NULL, 0},
     };
     int opt, rc = GJ_CLI_OK;
@@ -154,6 +162,7 @@ static int parse_args(int argc, char **argv, bench_args *args) {
         case 'o': rc = parse_order(optarg, &args->order); break;
         case 'l': rc = parse_layout(optarg, &args->layout); break;
         case OPT_GRADIENTS: rc = gj_cli_parse_gradients(CMD, optarg, &args->gradients_fp32); break;
+        case OPT_CALLS: rc = gj_cli_parse_u32(CMD, "--calls", optarg, 0, 1000000, &args->calls); break;
         case 'k': rc = gj_cli_parse_u32(CMD, "--iterations", optarg, MIN_ITERATIONS, 100000, &args->iterations); break;
         case 'h': usage(); return -1;
         default: return gj_cli_bad_option(CMD, opt, argv);
@@ -287,12 +296,43 @@ static int time_pass(gj_cli_gpu *gpu, gj_module *m, unsigned pass, const bench_a
     return status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, gpu->ctx, status, "timing failed");
 }
 
+/* ------------------------------------------------------- host time per call */
+
+/* What a caller's thread pays per call, the launch overhead at a small batch: per pass
+ * (forward, backward), microseconds per call until the last of --calls back-to-back calls
+ * returns (host) and until the stream has finished them (wall). */
+typedef struct call_timing {
+    double host_us[2], wall_us[2];
+} call_timing;
+
+static int time_calls(gj_cli_gpu *gpu, gj_module *m, const bench_args *args, const bench_buffers *b,
+                      call_timing *t) {
+    static const unsigned passes[2] = {PASS_FORWARD, PASS_BACKWARD};
+    gj_status status = GJ_OK;
+    for (int p = 0; p < 2 && status == GJ_OK; ++p) {
+        for (int i = 0; status == GJ_OK && i < 20; ++i) { /* warm-up: programs loaded, caches filled */
+            status = run_pass(m, passes[p], args->n_points, args->layout, b);
+        }
+        status = status ? status : gj_stream_synchronize(gpu->ctx, NULL);
+        const double start = gj_cli_now_ms();
+        for (uint32_t i = 0; status == GJ_OK && i < args->calls; ++i) {
+            status = run_pass(m, passes[p], args->n_points, args->layout, b);
+        }
+        const double returned = gj_cli_now_ms();
+        status = status ? status : gj_stream_synchronize(gpu->ctx, NULL);
+        t->host_us[p] = (returned - start) * 1e3 / args->calls;
+        t->wall_us[p] = (gj_cli_now_ms() - start) * 1e3 / args->calls;
+    }
+    return status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, gpu->ctx, status, "timing the calls failed");
+}
+
 /* ----------------------------------------------------------------- output */
 
 typedef struct bench_result {
     double compile_ms;
     double median_ms[N_PASSES];
     int measured[N_PASSES];
+    call_timing calls; /* with args->calls > 0 */
 } bench_result;
 
 static int print_text(const bench_args *args, const gj_cli_gpu *gpu, const gj_encoding *enc, const bench_result *r) {
@@ -308,6 +348,12 @@ static int print_text(const bench_args *args, const gj_cli_gpu *gpu, const gj_en
             printf("%-16s %10.4f %14.4g\n", pass_names[i].name, r->median_ms[i],
                    (double)args->n_points / (r->median_ms[i] * 1e-3));
         }
+    }
+    if (args->calls) {
+        printf("per call         forward %.2f us host, %.2f us wall; backward %.2f us host, %.2f us wall "
+               "(%u calls of %u points)\n",
+               r->calls.host_us[0], r->calls.wall_us[0], r->calls.host_us[1], r->calls.wall_us[1], args->calls,
+               args->n_points);
     }
     return GJ_CLI_OK;
 }
@@ -337,6 +383,16 @@ static int print_json(const bench_args *args, const gj_cli_gpu *gpu, const gj_en
             cJSON *pass = cJSON_AddObjectToObject(passes, pass_names[i].name);
             ok = pass && add_number(pass, "median_ms", r->median_ms[i], "%.6f") &&
                  add_number(pass, "points_per_s", (double)args->n_points / (r->median_ms[i] * 1e-3), "%.6e");
+        }
+    }
+    if (ok && args->calls) {
+        cJSON *calls = cJSON_AddObjectToObject(root, "calls");
+        ok = calls && add_number(calls, "count", args->calls, "%.0f");
+        static const char *const names[2] = {"forward", "backward"};
+        for (int p = 0; ok && p < 2; ++p) {
+            cJSON *pass = cJSON_AddObjectToObject(calls, names[p]);
+            ok = pass && add_number(pass, "host_us", r->calls.host_us[p], "%.3f") &&
+                 add_number(pass, "wall_us", r->calls.wall_us[p], "%.3f");
         }
     }
     char *text = ok ? cJSON_Print(root) : NULL;
@@ -384,6 +440,9 @@ static int bench(const bench_args *args, gj_context *ctx, const gj_encoding *enc
             result.measured[i] = rc == GJ_CLI_OK;
         }
     }
+    if (rc == GJ_CLI_OK && args->calls) {
+        rc = time_calls(&gpu, m, args, &buffers, &result.calls);
+    }
     if (rc == GJ_CLI_OK) {
         rc = args->json ? print_json(args, &gpu, enc, &result) : print_text(args, &gpu, enc, &result);
     }
@@ -398,7 +457,7 @@ int gj_cli_bench(int argc, char **argv) {
     setenv("CUDA_CACHE_DISABLE", "1", 1);
     setenv("GRIDJIT_CACHE_DISABLE", "1", 1);
     bench_args args = {.layout = GJ_LAYOUT_SOA, .n_points = DEFAULT_POINTS, .block = 256, .ppt = 1, .iterations = 50,
-                       .passes = PASS_ALL, .order = GJ_ORDER_LEVEL_MAJOR};
+                       .passes = PASS_ALL, .order = GJ_ORDER_LEVEL_MAJOR, .calls = 1000};
     int rc = parse_args(argc, argv, &args);
     if (rc == -1) {
         return gj_cli_flush_stdout(CMD);

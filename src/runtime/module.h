@@ -29,6 +29,7 @@
 #include "compile/compiler.h"
 #include "loader/driver.h"
 #include "model/encoding.h"
+#include "runtime/context_cache.h"
 #include "runtime/scope.h"
 
 #include "templates/kernel_args.cuh"
@@ -141,18 +142,24 @@ struct gj_module {
     size_t n_programs;
     gj__module_device devices[GJ__MODULE_MAX_DEVICES];
     size_t n_devices;
+    gj__context_cache contexts; /* per context: device record and kernel functions */
 };
 
 /* ---- module_device.c: where a launch runs ---- */
-/* A launch's context (runtime/scope.h) and the module's record of its device. */
+/* A launch's context (runtime/scope.h), the module's record of its device and the
+ * kernels resolved in that context so far (a copy taken on entry: read without the lock). */
 typedef struct gj__launch_scope {
     gj__scope where;
     gj__module_device *device;
+    CUfunction functions[GJ__KERNEL_COUNT];
 } gj__launch_scope;
+/* Enters the stream's context and finds what the module keeps for it: one lock, and driver
+ * queries only on the first launch in a context. */
 gj_status gj__module_enter(struct gj_module *m, gj_stream stream, const char *call, gj__launch_scope *scope);
 void gj__module_leave(struct gj_module *m, gj__launch_scope *scope);
-/* The kernel's function in the scope's context; its program is compiled and loaded for
- * the device's architecture on first use. */
+/* The kernel's function in the scope's context: from the scope when resolved before;
+ * otherwise its program is compiled and loaded for the device's architecture (first use)
+ * and the function kept for the context. */
 gj_status gj__module_function(struct gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const char *call,
                               CUfunction *out);
 /* Frees every device's fp32 gradient buffer (each in its own context). */
@@ -164,9 +171,10 @@ void gj__module_free_scratch(struct gj_module *m);
 gj_status gj__module_program_for(struct gj_module *m, int sm, gj__kernel_id id, const gj__module_program **out);
 /* Compiles the parts of passes for architecture sm in parallel and loads them. */
 gj_status gj__module_prepare_for(struct gj_module *m, int sm, uint32_t passes);
-/* Looks kernel id up in p's library (from prog) and resolves it in the current context. */
-gj_status gj__module_find_kernel(struct gj_module *m, gj__module_program *p, const gj_program *prog,
-                                 gj__kernel_id id);
+/* Fills p from prog (a program of part; GJ__PART_ALL: every kernel of the passes) and
+ * loads it with the part's kernels, each resolved in the current context
+ * (gj__program_load). The caller counts it in (n_programs) and sets its sm. */
+gj_status gj__module_load_program(struct gj_module *m, gj__module_program *p, gj__part part, const gj_program *prog);
 /* Unloads every library. */
 void gj__module_unload_all(struct gj_module *m);
 

@@ -4,7 +4,6 @@
  * fp32 gradients into the caller's array. */
 #include "runtime/module.h"
 
-#include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------- small steps */
@@ -17,13 +16,11 @@ static gj_status launch_shared(gj_module *m, gj__launch_scope *scope, gj__kernel
         return status;
     }
     void *params[] = {args};
-    char what[128];
-    snprintf(what, sizeof what, "%s: cuLaunchKernel(%s, grid %ux%u, block %u, %u bytes shared)", call,
-             gj__kernel_suffix(id), dims->grid_x, dims->grid_y, dims->block, shared_bytes);
-    return gj__cuda_check(m->diag, m->drv,
-                          m->drv->LaunchKernel(function, dims->grid_x, dims->grid_y, 1, dims->block, 1, 1,
-                                               shared_bytes, (CUstream)stream, params, NULL),
-                          what);
+    return gj__cuda_checkf(m->diag, m->drv,
+                           m->drv->LaunchKernel(function, dims->grid_x, dims->grid_y, 1, dims->block, 1, 1,
+                                                shared_bytes, (CUstream)stream, params, NULL),
+                           "%s: cuLaunchKernel(%s, grid %ux%u, block %u, %u bytes shared)", call, gj__kernel_suffix(id),
+                           dims->grid_x, dims->grid_y, dims->block, shared_bytes);
 }
 
 static gj_status launch(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const gj__launch_dims *dims,
@@ -33,13 +30,12 @@ static gj_status launch(gj_module *m, gj__launch_scope *scope, gj__kernel_id id,
 
 /* Zeroes bytes at ptr on the stream, 32 bits at a time where the size and address allow. */
 static gj_status zero(gj_module *m, CUdeviceptr ptr, size_t bytes, gj_stream stream, const char *call) {
-    char what[96];
     if (bytes % 4 == 0 && ptr % 4 == 0) {
-        snprintf(what, sizeof what, "%s: cuMemsetD32Async", call);
-        return gj__cuda_check(m->diag, m->drv, m->drv->MemsetD32Async(ptr, 0u, bytes / 4, (CUstream)stream), what);
+        return gj__cuda_checkf(m->diag, m->drv, m->drv->MemsetD32Async(ptr, 0u, bytes / 4, (CUstream)stream),
+                               "%s: cuMemsetD32Async", call);
     }
-    snprintf(what, sizeof what, "%s: cuMemsetD8Async", call);
-    return gj__cuda_check(m->diag, m->drv, m->drv->MemsetD8Async(ptr, 0u, bytes, (CUstream)stream), what);
+    return gj__cuda_checkf(m->diag, m->drv, m->drv->MemsetD8Async(ptr, 0u, bytes, (CUstream)stream),
+                           "%s: cuMemsetD8Async", call);
 }
 
 static CUdeviceptr device_address(const void *ptr) {
@@ -55,9 +51,8 @@ static gj_status scratch(gj_module *m, gj__launch_scope *scope, const char *call
     gj__module_device *d = scope->device;
     gj_status status = GJ_OK;
     if (!d->scratch) {
-        char what[96];
-        snprintf(what, sizeof what, "%s: cuMemAlloc (fp32 gradient buffer, %zu bytes)", call, bytes);
-        status = gj__cuda_check(m->diag, m->drv, m->drv->MemAlloc(&d->scratch, bytes), what);
+        status = gj__cuda_checkf(m->diag, m->drv, m->drv->MemAlloc(&d->scratch, bytes),
+                                 "%s: cuMemAlloc (fp32 gradient buffer, %zu bytes)", call, bytes);
         if (status == GJ_OK) {
             d->scratch_bytes = bytes;
             d->scratch_context = scope->where.context;
