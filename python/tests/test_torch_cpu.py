@@ -36,12 +36,13 @@ cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-
 
 @pytest.fixture
 def cpu_backend(monkeypatch):
-    """attach(encoding) makes the encoding run on CPU tensors through ReferenceOps (in the
-    encoding's precision, fp32 gradients, as the real modules) and returns those ops. CPU
-    input is then taken as it is instead of being moved to CUDA."""
+    """attach(encoding) moves the encoding to the CPU and makes it run on CPU tensors through
+    ReferenceOps (in the encoding's precision, fp32 gradients, as the real modules) and
+    returns those ops. CPU input is then taken as it is instead of being moved to CUDA."""
     monkeypatch.setattr(gjt, "_cpu_input", lambda x, params: x)
 
     def attach(encoding):
+        encoding.cpu()  # made on the current CUDA device where there is one
         ops = ReferenceOps(Reference(encoding._native.encoding), dtype=encoding.dtype, grad_dtype=torch.float32)
         encoding._native._ops[-1] = ops
         return ops
