@@ -16,6 +16,7 @@
 #include <xxhash.h>
 
 #include "cache_support.h"
+#include "compile/encoding_unit.h"
 #include "compile/key.h"
 #include "compile/meta.h"
 #include "compile/options.h"
@@ -401,6 +402,39 @@ static void malformed_metadata_is_refused(void **state) {
     gj_program_destroy(prog);
 }
 
+/* ------------------------------------------------ codegen options in the key */
+
+/* gradients_fp32 reaches the key of every program of a module through the generated source
+ * (the record holds the source: every_input_changes_the_key), for an encoding whose grad_t
+ * it changes (fp16, F = 2) and for one whose grad_t is float anyway (fp16, F = 1: its
+ * kernels are the same, but the runtime treats dL/dparams differently). */
+static void gradients_fp32_changes_every_source(void **state) {
+    (void)state;
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    static const char *const configs[] = {"{\"n_levels\": 2}", "{\"n_levels\": 2, \"n_features_per_level\": 1}"};
+    for (size_t c = 0; c < 2; ++c) {
+        gj_encoding *enc = NULL;
+        assert_int_equal(gj_encoding_create(ctx, configs[c], 0, &enc), GJ_OK);
+        gj_codegen_options plain, fp32;
+        gj_codegen_options_init(&plain);
+        gj_codegen_options_init(&fp32);
+        fp32.gradients_fp32 = 1;
+        for (int part = GJ__PART_ALL; part < GJ__PART_COUNT; ++part) {
+            char *a = gj__encoding_source(&ctx->compiler, enc, &plain, (gj__part)part);
+            char *b = gj__encoding_source(&ctx->compiler, enc, &fp32, (gj__part)part);
+            assert_true(a && b);
+            if (strcmp(a, b) == 0) {
+                fail_msg("%s, part %d: gradients_fp32 leaves the source (and so the key) unchanged", configs[c], part);
+            }
+            free(a);
+            free(b);
+        }
+        gj_encoding_destroy(enc);
+    }
+    gj_context_destroy(ctx);
+}
+
 /* ------------------------------------------------------- the public key */
 
 /* gj_compile_source reports the key its record gives with the loaded NVRTC; lineinfo
@@ -449,6 +483,7 @@ int main(void) {
         cmocka_unit_test(library_identity_is_the_build_id),
         cmocka_unit_test(metadata_layout_and_round_trip),
         cmocka_unit_test(malformed_metadata_is_refused),
+        cmocka_unit_test(gradients_fp32_changes_every_source),
         cmocka_unit_test(public_key_is_the_record_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -643,6 +643,48 @@ static void dump_options_change_the_source(void **state) {
     gj_cli_result_free(&padded);
 }
 
+/* --gradients fp32 makes grad_t float (SMALL_CONFIG is fp16 with F = 2); auto is the
+ * default; other values and --source are usage errors. */
+static void gradients_option_sets_the_gradient_type(void **state) {
+    (void)state;
+    gj_cli_result plain, fp32, automatic;
+    RUN(&plain, NULL, "dump", "--config", SMALL_CONFIG, "--dims", "2");
+    RUN(&fp32, NULL, "dump", "--config", SMALL_CONFIG, "--dims", "2", "--gradients", "fp32");
+    RUN(&automatic, NULL, "dump", "--config", SMALL_CONFIG, "--dims", "2", "--gradients", "auto");
+    assert_success(&plain);
+    assert_success(&fp32);
+    assert_success(&automatic);
+    assert_non_null(strstr(plain.out, "typedef gj_half grad_t;"));
+    assert_non_null(strstr(fp32.out, "typedef float grad_t;"));
+    assert_non_null(strstr(fp32.out, "(codegen option gradients_fp32)"));
+    assert_string_equal(plain.out, automatic.out);
+    gj_cli_result_free(&plain);
+    gj_cli_result_free(&fp32);
+    gj_cli_result_free(&automatic);
+    static const char *const commands[] = {"dump", "compile", "precompile", "bench"};
+    for (size_t i = 0; i < 4; ++i) {
+        gj_cli_result r;
+        const int takes_arch = i == 1 || i == 2;
+        RUN(&r, NULL, commands[i], "--config", SMALL_CONFIG, "--gradients", "fp16", takes_arch ? "--arch" : NULL,
+            "sm_90");
+        assert_refused(&r, 2);
+        assert_non_null(strstr(r.err, "--gradients: must be fp32 or auto (got 'fp16')"));
+        gj_cli_result_free(&r);
+        RUN(&r, NULL, commands[i], "--help");
+        assert_success(&r);
+        if (!strstr(r.out, "--gradients")) {
+            fail_msg("gridjit %s --help does not name --gradients", commands[i]);
+        }
+        gj_cli_result_free(&r);
+    }
+    gj_cli_result r;
+    RUN(&r, NULL, "compile", "--source", "k.cu", "--encoding", "grid={}", "--kernel", "k", "--arch", "sm_90",
+        "--gradients", "fp32");
+    assert_refused(&r, 2);
+    assert_non_null(strstr(r.err, "--gradients goes with --config"));
+    gj_cli_result_free(&r);
+}
+
 static void dump_refuses_bad_input(void **state) {
     (void)state;
     gj_cli_result r;
@@ -1044,6 +1086,7 @@ int main(void) {
         cmocka_unit_test(info_refuses_missing_and_unreadable_files),
         cmocka_unit_test(dump_is_deterministic_and_complete),
         cmocka_unit_test(dump_options_change_the_source),
+        cmocka_unit_test(gradients_option_sets_the_gradient_type),
         cmocka_unit_test(dump_refuses_bad_input),
         cmocka_unit_test(compile_writes_an_elf_cubin),
         cmocka_unit_test(compile_writes_ptx),

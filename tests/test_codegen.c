@@ -261,6 +261,74 @@ static void bad_options_are_refused(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* gradients_fp32: grad_t (kernels and device functions) becomes float for fp16 encodings,
+ * the header says so, and nothing else changes; the default output is untouched. */
+static char *generate_with_gradients(const char *json, int gradients_fp32, int device_functions_only) {
+    gj_context *ctx = NULL;
+    gj_encoding *enc = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    assert_int_equal(gj_encoding_create(ctx, json, 0, &enc), GJ_OK);
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    assert_int_equal(opts.gradients_fp32, 0);
+    opts.gradients_fp32 = gradients_fp32;
+    opts.device_functions_only = device_functions_only;
+    char *source = NULL;
+    assert_int_equal(gj_encoding_generate(ctx, enc, &opts, &source, NULL), GJ_OK);
+    gj_encoding_destroy(enc);
+    gj_context_destroy(ctx);
+    return source;
+}
+
+static void gradients_fp32_changes_grad_t(void **state) {
+    (void)state;
+    static const char *const fp16_f2 = "{\"otype\":\"HashGrid\",\"n_levels\":2}";
+    for (int functions_only = 0; functions_only <= 1; ++functions_only) {
+        char *plain = generate_with_gradients(fp16_f2, 0, functions_only);
+        char *fp32 = generate_with_gradients(fp16_f2, 1, functions_only);
+        assert_non_null(strstr(plain, "    typedef gj_half grad_t;"));
+        assert_null(strstr(plain, "typedef float grad_t;"));
+        assert_non_null(strstr(plain, "gradients accumulated in fp16.\n"));
+        assert_non_null(strstr(fp32, "    typedef float grad_t;"));
+        assert_null(strstr(fp32, "typedef gj_half grad_t;"));
+        assert_non_null(strstr(fp32, "gradients accumulated in fp32 (codegen option gradients_fp32).\n"));
+        /* Parameters and outputs stay fp16. */
+        assert_non_null(strstr(fp32, "    typedef gj_half param_t;"));
+        /* The device functions take the accumulation type. */
+        assert_non_null(strstr(plain, "gj_half* __restrict__ dL_dparams, gj_encode_in_t*"));
+        assert_non_null(strstr(fp32, "float* __restrict__ dL_dparams, gj_encode_in_t*"));
+        assert_non_null(strstr(fp32, "const gj_u8* __restrict__ fwd_ctx, float* __restrict__ dL_dparams,"));
+        free(plain);
+        free(fp32);
+    }
+    /* fp32 and F = 1 encodings accumulate in fp32 anyway: the option only shows in the header. */
+    static const char *const already[] = {"{\"otype\":\"HashGrid\",\"n_levels\":2,\"precision\":\"fp32\"}",
+                                          "{\"otype\":\"HashGrid\",\"n_levels\":2,\"n_features_per_level\":1}"};
+    for (size_t i = 0; i < 2; ++i) {
+        char *plain = generate_with_gradients(already[i], 0, 0);
+        char *fp32 = generate_with_gradients(already[i], 1, 0);
+        assert_non_null(strstr(plain, "    typedef float grad_t;"));
+        assert_non_null(strstr(fp32, "    typedef float grad_t;"));
+        assert_string_not_equal(plain, fp32);
+        free(plain);
+        free(fp32);
+    }
+    /* 0 and 1 only. */
+    gj_context *ctx = NULL;
+    gj_encoding *enc = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    assert_int_equal(gj_encoding_create(ctx, "{}", 0, &enc), GJ_OK);
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.gradients_fp32 = 2;
+    char *source = NULL;
+    assert_int_equal(gj_encoding_generate(ctx, enc, &opts, &source, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_null(source);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "gradients_fp32"));
+    gj_encoding_destroy(enc);
+    gj_context_destroy(ctx);
+}
+
 /* A comma-decimal LC_NUMERIC (de_DE): installed, or built with localedef into the test's
  * scratch directory (LOCPATH). 0 when neither works. */
 static int use_comma_locale(void) {
@@ -314,6 +382,7 @@ int main(void) {
         cmocka_unit_test(passes_and_names_select_what_is_emitted),
         cmocka_unit_test(padding_widens_the_output_vector),
         cmocka_unit_test(bad_options_are_refused),
+        cmocka_unit_test(gradients_fp32_changes_grad_t),
         cmocka_unit_test(the_source_does_not_depend_on_the_locale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -501,6 +501,64 @@ static void unknown_keys_are_named(void **state) {
     expect_error("{\"n_levels\": 0, \"bogus\": 1}", "unknown key 'bogus'");
 }
 
+/* GJ_CONFIG_IGNORE_UNKNOWN_KEYS: unknown keys skipped, each reported with the strict
+ * parser's message on its own line; the known keys parse as without the unknown ones;
+ * everything else stays an error. */
+static void unknown_keys_can_be_skipped(void **state) {
+    (void)state;
+    const uint32_t flag = GJ_CONFIG_IGNORE_UNKNOWN_KEYS;
+    char err[1024], strict[1024];
+    gj__config c, plain;
+    gj__strbuf ignored;
+    gj__sb_init(&ignored);
+    const char *json = "{\"n_level\": 4, \"n_levels\": 3, \"foo\": [1, 2], \"N_FEATURES_PER_LEVEL\": 4}";
+    assert_int_equal(gj__config_parse_ex(json, 0, flag, &ignored, &c, err, sizeof err), GJ_OK);
+    assert_string_equal(err, "");
+    plain = parse_ok("{\"n_levels\": 3}", 0);
+    assert_memory_equal(&c, &plain, sizeof c);
+    char *text = gj__sb_take(&ignored);
+    assert_non_null(text);
+    /* One line per key, in order, each exactly what the strict parser says for it. */
+    char *first = text, *second = strchr(first, '\n');
+    assert_non_null(second);
+    *second++ = '\0';
+    char *third = strchr(second, '\n');
+    assert_non_null(third);
+    *third++ = '\0';
+    assert_null(strchr(third, '\n'));
+    assert_int_equal(gj__config_parse("{\"n_level\": 4}", 0, &c, strict, sizeof strict), GJ_ERROR_INVALID_CONFIG);
+    assert_string_equal(first, strict);
+    assert_string_equal(first, "unknown key 'n_level'; did you mean 'n_levels'? (keys are case-sensitive)");
+    assert_int_equal(gj__config_parse("{\"foo\": 1}", 0, &c, strict, sizeof strict), GJ_ERROR_INVALID_CONFIG);
+    assert_string_equal(second, strict);
+    assert_non_null(strstr(second, "unknown key 'foo' (known keys: otype,"));
+    assert_string_equal(third, "unknown key 'N_FEATURES_PER_LEVEL'; did you mean 'n_features_per_level'? (keys are "
+                               "case-sensitive)");
+    free(text);
+
+    /* Without a place for the messages, and with nothing to skip. */
+    assert_int_equal(gj__config_parse_ex(json, 0, flag, NULL, &c, err, sizeof err), GJ_OK);
+    assert_memory_equal(&c, &plain, sizeof c);
+    gj__sb_init(&ignored);
+    assert_int_equal(gj__config_parse_ex("{\"n_levels\": 3}", 0, flag, &ignored, &c, err, sizeof err), GJ_OK);
+    assert_int_equal(ignored.len, 0);
+    gj__sb_free(&ignored);
+
+    /* Known keys are still checked, skipped keys or not; flags 0 is the strict parser. */
+    gj__sb_init(&ignored);
+    assert_int_equal(gj__config_parse_ex("{\"bogus\": 1, \"n_levels\": 0}", 0, flag, &ignored, &c, err, sizeof err),
+                     GJ_ERROR_INVALID_CONFIG);
+    assert_non_null(strstr(err, "n_levels"));
+    gj__sb_free(&ignored);
+    assert_int_equal(gj__config_parse_ex("{\"n_levels\": 2, \"n_levels\": 3, \"x\": 1}", 0, flag, NULL, &c, err,
+                                         sizeof err),
+                     GJ_ERROR_INVALID_CONFIG);
+    assert_non_null(strstr(err, "given twice"));
+    assert_int_equal(gj__config_parse_ex("{\"bogus\": 1}", 0, 0, NULL, &c, err, sizeof err), GJ_ERROR_INVALID_CONFIG);
+    assert_non_null(strstr(err, "unknown key 'bogus'"));
+    assert_int_equal(gj__config_parse_ex("[1]", 0, flag, NULL, &c, err, sizeof err), GJ_ERROR_INVALID_CONFIG);
+}
+
 static void long_values_are_cut_in_messages(void **state) {
     (void)state;
     char json[512];
@@ -689,6 +747,7 @@ int main(void) {
         cmocka_unit_test(json_errors),
         cmocka_unit_test(top_level_must_be_an_object),
         cmocka_unit_test(unknown_keys_are_named),
+        cmocka_unit_test(unknown_keys_can_be_skipped),
         cmocka_unit_test(long_values_are_cut_in_messages),
         cmocka_unit_test(duplicate_keys_are_refused),
         cmocka_unit_test(error_buffer_may_be_small_or_absent),

@@ -160,6 +160,62 @@ static void arguments_are_checked_at_the_door(void **state) {
     assert_null(gj_encoding_hyperparams(NULL));
 }
 
+/* gj_encoding_create_ex: strict with flags 0, skips unknown keys with the flag and says
+ * which, refuses unknown flag bits. */
+static void create_ex_skips_unknown_keys_on_request(void **state) {
+    gj_context *ctx = *state;
+    static const char json[] = "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"nested\": {\"a\": 1}, "
+                               "\"interpolaton\": \"Linear\"}";
+    gj_encoding *enc = (gj_encoding *)ctx;
+    char *ignored = (char *)ctx;
+    assert_int_equal(gj_encoding_create_ex(ctx, json, 3, 0, &ignored, &enc), GJ_ERROR_INVALID_CONFIG);
+    assert_null(enc);
+    assert_null(ignored);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "unknown key 'nested'"));
+
+    assert_int_equal(gj_encoding_create_ex(ctx, json, 3, GJ_CONFIG_IGNORE_UNKNOWN_KEYS, &ignored, &enc), GJ_OK);
+    assert_non_null(enc);
+    assert_string_equal(gj_context_errmsg(ctx), "");
+    assert_int_equal(gj_encoding_n_levels(enc), 4);
+    assert_non_null(ignored);
+    assert_string_equal(ignored, "unknown key 'nested' (known keys: otype, type, n_levels, n_features, "
+                                 "n_grid_features, n_features_per_level, log2_hashmap_size, base_resolution, "
+                                 "per_level_scale, interpolation, hash, stochastic_interpolation, fixed_point_pos, "
+                                 "n_dims_to_encode, precision)\n"
+                                 "unknown key 'interpolaton'; did you mean 'interpolation'? (keys are case-sensitive)");
+    gj_free(ignored);
+    /* The same encoding as without the unknown keys. */
+    gj_encoding *plain = create_ok(ctx, "{\"otype\": \"HashGrid\", \"n_levels\": 4}", 3);
+    assert_memory_equal(enc, plain, sizeof *enc);
+    gj_encoding_destroy(plain);
+    gj_encoding_destroy(enc);
+
+    /* Nothing skipped: ignored is NULL. A NULL ignored is fine. */
+    ignored = (char *)ctx;
+    assert_int_equal(gj_encoding_create_ex(ctx, "{}", 0, GJ_CONFIG_IGNORE_UNKNOWN_KEYS, &ignored, &enc), GJ_OK);
+    assert_null(ignored);
+    gj_encoding_destroy(enc);
+    assert_int_equal(gj_encoding_create_ex(ctx, json, 3, GJ_CONFIG_IGNORE_UNKNOWN_KEYS, NULL, &enc), GJ_OK);
+    assert_int_equal(gj_encoding_n_levels(enc), 4);
+    gj_encoding_destroy(enc);
+
+    /* Errors other than unknown keys stay errors, and leave nothing behind. */
+    ignored = (char *)ctx;
+    assert_int_equal(gj_encoding_create_ex(ctx, "{\"foo\": 1, \"n_levels\": \"4\"}", 3,
+                                           GJ_CONFIG_IGNORE_UNKNOWN_KEYS, &ignored, &enc),
+                     GJ_ERROR_INVALID_CONFIG);
+    assert_null(enc);
+    assert_null(ignored);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "n_levels"));
+
+    /* Unknown flag bits are named. */
+    assert_int_equal(gj_encoding_create_ex(ctx, "{}", 0, 0x6u, &ignored, &enc), GJ_ERROR_INVALID_ARGUMENT);
+    assert_null(enc);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "unknown flag bits 0x6"));
+    assert_int_equal(gj_encoding_create_ex(ctx, "{}", 0, 0, NULL, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj_encoding_create_ex(NULL, "{}", 0, 0, NULL, &enc), GJ_ERROR_INVALID_ARGUMENT);
+}
+
 /* create -> hyperparams -> create gives a byte-identical encoding. */
 static void check_hyperparams_round_trip(gj_context *ctx, const char *json, uint32_t n_dims) {
     gj_encoding *first = create_ok(ctx, json, n_dims);
@@ -285,6 +341,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(config_errors_reach_the_context, setup, teardown),
         cmocka_unit_test_setup_teardown(layout_errors_reach_the_context, setup, teardown),
         cmocka_unit_test_setup_teardown(arguments_are_checked_at_the_door, setup, teardown),
+        cmocka_unit_test_setup_teardown(create_ex_skips_unknown_keys_on_request, setup, teardown),
         cmocka_unit_test_setup_teardown(hyperparams_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(hyperparams_use_canonical_spellings, setup, teardown),
         cmocka_unit_test_setup_teardown(dense_and_tiled_above_seven_dimensions, setup, teardown),

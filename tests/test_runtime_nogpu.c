@@ -436,6 +436,67 @@ static void fp16_alignment(void **state) {
     gj_encoding_destroy(enc);
 }
 
+/* What a backward pass does with dL/dparams: the caller's element size, the fp32 buffer of
+ * fp16 F = 1 modules, and what is zeroed, for each precision, F and gradients_fp32. */
+static void gradient_plans(void **state) {
+    fixture *f = *state;
+    static const struct {
+        const char *json;
+        int gradients_fp32;
+        size_t element;    /* gj_module_gradient_element_size */
+        int grad_fp32;     /* the kernels' accumulation type */
+        int scratch;       /* fp32 buffer and cast */
+    } cases[] = {
+        {"{\"n_levels\": 3, \"precision\": \"fp32\"}", 0, 4, 1, 0},
+        {"{\"n_levels\": 3, \"precision\": \"fp32\"}", 1, 4, 1, 0},
+        {"{\"n_levels\": 3, \"n_features_per_level\": 2}", 0, 2, 0, 0},
+        {"{\"n_levels\": 3, \"n_features_per_level\": 2}", 1, 4, 1, 0},
+        {"{\"n_levels\": 3, \"n_features_per_level\": 8}", 1, 4, 1, 0},
+        {"{\"n_levels\": 3, \"n_features_per_level\": 1}", 0, 2, 1, 1},
+        {"{\"n_levels\": 3, \"n_features_per_level\": 1}", 1, 4, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        gj_encoding *enc = NULL;
+        assert_int_equal(gj_encoding_create(f->ctx, cases[i].json, 3, &enc), GJ_OK);
+        gj_codegen_options opts, resolved;
+        gj_codegen_options_init(&opts);
+        opts.gradients_fp32 = cases[i].gradients_fp32;
+        assert_int_equal(gj__codegen_options_resolve(&f->ctx->diag, &opts, &resolved), GJ_OK);
+        gj__module_shape s;
+        gj__module_shape_make(&s, enc, &resolved);
+        const uint64_t n_params = gj_encoding_n_params(enc);
+        assert_int_equal(s.grad_element_size, cases[i].element);
+        assert_int_equal(s.grad_fp32, cases[i].grad_fp32);
+        gj__grad_plan plan;
+        gj__gradient_plan(&s, 1, GJ_GRAD_OVERWRITE, &plan);
+        assert_int_equal(plan.scratch, cases[i].scratch);
+        /* Overwrite zeroes the caller's array (4 bytes a parameter with fp32 gradients), or the buffer. */
+        assert_int_equal(plan.zero_bytes, n_params * (cases[i].scratch ? sizeof(float) : cases[i].element));
+        gj__gradient_plan(&s, 1, GJ_GRAD_ACCUMULATE, &plan);
+        assert_int_equal(plan.scratch, cases[i].scratch);
+        /* Accumulate adds to the caller's array as it is; the buffer starts from zero. */
+        assert_int_equal(plan.zero_bytes, cases[i].scratch ? n_params * sizeof(float) : 0);
+        gj__gradient_plan(&s, 0, GJ_GRAD_OVERWRITE, &plan);
+        assert_int_equal(plan.scratch, 0);
+        assert_int_equal(plan.zero_bytes, 0);
+        /* dL/dparams keeps its 16-byte alignment rule with fp32 gradients. */
+        gj_backward_desc d = valid_backward();
+        d.dL_dparams = ADDR(0x60008);
+        assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+        assert_contains(gj_context_errmsg(f->ctx), "dL_dparams must be aligned to 16 bytes");
+        gj_encoding_destroy(enc);
+    }
+    assert_int_equal(gj_module_gradient_element_size(NULL), 0);
+    /* A module refuses an option value the code generator refuses. */
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.gradients_fp32 = -1;
+    gj_module *m = (gj_module *)&opts;
+    assert_int_equal(gj_module_create(f->ctx, f->enc, &opts, &m), GJ_ERROR_INVALID_ARGUMENT);
+    assert_null(m);
+    assert_contains(gj_context_errmsg(f->ctx), "gradients_fp32");
+}
+
 /* ------------------------------------------------------------ geometry */
 
 static void forward_geometry(void **state) {
@@ -1012,6 +1073,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(backward_backward_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(init_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(fp16_alignment, setup, teardown),
+        cmocka_unit_test_setup_teardown(gradient_plans, setup, teardown),
         cmocka_unit_test_setup_teardown(forward_geometry, setup, teardown),
         cmocka_unit_test_setup_teardown(backward_geometry, setup, teardown),
         cmocka_unit_test(kernel_names_follow_the_contract),

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "cache_support.h"
+#include "fake_driver.h"
 #include "test_env.h"
 
 #define N_THREADS 8
@@ -315,6 +316,105 @@ static void a_context_per_thread(void **state) {
     free(dir);
 }
 
+/* ------------------------------------------------------------- launches */
+
+/* Launches of one module from N_THREADS threads on the fake driver (tests/fake_cuda): each
+ * thread on its own context's stream (two devices), two of them on the NULL stream (device
+ * 0's primary context), all at once from the first launch on, so that the per-context
+ * caches, the programs compiled on first use and the fp32 gradient buffer (fp16, F = 1)
+ * are built and read concurrently. */
+#define LAUNCH_ROUNDS 200
+
+typedef struct launcher {
+    gj_module *module;
+    gj_stream stream;
+    void *x, *params, *y, *dl_dy, *dparams;
+    int failures;
+    char message[512];
+    gj_context *ctx;
+} launcher;
+
+static void *run_launcher(void *arg) {
+    launcher *l = arg;
+    for (int i = 0; i < LAUNCH_ROUNDS && !l->failures; ++i) {
+        gj_forward_desc f;
+        gj_forward_desc_init(&f);
+        f.n = 777;
+        f.x = l->x;
+        f.params = l->params;
+        f.y = l->y;
+        gj_backward_desc b;
+        gj_backward_desc_init(&b);
+        b.n = 777;
+        b.x = l->x;
+        b.params = l->params;
+        b.dL_dy = l->dl_dy;
+        b.dL_dparams = l->dparams;
+        gj_status status = gj_forward(l->module, l->stream, &f);
+        if (status == GJ_OK) {
+            status = gj_backward(l->module, l->stream, &b);
+        }
+        if (status != GJ_OK) {
+            l->failures++;
+            snprintf(l->message, sizeof l->message, "%s: %s", gj_status_name(status), gj_context_errmsg(l->ctx));
+        }
+    }
+    return NULL;
+}
+
+static void launches_from_many_threads(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip(); /* the reason is printed */
+    }
+    gj_fake_driver fake;
+    assert_int_equal(gj_fake_driver_open(&fake), 0);
+    char *dir = gjt_scratch("launches");
+    gj_context *ctx = make_context(dir);
+    assert_non_null(ctx);
+    gj_encoding *enc = NULL;
+    assert_int_equal(gj_encoding_create(ctx, "{\"otype\": \"HashGrid\", \"n_levels\": 3, \"n_features_per_level\": 1, "
+                                             "\"log2_hashmap_size\": 10}", 2, &enc),
+                     GJ_OK);
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.passes = GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
+    gj_module *module = NULL;
+    assert_int_equal(gj_module_create(ctx, enc, &opts, &module), GJ_OK);
+    void *buffer = NULL; /* host memory from the fake: never touched */
+    assert_int_equal(gj_device_alloc(ctx, 1 << 20, &buffer), GJ_OK);
+    fake.reset_counts();
+    launcher launchers[N_THREADS];
+    pthread_t threads[N_THREADS];
+    for (int i = 0; i < N_THREADS; ++i) {
+        launcher *l = &launchers[i];
+        memset(l, 0, sizeof *l);
+        l->module = module;
+        l->ctx = ctx;
+        l->stream = i < 2 ? NULL : (gj_stream)fake.stream_create(fake.context_create(i % 2));
+        l->x = l->params = l->y = l->dl_dy = l->dparams = buffer;
+        assert_int_equal(pthread_create(&threads[i], NULL, run_launcher, l), 0);
+    }
+    for (int i = 0; i < N_THREADS; ++i) {
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+        if (launchers[i].failures) {
+            fail_msg("thread %d: %s", i, launchers[i].message);
+        }
+    }
+    /* Per round: forward; backward's main kernel, its small-level kernel and the cast. */
+    assert_int_equal(fake.count("cuLaunchKernel"), (long)N_THREADS * LAUNCH_ROUNDS * 4);
+    /* Each context saw its device once (6 contexts of their own, device 0's primary). */
+    assert_int_equal(fake.count("cuCtxGetDevice"), N_THREADS - 2 + 1);
+    printf("%d threads x %d rounds of forward + backward: %ld driver calls, %zu programs\n", N_THREADS, LAUNCH_ROUNDS,
+           fake.count_all(), gj_module_n_programs(module));
+    gj_device_free(ctx, buffer);
+    gj_module_destroy(module);
+    gj_encoding_destroy(enc);
+    gj_context_destroy(ctx);
+    gj_fake_driver_close(&fake);
+    free(dir);
+}
+
 static int teardown(void **state) {
     (void)state;
     for (int c = 0; c < 4; c++) {
@@ -328,6 +428,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(one_context_many_threads, teardown),
         cmocka_unit_test_teardown(a_context_per_thread, teardown),
+        cmocka_unit_test(launches_from_many_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -259,6 +259,17 @@ int gj_cli_parse_passes(const char *cmd, const char *text, uint32_t *passes) {
     return GJ_CLI_OK;
 }
 
+int gj_cli_parse_gradients(const char *cmd, const char *text, int *gradients_fp32) {
+    if (strcmp(text, "fp32") == 0) {
+        *gradients_fp32 = 1;
+    } else if (strcmp(text, "auto") == 0) {
+        *gradients_fp32 = 0;
+    } else {
+        return gj_cli_usage_error(cmd, "--gradients: must be fp32 or auto (got '%s')", text);
+    }
+    return GJ_CLI_OK;
+}
+
 /* ------------------------------------------------------------ configuration */
 
 gj_cli_read_status gj_cli_read_text(const char *path, size_t max_bytes, char **text, int *err) {

@@ -65,6 +65,14 @@ int gj_cli_parse_u32(const char *cmd, const char *option, const char *text, uint
  * taken as they are (a backward-only program is what `--pass backward` gives, so that
  * the command the library prints for a missing cache entry makes exactly that entry). */
 int gj_cli_parse_passes(const char *cmd, const char *text, uint32_t *passes);
+/* --gradients: fp32 (gj_codegen_options.gradients_fp32 = 1) or auto (0: as the precision says). */
+int gj_cli_parse_gradients(const char *cmd, const char *text, int *gradients_fp32);
+/* The --gradients line of the subcommands' --help. */
+#define GJ_CLI_GRADIENTS_HELP                                                             \
+    "      --gradients G\n"                                                                \
+    "                   fp32: the backward passes accumulate dL/dparams in fp32 and take\n" \
+    "                   a float array, whatever the precision; auto (default): fp16\n"      \
+    "                   encodings with F >= 2 accumulate in fp16 (docs/codegen.md)\n"
 
 /*
  * Creates a context and an encoding from --config and --dims. On failure prints

@@ -37,8 +37,9 @@ static const struct {
 static void usage(void) {
     printf("Usage: gridjit bench --config C [--dims D] [--points N] [--pass P] [--json]\n"
            "                     [--block B] [--ppt P] [--order level|point] [--layout soa|aos]\n"
-           "                     [--levels-per-thread G] [--iterations K]\n"
-           "                     [--input uniform|rays|file:PATH] [--rays R] [--samples S] [--seed X]\n"
+           "                     [--levels-per-thread G] [--iterations K] [--gradients fp32|auto]\n"
+           "                     [--calls C] [--input uniform|rays|file:PATH] [--rays R] [--samples S]\n"
+           "                     [--seed X]\n"
            "\n"
            "Times the generated kernels on the GPU: N points (by default uniform random in\n"
            "[0,1)^D from a fixed seed; see --input), parameters from gj_init_params, then per\n"
@@ -61,8 +62,11 @@ static void usage(void) {
            "  -P, --points N       points per launch (default 2097152 = 2^21)\n"
            "  -p, --pass P         a pass above, or a comma-separated list of them\n"
            "  -j, --json           print one JSON object: {\"config\", \"n_dims\", \"n_points\",\n"
-           "                       \"device\", \"block\", \"points_per_thread\", \"order\", \"compile_ms\",\n"
-           "                       \"iterations\", \"passes\": {PASS: {\"median_ms\", \"points_per_s\"}}}\n"
+           "                       \"device\", \"block\", \"points_per_thread\", \"order\", \"layout\",\n"
+           "                       \"gradients\", \"compile_ms\",\n"
+           "                       \"iterations\", \"passes\": {PASS: {\"median_ms\", \"points_per_s\"}},\n"
+           "                       \"calls\": {\"count\", \"forward\": {\"host_us\", \"wall_us\"},\n"
+           "                       \"backward\": {...}} (with --calls C > 0)}\n"
            "  -b, --block B        threads per block of the kernels (default 256)\n"
            "  -t, --ppt P          points per thread (default 1)\n"
            "      --order O        level (level-major, default) or point (point-major)\n"
@@ -72,6 +76,12 @@ static void usage(void) {
            "                       level-major kernels: levels each thread handles per point\n"
            "                       (default 0: chosen per pass and layout, docs/runtime.md)\n"
            "  -i, --iterations K   timed launches per pass, at least %d (default 50)\n"
+           "      --gradients G    fp32: dL/dparams accumulated in fp32 (a float array) whatever\n"
+           "                       the precision; auto (default): as the precision says\n"
+           "      --calls C        also time C back-to-back gj_forward and gj_backward calls (after\n"
+           "                       a warm-up) on the host clock: microseconds per call until the\n"
+           "                       last call returns (host) and until the GPU is done (wall); with\n"
+           "                       a tiny --points this is the launch overhead (default 1000, 0: off)\n"
            "      --input I        uniform (default): N points uniform in [0,1)^D;\n"
            "                       rays: R rays x S samples, each ray from outside the domain\n"
            "                       through a random point near its centre, its samples\n"
@@ -93,6 +103,8 @@ typedef struct bench_args {
     gj_order order;
     gj_data_layout layout;
     int json;
+    int gradients_fp32;
+    uint32_t calls; /* --calls: host timing of back-to-back calls; 0: off */
 } bench_args;
 
 static int parse_pass_list(const char *text, unsigned *passes) {
@@ -143,7 +155,7 @@ static int parse_layout(const char *text, gj_data_layout *layout) {
 
 /* Long options without a short form (--order: -o is where output goes in the other
  * commands, docs/cli.md). */
-enum { OPT_ORDER = 256, OPT_LEVELS_PER_THREAD, OPT_INPUT, OPT_RAYS, OPT_SAMPLES, OPT_SEED };
+enum { OPT_ORDER = 256, OPT_LEVELS_PER_THREAD, OPT_INPUT, OPT_RAYS, OPT_SAMPLES, OPT_SEED, OPT_GRADIENTS, OPT_CALLS };
 
 static int parse_seed(const char *text, uint64_t *seed) {
     char *end = NULL;
@@ -167,6 +179,8 @@ static int parse_args(int argc, char **argv, bench_args *args) {
         {"levels-per-thread", required_argument, NULL, OPT_LEVELS_PER_THREAD},
         {"input", required_argument, NULL, OPT_INPUT}, {"rays", required_argument, NULL, OPT_RAYS},
         {"samples", required_argument, NULL, OPT_SAMPLES}, {"seed", required_argument, NULL, OPT_SEED},
+        {"gradients", required_argument, NULL, OPT_GRADIENTS},
+        {"calls", required_argument, NULL, OPT_CALLS},
         {NULL, 0, NULL, 0},
     };
     int opt, rc = GJ_CLI_OK;
@@ -189,6 +203,8 @@ static int parse_args(int argc, char **argv, bench_args *args) {
         case OPT_RAYS: rc = gj_cli_parse_u32(CMD, "--rays", optarg, 1, UINT32_MAX, &args->input.rays); break;
         case OPT_SAMPLES: rc = gj_cli_parse_u32(CMD, "--samples", optarg, 1, UINT32_MAX, &args->input.samples); break;
         case OPT_SEED: rc = parse_seed(optarg, &args->input.seed); break;
+        case OPT_GRADIENTS: rc = gj_cli_parse_gradients(CMD, optarg, &args->gradients_fp32); break;
+        case OPT_CALLS: rc = gj_cli_parse_u32(CMD, "--calls", optarg, 0, 1000000, &args->calls); break;
         case 'h': usage(); return -1;
         default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
@@ -247,7 +263,7 @@ static int prepare(gj_cli_gpu *gpu, gj_module *m, const gj_encoding *enc, const 
     rc = rc ? rc : gj_cli_gpu_alloc(gpu, (size_t)gj_module_n_params(m) * element, &b->params);
     rc = rc ? rc : gj_cli_gpu_alloc(gpu, n * width * element, &b->y);
     rc = rc ? rc : upload_random(gpu, n * width, 0xD1B54A32D192ED03ull, -1.0f, 1.0f, precision, &b->dl_dy);
-    rc = rc ? rc : gj_cli_gpu_alloc(gpu, (size_t)gj_module_n_params(m) * element, &b->dparams);
+    rc = rc ? rc : gj_cli_gpu_alloc(gpu, (size_t)gj_module_n_params(m) * gj_module_gradient_element_size(m), &b->dparams);
     rc = rc ? rc : gj_cli_gpu_alloc(gpu, n * d * sizeof(float), &b->dx);
     if (rc == GJ_CLI_OK && (args->passes & PASS_FORWARD_DYDX)) {
         rc = gj_cli_gpu_alloc(gpu, dydx, &b->dy_dx);
@@ -335,12 +351,43 @@ static int time_pass(gj_cli_gpu *gpu, gj_module *m, unsigned pass, const bench_a
     return status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, gpu->ctx, status, "timing failed");
 }
 
+/* ------------------------------------------------------- host time per call */
+
+/* What a caller's thread pays per call, the launch overhead at a small batch: per pass
+ * (forward, backward), microseconds per call until the last of --calls back-to-back calls
+ * returns (host) and until the stream has finished them (wall). */
+typedef struct call_timing {
+    double host_us[2], wall_us[2];
+} call_timing;
+
+static int time_calls(gj_cli_gpu *gpu, gj_module *m, const bench_args *args, const bench_buffers *b,
+                      call_timing *t) {
+    static const unsigned passes[2] = {PASS_FORWARD, PASS_BACKWARD};
+    gj_status status = GJ_OK;
+    for (int p = 0; p < 2 && status == GJ_OK; ++p) {
+        for (int i = 0; status == GJ_OK && i < 20; ++i) { /* warm-up: programs loaded, caches filled */
+            status = run_pass(m, passes[p], args->n_points, args->layout, b);
+        }
+        status = status ? status : gj_stream_synchronize(gpu->ctx, NULL);
+        const double start = gj_cli_now_ms();
+        for (uint32_t i = 0; status == GJ_OK && i < args->calls; ++i) {
+            status = run_pass(m, passes[p], args->n_points, args->layout, b);
+        }
+        const double returned = gj_cli_now_ms();
+        status = status ? status : gj_stream_synchronize(gpu->ctx, NULL);
+        t->host_us[p] = (returned - start) * 1e3 / args->calls;
+        t->wall_us[p] = (gj_cli_now_ms() - start) * 1e3 / args->calls;
+    }
+    return status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, gpu->ctx, status, "timing the calls failed");
+}
+
 /* ----------------------------------------------------------------- output */
 
 typedef struct bench_result {
     double compile_ms;
     double median_ms[N_PASSES];
     int measured[N_PASSES];
+    call_timing calls; /* with args->calls > 0 */
 } bench_result;
 
 static int print_text(const bench_args *args, const gj_cli_gpu *gpu, const gj_encoding *enc, const bench_result *r) {
@@ -348,12 +395,12 @@ static int print_text(const bench_args *args, const gj_cli_gpu *gpu, const gj_en
     if (args->levels_per_thread) {
         snprintf(levels, sizeof levels, "%u", args->levels_per_thread);
     }
-    printf("gridjit bench on %s (%s): N = %u %s points, D = %u, %s, block %u, %u point%s per thread, %s-major, "
+    printf("gridjit bench on %s (%s): N = %u %s points, D = %u, %s%s, block %u, %u point%s per thread, %s-major, "
            "levels per thread %s, %s outputs\n",
            gpu->info.device_name, gpu->info.arch, args->n_points, gj_bench_input_name(args->input.kind),
-           gj_encoding_n_dims(enc), gj_encoding_precision(enc) == GJ_PRECISION_FP16 ? "fp16" : "fp32", args->block,
-           args->ppt, args->ppt == 1 ? "" : "s", args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point", levels,
-           args->layout == GJ_LAYOUT_SOA ? "SoA" : "AoS");
+           gj_encoding_n_dims(enc), gj_encoding_precision(enc) == GJ_PRECISION_FP16 ? "fp16" : "fp32",
+           args->gradients_fp32 ? " (fp32 gradients)" : "", args->block, args->ppt, args->ppt == 1 ? "" : "s",
+           args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point", levels, args->layout == GJ_LAYOUT_SOA ? "SoA" : "AoS");
     printf("compile          %10.1f ms (generate + NVRTC + load, CUDA_CACHE_DISABLE=1)\n", r->compile_ms);
     printf("%-16s %10s %14s   (median of %u launches)\n", "pass", "ms", "points/s", args->iterations);
     for (size_t i = 0; i < N_PASSES; ++i) {
@@ -361,6 +408,12 @@ static int print_text(const bench_args *args, const gj_cli_gpu *gpu, const gj_en
             printf("%-16s %10.4f %14.4g\n", pass_names[i].name, r->median_ms[i],
                    (double)args->n_points / (r->median_ms[i] * 1e-3));
         }
+    }
+    if (args->calls) {
+        printf("per call         forward %.2f us host, %.2f us wall; backward %.2f us host, %.2f us wall "
+               "(%u calls of %u points)\n",
+               r->calls.host_us[0], r->calls.wall_us[0], r->calls.host_us[1], r->calls.wall_us[1], args->calls,
+               args->n_points);
     }
     return GJ_CLI_OK;
 }
@@ -400,6 +453,7 @@ static int print_json(const bench_args *args, const gj_cli_gpu *gpu, const gj_en
              cJSON_AddStringToObject(root, "order", args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point") &&
              cJSON_AddStringToObject(root, "layout", args->layout == GJ_LAYOUT_SOA ? "soa" : "aos") &&
              add_number(root, "levels_per_thread", args->levels_per_thread, "%.0f") && add_input(root, &args->input) &&
+             cJSON_AddStringToObject(root, "gradients", args->gradients_fp32 ? "fp32" : "auto") &&
              add_number(root, "compile_ms", r->compile_ms, "%.3f") &&
              add_number(root, "iterations", args->iterations, "%.0f") &&
              (passes = cJSON_AddObjectToObject(root, "passes")) != NULL;
@@ -408,6 +462,16 @@ static int print_json(const bench_args *args, const gj_cli_gpu *gpu, const gj_en
             cJSON *pass = cJSON_AddObjectToObject(passes, pass_names[i].name);
             ok = pass && add_number(pass, "median_ms", r->median_ms[i], "%.6f") &&
                  add_number(pass, "points_per_s", (double)args->n_points / (r->median_ms[i] * 1e-3), "%.6e");
+        }
+    }
+    if (ok && args->calls) {
+        cJSON *calls = cJSON_AddObjectToObject(root, "calls");
+        ok = calls && add_number(calls, "count", args->calls, "%.0f");
+        static const char *const names[2] = {"forward", "backward"};
+        for (int p = 0; ok && p < 2; ++p) {
+            cJSON *pass = cJSON_AddObjectToObject(calls, names[p]);
+            ok = pass && add_number(pass, "host_us", r->calls.host_us[p], "%.3f") &&
+                 add_number(pass, "wall_us", r->calls.wall_us[p], "%.3f");
         }
     }
     char *text = ok ? cJSON_Print(root) : NULL;
@@ -436,6 +500,7 @@ static int bench(const bench_args *args, gj_context *ctx, const gj_encoding *enc
     opts.points_per_thread = args->ppt;
     opts.order = args->order;
     opts.levels_per_thread = args->levels_per_thread;
+    opts.gradients_fp32 = args->gradients_fp32;
     bench_result result;
     memset(&result, 0, sizeof result);
     gj_module *m = NULL;
@@ -455,6 +520,9 @@ static int bench(const bench_args *args, gj_context *ctx, const gj_encoding *enc
             result.measured[i] = rc == GJ_CLI_OK;
         }
     }
+    if (rc == GJ_CLI_OK && args->calls) {
+        rc = time_calls(&gpu, m, args, &buffers, &result.calls);
+    }
     if (rc == GJ_CLI_OK) {
         rc = args->json ? print_json(args, &gpu, enc, &result) : print_text(args, &gpu, enc, &result);
     }
@@ -469,7 +537,7 @@ int gj_cli_bench(int argc, char **argv) {
     setenv("CUDA_CACHE_DISABLE", "1", 1);
     setenv("GRIDJIT_CACHE_DISABLE", "1", 1);
     bench_args args = {.layout = GJ_LAYOUT_SOA, .n_points = DEFAULT_POINTS, .block = 256, .ppt = 1, .iterations = 50,
-                       .passes = PASS_ALL, .order = GJ_ORDER_LEVEL_MAJOR, .levels_per_thread = 0,
+                       .passes = PASS_ALL, .order = GJ_ORDER_LEVEL_MAJOR, .levels_per_thread = 0, .calls = 1000,
                        .input = {.kind = GJ_BENCH_INPUT_UNIFORM, .rays = 8192, .samples = 256,
                                  .seed = 0x9E3779B97F4A7C15ull}};
     int rc = parse_args(argc, argv, &args);

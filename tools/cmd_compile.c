@@ -12,7 +12,8 @@ static const char *const CMD = "compile";
 
 static void usage(void) {
     printf("Usage: gridjit compile --config C [--dims D] --arch ARCH [--ptx] [-o FILE]\n"
-           "                       [--json] [--pass P] [--cache-dir DIR] [--no-cache] [--keep-source]\n"
+           "                       [--json] [--pass P] [--gradients fp32|auto] [--cache-dir DIR]\n"
+           "                       [--no-cache] [--keep-source]\n"
            "       gridjit compile --source FILE --encoding NAME=CONFIG[:DIMS]... --kernel K...\n"
            "                       --arch ARCH [--option OPT]... [the options above]\n"
            "\n"
@@ -47,12 +48,13 @@ static void usage(void) {
            "  -p, --pass P     forward, backward, backward_backward or all (default), or a\n"
            "                   comma-separated list: the kernels and device functions of those\n"
            "                   passes\n"
+           GJ_CLI_GRADIENTS_HELP
            "%s"
            "  -h, --help       show this help\n",
            gj_cli_source_help);
 }
 
-enum { OPT_PTX = 256, OPT_NO_CACHE, OPT_CACHE_DIR, OPT_KEEP_SOURCE };
+enum { OPT_PTX = 256, OPT_NO_CACHE, OPT_CACHE_DIR, OPT_KEEP_SOURCE, OPT_GRADIENTS };
 
 typedef struct compile_args {
     gj_cli_source source; /* --source mode */
@@ -61,6 +63,7 @@ typedef struct compile_args {
     const char *arch;
     const char *output;
     const char *passes;
+    const char *gradients;
     int ptx;
     int json;
     int use_cache; /* --no-cache clears it */
@@ -80,6 +83,7 @@ static int parse_args(int argc, char **argv, compile_args *args) {
         {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
         {"keep-source", no_argument, NULL, OPT_KEEP_SOURCE},
         {"pass", required_argument, NULL, 'p'},
+        {"gradients", required_argument, NULL, OPT_GRADIENTS},
         GJ_CLI_SOURCE_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -102,6 +106,7 @@ static int parse_args(int argc, char **argv, compile_args *args) {
         case OPT_CACHE_DIR: args->cache_dir = optarg; break;
         case OPT_KEEP_SOURCE: args->keep_source = 1; break;
         case 'p': args->passes = optarg; break;
+        case OPT_GRADIENTS: args->gradients = optarg; break;
         case 'h': usage(); return -1;
         default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
@@ -117,6 +122,9 @@ static int parse_args(int argc, char **argv, compile_args *args) {
     if (rc == GJ_CLI_OK && !args->source.file &&
         (args->source.n_encoding_specs || args->source.n_kernels || args->source.n_options)) {
         rc = gj_cli_usage_error(CMD, "--encoding, --kernel and --option go with --source");
+    }
+    if (rc == GJ_CLI_OK && args->source.file && args->gradients) {
+        rc = gj_cli_usage_error(CMD, "--gradients goes with --config (a source of your own declares its own types)");
     }
     if (rc == GJ_CLI_OK && !args->arch) {
         rc = gj_cli_usage_error(CMD, "--arch is required (e.g. --arch sm_90, or --arch compute_90 for PTX)");
@@ -269,6 +277,9 @@ int gj_cli_compile(int argc, char **argv) {
     uint32_t n_dims = 0;
     if (rc == GJ_CLI_OK && args.passes) {
         rc = gj_cli_parse_passes(CMD, args.passes, &opts.passes);
+    }
+    if (rc == GJ_CLI_OK && args.gradients) {
+        rc = gj_cli_parse_gradients(CMD, args.gradients, &opts.gradients_fp32);
     }
     if (rc == GJ_CLI_OK) {
         rc = gj_cli_parse_dims(CMD, args.dims, &n_dims);

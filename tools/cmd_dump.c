@@ -11,7 +11,7 @@ static const char *const CMD = "dump";
 
 static void usage(void) {
     printf("Usage: gridjit dump --config C [--dims D] [--pass P] [--device-functions-only]\n"
-           "                    [--name NAME] [--pad-to N]\n"
+           "                    [--name NAME] [--pad-to N] [--gradients fp32|auto]\n"
            "       gridjit dump --source FILE --encoding NAME=CONFIG[:DIMS]... [--kernel K]...\n"
            "\n"
            "Prints the generated CUDA source on stdout: by default one self-contained\n"
@@ -32,6 +32,7 @@ static void usage(void) {
            "  -n, --name NAME  name of the forward device function (default gj_encode;\n"
            "                   the other passes add _bwd and _bwdbwd)\n"
            "  -w, --pad-to N   pad the output width with zeros up to a multiple of N\n"
+           GJ_CLI_GRADIENTS_HELP
            "%s"
            "  -h, --help       show this help\n",
            gj_cli_source_help);
@@ -44,8 +45,11 @@ typedef struct dump_args {
     const char *passes;
     const char *name;
     const char *pad_to;
+    const char *gradients;
     int device_functions_only;
 } dump_args;
+
+enum { OPT_GRADIENTS = 256 };
 
 static int parse_args(int argc, char **argv, dump_args *args) {
     static const struct option options[] = {
@@ -55,6 +59,7 @@ static int parse_args(int argc, char **argv, dump_args *args) {
         {"device-functions-only", no_argument, NULL, 'f'},
         {"name", required_argument, NULL, 'n'},
         {"pad-to", required_argument, NULL, 'w'},
+        {"gradients", required_argument, NULL, OPT_GRADIENTS},
         GJ_CLI_SOURCE_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -73,6 +78,7 @@ static int parse_args(int argc, char **argv, dump_args *args) {
         case 'f': args->device_functions_only = 1; break;
         case 'n': args->name = optarg; break;
         case 'w': args->pad_to = optarg; break;
+        case OPT_GRADIENTS: args->gradients = optarg; break;
         case 'h': usage(); return -1;
         default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
@@ -93,6 +99,9 @@ static int make_options(const dump_args *args, gj_codegen_options *opts) {
     }
     if (rc == GJ_CLI_OK && args->pad_to) {
         rc = gj_cli_parse_u32(CMD, "--pad-to", args->pad_to, 1, UINT32_MAX, &opts->output_width_multiple);
+    }
+    if (rc == GJ_CLI_OK && args->gradients) {
+        rc = gj_cli_parse_gradients(CMD, args->gradients, &opts->gradients_fp32);
     }
     if (args->name) {
         opts->name = args->name; /* the library checks that it is a C identifier */

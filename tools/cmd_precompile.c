@@ -22,7 +22,8 @@ static const char *const CMD = "precompile";
 
 static void usage(void) {
     printf("Usage: gridjit precompile --config C [--config C ...] [--dims D] --arch A[,A...] [--ptx]\n"
-           "                          [--pass P] [--cache-dir DIR] [--jobs N] [--keep-source]\n"
+           "                          [--pass P] [--gradients fp32|auto] [--cache-dir DIR] [--jobs N]\n"
+           "                          [--keep-source]\n"
            "       gridjit precompile --source FILE --encoding NAME=CONFIG[:DIMS]... --kernel K...\n"
            "                          --arch A[,A...] [--ptx] [--option OPT]... [--cache-dir DIR] [--jobs N]\n"
            "\n"
@@ -44,6 +45,7 @@ static void usage(void) {
            "  -a, --arch LIST  comma-separated targets (sm_80,sm_90,sm_90a,...); may be repeated\n"
            "      --ptx        PTX instead of cubins (sm_90 becomes compute_90)\n"
            "  -p, --pass P     passes to generate, as for gridjit compile (default all)\n"
+           GJ_CLI_GRADIENTS_HELP
            "      --cache-dir DIR  the directory to fill (default: GRIDJIT_CACHE_DIR, else\n"
            "                   $XDG_CACHE_HOME/gridjit, else ~/.cache/gridjit)\n"
            "      --jobs N     compiles at once, on threads (default: the number of CPUs)\n"
@@ -54,7 +56,7 @@ static void usage(void) {
 }
 
 /* --jobs has no -j: -j is --json in every command (docs/cli.md). */
-enum { OPT_PTX = 256, OPT_CACHE_DIR, OPT_KEEP_SOURCE, OPT_JOBS };
+enum { OPT_PTX = 256, OPT_CACHE_DIR, OPT_KEEP_SOURCE, OPT_JOBS, OPT_GRADIENTS };
 
 #define MAX_ITEMS 4096
 
@@ -66,6 +68,7 @@ typedef struct precompile_args {
     size_t n_archs;
     const char *dims;
     const char *passes;
+    const char *gradients;
     const char *cache_dir;
     const char *jobs;
     int ptx;
@@ -87,6 +90,7 @@ static int parse_args(int argc, char **argv, precompile_args *args) {
         {"arch", required_argument, NULL, 'a'},
         {"ptx", no_argument, NULL, OPT_PTX},
         {"pass", required_argument, NULL, 'p'},
+        {"gradients", required_argument, NULL, OPT_GRADIENTS},
         {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
         {"jobs", required_argument, NULL, OPT_JOBS},
         {"keep-source", no_argument, NULL, OPT_KEEP_SOURCE},
@@ -107,6 +111,7 @@ static int parse_args(int argc, char **argv, precompile_args *args) {
         case 'a': rc = add_item(args->archs, &args->n_archs, optarg, "--arch"); break;
         case OPT_PTX: args->ptx = 1; break;
         case 'p': args->passes = optarg; break;
+        case OPT_GRADIENTS: args->gradients = optarg; break;
         case OPT_CACHE_DIR: args->cache_dir = optarg; break;
         case OPT_JOBS: args->jobs = optarg; break;
         case OPT_KEEP_SOURCE: args->keep_source = 1; break;
@@ -122,6 +127,9 @@ static int parse_args(int argc, char **argv, precompile_args *args) {
                                  "give --config (a file, inline JSON or a directory of .json files) or --source, "
                                  "one of them",
                                  "");
+    }
+    if (rc == GJ_CLI_OK && args->source.file && args->gradients) {
+        rc = gj_cli_usage_error(CMD, "--gradients goes with --config (a source of your own declares its own types)");
     }
     if (rc == GJ_CLI_OK && !args->n_archs) {
         rc = gj_cli_usage_error(CMD, "--arch is required (e.g. --arch sm_80,sm_90)");
@@ -485,6 +493,9 @@ static int gather(const precompile_args *args, work *w) {
     gj_codegen_options_init(&w->opts);
     if (rc == GJ_CLI_OK && args->passes) {
         rc = gj_cli_parse_passes(CMD, args->passes, &w->opts.passes);
+    }
+    if (rc == GJ_CLI_OK && args->gradients) {
+        rc = gj_cli_parse_gradients(CMD, args->gradients, &w->opts.gradients_fp32);
     }
     if (rc == GJ_CLI_OK && args->jobs) {
         rc = gj_cli_parse_u32(CMD, "--jobs", args->jobs, 1, 1024, &w->n_workers);

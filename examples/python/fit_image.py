@@ -25,9 +25,6 @@ import zlib
 
 import torch
 
-import gridjit
-import gridjit.torch as gjt
-
 HASHGRID = {  # tiny-cuda-nn's HashGrid defaults
     "otype": "HashGrid",
     "n_levels": 16,
@@ -85,8 +82,10 @@ def write_png(path: str, image: torch.Tensor) -> None:
 class ImageModel(torch.nn.Module):
     """Hash-grid encoding of (x, y), then an MLP of two hidden layers to RGB."""
 
-    def __init__(self, dtype: torch.dtype, width: int = 64):
+    def __init__(self, dtype, width: int = 64):
         super().__init__()
+        import gridjit.torch as gjt  # here, so that make_image can be imported without gridjit
+
         self.encoding = gjt.Encoding(2, HASHGRID, dtype=dtype)
         self.mlp = torch.nn.Sequential(
             torch.nn.Linear(self.encoding.n_output_dims, width),
@@ -112,8 +111,9 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=512, help="image side in pixels (default 512)")
     parser.add_argument("--batch", type=int, default=1 << 18, help="pixels per step (default 2^18)")
     parser.add_argument("--log-every", type=int, default=250, help="print loss and PSNR every N steps")
-    parser.add_argument("--dtype", choices=("half", "float"), default="half",
-                        help="precision of the grid's parameters (default half, as tinycudann)")
+    parser.add_argument("--dtype", choices=("auto", "half", "float"), default="auto",
+                        help="precision of the grid's kernels and output (default auto: half on sm_70+, as "
+                             "tinycudann); the parameters are fp32 either way")
     parser.add_argument("--lr", type=float, default=1e-2)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -127,13 +127,11 @@ def main() -> int:
         write_png(args.target_out, image)
 
     start = time.perf_counter()
-    model = ImageModel(torch.half if args.dtype == "half" else torch.float).to(device)
-    # fp16 parameters train through an fp32 master copy (Adam's moments underflow in fp16).
-    grid = model.encoding.params
-    master = torch.nn.Parameter(grid.detach().float()) if grid.dtype == torch.half else grid
+    model = ImageModel({"auto": None, "half": torch.half, "float": torch.float}[args.dtype]).to(device)
+    # Stock Adam: the grid's parameters and gradients are fp32 whatever the kernels' precision.
     optimizer = torch.optim.Adam(
-        [{"params": [master], "eps": 1e-15}, {"params": model.mlp.parameters(), "weight_decay": 1e-6}],
-        lr=args.lr, betas=(0.9, 0.99),
+        [{"params": model.encoding.parameters()}, {"params": model.mlp.parameters(), "weight_decay": 1e-6}],
+        lr=args.lr, betas=(0.9, 0.99), eps=1e-15,
     )
     pixels = torch.arange(args.size, device=device, dtype=torch.float32)
     grid_y, grid_x = torch.meshgrid(pixels, pixels, indexing="ij")
@@ -146,8 +144,11 @@ def main() -> int:
             result = torch.cat([model(chunk) for chunk in all_xy.split(1 << 18)]).reshape(args.size, args.size, 3)
         return result, torch.mean((result - image) ** 2).item()
 
+    import gridjit
+
     print(f"gridjit {gridjit.__version__} | {torch.cuda.get_device_name()}")
-    print(f"grid: {model.encoding.n_params} parameters ({args.dtype}), output {model.encoding.n_output_dims}; "
+    print(f"grid: {model.encoding.n_params} parameters (kernels {model.encoding.dtype}), "
+          f"output {model.encoding.n_output_dims}; "
           f"image {args.size}x{args.size}, batch {args.batch}")
     train_start = None
     result = mse = None  # the last render
@@ -157,15 +158,8 @@ def main() -> int:
         index += (xy[:, 0] * args.size).long().clamp_(0, args.size - 1)
         loss = torch.nn.functional.mse_loss(model(xy), targets[index])
         optimizer.zero_grad(set_to_none=True)
-        if master is not grid:
-            grid.grad = None
         loss.backward()
-        if master is not grid:
-            master.grad = grid.grad.float()
         optimizer.step()
-        if master is not grid:
-            with torch.no_grad():
-                grid.copy_(master)
         if step == 1:
             torch.cuda.synchronize()
             train_start = time.perf_counter()

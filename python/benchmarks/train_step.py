@@ -67,7 +67,7 @@ def make_model(encoding: torch.nn.Module, device) -> torch.nn.Module:
 
 
 def step_time(model, dims, batch, warmup, iterations, device) -> float:
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-6)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     x = torch.rand(batch, dims, device=device)
     target = torch.rand(batch, 3, device=device)
     times = []
@@ -101,7 +101,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dims", type=int, default=3)
     parser.add_argument("--batches", default="65536,262144,1048576", help="comma-separated batch sizes")
-    parser.add_argument("--dtype", choices=("half", "float"), default="half", help="gridjit's parameter precision")
+    parser.add_argument("--dtype", choices=("auto", "half", "float"), default="auto",
+                        help="gridjit's kernel precision (auto: half on sm_70+; parameters are fp32 either way)")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--calls", type=int, default=2000, help="calls per overhead measurement")
@@ -111,21 +112,22 @@ def main() -> int:
         print("train_step.py: needs a CUDA GPU", file=sys.stderr)
         return 1
     device = torch.device("cuda")
-    dtype = torch.half if args.dtype == "half" else torch.float
-    encoding = gjt.Encoding(args.dims, HASHGRID, dtype=dtype).to(device)
+    encoding = gjt.Encoding(args.dims, HASHGRID, dtype={"auto": None, "half": torch.half, "float": torch.float}[args.dtype])
+    encoding = encoding.to(device)
+    dtype = encoding.dtype
     results = {
         "device": torch.cuda.get_device_name(),
         "gridjit": gridjit.__version__,
         "torch": torch.__version__,
         "config": HASHGRID,
         "dims": args.dims,
-        "dtype": args.dtype,
+        "dtype": str(dtype),
         "train_step_ms": [],
         "overhead_us": [],
     }
 
     print(f"{results['device']}, gridjit {gridjit.__version__}, torch {torch.__version__}; "
-          f"HashGrid {args.dims}-D, 16 levels, {encoding.n_params} parameters ({args.dtype}) + MLP 2x64")
+          f"HashGrid {args.dims}-D, 16 levels, {encoding.n_params} parameters (kernels {dtype}) + MLP 2x64")
     print(f"{'batch':>9} | {'gridjit ms':>10} | {'reference ms':>12} | {'speed-up':>8}")
     for batch in (int(b) for b in args.batches.split(",")):
         ours = step_time(make_model(encoding, device), args.dims, batch, args.warmup, args.iterations, device)
@@ -138,13 +140,13 @@ def main() -> int:
         results["train_step_ms"].append({"batch": batch, "gridjit": ours, "reference": theirs})
         print(f"{batch:>9} | {ours:>10.3f} | {theirs:>12.3f} | {theirs / ours:>7.1f}x")
 
-    module = encoding._native.module(device, False)
+    module = encoding._native.module(device.index if device.index is not None else torch.cuda.current_device(), False)
     print(f"\n{'batch':>9} | {'Encoding us/call':>16} | {'raw launch us/call':>18} | {'python layer us':>15} | "
           f"{'torch.add us/call':>17}")
     for batch in (1, 1024):
         x = torch.rand(batch, args.dims, device=device)
         y = torch.empty(batch, encoding.n_output_dims, device=device, dtype=dtype)
-        params = encoding.params.detach()
+        params = encoding._kernel_params(encoding.params).detach()  # in the kernels' precision
         stream = torch.cuda.current_stream().cuda_stream
         with torch.no_grad():
             layer = per_call_us(lambda: encoding(x), args.calls)

@@ -307,40 +307,61 @@ class Reference:
 
 class ReferenceOps:
     """The interface of gridjit.torch's launch layer (_Ops) computed with the reference
-    and autograd, in one dtype (float64 for exact checks on the CPU). Lets the tests
-    check gridjit.torch's autograd functions without a GPU."""
+    and autograd. Lets the tests check gridjit.torch's autograd functions and its module
+    (parameter cache, gradients, optimisers, state_dict) without a GPU.
 
-    def __init__(self, reference: Reference, dtype=torch.float64):
+    dtype is the kernels' precision as _Ops.dtype (the output's dtype and what dL/dy
+    arrives in); the arithmetic is float64 throughout, so float64 gives exact checks and
+    torch.half imitates an fp16 module (output rounded to fp16). grad_dtype is the dtype
+    of dL/dparams: torch.float32 as the gridjit.torch modules (gradients_fp32); None keeps
+    the parameters' dtype. ``calls`` records (pass, parameters tensor) per call."""
+
+    def __init__(self, reference: Reference, dtype=torch.float64, grad_dtype=None):
         self.reference = reference
         self.dtype = dtype
+        self.grad_dtype = grad_dtype
+        self.calls = []
+
+    def _y(self, x, params, mlpp, ml):
+        return self.reference.forward(x, params, self._m(mlpp, ml), dtype=torch.float64)
 
     def forward(self, x, params, mlpp, ml):
-        return self.reference.forward(x, params, self._m(mlpp, ml), dtype=self.dtype)
+        self.calls.append(("forward", params))
+        return self._y(x, params, mlpp, ml).to(self.dtype)
 
     @staticmethod
     def _m(mlpp, ml):
         return ml if mlpp is None else mlpp
 
+    def _grad(self, dparams, params):
+        return dparams.to(self.grad_dtype or params.dtype)
+
     def backward(self, x, params, mlpp, ml, dy, want_dx, want_dparams, stochastic):
+        self.calls.append(("backward", params))
         with torch.enable_grad():
             x_ = x.detach().requires_grad_(True)
-            p_ = params.detach().requires_grad_(True)
-            y = self.reference.forward(x_, p_, self._m(mlpp, ml), dtype=self.dtype)
-            dx, dparams = torch.autograd.grad(y, (x_, p_), dy.to(self.dtype), allow_unused=True)
+            p_ = params.detach().to(torch.float64).requires_grad_(True)  # float64 gradients
+            y = self._y(x_, p_, mlpp, ml)
+            dx, dparams = torch.autograd.grad(y, (x_, p_), dy.to(torch.float64), allow_unused=True)
         dx = torch.zeros_like(x) if dx is None else dx
         dparams = torch.zeros_like(params) if dparams is None else dparams
-        return (dx if want_dx else None), (dparams.to(params.dtype) if want_dparams else None)
+        return (dx if want_dx else None), (self._grad(dparams, params) if want_dparams else None)
 
     def backward_backward(self, x, params, mlpp, ml, ddLdx, dy, want_dparams, want_ddy, want_dx):
+        self.calls.append(("backward_backward", params))
         with torch.enable_grad():
             x_ = x.detach().requires_grad_(True)
-            p_ = params.detach().requires_grad_(True)
-            dy_ = dy.detach().to(self.dtype).requires_grad_(True)
-            y = self.reference.forward(x_, p_, self._m(mlpp, ml), dtype=self.dtype)
+            p_ = params.detach().to(torch.float64).requires_grad_(True)  # float64 gradients
+            dy_ = dy.detach().to(torch.float64).requires_grad_(True)
+            y = self._y(x_, p_, mlpp, ml)
             (dx,) = torch.autograd.grad(y, (x_,), dy_, create_graph=True, allow_unused=True)
             if dx is None or not dx.requires_grad:  # Nearest: dL/dx is identically zero
                 grads = (None, None, None)
             else:
-                grads = torch.autograd.grad(dx, (p_, dy_, x_), ddLdx, allow_unused=True)
+                grads = torch.autograd.grad(dx, (p_, dy_, x_), ddLdx.to(dx.dtype), allow_unused=True)
         dparams, ddy, dxx = (torch.zeros_like(t) if g is None else g for g, t in zip(grads, (params, dy_, x)))
-        return (dparams if want_dparams else None), (ddy if want_ddy else None), (dxx if want_dx else None)
+        return (
+            self._grad(dparams, params) if want_dparams else None,
+            ddy.to(self.dtype) if want_ddy else None,
+            dxx if want_dx else None,
+        )

@@ -7,16 +7,46 @@
 #include <string.h>
 
 gj_status gj_encoding_create(gj_context *ctx, const char *json, uint32_t n_dims, gj_encoding **out) {
+    return gj_encoding_create_ex(ctx, json, n_dims, 0, NULL, out);
+}
+
+#define GJ__CONFIG_FLAGS GJ_CONFIG_IGNORE_UNKNOWN_KEYS
+
+gj_status gj_encoding_create_ex(gj_context *ctx, const char *json, uint32_t n_dims, uint32_t flags, char **ignored,
+                                gj_encoding **out) {
     if (out) {
         *out = NULL;
+    }
+    if (ignored) {
+        *ignored = NULL;
     }
     GJ__ENTER(ctx);
     if (!out) {
         return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "gj_encoding_create: out must not be NULL");
     }
+    if (flags & ~GJ__CONFIG_FLAGS) {
+        return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "gj_encoding_create_ex: unknown flag bits 0x%x (known: GJ_CONFIG_IGNORE_UNKNOWN_KEYS 0x%x)",
+                        flags & ~GJ__CONFIG_FLAGS, GJ_CONFIG_IGNORE_UNKNOWN_KEYS);
+    }
     char err[1024] = "";
-    gj_status status = gj__encoding_make(json, n_dims, out, err, sizeof err);
-    return status == GJ_OK ? GJ_OK : gj__fail(&ctx->diag, status, "%s", err);
+    gj__strbuf skipped;
+    gj__sb_init(&skipped);
+    gj_status status = gj__encoding_make_ex(json, n_dims, flags, ignored ? &skipped : NULL, out, err, sizeof err);
+    if (status != GJ_OK) {
+        gj__sb_free(&skipped);
+        return gj__fail(&ctx->diag, status, "%s", err);
+    }
+    if (ignored && (skipped.len || skipped.failed)) {
+        *ignored = gj__sb_take(&skipped);
+        if (!*ignored) {
+            gj_encoding_destroy(*out);
+            *out = NULL;
+            return gj__fail(&ctx->diag, GJ_ERROR_OUT_OF_MEMORY, "gj_encoding_create_ex: out of memory");
+        }
+    }
+    gj__sb_free(&skipped);
+    return GJ_OK;
 }
 
 gj_status gj_encoding_generate(gj_context *ctx, const gj_encoding *enc, const gj_codegen_options *opts, char **source,

@@ -35,8 +35,8 @@ static const char *param_type(const gj__config *config) {
     return config->precision == GJ_PRECISION_FP16 ? "gj_half" : "float";
 }
 
-static const char *grad_type(const gj__config *config) {
-    return gj__grad_is_fp32(config) ? "float" : "gj_half";
+static const char *grad_type(const gj__config *config, const gj_codegen_options *opts) {
+    return gj__grad_is_fp32(config, opts) ? "float" : "gj_half";
 }
 
 /* A level's row of constants, as a gj_level initializer (templates/hash.cuh):
@@ -123,10 +123,13 @@ void gj__emit_header(gj__strbuf *sb, const struct gj_encoding *enc, const gj_cod
     free(json);
     gj__sb_printf(sb,
                   "\n// Layout: %u input dimensions, %u levels x %u features = %u outputs (padded to %u), "
-                  "%llu parameters (%s), gradients accumulated in %s.\n",
+                  "%llu parameters (%s), gradients accumulated in %s%s.\n",
                   config->n_dims, config->n_levels, config->n_features_per_level, enc->layout.n_output_dims,
                   gj__padded_width(enc, opts), (unsigned long long)enc->layout.n_params, gj__precision_name(config->precision),
-                  gj__grad_is_fp32(config) ? "fp32" : "fp16");
+                  gj__grad_is_fp32(config, opts) ? "fp32" : "fp16",
+                  /* Stated whenever asked for, so that the source (and the cache key) tell it
+                   * even where the type is fp32 anyway. */
+                  opts->gradients_fp32 ? " (codegen option gradients_fp32)" : "");
     if (part == GJ__PART_ALL) {
         emit_passes_line(sb, opts);
     } else {
@@ -159,7 +162,7 @@ void gj__emit_types(gj__strbuf *sb, const struct gj_encoding *enc, const gj_code
     gj__sb_append(sb, "// ===========================================================================\n\n");
     gj__sb_printf(sb, "struct %s_config {\n", name);
     gj__sb_printf(sb, "    typedef %s param_t; // parameters and outputs (%s)\n", param_type(c), gj__precision_name(c->precision));
-    gj__sb_printf(sb, "    typedef %s grad_t;  // parameter-gradient accumulation\n", grad_type(c));
+    gj__sb_printf(sb, "    typedef %s grad_t;  // parameter-gradient accumulation\n", grad_type(c, opts));
     gj__sb_printf(sb, "    static constexpr int D = %u;  // input dimensions\n", c->n_dims);
     gj__sb_printf(sb, "    static constexpr int F = %u;  // features per level\n", c->n_features_per_level);
     gj__sb_printf(sb, "    static constexpr int L = %u;  // levels\n", c->n_levels);
@@ -235,7 +238,7 @@ void gj__emit_backward_function(gj__strbuf *sb, const struct gj_encoding *enc, c
     }
     gj__sb_printf(sb, "__device__ void %s_bwd(const %s_out_t& dL_dy, const %s* __restrict__ params, const gj_u8* __restrict__ fwd_ctx,\n",
                   name, name, param_type(c));
-    gj__sb_printf(sb, "                       %s* __restrict__ dL_dparams, %s_in_t* __restrict__ dL_dx,\n", grad_type(c), name);
+    gj__sb_printf(sb, "                       %s* __restrict__ dL_dparams, %s_in_t* __restrict__ dL_dx,\n", grad_type(c, opts), name);
     gj__sb_append(sb, "                       float max_level = 1.0f, gj_u64 rng_index = 0, gj_u64 rng_stride = 0) {\n");
     gj__sb_printf(sb, "    typedef %s_config C;\n", name);
     gj__sb_append(sb, "    if (!dL_dparams && !dL_dx) return;\n");
@@ -274,7 +277,7 @@ void gj__emit_backward_backward_function(gj__strbuf *sb, const struct gj_encodin
     gj__sb_append(sb, "// dL_dparams (or null): accumulated atomically (+=). dL_dx, dL_ddLdy (or null): written (=).\n");
     gj__sb_printf(sb, "__device__ void %s_bwdbwd(const %s_in_t& dL_ddLdx, const %s_out_t& dL_dy, const %s* __restrict__ params,\n",
                   name, name, name, param_type(c));
-    gj__sb_printf(sb, "                          const gj_u8* __restrict__ fwd_ctx, %s* __restrict__ dL_dparams,\n", grad_type(c));
+    gj__sb_printf(sb, "                          const gj_u8* __restrict__ fwd_ctx, %s* __restrict__ dL_dparams,\n", grad_type(c, opts));
     gj__sb_printf(sb, "                          %s_in_t* __restrict__ dL_dx, %s_out_t* __restrict__ dL_ddLdy,\n", name, name);
     gj__sb_append(sb, "                          float max_level = 1.0f) {\n");
     gj__sb_printf(sb, "    typedef %s_config C;\n", name);

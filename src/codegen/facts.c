@@ -27,8 +27,8 @@ uint32_t gj__padded_width(const struct gj_encoding *enc, const gj_codegen_option
     return (n + m - 1) / m * m;
 }
 
-int gj__grad_is_fp32(const gj__config *config) {
-    return config->precision == GJ_PRECISION_FP32 || config->n_features_per_level == 1;
+int gj__grad_is_fp32(const gj__config *config, const gj_codegen_options *opts) {
+    return opts->gradients_fp32 || config->precision == GJ_PRECISION_FP32 || config->n_features_per_level == 1;
 }
 
 uint32_t gj__fixed_point_cell(float scale) {

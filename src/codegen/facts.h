@@ -17,8 +17,9 @@ uint32_t gj__kernel_index_mode(const gj__level *level);
 uint32_t gj__index_modes(const struct gj_encoding *enc, const gj_codegen_options *opts, int small_only);
 /* Padded output width: n_output_dims rounded up to opts->output_width_multiple. */
 uint32_t gj__padded_width(const struct gj_encoding *enc, const gj_codegen_options *opts);
-/* Whether gradients are accumulated in fp32 (fp32 params, or F = 1: docs/design.md §8.3). */
-int gj__grad_is_fp32(const gj__config *config);
+/* Whether gradients are accumulated in fp32: asked for (gradients_fp32), fp32 params, or
+ * F = 1 (docs/design.md §8.3). */
+int gj__grad_is_fp32(const gj__config *config, const gj_codegen_options *opts);
 /* The fixed-point cell size of a level: max((uint32)(2^32 / scale), 1), saturating like the GPU. */
 uint32_t gj__fixed_point_cell(float scale);
 

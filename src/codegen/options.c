@@ -90,8 +90,13 @@ gj_status gj__codegen_options_resolve(const gj__diag *d, const gj_codegen_option
         return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT, "order: must be level-major (0) or point-major (1) (got %d)",
                         (int)out->order);
     }
+    if (out->gradients_fp32 != 0 && out->gradients_fp32 != 1) {
+        return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT,
+                        "gradients_fp32: must be 0 (the precision's default) or 1 (fp32 gradients) (got %d)",
+                        out->gradients_fp32);
+    }
     if (out->levels_per_thread > 128) {
-        return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT, "levels_per_thread: must be 1 to 128 (got %u)",
+        return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT, "levels_per_thread: must be 0 (chosen per launch) to 128 (got %u)",
                         out->levels_per_thread);
     }
     return GJ_OK;

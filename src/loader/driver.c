@@ -2,6 +2,7 @@
 #include "loader/driver.h"
 
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@ static const entry_point entry_points[] = {
     GJ__ENTRY(CtxGetCurrent, 4000),
     GJ__ENTRY(CtxSetCurrent, 4000),
     GJ__ENTRY(CtxGetDevice, 2000),
+    GJ__ENTRY(CtxGetId, 12000), /* a context's identity for its lifetime: the launch caches' key */
     GJ__ENTRY(CtxSynchronize, 2000),
     GJ__ENTRY(LibraryLoadData, 12000),
     GJ__ENTRY(LibraryUnload, 12000),
@@ -159,6 +161,18 @@ gj_status gj__cuda_check(const gj__diag *d, const gj__driver *drv, CUresult resu
     const char *name, *text;
     describe(drv, result, &name, &text);
     return gj__fail(d, GJ_ERROR_CUDA, "%s failed: %s (%s)", call, name, text);
+}
+
+gj_status gj__cuda_checkf(const gj__diag *d, const gj__driver *drv, CUresult result, const char *fmt, ...) {
+    if (result == CUDA_SUCCESS) {
+        return GJ_OK;
+    }
+    char call[512];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(call, sizeof call, fmt, args);
+    va_end(args);
+    return gj__cuda_check(d, drv, result, call);
 }
 
 /* cuInit: no device and a stub or mismatched driver are "absent", not CUDA errors. */

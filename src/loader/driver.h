@@ -43,6 +43,7 @@ typedef struct gj__driver {
     PFN_cuCtxGetCurrent_v4000 CtxGetCurrent;
     PFN_cuCtxSetCurrent_v4000 CtxSetCurrent;
     PFN_cuCtxGetDevice_v2000 CtxGetDevice;
+    PFN_cuCtxGetId_v12000 CtxGetId;
     PFN_cuCtxSynchronize_v2000 CtxSynchronize;
     PFN_cuLibraryLoadData_v12000 LibraryLoadData;
     PFN_cuLibraryUnload_v12000 LibraryUnload;
@@ -104,6 +105,10 @@ gj__driver *gj__driver_loaded(gj__driver_loader *l);
 /* GJ_OK for CUDA_SUCCESS; otherwise GJ_ERROR_CUDA with
  * "CALL failed: CUDA_ERROR_NAME (description)" recorded on ctx. */
 gj_status gj__cuda_check(const gj__diag *d, const gj__driver *drv, CUresult result, const char *call);
+/* The same with the call's description as a format, formatted only on failure: what the
+ * launch path uses, so that a successful launch formats nothing. */
+gj_status gj__cuda_checkf(const gj__diag *d, const gj__driver *drv, CUresult result, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /*
  * The context rule of every launch: the calling thread's current CUDA context; when

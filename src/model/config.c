@@ -130,6 +130,8 @@ typedef struct parser {
     const cJSON *items[KEY_COUNT]; /* NULL: key absent */
     char *err;
     size_t err_size;
+    uint32_t flags;       /* GJ_CONFIG_* */
+    gj__strbuf *ignored;  /* the skipped keys' messages, or NULL */
 } parser;
 
 __attribute__((format(printf, 2, 3))) static gj_status fail(parser *p, const char *fmt, ...) {
@@ -298,7 +300,8 @@ static size_t edit_distance(const char *a, const char *b) {
     return row[lb];
 }
 
-static gj_status unknown_key(parser *p, const char *name) {
+/* The message for an unknown key: a close known key as "did you mean", else the list. */
+static void describe_unknown_key(const char *name, char *out, size_t size) {
     char shown[48];
     sanitize(name, shown, sizeof shown);
     size_t best = 3; /* suggest only close names */
@@ -311,7 +314,8 @@ static gj_status unknown_key(parser *p, const char *name) {
         }
     }
     if (suggestion) {
-        return fail(p, "unknown key '%s'; did you mean '%s'? (keys are case-sensitive)", shown, suggestion);
+        snprintf(out, size, "unknown key '%s'; did you mean '%s'? (keys are case-sensitive)", shown, suggestion);
+        return;
     }
     char known[400];
     size_t used = 0;
@@ -320,7 +324,23 @@ static gj_status unknown_key(parser *p, const char *name) {
         int w = snprintf(known + used, sizeof known - used, "%s%s", k ? ", " : "", key_names[k]);
         used += w > 0 ? (size_t)w : 0;
     }
-    return fail(p, "unknown key '%s' (known keys: %s)", shown, known);
+    snprintf(out, size, "unknown key '%s' (known keys: %s)", shown, known);
+}
+
+/* An unknown key: refused, or with GJ_CONFIG_IGNORE_UNKNOWN_KEYS one more line of p->ignored. */
+static gj_status unknown_key(parser *p, const char *name) {
+    char message[512];
+    describe_unknown_key(name, message, sizeof message);
+    if (!(p->flags & GJ_CONFIG_IGNORE_UNKNOWN_KEYS)) {
+        return fail(p, "%s", message);
+    }
+    if (p->ignored) {
+        if (p->ignored->len) {
+            gj__sb_append(p->ignored, "\n");
+        }
+        gj__sb_append(p->ignored, message);
+    }
+    return GJ_OK;
 }
 
 static gj_status collect_keys(parser *p, const cJSON *root) {
@@ -334,7 +354,11 @@ static gj_status collect_keys(parser *p, const cJSON *root) {
             }
         }
         if (found < 0) {
-            return unknown_key(p, name);
+            gj_status s = unknown_key(p, name);
+            if (s != GJ_OK) {
+                return s;
+            }
+            continue;
         }
         if (p->items[found]) {
             return fail(p, "%s: given twice; give each key once", key_names[found]);
@@ -561,10 +585,17 @@ static gj_status parse_object(parser *p, uint32_t n_dims_arg, gj__config *c) {
 }
 
 gj_status gj__config_parse(const char *json, uint32_t n_dims_arg, gj__config *out, char *err, size_t err_size) {
+    return gj__config_parse_ex(json, n_dims_arg, 0, NULL, out, err, err_size);
+}
+
+gj_status gj__config_parse_ex(const char *json, uint32_t n_dims_arg, uint32_t flags, gj__strbuf *ignored,
+                              gj__config *out, char *err, size_t err_size) {
     parser p;
     memset(&p, 0, sizeof p);
     p.err = err;
     p.err_size = err_size;
+    p.flags = flags;
+    p.ignored = ignored;
     if (err && err_size > 0) {
         err[0] = '\0';
     }

@@ -2,6 +2,7 @@
 #ifndef GJ_MODEL_CONFIG_H
 #define GJ_MODEL_CONFIG_H
 
+#include "base/strbuf.h"
 #include "gridjit.h"
 
 #include <stdbool.h>
@@ -38,6 +39,11 @@ typedef struct gj__config {
  *   "n_features_per_level: must be 1, 2, 4 or 8 (got 3)".
  */
 gj_status gj__config_parse(const char *json, uint32_t n_dims_arg, gj__config *out, char *err, size_t err_size);
+/* The same with GJ_CONFIG_* flags (checked by the caller). With GJ_CONFIG_IGNORE_UNKNOWN_KEYS
+ * an unknown key is skipped and, when ignored is not NULL, the message the strict parse
+ * would give for it is appended to ignored as a line ('\n' between lines). */
+gj_status gj__config_parse_ex(const char *json, uint32_t n_dims_arg, uint32_t flags, gj__strbuf *ignored,
+                              gj__config *out, char *err, size_t err_size);
 
 /* Canonical JSON of the configuration (all keys, canonical spellings) on one line, which
  * gj__config_parse() reads back to an identical struct. malloc()ed; NULL on OOM. */

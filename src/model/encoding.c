@@ -6,9 +6,14 @@
 #include <string.h>
 
 gj_status gj__encoding_make(const char *json, uint32_t n_dims, gj_encoding **out, char *err, size_t err_size) {
+    return gj__encoding_make_ex(json, n_dims, 0, NULL, out, err, err_size);
+}
+
+gj_status gj__encoding_make_ex(const char *json, uint32_t n_dims, uint32_t flags, gj__strbuf *ignored,
+                               gj_encoding **out, char *err, size_t err_size) {
     *out = NULL;
     gj__config config;
-    gj_status s = gj__config_parse(json, n_dims, &config, err, err_size);
+    gj_status s = gj__config_parse_ex(json, n_dims, flags, ignored, &config, err, err_size);
     if (s != GJ_OK) {
         return s;
     }

@@ -13,5 +13,8 @@ struct gj_encoding {
 /* Parses json (see gj__config_parse) and computes the layout. On failure *out is NULL
  * and err holds a one-line message naming the key at fault. */
 gj_status gj__encoding_make(const char *json, uint32_t n_dims, struct gj_encoding **out, char *err, size_t err_size);
+/* The same with GJ_CONFIG_* flags and the skipped keys' messages (gj__config_parse_ex). */
+gj_status gj__encoding_make_ex(const char *json, uint32_t n_dims, uint32_t flags, gj__strbuf *ignored,
+                               struct gj_encoding **out, char *err, size_t err_size);
 
 #endif

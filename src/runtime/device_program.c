@@ -27,6 +27,36 @@ CUresult gj__library_load(gj__driver *drv, const gj_program *prog, CUlibrary *ou
     return drv->LibraryLoadData(out, gj_program_binary(prog, NULL), NULL, NULL, 0, NULL, NULL, 0);
 }
 
+gj_status gj__program_load(const gj__diag *d, gj__driver *drv, const gj_program *prog, const char *const *lowered,
+                           size_t n, CUlibrary *library, CUkernel *kernels) {
+    *library = NULL;
+    gj_status status = gj__cuda_check(d, drv, gj__library_load(drv, prog, library), "cuLibraryLoadData");
+    for (size_t i = 0; status == GJ_OK && i < n; ++i) {
+        kernels[i] = NULL;
+        if (!lowered[i]) {
+            continue;
+        }
+        status = gj__cuda_checkf(d, drv, drv->LibraryGetKernel(&kernels[i], *library, lowered[i]),
+                                 "cuLibraryGetKernel(%s)", lowered[i]);
+        CUfunction function = NULL;
+        if (status == GJ_OK) {
+            status = gj__cuda_checkf(d, drv, drv->KernelGetFunction(&function, kernels[i]), "cuKernelGetFunction(%s)",
+                                     lowered[i]);
+        }
+    }
+    if (status == GJ_OK) {
+        return GJ_OK;
+    }
+    if (*library) {
+        drv->LibraryUnload(*library);
+        *library = NULL;
+    }
+    const char *arch = gj_program_arch(prog);
+    return status == GJ_ERROR_CUDA
+               ? gj__fail(d, status, "%s (the program targets %s)", gj__diag_message(d), arch ? arch : "?")
+               : status;
+}
+
 /* The newest NVRTC architecture not newer than sm; 0 when there is none. */
 static int fallback_arch(const gj__diag *d, gj__compiler *compiler, int sm) {
     gj__nvrtc *nv = NULL;

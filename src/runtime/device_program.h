@@ -20,6 +20,14 @@ typedef gj_status (*gj__load_fn)(void *user, const gj_program *prog);
 gj_status gj__device_program(const gj__diag *d, gj__compiler *compiler, gj__compile_for_arch_fn compile, gj__load_fn load,
                              void *user, int sm, gj_program *ready);
 
+/* The one way a program is loaded (modules, given programs, user modules): prog's binary as
+ * a new library, then its kernels looked up by lowered name (n of them; a NULL name is
+ * skipped and its kernel left NULL), each also resolved in the current context, so that a
+ * binary the device cannot run fails here rather than at a launch. On failure nothing
+ * stays loaded, and a driver error says which target the program was compiled for. */
+gj_status gj__program_load(const gj__diag *d, gj__driver *drv, const gj_program *prog, const char *const *lowered,
+                           size_t n, CUlibrary *library, CUkernel *kernels);
+
 /* cuLibraryLoadData of prog's binary. In test builds the next gj__test_refuse_loads loads
  * are refused as the driver refuses a binary it cannot use. */
 CUresult gj__library_load(gj__driver *drv, const gj_program *prog, CUlibrary *out);

@@ -1,8 +1,9 @@
 /* Launching a user kernel, and what the driver says about it (occupancy, attributes):
- * each in the context of the stream given (or the current context). */
+ * each in the context of the stream given (or the current context). A launch formats no
+ * text and asks the driver nothing about the device once its context has seen the kernel
+ * (gj__kernel_function); messages are made only on failure. */
 #include "runtime/user_module.h"
 
-#include <stdio.h>
 #include <string.h>
 
 /* Dynamic shared memory every launch may take without opting in. */
@@ -42,25 +43,17 @@ static gj_status allow_shared(gj_kernel *k, CUfunction f, uint32_t bytes, const 
     if (bytes <= GJ__DEFAULT_SHARED_LIMIT) {
         return GJ_OK;
     }
-    char what[200];
-    snprintf(what, sizeof what, "%s(%s): cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, %u)", call, k->expression,
-             bytes);
-    return gj__cuda_check(k->module->diag, k->module->drv,
-                          k->module->drv->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes),
-                          what);
+    return gj__cuda_checkf(k->module->diag, k->module->drv,
+                           k->module->drv->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes),
+                           "%s(%s): cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, %u)", call, k->expression, bytes);
 }
 
-/* A packed parameter buffer against what the kernel declares, where the driver can say
- * (cuFuncGetParamInfo): too small is refused; larger (a C struct's trailing padding) is
- * trimmed to the parameters' extent, which the driver insists on. */
-static gj_status fit_packed(gj_kernel *k, CUfunction f, size_t *size, const char *call) {
-    gj__driver *drv = k->module->drv;
-    if (!drv->FuncGetParamInfo) {
+/* A packed parameter buffer against what the kernel declares (extent: the end of its last
+ * parameter, 0 where the driver cannot say): too small is refused; larger (a C struct's
+ * trailing padding) is trimmed to the parameters' extent, which the driver insists on. */
+static gj_status fit_packed(gj_kernel *k, size_t extent, size_t *size, const char *call) {
+    if (extent == 0) {
         return GJ_OK;
-    }
-    size_t extent = 0, offset = 0, bytes = 0;
-    for (size_t i = 0; drv->FuncGetParamInfo(f, i, &offset, &bytes) == CUDA_SUCCESS; ++i) {
-        extent = offset + bytes > extent ? offset + bytes : extent;
     }
     if (*size < extent) {
         return gj__fail(k->module->diag, GJ_ERROR_INVALID_ARGUMENT,
@@ -87,21 +80,21 @@ static gj_status launch(gj_kernel *k, const gj_launch_config *c, void **params, 
         return status;
     }
     CUfunction f = NULL;
-    status = gj__kernel_function(k, &where, call, &f);
+    size_t extent = 0;
+    status = gj__kernel_function(k, &where, call, &f, &extent);
     if (status == GJ_OK) {
         status = allow_shared(k, f, c->shared_bytes, call);
     }
     if (status == GJ_OK && extra) {
-        status = fit_packed(k, f, (size_t *)extra[3], call); /* CU_LAUNCH_PARAM_BUFFER_SIZE's value */
+        status = fit_packed(k, extent, (size_t *)extra[3], call); /* CU_LAUNCH_PARAM_BUFFER_SIZE's value */
     }
     if (status == GJ_OK) {
-        char what[256];
-        snprintf(what, sizeof what, "%s(%s, grid %ux%ux%u, block %ux%ux%u, %u bytes shared)", call, k->expression,
-                 c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2], c->shared_bytes);
-        status = gj__cuda_check(m->diag, m->drv,
-                                m->drv->LaunchKernel(f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
-                                                     c->block[2], c->shared_bytes, (CUstream)c->stream, params, extra),
-                                what);
+        status = gj__cuda_checkf(m->diag, m->drv,
+                                 m->drv->LaunchKernel(f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
+                                                      c->block[2], c->shared_bytes, (CUstream)c->stream, params, extra),
+                                 "%s(%s, grid %ux%ux%u, block %ux%ux%u, %u bytes shared)", call, k->expression,
+                                 c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
+                                 c->shared_bytes);
     }
     gj__scope_leave(m->drv, &where);
     return status;
@@ -128,7 +121,7 @@ static gj_status current_function(gj_kernel *k, const char *call, gj__scope *whe
     gj__diag_clear(k->module->diag);
     gj_status status = gj__scope_enter(k->module->diag, k->module->drv, NULL, call, where);
     if (status == GJ_OK) {
-        status = gj__kernel_function(k, where, call, f);
+        status = gj__kernel_function(k, where, call, f, NULL);
         if (status != GJ_OK) {
             gj__scope_leave(k->module->drv, where);
         }
@@ -151,13 +144,11 @@ gj_status gj_kernel_occupancy(gj_kernel *kernel, uint32_t block_size, uint32_t s
     struct gj_user_module *m = kernel->module;
     status = allow_shared(kernel, f, shared_bytes, call);
     if (status == GJ_OK) {
-        char what[200];
-        snprintf(what, sizeof what, "%s(%s, block %u, %u bytes shared)", call, kernel->expression, block_size,
-                 shared_bytes);
-        status = gj__cuda_check(m->diag, m->drv,
-                                m->drv->OccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, f, (int)block_size,
-                                                                                  shared_bytes),
-                                what);
+        status = gj__cuda_checkf(m->diag, m->drv,
+                                 m->drv->OccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, f, (int)block_size,
+                                                                                   shared_bytes),
+                                 "%s(%s, block %u, %u bytes shared)", call, kernel->expression, block_size,
+                                 shared_bytes);
     }
     gj__scope_leave(m->drv, &where);
     return status;
@@ -175,10 +166,9 @@ gj_status gj_kernel_suggest_block(gj_kernel *kernel, uint32_t shared_bytes, int 
         return status;
     }
     struct gj_user_module *m = kernel->module;
-    char what[160];
-    snprintf(what, sizeof what, "%s(%s): cuOccupancyMaxPotentialBlockSize", call, kernel->expression);
-    status = gj__cuda_check(m->diag, m->drv,
-                            m->drv->OccupancyMaxPotentialBlockSize(min_grid, block_size, f, NULL, shared_bytes, 0), what);
+    status = gj__cuda_checkf(m->diag, m->drv,
+                             m->drv->OccupancyMaxPotentialBlockSize(min_grid, block_size, f, NULL, shared_bytes, 0),
+                             "%s(%s): cuOccupancyMaxPotentialBlockSize", call, kernel->expression);
     gj__scope_leave(m->drv, &where);
     return status;
 }

@@ -29,6 +29,7 @@
 #include "compile/compiler.h"
 #include "loader/driver.h"
 #include "model/encoding.h"
+#include "runtime/context_cache.h"
 #include "runtime/scope.h"
 
 #include "templates/kernel_args.cuh"
@@ -49,7 +50,9 @@ typedef struct gj__module_shape {
     uint32_t n_output_dims, padded_width;
     uint64_t n_params;
     gj_precision precision;
-    int grad_fp32; /* gradients accumulate in fp32 (fp32 params, or F = 1) */
+    int grad_fp32; /* the kernels accumulate dL/dparams in fp32 (gradients_fp32, fp32 params, or F = 1) */
+    size_t grad_element_size; /* bytes of one element of the caller's dL/dparams: 4 (fp32
+                                 params or gradients_fp32) or 2 */
     uint32_t passes, block_size, points_per_thread;
     int level_major;
     uint32_t small_level_floats; /* shared floats of NAME_backward_coarse; 0: no small level */
@@ -63,6 +66,15 @@ typedef struct gj__module_shape {
 /* opts: resolved (gj__codegen_options_resolve). */
 void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *enc, const gj_codegen_options *opts);
 size_t gj__shape_element_size(const gj__module_shape *shape);
+
+/* What a backward pass does with dL/dparams before and after its kernels. */
+typedef struct gj__grad_plan {
+    int scratch;       /* accumulate into the device's fp32 buffer, then cast it into the caller's
+                          fp16 array (fp16 params with F = 1 without gradients_fp32) */
+    size_t zero_bytes; /* bytes zeroed first: the buffer, or the caller's array in overwrite mode */
+} gj__grad_plan;
+/* have_dparams: the descriptor's dL_dparams is not NULL (else nothing to do). */
+void gj__gradient_plan(const gj__module_shape *shape, int have_dparams, gj_grad_mode mode, gj__grad_plan *plan);
 /* Largest n one launch of this shape takes (GJ_MAX_POINTS or the grid limit). */
 uint64_t gj__shape_max_points(const gj__module_shape *shape);
 
@@ -141,18 +153,24 @@ struct gj_module {
     size_t n_programs;
     gj__module_device devices[GJ__MODULE_MAX_DEVICES];
     size_t n_devices;
+    gj__context_cache contexts; /* per context: device record and kernel functions */
 };
 
 /* ---- module_device.c: where a launch runs ---- */
-/* A launch's context (runtime/scope.h) and the module's record of its device. */
+/* A launch's context (runtime/scope.h), the module's record of its device and the
+ * kernels resolved in that context so far (a copy taken on entry: read without the lock). */
 typedef struct gj__launch_scope {
     gj__scope where;
     gj__module_device *device;
+    CUfunction functions[GJ__KERNEL_COUNT];
 } gj__launch_scope;
+/* Enters the stream's context and finds what the module keeps for it: one lock, and driver
+ * queries only on the first launch in a context. */
 gj_status gj__module_enter(struct gj_module *m, gj_stream stream, const char *call, gj__launch_scope *scope);
 void gj__module_leave(struct gj_module *m, gj__launch_scope *scope);
-/* The kernel's function in the scope's context; its program is compiled and loaded for
- * the device's architecture on first use. */
+/* The kernel's function in the scope's context: from the scope when resolved before;
+ * otherwise its program is compiled and loaded for the device's architecture (first use)
+ * and the function kept for the context. */
 gj_status gj__module_function(struct gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const char *call,
                               CUfunction *out);
 /* Frees every device's fp32 gradient buffer (each in its own context). */
@@ -164,9 +182,10 @@ void gj__module_free_scratch(struct gj_module *m);
 gj_status gj__module_program_for(struct gj_module *m, int sm, gj__kernel_id id, const gj__module_program **out);
 /* Compiles the parts of passes for architecture sm in parallel and loads them. */
 gj_status gj__module_prepare_for(struct gj_module *m, int sm, uint32_t passes);
-/* Looks kernel id up in p's library (from prog) and resolves it in the current context. */
-gj_status gj__module_find_kernel(struct gj_module *m, gj__module_program *p, const gj_program *prog,
-                                 gj__kernel_id id);
+/* Fills p from prog (a program of part; GJ__PART_ALL: every kernel of the passes) and
+ * loads it with the part's kernels, each resolved in the current context
+ * (gj__program_load). The caller counts it in (n_programs) and sets its sm. */
+gj_status gj__module_load_program(struct gj_module *m, gj__module_program *p, gj__part part, const gj_program *prog);
 /* Unloads every library. */
 void gj__module_unload_all(struct gj_module *m);
 

@@ -18,7 +18,8 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
     shape->padded_width = gj__padded_width(enc, opts);
     shape->n_params = enc->layout.n_params;
     shape->precision = enc->config.precision;
-    shape->grad_fp32 = gj__grad_is_fp32(&enc->config);
+    shape->grad_fp32 = gj__grad_is_fp32(&enc->config, opts);
+    shape->grad_element_size = opts->gradients_fp32 || enc->config.precision == GJ_PRECISION_FP32 ? 4 : 2;
     shape->passes = opts->passes;
     shape->block_size = opts->block_size;
     shape->points_per_thread = opts->points_per_thread;
@@ -29,6 +30,20 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
 
 size_t gj__shape_element_size(const gj__module_shape *shape) {
     return shape->precision == GJ_PRECISION_FP16 ? 2 : 4;
+}
+
+void gj__gradient_plan(const gj__module_shape *shape, int have_dparams, gj_grad_mode mode, gj__grad_plan *plan) {
+    memset(plan, 0, sizeof *plan);
+    if (!have_dparams) {
+        return;
+    }
+    /* The kernels add fp32 values where the caller holds fp16 ones: a buffer in between. */
+    plan->scratch = shape->grad_fp32 && shape->grad_element_size == 2;
+    if (plan->scratch) {
+        plan->zero_bytes = (size_t)shape->n_params * sizeof(float);
+    } else if (mode == GJ_GRAD_OVERWRITE) {
+        plan->zero_bytes = (size_t)shape->n_params * shape->grad_element_size;
+    }
 }
 
 uint64_t gj__shape_max_points(const gj__module_shape *shape) {

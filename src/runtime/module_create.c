@@ -151,7 +151,8 @@ static gj_status new_module(gj__runtime *rt, const gj_encoding *enc, const gj_co
         return status;
     }
     gj_module *m = calloc(1, sizeof *m);
-    if (!m) {
+    if (!m || gj__context_cache_init(&m->contexts, GJ__KERNEL_COUNT) != 0) {
+        free(m);
         return gj__fail(rt->diag, GJ_ERROR_OUT_OF_MEMORY, "%s: out of memory", call);
     }
     m->rt = rt;
@@ -194,34 +195,17 @@ gj_status gj__module_load(gj__runtime *rt, const gj_encoding *enc, const gj_code
     }
     /* The given program, loaded now: its kernels serve every device it can run on. */
     m->given = 1;
-    gj__module_program *p = &m->programs[0];
-    p->part = GJ__PART_ALL;
-    p->sm = -1;
-    snprintf(p->arch, sizeof p->arch, "%s", gj_program_arch(prog) ? gj_program_arch(prog) : "?");
-    p->compile_ms = gj_program_compile_ms(prog);
-    p->cache = gj_program_cache_status(prog);
-    gj_program_binary(prog, &p->binary_bytes);
     CUcontext current;
     status = gj__driver_current_context(ctx, m->drv, &current);
     if (status == GJ_OK) {
-        status = gj__cuda_check(ctx, m->drv,
-                                m->drv->LibraryLoadData(&p->library, gj_program_binary(prog, NULL), NULL, NULL, 0,
-                                                        NULL, NULL, 0),
-                                "gj_module_load: cuLibraryLoadData");
-    }
-    m->n_programs = p->library ? 1 : 0;
-    for (int k = 0; status == GJ_OK && k < GJ__KERNEL_COUNT; ++k) {
-        if (gj__kernel_present((gj__kernel_id)k, m->opts.passes)) {
-            status = gj__module_find_kernel(m, p, prog, (gj__kernel_id)k);
-        }
+        status = gj__module_load_program(m, &m->programs[0], GJ__PART_ALL, prog);
     }
     if (status != GJ_OK) {
-        if (status == GJ_ERROR_CUDA) {
-            gj__fail(ctx, status, "%s (the program targets %s)", gj__diag_message(ctx), p->arch);
-        }
         gj_module_destroy(m);
         return status;
     }
+    m->programs[0].sm = -1;
+    m->n_programs = 1;
     *out = m; /* prog is not kept: the caller may destroy it */
     return GJ_OK;
 }
@@ -240,7 +224,7 @@ gj_status gj_module_prepare(gj_module *module, uint32_t passes) {
     gj_status status = gj__module_enter(module, NULL, call, &scope);
     if (status == GJ_OK) {
         pthread_mutex_lock(&module->lock);
-        status = gj__module_prepare_for(module, scope.where.sm, passes & module->shape.passes);
+        status = gj__module_prepare_for(module, scope.device->sm, passes & module->shape.passes);
         pthread_mutex_unlock(&module->lock);
         gj__module_leave(module, &scope);
     }
@@ -255,6 +239,7 @@ void gj_module_destroy(gj_module *module) {
     }
     gj__module_free_scratch(module);
     gj__module_unload_all(module);
+    gj__context_cache_free(&module->contexts);
     pthread_mutex_destroy(&module->lock);
     free(module);
 }
@@ -302,4 +287,8 @@ uint64_t gj_module_n_params(const gj_module *module) {
 
 size_t gj_module_element_size(const gj_module *module) {
     return module ? gj__shape_element_size(&module->shape) : 0;
+}
+
+size_t gj_module_gradient_element_size(const gj_module *module) {
+    return module ? module->shape.grad_element_size : 0;
 }

@@ -1,16 +1,16 @@
-/* A module's devices (docs/runtime.md, "Contexts and devices"): a launch runs in its
- * stream's context (runtime/scope.h); the module keeps per device what depends on it, the
- * multiprocessor count and the fp32 gradient buffer, while the compiled programs are
- * shared by every device of one architecture. */
+/* A module's devices and contexts (docs/runtime.md, "Contexts and devices"): a launch runs
+ * in its stream's context (runtime/scope.h); the module keeps per device what depends on
+ * it, the multiprocessor count and the fp32 gradient buffer, and per context the kernels'
+ * functions (runtime/context_cache.h), while the compiled programs are shared by every
+ * device of one architecture. */
 #include "runtime/module.h"
 
-#include <stdio.h>
 #include <string.h>
 
 /* The module's record of a device, made on first use. Call with m->lock held. */
-static gj_status device_of(gj_module *m, const gj__scope *where, const char *call, gj__module_device **out) {
+static gj_status device_of(gj_module *m, CUdevice device, int sm, const char *call, gj__module_device **out) {
     for (size_t i = 0; i < m->n_devices; ++i) {
-        if (m->devices[i].device == where->device) {
+        if (m->devices[i].device == device) {
             *out = &m->devices[i];
             return GJ_OK;
         }
@@ -19,17 +19,16 @@ static gj_status device_of(gj_module *m, const gj__scope *where, const char *cal
         return gj__fail(m->diag, GJ_ERROR_INTERNAL, "%s: more than %d devices", call, GJ__MODULE_MAX_DEVICES);
     }
     int sms = 0;
-    char what[96];
-    snprintf(what, sizeof what, "%s: cuDeviceGetAttribute", call);
-    gj_status status = gj__cuda_check(
-        m->diag, m->drv, m->drv->DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, where->device), what);
+    gj_status status = gj__cuda_checkf(
+        m->diag, m->drv, m->drv->DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+        "%s: cuDeviceGetAttribute", call);
     if (status != GJ_OK) {
         return status;
     }
     gj__module_device *d = &m->devices[m->n_devices++];
     memset(d, 0, sizeof *d);
-    d->device = where->device;
-    d->sm = where->sm;
+    d->device = device;
+    d->sm = sm;
     /* Two blocks per multiprocessor keep every one busy while each block's shared sums
      * serve many points. */
     d->coarse_blocks = sms > 0 ? 2u * (uint32_t)sms : 1u;
@@ -37,16 +36,42 @@ static gj_status device_of(gj_module *m, const gj__scope *where, const char *cal
     return GJ_OK;
 }
 
-gj_status gj__module_enter(gj_module *m, gj_stream stream, const char *call, gj__launch_scope *scope) {
-    memset(scope, 0, sizeof *scope);
-    gj_status status = gj__scope_enter(m->diag, m->drv, stream, call, &scope->where);
+/* What the module keeps for the scope's context, made on the first launch there (the only
+ * launch that asks the driver about the device). Call with m->lock held. */
+static gj_status context_slot(gj_module *m, const gj__scope *where, const char *call, gj__context_slot **out) {
+    *out = gj__context_cache_find(&m->contexts, where);
+    if (*out) {
+        return GJ_OK;
+    }
+    CUdevice device = 0;
+    int sm = 0;
+    gj__module_device *record = NULL;
+    gj_status status = gj__scope_device(m->diag, m->drv, call, &device, &sm);
     if (status == GJ_OK) {
-        pthread_mutex_lock(&m->lock);
-        status = device_of(m, &scope->where, call, &scope->device);
-        pthread_mutex_unlock(&m->lock);
-        if (status != GJ_OK) {
-            gj__scope_leave(m->drv, &scope->where);
-        }
+        status = device_of(m, device, sm, call, &record);
+    }
+    if (status == GJ_OK) {
+        *out = gj__context_cache_add(&m->contexts, where, device, sm, record);
+    }
+    return status;
+}
+
+gj_status gj__module_enter(gj_module *m, gj_stream stream, const char *call, gj__launch_scope *scope) {
+    scope->device = NULL;
+    gj_status status = gj__scope_enter(m->diag, m->drv, stream, call, &scope->where);
+    if (status != GJ_OK) {
+        return status;
+    }
+    pthread_mutex_lock(&m->lock);
+    gj__context_slot *slot = NULL;
+    status = context_slot(m, &scope->where, call, &slot);
+    if (status == GJ_OK) {
+        scope->device = slot->record;
+        memcpy(scope->functions, slot->functions, sizeof scope->functions);
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (status != GJ_OK) {
+        gj__scope_leave(m->drv, &scope->where);
     }
     return status;
 }
@@ -55,24 +80,50 @@ void gj__module_leave(gj_module *m, gj__launch_scope *scope) {
     gj__scope_leave(m->drv, &scope->where);
 }
 
-gj_status gj__module_function(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const char *call,
-                              CUfunction *out) {
+/* Resolves kernel id in the scope's context (its program compiled and loaded for the
+ * device on first use) and keeps it for the context. Call with m->lock held. */
+static gj_status resolve(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const char *call, CUfunction *out) {
+    gj__context_slot *known = gj__context_cache_find(&m->contexts, &scope->where);
+    if (known && known->functions[id]) { /* another thread resolved it since this one entered */
+        *out = known->functions[id];
+        return GJ_OK;
+    }
     const gj__module_program *program = NULL;
-    pthread_mutex_lock(&m->lock);
     gj_status status = gj__module_program_for(m, scope->device->sm, id, &program);
     CUkernel kernel = status == GJ_OK ? program->kernels[id] : NULL;
-    pthread_mutex_unlock(&m->lock);
     if (status == GJ_OK && !kernel) {
-        status = gj__fail(m->diag, GJ_ERROR_PASS_NOT_COMPILED, "%s: the module's program has no %s_%s kernel", call,
-                          m->opts.name, gj__kernel_suffix(id));
+        return gj__fail(m->diag, GJ_ERROR_PASS_NOT_COMPILED, "%s: the module's program has no %s_%s kernel", call,
+                        m->opts.name, gj__kernel_suffix(id));
     }
-    if (status != GJ_OK) {
-        return status;
+    if (status == GJ_OK) {
+        /* The kernel's instance in the current context (the library serves every context). */
+        status = gj__cuda_checkf(m->diag, m->drv, m->drv->KernelGetFunction(out, kernel), "%s: cuKernelGetFunction(%s_%s)",
+                                 call, m->opts.name, gj__kernel_suffix(id));
     }
-    char what[96];
-    snprintf(what, sizeof what, "%s: cuKernelGetFunction", call);
-    /* The kernel's instance in the current context (the library serves every context). */
-    return gj__cuda_check(m->diag, m->drv, m->drv->KernelGetFunction(out, kernel), what);
+    if (status == GJ_OK) {
+        /* The slot may have been taken over for another context meanwhile: then the
+         * function is only used for this launch. */
+        gj__context_slot *slot = gj__context_cache_find(&m->contexts, &scope->where);
+        if (slot) {
+            slot->functions[id] = *out;
+        }
+    }
+    return status;
+}
+
+gj_status gj__module_function(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const char *call,
+                              CUfunction *out) {
+    *out = scope->functions[id];
+    if (*out) {
+        return GJ_OK;
+    }
+    pthread_mutex_lock(&m->lock);
+    gj_status status = resolve(m, scope, id, call, out);
+    pthread_mutex_unlock(&m->lock);
+    if (status == GJ_OK) {
+        scope->functions[id] = *out;
+    }
+    return status;
 }
 
 void gj__module_free_scratch(gj_module *m) {

@@ -1,10 +1,9 @@
 /* The launches: one public function per pass. Checks first (module_args.c), then, in the
  * stream's context and in stream order: zero what the kernels accumulate into, the
- * kernel(s), and for fp16 parameters with F = 1 the cast of the fp32 gradients into the
- * caller's array. */
+ * kernel(s), and for fp16 parameters with F = 1 (without gradients_fp32) the cast of the
+ * fp32 gradients into the caller's array. */
 #include "runtime/module.h"
 
-#include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------- small steps */
@@ -17,24 +16,21 @@ static gj_status launch(gj_module *m, gj__launch_scope *scope, gj__kernel_id id,
         return status;
     }
     void *params[] = {args};
-    char what[160];
-    snprintf(what, sizeof what, "%s: cuLaunchKernel(%s, grid %ux%u, block %u, %u bytes shared)", call,
-             gj__kernel_suffix(id), dims->grid_x, dims->grid_y, dims->block, dims->shared_bytes);
-    return gj__cuda_check(m->diag, m->drv,
-                          m->drv->LaunchKernel(function, dims->grid_x, dims->grid_y, 1, dims->block, 1, 1,
-                                               dims->shared_bytes, (CUstream)stream, params, NULL),
-                          what);
+    return gj__cuda_checkf(m->diag, m->drv,
+                           m->drv->LaunchKernel(function, dims->grid_x, dims->grid_y, 1, dims->block, 1, 1,
+                                                dims->shared_bytes, (CUstream)stream, params, NULL),
+                           "%s: cuLaunchKernel(%s, grid %ux%u, block %u, %u bytes shared)", call, gj__kernel_suffix(id),
+                           dims->grid_x, dims->grid_y, dims->block, dims->shared_bytes);
 }
 
 /* Zeroes bytes at ptr on the stream, 32 bits at a time where the size and address allow. */
 static gj_status zero(gj_module *m, CUdeviceptr ptr, size_t bytes, gj_stream stream, const char *call) {
-    char what[96];
     if (bytes % 4 == 0 && ptr % 4 == 0) {
-        snprintf(what, sizeof what, "%s: cuMemsetD32Async", call);
-        return gj__cuda_check(m->diag, m->drv, m->drv->MemsetD32Async(ptr, 0u, bytes / 4, (CUstream)stream), what);
+        return gj__cuda_checkf(m->diag, m->drv, m->drv->MemsetD32Async(ptr, 0u, bytes / 4, (CUstream)stream),
+                               "%s: cuMemsetD32Async", call);
     }
-    snprintf(what, sizeof what, "%s: cuMemsetD8Async", call);
-    return gj__cuda_check(m->diag, m->drv, m->drv->MemsetD8Async(ptr, 0u, bytes, (CUstream)stream), what);
+    return gj__cuda_checkf(m->diag, m->drv, m->drv->MemsetD8Async(ptr, 0u, bytes, (CUstream)stream),
+                           "%s: cuMemsetD8Async", call);
 }
 
 static CUdeviceptr device_address(const void *ptr) {
@@ -50,9 +46,8 @@ static gj_status scratch(gj_module *m, gj__launch_scope *scope, const char *call
     gj__module_device *d = scope->device;
     gj_status status = GJ_OK;
     if (!d->scratch) {
-        char what[96];
-        snprintf(what, sizeof what, "%s: cuMemAlloc (fp32 gradient buffer, %zu bytes)", call, bytes);
-        status = gj__cuda_check(m->diag, m->drv, m->drv->MemAlloc(&d->scratch, bytes), what);
+        status = gj__cuda_checkf(m->diag, m->drv, m->drv->MemAlloc(&d->scratch, bytes),
+                                 "%s: cuMemAlloc (fp32 gradient buffer, %zu bytes)", call, bytes);
         if (status == GJ_OK) {
             d->scratch_bytes = bytes;
             d->scratch_context = scope->where.context;
@@ -65,38 +60,27 @@ static gj_status scratch(gj_module *m, gj__launch_scope *scope, const char *call
     return status;
 }
 
-/* Where the kernel accumulates dL/dparams: the caller's array (zeroed first when
- * overwriting), or for fp16 parameters with F = 1 the zeroed fp32 buffer. */
-static int needs_cast(const gj_module *m) {
-    return m->shape.grad_fp32 && m->shape.precision == GJ_PRECISION_FP16;
-}
-
-static gj_status prepare_gradients(gj_module *m, gj__launch_scope *scope, void *dL_dparams, gj_grad_mode mode,
+/* Where the kernel accumulates dL/dparams (gj__gradient_plan): the caller's array (zeroed
+ * first when overwriting), or for fp16 parameters with F = 1 the zeroed fp32 buffer. */
+static gj_status prepare_gradients(gj_module *m, gj__launch_scope *scope, const gj__grad_plan *plan, void *dL_dparams,
                                    gj_stream stream, const char *call, void **target) {
     *target = dL_dparams;
-    if (!dL_dparams) {
-        return GJ_OK;
-    }
-    if (needs_cast(m)) {
+    gj_status status = GJ_OK;
+    if (plan->scratch) {
         CUdeviceptr buffer = 0;
-        gj_status status = scratch(m, scope, call, &buffer);
-        if (status == GJ_OK) {
-            status = zero(m, buffer, (size_t)m->shape.n_params * sizeof(float), stream, call);
-        }
+        status = scratch(m, scope, call, &buffer);
         *target = (void *)(uintptr_t)buffer;
-        return status;
     }
-    if (mode == GJ_GRAD_OVERWRITE) {
-        return zero(m, device_address(dL_dparams), (size_t)m->shape.n_params * gj__shape_element_size(&m->shape),
-                    stream, call);
+    if (status == GJ_OK && plan->zero_bytes) {
+        status = zero(m, device_address(*target), plan->zero_bytes, stream, call);
     }
-    return GJ_OK;
+    return status;
 }
 
-/* dst = (accumulate ? dst : 0) + fp32 buffer, rounded once to fp16. */
-static gj_status finish_gradients(gj_module *m, gj__launch_scope *scope, void *dL_dparams, gj_grad_mode mode,
-                                  gj_stream stream, const char *call) {
-    if (!dL_dparams || !needs_cast(m)) {
+/* With the buffer: dst = (accumulate ? dst : 0) + buffer, rounded once to fp16. */
+static gj_status finish_gradients(gj_module *m, gj__launch_scope *scope, const gj__grad_plan *plan, void *dL_dparams,
+                                  gj_grad_mode mode, gj_stream stream, const char *call) {
+    if (!plan->scratch) {
         return GJ_OK;
     }
     gj_cast_args args;
@@ -153,7 +137,9 @@ gj_status gj_backward(gj_module *module, gj_stream stream, const gj_backward_des
     gj_backward_args args;
     gj__launch_dims dims;
     gj__backward_args(&module->shape, desc, &args, &dims);
-    status = prepare_gradients(module, &scope, desc->dL_dparams, desc->dL_dparams_mode, stream, call, &args.dL_dparams);
+    gj__grad_plan plan;
+    gj__gradient_plan(&module->shape, desc->dL_dparams != NULL, desc->dL_dparams_mode, &plan);
+    status = prepare_gradients(module, &scope, &plan, desc->dL_dparams, stream, call, &args.dL_dparams);
     if (status == GJ_OK && desc->dL_dx && module->shape.level_major) {
         /* Level-major blocks add their level's share of dL/dx atomically. */
         status = zero(module, device_address(desc->dL_dx), (size_t)desc->n * module->shape.n_dims * sizeof(float),
@@ -178,7 +164,7 @@ gj_status gj_backward(gj_module *module, gj_stream stream, const gj_backward_des
         status = launch(module, &scope, coarse_kernel, &coarse_dims, &args, stream, call);
     }
     if (status == GJ_OK) {
-        status = finish_gradients(module, &scope, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
+        status = finish_gradients(module, &scope, &plan, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
     }
     gj__module_leave(module, &scope);
     return status;
@@ -190,12 +176,14 @@ gj_status gj_backward_backward(gj_module *module, gj_stream stream, const gj_bac
     gj_backward_backward_args args;
     gj__launch_dims dims;
     gj__backward_backward_args(&module->shape, desc, &args, &dims);
-    status = prepare_gradients(module, &scope, desc->dL_dparams, desc->dL_dparams_mode, stream, call, &args.dL_dparams);
+    gj__grad_plan plan;
+    gj__gradient_plan(&module->shape, desc->dL_dparams != NULL, desc->dL_dparams_mode, &plan);
+    status = prepare_gradients(module, &scope, &plan, desc->dL_dparams, stream, call, &args.dL_dparams);
     if (status == GJ_OK) {
         status = launch(module, &scope, GJ__KERNEL_BACKWARD_BACKWARD, &dims, &args, stream, call);
     }
     if (status == GJ_OK) {
-        status = finish_gradients(module, &scope, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
+        status = finish_gradients(module, &scope, &plan, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
     }
     gj__module_leave(module, &scope);
     return status;

@@ -37,9 +37,29 @@ static gj_status compile_part(void *user, const char *arch_name, gj_program **pr
     return status;
 }
 
-/* Loads prog as a new program of the module and looks up the kernels of the part in it,
- * each in the current context too, so that a binary the device cannot run fails here
- * rather than at a launch. */
+gj_status gj__module_load_program(gj_module *m, gj__module_program *p, gj__part part, const gj_program *prog) {
+    memset(p, 0, sizeof *p);
+    p->part = part;
+    snprintf(p->arch, sizeof p->arch, "%s", gj_program_arch(prog) ? gj_program_arch(prog) : "?");
+    p->compile_ms = gj_program_compile_ms(prog);
+    p->cache = gj_program_cache_status(prog);
+    gj_program_binary(prog, &p->binary_bytes);
+    const char *lowered[GJ__KERNEL_COUNT] = {NULL};
+    for (int k = 0; k < GJ__KERNEL_COUNT; ++k) {
+        if (!gj__kernel_in_unit((gj__kernel_id)k, m->opts.passes, part)) {
+            continue;
+        }
+        char expression[128];
+        gj__kernel_expression(expression, sizeof expression, m->opts.name, (gj__kernel_id)k);
+        lowered[k] = gj__program_lowered(prog, expression);
+        if (!lowered[k]) {
+            return gj__fail(m->diag, GJ_ERROR_INVALID_ARGUMENT, "the program has no kernel %s", expression);
+        }
+    }
+    return gj__program_load(m->diag, m->drv, prog, lowered, GJ__KERNEL_COUNT, &p->library, p->kernels);
+}
+
+/* Loads prog as a new program of the module (gj__module_load_program). */
 static gj_status load_part(void *user, const gj_program *prog) {
     part_job *job = user;
     gj_module *m = job->m;
@@ -47,47 +67,14 @@ static gj_status load_part(void *user, const gj_program *prog) {
         return gj__fail(m->diag, GJ_ERROR_INTERNAL, "a module holds at most %d programs", GJ__MODULE_MAX_PROGRAMS);
     }
     gj__module_program *p = &m->programs[m->n_programs];
-    memset(p, 0, sizeof *p);
-    p->part = job->part;
-    p->sm = job->sm;
-    snprintf(p->arch, sizeof p->arch, "%s", gj_program_arch(prog) ? gj_program_arch(prog) : "?");
-    p->compile_ms = gj_program_compile_ms(prog);
-    p->cache = gj_program_cache_status(prog);
-    gj_program_binary(prog, &p->binary_bytes);
-    gj_status status = gj__cuda_check(m->diag, m->drv, gj__library_load(m->drv, prog, &p->library), "cuLibraryLoadData");
-    for (int k = 0; status == GJ_OK && k < GJ__KERNEL_COUNT; ++k) {
-        if (gj__kernel_in_unit((gj__kernel_id)k, m->opts.passes, job->part)) {
-            status = gj__module_find_kernel(m, p, prog, (gj__kernel_id)k);
-        }
-    }
+    gj_status status = gj__module_load_program(m, p, job->part, prog);
     if (status != GJ_OK) {
-        if (p->library) {
-            m->drv->LibraryUnload(p->library);
-        }
-        return status == GJ_ERROR_CUDA
-                   ? gj__fail(m->diag, status, "%s (the program targets %s)", gj__diag_message(m->diag), p->arch)
-                   : status;
+        return status;
     }
+    p->sm = job->sm;
     m->n_programs++;
     job->loaded = p;
     return GJ_OK;
-}
-
-gj_status gj__module_find_kernel(gj_module *m, gj__module_program *p, const gj_program *prog, gj__kernel_id id) {
-    char expression[128];
-    gj__kernel_expression(expression, sizeof expression, m->opts.name, id);
-    const char *lowered = gj__program_lowered(prog, expression);
-    if (!lowered) {
-        return gj__fail(m->diag, GJ_ERROR_INVALID_ARGUMENT, "the program has no kernel %s", expression);
-    }
-    gj_status status = gj__cuda_check(m->diag, m->drv, m->drv->LibraryGetKernel(&p->kernels[id], p->library, lowered),
-                                      "cuLibraryGetKernel");
-    CUfunction function = NULL;
-    if (status == GJ_OK) {
-        status = gj__cuda_check(m->diag, m->drv, m->drv->KernelGetFunction(&function, p->kernels[id]),
-                                "cuKernelGetFunction");
-    }
-    return status;
 }
 
 static const gj__module_program *find(const gj_module *m, gj__part part, int sm) {

@@ -1,18 +1,19 @@
-/* Entering the context a launch runs in (see scope.h). */
+/* Entering the context a launch runs in (see scope.h). Nothing is formatted unless a
+ * driver call fails. */
 #include "runtime/scope.h"
 
-#include <stdio.h>
 #include <string.h>
 
-gj_status gj__device_sm(const gj__diag *d, gj__driver *drv, CUdevice device, const char *call, int *sm) {
+gj_status gj__scope_device(const gj__diag *d, gj__driver *drv, const char *call, CUdevice *device, int *sm) {
     int major = 0, minor = 0;
-    char what[96];
-    snprintf(what, sizeof what, "%s: cuDeviceGetAttribute", call);
-    gj_status status = gj__cuda_check(
-        d, drv, drv->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), what);
+    gj_status status = gj__cuda_checkf(d, drv, drv->CtxGetDevice(device), "%s: cuCtxGetDevice", call);
     if (status == GJ_OK) {
-        status = gj__cuda_check(
-            d, drv, drv->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), what);
+        status = gj__cuda_checkf(d, drv, drv->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, *device),
+                                 "%s: cuDeviceGetAttribute", call);
+    }
+    if (status == GJ_OK) {
+        status = gj__cuda_checkf(d, drv, drv->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, *device),
+                                 "%s: cuDeviceGetAttribute", call);
     }
     *sm = major * 10 + minor;
     return status;
@@ -21,30 +22,22 @@ gj_status gj__device_sm(const gj__diag *d, gj__driver *drv, CUdevice device, con
 gj_status gj__scope_enter(const gj__diag *d, gj__driver *drv, gj_stream stream, const char *call, gj__scope *scope) {
     memset(scope, 0, sizeof *scope);
     CUcontext current = NULL;
-    char what[96];
-    snprintf(what, sizeof what, "%s: cuCtxGetCurrent", call);
-    gj_status status = gj__cuda_check(d, drv, drv->CtxGetCurrent(&current), what);
+    gj_status status = gj__cuda_checkf(d, drv, drv->CtxGetCurrent(&current), "%s: cuCtxGetCurrent", call);
     if (status == GJ_OK && !stream && !current) {
         status = gj__driver_current_context(d, drv, &current); /* device 0's primary context */
     }
     if (status == GJ_OK && stream) {
         CUcontext owner = NULL;
-        snprintf(what, sizeof what, "%s: cuStreamGetCtx", call);
-        status = gj__cuda_check(d, drv, drv->StreamGetCtx((CUstream)stream, &owner), what);
+        status = gj__cuda_checkf(d, drv, drv->StreamGetCtx((CUstream)stream, &owner), "%s: cuStreamGetCtx", call);
         if (status == GJ_OK && owner != current) {
-            snprintf(what, sizeof what, "%s: cuCtxPushCurrent", call);
-            status = gj__cuda_check(d, drv, drv->CtxPushCurrent(owner), what);
+            status = gj__cuda_checkf(d, drv, drv->CtxPushCurrent(owner), "%s: cuCtxPushCurrent", call);
             scope->pushed = status == GJ_OK;
             current = owner;
         }
     }
     scope->context = current;
     if (status == GJ_OK) {
-        snprintf(what, sizeof what, "%s: cuCtxGetDevice", call);
-        status = gj__cuda_check(d, drv, drv->CtxGetDevice(&scope->device), what);
-    }
-    if (status == GJ_OK) {
-        status = gj__device_sm(d, drv, scope->device, call, &scope->sm);
+        status = gj__cuda_checkf(d, drv, drv->CtxGetId(current, &scope->context_id), "%s: cuCtxGetId", call);
     }
     if (status != GJ_OK) {
         gj__scope_leave(drv, scope);

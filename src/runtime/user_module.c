@@ -32,7 +32,7 @@ static gj_status new_module(gj__runtime *rt, const char *call, struct gj_user_mo
 static gj_status name_kernels(struct gj_user_module *m, const gj_program *prog) {
     m->n_kernels = gj_program_n_kernels(prog);
     m->kernels = calloc(m->n_kernels ? m->n_kernels : 1, sizeof *m->kernels);
-    if (!m->kernels) {
+    if (!m->kernels || gj__context_cache_init(&m->contexts, m->n_kernels) != 0) {
         return gj__fail(m->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     for (size_t i = 0; i < m->n_kernels; ++i) {
@@ -60,6 +60,7 @@ void gj_user_module_destroy(struct gj_user_module *m) {
         free(m->kernels[i].lowered);
     }
     free(m->kernels);
+    gj__context_cache_free(&m->contexts);
     if (m->have_unit) {
         gj__user_unit_free(&m->unit);
     }
@@ -101,29 +102,18 @@ static gj_status load_program(void *user, const gj_program *prog) {
     p->sm = job->sm;
     snprintf(p->arch, sizeof p->arch, "%s", gj_program_arch(prog) ? gj_program_arch(prog) : "?");
     p->kernels = calloc(m->n_kernels ? m->n_kernels : 1, sizeof *p->kernels);
-    gj_status status = p->kernels ? GJ_OK : gj__fail(m->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (status == GJ_OK) {
-        status = gj__cuda_check(m->diag, m->drv, gj__library_load(m->drv, prog, &p->library), "cuLibraryLoadData");
-    }
+    const char **lowered = calloc(m->n_kernels ? m->n_kernels : 1, sizeof *lowered);
+    gj_status status = p->kernels && lowered ? GJ_OK : gj__fail(m->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; status == GJ_OK && i < m->n_kernels; ++i) {
-        char what[160];
-        snprintf(what, sizeof what, "cuLibraryGetKernel(%s)", m->kernels[i].expression);
-        status = gj__cuda_check(m->diag, m->drv,
-                                m->drv->LibraryGetKernel(&p->kernels[i], p->library, m->kernels[i].lowered), what);
-        CUfunction function = NULL;
-        if (status == GJ_OK) {
-            status = gj__cuda_check(m->diag, m->drv, m->drv->KernelGetFunction(&function, p->kernels[i]),
-                                    "cuKernelGetFunction");
-        }
+        lowered[i] = m->kernels[i].lowered;
     }
+    if (status == GJ_OK) {
+        status = gj__program_load(m->diag, m->drv, prog, lowered, m->n_kernels, &p->library, p->kernels);
+    }
+    free(lowered);
     if (status != GJ_OK) {
-        if (p->library) {
-            m->drv->LibraryUnload(p->library);
-        }
         free(p->kernels);
-        return status == GJ_ERROR_CUDA
-                   ? gj__fail(m->diag, status, "%s (the program targets %s)", gj__diag_message(m->diag), p->arch)
-                   : status;
+        return status;
     }
     m->n_programs++;
     job->loaded = p;
@@ -159,7 +149,12 @@ gj_status gj__user_module_create(gj__runtime *rt, const gj_source_desc *desc, st
         status = gj__scope_enter(m->diag, m->drv, NULL, call, &where);
         if (status == GJ_OK) {
             const gj__user_program *ignored;
-            status = program_for(m, where.sm, &ignored); /* now, for the current device */
+            CUdevice device;
+            int sm = 0;
+            status = gj__scope_device(m->diag, m->drv, call, &device, &sm);
+            if (status == GJ_OK) {
+                status = program_for(m, sm, &ignored); /* now, for the current device */
+            }
             gj__scope_leave(m->drv, &where);
         }
     }
@@ -223,18 +218,60 @@ gj_status gj_user_module_kernel(struct gj_user_module *m, const char *name, gj_k
 
 /* ------------------------------------------------------------- kernels */
 
-/* The kernel's function in the scope's context, its program loaded for the device. */
-gj_status gj__kernel_function(gj_kernel *k, const gj__scope *where, const char *call, CUfunction *out) {
-    struct gj_user_module *m = k->module;
-    const gj__user_program *p = NULL;
-    pthread_mutex_lock(&m->lock);
-    gj_status status = program_for(m, where->sm, &p);
-    CUkernel kernel = status == GJ_OK ? p->kernels[k->index] : NULL;
-    pthread_mutex_unlock(&m->lock);
-    if (status != GJ_OK) {
-        return status;
+/* The end of k's last parameter where the driver can say (cuFuncGetParamInfo, CUDA 12.4+).
+ * Call with the module's lock held, once per kernel. */
+static void learn_param_extent(gj_kernel *k, CUfunction f) {
+    gj__driver *drv = k->module->drv;
+    k->param_extent_known = 1;
+    if (!drv->FuncGetParamInfo) {
+        return;
     }
-    char what[200];
-    snprintf(what, sizeof what, "%s(%s): cuKernelGetFunction", call, k->expression);
-    return gj__cuda_check(m->diag, m->drv, m->drv->KernelGetFunction(out, kernel), what);
+    size_t extent = 0, offset = 0, bytes = 0;
+    for (size_t i = 0; drv->FuncGetParamInfo(f, i, &offset, &bytes) == CUDA_SUCCESS; ++i) {
+        extent = offset + bytes > extent ? offset + bytes : extent;
+    }
+    k->param_extent = extent;
+}
+
+/* The kernel's function in the scope's context (see user_module.h). Call with m->lock held. */
+static gj_status function_locked(gj_kernel *k, const gj__scope *where, const char *call, CUfunction *out) {
+    struct gj_user_module *m = k->module;
+    gj__context_slot *slot = gj__context_cache_find(&m->contexts, where);
+    if (slot && slot->functions[k->index]) {
+        *out = slot->functions[k->index];
+        return GJ_OK;
+    }
+    CUdevice device = 0;
+    int sm = slot ? slot->sm : 0;
+    gj_status status = slot ? GJ_OK : gj__scope_device(m->diag, m->drv, call, &device, &sm);
+    if (status == GJ_OK && !slot) {
+        slot = gj__context_cache_add(&m->contexts, where, device, sm, NULL);
+    }
+    const gj__user_program *p = NULL;
+    if (status == GJ_OK) {
+        status = program_for(m, sm, &p);
+    }
+    if (status == GJ_OK) {
+        status = gj__cuda_checkf(m->diag, m->drv, m->drv->KernelGetFunction(out, p->kernels[k->index]),
+                                 "%s(%s): cuKernelGetFunction", call, k->expression);
+    }
+    if (status == GJ_OK) {
+        slot->functions[k->index] = *out;
+        if (!k->param_extent_known) {
+            learn_param_extent(k, *out);
+        }
+    }
+    return status;
+}
+
+gj_status gj__kernel_function(gj_kernel *k, const gj__scope *where, const char *call, CUfunction *out,
+                              size_t *param_extent) {
+    struct gj_user_module *m = k->module;
+    pthread_mutex_lock(&m->lock);
+    gj_status status = function_locked(k, where, call, out);
+    if (param_extent) {
+        *param_extent = k->param_extent;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return status;
 }

@@ -21,6 +21,10 @@ struct gj_kernel {
     size_t index;
     char *expression; /* "&name" */
     char *lowered;
+    /* The end of its last parameter (cuFuncGetParamInfo), asked once under the module's
+     * lock: what packed launches are checked and trimmed to. 0: not known (yet). */
+    size_t param_extent;
+    int param_extent_known;
 };
 
 struct gj_user_module {
@@ -34,12 +38,15 @@ struct gj_user_module {
     struct gj_kernel *kernels;
     gj__user_program programs[GJ__USER_MAX_PROGRAMS];
     size_t n_programs;
+    gj__context_cache contexts; /* per context: the kernels' functions (made with the kernels) */
 };
 
 gj_status gj__user_module_create(gj__runtime *rt, const gj_source_desc *desc, struct gj_user_module **out);
 gj_status gj__user_module_load(gj__runtime *rt, const gj_program *prog, struct gj_user_module **out);
-/* The kernel's function in the scope's context; its program is compiled and loaded for the
- * scope's device on first use. */
-gj_status gj__kernel_function(gj_kernel *k, const gj__scope *where, const char *call, CUfunction *out);
+/* The kernel's function in the scope's context, with one lock and no driver call once the
+ * context has seen it; on first use there its program is compiled and loaded for the
+ * context's device. param_extent (may be NULL) receives gj_kernel.param_extent (0: unknown). */
+gj_status gj__kernel_function(gj_kernel *k, const gj__scope *where, const char *call, CUfunction *out,
+                              size_t *param_extent);
 
 #endif

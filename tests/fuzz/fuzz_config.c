@@ -6,13 +6,15 @@
  *   [1] output_width_multiple (255: 2000, beyond the limit)
  *   [2] name (one of NAMES below) and, in bits 4-5, struct_size (0: as initialised,
  *       1: 0, 2: one more than the struct, 3: 4 less)
- *   [3] device_functions_only (bit 0)
+ *   [3] device_functions_only (bit 0), GJ_CONFIG_IGNORE_UNKNOWN_KEYS (bit 1),
+ *       gradients_fp32 (bits 2-3: 0, 1, 1, 2 (refused))
  *   [4] block_size (one of BLOCK_SIZES)
  *   [5] points_per_thread (0..19)
  *   [6] order (0..2)
  *   [7] n_dims (0..39; 0: from the configuration)
  *
- * Checks: a refusal leaves no encoding and says why; an accepted configuration has
+ * Checks: a refusal leaves no encoding and says why; skipped unknown keys are reported,
+ * one line each, and the strict parser refuses that text; an accepted configuration has
  * consistent accessors, its gj_encoding_hyperparams() parses back to the same encoding
  * (and prints the same text again), and generating twice gives the same bytes, whose
  * length is reported right. */
@@ -125,7 +127,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 3: opts.struct_size = (uint32_t)sizeof opts - 4; break;
     default: break;
     }
-    opts.device_functions_only = gjf_u8(&r) & 1;
+    const uint8_t flags = gjf_u8(&r);
+    opts.device_functions_only = flags & 1;
+    const uint32_t create_flags = (flags & 2) ? GJ_CONFIG_IGNORE_UNKNOWN_KEYS : 0;
+    static const int GRADIENTS[4] = {0, 1, 1, 2};
+    opts.gradients_fp32 = GRADIENTS[(flags >> 2) & 3];
     opts.block_size = BLOCK_SIZES[gjf_u8(&r) % 8];
     opts.points_per_thread = gjf_u8(&r) % 20;
     opts.order = (gj_order)(gjf_u8(&r) % 3);
@@ -133,7 +139,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *json = gjf_strndup(r.p, r.left);
 
     gj_encoding *enc = (gj_encoding *)&opts; /* must be overwritten */
-    gj_status status = gj_encoding_create(ctx, json, n_dims, &enc);
+    char *ignored = (char *)&opts;
+    gj_status status = gj_encoding_create_ex(ctx, json, n_dims, create_flags, &ignored, &enc);
+    GJF_CHECK(ignored == NULL || (status == GJ_OK && create_flags && ignored[0] != '\0'),
+              "skipped keys reported where none can be");
     if (status != GJ_OK) {
         GJF_CHECK(enc == NULL, "a refused configuration left an encoding");
         GJF_CHECK(gj_context_errmsg(ctx)[0] != '\0', "%s without a message", gj_status_name(status));
@@ -141,6 +150,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     GJF_CHECK(enc != NULL && gj_context_errmsg(ctx)[0] == '\0', "mismatch");
+    if (ignored) {
+        /* The first line is the strict parser's refusal. */
+        GJF_CHECK(strncmp(ignored, "unknown key '", 13) == 0, "ignored: %s", ignored);
+        gj_encoding *strict = (gj_encoding *)&opts;
+        GJF_CHECK(gj_encoding_create(ctx, json, n_dims, &strict) == GJ_ERROR_INVALID_CONFIG && strict == NULL,
+                  "the strict parser accepts what was skipped");
+        GJF_CHECK(strstr(ignored, gj_context_errmsg(ctx)) == ignored,
+                  "the first skipped key's line is not the strict message: %s vs %s", ignored, gj_context_errmsg(ctx));
+        gj_free(ignored);
+    }
     GJF_CHECK(n_dims == 0 || gj_encoding_n_dims(enc) == n_dims, "n_dims %u, asked %u", gj_encoding_n_dims(enc), n_dims);
     check_layout(enc);
     check_round_trip(enc);

@@ -92,6 +92,8 @@ class CodegenOptions(Structure):
         ("points_per_thread", c_uint32),
         ("order", c_int),
         ("unroll_levels", c_int),
+        ("gradients_fp32", c_int),
+        ("levels_per_thread", c_uint32),
     ]
 
 
@@ -264,6 +266,7 @@ PASS_FORWARD, PASS_BACKWARD, PASS_BACKWARD_BACKWARD, PASS_ALL = 1, 2, 4, 7
 LAYOUT_AOS, LAYOUT_SOA = 0, 1
 GRAD_OVERWRITE, GRAD_ACCUMULATE = 0, 1
 CACHE_STATS_CONTEXT, CACHE_STATS_DIRECTORY = 0, 1
+CONFIG_IGNORE_UNKNOWN_KEYS = 1  # gj_encoding_create_ex flags
 
 GRID_TYPES = {0: "Hash", 1: "Dense", 2: "Tiled"}
 INTERPOLATIONS = {0: "Nearest", 1: "Linear", 2: "Smoothstep"}
@@ -291,6 +294,10 @@ _PROTOTYPES = {
     "gj_context_set_log_level": (None, [context_p, c_int]),
     # encoding
     "gj_encoding_create": (_status, [context_p, c_char_p, c_uint32, POINTER(encoding_p)]),
+    "gj_encoding_create_ex": (
+        _status,
+        [context_p, c_char_p, c_uint32, c_uint32, POINTER(c_void_p), POINTER(encoding_p)],
+    ),
     "gj_encoding_destroy": (None, [encoding_p]),
     "gj_encoding_n_dims": (c_uint32, [encoding_p]),
     "gj_encoding_n_levels": (c_uint32, [encoding_p]),
@@ -354,6 +361,7 @@ _PROTOTYPES = {
     "gj_module_output_width": (c_uint32, [module_p]),
     "gj_module_n_params": (c_uint64, [module_p]),
     "gj_module_element_size": (c_size_t, [module_p]),
+    "gj_module_gradient_element_size": (c_size_t, [module_p]),
     "gj_forward_desc_init": (None, [c_void_p]),
     "gj_backward_desc_init": (None, [c_void_p]),
     "gj_backward_backward_desc_init": (None, [c_void_p]),

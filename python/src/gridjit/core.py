@@ -171,7 +171,10 @@ class CodegenOptions:
     passes: bits of PASS_FORWARD | PASS_BACKWARD | PASS_BACKWARD_BACKWARD, or a list of
         names ("forward", "backward", "backward_backward"); order: "level" or "point";
         unroll_levels: device functions with unrolled literal levels instead of a loop over
-        the level table.
+        the level table; gradients_fp32: dL/dparams is float[n_params] whatever the
+        precision (fp16 modules accumulate and write their parameter gradients in fp32);
+        levels_per_thread: levels one thread of the level-major kernels handles per point
+        (0, the default: chosen per launch by the layout, docs/runtime.md).
     """
 
     passes: Union[int, Iterable[str], None] = None
@@ -182,6 +185,8 @@ class CodegenOptions:
     points_per_thread: Optional[int] = None
     order: Optional[str] = None
     unroll_levels: Optional[bool] = None
+    gradients_fp32: Optional[bool] = None
+    levels_per_thread: Optional[int] = None
 
     _PASS_NAMES = {
         "forward": _capi.PASS_FORWARD,
@@ -218,6 +223,10 @@ class CodegenOptions:
             opts.order = _capi.ORDERS[self.order]
         if self.unroll_levels is not None:
             opts.unroll_levels = int(bool(self.unroll_levels))
+        if self.gradients_fp32 is not None:
+            opts.gradients_fp32 = int(bool(self.gradients_fp32))
+        if self.levels_per_thread is not None:
+            opts.levels_per_thread = int(self.levels_per_thread)
         return opts
 
     @classmethod
@@ -493,14 +502,41 @@ class Encoding:
     config: a tiny-cuda-nn grid-encoding configuration, as a dict or JSON text (plus
     gridjit's "n_dims_to_encode" and "precision"). n_dims: input dimensions, or 0 to take
     them from "n_dims_to_encode" (default 3). InvalidConfigError names the key at fault.
+
+    ignore_unknown_keys: skip keys gridjit does not know instead of refusing them
+    (gj_encoding_create_ex with GJ_CONFIG_IGNORE_UNKNOWN_KEYS, as tinycudann accepts
+    them); ``ignored_keys`` then lists the library's message for each skipped key
+    (naming it and, where one is close, the key it may have meant). Otherwise empty.
     """
 
-    def __init__(self, config: Union[Mapping, str], n_dims: int = 0, context: Optional[Context] = None):
+    def __init__(
+        self,
+        config: Union[Mapping, str],
+        n_dims: int = 0,
+        context: Optional[Context] = None,
+        ignore_unknown_keys: bool = False,
+    ):
         self.context = context or default_context()
         self.config = config if isinstance(config, str) else json.dumps(dict(config))
+        self.ignored_keys: list = []
         handle = _capi.encoding_p()
-        status = lib.gj_encoding_create(self.context.handle, self.config.encode(), int(n_dims), byref(handle))
-        self.context.check(status, "gj_encoding_create")
+        if ignore_unknown_keys:
+            ignored = c_void_p()
+            status = lib.gj_encoding_create_ex(
+                self.context.handle,
+                self.config.encode(),
+                int(n_dims),
+                _capi.CONFIG_IGNORE_UNKNOWN_KEYS,
+                byref(ignored),
+                byref(handle),
+            )
+            # Taken (and freed) whatever the status: the library may set it only on success.
+            messages = _capi.take_string(ignored.value)
+            self.context.check(status, "gj_encoding_create_ex")
+            self.ignored_keys = [line for line in (messages or "").split("\n") if line]
+        else:
+            status = lib.gj_encoding_create(self.context.handle, self.config.encode(), int(n_dims), byref(handle))
+            self.context.check(status, "gj_encoding_create")
         self._handle = handle.value
 
     @property
@@ -720,6 +756,11 @@ class Module:
     def element_size(self) -> int:
         """2 (fp16) or 4 (fp32)."""
         return int(lib.gj_module_element_size(self.handle))
+
+    @property
+    def gradient_element_size(self) -> int:
+        """Bytes of one dL/dparams element: 4 with the option gradients_fp32, else element_size."""
+        return int(lib.gj_module_gradient_element_size(self.handle))
 
     def prepare(self, passes: int = _capi.PASS_ALL) -> None:
         """Compiles and loads now (in parallel) what the passes need on the current device."""

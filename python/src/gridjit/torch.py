@@ -1,47 +1,58 @@
-"""gridjit.torch: a drop-in for ``tinycudann.Encoding`` on gridjit's kernels.
+"""gridjit.torch: a drop-in for tinycudann's grid encodings on gridjit's kernels.
 
-Swap it in for tiny-cuda-nn's grid encodings::
+Swap it in for tiny-cuda-nn's Python module::
 
     import gridjit.torch as tcnn            # instead of: import tinycudann as tcnn
-    enc = tcnn.Encoding(3, {"otype": "HashGrid", "n_levels": 16}, dtype=torch.float)
+    enc = tcnn.Encoding(3, {"otype": "HashGrid", "n_levels": 16})
     y = enc(x)                              # x: (batch, 3) in [0, 1] on a CUDA device
 
-Conventions (those of tinycudann.Encoding):
+Conventions (those of tinycudann.Encoding; docs/python.md lists where gridjit differs):
 
-- ``Encoding(n_input_dims, encoding_config, seed=1337, dtype=torch.half)``; the
-  configuration is tiny-cuda-nn's grid-encoding JSON (HashGrid, DenseGrid, TiledGrid);
-  dtype torch.half or torch.float is the precision of the parameters and of the output
-  (it sets the configuration's "precision"). The parameters are one ``nn.Parameter``,
-  ``params``, of ``n_params`` elements, initialised from the seed as gj_init_params does
-  (uniform in ±1e-4): on the current CUDA device when CUDA is available (as tinycudann),
-  else on the CPU (the same values, computed with numpy).
-- Input (batch, n_input_dims), any floating dtype (converted to float32, as tinycudann
-  does), on a CUDA device; output (batch, n_output_dims) of the parameters' dtype, AoS.
-  Any batch size, 0 included. A CPU tensor, another shape or a non-floating dtype is
-  refused with an error saying what was expected; so are input and parameters on
-  different devices.
+- ``Encoding(n_input_dims, encoding_config, seed=1337, dtype=None)``; the configuration
+  is tiny-cuda-nn's grid-encoding JSON (otype Grid, HashGrid, DenseGrid or TiledGrid, any
+  letter case). Keys gridjit does not know are skipped with a warning naming each (and the
+  key it may have meant), as tinycudann accepts them.
+- dtype (torch.half or torch.float; None: the preferred precision, torch.half on a GPU
+  of compute capability 7.0 or newer, as tinycudann) is the precision of the kernels and
+  of the output. The parameters are one fp32 ``nn.Parameter``, ``params``, of
+  ``n_params`` elements whatever dtype is, initialised from the seed as gj_init_params
+  does (uniform in ±1e-4): on the current CUDA device when CUDA is available, else on
+  the CPU (the same values, computed with numpy). Stock optimisers, GradScaler and
+  state_dict work on them unchanged.
+- fp16 modules read an fp16 copy of the parameters, made when they have changed since
+  the last call (load_state_dict, ``copy_`` under no_grad, optimizers: anything that
+  bumps the tensor's version counter, and any torch.optim optimizer's step, seen by a
+  global step hook because fused optimizers do not bump it) and reused otherwise. An
+  in-place edit through ``params.data`` does not bump it: call
+  :meth:`Encoding.params_changed` after one. While a CUDA graph is being captured the copy is always made (inside the graph),
+  and once a graph has been captured through an encoding its eager calls make it every
+  time (a replay changes the parameters without telling anyone).
+- Gradients with respect to the parameters are computed in fp32 by the kernels (gridjit
+  modules made with the code-generation option gradients_fp32) and reach ``params.grad``
+  as fp32, with no cast or scaling pass. ``loss_scale`` (128 for fp16, 1 for fp32, as
+  tinycudann) is kept for code that reads it; with fp32 accumulation the scaling
+  tinycudann does by it would cancel exactly, so gridjit does not apply it.
+- Input (batch, n_input_dims), any floating dtype (used as float32, as tinycudann),
+  on a CUDA device (a CPU tensor is moved there with a warning, as tinycudann does);
+  output (batch, n_output_dims) of dtype, point-major. Any batch size, 0 included.
 - Gradients: dL/dparams, dL/dx, and the second order (the backward pass is itself
   differentiable: a loss on dL/dx, such as an eikonal term, gets its gradients with
   respect to the parameters, dL/dy and x from gj_backward_backward; a loss on
   dL/dparams gets them from the forward and backward passes with the parameters
-  replaced by that loss's gradient). fp16 modules scale dL/dy by 128 inside the backward
-  passes and divide the gradients by it afterwards, as tinycudann does, to keep small
-  gradients out of fp16's subnormal range.
+  replaced by that loss's gradient).
 - ``forward(x, max_level=None)``: max_level is a number in [0, 1] or a tensor of one
   value per point (docs/design.md §6.5: finer levels output 0 and get no gradient).
 - Stochastic interpolation, when the configuration sets
-  "stochastic_interpolation": true, applies while the module is in training mode
-  (``module.train()``, the default): the backward pass then spreads each point's
-  parameter gradient to one sampled corner. In eval mode (``module.eval()``) gradients
-  are the exact ones. Second-order gradients are always exact.
+  "stochastic_interpolation": true, applies while the module is in training mode.
 
 The kernels run on the device of the tensors, on PyTorch's current stream of that
 device, in PyTorch's CUDA context (the device's primary context): nothing is copied or
 synchronised. One gridjit module (the compiled kernels) is made per device the first
-time the encoding runs there, so an Encoding moved between GPUs, or replicated on
-several by DataParallel, works; kernels are compiled with NVRTC on first use and kept
-in gridjit's disk cache (docs/cache.md), so later runs load them in milliseconds.
-Configure the cache through :func:`context`.
+time the encoding runs there, so an Encoding moved between GPUs, replicated by
+DataParallel or trained under DistributedDataParallel works; kernels are compiled with
+NVRTC on first use and kept in gridjit's disk cache (docs/cache.md). Under
+torch.compile the encoding runs eagerly (a graph break). Configure the cache through
+:func:`context`.
 """
 
 from __future__ import annotations
@@ -54,17 +65,49 @@ except ImportError as _exc:  # say what is needed, whatever the import failed on
         f"({_exc}): install it, e.g. `pip install torch` or `pip install './python[torch]'`"
     ) from _exc
 
+import ctypes
+import gc
 import json
+import os
+import sys
 import threading
+import warnings
+import weakref
 from typing import Mapping, Optional, Union
 
-from . import _pcg
-from .core import Context, Encoding as _GridEncoding, Module as _GridModule, default_context
-from .errors import GridJitError
+from . import _capi, _pcg
+from .core import CodegenOptions, Context, Encoding as _GridEncoding, Module as _GridModule, default_context
+from .errors import GridJitError, error_for
 
-__all__ = ["Encoding", "context", "encode"]
+__all__ = [
+    "Encoding",
+    "Module",
+    "Network",
+    "NetworkWithInputEncoding",
+    "context",
+    "encode",
+    "free_temporary_memory",
+    "supports_jit_fusion",
+]
 
 _PRECISIONS = {torch.float16: "fp16", torch.float32: "fp32"}
+_F32 = torch.float32
+
+# What the hot path calls, looked up once. Each has a fallback for torch builds without
+# the private entry point.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+if _raw_stream is None:  # pragma: no cover - every CUDA build of torch 2.x has it
+
+    def _raw_stream(index):
+        return torch.cuda.current_stream(index).cuda_stream
+
+
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
+_grad_enabled = torch.is_grad_enabled
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
+_empty = torch.empty
+_zeros = torch.zeros
 
 
 def context() -> Context:
@@ -73,138 +116,270 @@ def context() -> Context:
     return default_context()
 
 
+def supports_jit_fusion() -> bool:
+    """False: gridjit.torch fuses nothing across torch modules (each Encoding launches
+    its own kernels). tinycudann's JIT fusion of an encoding with its network has no
+    counterpart here; gridjit's C API offers fusion into users' own kernels instead
+    (docs/fusion.md)."""
+    return False
+
+
+#: Every Encoding alive, for free_temporary_memory.
+_live: "weakref.WeakSet[Encoding]" = weakref.WeakSet()
+
+
+def free_temporary_memory() -> None:
+    """Collects garbage (Python objects that hold tensors) and drops the fp16 copies of
+    the parameters that live fp16 encodings keep between calls; they are made again on
+    the next call. PyTorch's caching allocator keeps the memory for reuse
+    (torch.cuda.empty_cache() hands it back to the device)."""
+    gc.collect()
+    for encoding in list(_live):
+        encoding.params_changed()
+
+
+def _after_optimizer_step(optimizer, args, kwargs) -> None:
+    """A global optimizer step post-hook: drops the fp16 copies of the encodings whose
+    parameters the optimizer holds. Fused optimizers (fused=True) update the parameters
+    without bumping their version counter, so the version alone would miss their steps."""
+    stepped = None
+    for encoding in list(_live):
+        if encoding._cast is None:
+            continue
+        if stepped is None:
+            stepped = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        if id(encoding._parameters.get("params")) in stepped:
+            encoding.params_changed()
+
+
+try:
+    from torch.optim.optimizer import register_optimizer_step_post_hook as _register_step_hook
+except ImportError:  # pragma: no cover - torch < 2.0
+    _register_step_hook = None
+if _register_step_hook is not None:
+    _register_step_hook(_after_optimizer_step)
+
+
+# ----------------------------------------------------------------------------- warnings
+
+_THIS_FILE = os.path.normcase(os.path.abspath(__file__))
+_TORCH_NN_DIR = os.path.normcase(os.path.dirname(os.path.abspath(torch.nn.__file__)))
+
+
+def _user_stacklevel() -> int:
+    """The stacklevel that points a warning, raised by this module's caller, at the user's
+    line: the first frame outside this file and torch.nn (nn.Module.__call__)."""
+    level, frame = 1, sys._getframe(2)
+    while frame is not None:
+        name = os.path.normcase(os.path.abspath(frame.f_code.co_filename))
+        if name != _THIS_FILE and not name.startswith(_TORCH_NN_DIR):
+            break
+        frame, level = frame.f_back, level + 1
+    return level + 1
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, UserWarning, stacklevel=_user_stacklevel())
+
+
+_jit_fusion_warned = False
+
+
 # ----------------------------------------------------------------------------- devices
 
-_thread = threading.local()
 
-
-def _prepare_thread(ctx: Context, device: torch.device) -> None:
+def _prepare_thread(ctx: Context, index: int) -> None:
     """Once per thread and device: make sure the thread's current CUDA context is the
     device's primary context (PyTorch's) before gridjit runs there.
 
-    Called inside ``torch.cuda.device(device)``. A tensor operation binds the primary
+    Called inside ``torch.cuda.device(index)``. A tensor operation binds the primary
     context to the thread (the CUDA runtime does that on first use, also on autograd's
     worker threads); gj_runtime_probe then reports the current context's device, which
     must be ours. Without this, gridjit would fall back to device 0's primary context on
     a thread that has none, which is right only for device 0.
     """
-    ready = getattr(_thread, "ready", None)
-    if ready is None:
-        ready = _thread.ready = set()
-    if device.index in ready:
-        return
-    torch.empty(1, device=device).fill_(0)
+    torch.empty(1, device=torch.device("cuda", index)).fill_(0)
     info = ctx.runtime_probe(strict=True)
-    if info.device != device.index:
+    if info.device != index:
         raise GridJitError(
             f"gridjit.torch: the current CUDA context of this thread belongs to device {info.device}, "
-            f"not to {device}: another library changed the thread's context"
+            f"not to cuda:{index}: another library changed the thread's context"
         )
-    ready.add(device.index)
 
 
 def _aligned(tensor: torch.Tensor, alignment: int = 16) -> torch.Tensor:
-    """The tensor itself when its data is aligned as gridjit requires, else a copy."""
-    if tensor.data_ptr() % alignment == 0:
+    """The tensor when it is contiguous and its data aligned as gridjit requires, else a copy."""
+    if tensor.data_ptr() % alignment == 0 and tensor.is_contiguous():
         return tensor
     return tensor.clone(memory_format=torch.contiguous_format)
 
 
+class _Descriptors:
+    """One thread's launch descriptors for one _Ops: prepared once by the C *_init
+    functions, then only their fields are set per call (the ABI allows reusing a
+    prepared struct). Per thread, because ctypes releases the GIL during a call and
+    another thread must not rewrite a descriptor the library is reading."""
+
+    __slots__ = ("fwd", "fwd_ref", "bwd", "bwd_ref", "bb", "bb_ref")
+
+    def __init__(self):
+        self.fwd = _capi.init_struct(_capi.ForwardDesc, "gj_forward_desc_init")
+        self.bwd = _capi.init_struct(_capi.BackwardDesc, "gj_backward_desc_init")
+        self.bb = _capi.init_struct(_capi.BackwardBackwardDesc, "gj_backward_backward_desc_init")
+        self.fwd_ref = ctypes.byref(self.fwd)
+        self.bwd_ref = ctypes.byref(self.bwd)
+        self.bb_ref = ctypes.byref(self.bb)
+
+
 class _Ops:
-    """The passes of one encoding on one device, on torch tensors (all contiguous, on
-    the device, of the dtypes gridjit takes). Launches go to the current stream.
+    """The passes of one encoding on one CUDA device, on torch tensors (all contiguous,
+    on the device, of the dtypes gridjit takes). Launches go to PyTorch's current stream.
 
     The autograd functions below only talk to this interface, so that the tests can
-    check their algebra on the CPU with a PyTorch reference of the same interface.
+    check their algebra on the CPU with a PyTorch reference of the same interface
+    (torch_reference.ReferenceOps).
+
+    The per-call path does no string formatting, creates no objects but the output
+    tensors, and enters no context manager: the descriptors are prepared once per thread,
+    the ctypes functions are bound once, the stream is the raw handle from torch. Only
+    when the stream is the legacy default stream (raw 0, which gridjit resolves to the
+    thread's current context) and torch's current device is another one, the launch
+    switches the device (torch.cuda.device) around the call.
     """
 
-    def __init__(self, native: "_Native", device: torch.device):
+    def __init__(self, native: "_Native", index: int):
         self.native = native
-        self.device = device
+        self.index = index
+        self.device = torch.device("cuda", index)
         self.dtype = native.dtype
-        self.n_dims = native.encoding.n_dims
-        self.width = native.encoding.n_output_dims
-        self.n_params = native.encoding.n_params
+        self.grad_dtype = _F32
+        encoding = native.encoding
+        self.n_dims = encoding.n_dims
+        self.width = encoding.n_output_dims
+        self.n_params = encoding.n_params
+        self._exact = native.module(index, False)
+        self._stochastic = native.module(index, True)
+        self._exact_handle = self._exact.handle
+        self._stochastic_handle = self._stochastic.handle
+        self._local = threading.local()
+        lib = _capi.lib
+        self._gj_forward = lib.gj_forward
+        self._gj_backward = lib.gj_backward
+        self._gj_backward_backward = lib.gj_backward_backward
 
-    def _run(self, stochastic: bool, launch) -> None:
-        module = self.native.module(self.device, stochastic)
-        with torch.cuda.device(self.device):
-            _prepare_thread(self.native.context, self.device)
-            launch(module, torch.cuda.current_stream(self.device).cuda_stream)
+    def _descriptors(self) -> _Descriptors:
+        try:
+            return self._local.descriptors
+        except AttributeError:
+            pass
+        with torch.cuda.device(self.index):
+            _prepare_thread(self.native.context, self.index)
+        descriptors = self._local.descriptors = _Descriptors()
+        return descriptors
+
+    def _launch(self, fn, handle, desc_ref, call: str) -> None:
+        index = self.index
+        stream = _raw_stream(index)
+        if stream or _current_device() == index:
+            status = fn(handle, stream, desc_ref)
+        else:  # legacy default stream of another device than the current one
+            with torch.cuda.device(index):
+                status = fn(handle, None, desc_ref)
+        if status:
+            raise error_for(status, self.native.context.errmsg, call)
 
     def init(self, params: torch.Tensor, seed: int) -> None:
-        if params.numel():
-            self._run(False, lambda m, s: m.init_params(params.data_ptr(), seed=seed, stream=s))
+        """Fills the fp32 params (on this device) with the seed's initial values."""
+        if not params.numel():
+            return
+        scratch = params if self.dtype == _F32 else torch.empty(self.n_params, dtype=self.dtype, device=self.device)
+        with torch.cuda.device(self.index):
+            self._descriptors()
+            self._exact.init_params(
+                scratch.data_ptr(),
+                params_fp32=None if scratch is params else params.data_ptr(),
+                seed=seed,
+                stream=_raw_stream(self.index),
+            )
 
     def forward(self, x, params, mlpp, ml):
         n = x.shape[0]
-        y = torch.empty((n, self.width), dtype=self.dtype, device=self.device)
+        y = _empty((n, self.width), dtype=self.dtype, device=self.device)
         if n:
-            params = _aligned(params)
-            self._run(
-                False,
-                lambda m, s: m.forward(
-                    n, x.data_ptr(), params.data_ptr(), y.data_ptr(), max_level=ml,
-                    max_level_per_point=_ptr(mlpp), stream=s,
-                ),
-            )
+            descriptors = self._descriptors()
+            d = descriptors.fwd
+            d.n = n
+            d.x = x.data_ptr()
+            d.params = params.data_ptr()
+            d.y = y.data_ptr()
+            d.max_level_per_point = None if mlpp is None else mlpp.data_ptr()
+            d.max_level = ml
+            self._launch(self._gj_forward, self._exact_handle, descriptors.fwd_ref, "gj_forward")
         return y
 
     def backward(self, x, params, mlpp, ml, dy, want_dx, want_dparams, stochastic):
         n = x.shape[0]
-        dx = torch.empty((n, self.n_dims), dtype=torch.float32, device=self.device) if want_dx else None
+        dx = _empty((n, self.n_dims), dtype=_F32, device=self.device) if want_dx else None
         if not n:  # nothing is launched for n = 0, not even the zeroing
-            dparams = torch.zeros(self.n_params, dtype=self.dtype, device=self.device) if want_dparams else None
+            dparams = _zeros(self.n_params, dtype=self.grad_dtype, device=self.device) if want_dparams else None
             return dx, dparams
-        dparams = torch.empty(self.n_params, dtype=self.dtype, device=self.device) if want_dparams else None
+        dparams = _empty(self.n_params, dtype=self.grad_dtype, device=self.device) if want_dparams else None
         if want_dx or want_dparams:
-            params = _aligned(params)
-            self._run(
-                stochastic,
-                lambda m, s: m.backward(
-                    n, x.data_ptr(), params.data_ptr(), dy.data_ptr(), dL_dparams=_ptr(dparams),
-                    dL_dx=_ptr(dx), max_level=ml, max_level_per_point=_ptr(mlpp), stream=s,
-                ),
-            )
+            descriptors = self._descriptors()
+            d = descriptors.bwd
+            d.n = n
+            d.x = x.data_ptr()
+            d.params = params.data_ptr()
+            d.dL_dy = dy.data_ptr()
+            d.dL_dparams = None if dparams is None else dparams.data_ptr()
+            d.dL_dx = None if dx is None else dx.data_ptr()
+            d.max_level_per_point = None if mlpp is None else mlpp.data_ptr()
+            d.max_level = ml
+            handle = self._stochastic_handle if stochastic else self._exact_handle
+            self._launch(self._gj_backward, handle, descriptors.bwd_ref, "gj_backward")
         return dx, dparams
 
     def backward_backward(self, x, params, mlpp, ml, ddLdx, dy, want_dparams, want_ddy, want_dx):
         n = x.shape[0]
-        dx = torch.empty((n, self.n_dims), dtype=torch.float32, device=self.device) if want_dx else None
-        ddy = torch.empty((n, self.width), dtype=self.dtype, device=self.device) if want_ddy else None
+        dx = _empty((n, self.n_dims), dtype=_F32, device=self.device) if want_dx else None
+        ddy = _empty((n, self.width), dtype=self.dtype, device=self.device) if want_ddy else None
         if not n:
-            dparams = torch.zeros(self.n_params, dtype=self.dtype, device=self.device) if want_dparams else None
+            dparams = _zeros(self.n_params, dtype=self.grad_dtype, device=self.device) if want_dparams else None
             return dparams, ddy, dx
-        dparams = torch.empty(self.n_params, dtype=self.dtype, device=self.device) if want_dparams else None
+        dparams = _empty(self.n_params, dtype=self.grad_dtype, device=self.device) if want_dparams else None
         if want_dparams or want_ddy or want_dx:
-            params = _aligned(params)
-            self._run(
-                False,
-                lambda m, s: m.backward_backward(
-                    n, x.data_ptr(), params.data_ptr(), ddLdx.data_ptr(), dy.data_ptr(),
-                    dL_dparams=_ptr(dparams), dL_ddLdy=_ptr(ddy), dL_dx=_ptr(dx), max_level=ml,
-                    max_level_per_point=_ptr(mlpp), stream=s,
-                ),
-            )
+            descriptors = self._descriptors()
+            d = descriptors.bb
+            d.n = n
+            d.x = x.data_ptr()
+            d.params = params.data_ptr()
+            d.dL_ddLdx = ddLdx.data_ptr()
+            d.dL_dy = dy.data_ptr()
+            d.dL_dparams = None if dparams is None else dparams.data_ptr()
+            d.dL_ddLdy = None if ddy is None else ddy.data_ptr()
+            d.dL_dx = None if dx is None else dx.data_ptr()
+            d.max_level_per_point = None if mlpp is None else mlpp.data_ptr()
+            d.max_level = ml
+            self._launch(self._gj_backward_backward, self._exact_handle, descriptors.bb_ref, "gj_backward_backward")
         return dparams, ddy, dx
-
-
-def _ptr(tensor: Optional[torch.Tensor]) -> Optional[int]:
-    return None if tensor is None else tensor.data_ptr()
 
 
 class _Native:
     """The gridjit objects behind an Encoding: its gj_encoding, one for exact gradients
     when the configuration asks for stochastic interpolation, and gj_modules made per
-    (device, gradient mode) on first use. Shared by copies of the module (deepcopy,
-    DataParallel replicas); pickled as its configuration."""
+    (device, gradient mode) on first use, with fp32 gradients (gradients_fp32). Shared
+    by copies of the module (deepcopy, DataParallel replicas); pickled as its canonical
+    configuration.
+
+    ``ignored`` lists the library's message for each configuration key it skipped."""
 
     def __init__(self, n_input_dims: int, config_json: str, dtype: torch.dtype):
         self.n_input_dims = n_input_dims
-        self.config_json = config_json
         self.dtype = dtype
         self.context = default_context()
-        self.encoding = _GridEncoding(config_json, n_input_dims, self.context)
+        self.encoding = _GridEncoding(config_json, n_input_dims, self.context, ignore_unknown_keys=True)
+        self.ignored = list(self.encoding.ignored_keys)
+        self.config_json = self.encoding.hyperparams_json  # canonical: no unknown keys left
         self.exact_encoding = self.encoding
         if self.encoding.stochastic_interpolation:
             exact = self.encoding.hyperparams
@@ -218,27 +393,34 @@ class _Native:
     def stochastic(self) -> bool:
         return self.exact_encoding is not self.encoding
 
-    def module(self, device: torch.device, stochastic: bool) -> _GridModule:
-        key = (device.index, bool(stochastic) and self.stochastic)
+    def module(self, index: int, stochastic: bool) -> _GridModule:
+        key = (index, bool(stochastic) and self.stochastic)
         module = self._modules.get(key)
         if module is None:
             with self._lock:
                 module = self._modules.get(key)
                 if module is None:
-                    module = _GridModule(self.encoding if key[1] else self.exact_encoding)
+                    encoding = self.encoding if key[1] else self.exact_encoding
+                    module = _GridModule(encoding, CodegenOptions(gradients_fp32=True))
                     self._modules[key] = module
         return module
 
-    def ops(self, device: torch.device) -> _Ops:
-        ops = self._ops.get(device.index)
+    def ops(self, index: int) -> _Ops:
+        """The launch layer for CUDA device index (made on first use)."""
+        ops = self._ops.get(index)
         if ops is None:
             with self._lock:
-                ops = self._ops.setdefault(device.index, _Ops(self, device))
+                ops = self._ops.get(index)
+            if ops is None:
+                ops = _Ops(self, index)  # outside the lock: module() takes it
+                with self._lock:
+                    ops = self._ops.setdefault(index, ops)
         return ops
 
     def close(self) -> None:
         """Destroys the modules, after the devices that ran them have finished."""
         modules, self._modules = getattr(self, "_modules", {}), {}
+        self._ops = {}
         for device_index in {key[0] for key in modules}:
             try:
                 torch.cuda.synchronize(device_index)
@@ -265,78 +447,119 @@ class _Native:
 
 
 class _EncodeFunction(torch.autograd.Function):
-    """y = encoding(x; params). Its backward is _BackwardFunction, itself differentiable."""
+    """y = encoding(x; params), computed from kparams, the parameters in the kernels'
+    precision (params itself for fp32). Gradients go to params, in fp32 from the kernels.
+    Its backward is _BackwardFunction, itself differentiable.
+
+    For fp16, params (the fp32 parameter) is kept on ctx, not saved: like tinycudann,
+    which saves its fp16 cast, the backward pass needs only kparams, and an in-place
+    update of the fp32 parameters between forward and backward is no error. params is
+    needed only to route second-order gradients to it."""
 
     @staticmethod
-    def forward(ctx, ops, x, params, mlpp, ml, loss_scale, stochastic):
+    def forward(ctx, ops, x, params, kparams, mlpp, ml, stochastic):
         ctx.set_materialize_grads(False)
-        ctx.ops, ctx.ml, ctx.loss_scale, ctx.stochastic = ops, ml, loss_scale, stochastic
-        ctx.save_for_backward(x, params, mlpp)
-        return ops.forward(x, params, mlpp, ml)
+        ctx.ops, ctx.ml, ctx.stochastic = ops, ml, stochastic
+        ctx.params = None if kparams is params else params
+        ctx.save_for_backward(x, kparams, mlpp)
+        return ops.forward(x, kparams, mlpp, ml)
 
     @staticmethod
     def backward(ctx, dy):
         want_dx, want_dparams = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
         if dy is None or not (want_dx or want_dparams):
             return None, None, None, None, None, None, None
-        x, params, mlpp = ctx.saved_tensors
-        dx, dparams = _BackwardFunction.apply(
-            ctx.ops, dy, x, params, mlpp, ctx.ml, ctx.loss_scale, ctx.stochastic, want_dx, want_dparams
-        )
+        x, kparams, mlpp = ctx.saved_tensors
+        ops = ctx.ops
+        dy = dy.to(ops.dtype).contiguous()
+        if _grad_enabled():  # create_graph: the backward pass is itself differentiated
+            params = kparams if ctx.params is None else ctx.params
+            dx, dparams = _BackwardFunction.apply(
+                ops, dy, x, params, kparams, mlpp, ctx.ml, ctx.stochastic, want_dx, want_dparams
+            )
+        else:
+            dx, dparams = ops.backward(x, kparams, mlpp, ctx.ml, dy, want_dx, want_dparams, ctx.stochastic)
         return None, dx, dparams, None, None, None, None
 
 
 class _BackwardFunction(torch.autograd.Function):
-    """(dL/dx, dL/dparams) = backward(dL/dy; x, params), and its own gradients."""
+    """(dL/dx, dL/dparams) = backward(dL/dy; x, kparams), and its own gradients (with
+    respect to dL/dy, x and params)."""
 
     @staticmethod
-    def forward(ctx, ops, dy, x, params, mlpp, ml, loss_scale, stochastic, want_dx, want_dparams):
+    def forward(ctx, ops, dy, x, params, kparams, mlpp, ml, stochastic, want_dx, want_dparams):
         ctx.set_materialize_grads(False)
-        dy = dy.to(ops.dtype).contiguous()
-        ctx.ops, ctx.ml, ctx.loss_scale = ops, ml, loss_scale
-        ctx.save_for_backward(dy, x, params, mlpp)
-        scaled = dy * loss_scale if loss_scale != 1 else dy
-        dx, dparams = ops.backward(x, params, mlpp, ml, scaled, want_dx, want_dparams, stochastic)
-        if loss_scale != 1:
-            dx = None if dx is None else dx / loss_scale
-            dparams = None if dparams is None else dparams / loss_scale
-        return dx, dparams
+        ctx.ops, ctx.ml = ops, ml
+        ctx.save_for_backward(dy, x, kparams, mlpp)
+        return ops.backward(x, kparams, mlpp, ml, dy, want_dx, want_dparams, stochastic)
 
     @staticmethod
     def backward(ctx, g_dx, g_dparams):
         # g_dx = dLoss/d(dL/dx) (H), g_dparams = dLoss/d(dL/dparams) (Q).
         need_dy, need_x, need_params = ctx.needs_input_grad[1], ctx.needs_input_grad[2], ctx.needs_input_grad[3]
-        dy, x, params, mlpp = ctx.saved_tensors
-        ops, ml, scale = ctx.ops, ctx.ml, ctx.loss_scale
-        scaled = dy * scale if scale != 1 else dy
+        dy, x, kparams, mlpp = ctx.saved_tensors
+        ops, ml = ctx.ops, ctx.ml
         out_dy = out_x = out_params = None
         if g_dx is not None and (need_dy or need_x or need_params):
             # dL/dx is bilinear in (dL/dy, params): gj_backward_backward gives all three.
             h = g_dx.to(x.dtype).contiguous()
-            out_params, out_dy, out_x = ops.backward_backward(x, params, mlpp, ml, h, scaled, need_params, need_dy, need_x)
-            if scale != 1:
-                out_params = None if out_params is None else out_params / scale
-                out_x = None if out_x is None else out_x / scale
+            out_params, out_dy, out_x = ops.backward_backward(x, kparams, mlpp, ml, h, dy, need_params, need_dy, need_x)
         if g_dparams is not None and (need_dy or need_x):
             # dL/dparams[e] = sum_i sum_corners W * dL/dy[i]: linear in dL/dy, free of the
             # parameters. <Q, dL/dparams> is the forward pass with parameters Q, dotted
             # with dL/dy: its gradient in dL/dy is forward(x; Q), in x backward(x; Q, dL/dy).
-            q = g_dparams.to(ops.dtype).contiguous()
+            q = _aligned(g_dparams.to(ops.dtype))
             if need_dy:
                 y_q = ops.forward(x, q, mlpp, ml)
                 out_dy = y_q if out_dy is None else out_dy + y_q
             if need_x:
-                dx_q, _ = ops.backward(x, q, mlpp, ml, scaled, True, False, False)
-                if scale != 1:
-                    dx_q = dx_q / scale
+                dx_q, _ = ops.backward(x, q, mlpp, ml, dy, True, False, False)
                 out_x = dx_q if out_x is None else out_x + dx_q
         return None, out_dy, out_x, out_params, None, None, None, None, None, None
 
 
-# ----------------------------------------------------------------------------- module
+# ----------------------------------------------------------------------------- modules
 
 
-class Encoding(torch.nn.Module):
+def _preferred_dtype() -> torch.dtype:
+    """tinycudann's preferred precision: fp16 where tensor cores take it (compute
+    capability 7.0 or newer on every device), fp32 otherwise and without CUDA."""
+    try:
+        if not torch.cuda.is_available():
+            return torch.float
+        capabilities = [torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())]
+    except Exception:  # no usable driver: as without CUDA
+        return torch.float
+    return torch.half if capabilities and min(capabilities) >= (7, 0) else torch.float
+
+
+class Module(torch.nn.Module):
+    """The base of gridjit.torch's modules, as tinycudann.Module: one ``params``
+    parameter (fp32), ``dtype``, ``seed``, ``loss_scale`` and the ``jit_fusion``
+    property (always False here)."""
+
+    @property
+    def jit_fusion(self) -> bool:
+        """False: gridjit.torch fuses nothing (see supports_jit_fusion). Setting True
+        warns once that it has no effect."""
+        return False
+
+    @jit_fusion.setter
+    def jit_fusion(self, value) -> None:
+        global _jit_fusion_warned
+        if value and not _jit_fusion_warned:
+            _jit_fusion_warned = True
+            _warn(
+                "gridjit.torch: jit_fusion has no effect: gridjit fuses nothing across torch modules "
+                "(supports_jit_fusion() is False); the encoding runs its own kernels"
+            )
+
+    @jit_fusion.deleter
+    def jit_fusion(self) -> None:
+        raise AttributeError("`jit_fusion` can not be deleted")
+
+
+class Encoding(Module):
     """A multiresolution grid encoding (HashGrid, DenseGrid, TiledGrid) with the
     constructor and conventions of ``tinycudann.Encoding``; see the module docstring.
 
@@ -345,7 +568,9 @@ class Encoding(torch.nn.Module):
     n_input_dims: input dimensions (the inputs' shape is (batch, n_input_dims)).
     encoding_config: tiny-cuda-nn's grid-encoding configuration (a dict; JSON text works too).
     seed: seed of the parameters' initialisation.
-    dtype: torch.half (default) or torch.float: the parameters' and the output's type.
+    dtype: torch.half or torch.float, the precision of the kernels and of the output;
+        None (default): torch.half on GPUs of compute capability 7.0 or newer, else
+        torch.float. The parameters are fp32 whatever dtype is.
     """
 
     def __init__(
@@ -356,36 +581,88 @@ class Encoding(torch.nn.Module):
         dtype: Optional[torch.dtype] = None,
     ):
         super().__init__()
-        dtype = torch.half if dtype is None else dtype
+        dtype = _preferred_dtype() if dtype is None else dtype
         if dtype not in _PRECISIONS:
             raise ValueError(f"Encoding only supports fp32 or fp16 precision, but got {dtype}")
         config = json.loads(encoding_config) if isinstance(encoding_config, str) else dict(encoding_config)
         precision = _PRECISIONS[dtype]
         given = config.get("precision")
         if given is not None and str(given).lower() != precision:
-            raise ValueError(
-                f'encoding_config has "precision": {given!r} but dtype is {dtype}: leave "precision" out '
-                "(dtype sets it) or make them agree"
+            _warn(
+                f'gridjit.torch.Encoding: encoding_config has "precision": {given!r} but dtype is {dtype}: '
+                f"dtype sets the precision ({precision}); leave \"precision\" out"
             )
         config["precision"] = precision
+        native = _Native(int(n_input_dims), json.dumps(config), dtype)
+        for message in native.ignored:
+            _warn(f"gridjit.torch.Encoding: ignoring a configuration key gridjit does not know: {message}")
         self.n_input_dims = int(n_input_dims)
         self.encoding_config = encoding_config
         self.seed = seed
         self.dtype = dtype
-        self._native = _Native(self.n_input_dims, json.dumps(config), dtype)
-        self.n_output_dims = self._native.encoding.n_output_dims
-        self.n_params = self._native.encoding.n_params
+        self._native = native
+        self.n_output_dims = native.encoding.n_output_dims
+        self.n_params = native.encoding.n_params
         self.loss_scale = 128.0 if dtype == torch.half else 1.0
+        self._reset_cache()
         self.params = torch.nn.Parameter(self._initial_params(seed), requires_grad=True)
+        _live.add(self)
+        if "torch._dynamo" in sys.modules:
+            _make_eager_forward_disabled()
+
+    def _reset_cache(self) -> None:
+        # (source alias, data_ptr, version, cast) of the last fp16 copy; the alias keeps the
+        # source's memory alive, so that its address cannot be reused by another tensor
+        # while the entry stands.
+        self.__dict__["_cast"] = None
+        self.__dict__["_graph_captured"] = False
 
     def _initial_params(self, seed: int) -> torch.Tensor:
         if torch.cuda.is_available():
-            device = torch.device("cuda", torch.cuda.current_device())
-            params = torch.empty(self.n_params, dtype=self.dtype, device=device)
-            self._native.ops(device).init(params, seed)
+            index = torch.cuda.current_device()
+            params = torch.empty(self.n_params, dtype=_F32, device=torch.device("cuda", index))
+            self._native.ops(index).init(params, seed)
             return params
-        return torch.from_numpy(_pcg.init_params(self.n_params, seed)).to(self.dtype)
+        return torch.from_numpy(_pcg.init_params(self.n_params, seed))
 
+    # -- parameters in the kernels' precision
+    def params_changed(self) -> None:
+        """Drops the fp16 copy of the parameters, so that the next call makes it again.
+        Needed only after changing ``params`` in a way that neither bumps its version
+        counter nor is a torch.optim optimizer's step: an in-place edit through
+        ``params.data``, or a hand-written update kernel (``copy_`` under
+        ``torch.no_grad()``, load_state_dict and optimizers are seen). fp32 modules
+        read the parameters directly and need nothing."""
+        self.__dict__["_cast"] = None
+
+    def _kernel_params(self, params: torch.Tensor) -> torch.Tensor:
+        """params in the kernels' precision, contiguous and aligned: params itself when
+        it has that dtype, else the cached cast (made again when params changed)."""
+        if params.dtype is self.dtype:
+            if params.data_ptr() & 15 or not params.is_contiguous():
+                return _aligned(params.detach())
+            return params
+        if params.is_cuda and _capturing():
+            # In a CUDA graph the cast must be part of the graph, so that each replay reads
+            # the parameters of that moment. Replays then change them behind any cache's
+            # back: from now on eager calls cast every time.
+            self.__dict__["_graph_captured"] = True
+            self.__dict__["_cast"] = None
+            return params.detach().to(self.dtype, memory_format=torch.contiguous_format)
+        cast = self._cast
+        if cast is not None and cast[1] == params.data_ptr() and cast[2] == params._version:
+            return cast[3]
+        source = params.detach()
+        kparams = source.to(self.dtype, memory_format=torch.contiguous_format)
+        if not self._graph_captured:
+            self.__dict__["_cast"] = (source, source.data_ptr(), params._version, kparams)
+        return kparams
+
+    def _apply(self, *args, **kwargs):  # .to(), .cuda(), .half(), ...: the copy is stale
+        self.params_changed()
+        return super()._apply(*args, **kwargs)
+
+    # -- description
     @property
     def hyperparams(self) -> dict:
         """The canonical configuration gridjit uses (every key, canonical spellings)."""
@@ -396,50 +673,142 @@ class Encoding(torch.nn.Module):
         """The level table (scale, resolution, entries, offset, hashed per level)."""
         return self._native.encoding.levels
 
-    def forward(self, x: torch.Tensor, max_level: Union[float, torch.Tensor, None] = None) -> torch.Tensor:
-        """Encodes x (batch, n_input_dims) into (batch, n_output_dims)."""
-        return encode(self, x, max_level=max_level)
-
     def extra_repr(self) -> str:
         return (
             f"n_input_dims={self.n_input_dims}, n_output_dims={self.n_output_dims}, seed={self.seed}, "
             f"dtype={self.dtype}, hyperparams={self._native.encoding.hyperparams}"
         )
 
+    # -- pickling: the native objects travel as their configuration (_Native.__getstate__)
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state["_cast"] = None
+        return state
 
-def _check_input(module: Encoding, x) -> None:
-    """What does not depend on the device: type, dtype, shape."""
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self.__dict__.setdefault("_graph_captured", False)
+        self.__dict__["_cast"] = None
+        _live.add(self)
+
+    # -- the call
+    def forward(self, x: torch.Tensor, max_level: Union[float, torch.Tensor, None] = None) -> torch.Tensor:
+        """Encodes x (batch, n_input_dims) into (batch, n_output_dims) of dtype."""
+        if _is_compiling():
+            return _forward_outside_graph(self, x, max_level)
+        params = self.params
+        try:
+            on_cuda = x.is_cuda
+        except AttributeError:
+            raise TypeError(
+                f"gridjit.torch.Encoding: the input must be a torch.Tensor (got {type(x).__name__})"
+            ) from None
+        if not on_cuda:
+            x = _cpu_input(x, params)
+        if not (x.dtype is _F32 and x.dim() == 2 and x.shape[1] == self.n_input_dims and x.is_contiguous()):
+            x = _normalise_input(self, x)
+        if max_level is None:
+            ml, mlpp = 1.0, None
+        else:
+            ml, mlpp = _max_level_arguments(max_level, x.shape[0])
+        index = x.get_device()
+        if params.get_device() != index or (mlpp is not None and mlpp.get_device() != index):
+            _device_mismatch(x, params, mlpp)
+        native = self._native
+        ops = native._ops.get(index)
+        if ops is None:
+            ops = native.ops(index)
+        kparams = self._kernel_params(params)
+        if _grad_enabled() and (params.requires_grad or x.requires_grad):
+            return _EncodeFunction.apply(ops, x, params, kparams, mlpp, ml, self.training and native.stochastic)
+        return ops.forward(x, kparams, mlpp, ml)
+
+
+def _eager_forward(module: Encoding, x, max_level):
+    return module.forward(x, max_level)
+
+
+_eager_forward_disabled = None
+
+
+def _make_eager_forward_disabled():
+    """_eager_forward wrapped in torch.compiler.disable. Made when torch._dynamo is already
+    imported (importing it costs about a second, which gridjit.torch does not impose on
+    programs that never compile), else by the first traced call."""
+    global _eager_forward_disabled
+    if _eager_forward_disabled is None:
+        _eager_forward_disabled = torch.compiler.disable(_eager_forward)
+    return _eager_forward_disabled
+
+
+def _forward_outside_graph(module: Encoding, x, max_level):
+    """Under torch.compile the encoding runs eagerly: a graph break around its call (two
+    more the first time, when the wrapper is made inside the traced region)."""
+    fn = _eager_forward_disabled
+    if fn is None:
+        fn = _make_eager_forward_disabled()
+    return fn(module, x, max_level)
+
+
+def _no_networks(name: str):
+    raise NotImplementedError(
+        f"gridjit.torch.{name}: gridjit does not offer networks (yet), only grid encodings. Use "
+        "gridjit.torch.Encoding followed by a torch MLP, e.g. torch.nn.Sequential(encoding, "
+        "torch.nn.Linear(encoding.n_output_dims, 64), torch.nn.ReLU(), torch.nn.Linear(64, n_output_dims)) "
+        "(cast the encoding's fp16 output with .float() where the MLP is fp32)"
+    )
+
+
+class Network(Module):
+    """tinycudann.Network's name. gridjit offers no networks: the constructor raises
+    NotImplementedError (a RuntimeError, as tinycudann built without networks) saying
+    what to use instead."""
+
+    def __init__(self, n_input_dims, n_output_dims, network_config, seed=1337):
+        _no_networks("Network")
+
+
+class NetworkWithInputEncoding(Module):
+    """tinycudann.NetworkWithInputEncoding's name. gridjit offers no networks: the
+    constructor raises NotImplementedError saying what to use instead (an Encoding
+    followed by a torch MLP)."""
+
+    def __init__(self, n_input_dims, n_output_dims, encoding_config, network_config, seed=1337):
+        _no_networks("NetworkWithInputEncoding")
+
+
+# ----------------------------------------------------------------------------- argument checks
+# Off the hot path: reached only when the input is not already a contiguous float32
+# (batch, n_input_dims) CUDA tensor on the parameters' device.
+
+
+def _cpu_input(x: torch.Tensor, params: torch.Tensor) -> torch.Tensor:
+    """A CPU input, moved as tinycudann does (with its warning): to the parameters' device."""
+    _warn("input must be a CUDA tensor, but isn't. This indicates suboptimal performance.")
+    return x.to(params.device) if params.is_cuda else x.cuda()
+
+
+def _normalise_input(module: Encoding, x: torch.Tensor) -> torch.Tensor:
     where = "gridjit.torch.Encoding"
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{where}: the input must be a torch.Tensor (got {type(x).__name__})")
     if not x.is_floating_point():
         raise TypeError(f"{where}: the input must have a floating-point dtype (got {x.dtype}); it is used as float32")
     if x.dim() != 2 or x.shape[1] != module.n_input_dims:
-        raise ValueError(
-            f"{where}: the input must have shape (batch, {module.n_input_dims}) (got {tuple(x.shape)})"
-        )
+        raise ValueError(f"{where}: the input must have shape (batch, {module.n_input_dims}) (got {tuple(x.shape)})")
+    return x.to(_F32).contiguous()
 
 
-def _check_devices(x: torch.Tensor, params: torch.Tensor, mlpp: Optional[torch.Tensor]) -> None:
+def _device_mismatch(x: torch.Tensor, params: torch.Tensor, mlpp: Optional[torch.Tensor]) -> None:
     where = "gridjit.torch.Encoding"
-    if x.device.type != "cuda":
-        raise ValueError(
-            f"{where}: the input is a {x.device.type.upper()} tensor ({x.device}); gridjit runs on CUDA devices "
-            "only: move it with x.cuda() or x.to(device)"
-        )
     if params.device != x.device:
         raise ValueError(
             f"{where}: the input is on {x.device} but the parameters are on {params.device}: move the module "
             f"with .to({str(x.device)!r}) (or the input); mixed devices are not supported"
         )
-    if mlpp is not None and mlpp.device != x.device:
-        raise ValueError(f"{where}: max_level is on {mlpp.device} but the input is on {x.device}")
+    raise ValueError(f"{where}: max_level is on {mlpp.device} but the input is on {x.device}")
 
 
 def _max_level_arguments(max_level, n: int):
     """(scalar, per-point tensor or None) for a launch."""
-    if max_level is None:
-        return 1.0, None
     if isinstance(max_level, torch.Tensor) and max_level.dim() > 0:
         if max_level.numel() != n or max_level.dim() > 2 or (max_level.dim() == 2 and max_level.shape[1] != 1):
             raise ValueError(
@@ -448,7 +817,7 @@ def _max_level_arguments(max_level, n: int):
             )
         if not max_level.is_floating_point():
             raise TypeError(f"gridjit.torch.Encoding: max_level must be floating-point (got {max_level.dtype})")
-        return 1.0, max_level.detach().to(torch.float32).reshape(n).contiguous()
+        return 1.0, max_level.detach().to(_F32).reshape(n).contiguous()
     value = float(max_level)
     if not (0.0 <= value <= 1.0):  # NaN fails this too
         raise ValueError(f"gridjit.torch.Encoding: max_level must lie in [0, 1] (got {value})")
@@ -461,25 +830,27 @@ def encode(
     params: Optional[torch.Tensor] = None,
     max_level: Union[float, torch.Tensor, None] = None,
 ) -> torch.Tensor:
-    """The encoding's forward pass with explicit parameters (default: module.params), as
-    a differentiable function of x and params (e.g. for torch.autograd.gradcheck)."""
-    _check_input(module, x)
-    params = module.params if params is None else params
+    """The encoding's forward pass with explicit parameters (default: module.params, as
+    module(x)), as a differentiable function of x and params (e.g. for
+    torch.autograd.gradcheck). params may have any floating dtype: the kernels read it
+    in the module's precision and its gradient comes back in params' dtype."""
+    if params is None:
+        return module(x, max_level=max_level)
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"gridjit.torch.Encoding: the input must be a torch.Tensor (got {type(x).__name__})")
     if not isinstance(params, torch.Tensor) or params.dim() != 1 or params.numel() != module.n_params:
         shape = tuple(params.shape) if isinstance(params, torch.Tensor) else type(params).__name__
         raise ValueError(
             f"gridjit.torch.Encoding: the parameters must be a 1-D tensor of {module.n_params} elements (got {shape})"
         )
-    ml, mlpp = _max_level_arguments(max_level, x.shape[0])
-    _check_devices(x, params, mlpp)
-    native = module._native
-    stochastic = module.training and native.stochastic
-    return _EncodeFunction.apply(
-        native.ops(x.device),
-        x.to(torch.float32).contiguous(),
-        params.to(module.dtype).contiguous(),
-        mlpp,
-        ml,
-        module.loss_scale,
-        stochastic,
-    )
+    if not x.is_cuda:
+        x = _cpu_input(x, params)
+    x = _normalise_input(module, x)
+    ml, mlpp = (1.0, None) if max_level is None else _max_level_arguments(max_level, x.shape[0])
+    index = x.get_device()
+    if params.get_device() != index or (mlpp is not None and mlpp.get_device() != index):
+        _device_mismatch(x, params, mlpp)
+    kparams = _aligned(params.detach().to(module.dtype))
+    ops = module._native.ops(index)
+    stochastic = module.training and module._native.stochastic
+    return _EncodeFunction.apply(ops, x, params, kparams, mlpp, ml, stochastic)

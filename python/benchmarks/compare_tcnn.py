@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""gridjit.torch beside tinycudann on tiny-cuda-nn's workloads: runs tcnn_workloads.py once
+per package, each in its own process (its own CUDA context, nothing shared), and writes
+one JSON with both results and the ratios gridjit / tinycudann (below 1: gridjit faster).
+
+    python3 python/benchmarks/compare_tcnn.py --json tcnn_compare.json
+    python3 python/benchmarks/compare_tcnn.py --steps 300 --image-steps 200   # shorter
+
+The packages must be importable by the running Python (gridjit from the installed package
+or PYTHONPATH; tinycudann as built by its bindings/torch/setup.py). When tinycudann cannot
+be imported, its entry says why and gridjit's results are still written (exit status 3).
+
+Checks, against issue 15's targets (printed as PASS/FAIL lines; informative: the exit
+status does not depend on them):
+  checkpoint: tinycudann's state_dicts load into gridjit and give its outputs (fp16 within
+  2^-7 with O(1) parameters, tinycudann accumulating in fp16; fp32 within 1e-5)
+  eikonal: finite throughout, final loss within 10 % of tinycudann's, step time <= 0.9x
+  percall: no-grad forward and forward + backward <= 0.5x
+  throughput: forward <= 0.75x, forward + backward <= 0.6x
+Exit status: 0; 4 when a workload produced a non-finite loss; 3 when a package is missing;
+else a run's own failure status (2: no GPU; 1: an exception, its traceback printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PACKAGES = ("tinycudann", "gridjit")  # tinycudann first: it writes the checkpoint gridjit reads
+
+#: (workload, key, target ratio) for the speed checks: gridjit / tinycudann <= target.
+SPEED_TARGETS = [
+    ("eikonal", "median_step_ms", 0.9),
+    ("percall", "forward_no_grad_us", 0.5),
+    ("percall", "forward_backward_us", 0.5),
+    ("throughput", "forward_ms", 0.75),
+    ("throughput", "forward_backward_ms", 0.6),
+]
+RATIO_KEYS = {
+    "eikonal": ("median_step_ms", "final_loss"),
+    "image": ("median_step_ms", "final_loss"),
+    "percall": ("forward_no_grad_us", "forward_backward_us"),
+    "throughput": ("forward_ms", "forward_backward_ms"),
+}
+
+
+def run_package(package: str, args, directory: Path) -> tuple:
+    out = directory / f"{package}.json"
+    command = [
+        sys.executable, str(HERE / "tcnn_workloads.py"), "--package", package, "--workload", args.workload,
+        "--steps", str(args.steps), "--image-steps", str(args.image_steps), "--calls", str(args.calls),
+        "--seed", str(args.seed), "--json", str(out), "--checkpoint", str(directory / "tcnn_checkpoint.pt"),
+    ]
+    start = time.perf_counter()
+    status = subprocess.run(command).returncode  # its lines go straight to our stdout/stderr
+    seconds = time.perf_counter() - start
+    if out.is_file():
+        result = json.loads(out.read_text())
+    else:
+        result = {"package": package, "error": f"tcnn_workloads.py exited with {status} and wrote no JSON"}
+    result["exit_status"] = status
+    result["wall_s"] = seconds
+    return result, status
+
+
+def ratios(ours: dict, theirs: dict) -> dict:
+    out = {}
+    for workload, keys in RATIO_KEYS.items():
+        a, b = ours.get(workload), theirs.get(workload)
+        if not a or not b:
+            continue
+        out[workload] = {key: a[key] / b[key] if b.get(key) else None for key in keys if key in a and key in b}
+        if "psnr_db" in a and "psnr_db" in b:
+            out[workload]["psnr_db_difference"] = a["psnr_db"] - b["psnr_db"]
+    return out
+
+
+def checks(ours: dict, theirs: dict, ratio: dict) -> list:
+    lines = []
+    for workload in ("eikonal", "image"):
+        if workload in ours:
+            ok = ours[workload].get("finite", False)
+            lines.append((ok, f"{workload}: gridjit's loss finite throughout"))
+    for case in ours.get("checkpoint", {}).get("cases", []):
+        lines.append((case["within_tolerance"], f"checkpoint: a tinycudann {case['config']['otype']} {case['dtype']} "
+                                               f"state_dict in gridjit: max output error {case['max_abs_error']:.3g}"))
+    eik = ratio.get("eikonal", {})
+    if eik.get("final_loss") is not None:
+        lines.append((abs(eik["final_loss"] - 1) <= 0.10,
+                      f"eikonal: final loss {ours['eikonal']['final_loss']:.5g} vs {theirs['eikonal']['final_loss']:.5g} "
+                      f"(ratio {eik['final_loss']:.3f}, target within 10 %)"))
+    for workload, key, target in SPEED_TARGETS:
+        value = ratio.get(workload, {}).get(key)
+        if value is not None:
+            lines.append((value <= target, f"{workload} {key}: {ours[workload][key]:.4g} vs "
+                                           f"{theirs[workload][key]:.4g} = {value:.3f}x (target <= {target}x)"))
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workload", default="all", help="passed to tcnn_workloads.py (default all)")
+    parser.add_argument("--steps", type=int, default=1500, help="eikonal steps (default 1500)")
+    parser.add_argument("--image-steps", type=int, default=1000, help="image fit steps (default 1000)")
+    parser.add_argument("--calls", type=int, default=2000, help="per-call measurement calls (default 2000)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", default="tcnn_compare.json", help="output (default tcnn_compare.json)")
+    args = parser.parse_args()
+
+    results, statuses = {}, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for package in PACKAGES:
+            print(f"== {package}", flush=True)
+            results[package], statuses[package] = run_package(package, args, Path(tmp))
+    combined = {"packages": results}
+    ours = results["gridjit"].get("workloads", {})
+    theirs = results["tinycudann"].get("workloads", {})
+    ratio = ratios(ours, theirs)
+    combined["ratios_gridjit_over_tinycudann"] = ratio
+    lines = checks(ours, theirs, ratio) if theirs else [(ours and all(r.get("finite", True) for r in ours.values()),
+                                                         "gridjit: losses finite (tinycudann missing: no ratios)")]
+    combined["checks"] = [{"pass": bool(ok), "what": what} for ok, what in lines]
+    Path(args.json).write_text(json.dumps(combined, indent=1) + "\n")
+
+    print("== ratios gridjit / tinycudann (below 1: gridjit faster or lower)")
+    for workload, values in ratio.items():
+        print(f"  {workload}: " + ", ".join(f"{k} {v:.3f}" for k, v in values.items() if v is not None))
+    for package in PACKAGES:
+        if "error" in results[package]:
+            print(f"MISSING {package}: {results[package]['error']}")
+    for ok, what in lines:
+        print(("PASS " if ok else "FAIL ") + what)
+    print(f"wrote {args.json}")
+    for status in (4, 3):  # a non-finite loss first, then a missing package
+        if status in statuses.values():
+            return status
+    return max(statuses.values())  # 0, or the first failure's status (2: no GPU, 1: an exception)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""gridjit.torch under DistributedDataParallel: ddp_check.py in a fresh interpreter (two
+spawned processes; gloo with both on cuda:0, NCCL on two GPUs where there are two; on
+the CPU with the PyTorch reference in place of the kernels). The GPU runs skip
+(visibly) without CUDA."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import HERE
+
+try:
+    import torch
+except ImportError as _exc:
+    pytest.skip(f"torch is not installed ({_exc})", allow_module_level=True)
+
+if not torch.distributed.is_available():
+    pytest.skip("this torch has no torch.distributed", allow_module_level=True)
+
+needs_cuda = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device: torch.cuda.is_available() is False (runs on a GPU machine)"
+)
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return subprocess.run(
+        [sys.executable, str(HERE / "ddp_check.py"), *args],
+        env=env, capture_output=True, text=True, timeout=300,
+    )
+
+
+def test_ddp_algebra_on_the_cpu_with_the_reference():
+    """The same checks with the PyTorch reference in place of the kernels: gridjit.torch's
+    autograd functions and parameter hooks under DDP, without a GPU."""
+    result = _run("--cpu-reference")
+    assert result.returncode == 0 and "PASS ddp (cpu reference)" in result.stdout, result.stdout + result.stderr
+
+
+@needs_cuda
+def test_ddp_gloo_two_processes_on_one_gpu():
+    result = _run("--backend", "gloo")
+    assert result.returncode == 0 and "PASS ddp (gloo)" in result.stdout, result.stdout + result.stderr
+
+
+@needs_cuda
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="NCCL needs two GPUs (NCCL refuses two ranks on one GPU)")
+def test_ddp_nccl_two_gpus():
+    result = _run("--backend", "nccl")
+    assert result.returncode == 0 and "PASS ddp (nccl)" in result.stdout, result.stdout + result.stderr

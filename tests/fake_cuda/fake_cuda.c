@@ -1,0 +1,547 @@
+/*
+ * A stand-in for libcuda that gridjit loads with GRIDJIT_DRIVER=PATH, for tests of the
+ * runtime's launch path on machines without a GPU (tests/test_launch_path.c,
+ * tests/test_threads.c). It runs nothing: it keeps just enough state to answer like a
+ * driver (devices of compute capability 9.0, primary and extra contexts with the
+ * current-context stack of each thread, streams, libraries whose kernels are instantiated
+ * per context) and counts every call, so that a test can say which driver calls a launch
+ * makes. A function handle is valid only in the context (and the context lifetime, see
+ * gjfake_context_renew) it was made in; a launch with another one fails as the driver's
+ * does, with CUDA_ERROR_INVALID_HANDLE.
+ *
+ * Exported: cuGetProcAddress_v2 (the one symbol gridjit takes with dlsym) and the gjfake_*
+ * controls below. Memory from cuMemAlloc is host memory (never written by the fake);
+ * copies and memsets do nothing. Everything lives in static pools: nothing to free.
+ */
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAKE_API __attribute__((visibility("default")))
+
+/* ------------------------------------------------------------------ counters */
+
+#define FAKE_ENTRIES(X)                                                                                   \
+    X(GetErrorName) X(GetErrorString) X(Init) X(DriverGetVersion) X(DeviceGet) X(DeviceGetCount)          \
+    X(DeviceGetName) X(DeviceGetAttribute) X(DevicePrimaryCtxRetain) X(DevicePrimaryCtxRelease)           \
+    X(CtxGetCurrent) X(CtxSetCurrent) X(CtxGetDevice) X(CtxGetId) X(CtxSynchronize) X(LibraryLoadData)    \
+    X(LibraryUnload) X(LibraryGetKernel) X(KernelGetFunction) X(LaunchKernel) X(MemAlloc) X(MemFree)      \
+    X(MemcpyHtoD) X(MemcpyDtoH) X(MemsetD8Async) X(MemsetD32Async) X(StreamSynchronize) X(EventCreate)     \
+    X(EventRecord) X(EventSynchronize) X(EventElapsedTime) X(EventDestroy) X(EventQuery) X(StreamGetCtx)  \
+    X(CtxPushCurrent) X(CtxPopCurrent) X(OccupancyMaxActiveBlocksPerMultiprocessor)                        \
+    X(OccupancyMaxPotentialBlockSize) X(FuncGetAttribute) X(FuncSetAttribute) X(DeviceCanAccessPeer)      \
+    X(CtxEnablePeerAccess) X(MemcpyPeerAsync) X(MemcpyDtoDAsync) X(MemcpyAsync) X(MemcpyHtoDAsync)        \
+    X(MemcpyDtoHAsync) X(StreamCreate) X(StreamDestroy) X(StreamWaitEvent)
+
+enum {
+#define FAKE_ID(name) ID_##name,
+    FAKE_ENTRIES(FAKE_ID)
+#undef FAKE_ID
+    ID_COUNT
+};
+
+static const char *const entry_names[ID_COUNT] = {
+#define FAKE_NAME(name) "cu" #name,
+    FAKE_ENTRIES(FAKE_NAME)
+#undef FAKE_NAME
+};
+
+static atomic_ulong counts[ID_COUNT];
+
+#define COUNT(name) atomic_fetch_add(&counts[ID_##name], 1ul)
+
+/* How often the entry point "cuNAME" was called since the last reset; -1: no such entry. */
+FAKE_API long gjfake_count(const char *name) {
+    for (int i = 0; i < ID_COUNT; ++i) {
+        if (strcmp(entry_names[i], name) == 0) {
+            return (long)atomic_load(&counts[i]);
+        }
+    }
+    return -1;
+}
+
+/* The number of calls of every entry point together. */
+FAKE_API long gjfake_count_all(void) {
+    long total = 0;
+    for (int i = 0; i < ID_COUNT; ++i) {
+        total += (long)atomic_load(&counts[i]);
+    }
+    return total;
+}
+
+FAKE_API void gjfake_reset_counts(void) {
+    for (int i = 0; i < ID_COUNT; ++i) {
+        atomic_store(&counts[i], 0ul);
+    }
+}
+
+/* -------------------------------------------------------------------- state */
+
+#define N_DEVICES 2
+#define MAX_CONTEXTS 16
+#define MAX_STREAMS 64
+#define MAX_LIBRARIES 256
+#define MAX_KERNELS 4096
+#define MAX_FUNCTIONS 16384
+#define STACK_DEPTH 16
+
+struct CUctx_st {
+    int device;
+    atomic_ullong id;
+};
+struct CUstream_st {
+    CUcontext context;
+};
+struct CUlib_st {
+    int loaded;
+};
+struct CUkern_st {
+    CUlibrary library;
+    char name[256];
+};
+struct CUfunc_st {
+    CUkernel kernel;
+    CUcontext context;
+    unsigned long long context_id;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct CUctx_st contexts[MAX_CONTEXTS]; /* [0, N_DEVICES): the primary contexts */
+static int n_contexts = N_DEVICES;
+static atomic_ullong next_context_id = 1;
+static struct CUstream_st streams[MAX_STREAMS];
+static int n_streams;
+static struct CUlib_st libraries[MAX_LIBRARIES];
+static int n_libraries;
+static struct CUkern_st kernels[MAX_KERNELS];
+static int n_kernels;
+static struct CUfunc_st functions[MAX_FUNCTIONS];
+static int n_functions;
+
+static _Thread_local CUcontext stack[STACK_DEPTH];
+static _Thread_local int depth;
+
+static CUcontext current(void) {
+    return depth ? stack[depth - 1] : NULL;
+}
+
+static unsigned long long new_id(void) {
+    return atomic_fetch_add(&next_context_id, 1ull);
+}
+
+/* A context of its own on device (0 or 1), with a fresh id. */
+FAKE_API CUcontext gjfake_context_create(int device) {
+    pthread_mutex_lock(&lock);
+    CUcontext c = NULL;
+    if (n_contexts < MAX_CONTEXTS && device >= 0 && device < N_DEVICES) {
+        c = &contexts[n_contexts++];
+        c->device = device;
+        atomic_store(&c->id, new_id());
+    }
+    pthread_mutex_unlock(&lock);
+    return c;
+}
+
+/* As if c were destroyed and another context made at the same address: a new id, and the
+ * functions made in the old one no longer launch. */
+FAKE_API void gjfake_context_renew(CUcontext c) {
+    atomic_store(&c->id, new_id());
+}
+
+/* A stream of context c. */
+FAKE_API CUstream gjfake_stream_create(CUcontext c) {
+    pthread_mutex_lock(&lock);
+    CUstream s = n_streams < MAX_STREAMS ? &streams[n_streams++] : NULL;
+    if (s) {
+        s->context = c;
+    }
+    pthread_mutex_unlock(&lock);
+    return s;
+}
+
+/* The primary context of device (what cuDevicePrimaryCtxRetain gives). */
+FAKE_API CUcontext gjfake_primary(int device) {
+    return &contexts[device];
+}
+
+/* Makes c current on the calling thread (cuCtxSetCurrent), without counting. */
+FAKE_API void gjfake_set_current(CUcontext c) {
+    if (depth == 0) {
+        depth = 1;
+    }
+    stack[depth - 1] = c;
+}
+
+static void init_state(void) {
+    for (int d = 0; d < N_DEVICES; ++d) {
+        contexts[d].device = d;
+        atomic_store(&contexts[d].id, new_id());
+    }
+}
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* ------------------------------------------------------------ entry points */
+
+static CUresult fake_GetErrorName(CUresult error, const char **out) {
+    COUNT(GetErrorName);
+    *out = error == CUDA_ERROR_INVALID_HANDLE ? "CUDA_ERROR_INVALID_HANDLE"
+           : error == CUDA_ERROR_INVALID_CONTEXT ? "CUDA_ERROR_INVALID_CONTEXT"
+                                                 : "CUDA_ERROR_FAKE";
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_GetErrorString(CUresult error, const char **out) {
+    COUNT(GetErrorString);
+    (void)error;
+    *out = "reported by the fake driver";
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_Init(unsigned flags) {
+    COUNT(Init);
+    (void)flags;
+    pthread_once(&once, init_state);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DriverGetVersion(int *version) {
+    COUNT(DriverGetVersion);
+    *version = 13000;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DeviceGet(CUdevice *device, int ordinal) {
+    COUNT(DeviceGet);
+    if (ordinal < 0 || ordinal >= N_DEVICES) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    *device = ordinal;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DeviceGetCount(int *count) {
+    COUNT(DeviceGetCount);
+    *count = N_DEVICES;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DeviceGetName(char *name, int size, CUdevice device) {
+    COUNT(DeviceGetName);
+    (void)device;
+    strncpy(name, "gridjit fake device", (size_t)size);
+    name[size - 1] = '\0';
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice device) {
+    COUNT(DeviceGetAttribute);
+    (void)device;
+    switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
+    default: *value = 0; break;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DevicePrimaryCtxRetain(CUcontext *out, CUdevice device) {
+    COUNT(DevicePrimaryCtxRetain);
+    *out = &contexts[device];
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DevicePrimaryCtxRelease(CUdevice device) {
+    COUNT(DevicePrimaryCtxRelease);
+    (void)device;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_CtxGetCurrent(CUcontext *out) {
+    COUNT(CtxGetCurrent);
+    *out = current();
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_CtxSetCurrent(CUcontext c) {
+    COUNT(CtxSetCurrent);
+    if (!c) {
+        if (depth) {
+            --depth;
+        }
+        return CUDA_SUCCESS;
+    }
+    gjfake_set_current(c);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_CtxGetDevice(CUdevice *device) {
+    COUNT(CtxGetDevice);
+    if (!current()) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    *device = current()->device;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_CtxGetId(CUcontext c, unsigned long long *id) {
+    COUNT(CtxGetId);
+    c = c ? c : current();
+    if (!c) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    *id = atomic_load(&c->id);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_CtxSynchronize(void) {
+    COUNT(CtxSynchronize);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_LibraryLoadData(CUlibrary *out, const void *code, CUjit_option *jit_options, void **jit_values,
+                                     unsigned n_jit, CUlibraryOption *options, void **values, unsigned n_options) {
+    COUNT(LibraryLoadData);
+    (void)code, (void)jit_options, (void)jit_values, (void)n_jit, (void)options, (void)values, (void)n_options;
+    pthread_mutex_lock(&lock);
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (n_libraries < MAX_LIBRARIES) {
+        *out = &libraries[n_libraries++];
+        (*out)->loaded = 1;
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static CUresult fake_LibraryUnload(CUlibrary library) {
+    COUNT(LibraryUnload);
+    library->loaded = 0;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_LibraryGetKernel(CUkernel *out, CUlibrary library, const char *name) {
+    COUNT(LibraryGetKernel);
+    pthread_mutex_lock(&lock);
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (!library->loaded || strlen(name) >= sizeof kernels[0].name) {
+        r = CUDA_ERROR_NOT_FOUND;
+    } else if (n_kernels < MAX_KERNELS) {
+        CUkernel k = &kernels[n_kernels++];
+        k->library = library;
+        strcpy(k->name, name);
+        *out = k;
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static CUresult fake_KernelGetFunction(CUfunction *out, CUkernel kernel) {
+    COUNT(KernelGetFunction);
+    CUcontext c = current();
+    if (!c) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    const unsigned long long id = atomic_load(&c->id);
+    pthread_mutex_lock(&lock);
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    for (int i = 0; i < n_functions; ++i) {
+        if (functions[i].kernel == kernel && functions[i].context == c && functions[i].context_id == id) {
+            *out = &functions[i];
+            r = CUDA_SUCCESS;
+            break;
+        }
+    }
+    if (r != CUDA_SUCCESS && n_functions < MAX_FUNCTIONS) {
+        CUfunction f = &functions[n_functions++];
+        f->kernel = kernel;
+        f->context = c;
+        f->context_id = id;
+        *out = f;
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static atomic_int next_launch_error;
+
+/* The next cuLaunchKernel (of any thread) fails with error. */
+FAKE_API void gjfake_fail_next_launch(CUresult error) {
+    atomic_store(&next_launch_error, (int)error);
+}
+
+static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                  unsigned bz, unsigned shared, CUstream stream, void **params, void **extra) {
+    COUNT(LaunchKernel);
+    (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)params, (void)extra;
+    const int injected = atomic_exchange(&next_launch_error, 0);
+    if (injected) {
+        return (CUresult)injected;
+    }
+    CUcontext c = current();
+    if (!c || (stream && stream->context != c)) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if (!f || f->context != c || f->context_id != atomic_load(&c->id) || !f->kernel->library->loaded) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_MemAlloc(CUdeviceptr *out, size_t bytes) {
+    COUNT(MemAlloc);
+    void *p = NULL;
+    if (posix_memalign(&p, 256, bytes ? bytes : 1) != 0) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *out = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_MemFree(CUdeviceptr p) {
+    COUNT(MemFree);
+    free((void *)(uintptr_t)p);
+    return CUDA_SUCCESS;
+}
+
+/* The calls a launch path test does not look into: counted, successful. */
+#define FAKE_NOOP(name, params)  \
+    static CUresult fake_##name params { \
+        COUNT(name);             \
+        return CUDA_SUCCESS;     \
+    }
+FAKE_NOOP(MemcpyHtoD, (CUdeviceptr d, const void *h, size_t n))
+FAKE_NOOP(MemcpyDtoH, (void *h, CUdeviceptr d, size_t n))
+FAKE_NOOP(MemsetD8Async, (CUdeviceptr d, unsigned char v, size_t n, CUstream s))
+FAKE_NOOP(MemsetD32Async, (CUdeviceptr d, unsigned v, size_t n, CUstream s))
+FAKE_NOOP(StreamSynchronize, (CUstream s))
+FAKE_NOOP(EventRecord, (CUevent e, CUstream s))
+FAKE_NOOP(EventSynchronize, (CUevent e))
+FAKE_NOOP(EventDestroy, (CUevent e))
+FAKE_NOOP(EventQuery, (CUevent e))
+FAKE_NOOP(FuncSetAttribute, (CUfunction f, CUfunction_attribute a, int v))
+FAKE_NOOP(CtxEnablePeerAccess, (CUcontext c, unsigned flags))
+FAKE_NOOP(MemcpyPeerAsync, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st))
+FAKE_NOOP(MemcpyDtoDAsync, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st))
+FAKE_NOOP(MemcpyAsync, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st))
+FAKE_NOOP(MemcpyHtoDAsync, (CUdeviceptr d, const void *h, size_t n, CUstream st))
+FAKE_NOOP(MemcpyDtoHAsync, (void *h, CUdeviceptr d, size_t n, CUstream st))
+FAKE_NOOP(StreamDestroy, (CUstream s))
+FAKE_NOOP(StreamWaitEvent, (CUstream s, CUevent e, unsigned flags))
+#undef FAKE_NOOP
+
+static CUresult fake_EventCreate(CUevent *e, unsigned flags) {
+    COUNT(EventCreate);
+    (void)flags;
+    static char events[1];
+    *e = (CUevent)(void *)events;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_EventElapsedTime(float *ms, CUevent a, CUevent b) {
+    COUNT(EventElapsedTime);
+    (void)a, (void)b;
+    *ms = 0.5f; /* nothing ran; a finite time keeps the rates the bench prints finite */
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_StreamGetCtx(CUstream s, CUcontext *out) {
+    COUNT(StreamGetCtx);
+    *out = s ? s->context : current();
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_CtxPushCurrent(CUcontext c) {
+    COUNT(CtxPushCurrent);
+    if (depth == STACK_DEPTH) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    stack[depth++] = c;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_CtxPopCurrent(CUcontext *out) {
+    COUNT(CtxPopCurrent);
+    if (!depth) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    *out = stack[--depth];
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_OccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction f, int block, size_t shared) {
+    COUNT(OccupancyMaxActiveBlocksPerMultiprocessor);
+    (void)f, (void)shared;
+    *blocks = block > 0 ? 2048 / block : 0;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_OccupancyMaxPotentialBlockSize(int *min_grid, int *block, CUfunction f, CUoccupancyB2DSize fn,
+                                                    size_t shared, int limit) {
+    COUNT(OccupancyMaxPotentialBlockSize);
+    (void)f, (void)fn, (void)shared, (void)limit;
+    *min_grid = 264;
+    *block = 256;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_FuncGetAttribute(int *value, CUfunction_attribute a, CUfunction f) {
+    COUNT(FuncGetAttribute);
+    (void)a, (void)f;
+    *value = 0;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_DeviceCanAccessPeer(int *can, CUdevice a, CUdevice b) {
+    COUNT(DeviceCanAccessPeer);
+    (void)a, (void)b;
+    *can = 1;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_StreamCreate(CUstream *out, unsigned flags) {
+    COUNT(StreamCreate);
+    (void)flags;
+    *out = gjfake_stream_create(current());
+    return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* ---------------------------------------------------------- cuGetProcAddress */
+
+typedef struct entry {
+    const char *name;
+    void *fn;
+} entry;
+
+static const entry table[] = {
+#define FAKE_ROW(name) {"cu" #name, (void *)fake_##name},
+    FAKE_ENTRIES(FAKE_ROW)
+#undef FAKE_ROW
+};
+
+/* cuFuncGetParamInfo (CUDA 12.4) is left out: gridjit treats it as optional. */
+FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                      CUdriverProcAddressQueryResult *status) {
+    (void)version, (void)flags;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
+        if (strcmp(table[i].name, symbol) == 0) {
+            *pfn = table[i].fn;
+            if (status) {
+                *status = CU_GET_PROC_ADDRESS_SUCCESS;
+            }
+            return CUDA_SUCCESS;
+        }
+    }
+    *pfn = NULL;
+    if (status) {
+        *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    }
+    return CUDA_ERROR_NOT_FOUND;
+}

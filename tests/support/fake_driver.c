@@ -1,0 +1,50 @@
+/* Loading the fake libcuda (see fake_driver.h). */
+#include "fake_driver.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gj_fake_driver_open(gj_fake_driver *fake) {
+    memset(fake, 0, sizeof *fake);
+    const char *path = getenv("GRIDJIT_FAKE_DRIVER");
+    if (!path || !path[0]) {
+        printf("GRIDJIT_FAKE_DRIVER is not set (run the test through ctest)\n");
+        return -1;
+    }
+    fake->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!fake->handle) {
+        printf("cannot load the fake driver %s: %s\n", path, dlerror());
+        return -1;
+    }
+    struct {
+        const char *name;
+        void **slot;
+    } symbols[] = {
+        {"gjfake_count", (void **)&fake->count},
+        {"gjfake_count_all", (void **)&fake->count_all},
+        {"gjfake_reset_counts", (void **)&fake->reset_counts},
+        {"gjfake_context_create", (void **)&fake->context_create},
+        {"gjfake_context_renew", (void **)&fake->context_renew},
+        {"gjfake_stream_create", (void **)&fake->stream_create},
+        {"gjfake_primary", (void **)&fake->primary},
+        {"gjfake_set_current", (void **)&fake->set_current},
+        {"gjfake_fail_next_launch", (void **)&fake->fail_next_launch},
+    };
+    for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; ++i) {
+        *symbols[i].slot = dlsym(fake->handle, symbols[i].name);
+        if (!*symbols[i].slot) {
+            printf("the fake driver %s has no %s\n", path, symbols[i].name);
+            return -1;
+        }
+    }
+    setenv("GRIDJIT_DRIVER", path, 1);
+    return 0;
+}
+
+void gj_fake_driver_close(gj_fake_driver *fake) {
+    unsetenv("GRIDJIT_DRIVER");
+    /* The library stays loaded: gridjit never dlclose()s a driver either. */
+    fake->handle = NULL;
+}

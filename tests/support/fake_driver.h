@@ -1,0 +1,27 @@
+/* The fake libcuda of tests/fake_cuda/fake_cuda.c, for launch-path tests without a GPU:
+ * gj_fake_driver_open() points gridjit at it (GRIDJIT_DRIVER) and resolves its controls. */
+#ifndef GJ_TEST_FAKE_DRIVER_H
+#define GJ_TEST_FAKE_DRIVER_H
+
+#include <cuda.h>
+
+typedef struct gj_fake_driver {
+    void *handle;
+    long (*count)(const char *name); /* calls of "cuNAME" since the last reset */
+    long (*count_all)(void);
+    void (*reset_counts)(void);
+    CUcontext (*context_create)(int device);
+    void (*context_renew)(CUcontext context);
+    CUstream (*stream_create)(CUcontext context);
+    CUcontext (*primary)(int device);
+    void (*set_current)(CUcontext context);
+    void (*fail_next_launch)(CUresult error);
+} gj_fake_driver;
+
+/* Loads $GRIDJIT_FAKE_DRIVER (set by tests/CMakeLists.txt) and sets GRIDJIT_DRIVER to it
+ * for the gj_contexts made afterwards. 0, or -1 with the reason printed. */
+int gj_fake_driver_open(gj_fake_driver *fake);
+/* GRIDJIT_DRIVER back to what it was before gj_fake_driver_open (unset). */
+void gj_fake_driver_close(gj_fake_driver *fake);
+
+#endif

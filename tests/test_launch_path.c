@@ -1,0 +1,357 @@
+/*
+ * The launch path without a GPU, on the fake libcuda of tests/fake_cuda (which counts every
+ * driver call and refuses a function handle outside the context lifetime it was made in):
+ *   - after the first launch in a context, gj_forward / gj_backward / gj_kernel_launch ask
+ *     the driver for the current context (and the stream's) and its id, and launch:
+ *     no device or attribute query, no cuKernelGetFunction, nothing else;
+ *   - the first launch in another context asks about its device once and instantiates
+ *     the kernel there, without compiling or loading the program again;
+ *   - a context renewed at the same address (destroyed and made again) is not taken for
+ *     the old one;
+ *   - a failed launch still names the call and its configuration;
+ *   - gridjit bench --calls reports the time per call.
+ * It also prints the host time per call on the fake driver (nothing runs), for profiling
+ * the path: `valgrind --tool=callgrind build/tests/test_launch_path` with
+ * GRIDJIT_LAUNCH_PATH_CALLS=1000 and the environment ctest sets (ctest -V shows it).
+ *
+ * The module's programs are compiled with NVRTC (the fake reports sm_90): without NVRTC
+ * the tests are skipped.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "gridjit.h"
+#include "fake_driver.h"
+#include "run_cli.h"
+
+static gj_fake_driver fake;
+
+typedef struct fixture {
+    gj_context *ctx;
+    gj_encoding *enc;
+    gj_module *module;
+    void *x, *params, *y, *dl_dy, *dparams, *dx;
+} fixture;
+
+#define N 1000 /* points per launch (nothing runs) */
+#define K 200  /* launches counted */
+
+static int setup(void **state) {
+    static fixture f;
+    memset(&f, 0, sizeof f);
+    if (gj_context_create(&f.ctx) != GJ_OK) {
+        return -1;
+    }
+    gj_context_set_log(f.ctx, NULL, NULL);
+    if (gj_encoding_create(f.ctx,
+                           "{\"otype\": \"HashGrid\", \"n_levels\": 2, \"n_features_per_level\": 2, "
+                           "\"log2_hashmap_size\": 10, \"base_resolution\": 16, \"precision\": \"fp32\"}",
+                           2, &f.enc) != GJ_OK) {
+        return -1;
+    }
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.passes = GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
+    if (gj_module_create(f.ctx, f.enc, &opts, &f.module) != GJ_OK) {
+        printf("gj_module_create: %s\n", gj_context_errmsg(f.ctx));
+        return -1;
+    }
+    const size_t n_params = gj_module_n_params(f.module), width = gj_module_output_width(f.module);
+    void **buffers[] = {&f.x, &f.params, &f.y, &f.dl_dy, &f.dparams, &f.dx};
+    const size_t sizes[] = {N * 2 * 4, n_params * 4, N * width * 4, N * width * 4, n_params * 4, N * 2 * 4};
+    for (size_t i = 0; i < 6; ++i) {
+        if (gj_device_alloc(f.ctx, sizes[i], buffers[i]) != GJ_OK) {
+            return -1;
+        }
+    }
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    if (f) {
+        void *buffers[] = {f->x, f->params, f->y, f->dl_dy, f->dparams, f->dx};
+        for (size_t i = 0; i < 6; ++i) {
+            gj_device_free(f->ctx, buffers[i]);
+        }
+        gj_module_destroy(f->module);
+        gj_encoding_destroy(f->enc);
+        gj_context_destroy(f->ctx);
+    }
+    return 0;
+}
+
+static gj_status forward(fixture *f, gj_stream stream) {
+    gj_forward_desc d;
+    gj_forward_desc_init(&d);
+    d.n = N;
+    d.x = f->x;
+    d.params = f->params;
+    d.y = f->y;
+    return gj_forward(f->module, stream, &d);
+}
+
+static gj_status backward(fixture *f, gj_stream stream) {
+    gj_backward_desc d;
+    gj_backward_desc_init(&d);
+    d.n = N;
+    d.x = f->x;
+    d.params = f->params;
+    d.dL_dy = f->dl_dy;
+    d.dL_dparams = f->dparams;
+    return gj_backward(f->module, stream, &d);
+}
+
+static void ok(fixture *f, gj_status status) {
+    if (status != GJ_OK) {
+        fail_msg("%s: %s", gj_status_name(status), gj_context_errmsg(f->ctx));
+    }
+}
+
+/* Every driver call counted since the reset is one of names, each called want[i] times. */
+static void expect_calls(const char *what, const char *const *names, const long *want, size_t n) {
+    long listed = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const long got = fake.count(names[i]);
+        if (got != want[i]) {
+            fail_msg("%s: %s called %ld times, expected %ld", what, names[i], got, want[i]);
+        }
+        listed += got;
+    }
+    if (fake.count_all() != listed) {
+        static const char *const queries[] = {"cuCtxGetDevice", "cuDeviceGetAttribute", "cuKernelGetFunction",
+                                              "cuLibraryLoadData", "cuLibraryGetKernel", "cuStreamGetCtx",
+                                              "cuCtxPushCurrent", "cuMemAlloc"};
+        for (size_t i = 0; i < sizeof queries / sizeof queries[0]; ++i) {
+            printf("  %s: %ld\n", queries[i], fake.count(queries[i]));
+        }
+        fail_msg("%s: %ld driver calls, of which %ld expected ones", what, fake.count_all(), listed);
+    }
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void launches_ask_only_for_the_context(void **state) {
+    fixture *f = *state;
+    ok(f, forward(f, NULL)); /* compiles and loads the forward program, instantiates the kernel */
+    fake.reset_counts();
+    for (int i = 0; i < K; ++i) {
+        ok(f, forward(f, NULL));
+    }
+    static const char *const plain[] = {"cuCtxGetCurrent", "cuCtxGetId", "cuLaunchKernel"};
+    expect_calls("gj_forward, NULL stream", plain, (const long[]){K, K, K}, 3);
+
+    /* A stream of the current context: its context is asked for too. */
+    CUstream stream = fake.stream_create(fake.primary(0));
+    assert_non_null(stream);
+    fake.reset_counts();
+    for (int i = 0; i < K; ++i) {
+        ok(f, forward(f, (gj_stream)stream));
+    }
+    static const char *const streamed[] = {"cuCtxGetCurrent", "cuStreamGetCtx", "cuCtxGetId", "cuLaunchKernel"};
+    expect_calls("gj_forward, a stream", streamed, (const long[]){K, K, K, K}, 4);
+
+    /* Backward, overwrite: zero the gradient, the main kernel and the small-level one. */
+    ok(f, backward(f, NULL));
+    fake.reset_counts();
+    for (int i = 0; i < K; ++i) {
+        ok(f, backward(f, NULL));
+    }
+    static const char *const bwd[] = {"cuCtxGetCurrent", "cuCtxGetId", "cuMemsetD32Async", "cuLaunchKernel"};
+    expect_calls("gj_backward", bwd, (const long[]){K, K, K, 2 * K}, 4);
+}
+
+static void a_new_context_is_asked_once(void **state) {
+    fixture *f = *state;
+    ok(f, forward(f, NULL));
+    const size_t programs = gj_module_n_programs(f->module);
+    CUcontext other = fake.context_create(1);
+    CUstream stream = fake.stream_create(other);
+    assert_non_null(stream);
+    fake.reset_counts();
+    ok(f, forward(f, (gj_stream)stream));
+    /* Device 1 is new to the module: its compute capability and multiprocessor count. */
+    static const char *const first[] = {"cuCtxGetCurrent", "cuStreamGetCtx", "cuCtxPushCurrent", "cuCtxGetId",
+                                        "cuCtxGetDevice", "cuDeviceGetAttribute", "cuKernelGetFunction",
+                                        "cuLaunchKernel", "cuCtxPopCurrent"};
+    expect_calls("first launch in another context", first, (const long[]){1, 1, 1, 1, 1, 3, 1, 1, 1}, 9);
+    assert_int_equal(gj_module_n_programs(f->module), programs); /* same architecture: same program */
+    fake.reset_counts();
+    for (int i = 0; i < K; ++i) {
+        ok(f, forward(f, (gj_stream)stream));
+    }
+    static const char *const next[] = {"cuCtxGetCurrent", "cuStreamGetCtx", "cuCtxPushCurrent", "cuCtxGetId",
+                                       "cuLaunchKernel", "cuCtxPopCurrent"};
+    expect_calls("later launches in that context", next, (const long[]){K, K, K, K, K, K}, 6);
+}
+
+static void a_renewed_context_is_not_taken_for_the_old_one(void **state) {
+    fixture *f = *state;
+    ok(f, forward(f, NULL));
+    /* The same handle, another lifetime: the old function would be refused (INVALID_HANDLE). */
+    fake.context_renew(fake.primary(0));
+    fake.reset_counts();
+    ok(f, forward(f, NULL));
+    static const char *const again[] = {"cuCtxGetCurrent", "cuCtxGetId", "cuCtxGetDevice", "cuDeviceGetAttribute",
+                                        "cuKernelGetFunction", "cuLaunchKernel"};
+    expect_calls("first launch in the renewed context", again, (const long[]){1, 1, 1, 2, 1, 1}, 6);
+    fake.reset_counts();
+    ok(f, forward(f, NULL));
+    static const char *const plain[] = {"cuCtxGetCurrent", "cuCtxGetId", "cuLaunchKernel"};
+    expect_calls("the launch after", plain, (const long[]){1, 1, 1}, 3);
+}
+
+static void a_failed_launch_names_the_call(void **state) {
+    fixture *f = *state;
+    ok(f, forward(f, NULL));
+    fake.fail_next_launch(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+    assert_int_equal(forward(f, NULL), GJ_ERROR_CUDA);
+    const char *message = gj_context_errmsg(f->ctx);
+    if (!strstr(message, "gj_forward: cuLaunchKernel(forward, grid 4x2, block 256, 0 bytes shared) failed: ")) {
+        fail_msg("message: %s", message);
+    }
+    ok(f, forward(f, NULL)); /* the next one is fine */
+    assert_string_equal(gj_context_errmsg(f->ctx), "");
+}
+
+static void user_kernel_launches_ask_only_for_the_context(void **state) {
+    fixture *f = *state;
+    static const char source[] = "struct args { float *p; int n; };\n"
+                                 "__global__ void scale(float *p, int n) { if (threadIdx.x < n) p[threadIdx.x] *= 2; }\n"
+                                 "__global__ void packed(args a) { if (threadIdx.x < a.n) a.p[threadIdx.x] = 0; }\n";
+    static const char *const names[] = {"scale", "packed"};
+    gj_source_desc desc;
+    gj_source_desc_init(&desc);
+    desc.source = source;
+    desc.kernels = names;
+    desc.n_kernels = 2;
+    gj_user_module *um = NULL;
+    ok(f, gj_user_module_create(f->ctx, &desc, &um));
+    gj_kernel *scale = NULL, *packed = NULL;
+    ok(f, gj_user_module_kernel(um, "scale", &scale));
+    ok(f, gj_user_module_kernel(um, "packed", &packed));
+    gj_launch_config config;
+    gj_launch_config_init(&config);
+    config.block[0] = 128;
+    int n = 100;
+    void *p = f->y;
+    void *args[] = {&p, &n};
+    struct {
+        void *p;
+        int n;
+    } buffer = {p, n};
+    ok(f, gj_kernel_launch(scale, &config, args));
+    ok(f, gj_kernel_launch_packed(packed, &config, &buffer, sizeof buffer));
+    fake.reset_counts();
+    for (int i = 0; i < K; ++i) {
+        ok(f, gj_kernel_launch(scale, &config, args));
+        ok(f, gj_kernel_launch_packed(packed, &config, &buffer, sizeof buffer));
+    }
+    static const char *const plain[] = {"cuCtxGetCurrent", "cuCtxGetId", "cuLaunchKernel"};
+    expect_calls("gj_kernel_launch", plain, (const long[]){2 * K, 2 * K, 2 * K}, 3);
+    /* Another context: asked once there. */
+    CUstream stream = fake.stream_create(fake.context_create(0));
+    config.stream = (gj_stream)stream;
+    ok(f, gj_kernel_launch(scale, &config, args));
+    fake.reset_counts();
+    ok(f, gj_kernel_launch(scale, &config, args));
+    static const char *const streamed[] = {"cuCtxGetCurrent", "cuStreamGetCtx", "cuCtxPushCurrent", "cuCtxGetId",
+                                           "cuLaunchKernel", "cuCtxPopCurrent"};
+    expect_calls("gj_kernel_launch on another context's stream", streamed, (const long[]){1, 1, 1, 1, 1, 1}, 6);
+    gj_user_module_destroy(um);
+}
+
+/* Host time per call on the fake driver: the cost of gridjit's own path (nothing runs). */
+static void host_time_per_launch(void **state) {
+    fixture *f = *state;
+    const char *env = getenv("GRIDJIT_LAUNCH_PATH_CALLS");
+    const long calls = env && atol(env) > 0 ? atol(env) : 100000;
+    ok(f, forward(f, NULL));
+    ok(f, backward(f, NULL));
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (long i = 0; i < calls; ++i) {
+        ok(f, forward(f, NULL));
+    }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    const double forward_ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)calls;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (long i = 0; i < calls; ++i) {
+        ok(f, backward(f, NULL));
+    }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    const double backward_ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)calls;
+    printf("launch path on the fake driver: %.0f ns per gj_forward, %.0f ns per gj_backward (%ld calls each)\n",
+           forward_ns, backward_ns, calls);
+}
+
+/* gridjit bench --calls reports the host and wall time per call (here on the fake driver,
+ * where nothing runs: only that the figures are there and plausible). */
+static void bench_reports_the_time_per_call(void **state) {
+    (void)state;
+    gj_cli_result r;
+    const char *const args[] = {"bench", "--config", "{\"otype\": \"HashGrid\", \"n_levels\": 2}", "--points", "256",
+                                "--pass", "forward", "--calls", "300", "--json", NULL};
+    assert_int_equal(gj_test_run_cli(NULL, args, &r), 0);
+    if (r.status != 0) {
+        fail_msg("gridjit bench exited %d: %s", r.status, r.err);
+    }
+    cJSON *root = cJSON_Parse(r.out);
+    assert_non_null(root);
+    const cJSON *calls = cJSON_GetObjectItemCaseSensitive(root, "calls");
+    assert_non_null(calls);
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(calls, "count")) == 300.0);
+    static const char *const passes[] = {"forward", "backward"};
+    for (int p = 0; p < 2; ++p) {
+        const cJSON *pass = cJSON_GetObjectItemCaseSensitive(calls, passes[p]);
+        assert_non_null(pass);
+        const double host = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pass, "host_us"));
+        const double wall = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pass, "wall_us"));
+        assert_true(host > 0.0 && host <= wall && wall < 1e6);
+    }
+    cJSON_Delete(root);
+    gj_cli_result_free(&r);
+    const char *const off[] = {"bench", "--config", "{\"n_levels\": 2}", "--points", "256", "--pass", "forward",
+                               "--calls", "0", "--json", NULL};
+    assert_int_equal(gj_test_run_cli(NULL, off, &r), 0);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "\"calls\""));
+    gj_cli_result_free(&r);
+}
+
+int main(void) {
+    if (gj_fake_driver_open(&fake) != 0) {
+        return 1;
+    }
+    int major = 0, minor = 0;
+    gj_context *probe = NULL;
+    const int have_nvrtc = gj_context_create(&probe) == GJ_OK && gj_nvrtc_version(probe, &major, &minor) == GJ_OK;
+    gj_context_destroy(probe);
+    if (!have_nvrtc) {
+        printf("SKIPPED: no NVRTC: the module's programs cannot be compiled\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(launches_ask_only_for_the_context, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_new_context_is_asked_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_renewed_context_is_not_taken_for_the_old_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_failed_launch_names_the_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(user_kernel_launches_ask_only_for_the_context, setup, teardown),
+        cmocka_unit_test_setup_teardown(host_time_per_launch, setup, teardown),
+        cmocka_unit_test(bench_reports_the_time_per_call),
+    };
+    const int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    gj_fake_driver_close(&fake);
+    return failed;
+}
