@@ -46,7 +46,7 @@ RATIO_KEYS = {
     "eikonal": ("median_step_ms", "final_loss"),
     "image": ("median_step_ms", "final_loss"),
     "percall": ("forward_no_grad_us", "forward_backward_us"),
-    "throughput": ("forward_ms", "forward_backward_ms"),
+    "throughput": ("forward_ms", "forward_backward_ms", "rays_forward_ms", "rays_forward_backward_ms"),
 }
 
 

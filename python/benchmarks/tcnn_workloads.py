@@ -299,12 +299,30 @@ def per_call(tcnn, args) -> dict:
 # ----------------------------------------------------------------------------- throughput
 
 
+def ray_samples(rays: int, samples: int, device) -> torch.Tensor:
+    """Points as NeRF-style training feeds them: rays from outside the unit cube through a
+    random point near its centre, `samples` stratified samples between where each ray
+    enters and leaves the cube, each ray's samples consecutive and sorted along it (the
+    same construction as `gridjit bench --input rays`)."""
+    target = 0.25 + 0.5 * torch.rand(rays, 1, 3, device=device)
+    direction = torch.nn.functional.normalize(torch.randn(rays, 1, 3, device=device), dim=-1)
+    origin = target - 2.0 * direction
+    safe = torch.where(direction.abs() < 1e-12, torch.full_like(direction, 1e-12), direction)
+    a, b = (0.0 - origin) / safe, (1.0 - origin) / safe
+    t0 = torch.minimum(a, b).amax(dim=-1, keepdim=True)
+    t1 = torch.maximum(a, b).amin(dim=-1, keepdim=True)
+    bins = torch.arange(samples, device=device).view(1, samples, 1)
+    t = t0 + (t1 - t0) * (bins + torch.rand(rays, samples, 1, device=device)) / samples
+    return (origin + t * direction).clamp(0.0, 1.0).reshape(rays * samples, 3).contiguous()
+
+
 def throughput(tcnn, args) -> dict:
     device = DEVICE
     torch.manual_seed(args.seed)
     encoding = tcnn.Encoding(3, DEFAULT_HASHGRID, dtype=torch.half).to(device)
     n = 1 << 21
     x = torch.rand(n, 3, device=device)
+    rays = ray_samples(8192, 256, device)  # 2^21 points along rays
     dy = (torch.rand(n, encoding.n_output_dims, device=device) * 2 - 1).half()
     params = encoding.params
 
@@ -320,20 +338,23 @@ def throughput(tcnn, args) -> dict:
                 times.append(start.elapsed_time(end))
         return statistics.median(times)
 
-    def forward():
+    def forward(points):
         with torch.no_grad():
-            encoding(x)
+            encoding(points)
 
-    def forward_backward():
+    def forward_backward(points):
         params.grad = None
-        encoding(x).backward(dy)
+        encoding(points).backward(dy)
 
     return {
         "config": DEFAULT_HASHGRID,
         "dtype": str(encoding.dtype),
         "points": n,
-        "forward_ms": event_median_ms(forward),
-        "forward_backward_ms": event_median_ms(forward_backward),
+        "forward_ms": event_median_ms(lambda: forward(x)),
+        "forward_backward_ms": event_median_ms(lambda: forward_backward(x)),
+        "rays": "8192 x 256 samples, sorted along each ray",
+        "rays_forward_ms": event_median_ms(lambda: forward(rays)),
+        "rays_forward_backward_ms": event_median_ms(lambda: forward_backward(rays)),
     }
 
 
@@ -413,7 +434,8 @@ def report(name: str, result: dict) -> None:
               f"{result['forward_no_grad_us']:.1f} us, forward + backward {result['forward_backward_us']:.1f} us")
     elif name == "throughput":
         print(f"  throughput (2^21 points, 16 levels, fp16): forward {result['forward_ms']:.3f} ms, "
-              f"forward + backward {result['forward_backward_ms']:.3f} ms")
+              f"forward + backward {result['forward_backward_ms']:.3f} ms; along rays: forward "
+              f"{result['rays_forward_ms']:.3f} ms, forward + backward {result['rays_forward_backward_ms']:.3f} ms")
     elif "cases" in result and isinstance(result["cases"], list):
         for case in result["cases"]:
             print(f"  checkpoint {case['config']['otype']} {case['dtype']}: max error {case['max_abs_error']:.3g} "
