@@ -181,7 +181,9 @@ GJ_INLINE void gj_visit_group(const gj_level_group<C>& group, Op& op) {
     for (gj_u32 level = group.first; level < group.last; ++level) gj_visit_level<C, LV>(level, op);
 }
 
-// Level-major, one level per thread (blockIdx.y; L is the slice that writes the padding).
+// Level-major, one level per thread (blockIdx.y; L is the slice that writes the padding):
+// the forward keeps this body beside the level-group one below, which measured up to 9 %
+// slower with one level (C3) at the cost of its code twice in the forward kernels.
 template <class C, class LV, bool DYDX>
 GJ_INLINE void gj_forward_level(const gj_forward_args& a) {
     gj_for_each_point<C>(a.n, [&](gj_u64 i) {
@@ -326,23 +328,11 @@ GJ_INLINE void gj_add_point_dldx(const gj_backward_args& a, gj_u64 i, const floa
     }
 }
 
-// Level-major, one level per thread: one block, one level, BLOCK * PPT points, global atomics.
-template <class C, class LV, bool PARAMS, bool INPUT>
-GJ_INLINE void gj_backward_level(const gj_backward_args& a, gj_u32 level) {
-    const gj_level lv = LV::at(level);
-    if (gj_coarse_level<C>(a, lv)) return;
-    gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
-        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
-            gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
-            op.template run<decltype(mode)::value>(level, lv);
-            if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
-        });
-    });
-}
-
-// Level-major, several levels per thread: the levels of this block's group in turn for
-// each point (the small ones left to NAME_backward_coarse), dL/dx summed over them before
-// the atomics (levels in other groups add theirs).
+// Level-major: the levels of this block's group (args.levels_per_thread of them, one by
+// default) in turn for each point, the small ones left to NAME_backward_coarse; dL/dx
+// summed over them before the atomics (levels in other groups add theirs). One body for
+// every group size: a separate one-level body measured no faster (within 2 %) and
+// doubled the backward kernels' code and compile time.
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_group(const gj_backward_args& a) {
     typedef typename C::param_t T;
@@ -366,8 +356,7 @@ GJ_INLINE void gj_backward_group(const gj_backward_args& a) {
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
     if constexpr (C::LEVEL_MAJOR) {
-        if (a.levels_per_thread <= 1) gj_backward_level<C, LV, PARAMS, INPUT>(a, blockIdx.y);
-        else gj_backward_group<C, LV, PARAMS, INPUT>(a);
+        gj_backward_group<C, LV, PARAMS, INPUT>(a);
     } else {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);

@@ -9,7 +9,6 @@ PYTHONPATH, e.g.: PYTHONPATH=/tmp/gridjit-py python3 -m pytest python/tests -x -
 
 from __future__ import annotations
 
-import copy
 import math
 
 import pytest
@@ -139,53 +138,61 @@ def test_cuda_graph_forward_replays_bit_identically():
 
 def test_cuda_graph_training_step_replays_like_eager():
     """A whole training step (forward, fit + eikonal loss through create_graph, backward,
-    capturable Adam) captured in a CUDA graph, against the same steps run eagerly from
-    the same state. The first step's encoding output is bit-identical (no atomics in the
-    forward pass); afterwards gradients, summed with fp32 atomic additions in an order
-    that differs between runs, differ in their last bits, and so do the parameters: the
-    losses agree to 1e-4 relative, the parameters to 1e-5."""
-    torch.manual_seed(0)
-    model = SDF().to(DEVICE)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
-    gen = torch.Generator(device=DEVICE).manual_seed(2)
-    batches = [torch.rand(16384, 3, device=DEVICE, generator=gen) for _ in range(8)]
-    static_x = batches[0].clone()
+    capturable Adam) captured in a CUDA graph and replayed, against the same steps run
+    eagerly from the same state (copied after the capture, so that nothing but torch's
+    recipe happens between the warm-up and the capture). The first step's encoding output
+    is bit-identical (no atomics in the forward pass); afterwards gradients, summed with
+    fp32 atomic additions in an order that differs between runs, differ in their last
+    bits, and so do the parameters: the losses agree to 1e-4 relative, the parameters to
+    1e-5."""
+    warm_up_inputs = [torch.rand(16384, 3, device=DEVICE) for _ in range(3)]
+    batches = [torch.rand(16384, 3, device=DEVICE) for _ in range(8)]
 
-    def step(x):
-        m, opt = model_of[0], optimizer_of[0]
-        opt.zero_grad(set_to_none=True)
+    def make():
+        torch.manual_seed(0)
+        model = SDF().to(DEVICE)
+        return model, torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
+
+    def step(model, optimizer, x):
+        optimizer.zero_grad(set_to_none=True)
         x = x.detach().requires_grad_(True)  # an alias of the batch's memory
-        features = m.encoder(x)
-        sdf = m.decoder(features.float())
+        features = model.encoder(x)
+        sdf = model.decoder(features.float())
         (nablas,) = torch.autograd.grad(sdf, x, torch.ones_like(sdf), create_graph=True)
         target = (x.detach() - 0.5).norm(dim=-1, keepdim=True) - 0.3
         norm = nablas.norm(dim=-1)
         loss = torch.nn.functional.mse_loss(sdf, target) + 0.1 * torch.nn.functional.mse_loss(norm, torch.ones_like(norm))
         loss.backward()
-        opt.step()
+        optimizer.step()
         return features.detach(), loss.detach()
 
-    model_of, optimizer_of = [model], [optimizer]
-    _warm_up(lambda: step(torch.rand(16384, 3, device=DEVICE, generator=gen)))
-    torch.cuda.synchronize()
-    eager_model = copy.deepcopy(model)
-    eager_optimizer = torch.optim.Adam(eager_model.parameters(), lr=1e-3, capturable=True)
-    eager_optimizer.load_state_dict(copy.deepcopy(optimizer.state_dict()))
-
+    model, optimizer = make()
+    side = torch.cuda.Stream()  # torch's recipe: eager iterations on a side stream first
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for x in warm_up_inputs:
+            step(model, optimizer, x)
+    torch.cuda.current_stream().wait_stream(side)
+    static_x = batches[0].clone()
     graph = torch.cuda.CUDAGraph()
     optimizer.zero_grad(set_to_none=True)
     with torch.cuda.graph(graph):
-        static_features, static_loss = step(static_x)
+        static_features, static_loss = step(model, optimizer, static_x)
+    torch.cuda.synchronize()
+
+    # The captured step has not run yet: the state after the warm-up, for the eager run.
+    eager_model, eager_optimizer = make()
+    eager_model.load_state_dict(model.state_dict())
+    eager_optimizer.load_state_dict(optimizer.state_dict())
 
     replayed, eager = [], []
     for x in batches:
         static_x.copy_(x)
         graph.replay()
         replayed.append((static_features.clone(), static_loss.item()))
-    model_of[0], optimizer_of[0] = eager_model, eager_optimizer
     for x in batches:
-        features, loss = step(x.clone())
-        eager.append((features.detach(), loss.item()))
+        features, loss = step(eager_model, eager_optimizer, x.clone())
+        eager.append((features, loss.item()))
     torch.cuda.synchronize()
 
     assert torch.equal(replayed[0][0], eager[0][0]), "first step's encoding output"

@@ -518,13 +518,6 @@ GJ_INLINE void gj_add_edge_values(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, co
     gj_add_entry_values<C, SHARED>(grad, i1, v1);
 }
 
-template <class C, bool SHARED = false, class G>
-GJ_INLINE void gj_add_edge(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, float w0, float w1, const float (&g)[C::F]) {
-    float v0[C::F], v1[C::F];
-    gj_weighted<C::F>(w0, g, v0);
-    gj_weighted<C::F>(w1, g, v1);
-    gj_add_edge_values<C, SHARED>(grad, i0, i1, v0, v1);
-}
 
 // Corner `corner` (bit d set: upper neighbour along d) of the cell at c.
 template <int D>
@@ -673,14 +666,20 @@ GJ_INLINE bool gj_find_runs(const gj_u32 (&c)[D], gj_u32 min_same, gj_u32& lane,
     return true;
 }
 
-// The sum of v over lanes lane..end (a run), valid in the run's first lane.
-GJ_INLINE float gj_run_sum(float v, gj_u32 lane, gj_u32 end) {
-#pragma unroll
+// Each v[k] summed over lanes lane..end (a run), valid in the run's first lane. The steps
+// stay a loop: unrolled, they would multiply the kernels' code (and compile time) for a
+// path that uniform inputs never take.
+template <int N>
+GJ_INLINE void gj_run_sums(float (&v)[N], gj_u32 lane, gj_u32 end) {
+#pragma unroll 1
     for (gj_u32 offset = 1; offset < 32; offset <<= 1) {
-        const float other = __shfl_down_sync(0xffffffffu, v, offset);
-        if (lane + offset <= end) v += other;
+        const bool inside = lane + offset <= end;
+#pragma unroll
+        for (int k = 0; k < N; ++k) {
+            const float other = __shfl_down_sync(0xffffffffu, v[k], offset);
+            if (inside) v[k] += other;
+        }
     }
-    return v;
 }
 
 // ---- backward ----------------------------------------------------------------------
@@ -735,23 +734,17 @@ GJ_INLINE void gj_level_backward(const float* x, const gj_level& lv, const typen
                 gj_load_entry<C>(grid, index[1], val[1]);
             }
             if constexpr (PARAMS && !C::STOCHASTIC) {
-                const float w0 = gj_weight_product<D>(w, edge << 1, -1, -1);
-                const float w1 = gj_weight_product<D>(w, (edge << 1) | 1u, -1, -1);
+                float v[2][F]; // the two corners' weighted dL/dy
+                gj_weighted<F>(gj_weight_product<D>(w, edge << 1, -1, -1), g, v[0]);
+                gj_weighted<F>(gj_weight_product<D>(w, (edge << 1) | 1u, -1, -1), g, v[1]);
+                bool adds = true;
                 if constexpr (!SHARED && gj_warp_runs<C>::ENABLED) {
-                    if (runs) {
-                        float s0[F], s1[F];
-#pragma unroll
-                        for (int f = 0; f < F; ++f) {
-                            s0[f] = gj_run_sum(w0 * g[f], run.lane, run.end);
-                            s1[f] = gj_run_sum(w1 * g[f], run.lane, run.end);
-                        }
-                        if (run.head) gj_add_edge_values<C, SHARED>(grad, index[0], index[1], s0, s1);
-                    } else {
-                        gj_add_edge<C, SHARED>(grad, index[0], index[1], w0, w1, g);
+                    if (runs) { // the run's sums, added by its first lane only
+                        gj_run_sums<2 * F>(*(float(*)[2 * F])&v[0][0], run.lane, run.end);
+                        adds = run.head;
                     }
-                } else {
-                    gj_add_edge<C, SHARED>(grad, index[0], index[1], w0, w1, g);
                 }
+                if (adds) gj_add_edge_values<C, SHARED>(grad, index[0], index[1], v[0], v[1]);
             }
 #pragma unroll
             for (int side = 0; side < 2; ++side) {

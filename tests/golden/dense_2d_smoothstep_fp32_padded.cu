@@ -520,13 +520,6 @@ GJ_INLINE void gj_add_edge_values(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, co
     gj_add_entry_values<C, SHARED>(grad, i1, v1);
 }
 
-template <class C, bool SHARED = false, class G>
-GJ_INLINE void gj_add_edge(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, float w0, float w1, const float (&g)[C::F]) {
-    float v0[C::F], v1[C::F];
-    gj_weighted<C::F>(w0, g, v0);
-    gj_weighted<C::F>(w1, g, v1);
-    gj_add_edge_values<C, SHARED>(grad, i0, i1, v0, v1);
-}
 
 // Corner `corner` (bit d set: upper neighbour along d) of the cell at c.
 template <int D>
@@ -675,14 +668,20 @@ GJ_INLINE bool gj_find_runs(const gj_u32 (&c)[D], gj_u32 min_same, gj_u32& lane,
     return true;
 }
 
-// The sum of v over lanes lane..end (a run), valid in the run's first lane.
-GJ_INLINE float gj_run_sum(float v, gj_u32 lane, gj_u32 end) {
-#pragma unroll
+// Each v[k] summed over lanes lane..end (a run), valid in the run's first lane. The steps
+// stay a loop: unrolled, they would multiply the kernels' code (and compile time) for a
+// path that uniform inputs never take.
+template <int N>
+GJ_INLINE void gj_run_sums(float (&v)[N], gj_u32 lane, gj_u32 end) {
+#pragma unroll 1
     for (gj_u32 offset = 1; offset < 32; offset <<= 1) {
-        const float other = __shfl_down_sync(0xffffffffu, v, offset);
-        if (lane + offset <= end) v += other;
+        const bool inside = lane + offset <= end;
+#pragma unroll
+        for (int k = 0; k < N; ++k) {
+            const float other = __shfl_down_sync(0xffffffffu, v[k], offset);
+            if (inside) v[k] += other;
+        }
     }
-    return v;
 }
 
 // ---- backward ----------------------------------------------------------------------
@@ -737,23 +736,17 @@ GJ_INLINE void gj_level_backward(const float* x, const gj_level& lv, const typen
                 gj_load_entry<C>(grid, index[1], val[1]);
             }
             if constexpr (PARAMS && !C::STOCHASTIC) {
-                const float w0 = gj_weight_product<D>(w, edge << 1, -1, -1);
-                const float w1 = gj_weight_product<D>(w, (edge << 1) | 1u, -1, -1);
+                float v[2][F]; // the two corners' weighted dL/dy
+                gj_weighted<F>(gj_weight_product<D>(w, edge << 1, -1, -1), g, v[0]);
+                gj_weighted<F>(gj_weight_product<D>(w, (edge << 1) | 1u, -1, -1), g, v[1]);
+                bool adds = true;
                 if constexpr (!SHARED && gj_warp_runs<C>::ENABLED) {
-                    if (runs) {
-                        float s0[F], s1[F];
-#pragma unroll
-                        for (int f = 0; f < F; ++f) {
-                            s0[f] = gj_run_sum(w0 * g[f], run.lane, run.end);
-                            s1[f] = gj_run_sum(w1 * g[f], run.lane, run.end);
-                        }
-                        if (run.head) gj_add_edge_values<C, SHARED>(grad, index[0], index[1], s0, s1);
-                    } else {
-                        gj_add_edge<C, SHARED>(grad, index[0], index[1], w0, w1, g);
+                    if (runs) { // the run's sums, added by its first lane only
+                        gj_run_sums<2 * F>(*(float(*)[2 * F])&v[0][0], run.lane, run.end);
+                        adds = run.head;
                     }
-                } else {
-                    gj_add_edge<C, SHARED>(grad, index[0], index[1], w0, w1, g);
                 }
+                if (adds) gj_add_edge_values<C, SHARED>(grad, index[0], index[1], v[0], v[1]);
             }
 #pragma unroll
             for (int side = 0; side < 2; ++side) {
@@ -1279,7 +1272,9 @@ GJ_INLINE void gj_visit_group(const gj_level_group<C>& group, Op& op) {
     for (gj_u32 level = group.first; level < group.last; ++level) gj_visit_level<C, LV>(level, op);
 }
 
-// Level-major, one level per thread (blockIdx.y; L is the slice that writes the padding).
+// Level-major, one level per thread (blockIdx.y; L is the slice that writes the padding):
+// the forward keeps this body beside the level-group one below, which measured up to 9 %
+// slower with one level (C3) at the cost of its code twice in the forward kernels.
 template <class C, class LV, bool DYDX>
 GJ_INLINE void gj_forward_level(const gj_forward_args& a) {
     gj_for_each_point<C>(a.n, [&](gj_u64 i) {
@@ -1424,23 +1419,11 @@ GJ_INLINE void gj_add_point_dldx(const gj_backward_args& a, gj_u64 i, const floa
     }
 }
 
-// Level-major, one level per thread: one block, one level, BLOCK * PPT points, global atomics.
-template <class C, class LV, bool PARAMS, bool INPUT>
-GJ_INLINE void gj_backward_level(const gj_backward_args& a, gj_u32 level) {
-    const gj_level lv = LV::at(level);
-    if (gj_coarse_level<C>(a, lv)) return;
-    gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
-        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
-            gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
-            op.template run<decltype(mode)::value>(level, lv);
-            if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
-        });
-    });
-}
-
-// Level-major, several levels per thread: the levels of this block's group in turn for
-// each point (the small ones left to NAME_backward_coarse), dL/dx summed over them before
-// the atomics (levels in other groups add theirs).
+// Level-major: the levels of this block's group (args.levels_per_thread of them, one by
+// default) in turn for each point, the small ones left to NAME_backward_coarse; dL/dx
+// summed over them before the atomics (levels in other groups add theirs). One body for
+// every group size: a separate one-level body measured no faster (within 2 %) and
+// doubled the backward kernels' code and compile time.
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_group(const gj_backward_args& a) {
     typedef typename C::param_t T;
@@ -1464,8 +1447,7 @@ GJ_INLINE void gj_backward_group(const gj_backward_args& a) {
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
     if constexpr (C::LEVEL_MAJOR) {
-        if (a.levels_per_thread <= 1) gj_backward_level<C, LV, PARAMS, INPUT>(a, blockIdx.y);
-        else gj_backward_group<C, LV, PARAMS, INPUT>(a);
+        gj_backward_group<C, LV, PARAMS, INPUT>(a);
     } else {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
