@@ -2,7 +2,8 @@
 """The figures of docs/benchmarks.md, from docs/benchmarks/results.json alone:
 
     python3 docs/benchmarks/plot.py            # writes the PNGs beside this script
-    python3 docs/benchmarks/plot.py --tables   # prints the markdown tables of benchmarks.md
+    python3 docs/benchmarks/plot.py --tables   # prints the markdown tables of benchmarks.md,
+                                               # each after a comment naming its section
 
   ratio_by_pass.png     kernel time gridjit / tiny-cuda-nn per pass, C1-C4, SoA and AoS outputs
   compile_latency.png   cold compile per pass: 2 cores (previous release, now), 16 cores
@@ -207,38 +208,40 @@ def table(header: list, rows: list) -> str:
     return "\n".join(lines)
 
 
-def tables(r: dict) -> str:
-    out = []
-    k, prev = r["kernels"], r["commits"]["previous_release"]
+def tables(r: dict) -> dict:
+    """The tables of docs/benchmarks.md by section, as markdown."""
+    out = {}
+    k, prev, now = r["kernels"], r["commits"]["previous_release"], r["commits"]["kernels_measured"]
     rows = []
     for name, e in k.items():
         for p in r["passes"]:
             rows.append([name, PASS_NAMES[p], ms(e["reference"][p]), ms(e["soa"][p]), ms(e["aos"][p]),
                          ratio(e["soa"][p], e["reference"][p]), ratio(e["aos"][p], e["reference"][p])])
-    out.append(table(["~config", "~pass", "tiny-cuda-nn", "gridjit SoA", "gridjit AoS", "SoA / tiny-cuda-nn",
-                      "AoS / tiny-cuda-nn"], rows))
+    out["1 kernels, C1-C4"] = table(["~config", "~pass", "tiny-cuda-nn", "gridjit SoA", "gridjit AoS",
+                                     "SoA / tiny-cuda-nn", "AoS / tiny-cuda-nn"], rows)
 
     rows = []
     for name, e in k.items():
         for p in ("forward", "backward"):
             rows.append([name, PASS_NAMES[p], ms(e["soa"][p]), ms(e["aos"][p]), ratio(e["aos"][p], e["soa"][p]),
-                         ms(e["previous_aos"][p]), ratio(e["previous_aos"][p], e["soa"][p])])
-    out.append(table(["~config", "~pass", "SoA", "AoS", "AoS / SoA", f"previous release ({prev}) AoS",
-                      "previous AoS / SoA"], rows))
+                         ms(e["previous_aos"][p])])
+    out["2 AoS and SoA"] = table(["~config", "~pass", "SoA", "AoS", "AoS / SoA", f"previous release ({prev}), AoS"],
+                                 rows)
 
     if "levels_per_thread" in r:
         lpt = r["levels_per_thread"]["C1"]
         rows = [[g, ms(lpt["aos"][g]["forward"]), ms(lpt["aos"][g]["backward"]), ms(lpt["soa"][g]["forward"]),
                  ms(lpt["soa"][g]["backward"])] for g in ("1", "2", "4", "8")]
-        out.append(table(["~levels per thread", "AoS forward", "AoS backward", "SoA forward", "SoA backward"], rows))
+        out["2 levels per thread, C1"] = table(["~levels per thread", "AoS forward", "AoS backward", "SoA forward",
+                                                "SoA backward"], rows)
 
     rows = []
     for name, e in k.items():
         for p in ("forward", "backward", "step"):
             rows.append([name, PASS_NAMES[p], ms(e["soa"][p]), ms(e["rays_soa"][p]), ratio(e["rays_soa"][p], e["soa"][p]),
                          ms(e["aos"][p]), ms(e["rays_aos"][p]), ratio(e["rays_aos"][p], e["aos"][p])])
-    out.append(table(["~config", "~pass", "SoA uniform", "SoA rays", "rays / uniform", "AoS uniform", "AoS rays",
-                      "rays / uniform"], rows))
+    out["3 rays"] = table(["~config", "~pass", "SoA uniform", "SoA rays", "rays / uniform", "AoS uniform", "AoS rays",
+                           "rays / uniform"], rows)
 
     if "aggregation" in r:
         rows = []
@@ -247,8 +250,8 @@ def tables(r: dict) -> str:
                 rows.append([name, PASS_NAMES[p], ms(e["soa"]["off"][p]), ms(e["soa"]["on"][p]),
                              ratio(e["soa"]["on"][p], e["soa"]["off"][p]), ms(e["aos"]["off"][p]), ms(e["aos"]["on"][p]),
                              ratio(e["aos"]["on"][p], e["aos"]["off"][p])])
-        out.append(table(["~config", "~pass (rays)", "SoA, off", "SoA, on", "on / off", "AoS, off", "AoS, on",
-                          "on / off"], rows))
+        out["3 warp aggregation"] = table(["~config", "~pass (rays)", "SoA, off", "SoA, on", "on / off", "AoS, off",
+                                           "AoS, on", "on / off"], rows)
 
     rows = []
     for name, e in r["spread"].items():
@@ -256,13 +259,61 @@ def tables(r: dict) -> str:
             rows.append([name, PASS_NAMES[p], ms(e["previous_soa"][p]), ms(e["soa"][p]),
                          ratio(e["soa"][p], e["previous_soa"][p]), ms(e["previous_aos"][p]), ms(e["aos"][p]),
                          ratio(e["aos"][p], e["previous_aos"][p])])
-    out.append(table(["~config", "~pass", f"SoA, {prev}", "SoA, now", "now / previous", f"AoS, {prev}", "AoS, now",
-                      "now / previous"], rows))
+    out["4 spread"] = table(["~config", "~pass", f"SoA, {prev}", f"SoA, {now}", "ratio", f"AoS, {prev}", f"AoS, {now}",
+                             "ratio"], rows)
 
-    fmt = {"ms": "{:.3f} ms", "µs": "{:.1f} µs", "": "{:.4g}"}
-    rows = [[label, fmt[unit].format(t), fmt[unit].format(g), ratio(g, t)] for label, t, g, unit, _ in pytorch_rows(r)]
-    out.append(table(["~workload", "tinycudann", "gridjit.torch", "gridjit / tinycudann"], rows))
-    return "\n\n".join(out)
+    if "pytorch" in r:
+        fmt = {"ms": "{:.3f} ms", "µs": "{:.1f} µs", "": "{:.4g}"}
+        rows = [[label, fmt[unit].format(t), fmt[unit].format(g), ratio(g, t)]
+                for label, t, g, unit, _ in pytorch_rows(r)]
+        out["5 pytorch"] = table(["~workload", "tinycudann", "gridjit.torch", "gridjit / tinycudann"], rows)
+
+    if "bwdbwd_script" in r:
+        t, g = r["bwdbwd_script"]["tinycudann"], r["bwdbwd_script"]["gridjit"]
+        rows = [["it/s (tqdm's last line)", f"{t['it_per_s']:.2f}", f"{g['it_per_s']:.2f}", "–"],
+                ["time per step (1 / it/s)", f"{1e3 / t['it_per_s']:.3f} ms", f"{1e3 / g['it_per_s']:.3f} ms",
+                 ratio(t["it_per_s"], g["it_per_s"])],
+                ["loss at the last step", f"{t['final_loss']:.4g}", f"{g['final_loss']:.4g}",
+                 ratio(g["final_loss"], t["final_loss"])],
+                ["mean of the last 100 losses printed", f"{t['mean_loss_last_100']:.4g}",
+                 f"{g['mean_loss_last_100']:.4g}", ratio(g["mean_loss_last_100"], t["mean_loss_last_100"])]]
+        out["5 test_grid_bwdbwd.py"] = table(["~1500 steps", "tinycudann", "gridjit.torch", "gridjit / tinycudann"], rows)
+
+    if "launch_calls" in r:
+        c = r["launch_calls"]
+        rows = [["host: until the last call returns", f"{c['forward']['host_us']:.2f} µs", f"{c['backward']['host_us']:.2f} µs"],
+                ["wall: until the GPU has finished", f"{c['forward']['wall_us']:.2f} µs", f"{c['backward']['wall_us']:.2f} µs"]]
+        out["6 launch overhead"] = table(["~per call", "gj_forward", "gj_backward"], rows)
+
+    c2, c16 = r["compile_2_cores"], r["compile_16_cores_previous_release"]
+    what = [("forward", "`gridjit compile --pass forward`"), ("forward,backward", "`gridjit compile --pass forward,backward`"),
+            ("all", "`gridjit compile` (every pass)"), ("precompile", "`gridjit precompile` (the module's programs, on threads)")]
+
+    def secs(pair):
+        return f"{pair[0]:.2f} s ({pair[1]:.2f})"
+    rows = [[label, secs(c2["final"][key]), secs(c2["previous_release"][key]), secs(c16[key])] for key, label in what]
+    out["7 compile latency"] = table(["~what", f"2 cores, {r['commits']['final']}", f"2 cores, {prev}",
+                                      f"16 cores (H200 machine), {c16['commit']}"], rows)
+
+    b = r["compile_h200_bench_ms"]
+    rows = [[name, ", ".join(map(str, b["previous_release"][name])), ", ".join(map(str, b["kernels_measured"][name]))]
+            for name in b["previous_release"]]
+    rows.append(["median", str(b["median_ms"]["previous_release"]), str(b["median_ms"]["kernels_measured"])])
+    out["7 bench cold compile"] = table(["~config", f"{prev} (ms)", f"{now} (ms)"], rows)
+
+    f = r["fused"]
+    names = [("inference", "inference"), ("training_step", "training step (forward, backward, Adam)"),
+             ("forward_backward", "forward + backward")]
+    rows = [[label, f"{f['ms'][key]['reference_jit']:.3f} ms", f"{f['ms'][key]['reference_unfused']:.3f} ms",
+             f"{f['ms'][key]['fused']:.3f} ms", f"{f['ms'][key]['unfused_soa']:.3f} ms",
+             ratio(f["ms"][key]["fused"], f["ms"][key]["reference_jit"])] for key, label in names]
+    rows += [[f"cold compile, {kind} kernel{'s' if kind == 'training' else ''}",
+              f"{f['cold_compile_s'][kind]['reference_jit']:.2f} s", "–", f"{f['cold_compile_s'][kind]['fused']:.2f} s",
+              "–", ratio(f["cold_compile_s"][kind]["fused"], f["cold_compile_s"][kind]["reference_jit"])]
+             for kind in ("inference", "training")]
+    out["8 fused"] = table(["~", "tiny-cuda-nn, JIT-fused", "tiny-cuda-nn, unfused", "gridjit, fused",
+                            "gridjit, unfused (SoA features)", "fused / tiny-cuda-nn JIT"], rows)
+    return out
 
 
 def main() -> int:
@@ -273,7 +324,7 @@ def main() -> int:
     args = ap.parse_args()
     r = load(args.results)
     if args.tables:
-        print(tables(r))
+        print("\n\n".join(f"<!-- {name} -->\n{text}" for name, text in tables(r).items()))
         return 0
     try:
         import matplotlib
