@@ -10,7 +10,7 @@ Workloads (--workload, comma-separated, default all):
 
 eikonal     tiny-cuda-nn's scripts/test_grid_bwdbwd.py test_train(): SDF = Encoding
             (HashGrid, 4 levels, F 2, log2_hashmap_size 15, base 12, per_level_scale 1.5,
-            Linear) + torch MLP 32 -> 64 -> 1; eikonal loss (mse of |dsdf/dx| against 1)
+            Linear) + torch MLP 8 -> 64 -> 1; eikonal loss (mse of |dsdf/dx| against 1)
             through autograd.grad(create_graph=True); torch.optim.Adam(model.parameters(),
             2e-3); 51200 uniform points per step; the default dtype. --steps steps
             (default 1500); the loss every 10 steps; wall time per step as the median over
