@@ -14,6 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Every GJ_CONFIG_* flag the parsers know (the public entry points refuse other bits). */
+#define GJ__CONFIG_KNOWN_FLAGS GJ_CONFIG_IGNORE_UNKNOWN_KEYS
+
 /* A canonical spelling and the enumerator it stands for. */
 typedef struct gj__name_value {
     const char *name;
