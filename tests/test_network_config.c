@@ -341,7 +341,8 @@ static void model_errors_name_the_part(void **state) {
     expect_model_error("{\"encoding\": {}, \"network\": {}}", 3, 0, "network: n_output_dims: required");
     expect_model_error("{\"encoding\": {\"n_dims_to_encode\": 2}, \"network\": {}}", 3, 1,
                        "encoding: n_dims_to_encode: the configuration says 2 but the caller passed n_dims = 3");
-    expect_model_error("{\"encoding\": [], \"network\": {}}", 3, 1, "encoding: the configuration must be a JSON object");
+    expect_model_error("{\"encoding\": [], \"network\": {}}", 3, 1,
+                       "encoding: the configuration must be a JSON object");
     expect_model_error("{\"encoding\": {}, \"network\": 4}", 3, 1, "network: the network configuration must be a "
                                                                     "JSON object");
     expect_model_error("{\"otype\": \"Model\", \"encoding\": {}, \"network\": {}}", 3, 1,
@@ -367,8 +368,8 @@ static void model_skips_unknown_keys_per_part(void **state) {
     char err[1024] = "";
     gj__strbuf ignored;
     gj__sb_init(&ignored);
-    assert_int_equal(gj__model_config_parse_ex(json, 3, 0, GJ_CONFIG_IGNORE_UNKNOWN_KEYS, &ignored, &m, err, sizeof err),
-                     GJ_OK);
+    const uint32_t lenient = GJ_CONFIG_IGNORE_UNKNOWN_KEYS;
+    assert_int_equal(gj__model_config_parse_ex(json, 3, 0, lenient, &ignored, &m, err, sizeof err), GJ_OK);
     char *text = gj__sb_take(&ignored);
     assert_non_null(text);
     assert_string_equal(text, "unknown key 'loss' (known keys: otype, encoding, network)\n"
