@@ -141,7 +141,8 @@ static gj_status parse_width(parser *p, key_id key, uint32_t arg, uint32_t max, 
     *out = from_key ? from_key : arg;
     if (*out == 0) {
         return fail(p, "%s: required: give the key \"%s\" in the network object or pass the width (the %s "
-                       "argument)", name, name, name);
+                       "argument; %s of the gridjit tool)",
+                    name, name, name, key == KEY_N_INPUT_DIMS ? "--dims" : "--output-dims");
     }
     if (*out > max) {
         return fail(p, "%s: must be from 1 to %u (got %s = %u)", name, max, name, *out);
