@@ -121,12 +121,39 @@ static void structs_must_come_from_their_init(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* gj_network keeps the same rules: destroy(NULL) is a no-op, a failed create leaves a
+ * message naming the key and a NULL handle, the next success empties it, and its
+ * caller-allocated layer info must come from its _init. */
+static void the_network_handle_follows_the_rules(void **state) {
+    (void)state;
+    gj_network_destroy(NULL);
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, "{\"n_hidden_layers\": -1}", 3, 1, &net), GJ_ERROR_INVALID_CONFIG);
+    assert_null(net);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "n_hidden_layers"));
+    assert_int_equal(gj_network_n_params(net), 0); /* getters leave the message alone */
+    assert_non_null(strstr(gj_context_errmsg(ctx), "n_hidden_layers"));
+    assert_int_equal(gj_network_create(ctx, "{\"otype\": \"FullyFusedMLP\"}", 3, 1, &net), GJ_OK);
+    assert_string_equal(gj_context_errmsg(ctx), "");
+    gj_network_layer_info info;
+    memset(&info, 0, sizeof info);
+    assert_int_equal(gj_network_layer(net, 0, &info), GJ_ERROR_INVALID_ARGUMENT);
+    gj_network_layer_info_init(&info);
+    assert_int_equal(info.struct_size, sizeof info);
+    assert_int_equal(gj_network_layer(net, 0, &info), GJ_OK);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_successful_call_empties_the_message),
         cmocka_unit_test(messages_are_per_thread),
         cmocka_unit_test(the_log_level_filters),
         cmocka_unit_test(structs_must_come_from_their_init),
+        cmocka_unit_test(the_network_handle_follows_the_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* Helpers shared by the gridjit subcommands. */
 #include "cli_common.h"
+#include "cli_network.h"
 #include "cli_suggest.h"
 
 #include <cjson/cJSON.h>
@@ -346,11 +347,25 @@ int gj_cli_read_config(const char *cmd, const char *arg, char **json) {
     return GJ_CLI_OK;
 }
 
-/* Creates ctx and enc; where names the source of the JSON in messages ("" for inline). */
-static int open_encoding(const char *cmd, const char *json, const char *where, uint32_t n_dims, gj_context **ctx,
-                         gj_encoding **enc) {
+void gj_cli_config_where(const char *config_arg, char *where, size_t size) {
+    where[0] = '\0';
+    if (!looks_like_json(config_arg)) {
+        snprintf(where, size, " in '%s'", config_arg);
+    }
+}
+
+int gj_cli_open_json_where(const char *cmd, const char *json, const char *where, uint32_t n_dims, gj_context **ctx,
+                           gj_encoding **enc) {
     *ctx = NULL;
     *enc = NULL;
+    const gj_cli_config_kind kind = gj_cli_classify_config(json);
+    if (kind != GJ_CLI_CONFIG_ENCODING) {
+        /* Said plainly, rather than the encoding parser's complaint about "network" or "n_neurons". */
+        gj_cli_error(cmd, "the configuration%s is a %s configuration: `gridjit %s` takes encodings only so far "
+                          "(networks get generated code later); `gridjit info --config` describes it",
+                     where, kind == GJ_CLI_CONFIG_MODEL ? "model" : "network", cmd);
+        return GJ_CLI_FAILURE;
+    }
     gj_status status = gj_context_create(ctx);
     if (status != GJ_OK) {
         return gj_cli_status_error(cmd, NULL, status, "cannot create a context");
@@ -370,7 +385,7 @@ static int open_encoding(const char *cmd, const char *json, const char *where, u
 }
 
 int gj_cli_open_json(const char *cmd, const char *json, uint32_t n_dims, gj_context **ctx, gj_encoding **enc) {
-    return open_encoding(cmd, json, "", n_dims, ctx, enc);
+    return gj_cli_open_json_where(cmd, json, "", n_dims, ctx, enc);
 }
 
 int gj_cli_open(const char *cmd, const char *config_arg, uint32_t n_dims, gj_context **ctx, gj_encoding **enc) {
@@ -381,11 +396,9 @@ int gj_cli_open(const char *cmd, const char *config_arg, uint32_t n_dims, gj_con
     if (rc != GJ_CLI_OK) {
         return rc;
     }
-    char where[512] = "";
-    if (!looks_like_json(config_arg)) {
-        snprintf(where, sizeof where, " in '%s'", config_arg);
-    }
-    rc = open_encoding(cmd, json, where, n_dims, ctx, enc);
+    char where[512];
+    gj_cli_config_where(config_arg, where, sizeof where);
+    rc = gj_cli_open_json_where(cmd, json, where, n_dims, ctx, enc);
     free(json);
     return rc;
 }

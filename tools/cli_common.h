@@ -82,6 +82,12 @@ int gj_cli_parse_gradients(const char *cmd, const char *text, int *gradients_fp3
 int gj_cli_open(const char *cmd, const char *config_arg, uint32_t n_dims, gj_context **ctx, gj_encoding **enc);
 /* Same from a JSON text instead of a --config argument. */
 int gj_cli_open_json(const char *cmd, const char *json, uint32_t n_dims, gj_context **ctx, gj_encoding **enc);
+/* Same, where naming the JSON's source in messages ("" inline, " in 'FILE'"). A network or
+ * model configuration is refused with a message saying so. */
+int gj_cli_open_json_where(const char *cmd, const char *json, const char *where, uint32_t n_dims, gj_context **ctx,
+                           gj_encoding **enc);
+/* where for a --config argument: "" for inline JSON, " in 'ARG'" for a file. */
+void gj_cli_config_where(const char *config_arg, char *where, size_t size);
 void gj_cli_close(gj_context *ctx, gj_encoding *enc);
 
 /* The human-readable summary of an encoding: hyperparameters, sizes and the level table. */

@@ -13,7 +13,7 @@ typedef struct gj_cli_command {
 
 /* One line per subcommand. */
 static const gj_cli_command commands[] = {
-    {"info", gj_cli_info, "print the level table, parameter count and hyperparameters of a configuration"},
+    {"info", gj_cli_info, "print the parameter layout and hyperparameters of an encoding, network or model"},
     {"dump", gj_cli_dump, "print the generated CUDA source of a configuration"},
     {"compile", gj_cli_compile, "compile a configuration with NVRTC to a cubin or PTX file"},
     {"demo", gj_cli_demo, "show the whole pipeline on tcnn's default HashGrid configuration"},

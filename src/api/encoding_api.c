@@ -3,14 +3,13 @@
 
 #include "codegen/options.h"
 #include "compile/encoding_unit.h"
+#include "model/json_reader.h"
 
 #include <string.h>
 
 gj_status gj_encoding_create(gj_context *ctx, const char *json, uint32_t n_dims, gj_encoding **out) {
     return gj_encoding_create_ex(ctx, json, n_dims, 0, NULL, out);
 }
-
-#define GJ__CONFIG_FLAGS GJ_CONFIG_IGNORE_UNKNOWN_KEYS
 
 gj_status gj_encoding_create_ex(gj_context *ctx, const char *json, uint32_t n_dims, uint32_t flags, char **ignored,
                                 gj_encoding **out) {
@@ -24,10 +23,10 @@ gj_status gj_encoding_create_ex(gj_context *ctx, const char *json, uint32_t n_di
     if (!out) {
         return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "gj_encoding_create: out must not be NULL");
     }
-    if (flags & ~GJ__CONFIG_FLAGS) {
+    if (flags & ~GJ__CONFIG_KNOWN_FLAGS) {
         return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
                         "gj_encoding_create_ex: unknown flag bits 0x%x (known: GJ_CONFIG_IGNORE_UNKNOWN_KEYS 0x%x)",
-                        flags & ~GJ__CONFIG_FLAGS, GJ_CONFIG_IGNORE_UNKNOWN_KEYS);
+                        flags & ~GJ__CONFIG_KNOWN_FLAGS, GJ_CONFIG_IGNORE_UNKNOWN_KEYS);
     }
     char err[1024] = "";
     gj__strbuf skipped;

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct cJSON;
+
 typedef enum gj__otype { GJ__OTYPE_GRID, GJ__OTYPE_HASH_GRID, GJ__OTYPE_DENSE_GRID, GJ__OTYPE_TILED_GRID } gj__otype;
 
 typedef struct gj__config {
@@ -44,6 +46,10 @@ gj_status gj__config_parse(const char *json, uint32_t n_dims_arg, gj__config *ou
  * would give for it is appended to ignored as a line ('\n' between lines). */
 gj_status gj__config_parse_ex(const char *json, uint32_t n_dims_arg, uint32_t flags, gj__strbuf *ignored,
                               gj__config *out, char *err, size_t err_size);
+
+/* The same from an already parsed JSON object (a model's "encoding" part). */
+gj_status gj__config_parse_object(const struct cJSON *object, uint32_t n_dims_arg, uint32_t flags, gj__strbuf *ignored,
+                                  gj__config *out, char *err, size_t err_size);
 
 /* Canonical JSON of the configuration (all keys, canonical spellings) on one line, which
  * gj__config_parse() reads back to an identical struct. malloc()ed; NULL on OOM. */

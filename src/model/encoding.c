@@ -17,13 +17,18 @@ gj_status gj__encoding_make_ex(const char *json, uint32_t n_dims, uint32_t flags
     if (s != GJ_OK) {
         return s;
     }
+    return gj__encoding_from_config(&config, out, err, err_size);
+}
+
+gj_status gj__encoding_from_config(const gj__config *config, gj_encoding **out, char *err, size_t err_size) {
+    *out = NULL;
     gj_encoding *enc = calloc(1, sizeof *enc);
     if (!enc) {
         snprintf(err, err_size, "out of memory");
         return GJ_ERROR_OUT_OF_MEMORY;
     }
-    memcpy(&enc->config, &config, sizeof config); /* padding too: encodings compare with memcmp */
-    s = gj__layout_compute(&enc->config, &enc->layout, err, err_size);
+    memcpy(&enc->config, config, sizeof *config); /* padding too: encodings compare with memcmp */
+    gj_status s = gj__layout_compute(&enc->config, &enc->layout, err, err_size);
     if (s != GJ_OK) {
         free(enc);
         return s;

@@ -16,5 +16,7 @@ gj_status gj__encoding_make(const char *json, uint32_t n_dims, struct gj_encodin
 /* The same with GJ_CONFIG_* flags and the skipped keys' messages (gj__config_parse_ex). */
 gj_status gj__encoding_make_ex(const char *json, uint32_t n_dims, uint32_t flags, gj__strbuf *ignored,
                                struct gj_encoding **out, char *err, size_t err_size);
+/* An encoding from a checked configuration (the layout may still refuse it). */
+gj_status gj__encoding_from_config(const gj__config *config, struct gj_encoding **out, char *err, size_t err_size);
 
 #endif

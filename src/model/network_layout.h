@@ -1,0 +1,35 @@
+/* The MLP's widths and parameter layout, as tiny-cuda-nn's FullyFusedMLP and CutlassMLP
+ * store them (docs/networks.md §2): fixed by the configuration alone. */
+#ifndef GJ_MODEL_NETWORK_LAYOUT_H
+#define GJ_MODEL_NETWORK_LAYOUT_H
+
+#include "model/network_config.h"
+
+#include <stdint.h>
+
+/* One weight matrix, row-major: weight (row o, column i) is params[offset + o * fan_in + i];
+ * row o is output neuron o, column i input i. */
+typedef struct gj__network_layer {
+    uint32_t fan_in;           /* columns: the padded input width for layer 0, else n_neurons */
+    uint32_t fan_out;          /* rows: n_neurons, or the padded output width for the last layer */
+    uint64_t offset;           /* the sum of the earlier layers' fan_in * fan_out */
+    gj_activation activation;  /* applied to the products: activation, output_activation for the last */
+} gj__network_layer;
+
+#define GJ__NETWORK_MAX_LAYERS (GJ_NETWORK_MAX_HIDDEN_LAYERS + 1)
+
+typedef struct gj__network_layout {
+    uint32_t input_width, padded_input_width;   /* padded: up to a multiple of GJ_NETWORK_ALIGNMENT */
+    uint32_t output_width, padded_output_width;
+    uint32_t n_layers;                          /* n_hidden_layers + 1, and 1 for none */
+    gj__network_layer layers[GJ__NETWORK_MAX_LAYERS];
+    uint64_t n_params;                          /* the sum of every layer's fan_in * fan_out */
+} gj__network_layout;
+
+/* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */
+uint32_t gj__network_pad(uint32_t value);
+
+/* Fills *out from a checked configuration (gj__network_config_parse_*). */
+void gj__network_layout_compute(const gj__network_config *config, gj__network_layout *out);
+
+#endif
