@@ -1,5 +1,6 @@
 /* The public entry points of the model and code generation that take a context. */
 #include "api/context.h"
+#include "api/lenient.h"
 
 #include "codegen/options.h"
 #include "compile/encoding_unit.h"
@@ -23,29 +24,24 @@ gj_status gj_encoding_create_ex(gj_context *ctx, const char *json, uint32_t n_di
     if (!out) {
         return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "gj_encoding_create: out must not be NULL");
     }
-    if (flags & ~GJ__CONFIG_KNOWN_FLAGS) {
-        return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
-                        "gj_encoding_create_ex: unknown flag bits 0x%x (known: GJ_CONFIG_IGNORE_UNKNOWN_KEYS 0x%x)",
-                        flags & ~GJ__CONFIG_KNOWN_FLAGS, GJ_CONFIG_IGNORE_UNKNOWN_KEYS);
+    gj_status status = gj__check_config_flags(&ctx->diag, "gj_encoding_create_ex", flags);
+    if (status != GJ_OK) {
+        return status;
     }
     char err[1024] = "";
     gj__strbuf skipped;
     gj__sb_init(&skipped);
-    gj_status status = gj__encoding_make_ex(json, n_dims, flags, ignored ? &skipped : NULL, out, err, sizeof err);
+    status = gj__encoding_make_ex(json, n_dims, flags, ignored ? &skipped : NULL, out, err, sizeof err);
     if (status != GJ_OK) {
         gj__sb_free(&skipped);
         return gj__fail(&ctx->diag, status, "%s", err);
     }
-    if (ignored && (skipped.len || skipped.failed)) {
-        *ignored = gj__sb_take(&skipped);
-        if (!*ignored) {
-            gj_encoding_destroy(*out);
-            *out = NULL;
-            return gj__fail(&ctx->diag, GJ_ERROR_OUT_OF_MEMORY, "gj_encoding_create_ex: out of memory");
-        }
+    status = gj__hand_over_ignored(&ctx->diag, "gj_encoding_create_ex", &skipped, ignored);
+    if (status != GJ_OK) {
+        gj_encoding_destroy(*out);
+        *out = NULL;
     }
-    gj__sb_free(&skipped);
-    return GJ_OK;
+    return status;
 }
 
 gj_status gj_encoding_generate(gj_context *ctx, const gj_encoding *enc, const gj_codegen_options *opts, char **source,

@@ -1,6 +1,7 @@
 /* The public entry points that make networks (the getters live with the object, in
  * src/model/network.c). */
 #include "api/context.h"
+#include "api/lenient.h"
 
 #include "model/json_reader.h"
 #include "model/network.h"
@@ -22,28 +23,23 @@ gj_status gj_network_create_ex(gj_context *ctx, const char *json, uint32_t n_inp
     if (!out) {
         return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "gj_network_create: out must not be NULL");
     }
-    if (flags & ~GJ__CONFIG_KNOWN_FLAGS) {
-        return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
-                        "gj_network_create_ex: unknown flag bits 0x%x (known: GJ_CONFIG_IGNORE_UNKNOWN_KEYS 0x%x)",
-                        flags & ~GJ__CONFIG_KNOWN_FLAGS, GJ_CONFIG_IGNORE_UNKNOWN_KEYS);
+    gj_status status = gj__check_config_flags(&ctx->diag, "gj_network_create_ex", flags);
+    if (status != GJ_OK) {
+        return status;
     }
     char err[1024] = "";
     gj__strbuf skipped;
     gj__sb_init(&skipped);
-    gj_status status = gj__network_make_ex(json, n_input_dims, n_output_dims, flags, ignored ? &skipped : NULL, out,
+    status = gj__network_make_ex(json, n_input_dims, n_output_dims, flags, ignored ? &skipped : NULL, out,
                                            err, sizeof err);
     if (status != GJ_OK) {
         gj__sb_free(&skipped);
         return gj__fail(&ctx->diag, status, "%s", err);
     }
-    if (ignored && (skipped.len || skipped.failed)) {
-        *ignored = gj__sb_take(&skipped);
-        if (!*ignored) {
-            gj_network_destroy(*out);
-            *out = NULL;
-            return gj__fail(&ctx->diag, GJ_ERROR_OUT_OF_MEMORY, "gj_network_create_ex: out of memory");
-        }
+    status = gj__hand_over_ignored(&ctx->diag, "gj_network_create_ex", &skipped, ignored);
+    if (status != GJ_OK) {
+        gj_network_destroy(*out);
+        *out = NULL;
     }
-    gj__sb_free(&skipped);
-    return GJ_OK;
+    return status;
 }
