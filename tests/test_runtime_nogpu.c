@@ -758,15 +758,13 @@ static void level_groups_and_staging(void **state) {
     fixture *f = *state;
     gj__module_shape s = shape_of(f, NULL); /* levels_per_thread 0: automatic */
     assert_int_equal(s.levels_per_thread, 0);
-    assert_int_equal(gj__levels_per_thread(&s, 1, 0), 1); /* feature-major: one level per block */
-    assert_int_equal(gj__levels_per_thread(&s, 0, 0), 1);
-    assert_int_equal(gj__levels_per_thread(&s, 1, 1), 1); /* rows of one sector: nothing to gain */
+    assert_int_equal(gj__levels_per_thread(&s, 0), 1); /* feature-major: one level per block */
+    assert_int_equal(gj__levels_per_thread(&s, 1), 1); /* rows of one sector: nothing to gain */
     gj_codegen_options padded;
     gj_codegen_options_init(&padded);
     padded.output_width_multiple = 16; /* rows of 64 bytes: a sector (4 levels of 8 bytes) each */
     s = shape_of(f, &padded);
-    assert_int_equal(gj__levels_per_thread(&s, 1, 1), 4);
-    assert_int_equal(gj__levels_per_thread(&s, 0, 1), 4);
+    assert_int_equal(gj__levels_per_thread(&s, 1), 4);
 
     gj_forward_desc d = valid_forward(1000);
     d.y_layout = GJ_LAYOUT_SOA;
@@ -812,7 +810,7 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(a.stage, 1);
     opts.levels_per_thread = 100;
     s = shape_of(f, &opts);
-    assert_int_equal(gj__levels_per_thread(&s, 1, 1), 4);
+    assert_int_equal(gj__levels_per_thread(&s, 1), 4);
     opts.levels_per_thread = 129;
     gj_codegen_options resolved;
     assert_int_equal(gj__codegen_options_resolve(&f->ctx->diag, &opts, &resolved), GJ_ERROR_INVALID_ARGUMENT);

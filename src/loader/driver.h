@@ -102,6 +102,9 @@ gj_status gj__driver_get(gj__driver_loader *l, const gj__diag *d, gj__driver **o
 /* The driver if it has been loaded already, else NULL (for release paths). */
 gj__driver *gj__driver_loaded(gj__driver_loader *l);
 
+/* Dynamic shared memory a launch may take without opting in to more (cuFuncSetAttribute). */
+#define GJ__DEFAULT_SHARED_BYTES (48u * 1024u)
+
 /* GJ_OK for CUDA_SUCCESS; otherwise GJ_ERROR_CUDA with
  * "CALL failed: CUDA_ERROR_NAME (description)" recorded on ctx. */
 gj_status gj__cuda_check(const gj__diag *d, const gj__driver *drv, CUresult result, const char *call);

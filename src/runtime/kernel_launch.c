@@ -6,8 +6,6 @@
 
 #include <string.h>
 
-/* Dynamic shared memory every launch may take without opting in. */
-#define GJ__DEFAULT_SHARED_LIMIT (48u * 1024u)
 
 void gj_launch_config_init(gj_launch_config *config) {
     if (config) {
@@ -40,7 +38,7 @@ static gj_status check_config(gj_kernel *k, const gj_launch_config *c, const cha
 
 /* Lets a launch take more than 48 KiB of dynamic shared memory (the driver's default). */
 static gj_status allow_shared(gj_kernel *k, CUfunction f, uint32_t bytes, const char *call) {
-    if (bytes <= GJ__DEFAULT_SHARED_LIMIT) {
+    if (bytes <= GJ__DEFAULT_SHARED_BYTES) {
         return GJ_OK;
     }
     return gj__cuda_checkf(k->module->diag, k->module->drv,

@@ -99,10 +99,10 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
                        gj__launch_dims *dims);
 void gj__backward_backward_args(const gj__module_shape *shape, const gj_backward_backward_desc *desc,
                                 gj_backward_backward_args *args, gj__launch_dims *dims);
-/* Levels per thread of a level-major forward (forward = 1) or backward launch, with or
- * without point-major rows (y or dL/dy) (docs/runtime.md, "Launch shapes"), and the
- * dynamic shared memory of staging rows with that many levels per thread (0: not staged). */
-uint32_t gj__levels_per_thread(const gj__module_shape *shape, int forward, int point_major_rows);
+/* Levels per thread of a level-major launch, with or without point-major rows (y or dL/dy)
+ * (docs/runtime.md, "Launch shapes"), and the dynamic shared memory of staging rows with
+ * that many levels per thread (0: not staged). */
+uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_rows);
 uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, const void *rows, gj_data_layout layout);
 /* One thread per element: init_params and cast_gradients over n_params. */
 void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims);

@@ -317,17 +317,14 @@ static void point_dims(const gj__module_shape *shape, uint64_t n, uint32_t grid_
     dims->shared_bytes = 0;
 }
 
-/* The most dynamic shared memory a launch takes without opting in to more. */
-#define GJ__STAGE_MAX_BYTES (48u * 1024u)
-
 /* Levels per thread of a level-major launch (docs/runtime.md, "Launch shapes"), as measured
  * on an H200: one (each block one level, one table hot at a time) unless the launch reads
  * or writes point-major rows longer than one 32-byte sector. There each level would write
  * a few bytes of every row at another time, and the partly written sectors cost L2 and
  * DRAM traffic; with a sector's worth of levels per thread, staged in shared memory, a
- * block fills whole sectors (C1: 1.63 -> 0.98 ms forward). */
-uint32_t gj__levels_per_thread(const gj__module_shape *shape, int forward, int point_major_rows) {
-    (void)forward; /* measured: the same choice serves forward and backward */
+ * block fills whole sectors (C1: 1.63 -> 0.98 ms forward). The same choice served the
+ * forward and the backward best. */
+uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_rows) {
     uint32_t levels = shape->levels_per_thread;
     if (levels == 0) {
         const uint32_t element = (uint32_t)gj__shape_element_size(shape);
@@ -346,19 +343,22 @@ uint32_t gj__levels_per_thread(const gj__module_shape *shape, int forward, int p
 uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, const void *rows, gj_data_layout layout) {
     const uint32_t element = (uint32_t)gj__shape_element_size(shape);
     const uint32_t entry = shape->n_features_per_level * element;
-    const uint32_t group_bytes = levels * entry, last_bytes = (shape->n_levels % (levels ? levels : 1)) * entry;
-    if (!shape->level_major || levels < 2 || !rows || layout != GJ_LAYOUT_AOS || group_bytes % 4 != 0 ||
-        last_bytes % 4 != 0 || (shape->padded_width * element) % 4 != 0 || (uintptr_t)rows % 4 != 0) {
+    if (!shape->level_major || levels < 2 || !rows || layout != GJ_LAYOUT_AOS) {
+        return 0;
+    }
+    const uint32_t group_bytes = levels * entry, last_bytes = (shape->n_levels % levels) * entry;
+    if (group_bytes % 4 != 0 || last_bytes % 4 != 0 || (shape->padded_width * element) % 4 != 0 ||
+        (uintptr_t)rows % 4 != 0) {
         return 0;
     }
     const uint64_t bytes = (uint64_t)((group_bytes / 4) | 1u) * 4u * shape->block_size * shape->points_per_thread;
-    return bytes <= GJ__STAGE_MAX_BYTES ? (uint32_t)bytes : 0;
+    return bytes <= GJ__DEFAULT_SHARED_BYTES ? (uint32_t)bytes : 0;
 }
 
 /* Levels per thread, staging and grid of a level-major launch over rows (y or dL/dy). */
-static void level_groups(const gj__module_shape *shape, int forward, const void *rows, gj_data_layout layout,
+static void level_groups(const gj__module_shape *shape, const void *rows, gj_data_layout layout,
                          unsigned *levels_per_thread, unsigned *stage, gj__launch_dims *dims) {
-    const uint32_t levels = gj__levels_per_thread(shape, forward, rows != NULL && layout == GJ_LAYOUT_AOS);
+    const uint32_t levels = gj__levels_per_thread(shape, rows != NULL && layout == GJ_LAYOUT_AOS);
     *levels_per_thread = levels;
     dims->grid_y = (shape->n_levels + levels - 1) / levels;
     dims->shared_bytes = gj__stage_bytes(shape, levels, rows, layout);
@@ -381,7 +381,7 @@ void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc
     point_dims(shape, desc->n, 1u, dims);
     args->levels_per_thread = 1;
     if (shape->level_major) {
-        level_groups(shape, 1, desc->y, desc->y_layout, &args->levels_per_thread, &args->stage, dims);
+        level_groups(shape, desc->y, desc->y_layout, &args->levels_per_thread, &args->stage, dims);
         dims->grid_y += shape->padded_width != shape->n_output_dims; /* the padding columns' slice */
     }
 }
@@ -406,7 +406,7 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
     point_dims(shape, desc->n, 1u, dims);
     args->levels_per_thread = 1;
     if (shape->level_major) {
-        level_groups(shape, 0, desc->dL_dy, desc->dL_dy_layout, &args->levels_per_thread, &args->stage, dims);
+        level_groups(shape, desc->dL_dy, desc->dL_dy_layout, &args->levels_per_thread, &args->stage, dims);
     }
 }
 

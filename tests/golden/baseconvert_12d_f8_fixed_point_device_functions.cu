@@ -518,7 +518,6 @@ GJ_INLINE void gj_add_edge_values(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, co
     gj_add_entry_values<C, SHARED>(grad, i1, v1);
 }
 
-
 // Corner `corner` (bit d set: upper neighbour along d) of the cell at c.
 template <int D>
 GJ_INLINE void gj_corner(const gj_u32 (&c)[D], gj_u64 corner, gj_u32 (&v)[D]) {

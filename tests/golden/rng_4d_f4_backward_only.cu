@@ -520,7 +520,6 @@ GJ_INLINE void gj_add_edge_values(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, co
     gj_add_entry_values<C, SHARED>(grad, i1, v1);
 }
 
-
 // Corner `corner` (bit d set: upper neighbour along d) of the cell at c.
 template <int D>
 GJ_INLINE void gj_corner(const gj_u32 (&c)[D], gj_u64 corner, gj_u32 (&v)[D]) {
@@ -1162,9 +1161,9 @@ GJ_INLINE void gj_store_point(float* base, gj_u64 stride_point, gj_u64 stride_di
 
 // ---- point-major rows staged in shared memory ----------------------------------------
 // Level-major kernels whose level group is whole 32-bit words of a row (args.stage): a
-// block's points keep the group's outputs (or dL/dy values) in shared memory, `words` words
-// per row, rows `stride` words apart (odd, so that threads storing the same word of their
-// rows hit different banks), and the block moves them between shared memory and the
+// block's points keep the group's outputs (or dL/dy values) in shared memory, rows
+// `stride` words apart (odd, so that threads storing the same word of their rows hit
+// different banks), and the block moves them between shared memory and the
 // point-major rows with coalesced word copies: a warp writes whole sectors where each
 // thread alone would write a few bytes of 32 different rows.
 GJ_INLINE gj_u32* gj_stage_memory() {
@@ -1177,9 +1176,9 @@ struct gj_stage {
     typedef typename C::param_t T;
     static constexpr gj_u32 ROWS = C::BLOCK * C::PPT;
     gj_u32* words_base; // the block's dynamic shared memory
-    gj_u32 words, stride;
+    gj_u32 stride;      // words from one staged row to the next: a full group's words, made odd
     GJ_INLINE explicit gj_stage(gj_u32 levels_per_thread)
-        : words_base(gj_stage_memory()), words(levels_per_thread * C::F * (gj_u32)sizeof(T) / 4u), stride(words | 1u) {}
+        : words_base(gj_stage_memory()), stride((levels_per_thread * C::F * (gj_u32)sizeof(T) / 4u) | 1u) {}
     // The staged row of point i (of this block).
     GJ_INLINE T* row(gj_u64 i) const { return (T*)(words_base + (i - gj_block_first_point<C>()) * stride); }
     // STORE: the first group_words words of the staged rows to words word_offset.. of the
@@ -1349,18 +1348,18 @@ GJ_INLINE void gj_load_dl_dy(const void* dl_dy, gj_u64 stride_point, gj_u64 stri
     }
 }
 
-// Active level `level` of point i (at x): its dL/dx added to dldx (INPUT), its parameter
-// gradients (PARAMS) into grad(), a G*: the level's part of dL_dparams, or (SHARED) a
-// block's fp32 sums of the level in shared memory. The shape is deliberate: i by reference
-// and the target asked for last keep the kernels' PTX as it was when each caller spelled
-// this out (by value, or with the pointer computed first, the compiler orders some
-// instructions differently).
 // Whether level-major backward leaves this level to NAME_backward_coarse.
 template <class C>
 GJ_INLINE bool gj_coarse_level(const gj_backward_args& a, const gj_level& lv) {
     return lv.small && a.coarse_blocks != 0 && a.dL_dparams != nullptr;
 }
 
+// Active level `level` of point i (at x): its dL/dx added to dldx (INPUT), its parameter
+// gradients (PARAMS) into grad(), a G*: the level's part of dL_dparams, or (SHARED) a
+// block's fp32 sums of the level in shared memory. The shape is deliberate: i by reference
+// and the target asked for last keep the kernels' PTX as it was when each caller spelled
+// this out (by value, or with the pointer computed first, the compiler orders some
+// instructions differently).
 // staged: the level's F values of dL/dy in the block's stage (level-group kernels reading
 // point-major rows), else null (read from a.dL_dy).
 template <class C, int MODE, bool PARAMS, bool INPUT, class G, bool SHARED = false, class Grad>
