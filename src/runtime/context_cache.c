@@ -32,6 +32,21 @@ gj__context_slot *gj__context_cache_find(gj__context_cache *c, const gj__scope *
     return NULL;
 }
 
+gj_status gj__context_cache_enter(gj__context_cache *c, const gj__diag *d, gj__driver *drv, const gj__scope *where,
+                                  const char *call, gj__context_slot **out) {
+    *out = gj__context_cache_find(c, where);
+    if (*out) {
+        return GJ_OK;
+    }
+    CUdevice device = 0;
+    int sm = 0;
+    gj_status status = gj__scope_device(d, drv, call, &device, &sm);
+    if (status == GJ_OK) {
+        *out = gj__context_cache_add(c, where, device, sm, NULL);
+    }
+    return status;
+}
+
 gj__context_slot *gj__context_cache_add(gj__context_cache *c, const gj__scope *where, CUdevice device, int sm,
                                         void *record) {
     gj__context_slot *slot = NULL;

@@ -39,5 +39,10 @@ gj__context_slot *gj__context_cache_find(gj__context_cache *c, const gj__scope *
  * taken longest ago. */
 gj__context_slot *gj__context_cache_add(gj__context_cache *c, const gj__scope *where, CUdevice device, int sm,
                                         void *record);
+/* The slot of the scope's context; on the first launch there a new one, after asking the
+ * driver for the context's device and compute capability (the only such queries; the
+ * slot's record is NULL then, for the owner to fill). */
+gj_status gj__context_cache_enter(gj__context_cache *c, const gj__diag *d, gj__driver *drv, const gj__scope *where,
+                                  const char *call, gj__context_slot **out);
 
 #endif

@@ -37,21 +37,14 @@ static gj_status device_of(gj_module *m, CUdevice device, int sm, const char *ca
 }
 
 /* What the module keeps for the scope's context, made on the first launch there (the only
- * launch that asks the driver about the device). Call with m->lock held. */
+ * launch that asks the driver about the device), with the module's record of the device.
+ * Call with m->lock held. */
 static gj_status context_slot(gj_module *m, const gj__scope *where, const char *call, gj__context_slot **out) {
-    *out = gj__context_cache_find(&m->contexts, where);
-    if (*out) {
-        return GJ_OK;
-    }
-    CUdevice device = 0;
-    int sm = 0;
-    gj__module_device *record = NULL;
-    gj_status status = gj__scope_device(m->diag, m->drv, call, &device, &sm);
-    if (status == GJ_OK) {
-        status = device_of(m, device, sm, call, &record);
-    }
-    if (status == GJ_OK) {
-        *out = gj__context_cache_add(&m->contexts, where, device, sm, record);
+    gj_status status = gj__context_cache_enter(&m->contexts, m->diag, m->drv, where, call, out);
+    if (status == GJ_OK && !(*out)->record) {
+        gj__module_device *record = NULL;
+        status = device_of(m, (*out)->device, (*out)->sm, call, &record);
+        (*out)->record = record;
     }
     return status;
 }

@@ -236,20 +236,15 @@ static void learn_param_extent(gj_kernel *k, CUfunction f) {
 /* The kernel's function in the scope's context (see user_module.h). Call with m->lock held. */
 static gj_status function_locked(gj_kernel *k, const gj__scope *where, const char *call, CUfunction *out) {
     struct gj_user_module *m = k->module;
-    gj__context_slot *slot = gj__context_cache_find(&m->contexts, where);
-    if (slot && slot->functions[k->index]) {
+    gj__context_slot *slot = NULL;
+    gj_status status = gj__context_cache_enter(&m->contexts, m->diag, m->drv, where, call, &slot);
+    if (status == GJ_OK && slot->functions[k->index]) {
         *out = slot->functions[k->index];
         return GJ_OK;
     }
-    CUdevice device = 0;
-    int sm = slot ? slot->sm : 0;
-    gj_status status = slot ? GJ_OK : gj__scope_device(m->diag, m->drv, call, &device, &sm);
-    if (status == GJ_OK && !slot) {
-        slot = gj__context_cache_add(&m->contexts, where, device, sm, NULL);
-    }
     const gj__user_program *p = NULL;
     if (status == GJ_OK) {
-        status = program_for(m, sm, &p);
+        status = program_for(m, slot->sm, &p);
     }
     if (status == GJ_OK) {
         status = gj__cuda_checkf(m->diag, m->drv, m->drv->KernelGetFunction(out, p->kernels[k->index]),
