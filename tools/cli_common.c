@@ -422,18 +422,17 @@ static const char *grid_type_name(gj_grid_type type) {
     return "?";
 }
 
-/* Prints each hyperparameter as "  key   value", the value in JSON spelling. */
-static int print_hyperparams(FILE *out, const gj_encoding *enc) {
-    char *text = gj_encoding_hyperparams(enc);
+int gj_cli_print_hyperparams(FILE *out, char *text, const char *member) {
     cJSON *root = text ? cJSON_Parse(text) : NULL;
     gj_free(text);
-    if (!cJSON_IsObject(root)) {
+    const cJSON *object = member ? cJSON_GetObjectItemCaseSensitive(root, member) : root;
+    if (!cJSON_IsObject(object)) {
         cJSON_Delete(root);
         return GJ_CLI_FAILURE;
     }
     fprintf(out, "hyperparameters\n");
     const cJSON *item = NULL;
-    cJSON_ArrayForEach(item, root) {
+    cJSON_ArrayForEach(item, object) {
         char *value = cJSON_PrintUnformatted(item);
         fprintf(out, "  %-26s %s\n", item->string, value ? value : "?");
         free(value);
@@ -460,7 +459,7 @@ int gj_cli_print_encoding(FILE *out, const gj_encoding *enc) {
     fprintf(out, "encoding      %s grid, %" PRIu32 " dimensions, %" PRIu32 " levels x %" PRIu32 " features\n",
             grid_type_name(gj_encoding_grid_type(enc)), gj_encoding_n_dims(enc), gj_encoding_n_levels(enc),
             gj_encoding_n_features_per_level(enc));
-    if (print_hyperparams(out, enc) != GJ_CLI_OK) {
+    if (gj_cli_print_hyperparams(out, gj_encoding_hyperparams(enc), NULL) != GJ_CLI_OK) {
         return GJ_CLI_FAILURE;
     }
     fprintf(out, "n_params      %" PRIu64 " (%.2f MiB as %s)\n", n_params, (double)n_params * bytes / 1048576.0,

@@ -92,6 +92,11 @@ void gj_cli_close(gj_context *ctx, gj_encoding *enc);
 
 /* The human-readable summary of an encoding: hyperparameters, sizes and the level table. */
 int gj_cli_print_encoding(FILE *out, const gj_encoding *enc);
+/* "hyperparameters", then each member of the library's hyperparameters text (of its
+ * object member when member is not NULL) as "  key   value", the value in JSON spelling.
+ * Frees text (gj_free). GJ_CLI_FAILURE, printing nothing, when text is NULL or holds no
+ * such object. */
+int gj_cli_print_hyperparams(FILE *out, char *text, const char *member);
 
 /*
  * Writes data to path atomically: a temporary file in the same directory, written,
