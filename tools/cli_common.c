@@ -370,18 +370,17 @@ int gj_cli_open_json_where(const char *cmd, const char *json, const char *where,
     if (status != GJ_OK) {
         return gj_cli_status_error(cmd, NULL, status, "cannot create a context");
     }
-    status = gj_encoding_create(*ctx, json, n_dims, enc);
-    if (status != GJ_OK) {
-        char what[512];
-        snprintf(what, sizeof what, "%s%s", gj_status_message(status), where);
-        gj_cli_status_error(cmd, *ctx, status, what);
-        gj_encoding_destroy(*enc);
-        gj_context_destroy(*ctx);
-        *enc = NULL;
-        *ctx = NULL;
-        return GJ_CLI_FAILURE;
-    }
-    return GJ_CLI_OK;
+    status = gj_encoding_create(*ctx, json, n_dims, enc); /* *enc stays NULL on failure */
+    return status == GJ_OK ? GJ_CLI_OK : gj_cli_config_refused(cmd, ctx, status, where);
+}
+
+int gj_cli_config_refused(const char *cmd, gj_context **ctx, gj_status status, const char *where) {
+    char what[512];
+    snprintf(what, sizeof what, "%s%s", gj_status_message(status), where);
+    gj_cli_status_error(cmd, *ctx, status, what);
+    gj_context_destroy(*ctx);
+    *ctx = NULL;
+    return GJ_CLI_FAILURE;
 }
 
 int gj_cli_open_json(const char *cmd, const char *json, uint32_t n_dims, gj_context **ctx, gj_encoding **enc) {

@@ -88,6 +88,10 @@ int gj_cli_open_json_where(const char *cmd, const char *json, const char *where,
                            gj_encoding **enc);
 /* where for a --config argument: "" for inline JSON, " in 'ARG'" for a file. */
 void gj_cli_config_where(const char *config_arg, char *where, size_t size);
+/* After a gj_*_create from a configuration failed in *ctx with status: prints
+ * "gridjit CMD: MESSAGE WHERE: detail", destroys *ctx and sets it to NULL. Returns
+ * GJ_CLI_FAILURE. */
+int gj_cli_config_refused(const char *cmd, gj_context **ctx, gj_status status, const char *where);
 void gj_cli_close(gj_context *ctx, gj_encoding *enc);
 
 /* The human-readable summary of an encoding: hyperparameters, sizes and the level table. */

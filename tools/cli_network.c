@@ -44,16 +44,8 @@ int gj_cli_open_network(const char *cmd, const char *json, const char *where, ui
     if (status != GJ_OK) {
         return gj_cli_status_error(cmd, NULL, status, "cannot create a context");
     }
-    status = gj_network_create(*ctx, json, n_input_dims, n_output_dims, net);
-    if (status != GJ_OK) {
-        char what[512];
-        snprintf(what, sizeof what, "%s%s", gj_status_message(status), where);
-        gj_cli_status_error(cmd, *ctx, status, what);
-        gj_context_destroy(*ctx);
-        *ctx = NULL;
-        return GJ_CLI_FAILURE;
-    }
-    return GJ_CLI_OK;
+    status = gj_network_create(*ctx, json, n_input_dims, n_output_dims, net); /* *net stays NULL on failure */
+    return status == GJ_OK ? GJ_CLI_OK : gj_cli_config_refused(cmd, ctx, status, where);
 }
 
 /* -------------------------------------------------------------- summary */
