@@ -22,12 +22,7 @@
 #define CONFIG_B "{\"n_levels\": 2, \"log2_hashmap_size\": 10}"
 #define CONFIG_C "{\"n_levels\": 3, \"log2_hashmap_size\": 10}"
 
-#define RUN(result, ...) run_checked((result), (const char *const[]){__VA_ARGS__, NULL})
-
-static void run_checked(gj_cli_result *result, const char *const *args) {
-    assert_int_equal(gj_test_run_cli(NULL, args, result), 0);
-    assert_int_not_equal(result->status, -1);
-}
+#define RUN(result, ...) gj_test_run_cli_checked(NULL, (const char *const[]){__VA_ARGS__, NULL}, (result))
 
 static void expect_status(const gj_cli_result *r, int status) {
     if (r->status != status) {

@@ -19,12 +19,7 @@
 #include "run_cli.h"
 
 /* Runs the CLI with the listed arguments in cwd (NULL: current directory). */
-#define RUN(result, cwd, ...) run_checked((result), (cwd), (const char *const[]){__VA_ARGS__, NULL})
-
-static void run_checked(gj_cli_result *result, const char *cwd, const char *const *args) {
-    assert_int_equal(gj_test_run_cli(cwd, args, result), 0);
-    assert_int_not_equal(result->status, -1);
-}
+#define RUN(result, cwd, ...) gj_test_run_cli_checked((cwd), (const char *const[]){__VA_ARGS__, NULL}, (result))
 
 /* Exit 0 with something on stdout and nothing on stderr. */
 static void assert_success(const gj_cli_result *r) {
@@ -159,7 +154,7 @@ static void bad_command_lines_are_usage_errors(void **state) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         gj_cli_result r;
-        run_checked(&r, NULL, cases[i]);
+        gj_test_run_cli_checked(NULL, cases[i], &r);
         if (r.status != 2 || r.out_len != 0) {
             fail_msg("case %zu (%s %s): status %d, stdout '%s'", i, cases[i][0], cases[i][1] ? cases[i][1] : "",
                      r.status, r.out);
@@ -253,7 +248,7 @@ static void misspellings_get_a_suggestion(void **state) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         gj_cli_result r;
-        run_checked(&r, NULL, cases[i].args);
+        gj_test_run_cli_checked(NULL, cases[i].args, &r);
         assert_refused(&r, 2);
         if (!strstr(r.err, cases[i].said)) {
             fail_msg("gridjit %s %s: expected \"%s\" in:\n%s", cases[i].args[0], cases[i].args[1] ? cases[i].args[1] : "",

@@ -16,12 +16,7 @@
 #include "gridjit.h"
 #include "run_cli.h"
 
-#define RUN(result, ...) run_checked((result), (const char *const[]){__VA_ARGS__, NULL})
-
-static void run_checked(gj_cli_result *result, const char *const *args) {
-    assert_int_equal(gj_test_run_cli(NULL, args, result), 0);
-    assert_int_not_equal(result->status, -1);
-}
+#define RUN(result, ...) gj_test_run_cli_checked(NULL, (const char *const[]){__VA_ARGS__, NULL}, (result))
 
 static void assert_success(const gj_cli_result *r) {
     if (r->status != 0) {

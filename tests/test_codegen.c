@@ -52,14 +52,25 @@ static const golden_case golden_cases[] = {
 /* gj_codegen_options.unroll_levels for generate() (the default: 0). */
 static int g_unroll_levels;
 
-static char *generate(const char *json, uint32_t passes, uint32_t pad_to, int device_functions_only, gj_order order,
-                      const char *name) {
+/* The source of json (its own n_dims) generated with opts. */
+static char *generate_with(const char *json, const gj_codegen_options *opts) {
     gj_context *ctx = NULL;
     gj_encoding *enc = NULL;
     assert_int_equal(gj_context_create(&ctx), GJ_OK);
     if (gj_encoding_create(ctx, json, 0, &enc) != GJ_OK) {
         fail_msg("config refused: %s", gj_context_errmsg(ctx));
     }
+    char *source = NULL;
+    size_t length = 0;
+    assert_int_equal(gj_encoding_generate(ctx, enc, opts, &source, &length), GJ_OK);
+    assert_int_equal(length, strlen(source));
+    gj_encoding_destroy(enc);
+    gj_context_destroy(ctx);
+    return source;
+}
+
+static char *generate(const char *json, uint32_t passes, uint32_t pad_to, int device_functions_only, gj_order order,
+                      const char *name) {
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);
     opts.passes = passes;
@@ -70,13 +81,7 @@ static char *generate(const char *json, uint32_t passes, uint32_t pad_to, int de
     if (name) {
         opts.name = name;
     }
-    char *source = NULL;
-    size_t length = 0;
-    assert_int_equal(gj_encoding_generate(ctx, enc, &opts, &source, &length), GJ_OK);
-    assert_int_equal(length, strlen(source));
-    gj_encoding_destroy(enc);
-    gj_context_destroy(ctx);
-    return source;
+    return generate_with(json, &opts);
 }
 
 static void golden_sources_match(void **state) {
@@ -264,20 +269,12 @@ static void bad_options_are_refused(void **state) {
 /* gradients_fp32: grad_t (kernels and device functions) becomes float for fp16 encodings,
  * the header says so, and nothing else changes; the default output is untouched. */
 static char *generate_with_gradients(const char *json, int gradients_fp32, int device_functions_only) {
-    gj_context *ctx = NULL;
-    gj_encoding *enc = NULL;
-    assert_int_equal(gj_context_create(&ctx), GJ_OK);
-    assert_int_equal(gj_encoding_create(ctx, json, 0, &enc), GJ_OK);
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);
     assert_int_equal(opts.gradients_fp32, 0);
     opts.gradients_fp32 = gradients_fp32;
     opts.device_functions_only = device_functions_only;
-    char *source = NULL;
-    assert_int_equal(gj_encoding_generate(ctx, enc, &opts, &source, NULL), GJ_OK);
-    gj_encoding_destroy(enc);
-    gj_context_destroy(ctx);
-    return source;
+    return generate_with(json, &opts);
 }
 
 static void gradients_fp32_changes_grad_t(void **state) {

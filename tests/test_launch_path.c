@@ -272,6 +272,17 @@ static void user_kernel_launches_ask_only_for_the_context(void **state) {
     gj_user_module_destroy(um);
 }
 
+/* Nanoseconds per call of pass, over calls calls on the NULL stream. */
+static double ns_per_call(fixture *f, gj_status (*pass)(fixture *, gj_stream), long calls) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (long i = 0; i < calls; ++i) {
+        ok(f, pass(f, NULL));
+    }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)calls;
+}
+
 /* Host time per call on the fake driver: the cost of gridjit's own path (nothing runs). */
 static void host_time_per_launch(void **state) {
     fixture *f = *state;
@@ -279,19 +290,7 @@ static void host_time_per_launch(void **state) {
     const long calls = env && atol(env) > 0 ? atol(env) : 100000;
     ok(f, forward(f, NULL));
     ok(f, backward(f, NULL));
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    for (long i = 0; i < calls; ++i) {
-        ok(f, forward(f, NULL));
-    }
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    const double forward_ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)calls;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    for (long i = 0; i < calls; ++i) {
-        ok(f, backward(f, NULL));
-    }
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    const double backward_ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)calls;
+    const double forward_ns = ns_per_call(f, forward, calls), backward_ns = ns_per_call(f, backward, calls);
     printf("launch path on the fake driver: %.0f ns per gj_forward, %.0f ns per gj_backward (%ld calls each)\n",
            forward_ns, backward_ns, calls);
 }
@@ -334,13 +333,8 @@ int main(void) {
     if (gj_fake_driver_open(&fake) != 0) {
         return 1;
     }
-    int major = 0, minor = 0;
-    gj_context *probe = NULL;
-    const int have_nvrtc = gj_context_create(&probe) == GJ_OK && gj_nvrtc_version(probe, &major, &minor) == GJ_OK;
-    gj_context_destroy(probe);
-    if (!have_nvrtc) {
-        printf("SKIPPED: no NVRTC: the module's programs cannot be compiled\n");
-        return 77;
+    if (!gj_test_have_nvrtc()) {
+        return 77; /* the reason is printed: the module's programs cannot be compiled */
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(launches_ask_only_for_the_context, setup, teardown),

@@ -370,18 +370,17 @@ int gj_cli_open_json_where(const char *cmd, const char *json, const char *where,
     if (status != GJ_OK) {
         return gj_cli_status_error(cmd, NULL, status, "cannot create a context");
     }
-    status = gj_encoding_create(*ctx, json, n_dims, enc);
-    if (status != GJ_OK) {
-        char what[512];
-        snprintf(what, sizeof what, "%s%s", gj_status_message(status), where);
-        gj_cli_status_error(cmd, *ctx, status, what);
-        gj_encoding_destroy(*enc);
-        gj_context_destroy(*ctx);
-        *enc = NULL;
-        *ctx = NULL;
-        return GJ_CLI_FAILURE;
-    }
-    return GJ_CLI_OK;
+    status = gj_encoding_create(*ctx, json, n_dims, enc); /* *enc stays NULL on failure */
+    return status == GJ_OK ? GJ_CLI_OK : gj_cli_config_refused(cmd, ctx, status, where);
+}
+
+int gj_cli_config_refused(const char *cmd, gj_context **ctx, gj_status status, const char *where) {
+    char what[512];
+    snprintf(what, sizeof what, "%s%s", gj_status_message(status), where);
+    gj_cli_status_error(cmd, *ctx, status, what);
+    gj_context_destroy(*ctx);
+    *ctx = NULL;
+    return GJ_CLI_FAILURE;
 }
 
 int gj_cli_open_json(const char *cmd, const char *json, uint32_t n_dims, gj_context **ctx, gj_encoding **enc) {
@@ -422,18 +421,17 @@ static const char *grid_type_name(gj_grid_type type) {
     return "?";
 }
 
-/* Prints each hyperparameter as "  key   value", the value in JSON spelling. */
-static int print_hyperparams(FILE *out, const gj_encoding *enc) {
-    char *text = gj_encoding_hyperparams(enc);
+int gj_cli_print_hyperparams(FILE *out, char *text, const char *member) {
     cJSON *root = text ? cJSON_Parse(text) : NULL;
     gj_free(text);
-    if (!cJSON_IsObject(root)) {
+    const cJSON *object = member ? cJSON_GetObjectItemCaseSensitive(root, member) : root;
+    if (!cJSON_IsObject(object)) {
         cJSON_Delete(root);
         return GJ_CLI_FAILURE;
     }
     fprintf(out, "hyperparameters\n");
     const cJSON *item = NULL;
-    cJSON_ArrayForEach(item, root) {
+    cJSON_ArrayForEach(item, object) {
         char *value = cJSON_PrintUnformatted(item);
         fprintf(out, "  %-26s %s\n", item->string, value ? value : "?");
         free(value);
@@ -460,7 +458,7 @@ int gj_cli_print_encoding(FILE *out, const gj_encoding *enc) {
     fprintf(out, "encoding      %s grid, %" PRIu32 " dimensions, %" PRIu32 " levels x %" PRIu32 " features\n",
             grid_type_name(gj_encoding_grid_type(enc)), gj_encoding_n_dims(enc), gj_encoding_n_levels(enc),
             gj_encoding_n_features_per_level(enc));
-    if (print_hyperparams(out, enc) != GJ_CLI_OK) {
+    if (gj_cli_print_hyperparams(out, gj_encoding_hyperparams(enc), NULL) != GJ_CLI_OK) {
         return GJ_CLI_FAILURE;
     }
     fprintf(out, "n_params      %" PRIu64 " (%.2f MiB as %s)\n", n_params, (double)n_params * bytes / 1048576.0,

@@ -88,10 +88,19 @@ int gj_cli_open_json_where(const char *cmd, const char *json, const char *where,
                            gj_encoding **enc);
 /* where for a --config argument: "" for inline JSON, " in 'ARG'" for a file. */
 void gj_cli_config_where(const char *config_arg, char *where, size_t size);
+/* After a gj_*_create from a configuration failed in *ctx with status: prints
+ * "gridjit CMD: MESSAGE WHERE: detail", destroys *ctx and sets it to NULL. Returns
+ * GJ_CLI_FAILURE. */
+int gj_cli_config_refused(const char *cmd, gj_context **ctx, gj_status status, const char *where);
 void gj_cli_close(gj_context *ctx, gj_encoding *enc);
 
 /* The human-readable summary of an encoding: hyperparameters, sizes and the level table. */
 int gj_cli_print_encoding(FILE *out, const gj_encoding *enc);
+/* "hyperparameters", then each member of the library's hyperparameters text (of its
+ * object member when member is not NULL) as "  key   value", the value in JSON spelling.
+ * Frees text (gj_free). GJ_CLI_FAILURE, printing nothing, when text is NULL or holds no
+ * such object. */
+int gj_cli_print_hyperparams(FILE *out, char *text, const char *member);
 
 /*
  * Writes data to path atomically: a temporary file in the same directory, written,

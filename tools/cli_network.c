@@ -4,7 +4,6 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -45,16 +44,8 @@ int gj_cli_open_network(const char *cmd, const char *json, const char *where, ui
     if (status != GJ_OK) {
         return gj_cli_status_error(cmd, NULL, status, "cannot create a context");
     }
-    status = gj_network_create(*ctx, json, n_input_dims, n_output_dims, net);
-    if (status != GJ_OK) {
-        char what[512];
-        snprintf(what, sizeof what, "%s%s", gj_status_message(status), where);
-        gj_cli_status_error(cmd, *ctx, status, what);
-        gj_context_destroy(*ctx);
-        *ctx = NULL;
-        return GJ_CLI_FAILURE;
-    }
-    return GJ_CLI_OK;
+    status = gj_network_create(*ctx, json, n_input_dims, n_output_dims, net); /* *net stays NULL on failure */
+    return status == GJ_OK ? GJ_CLI_OK : gj_cli_config_refused(cmd, ctx, status, where);
 }
 
 /* -------------------------------------------------------------- summary */
@@ -63,27 +54,6 @@ const char *gj_cli_activation_name(gj_activation activation) {
     static const char *const names[] = {"None",    "ReLU",       "LeakyReLU", "Exponential", "Sine",
                                         "Sigmoid", "Squareplus", "Softplus",  "Tanh",        "SiLU"};
     return (unsigned)activation < sizeof names / sizeof names[0] ? names[activation] : "?";
-}
-
-/* The network object of the hyperparameters ("network" in a model), as "  key   value". */
-static int print_hyperparams(FILE *out, const gj_network *net) {
-    char *text = gj_network_hyperparams(net);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
-    gj_free(text);
-    const cJSON *object = gj_network_encoding(net) ? cJSON_GetObjectItemCaseSensitive(root, "network") : root;
-    if (!cJSON_IsObject(object)) {
-        cJSON_Delete(root);
-        return GJ_CLI_FAILURE;
-    }
-    fprintf(out, "hyperparameters\n");
-    const cJSON *item = NULL;
-    cJSON_ArrayForEach(item, object) {
-        char *value = cJSON_PrintUnformatted(item);
-        fprintf(out, "  %-26s %s\n", item->string, value ? value : "?");
-        free(value);
-    }
-    cJSON_Delete(root);
-    return GJ_CLI_OK;
 }
 
 static void print_layers(FILE *out, const gj_network *net) {
@@ -111,7 +81,8 @@ static int print_mlp(FILE *out, const gj_network *net) {
                 gj_cli_activation_name(gj_network_activation(net)),
                 gj_cli_activation_name(gj_network_output_activation(net)));
     }
-    if (print_hyperparams(out, net) != GJ_CLI_OK) {
+    /* A model's hyperparameters hold the encoding's too: its summary printed them already. */
+    if (gj_cli_print_hyperparams(out, gj_network_hyperparams(net), enc ? "network" : NULL) != GJ_CLI_OK) {
         return GJ_CLI_FAILURE;
     }
     fprintf(out, "input         %" PRIu32 "%s, padded to %" PRIu32 " (the padding columns hold %g%s)\n",

@@ -1,7 +1,9 @@
 /* "Did you mean": the closest of a list of names to what was typed (commands, options,
- * actions). The same measure as the library's for configuration keys (src/model/config.c,
- * which the CLI cannot call: it uses only the public header): a case-insensitive edit
- * distance, close meaning fewer than 3 edits and fewer than the name's own length. */
+ * actions). The measure is the library's for configuration keys (src/model/json_reader.c),
+ * a case-insensitive edit distance, close meaning fewer than 3 edits; here also fewer
+ * than the name's own length, so that a very short name is not offered for an unrelated
+ * word. A copy, not a call: the CLI uses only the public header, and a "did you mean" of
+ * names the library never sees (commands, options) is no part of its API. */
 #ifndef GJ_CLI_SUGGEST_H
 #define GJ_CLI_SUGGEST_H
 

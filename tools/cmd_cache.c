@@ -302,15 +302,17 @@ int gj_cli_cache(int argc, char **argv) {
         int (*run)(gj_context *, const cache_args *);
     } actions[] = {{"list", do_list}, {"stats", do_stats}, {"verify", do_verify}, {"prune", do_prune},
                    {"clear", do_clear}};
+    enum { N_ACTIONS = sizeof actions / sizeof actions[0] };
     int (*action)(gj_context *, const cache_args *) = NULL;
-    for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++) {
+    const char *names[N_ACTIONS];
+    for (size_t i = 0; i < N_ACTIONS; i++) {
+        names[i] = actions[i].name;
         if (strcmp(actions[i].name, args.action) == 0) {
             action = actions[i].run;
         }
     }
     if (!action) {
-        static const char *const names[] = {"list", "stats", "verify", "prune", "clear"};
-        const char *closest = gj_cli_closest(args.action, strlen(args.action), names, sizeof names / sizeof names[0]);
+        const char *closest = gj_cli_closest(args.action, strlen(args.action), names, N_ACTIONS);
         if (closest) {
             return gj_cli_usage_error(CMD, "unknown action '%s'; did you mean '%s'?", args.action, closest);
         }

@@ -1,6 +1,12 @@
 /* Runs the gridjit CLI as a child process, capturing stdout and stderr separately. */
 #include "run_cli.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -133,6 +139,11 @@ int gj_test_run_cli(const char *cwd, const char *const *args, gj_cli_result *res
     result->err = err.data;
     result->err_len = err.len;
     return rc;
+}
+
+void gj_test_run_cli_checked(const char *cwd, const char *const *args, gj_cli_result *result) {
+    assert_int_equal(gj_test_run_cli(cwd, args, result), 0);
+    assert_int_not_equal(result->status, -1);
 }
 
 void gj_cli_result_free(gj_cli_result *result) {

@@ -25,6 +25,8 @@ const char *gj_test_cli_path(void);
  * gj_cli_result_free().
  */
 int gj_test_run_cli(const char *cwd, const char *const *args, gj_cli_result *result);
+/* The same inside a CMocka test, which fails when the child could not run. */
+void gj_test_run_cli_checked(const char *cwd, const char *const *args, gj_cli_result *result);
 void gj_cli_result_free(gj_cli_result *result);
 
 /* A fresh directory for a test: $GRIDJIT_TEST_TMP/name (else /tmp/gridjit-test-PID/name),
