@@ -678,6 +678,16 @@ static void gradients_option_sets_the_gradient_type(void **state) {
     assert_refused(&r, 2);
     assert_non_null(strstr(r.err, "--gradients goes with --config"));
     gj_cli_result_free(&r);
+    /* The same rule in every command that takes --source (one check, gj_cli_source_check). */
+    RUN(&r, NULL, "dump", "--source", "k.cu", "--gradients", "fp32");
+    assert_refused(&r, 2);
+    assert_non_null(strstr(r.err, "--gradients goes with --config"));
+    gj_cli_result_free(&r);
+    RUN(&r, NULL, "precompile", "--source", "k.cu", "--encoding", "grid={}", "--kernel", "k", "--arch", "sm_90",
+        "--gradients", "fp32");
+    assert_refused(&r, 2);
+    assert_non_null(strstr(r.err, "--gradients goes with --config"));
+    gj_cli_result_free(&r);
 }
 
 static void dump_refuses_bad_input(void **state) {

@@ -33,12 +33,15 @@ int gj_cli_source_add(const char *cmd, gj_cli_source *src, int which, const char
 }
 
 int gj_cli_source_check(const char *cmd, const gj_cli_source *src, int has_config, const char *one_of,
-                        const char *need_kernel) {
+                        const char *need_kernel, const char *gradients) {
     if (!has_config == !src->file) {
         return gj_cli_usage_error(cmd, "%s", one_of);
     }
     if (need_kernel && src->file && !src->n_kernels) {
         return gj_cli_usage_error(cmd, "--source needs at least one --kernel%s", need_kernel);
+    }
+    if (src->file && gradients) {
+        return gj_cli_usage_error(cmd, "--gradients goes with --config (a source of your own declares its own types)");
     }
     return GJ_CLI_OK;
 }

@@ -38,10 +38,11 @@ typedef struct gj_cli_source {
 int gj_cli_source_add(const char *cmd, gj_cli_source *src, int which, const char *value);
 /* After the options: exactly one of --config (has_config) and --source, else one_of is
  * the usage error; and when need_kernel is not NULL, --source with at least one --kernel,
- * else the usage error "--source needs at least one --kernel" followed by need_kernel.
- * Each command keeps its own wording. GJ_CLI_OK or GJ_CLI_USAGE. */
+ * else the usage error "--source needs at least one --kernel" followed by need_kernel;
+ * and --gradients (gradients: its value, or NULL) only with --config. Each command keeps
+ * its own wording. GJ_CLI_OK or GJ_CLI_USAGE. */
 int gj_cli_source_check(const char *cmd, const gj_cli_source *src, int has_config, const char *one_of,
-                        const char *need_kernel);
+                        const char *need_kernel, const char *gradients);
 /* Reads the file, makes the encodings in ctx and fills src->desc. GJ_CLI_FAILURE (message
  * printed: the spec and the key at fault) or GJ_CLI_USAGE for a malformed spec. */
 int gj_cli_source_open(const char *cmd, gj_context *ctx, gj_cli_source *src);

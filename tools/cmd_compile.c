@@ -117,14 +117,11 @@ static int parse_args(int argc, char **argv, compile_args *args) {
     if (rc == GJ_CLI_OK) {
         rc = gj_cli_source_check(CMD, &args->source, args->config != NULL,
                                  "give --config (an encoding) or --source (a source of your own), one of them",
-                                 " to compile and look up");
+                                 " to compile and look up", args->gradients);
     }
     if (rc == GJ_CLI_OK && !args->source.file &&
         (args->source.n_encoding_specs || args->source.n_kernels || args->source.n_options)) {
         rc = gj_cli_usage_error(CMD, "--encoding, --kernel and --option go with --source");
-    }
-    if (rc == GJ_CLI_OK && args->source.file && args->gradients) {
-        rc = gj_cli_usage_error(CMD, "--gradients goes with --config (a source of your own declares its own types)");
     }
     if (rc == GJ_CLI_OK && !args->arch) {
         rc = gj_cli_usage_error(CMD, "--arch is required (e.g. --arch sm_90, or --arch compute_90 for PTX)");

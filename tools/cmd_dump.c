@@ -87,7 +87,8 @@ static int parse_args(int argc, char **argv, dump_args *args) {
         return rc;
     }
     return gj_cli_source_check(CMD, &args->source, args->config != NULL,
-                               "give --config (an encoding) or --source (a source of your own), one of them", NULL);
+                               "give --config (an encoding) or --source (a source of your own), one of them", NULL,
+                               args->gradients);
 }
 
 /* Fills opts from the command line (usage errors printed). */

@@ -126,10 +126,7 @@ static int parse_args(int argc, char **argv, precompile_args *args) {
         rc = gj_cli_source_check(CMD, &args->source, args->n_configs != 0,
                                  "give --config (a file, inline JSON or a directory of .json files) or --source, "
                                  "one of them",
-                                 "");
-    }
-    if (rc == GJ_CLI_OK && args->source.file && args->gradients) {
-        rc = gj_cli_usage_error(CMD, "--gradients goes with --config (a source of your own declares its own types)");
+                                 "", args->gradients);
     }
     if (rc == GJ_CLI_OK && !args->n_archs) {
         rc = gj_cli_usage_error(CMD, "--arch is required (e.g. --arch sm_80,sm_90)");
