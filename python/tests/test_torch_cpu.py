@@ -16,11 +16,9 @@ import warnings
 
 import pytest
 
-try:
-    import gridjit.torch as gjt  # without torch: ImportError saying torch is needed
-    import torch
-except ImportError as _exc:  # skip the module, with the message the package gives
-    pytest.skip(str(_exc), allow_module_level=True)
+from conftest import torch_or_skip
+
+gjt, torch = torch_or_skip()
 
 import gridjit  # noqa: E402
 from gridjit import _pcg  # noqa: E402

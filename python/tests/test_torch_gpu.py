@@ -12,17 +12,9 @@ import threading
 
 import pytest
 
-try:
-    import gridjit.torch as gjt  # without torch: ImportError saying torch is needed
-    import torch
-except ImportError as _exc:
-    pytest.skip(str(_exc), allow_module_level=True)
+from conftest import torch_or_skip
 
-if not torch.cuda.is_available():
-    pytest.skip(
-        "no CUDA device: torch.cuda.is_available() is False (these tests run on a GPU machine)",
-        allow_module_level=True,
-    )
+gjt, torch = torch_or_skip(needs_cuda=True)
 
 import gridjit  # noqa: E402
 from gridjit import _pcg  # noqa: E402

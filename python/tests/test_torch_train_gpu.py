@@ -13,17 +13,9 @@ import math
 
 import pytest
 
-try:
-    import gridjit.torch as gjt  # without torch: ImportError saying torch is needed
-    import torch
-except ImportError as _exc:
-    pytest.skip(str(_exc), allow_module_level=True)
+from conftest import torch_or_skip
 
-if not torch.cuda.is_available():
-    pytest.skip(
-        "no CUDA device: torch.cuda.is_available() is False (these tests run on a GPU machine)",
-        allow_module_level=True,
-    )
+gjt, torch = torch_or_skip(needs_cuda=True)
 
 DEVICE = torch.device("cuda", 0)
 #: tiny-cuda-nn's scripts/test_grid_bwdbwd.py, test_train(): SDF(True, 4, base_resolution=12).
