@@ -18,6 +18,7 @@ gjt, torch = torch_or_skip(needs_cuda=True)
 
 import gridjit  # noqa: E402
 from gridjit import _pcg  # noqa: E402
+from tcnn_models import DEFAULT_HASHGRID  # noqa: E402
 from torch_reference import Reference  # noqa: E402
 
 DEVICE = torch.device("cuda", 0)
@@ -28,14 +29,6 @@ GRIDS = {
     "Tiled": {"otype": "TiledGrid", "n_levels": 3, "base_resolution": 4, "per_level_scale": 1.5},
 }
 INTERPOLATIONS = ["Nearest", "Linear", "Smoothstep"]
-DEFAULT_HASHGRID = {
-    "otype": "HashGrid",
-    "n_levels": 16,
-    "n_features_per_level": 2,
-    "log2_hashmap_size": 19,
-    "base_resolution": 16,
-    "per_level_scale": 2.0,
-}
 
 
 def make(config, dims=2, dtype=torch.float, seed=1337, device=DEVICE, uniform=True):
