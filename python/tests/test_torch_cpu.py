@@ -22,7 +22,7 @@ gjt, torch = torch_or_skip()
 
 import gridjit  # noqa: E402
 from gridjit import _pcg  # noqa: E402
-from torch_reference import Reference, ReferenceOps  # noqa: E402
+from torch_reference import Reference, ReferenceOps, run_on_the_cpu  # noqa: E402
 
 HASH = {"otype": "HashGrid", "n_levels": 3, "log2_hashmap_size": 6, "base_resolution": 4, "per_level_scale": 1.5}
 
@@ -41,9 +41,7 @@ def cpu_backend(monkeypatch):
 
     def attach(encoding):
         encoding.cpu()  # made on the current CUDA device where there is one
-        ops = ReferenceOps(Reference(encoding._native.encoding), dtype=encoding.dtype, grad_dtype=torch.float32)
-        encoding._native._ops[-1] = ops
-        return ops
+        return run_on_the_cpu(encoding)
 
     return attach
 
