@@ -24,9 +24,10 @@ Conventions (those of tinycudann.Encoding; docs/python.md lists where gridjit di
   bumps the tensor's version counter, and any torch.optim optimizer's step, seen by a
   global step hook because fused optimizers do not bump it) and reused otherwise. An
   in-place edit through ``params.data`` does not bump it: call
-  :meth:`Encoding.params_changed` after one. While a CUDA graph is being captured the copy is always made (inside the graph),
-  and once a graph has been captured through an encoding its eager calls make it every
-  time (a replay changes the parameters without telling anyone).
+  :meth:`Encoding.params_changed` after one. While a CUDA graph is being captured the
+  copy is always made (inside the graph), and once a graph has been captured through an
+  encoding its eager calls make it every time (a replay changes the parameters without
+  telling anyone).
 - Gradients with respect to the parameters are computed in fp32 by the kernels (gridjit
   modules made with the code-generation option gradients_fp32) and reach ``params.grad``
   as fp32, with no cast or scaling pass. ``loss_scale`` (128 for fp16, 1 for fp32, as
@@ -409,12 +410,9 @@ class _Native:
         """The launch layer for CUDA device index (made on first use)."""
         ops = self._ops.get(index)
         if ops is None:
-            with self._lock:
-                ops = self._ops.get(index)
-            if ops is None:
-                ops = _Ops(self, index)  # outside the lock: module() takes it
-                with self._lock:
-                    ops = self._ops.setdefault(index, ops)
+            ops = _Ops(self, index)  # outside the lock: module() takes it
+            with self._lock:  # two threads may make one each: the first one stored serves both
+                ops = self._ops.setdefault(index, ops)
         return ops
 
     def close(self) -> None:
