@@ -306,9 +306,10 @@ class Reference:
 
 
 class ReferenceOps:
-    """The interface of gridjit.torch's launch layer (_Ops) computed with the reference
-    and autograd. Lets the tests check gridjit.torch's autograd functions and its module
-    (parameter cache, gradients, optimisers, state_dict) without a GPU.
+    """The interface of gridjit.torch's launch layer (gridjit._torch_launch._Ops), computed
+    with the reference and autograd. Lets the tests check gridjit.torch's autograd
+    functions and its module (parameter cache, gradients, optimisers, state_dict) without
+    a GPU.
 
     dtype is the kernels' precision as _Ops.dtype (the output's dtype and what dL/dy
     arrives in); the arithmetic is float64 throughout, so float64 gives exact checks and
