@@ -78,6 +78,16 @@ def installed_header() -> Path:
     return Path(gridjit.library_path).resolve().parent / "include" / "gridjit.h"
 
 
+def installed_tool():
+    """The gridjit command-line tool beside this package: bundled (bin/gridjit), or in the
+    CMake build whose library GRIDJIT_LIBRARY names; None when neither is there."""
+    for tool in (Path(gridjit.__file__).resolve().parent / "bin" / "gridjit",
+                 Path(gridjit.library_path).resolve().parent / "gridjit"):
+        if tool.is_file() and os.access(tool, os.X_OK):
+            return tool
+    return None
+
+
 @pytest.fixture
 def context(tmp_path):
     """A fresh context with its own cache directory (tmp_path/cache)."""
