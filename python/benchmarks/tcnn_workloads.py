@@ -91,11 +91,6 @@ def import_package(name: str):
     return tcnn, version
 
 
-def synchronize():
-    if DEVICE.type == "cuda":
-        torch.cuda.synchronize()
-
-
 def finite(values) -> bool:
     return all(math.isfinite(v) for v in values)
 
@@ -108,7 +103,7 @@ def timed_training(step, steps: int, window: int = 10):
     median seconds per step over windows, first step's seconds). The first window is
     warm-up (kernel compiles, cache loads, allocator growth) and is not in the median."""
     losses, per_step = [], []
-    synchronize()
+    torch.cuda.synchronize()
     start = time.perf_counter()
     loss = step(0)
     loss_value = loss.item()
@@ -230,11 +225,11 @@ def per_call(tcnn, args) -> dict:
     def wall_us(fn) -> float:
         for _ in range(200):
             fn()
-        synchronize()
+        torch.cuda.synchronize()
         start = time.perf_counter()
         for _ in range(args.calls):
             fn()
-        synchronize()
+        torch.cuda.synchronize()
         return (time.perf_counter() - start) / args.calls * 1e6
 
     def forward_no_grad():
