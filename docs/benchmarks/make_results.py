@@ -21,9 +21,10 @@ key says otherwise. The sections named in HAND_ENTERED (figures measured with
 /usr/bin/time, taken from an earlier session, or read from test logs) are not in any
 raw file: they are kept as they are in the existing --out file.
 
-    python3 docs/benchmarks/make_results.py --bench run3_bench.jsonl \\
-        --sweeps run2_bench.jsonl --pytorch tcnn_compare.json \\
-        --script-logs script_tcnn.log script_gridjit.log --calls calls_build.json
+    python3 docs/benchmarks/make_results.py --bench bench.jsonl --sweeps sweeps.jsonl \\
+        --pytorch tcnn_compare.json --script-logs script_tcnn.log script_gridjit.log --calls calls.json
+
+(docs/benchmarks.md, "Reproducing", has the commands that write these files.)
 """
 
 from __future__ import annotations

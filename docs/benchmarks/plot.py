@@ -201,7 +201,8 @@ def ratio(a: float, b: float) -> str:
 
 
 def table(header: list, rows: list) -> str:
-    align = ["---" if i < sum(1 for h in header if h.startswith("~")) else "---:" for i in range(len(header))]
+    """A markdown table; a header starting with "~" names a left-aligned (text) column."""
+    align = ["---" if h.startswith("~") else "---:" for h in header]
     header = [h.lstrip("~") for h in header]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]

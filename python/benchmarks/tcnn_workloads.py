@@ -52,20 +52,15 @@ from pathlib import Path
 import torch
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "python" / "tests"))
+
+from tcnn_models import DEFAULT_HASHGRID, SDF, SDF_GRID, eikonal_loss  # noqa: E402
+
 DEVICE = torch.device("cuda")
 EIKONAL_BATCH = 51200  # test_grid_bwdbwd.py's points per step
 IMAGE_SIZE = 512
 IMAGE_BATCH = 1 << 18
 
-EIKONAL_GRID = {  # test_grid_bwdbwd.py: SDF(True, 4, base_resolution=12)
-    "otype": "HashGrid",
-    "n_levels": 4,
-    "n_features_per_level": 2,
-    "log2_hashmap_size": 15,
-    "base_resolution": 12,
-    "per_level_scale": 1.5,
-    "interpolation": "Linear",
-}
 IMAGE_GRID = {  # a 2-D grid of the size tiny-cuda-nn's image-learning samples use
     "otype": "HashGrid",
     "n_levels": 16,
@@ -73,14 +68,6 @@ IMAGE_GRID = {  # a 2-D grid of the size tiny-cuda-nn's image-learning samples u
     "log2_hashmap_size": 15,
     "base_resolution": 16,
     "per_level_scale": 1.5,
-}
-DEFAULT_HASHGRID = {  # tiny-cuda-nn's documented HashGrid defaults
-    "otype": "HashGrid",
-    "n_levels": 16,
-    "n_features_per_level": 2,
-    "log2_hashmap_size": 19,
-    "base_resolution": 16,
-    "per_level_scale": 2.0,
 }
 
 
@@ -104,11 +91,6 @@ def import_package(name: str):
     return tcnn, version
 
 
-def synchronize():
-    if DEVICE.type == "cuda":
-        torch.cuda.synchronize()
-
-
 def finite(values) -> bool:
     return all(math.isfinite(v) for v in values)
 
@@ -116,36 +98,12 @@ def finite(values) -> bool:
 # ----------------------------------------------------------------------------- eikonal
 
 
-class SDF(torch.nn.Module):
-    """test_grid_bwdbwd.py's SDF, with tcnn the package under test."""
-
-    def __init__(self, tcnn, config):
-        super().__init__()
-        self.encoder = tcnn.Encoding(3, config)
-        self.decoder = torch.nn.Sequential(
-            torch.nn.Linear(self.encoder.n_output_dims, 64), torch.nn.ReLU(True), torch.nn.Linear(64, 1)
-        )
-
-    def forward(self, x):
-        encoded = self.encoder(x).to(dtype=torch.float)
-        return self.decoder(encoded)
-
-    def forward_with_nablas(self, x):
-        with torch.enable_grad():
-            x = x.requires_grad_(True)
-            sdf = self.forward(x)
-            nablas = torch.autograd.grad(
-                sdf, x, torch.ones_like(sdf, device=x.device), create_graph=True, retain_graph=True, only_inputs=True
-            )[0]
-        return sdf, nablas
-
-
 def timed_training(step, steps: int, window: int = 10):
     """Runs step(i) -> loss tensor for steps steps; returns (losses every window steps,
     median seconds per step over windows, first step's seconds). The first window is
     warm-up (kernel compiles, cache loads, allocator growth) and is not in the median."""
     losses, per_step = [], []
-    synchronize()
+    torch.cuda.synchronize()
     start = time.perf_counter()
     loss = step(0)
     loss_value = loss.item()
@@ -169,14 +127,12 @@ def timed_training(step, steps: int, window: int = 10):
 def eikonal(tcnn, args) -> dict:
     device = DEVICE
     torch.manual_seed(args.seed)
-    model = SDF(tcnn, EIKONAL_GRID).to(device)
+    model = SDF(tcnn).to(device)
     optimizer = torch.optim.Adam(model.parameters(), 2.0e-3)
 
     def step(_):
         x = torch.rand([EIKONAL_BATCH, 3], dtype=torch.float, device=device)
-        sdf, nablas = model.forward_with_nablas(x)
-        nablas_norm = nablas.norm(dim=-1)
-        loss = torch.nn.functional.mse_loss(nablas_norm, nablas_norm.new_ones(nablas_norm.shape), reduction="mean")
+        loss = eikonal_loss(model, x)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -186,7 +142,7 @@ def eikonal(tcnn, args) -> dict:
     values = [v for _, v in losses]
     nan_step = next((i for i, v in losses if not math.isfinite(v)), None)
     return {
-        "config": EIKONAL_GRID,
+        "config": SDF_GRID,
         "dtype": str(model.encoder.dtype),
         "param_dtype": str(model.encoder.params.dtype),
         "steps": args.steps,
@@ -269,11 +225,11 @@ def per_call(tcnn, args) -> dict:
     def wall_us(fn) -> float:
         for _ in range(200):
             fn()
-        synchronize()
+        torch.cuda.synchronize()
         start = time.perf_counter()
         for _ in range(args.calls):
             fn()
-        synchronize()
+        torch.cuda.synchronize()
         return (time.perf_counter() - start) / args.calls * 1e6
 
     def forward_no_grad():

@@ -31,16 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import gridjit  # noqa: E402
 import gridjit.torch as gjt  # noqa: E402
+from tcnn_models import DEFAULT_HASHGRID as HASHGRID  # noqa: E402
 from torch_reference import Reference  # noqa: E402
-
-HASHGRID = {
-    "otype": "HashGrid",
-    "n_levels": 16,
-    "n_features_per_level": 2,
-    "log2_hashmap_size": 19,
-    "base_resolution": 16,
-    "per_level_scale": 2.0,
-}
 
 
 class ReferenceEncoding(torch.nn.Module):

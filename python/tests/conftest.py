@@ -78,6 +78,16 @@ def installed_header() -> Path:
     return Path(gridjit.library_path).resolve().parent / "include" / "gridjit.h"
 
 
+def installed_tool():
+    """The gridjit command-line tool beside this package: bundled (bin/gridjit), or in the
+    CMake build whose library GRIDJIT_LIBRARY names; None when neither is there."""
+    for tool in (Path(gridjit.__file__).resolve().parent / "bin" / "gridjit",
+                 Path(gridjit.library_path).resolve().parent / "gridjit"):
+        if tool.is_file() and os.access(tool, os.X_OK):
+            return tool
+    return None
+
+
 @pytest.fixture
 def context(tmp_path):
     """A fresh context with its own cache directory (tmp_path/cache)."""
@@ -88,14 +98,36 @@ def context(tmp_path):
     ctx.close()
 
 
-def run_python(code: str, env_update=None, **kwargs) -> subprocess.CompletedProcess:
-    """Runs code in a fresh interpreter with this process's sys.path (PYTHONPATH)."""
+#: Why the GPU tests of gridjit.torch skip on this machine.
+NO_CUDA = "no CUDA device: torch.cuda.is_available() is False (these tests run on a GPU machine)"
+
+
+def torch_or_skip(needs_cuda: bool = False):
+    """(gridjit.torch, torch) for a test module, else skips the whole module, visibly: with
+    the ImportError's message (gridjit.torch says that torch is needed), or, with
+    needs_cuda, with NO_CUDA. The skip is reported at the caller's line (the frame is hidden)."""
+    __tracebackhide__ = True
+    try:
+        import gridjit.torch as gjt  # without torch: ImportError saying torch is needed
+        import torch
+    except ImportError as exc:
+        pytest.skip(str(exc), allow_module_level=True)
+    if needs_cuda and not torch.cuda.is_available():
+        pytest.skip(NO_CUDA, allow_module_level=True)
+    return gjt, torch
+
+
+def run_python_args(*args: str, env_update=None, **kwargs) -> subprocess.CompletedProcess:
+    """Runs `python ARGS...` in a fresh interpreter with this process's sys.path (PYTHONPATH)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env.update(env_update or {})
-    return subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, **kwargs
-    )
+    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=300, **kwargs)
+
+
+def run_python(code: str, env_update=None, **kwargs) -> subprocess.CompletedProcess:
+    """Runs code in a fresh interpreter with this process's sys.path (PYTHONPATH)."""
+    return run_python_args("-c", code, env_update=env_update, **kwargs)
 
 
 def pytest_report_header(config):

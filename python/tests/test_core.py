@@ -4,16 +4,14 @@ cache, NVRTC, the runtime probe, and errors as exceptions with the library's mes
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import threading
-from pathlib import Path
 
 import pytest
 
 import gridjit
-from conftest import needs_nvrtc, run_python
+from conftest import installed_tool, needs_nvrtc, run_python
 
 # docs/design.md §2.7, the worked example.
 WORKED = {
@@ -336,15 +334,6 @@ def test_compile_cache_miss_then_hit(context):
     assert context.cache_clear() == 1
     assert context.cache_entries() == []
 
-def _cli_tool():
-    """The gridjit tool beside this package: bundled (bin/gridjit), or in the CMake build
-    whose library GRIDJIT_LIBRARY names; None when neither is there."""
-    for tool in (Path(gridjit.__file__).resolve().parent / "bin" / "gridjit",
-                 Path(gridjit.library_path).resolve().parent / "gridjit"):
-        if tool.is_file() and os.access(tool, os.X_OK):
-            return tool
-    return None
-
 
 @needs_nvrtc
 def test_cache_stats_count_as_the_cli_does(context, tmp_path):
@@ -366,7 +355,7 @@ def test_cache_stats_count_as_the_cli_does(context, tmp_path):
     assert back.cache_stats().hits == 1  # what the first directory counted stays there
     back.close()
 
-    tool = _cli_tool()
+    tool = installed_tool()
     if tool is None:
         pytest.skip("no gridjit tool beside the package to compare with")
     for directory, expected in ((first_dir, ours), (moved.directory, moved.as_dict())):
@@ -380,7 +369,6 @@ def test_cache_stats_count_as_the_cli_does(context, tmp_path):
                 assert value == pytest.approx(expected[key], abs=1e-3)
             else:
                 assert value == expected[key], key
-
 
 
 @needs_nvrtc

@@ -80,6 +80,7 @@ def test_wheel_is_pure_python_plus_the_library(wheel):
         "gridjit/_capi.py",
         "gridjit/core.py",
         "gridjit/torch.py",
+        "gridjit/_torch_launch.py",
         "gridjit/lib/libgridjit.so.0",
         "gridjit/lib/libcjson.so.1",
         "gridjit/lib/libxxhash.so.0",

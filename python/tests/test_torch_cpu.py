@@ -2,8 +2,9 @@
 the module's behaviour end to end (fp32 parameters, the fp16 parameter copy and when it
 is made again, fp32 gradients, optimisers, GradScaler, state_dict, pickling,
 torch.compile) with the launch layer replaced by the PyTorch reference
-(torch_reference.ReferenceOps, the same interface as gridjit.torch._Ops) on CPU tensors;
-and the autograd functions' algebra (first and second order) checked in float64."""
+(torch_reference.ReferenceOps, the same interface as gridjit._torch_launch._Ops) on CPU
+tensors; the launch layer itself against recording stand-ins for the C launches; and
+the autograd functions' algebra (first and second order) checked in float64."""
 
 from __future__ import annotations
 
@@ -16,15 +17,13 @@ import warnings
 
 import pytest
 
-try:
-    import gridjit.torch as gjt  # without torch: ImportError saying torch is needed
-    import torch
-except ImportError as _exc:  # skip the module, with the message the package gives
-    pytest.skip(str(_exc), allow_module_level=True)
+from conftest import torch_or_skip
+
+gjt, torch = torch_or_skip()
 
 import gridjit  # noqa: E402
-from gridjit import _pcg  # noqa: E402
-from torch_reference import Reference, ReferenceOps  # noqa: E402
+from gridjit import _capi, _pcg, _torch_launch  # noqa: E402
+from torch_reference import Reference, ReferenceOps, run_on_the_cpu  # noqa: E402
 
 HASH = {"otype": "HashGrid", "n_levels": 3, "log2_hashmap_size": 6, "base_resolution": 4, "per_level_scale": 1.5}
 
@@ -43,9 +42,7 @@ def cpu_backend(monkeypatch):
 
     def attach(encoding):
         encoding.cpu()  # made on the current CUDA device where there is one
-        ops = ReferenceOps(Reference(encoding._native.encoding), dtype=encoding.dtype, grad_dtype=torch.float32)
-        encoding._native._ops[-1] = ops
-        return ops
+        return run_on_the_cpu(encoding)
 
     return attach
 
@@ -652,9 +649,9 @@ def test_backward_with_no_gradient_needed_returns_nothing():
 
 @pytest.fixture
 def fake_launches(monkeypatch):
-    """gridjit.torch._Ops on CPU tensors with the C launch functions replaced by recorders:
-    checks which descriptor fields the per-call path sets, the handles and streams it
-    passes, and its error path, without a GPU."""
+    """gridjit.torch's launch layer (gridjit._torch_launch._Ops) on CPU tensors with the C
+    launch functions replaced by recorders: checks which descriptor fields the per-call
+    path sets, the handles and streams it passes, and its error path, without a GPU."""
     import contextlib
 
     records = []
@@ -670,12 +667,12 @@ def fake_launches(monkeypatch):
         return fn
 
     for name in ("gj_forward", "gj_backward", "gj_backward_backward"):
-        monkeypatch.setattr(gjt._capi.lib, name, recorder(name))
+        monkeypatch.setattr(_capi.lib, name, recorder(name))
     handles = {False: types.SimpleNamespace(handle=0x1000), True: types.SimpleNamespace(handle=0x2000)}
     monkeypatch.setattr(gjt._Native, "module", lambda self, index, stochastic: handles[bool(stochastic)])
     stream = {"raw": 0x7777, "device": 0}
-    monkeypatch.setattr(gjt, "_raw_stream", lambda index: stream["raw"])
-    monkeypatch.setattr(gjt, "_current_device", lambda: stream["device"])
+    monkeypatch.setattr(_torch_launch, "_raw_stream", lambda index: stream["raw"])
+    monkeypatch.setattr(_torch_launch, "_current_device", lambda: stream["device"])
     switched = []
 
     @contextlib.contextmanager
@@ -688,9 +685,9 @@ def fake_launches(monkeypatch):
     def make(dtype=torch.half):
         native = gjt._Native(2, json.dumps(dict(HASH, precision={torch.half: "fp16", torch.float: "fp32"}[dtype])),
                              dtype)
-        ops = gjt._Ops(native, 0)
+        ops = _torch_launch._Ops(native, 0)
         ops.device = torch.device("cpu")  # tensors on the CPU; the fake launches only read pointers
-        ops._local.descriptors = gjt._Descriptors()
+        ops._local.descriptors = _torch_launch._Descriptors()
         return ops
 
     return types.SimpleNamespace(make=make, records=records, status=status, stream=stream, switched=switched)
@@ -716,7 +713,7 @@ def test_launch_layer_sets_every_pointer_per_call(fake_launches):
     assert (name, handle) == ("gj_backward", 0x2000)  # stochastic: the stochastic module
     assert dparams.dtype == torch.float32 and dparams.shape == (ops.n_params,) and dx.dtype == torch.float32
     assert d["dL_dy"] == dy.data_ptr() and d["dL_dparams"] == dparams.data_ptr() and d["dL_dx"] == dx.data_ptr()
-    assert d["dL_dparams_mode"] == gjt._capi.GRAD_OVERWRITE and d["max_level_per_point"] is None
+    assert d["dL_dparams_mode"] == _capi.GRAD_OVERWRITE and d["max_level_per_point"] is None
     dx, dparams = ops.backward(x, params, mlpp, 1.0, dy, False, True, False)
     name, handle, _, d = fake_launches.records[-1]
     assert handle == 0x1000 and dx is None and d["dL_dx"] is None and d["max_level_per_point"] == mlpp.data_ptr()

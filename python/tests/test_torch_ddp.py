@@ -5,13 +5,11 @@ the CPU with the PyTorch reference in place of the kernels). The GPU runs skip
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 
 import pytest
 
-from conftest import HERE
+from conftest import HERE, NO_CUDA, run_python_args
 
 try:
     import torch
@@ -21,18 +19,11 @@ except ImportError as _exc:
 if not torch.distributed.is_available():
     pytest.skip("this torch has no torch.distributed", allow_module_level=True)
 
-needs_cuda = pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="no CUDA device: torch.cuda.is_available() is False (runs on a GPU machine)"
-)
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    return subprocess.run(
-        [sys.executable, str(HERE / "ddp_check.py"), *args],
-        env=env, capture_output=True, text=True, timeout=300,
-    )
+    return run_python_args(str(HERE / "ddp_check.py"), *args)
 
 
 def test_ddp_algebra_on_the_cpu_with_the_reference():

@@ -12,20 +12,13 @@ import threading
 
 import pytest
 
-try:
-    import gridjit.torch as gjt  # without torch: ImportError saying torch is needed
-    import torch
-except ImportError as _exc:
-    pytest.skip(str(_exc), allow_module_level=True)
+from conftest import torch_or_skip
 
-if not torch.cuda.is_available():
-    pytest.skip(
-        "no CUDA device: torch.cuda.is_available() is False (these tests run on a GPU machine)",
-        allow_module_level=True,
-    )
+gjt, torch = torch_or_skip(needs_cuda=True)
 
 import gridjit  # noqa: E402
 from gridjit import _pcg  # noqa: E402
+from tcnn_models import DEFAULT_HASHGRID  # noqa: E402
 from torch_reference import Reference  # noqa: E402
 
 DEVICE = torch.device("cuda", 0)
@@ -36,14 +29,6 @@ GRIDS = {
     "Tiled": {"otype": "TiledGrid", "n_levels": 3, "base_resolution": 4, "per_level_scale": 1.5},
 }
 INTERPOLATIONS = ["Nearest", "Linear", "Smoothstep"]
-DEFAULT_HASHGRID = {
-    "otype": "HashGrid",
-    "n_levels": 16,
-    "n_features_per_level": 2,
-    "log2_hashmap_size": 19,
-    "base_resolution": 16,
-    "per_level_scale": 2.0,
-}
 
 
 def make(config, dims=2, dtype=torch.float, seed=1337, device=DEVICE, uniform=True):

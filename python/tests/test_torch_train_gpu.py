@@ -13,62 +13,20 @@ import math
 
 import pytest
 
-try:
-    import gridjit.torch as gjt  # without torch: ImportError saying torch is needed
-    import torch
-except ImportError as _exc:
-    pytest.skip(str(_exc), allow_module_level=True)
+from conftest import torch_or_skip
 
-if not torch.cuda.is_available():
-    pytest.skip(
-        "no CUDA device: torch.cuda.is_available() is False (these tests run on a GPU machine)",
-        allow_module_level=True,
-    )
+gjt, torch = torch_or_skip(needs_cuda=True)
+
+from tcnn_models import SDF, SDF_GRID, eikonal_loss  # noqa: E402
 
 DEVICE = torch.device("cuda", 0)
-#: tiny-cuda-nn's scripts/test_grid_bwdbwd.py, test_train(): SDF(True, 4, base_resolution=12).
-SDF_GRID = {
-    "otype": "HashGrid",
-    "n_levels": 4,
-    "n_features_per_level": 2,
-    "log2_hashmap_size": 15,
-    "base_resolution": 12,
-    "per_level_scale": 1.5,
-    "interpolation": "Linear",
-}
-
-
-class SDF(torch.nn.Module):
-    """The model of tiny-cuda-nn's test_grid_bwdbwd.py: encoding + MLP 32 -> 64 -> 1."""
-
-    def __init__(self, dtype=None):
-        super().__init__()
-        self.encoder = gjt.Encoding(3, SDF_GRID, dtype=dtype)
-        self.decoder = torch.nn.Sequential(
-            torch.nn.Linear(self.encoder.n_output_dims, 64), torch.nn.ReLU(True), torch.nn.Linear(64, 1)
-        )
-
-    def forward(self, x):
-        return self.decoder(self.encoder(x).to(dtype=torch.float))
-
-    def forward_with_nablas(self, x):
-        x = x.requires_grad_(True)
-        sdf = self.forward(x)
-        (nablas,) = torch.autograd.grad(sdf, x, torch.ones_like(sdf), create_graph=True)
-        return sdf, nablas
-
-
-def eikonal_loss(model, x):
-    _, nablas = model.forward_with_nablas(x)
-    norm = nablas.norm(dim=-1)
-    return torch.nn.functional.mse_loss(norm, torch.ones_like(norm))
 
 
 def test_eikonal_sdf_trains_with_the_default_dtype_and_stock_adam():
     """The issue's reproduction: every loss was NaN from the second step on with fp16
     parameters. Now: fp16 kernels (default dtype), fp32 parameters and gradients."""
     torch.manual_seed(0)
-    model = SDF().to(DEVICE)
+    model = SDF(gjt).to(DEVICE)
     assert model.encoder.dtype == torch.half  # the preferred precision on sm_70+
     assert model.encoder.params.dtype == torch.float32
     optimizer = torch.optim.Adam(model.parameters(), 2.0e-3)
@@ -150,7 +108,7 @@ def test_cuda_graph_training_step_replays_like_eager():
 
     def make():
         torch.manual_seed(0)
-        model = SDF().to(DEVICE)
+        model = SDF(gjt).to(DEVICE)
         return model, torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
 
     def step(model, optimizer, x):
@@ -210,7 +168,7 @@ def test_torch_compile_of_a_model_holding_the_encoding():
     compiled; outputs and gradients as eager mode's (the MLP's compiled kernels may round
     differently: close, not equal), the encoding's bit for bit."""
     torch.manual_seed(0)
-    model = SDF().to(DEVICE)
+    model = SDF(gjt).to(DEVICE)
     x = torch.rand(4096, 3, device=DEVICE)
     y = model(x)
     grads = torch.autograd.grad(y.square().mean(), list(model.parameters()))
@@ -231,7 +189,7 @@ two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two C
 @two_gpus
 def test_data_parallel_replicas():
     torch.manual_seed(0)
-    model = SDF().to(DEVICE)
+    model = SDF(gjt).to(DEVICE)
     x = torch.rand(8192, 3, device=DEVICE)
     (single,) = torch.autograd.grad(model(x).square().mean(), [model.encoder.params])
     parallel = torch.nn.DataParallel(model, device_ids=[0, 1])

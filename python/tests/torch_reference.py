@@ -306,9 +306,10 @@ class Reference:
 
 
 class ReferenceOps:
-    """The interface of gridjit.torch's launch layer (_Ops) computed with the reference
-    and autograd. Lets the tests check gridjit.torch's autograd functions and its module
-    (parameter cache, gradients, optimisers, state_dict) without a GPU.
+    """The interface of gridjit.torch's launch layer (gridjit._torch_launch._Ops), computed
+    with the reference and autograd. Lets the tests check gridjit.torch's autograd
+    functions and its module (parameter cache, gradients, optimisers, state_dict) without
+    a GPU.
 
     dtype is the kernels' precision as _Ops.dtype (the output's dtype and what dL/dy
     arrives in); the arithmetic is float64 throughout, so float64 gives exact checks and
@@ -365,3 +366,13 @@ class ReferenceOps:
             ddy.to(self.dtype) if want_ddy else None,
             dxx if want_dx else None,
         )
+
+
+def run_on_the_cpu(encoding) -> ReferenceOps:
+    """Makes a gridjit.torch Encoding whose parameters are on the CPU run through ReferenceOps
+    (in the encoding's precision, fp32 gradients, as the real modules): they take the place
+    of its launch layer for CPU tensors (device index -1). Returns them. CPU input still
+    goes through gridjit.torch._cpu_input, which moves it to CUDA: the caller replaces that."""
+    ops = ReferenceOps(Reference(encoding._native.encoding), dtype=encoding.dtype, grad_dtype=torch.float32)
+    encoding._native._ops[-1] = ops
+    return ops

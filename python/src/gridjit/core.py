@@ -14,7 +14,7 @@ import json
 import threading
 import warnings
 from ctypes import byref, c_int, c_size_t, c_uint64, c_void_p
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Callable, Iterable, Mapping, Optional, Union
 
 from . import _capi

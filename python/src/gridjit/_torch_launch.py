@@ -1,0 +1,203 @@
+"""The launch layer of gridjit.torch: the passes of one encoding on one CUDA device, on
+torch tensors, through gridjit's C launch functions (_Ops), with what its per-call path
+looks up once. gridjit.torch imports it; it needs torch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import TYPE_CHECKING
+
+import torch
+
+from . import _capi
+from .core import Context
+from .errors import GridJitError, error_for
+
+if TYPE_CHECKING:
+    from .torch import _Native
+
+_F32 = torch.float32
+
+# What the per-call path calls, looked up once. Each has a fallback for torch builds without
+# the private entry point.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+if _raw_stream is None:  # pragma: no cover - every CUDA build of torch 2.x has it
+
+    def _raw_stream(index):
+        return torch.cuda.current_stream(index).cuda_stream
+
+
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+_empty = torch.empty
+_zeros = torch.zeros
+
+
+def _prepare_thread(ctx: Context, index: int) -> None:
+    """Once per thread and device: make sure the thread's current CUDA context is the
+    device's primary context (PyTorch's) before gridjit runs there.
+
+    Called inside ``torch.cuda.device(index)``. A tensor operation binds the primary
+    context to the thread (the CUDA runtime does that on first use, also on autograd's
+    worker threads); gj_runtime_probe then reports the current context's device, which
+    must be ours. Without this, gridjit would fall back to device 0's primary context on
+    a thread that has none, which is right only for device 0.
+    """
+    torch.empty(1, device=torch.device("cuda", index)).fill_(0)
+    info = ctx.runtime_probe(strict=True)
+    if info.device != index:
+        raise GridJitError(
+            f"gridjit.torch: the current CUDA context of this thread belongs to device {info.device}, "
+            f"not to cuda:{index}: another library changed the thread's context"
+        )
+
+
+class _Descriptors:
+    """One thread's launch descriptors for one _Ops: prepared once by the C *_init
+    functions, then only their fields are set per call (the ABI allows reusing a
+    prepared struct). Per thread, because ctypes releases the GIL during a call and
+    another thread must not rewrite a descriptor the library is reading."""
+
+    __slots__ = ("fwd", "fwd_ref", "bwd", "bwd_ref", "bb", "bb_ref")
+
+    def __init__(self):
+        self.fwd = _capi.init_struct(_capi.ForwardDesc, "gj_forward_desc_init")
+        self.bwd = _capi.init_struct(_capi.BackwardDesc, "gj_backward_desc_init")
+        self.bb = _capi.init_struct(_capi.BackwardBackwardDesc, "gj_backward_backward_desc_init")
+        self.fwd_ref = ctypes.byref(self.fwd)
+        self.bwd_ref = ctypes.byref(self.bwd)
+        self.bb_ref = ctypes.byref(self.bb)
+
+
+class _Ops:
+    """The passes of one encoding on one CUDA device, on torch tensors (all contiguous,
+    on the device, of the dtypes gridjit takes). Launches go to PyTorch's current stream.
+
+    gridjit.torch's autograd functions only talk to this interface, so that the tests
+    can check their algebra on the CPU with a PyTorch reference of the same interface
+    (torch_reference.ReferenceOps).
+
+    The per-call path does no string formatting, creates no objects but the output
+    tensors, and enters no context manager: the descriptors are prepared once per thread,
+    the ctypes functions are bound once, the stream is the raw handle from torch. Only
+    when the stream is the legacy default stream (raw 0, which gridjit resolves to the
+    thread's current context) and torch's current device is another one, the launch
+    switches the device (torch.cuda.device) around the call.
+    """
+
+    def __init__(self, native: "_Native", index: int):
+        self.native = native
+        self.index = index
+        self.device = torch.device("cuda", index)
+        self.dtype = native.dtype
+        self.grad_dtype = _F32
+        encoding = native.encoding
+        self.n_dims = encoding.n_dims
+        self.width = encoding.n_output_dims
+        self.n_params = encoding.n_params
+        self._exact = native.module(index, False)
+        self._stochastic = native.module(index, True)
+        self._exact_handle = self._exact.handle
+        self._stochastic_handle = self._stochastic.handle
+        self._local = threading.local()
+        lib = _capi.lib
+        self._gj_forward = lib.gj_forward
+        self._gj_backward = lib.gj_backward
+        self._gj_backward_backward = lib.gj_backward_backward
+
+    def _descriptors(self) -> _Descriptors:
+        try:
+            return self._local.descriptors
+        except AttributeError:
+            pass
+        with torch.cuda.device(self.index):
+            _prepare_thread(self.native.context, self.index)
+        descriptors = self._local.descriptors = _Descriptors()
+        return descriptors
+
+    def _launch(self, fn, handle, desc_ref, call: str) -> None:
+        index = self.index
+        stream = _raw_stream(index)
+        if stream or _current_device() == index:
+            status = fn(handle, stream, desc_ref)
+        else:  # legacy default stream of another device than the current one
+            with torch.cuda.device(index):
+                status = fn(handle, None, desc_ref)
+        if status:
+            raise error_for(status, self.native.context.errmsg, call)
+
+    def init(self, params: torch.Tensor, seed: int) -> None:
+        """Fills the fp32 params (on this device) with the seed's initial values."""
+        if not params.numel():
+            return
+        scratch = params if self.dtype == _F32 else torch.empty(self.n_params, dtype=self.dtype, device=self.device)
+        with torch.cuda.device(self.index):
+            self._descriptors()
+            self._exact.init_params(
+                scratch.data_ptr(),
+                params_fp32=None if scratch is params else params.data_ptr(),
+                seed=seed,
+                stream=_raw_stream(self.index),
+            )
+
+    def forward(self, x, params, mlpp, ml):
+        n = x.shape[0]
+        y = _empty((n, self.width), dtype=self.dtype, device=self.device)
+        if n:
+            descriptors = self._descriptors()
+            d = descriptors.fwd
+            d.n = n
+            d.x = x.data_ptr()
+            d.params = params.data_ptr()
+            d.y = y.data_ptr()
+            d.max_level_per_point = None if mlpp is None else mlpp.data_ptr()
+            d.max_level = ml
+            self._launch(self._gj_forward, self._exact_handle, descriptors.fwd_ref, "gj_forward")
+        return y
+
+    def backward(self, x, params, mlpp, ml, dy, want_dx, want_dparams, stochastic):
+        n = x.shape[0]
+        dx = _empty((n, self.n_dims), dtype=_F32, device=self.device) if want_dx else None
+        if not n:  # nothing is launched for n = 0, not even the zeroing
+            dparams = _zeros(self.n_params, dtype=self.grad_dtype, device=self.device) if want_dparams else None
+            return dx, dparams
+        dparams = _empty(self.n_params, dtype=self.grad_dtype, device=self.device) if want_dparams else None
+        if want_dx or want_dparams:
+            descriptors = self._descriptors()
+            d = descriptors.bwd
+            d.n = n
+            d.x = x.data_ptr()
+            d.params = params.data_ptr()
+            d.dL_dy = dy.data_ptr()
+            d.dL_dparams = None if dparams is None else dparams.data_ptr()
+            d.dL_dx = None if dx is None else dx.data_ptr()
+            d.max_level_per_point = None if mlpp is None else mlpp.data_ptr()
+            d.max_level = ml
+            handle = self._stochastic_handle if stochastic else self._exact_handle
+            self._launch(self._gj_backward, handle, descriptors.bwd_ref, "gj_backward")
+        return dx, dparams
+
+    def backward_backward(self, x, params, mlpp, ml, ddLdx, dy, want_dparams, want_ddy, want_dx):
+        n = x.shape[0]
+        dx = _empty((n, self.n_dims), dtype=_F32, device=self.device) if want_dx else None
+        ddy = _empty((n, self.width), dtype=self.dtype, device=self.device) if want_ddy else None
+        if not n:
+            dparams = _zeros(self.n_params, dtype=self.grad_dtype, device=self.device) if want_dparams else None
+            return dparams, ddy, dx
+        dparams = _empty(self.n_params, dtype=self.grad_dtype, device=self.device) if want_dparams else None
+        if want_dparams or want_ddy or want_dx:
+            descriptors = self._descriptors()
+            d = descriptors.bb
+            d.n = n
+            d.x = x.data_ptr()
+            d.params = params.data_ptr()
+            d.dL_ddLdx = ddLdx.data_ptr()
+            d.dL_dy = dy.data_ptr()
+            d.dL_dparams = None if dparams is None else dparams.data_ptr()
+            d.dL_ddLdy = None if ddy is None else ddy.data_ptr()
+            d.dL_dx = None if dx is None else dx.data_ptr()
+            d.max_level_per_point = None if mlpp is None else mlpp.data_ptr()
+            d.max_level = ml
+            self._launch(self._gj_backward_backward, self._exact_handle, descriptors.bb_ref, "gj_backward_backward")
+        return dparams, ddy, dx
