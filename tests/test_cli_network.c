@@ -275,11 +275,39 @@ static void info_refuses_bad_networks(void **state) {
 static void other_commands_refuse_networks_plainly(void **state) {
     (void)state;
     gj_cli_result r;
-    RUN(&r, "dump", "--config", model);
-    assert_refused(&r, 1, "the configuration is a model configuration: `gridjit dump` takes encodings only so far");
-    gj_cli_result_free(&r);
     RUN(&r, "compile", "--config", "{\"otype\": \"CutlassMLP\"}", "--arch", "sm_80");
     assert_refused(&r, 1, "is a network configuration: `gridjit compile` takes encodings only so far");
+    gj_cli_result_free(&r);
+}
+
+/* dump prints a network's unit (device functions and kernels) and a model's (the encoding's
+ * device functions, then the network's), byte-identical from run to run. */
+static void dump_prints_networks_and_models(void **state) {
+    (void)state;
+    gj_cli_result r, again;
+    RUN(&r, "dump", "--config", "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 32, \"n_hidden_layers\": 1}", "--dims",
+        "5", "--output-dims", "2", "--name", "tiny");
+    assert_success(&r);
+    const char *words[] = {"struct tiny_config {", "static constexpr int IN = 5;", "tiny_out_t tiny(", "void tiny_bwd(",
+                           "tiny_inference(", "tiny_backward("};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        if (!strstr(r.out, words[i])) {
+            fail_msg("dump of a network lacks '%s'", words[i]);
+        }
+    }
+    RUN(&again, "dump", "--config", "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 32, \"n_hidden_layers\": 1}",
+        "--dims", "5", "--output-dims", "2", "--name", "tiny");
+    assert_string_equal(r.out, again.out);
+    gj_cli_result_free(&again);
+    gj_cli_result_free(&r);
+    RUN(&r, "dump", "--config", model, "-f");
+    assert_success(&r);
+    assert_non_null(strstr(r.out, "gj_network_encoding_out_t gj_network_encoding("));
+    assert_non_null(strstr(r.out, "gj_network_out_t gj_network_fwd("));
+    assert_null(strstr(r.out, "__global__"));
+    gj_cli_result_free(&r);
+    RUN(&r, "dump", "--config", "{\"n_neurons\": 16}", "--dims", "3");
+    assert_refused(&r, 1, "n_output_dims");
     gj_cli_result_free(&r);
 }
 
@@ -310,6 +338,7 @@ int main(void) {
         cmocka_unit_test(info_reads_a_model_file),
         cmocka_unit_test(info_refuses_bad_networks),
         cmocka_unit_test(other_commands_refuse_networks_plainly),
+        cmocka_unit_test(dump_prints_networks_and_models),
         cmocka_unit_test(help_documents_the_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
