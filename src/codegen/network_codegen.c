@@ -173,6 +173,11 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "    gj_nn_backward_kernel<%s_config>(n, dL_dy, params, ctx, dL_dparams, dL_dx);\n"
                       "}\n\n",
                       name, name, name);
+        gj__sb_printf(sb,
+                      "extern \"C\" __global__ void %s_zero(gj_u64 n, float* p) {\n"
+                      "    gj_nn_zero_kernel(n, p);\n"
+                      "}\n\n",
+                      name);
     }
 }
 
@@ -218,9 +223,9 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
 
 char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
                                 size_t *count) {
-    static const char *const suffixes[] = {"inference", "forward", "backward"};
+    static const char *const suffixes[] = {"inference", "forward", "backward", "zero"};
     const char *name = gj__network_name(opts);
-    char **names = calloc(3, sizeof *names);
+    char **names = calloc(4, sizeof *names);
     *count = 0;
     if (!names) {
         return NULL;
@@ -228,7 +233,7 @@ char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_o
     if (!has_kernels(net, opts)) {
         return names;
     }
-    for (size_t i = 0; i < 3; ++i) {
+    for (size_t i = 0; i < 4; ++i) {
         if ((i == 0 && part == GJ__NETWORK_PART_TRAINING) || (i > 0 && part == GJ__NETWORK_PART_INFERENCE)) {
             continue;
         }

@@ -10,7 +10,7 @@
 typedef enum gj__network_part {
     GJ__NETWORK_PART_ALL = 0,
     GJ__NETWORK_PART_INFERENCE = 1, /* NAME_inference */
-    GJ__NETWORK_PART_TRAINING = 2,  /* NAME_forward, NAME_backward */
+    GJ__NETWORK_PART_TRAINING = 2,  /* NAME_forward, NAME_backward, NAME_zero */
     GJ__NETWORK_PART_COUNT = 3
 } gj__network_part;
 
@@ -31,7 +31,8 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
 /* The name the network's functions get under opts. */
 const char *gj__network_name(const gj_codegen_options *opts);
 
-/* The part's kernels as name expressions ("&NAME_inference", ...), *count of them; malloc()ed
+/* The part's kernels as name expressions ("&NAME_inference"; "&NAME_forward", "&NAME_backward",
+ * "&NAME_zero"), *count of them; malloc()ed
  * (gj__free_string_list); NULL on OOM. */
 char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
                                 size_t *count);

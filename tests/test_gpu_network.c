@@ -1,0 +1,280 @@
+/*
+ * A network alone on the GPU (gj_network_module, docs/networks.md §8) against the double
+ * reference (tools/reference/mlp_reference.c), for shapes that cover every width, hidden
+ * layers 0 to 4, activations that keep their output and ones that keep z (Sine, SiLU), and
+ * batches that are not multiples of 32: the initialisation (bit for bit against the
+ * reference's tiny-cuda-nn rule), inference, forward (the same outputs, bit for bit),
+ * dL/dparams (overwrite and accumulate) and dL/dinput, within fp16 tolerances. Each shape
+ * prints one PASS or FAIL line with its largest relative errors. The programs are compiled
+ * on worker threads first (the disk cache keeps them for the next run).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_harness.h"
+#include "gridjit.h"
+#include "mlp_reference.h"
+#include "network_sources.h"
+
+typedef struct shape {
+    const char *otype;
+    unsigned neurons, hidden;
+    gj_activation act, out_act;
+    unsigned in, out;
+    uint64_t n;
+} shape;
+
+static const shape shapes[] = {
+    {"FullyFusedMLP", 64, 2, GJ_ACTIVATION_RELU, GJ_ACTIVATION_NONE, 3, 1, 1000},
+    {"FullyFusedMLP", 16, 1, GJ_ACTIVATION_TANH, GJ_ACTIVATION_SIGMOID, 5, 3, 77},
+    {"FullyFusedMLP", 128, 4, GJ_ACTIVATION_SILU, GJ_ACTIVATION_NONE, 32, 16, 333},
+    {"FullyFusedMLP", 64, 1, GJ_ACTIVATION_SINE, GJ_ACTIVATION_SOFTPLUS, 7, 2, 513},
+    {"FullyFusedMLP", 128, 2, GJ_ACTIVATION_LEAKY_RELU, GJ_ACTIVATION_TANH, 20, 4, 257},
+    {"CutlassMLP", 32, 0, GJ_ACTIVATION_RELU, GJ_ACTIVATION_SQUAREPLUS, 9, 3, 65},
+    {"FullyFusedMLP", 32, 4, GJ_ACTIVATION_SQUAREPLUS, GJ_ACTIVATION_SILU, 64, 5, 100},
+};
+#define N_SHAPES (sizeof shapes / sizeof shapes[0])
+
+static gj_network *make_network(gj_context *ctx, const shape *s) {
+    char json[512];
+    gj_test_network_json(json, sizeof json, s->otype, s->neurons, s->hidden, s->act, s->out_act);
+    gj_network *net = NULL;
+    return gj_network_create(ctx, json, s->in, s->out, &net) == GJ_OK ? net : NULL;
+}
+
+/* Compiles a shape's two programs: one point through inference, forward and backward. */
+static void *warm(void *arg) {
+    const shape *s = arg;
+    gj_context *ctx = NULL;
+    if (gj_context_create(&ctx) != GJ_OK) {
+        return NULL;
+    }
+    gj_network *net = make_network(ctx, s);
+    gj_network_module *m = NULL;
+    if (net && gj_network_module_create(ctx, net, &m) == GJ_OK) {
+        void *buffer = NULL;
+        const size_t bytes = 4u << 20;
+        if (gj_device_alloc(ctx, bytes, &buffer) == GJ_OK) {
+            char *b = buffer;
+            gj_network_pass_desc d;
+            gj_network_pass_desc_init(&d);
+            d.n = 1;
+            d.params = b;
+            d.input = (const float *)(b + (1u << 20));
+            d.output = (float *)(b + (2u << 20));
+            d.dL_doutput = d.output;
+            d.context = b + (3u << 20);
+            d.dL_dinput = (float *)(b + (2u << 20) + 4096);
+            (void)gj_network_inference(m, NULL, &d);
+            (void)gj_network_forward(m, NULL, &d);
+            (void)gj_network_backward(m, NULL, &d);
+            (void)gj_stream_synchronize(ctx, NULL);
+            gj_device_free(ctx, buffer);
+        }
+    }
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+    return NULL;
+}
+
+static void compile_in_parallel(void) {
+    pthread_t threads[N_SHAPES];
+    for (size_t i = 0; i < N_SHAPES; ++i) {
+        pthread_create(&threads[i], NULL, warm, (void *)&shapes[i]);
+    }
+    for (size_t i = 0; i < N_SHAPES; ++i) {
+        pthread_join(threads[i], NULL);
+    }
+}
+
+/* max |a - b| / max(max |b|, floor) */
+static double rel_error(const double *a, const double *b, size_t n, double floor) {
+    double err = 0.0, scale = floor;
+    for (size_t i = 0; i < n; ++i) {
+        if (!isfinite(a[i])) {
+            return INFINITY;
+        }
+        err = fmax(err, fabs(a[i] - b[i]));
+        scale = fmax(scale, fabs(b[i]));
+    }
+    return err / scale;
+}
+
+static double *floats_to_doubles(const float *f, size_t n) {
+    double *d = malloc((n ? n : 1) * sizeof *d);
+    assert_non_null(d);
+    for (size_t i = 0; i < n; ++i) {
+        d[i] = f[i];
+    }
+    return d;
+}
+
+static float *download_floats(gj_context *ctx, const void *device, size_t n) {
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    assert_non_null(h);
+    gj_gpu_get(ctx, h, device, n * sizeof *h);
+    return h;
+}
+
+/* Returns 1 when the shape passes; prints its line either way. */
+static int check_shape(gj_context *ctx, const shape *s) {
+    gj_network *net = make_network(ctx, s);
+    assert_non_null(net);
+    gj_network_module *m = NULL;
+    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &m), "gj_network_module_create");
+    const uint64_t n = s->n, n_params = gj_network_n_params(net);
+    const unsigned in = s->in, out = s->out;
+
+    /* Initialisation: tiny-cuda-nn's rule, the same floats as the reference's. */
+    void *params = gj_gpu_alloc(ctx, n_params * 2);
+    float *params32 = gj_gpu_alloc(ctx, n_params * 4);
+    gj_network_init_desc init;
+    gj_network_init_desc_init(&init);
+    init.params = params;
+    init.params_fp32 = params32;
+    init.seed = 42;
+    gj_gpu_ok(ctx, gj_network_init_params(m, NULL, &init), "gj_network_init_params");
+    gj_ref_mlp ref;
+    gj_ref_mlp_from_network(&ref, net);
+    float *expected = malloc(n_params * sizeof *expected);
+    gj_ref_pcg32 rng;
+    gj_ref_pcg32_seed(&rng, 42, 1);
+    gj_ref_mlp_init_params(&ref, &rng, 1.0f, expected);
+    float *got32 = download_floats(ctx, params32, n_params);
+    uint16_t *halves = malloc(n_params * 2);
+    gj_gpu_get(ctx, halves, params, n_params * 2);
+    int init_ok = memcmp(expected, got32, n_params * 4) == 0;
+    double *w = malloc(n_params * sizeof *w);
+    float *wf = malloc(n_params * sizeof *wf);
+    gj_halves_to_floats(halves, wf, n_params);
+    for (uint64_t i = 0; i < n_params; ++i) {
+        uint16_t h;
+        gj_floats_to_halves(&got32[i], &h, 1);
+        init_ok &= h == halves[i];
+        w[i] = wf[i];
+    }
+
+    /* Data: inputs representable in fp16 (the kernels round them), dL/dy of order 1. */
+    gj_gpu_rng r = {1234 + s->neurons + s->in};
+    float *x = malloc(n * in * sizeof *x), *dy = malloc(n * out * sizeof *dy);
+    for (uint64_t i = 0; i < n * in; ++i) {
+        x[i] = (float)gj_gpu_round(gj_gpu_rng_float(&r, -1.0f, 1.0f), GJ_PRECISION_FP16);
+    }
+    for (uint64_t i = 0; i < n * out; ++i) {
+        dy[i] = gj_gpu_rng_float(&r, -1.0f, 1.0f);
+    }
+    float *d_x = gj_gpu_upload_floats(ctx, x, n * in), *d_dy = gj_gpu_upload_floats(ctx, dy, n * out);
+    float *d_y = gj_gpu_alloc(ctx, n * out * 4), *d_y2 = gj_gpu_alloc(ctx, n * out * 4);
+    float *d_dw = gj_gpu_alloc(ctx, n_params * 4), *d_dx = gj_gpu_alloc(ctx, n * in * 4);
+    float *d_dx2 = gj_gpu_alloc(ctx, n * in * 4);
+    void *d_ctx = gj_gpu_alloc(ctx, gj_network_module_context_bytes(m, n));
+
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = n;
+    d.input = d_x;
+    d.params = params;
+    d.output = d_y;
+    gj_gpu_ok(ctx, gj_network_inference(m, NULL, &d), "gj_network_inference");
+    d.output = d_y2;
+    d.context = d_ctx;
+    gj_gpu_ok(ctx, gj_network_forward(m, NULL, &d), "gj_network_forward");
+    d.dL_doutput = d_dy;
+    d.dL_dparams = d_dw;
+    d.dL_dinput = d_dx;
+    gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward");
+    gj_gpu_sync(ctx);
+    float *y = download_floats(ctx, d_y, n * out), *y2 = download_floats(ctx, d_y2, n * out);
+    float *dw = download_floats(ctx, d_dw, n_params), *dx = download_floats(ctx, d_dx, n * in);
+    /* Accumulate: the same sums again on top; dL/dinput alone: the same dL/dx. */
+    d.dL_dparams_mode = GJ_GRAD_ACCUMULATE;
+    d.dL_dinput = NULL;
+    gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward (accumulate)");
+    d.dL_dparams = NULL;
+    d.dL_dinput = d_dx2;
+    gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward (dL/dinput alone)");
+    gj_gpu_sync(ctx);
+    float *dw2 = download_floats(ctx, d_dw, n_params), *dx2 = download_floats(ctx, d_dx2, n * in);
+
+    /* The reference, on the GPU's fp16 weights. */
+    double *y_ref = calloc(n * out, sizeof *y_ref), *dx_ref = calloc(n * in, sizeof *dx_ref);
+    double *dw_ref = calloc(n_params, sizeof *dw_ref);
+    double xi[GJ_NETWORK_MAX_INPUT_DIMS], yi[128], dyi[128] = {0}, dxi[GJ_NETWORK_MAX_INPUT_DIMS];
+    for (uint64_t i = 0; i < n; ++i) {
+        for (unsigned c = 0; c < in; ++c) {
+            xi[c] = x[i * in + c];
+        }
+        gj_ref_mlp_forward(&ref, w, xi, yi);
+        for (unsigned c = 0; c < out; ++c) {
+            y_ref[i * out + c] = yi[c];
+            dyi[c] = dy[i * out + c];
+        }
+        gj_ref_mlp_backward(&ref, w, xi, dyi, dw_ref, dxi);
+        for (unsigned c = 0; c < in; ++c) {
+            dx_ref[i * in + c] = dxi[c];
+        }
+    }
+    double *yd = floats_to_doubles(y, n * out), *dwd = floats_to_doubles(dw, n_params);
+    double *dxd = floats_to_doubles(dx, n * in), *dw2d = floats_to_doubles(dw2, n_params);
+    for (uint64_t i = 0; i < n_params; ++i) {
+        dw2d[i] *= 0.5;
+    }
+    const double e_y = rel_error(yd, y_ref, n * out, 1e-3);
+    const double e_dw = rel_error(dwd, dw_ref, n_params, 1e-3);
+    const double e_dx = rel_error(dxd, dx_ref, n * in, 1e-3);
+    const double e_acc = rel_error(dw2d, dwd, n_params, 1e-6);
+    const int same_forward = memcmp(y, y2, n * out * 4) == 0;
+    const int same_dx = memcmp(dx, dx2, n * in * 4) == 0;
+    const int ok = init_ok && same_forward && same_dx && e_y <= 1e-2 && e_dw <= 2e-2 && e_dx <= 2e-2 && e_acc <= 1e-4;
+    char *hyper = gj_network_hyperparams(net);
+    printf("%s network %s, %llu points: output %.2e, dL/dparams %.2e, dL/dinput %.2e (tolerances 1e-2, 2e-2, 2e-2); "
+           "accumulate %.1e; init %s; forward = inference %s; dL/dinput alone %s\n",
+           ok ? "PASS" : "FAIL", hyper, (unsigned long long)n, e_y, e_dw, e_dx, e_acc, init_ok ? "exact" : "DIFFERS",
+           same_forward ? "yes" : "NO", same_dx ? "same" : "DIFFERS");
+    gj_free(hyper);
+
+    free(y_ref), free(dx_ref), free(dw_ref), free(yd), free(dwd), free(dxd), free(dw2d);
+    free(y), free(y2), free(dw), free(dx), free(dw2), free(dx2), free(x), free(dy);
+    free(expected), free(got32), free(halves), free(w), free(wf);
+    gj_gpu_free(ctx, d_x), gj_gpu_free(ctx, d_dy), gj_gpu_free(ctx, d_y), gj_gpu_free(ctx, d_y2);
+    gj_gpu_free(ctx, d_dw), gj_gpu_free(ctx, d_dx), gj_gpu_free(ctx, d_dx2), gj_gpu_free(ctx, d_ctx);
+    gj_gpu_free(ctx, params), gj_gpu_free(ctx, params32);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    return ok;
+}
+
+static void networks_match_the_reference(void **state) {
+    (void)state;
+    compile_in_parallel();
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    int failed = 0;
+    for (size_t i = 0; i < N_SHAPES; ++i) {
+        failed += !check_shape(ctx, &shapes[i]);
+    }
+    gj_context_destroy(ctx);
+    if (failed) {
+        fail_msg("%d of %zu network shapes failed (the FAIL lines above)", failed, N_SHAPES);
+    }
+}
+
+int main(void) {
+    if (!gj_gpu_available(NULL)) {
+        return GJ_TEST_SKIP_ALL;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(networks_match_the_reference),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
