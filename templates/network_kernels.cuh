@@ -138,9 +138,9 @@ GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, 
     }
 }
 
-// p[0 .. n) = 0: dL/dparams before a backward pass that overwrites it.
-GJ_INLINE void gj_nn_zero_kernel(gj_u64 n, float* __restrict__ p) {
-    for (gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (gj_u64)gridDim.x * blockDim.x) p[i] = 0.0f;
+// p[0 .. n) = 0 (32-bit words): gradients before a backward pass that overwrites them.
+GJ_INLINE void gj_nn_zero_kernel(gj_u64 n, gj_u32* __restrict__ p) {
+    for (gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (gj_u64)gridDim.x * blockDim.x) p[i] = 0u;
 }
 
 #endif // GJ_NETWORK_KERNELS_CUH

@@ -6,7 +6,9 @@
  * reference's tiny-cuda-nn rule), inference, forward (the same outputs, bit for bit),
  * dL/dparams (overwrite and accumulate) and dL/dinput, within fp16 tolerances. Each shape
  * prints one PASS or FAIL line with its largest relative errors. The programs are compiled
- * on worker threads first (the disk cache keeps them for the next run).
+ * on worker threads first (the disk cache keeps them for the next run). Then models (an
+ * encoding and its network in one kernel per pass) against the two references chained:
+ * outputs, the network's and the encoding's parameter gradients, and dL/dx.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_reference.h"
 #include "gpu_harness.h"
 #include "gridjit.h"
 #include "mlp_reference.h"
@@ -51,14 +54,26 @@ static gj_network *make_network(gj_context *ctx, const shape *s) {
     return gj_network_create(ctx, json, s->in, s->out, &net) == GJ_OK ? net : NULL;
 }
 
+/* What a warm-up thread compiles: a network shape or a model. */
+typedef struct warm_job {
+    const shape *network;
+    const char *model_json;
+    unsigned model_dims;
+} warm_job;
+
 /* Compiles a shape's two programs: one point through inference, forward and backward. */
 static void *warm(void *arg) {
-    const shape *s = arg;
+    const warm_job *job = arg;
     gj_context *ctx = NULL;
     if (gj_context_create(&ctx) != GJ_OK) {
         return NULL;
     }
-    gj_network *net = make_network(ctx, s);
+    gj_network *net = NULL;
+    if (job->network) {
+        net = make_network(ctx, job->network);
+    } else if (gj_network_create(ctx, job->model_json, job->model_dims, 0, &net) != GJ_OK) {
+        net = NULL;
+    }
     gj_network_module *m = NULL;
     if (net && gj_network_module_create(ctx, net, &m) == GJ_OK) {
         void *buffer = NULL;
@@ -74,6 +89,10 @@ static void *warm(void *arg) {
             d.dL_doutput = d.output;
             d.context = b + (3u << 20);
             d.dL_dinput = (float *)(b + (2u << 20) + 4096);
+            if (!job->network) {
+                d.encoding_params = b;
+                d.dL_dencoding_params = b + (1u << 20);
+            }
             (void)gj_network_inference(m, NULL, &d);
             (void)gj_network_forward(m, NULL, &d);
             (void)gj_network_backward(m, NULL, &d);
@@ -87,15 +106,7 @@ static void *warm(void *arg) {
     return NULL;
 }
 
-static void compile_in_parallel(void) {
-    pthread_t threads[N_SHAPES];
-    for (size_t i = 0; i < N_SHAPES; ++i) {
-        pthread_create(&threads[i], NULL, warm, (void *)&shapes[i]);
-    }
-    for (size_t i = 0; i < N_SHAPES; ++i) {
-        pthread_join(threads[i], NULL);
-    }
-}
+static void compile_in_parallel(void);
 
 /* max |a - b| / max(max |b|, floor) */
 static double rel_error(const double *a, const double *b, size_t n, double floor) {
@@ -269,12 +280,175 @@ static void networks_match_the_reference(void **state) {
     }
 }
 
+/* ------------------------------------------------------------------ models */
+
+typedef struct model_shape {
+    const char *json;
+    unsigned dims;
+    uint64_t n;
+} model_shape;
+
+static const model_shape models[] = {
+    {"{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 8, \"log2_hashmap_size\": 15}, \"network\": "
+     "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 2, \"n_output_dims\": 4}}", 3, 1000},
+    {"{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4, \"n_features_per_level\": 4, \"precision\": "
+     "\"fp32\", \"base_resolution\": 4}, \"network\": {\"n_neurons\": 32, \"n_hidden_layers\": 1, \"activation\": "
+     "\"Tanh\", \"output_activation\": \"Sigmoid\", \"n_output_dims\": 3}}", 2, 257},
+    {"{\"encoding\": {\"otype\": \"DenseGrid\", \"n_levels\": 5, \"n_features_per_level\": 1, \"base_resolution\": 4, "
+     "\"per_level_scale\": 1.5}, \"network\": {\"n_neurons\": 128, \"n_hidden_layers\": 2, \"activation\": \"SiLU\", "
+     "\"n_output_dims\": 2}}", 3, 100},
+};
+#define N_MODELS (sizeof models / sizeof models[0])
+
+static int check_model(gj_context *ctx, const model_shape *s) {
+    gj_network *net = NULL;
+    gj_gpu_ok(ctx, gj_network_create(ctx, s->json, s->dims, 0, &net), "gj_network_create");
+    const gj_encoding *enc = gj_network_encoding(net);
+    gj_network_module *m = NULL;
+    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &m), "gj_network_module_create");
+    const uint64_t n = s->n, n_mlp = gj_network_n_mlp_params(net), n_enc = gj_encoding_n_params(enc);
+    const unsigned D = s->dims, out = gj_network_n_output_dims(net), feats = gj_network_input_width(net);
+    const gj_precision precision = gj_encoding_precision(enc);
+    const size_t grad_size = gj_network_module_encoding_gradient_size(m);
+
+    /* Network weights: tiny-cuda-nn's initialisation; encoding parameters of order 1. */
+    void *params = gj_gpu_alloc(ctx, n_mlp * 2);
+    gj_network_init_desc init;
+    gj_network_init_desc_init(&init);
+    init.params = params;
+    gj_gpu_ok(ctx, gj_network_init_params(m, NULL, &init), "gj_network_init_params");
+    uint16_t *halves = malloc(n_mlp * 2);
+    float *wf = malloc(n_mlp * sizeof *wf);
+    double *w = malloc(n_mlp * sizeof *w);
+    gj_gpu_get(ctx, halves, params, n_mlp * 2);
+    gj_halves_to_floats(halves, wf, n_mlp);
+    for (uint64_t i = 0; i < n_mlp; ++i) {
+        w[i] = wf[i];
+    }
+    gj_gpu_rng r = {77 + s->n};
+    double *ep = malloc(n_enc * sizeof *ep);
+    for (uint64_t i = 0; i < n_enc; ++i) {
+        ep[i] = gj_gpu_round(gj_gpu_rng_float(&r, -1.0f, 1.0f), precision);
+    }
+    void *eparams = gj_gpu_upload(ctx, ep, n_enc, precision);
+    float *x = malloc(n * D * sizeof *x), *dy = malloc(n * out * sizeof *dy);
+    for (uint64_t i = 0; i < n * D; ++i) {
+        x[i] = gj_gpu_rng_float(&r, 0.0f, 1.0f);
+    }
+    for (uint64_t i = 0; i < n * out; ++i) {
+        dy[i] = gj_gpu_rng_float(&r, -1.0f, 1.0f);
+    }
+    float *d_x = gj_gpu_upload_floats(ctx, x, n * D), *d_dy = gj_gpu_upload_floats(ctx, dy, n * out);
+    float *d_y = gj_gpu_alloc(ctx, n * out * 4), *d_y2 = gj_gpu_alloc(ctx, n * out * 4);
+    float *d_dw = gj_gpu_alloc(ctx, n_mlp * 4), *d_dx = gj_gpu_alloc(ctx, n * D * 4);
+    void *d_de = gj_gpu_alloc(ctx, n_enc * grad_size), *d_ctx = gj_gpu_alloc(ctx, gj_network_module_context_bytes(m, n));
+
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = n;
+    d.input = d_x;
+    d.params = params;
+    d.encoding_params = eparams;
+    d.output = d_y;
+    gj_gpu_ok(ctx, gj_network_inference(m, NULL, &d), "gj_network_inference (model)");
+    d.output = d_y2;
+    d.context = d_ctx;
+    gj_gpu_ok(ctx, gj_network_forward(m, NULL, &d), "gj_network_forward (model)");
+    d.dL_doutput = d_dy;
+    d.dL_dparams = d_dw;
+    d.dL_dencoding_params = d_de;
+    d.dL_dinput = d_dx;
+    gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward (model)");
+    gj_gpu_sync(ctx);
+    float *y = download_floats(ctx, d_y, n * out), *y2 = download_floats(ctx, d_y2, n * out);
+    float *dw = download_floats(ctx, d_dw, n_mlp), *dx = download_floats(ctx, d_dx, n * D);
+    double *de = malloc(n_enc * sizeof *de);
+    gj_gpu_download(ctx, de, d_de, n_enc, grad_size == 2 ? GJ_PRECISION_FP16 : GJ_PRECISION_FP32);
+
+    /* The references chained: encoding (features rounded as the GPU stores them), network. */
+    gj_ref_encoding eref;
+    gj_ref_from_encoding(&eref, enc);
+    gj_ref_mlp mref;
+    gj_ref_mlp_from_network(&mref, net);
+    double *y_ref = calloc(n * out, sizeof *y_ref), *dx_ref = calloc(n * D, sizeof *dx_ref);
+    double *dw_ref = calloc(n_mlp, sizeof *dw_ref), *de_ref = calloc(n_enc, sizeof *de_ref);
+    double f[GJ_NETWORK_MAX_INPUT_DIMS], yi[128], dyi[128] = {0}, df[GJ_NETWORK_MAX_INPUT_DIMS], dxi[GJ_REF_MAX_DIMS];
+    for (uint64_t i = 0; i < n; ++i) {
+        gj_ref_forward(&eref, ep, x + i * D, 1.0, f);
+        for (unsigned k = 0; k < feats; ++k) {
+            f[k] = gj_gpu_round(f[k], GJ_PRECISION_FP16);
+        }
+        gj_ref_mlp_forward(&mref, w, f, yi);
+        for (unsigned c = 0; c < out; ++c) {
+            y_ref[i * out + c] = yi[c];
+            dyi[c] = dy[i * out + c];
+        }
+        gj_ref_mlp_backward(&mref, w, f, dyi, dw_ref, df);
+        gj_ref_backward(&eref, ep, x + i * D, 1.0, i, n, df, de_ref, dxi);
+        for (unsigned c = 0; c < D; ++c) {
+            dx_ref[i * D + c] = dxi[c];
+        }
+    }
+    double *yd = floats_to_doubles(y, n * out), *dwd = floats_to_doubles(dw, n_mlp), *dxd = floats_to_doubles(dx, n * D);
+    const double e_y = rel_error(yd, y_ref, n * out, 1e-3);
+    const double e_dw = rel_error(dwd, dw_ref, n_mlp, 1e-3);
+    const double e_de = rel_error(de, de_ref, n_enc, 1e-3);
+    const double e_dx = rel_error(dxd, dx_ref, n * D, 1e-3);
+    const int same_forward = memcmp(y, y2, n * out * 4) == 0;
+    const double tol_de = grad_size == 2 ? 5e-2 : 3e-2; /* fp16 sums of many points */
+    const int ok = same_forward && e_y <= 1e-2 && e_dw <= 2e-2 && e_de <= tol_de && e_dx <= 3e-2;
+    printf("%s model %s (%u dims), %llu points: output %.2e, network dL/dparams %.2e, encoding dL/dparams %.2e "
+           "(%s), dL/dx %.2e (tolerances 1e-2, 2e-2, %.0e, 3e-2); forward = inference %s\n",
+           ok ? "PASS" : "FAIL", s->json, D, (unsigned long long)n, e_y, e_dw, e_de, grad_size == 2 ? "fp16" : "fp32",
+           e_dx, tol_de, same_forward ? "yes" : "NO");
+
+    free(y_ref), free(dx_ref), free(dw_ref), free(de_ref), free(yd), free(dwd), free(dxd);
+    free(y), free(y2), free(dw), free(dx), free(de), free(x), free(dy), free(ep), free(halves), free(wf), free(w);
+    gj_gpu_free(ctx, d_x), gj_gpu_free(ctx, d_dy), gj_gpu_free(ctx, d_y), gj_gpu_free(ctx, d_y2);
+    gj_gpu_free(ctx, d_dw), gj_gpu_free(ctx, d_dx), gj_gpu_free(ctx, d_de), gj_gpu_free(ctx, d_ctx);
+    gj_gpu_free(ctx, params), gj_gpu_free(ctx, eparams);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    return ok;
+}
+
+/* Every network shape's and model's programs, one thread each (they compile cold once). */
+static void compile_in_parallel(void) {
+    enum { N = N_SHAPES + N_MODELS };
+    pthread_t threads[N];
+    warm_job jobs[N];
+    for (size_t i = 0; i < N; ++i) {
+        jobs[i].network = i < N_SHAPES ? &shapes[i] : NULL;
+        jobs[i].model_json = i < N_SHAPES ? NULL : models[i - N_SHAPES].json;
+        jobs[i].model_dims = i < N_SHAPES ? 0 : models[i - N_SHAPES].dims;
+        pthread_create(&threads[i], NULL, warm, &jobs[i]);
+    }
+    for (size_t i = 0; i < N; ++i) {
+        pthread_join(threads[i], NULL);
+    }
+}
+
+static void models_match_the_references(void **state) {
+    (void)state;
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    int failed = 0;
+    for (size_t i = 0; i < N_MODELS; ++i) {
+        failed += !check_model(ctx, &models[i]);
+    }
+    gj_context_destroy(ctx);
+    if (failed) {
+        fail_msg("%d of %zu models failed (the FAIL lines above)", failed, N_MODELS);
+    }
+}
+
 int main(void) {
     if (!gj_gpu_available(NULL)) {
         return GJ_TEST_SKIP_ALL;
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(networks_match_the_reference),
+        cmocka_unit_test(models_match_the_references),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -89,7 +89,7 @@ static void unit_states_the_layout(void **state) {
     assert_int_equal(gj_network_generate(NULL, net, NULL, &a, NULL), GJ_ERROR_INVALID_ARGUMENT);
     gj_network_destroy(net);
 
-    /* A model: the encoding's device functions first, then the network's, no kernels. */
+    /* A model: the encoding's device functions first, then the network's, then the fused kernels. */
     net = make(ctx, "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 8}, \"network\": {\"otype\": "
                     "\"FullyFusedMLP\", \"n_neurons\": 32, \"n_hidden_layers\": 1, \"n_output_dims\": 4}}", 3, 0);
     assert_int_equal(gj_network_generate(ctx, net, NULL, &a, NULL), GJ_OK);
@@ -97,8 +97,15 @@ static void unit_states_the_layout(void **state) {
     expect_line(a, "static constexpr int N_OUT_PADDED = 16;");
     expect_line(a, "static constexpr int IN = 16;");
     expect_line(a, "static constexpr float INPUT_PADDING = 0.0f;");
-    assert_null(strstr(a, "__global__"));
+    expect_line(a, "struct gj_network_encoding_ops {");
+    expect_line(a, "gj_model_backward_kernel<gj_network_config, gj_network_encoding_ops>");
+    expect_line(a, "// ===== templates/model_kernels.cuh =====");
     assert_true(strstr(a, "struct gj_network_encoding_config") < strstr(a, "struct gj_network_config"));
+    gj_free(a);
+    opts.name = NULL;
+    assert_int_equal(gj_network_generate(ctx, net, &opts, &a, NULL), GJ_OK); /* device functions only */
+    assert_null(strstr(a, "__global__"));
+    assert_null(strstr(a, "model_kernels.cuh"));
     gj_free(a);
     gj_network_destroy(net);
     gj_context_destroy(ctx);
@@ -135,7 +142,8 @@ static void every_width_and_activation_compiles(void **state) {
     gj_context_destroy(ctx);
 }
 
-/* A model's unit (encoding + network device functions) fuses into a caller's kernel. */
+/* A model's unit (encoding + network device functions, the fused kernels) compiles, and its
+ * device functions fuse into a caller's kernel. */
 static void model_device_functions_fuse(void **state) {
     (void)state;
     if (!gj_test_have_nvrtc()) {

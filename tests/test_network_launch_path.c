@@ -1,6 +1,7 @@
 /*
  * The network module's host side without a GPU, on the fake libcuda of tests/fake_cuda
- * (which runs nothing): programs compiled with NVRTC on first use, one per part, kernels
+ * (which runs nothing), for a network alone and a model: programs compiled with NVRTC on
+ * first use, one per part, kernels
  * looked up, launches made with the plan's geometry (one per pass, plus the zeroing of an
  * overwritten dL/dparams), the initialisation copied; argument errors named. What the
  * kernels compute is test_gpu_network's (and tests/emulated/'s) business.
@@ -108,6 +109,13 @@ static void passes_launch_their_kernels(void **state) {
     bad.params = NULL;
     assert_int_equal(gj_network_inference(m, NULL, &bad), GJ_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(gj_context_errmsg(ctx), "params must not be NULL"));
+    bad.params = b;
+    bad.input = d.input;
+    bad.output = d.output;
+    bad.encoding_params = b;
+    assert_int_equal(gj_network_inference(m, NULL, &bad), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "this network has no encoding"));
+    bad.encoding_params = NULL;
     bad.n = 0;
     assert_int_equal(gj_network_inference(m, NULL, &bad), GJ_OK); /* nothing to do */
     assert_int_equal(fake.count("cuLaunchKernel"), 0);
@@ -120,21 +128,66 @@ static void passes_launch_their_kernels(void **state) {
     gj_context_destroy(ctx);
 }
 
-static void models_and_null_arguments_are_refused(void **state) {
+/* A model: its fused programs, the encoding's parameters and gradients, its errors. */
+static void a_model_launches_fused_kernels(void **state) {
     (void)state;
     gj_context *ctx = NULL;
     assert_int_equal(gj_context_create(&ctx), GJ_OK);
     gj_network *net = NULL;
-    assert_int_equal(gj_network_create(ctx, "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"n_neurons\": 16, "
-                                            "\"n_output_dims\": 1}}", 3, 0, &net),
+    assert_int_equal(gj_network_create(ctx, "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4}, \"network\": "
+                                            "{\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 1}}", 3, 0, &net),
                      GJ_OK);
-    gj_network_module *m = (gj_network_module *)&net; /* must be reset */
-    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_ERROR_INVALID_ARGUMENT);
-    assert_null(m);
-    assert_non_null(strstr(gj_context_errmsg(ctx), "a model"));
+    gj_network_module *m = (gj_network_module *)&net; /* must be reset on failure */
     assert_int_equal(gj_network_module_create(ctx, NULL, &m), GJ_ERROR_INVALID_ARGUMENT);
+    assert_null(m);
     assert_int_equal(gj_network_module_create(ctx, net, NULL), GJ_ERROR_INVALID_ARGUMENT);
     assert_int_equal(gj_network_module_create(NULL, net, &m), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    assert_int_equal(gj_network_module_encoding_gradient_size(m), 2); /* fp16, F = 2 */
+    assert_int_equal(gj_network_module_encoding_gradient_size(NULL), 0);
+    if (!gj_test_have_nvrtc()) {
+        gj_network_module_destroy(m);
+        gj_network_destroy(net);
+        gj_context_destroy(ctx);
+        skip();
+    }
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
+    char *b = buffer;
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = 50;
+    d.params = b;
+    d.input = (const float *)(b + 4096);
+    d.output = (float *)(b + 8192);
+    d.context = b + 16384;
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "encoding_params must not be NULL"));
+    d.encoding_params = b + (1 << 20);
+    fake.reset_counts();
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 2);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 2);
+    d.dL_doutput = (const float *)(b + 65536);
+    d.dL_dencoding_params = b + (2 << 20);
+    fake.reset_counts();
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 2); /* zeroing the encoding's gradients, the backward pass */
+    d.dL_dparams = (float *)(b + 131072);
+    fake.reset_counts();
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 3);
+    d.input = NULL;
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "reads it again"));
+
+    gj_network_init_desc init;
+    gj_network_init_desc_init(&init);
+    init.encoding_params = b;
+    assert_int_equal(gj_network_init_params(m, NULL, &init), GJ_OK);
+    gj_device_free(ctx, buffer);
+    gj_network_module_destroy(m);
     gj_network_destroy(net);
     gj_context_destroy(ctx);
 }
@@ -142,7 +195,7 @@ static void models_and_null_arguments_are_refused(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(passes_launch_their_kernels),
-        cmocka_unit_test(models_and_null_arguments_are_refused),
+        cmocka_unit_test(a_model_launches_fused_kernels),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,6 +1,6 @@
 /*
- * gridjit bench --config NETWORK: a network alone through gj_network_module (docs/networks.md
- * §8): the cold compile of each program (inference; training) measured by the first call,
+ * gridjit bench --config NETWORK_OR_MODEL: a network alone, or a model's fused kernels, through
+ * gj_network_module (docs/networks.md §8, §9): the cold compile of each program (inference; training) measured by the first call,
  * then per pass a warm-up and K launches between CUDA events, the median printed.
  */
 #include "bench_network.h"
@@ -19,18 +19,22 @@ static const char *const CMD = "bench";
 static void usage(void) {
     printf("Usage: gridjit bench --config NETWORK --dims IN --output-dims OUT [--points N]\n"
            "                     [--iterations K] [--json]\n"
+           "       gridjit bench --config MODEL --dims D [--output-dims OUT] [...]\n"
            "\n"
-           "A network configuration ({\"otype\": \"FullyFusedMLP\", ...}) is timed through its\n"
-           "network module: N points uniform in [0,1)^IN, tiny-cuda-nn's initialisation, then\n"
+           "A network configuration ({\"otype\": \"FullyFusedMLP\", ...}) or a model\n"
+           "({\"encoding\": {...}, \"network\": {...}}: its fused kernels) is timed through its\n"
+           "network module: N points uniform in [0,1)^IN (a model: D), tiny-cuda-nn's\n"
+           "initialisation (a model's encoding: gridjit's uniform one), then\n"
            "per pass a warm-up and K launches between CUDA events; the median is printed.\n"
            "compile_ms: the first inference call, and the first forward + backward, each\n"
            "compiling its program cold (gridjit's and the driver's caches off).\n"
            "\n"
            "Passes: inference; forward (keeping the context); backward (dL/dparams, fp32,\n"
-           "overwritten: includes zeroing); backward_input (dL/dparams and dL/dinput);\n"
-           "step (forward, then backward with dL/dparams).\n"
+           "overwritten: includes zeroing; a model's encoding's too); backward_input (and\n"
+           "dL/dinput); step (forward, then backward with dL/dparams).\n"
            "\n"
-           "Options: -c/--config, -d/--dims (the network's input width), --output-dims\n"
+           "Options: -c/--config, -d/--dims (the network's input width, a model's encoding\n"
+           "dimensions), --output-dims\n"
            "(default: the network object's \"n_output_dims\"), -P/--points (default 2^21),\n"
            "-i/--iterations (default 50), -j/--json (one object: {\"config\", \"n_points\",\n"
            "\"device\", \"compile_ms\": {\"inference\", \"training\"}, \"iterations\",\n"
@@ -130,7 +134,7 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
         rc = s == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, s, "cannot make the network module");
     }
     const uint32_t in = net ? gj_network_n_input_dims(net) : 0, out = net ? gj_network_n_output_dims(net) : 0;
-    const uint64_t n = n_points, n_params = net ? gj_network_n_params(net) : 0;
+    const uint64_t n = n_points, n_params = net ? gj_network_n_mlp_params(net) : 0;
     void *x = NULL, *y = NULL, *dy = NULL, *params = NULL, *context = NULL, *dw = NULL, *dx = NULL;
     float *host = NULL;
     if (rc == GJ_CLI_OK) {
@@ -146,16 +150,22 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
         gj_cli_random_floats(&seed, host, n * out, -1.0f, 1.0f);
         rc = gj_cli_gpu_upload(&gpu, host, n * out, GJ_PRECISION_FP32, &dy);
     }
-    const size_t bytes[5] = {n * out * 4, n_params * 2, r.m ? gj_network_module_context_bytes(r.m, n) : 0,
-                             n_params * 4, n * in * 4};
-    void **ptrs[5] = {&y, &params, &context, &dw, &dx};
-    for (int i = 0; rc == GJ_CLI_OK && i < 5; ++i) {
+    const gj_encoding *enc = net ? gj_network_encoding(net) : NULL;
+    const uint64_t n_enc = enc ? gj_encoding_n_params(enc) : 0;
+    const size_t enc_size = enc && gj_encoding_precision(enc) == GJ_PRECISION_FP32 ? 4 : 2;
+    void *eparams = NULL, *de = NULL;
+    const size_t bytes[7] = {n * out * 4, n_params * 2, r.m ? gj_network_module_context_bytes(r.m, n) : 0,
+                             n_params * 4, n * in * 4, n_enc * enc_size,
+                             n_enc * (r.m ? gj_network_module_encoding_gradient_size(r.m) : 0)};
+    void **ptrs[7] = {&y, &params, &context, &dw, &dx, &eparams, &de};
+    for (int i = 0; rc == GJ_CLI_OK && i < 7; ++i) {
         rc = gj_cli_gpu_alloc(&gpu, bytes[i], ptrs[i]);
     }
     if (rc == GJ_CLI_OK) {
         gj_network_init_desc init;
         gj_network_init_desc_init(&init);
         init.params = params;
+        init.encoding_params = eparams;
         const gj_status s = gj_network_init_params(r.m, NULL, &init);
         rc = s == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, s, "cannot initialise the parameters");
     }
@@ -168,6 +178,8 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
     r.d.dL_doutput = dy;
     r.d.dL_dparams = dw;
     r.d.dL_dinput = dx;
+    r.d.encoding_params = eparams;
+    r.d.dL_dencoding_params = de;
     double compile_ms[2] = {0, 0};
     for (int p = 0; rc == GJ_CLI_OK && p < 2; ++p) {
         const double t0 = gj_cli_now_ms();
@@ -256,9 +268,6 @@ int gj_cli_bench_network(int argc, char **argv) {
     char *text = NULL;
     if (rc == GJ_CLI_OK) {
         rc = gj_cli_read_config(CMD, config, &text);
-    }
-    if (rc == GJ_CLI_OK && gj_cli_classify_config(text) == GJ_CLI_CONFIG_MODEL) {
-        rc = gj_cli_usage_error(CMD, "a model configuration: bench takes a network alone so far");
     }
     if (rc == GJ_CLI_OK) {
         char where[512];

@@ -4,7 +4,7 @@
 
 /* Whether argv's --config (or -c) names a network or model configuration. */
 int gj_cli_bench_is_network(int argc, char **argv);
-/* The whole `gridjit bench` of a network alone: parses argv itself (docs/cli.md). */
+/* The whole `gridjit bench` of a network or model: parses argv itself (docs/runtime.md). */
 int gj_cli_bench_network(int argc, char **argv);
 
 #endif

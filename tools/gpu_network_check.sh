@@ -39,12 +39,16 @@ if [ -x "$BUILD/tests/test_network_emulated" ]; then
 fi
 rm -rf "$GRIDJIT_CACHE_DIR"
 
-# 2. Timings: the fused examples' MLP shape (32 inputs, 64 x 2, 16 outputs), the other widths,
-# and 4 hidden layers, at 2^21 points.
-bench() { # bench NAME NEURONS HIDDEN
-    local name=$1 json
+# 2. Timings at 2^21 points: the fused examples' MLP shape (32 inputs, 64 x 2, 16 outputs), the
+# other widths, 4 hidden layers; then models (HashGrid C1 + the MLP, fused kernels).
+bench() { # bench NAME NEURONS HIDDEN [model]: a network alone (32 -> 16), or behind HashGrid C1 (3 dims)
+    local name=$1 json dims=32
     json="{\"otype\": \"FullyFusedMLP\", \"n_neurons\": $2, \"n_hidden_layers\": $3, \"activation\": \"ReLU\", \"output_activation\": \"None\"}"
-    "$BUILD/gridjit" bench --config "$json" --dims 32 --output-dims 16 --points 2097152 --iterations 20 --json \
+    if [ "${4:-}" = model ]; then
+        json="{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": ${json%\}}, \"n_output_dims\": 16}}"
+        dims=3
+    fi
+    "$BUILD/gridjit" bench --config "$json" --dims $dims --output-dims 16 --points 2097152 --iterations 20 --json \
         > "${OUT_DIR:-/tmp}/bench_network_$name.json" 2> "${OUT_DIR:-/tmp}/bench_network_$name.err"
     local brc=$?
     if [ $brc -ne 0 ]; then
@@ -65,6 +69,9 @@ table=$(mktemp)
 for shape in 64x2 16x2 32x2 128x2 64x4; do
     bench "$shape" "${shape%x*}" "${shape#*x}" >> "$table" 2>&1
 done
+# The fused examples' model (HashGrid C1 + 64 x 2 -> 16), and with 4 hidden layers.
+bench C1+64x2 64 2 model >> "$table" 2>&1
+bench C1+64x4 64 4 model >> "$table" 2>&1
 save bench_network.txt < "$table"
 rm -f "$table"
 

@@ -1,12 +1,13 @@
 /*
- * gj_network_module: a network alone run through its generated kernels (docs/networks.md
- * §8). Each program (inference; training = forward, backward, zero) is a user module of the
+ * gj_network_module: a network alone, or a model fused with its encoding, run through its
+ * generated kernels (docs/networks.md §8, §9). Each program (inference; training = forward, backward, zero) is a user module of the
  * generated unit, made on first use: compiled through the disk cache per architecture by
  * the user-module machinery, which also picks the stream's context and opts into large
  * shared memory. The launch geometry is the block plan the unit states (network_plan.c).
  */
 #include "api/context.h"
 
+#include "codegen/facts.h"
 #include "codegen/network_codegen.h"
 #include "codegen/options.h"
 #include "compile/network_unit.h"
@@ -42,11 +43,6 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     if (!net || !out) {
         return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "gj_network_module_create: net and out must not be NULL");
     }
-    if (net->encoding) {
-        return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
-                        "gj_network_module_create: the network has an encoding (a model); a network module runs a "
-                        "network alone (models: their device functions, gj_network_generate)");
-    }
     gj_network_module *m = calloc(1, sizeof *m);
     char *json = gj_network_hyperparams(net);
     char err[512] = "";
@@ -80,6 +76,29 @@ void gj_network_module_destroy(gj_network_module *module) {
 
 uint64_t gj_network_module_context_bytes(const gj_network_module *module, uint64_t n) {
     return module ? (n + 31) / 32 * module->plan.ctx_halves * 2 : 0;
+}
+
+size_t gj_network_module_encoding_gradient_size(const gj_network_module *module) {
+    if (!module || !module->net->encoding) {
+        return 0;
+    }
+    return gj__grad_is_fp32(&module->net->encoding->config, &module->opts) ? 4 : 2;
+}
+
+static size_t encoding_param_size(const gj_network_module *m) {
+    return m->net->encoding->config.precision == GJ_PRECISION_FP16 ? 2 : 4;
+}
+
+/* Zeroes bytes (a multiple of 4) at p on stream with the training program's kernel. */
+static gj_status zero(gj_network_module *m, gj_stream stream, void *p, uint64_t bytes) {
+    uint64_t words = bytes / 4;
+    void *args[] = {&words, &p};
+    gj_launch_config cfg;
+    gj_launch_config_init(&cfg);
+    cfg.block[0] = 256;
+    cfg.grid[0] = (uint32_t)((words + 255) / 256 < 1024 ? (words + 255) / 256 : 1024);
+    cfg.stream = stream;
+    return gj_kernel_launch(m->kernels[K_ZERO], &cfg, args);
 }
 
 void gj_network_pass_desc_init(gj_network_pass_desc *desc) {
@@ -186,6 +205,14 @@ static gj_status check_desc(gj_network_module *m, const gj_network_pass_desc *d,
     if (d->n && !d->params) {
         return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: params must not be NULL", call);
     }
+    if (d->n && m->net->encoding && !d->encoding_params) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: encoding_params must not be NULL (a model)", call);
+    }
+    if (!m->net->encoding && (d->encoding_params || d->dL_dencoding_params)) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: encoding_params and dL_dencoding_params are for a model; this network has no encoding",
+                        call);
+    }
     return GJ_OK;
 }
 
@@ -211,9 +238,12 @@ static gj_status run_forward(gj_network_module *module, gj_stream stream, const 
     const float *x = desc->input;
     float *y = desc->output;
     const void *params = desc->params;
+    const void *eparams = desc->encoding_params;
     void *context = desc->context;
-    void *args[] = {&n, &x, &y, &params, &context};
-    return launch(module, training ? K_FORWARD : K_INFERENCE, stream, n, module->plan.forward_bytes, args, call);
+    void *args_network[] = {&n, &x, &y, &params, &context};
+    void *args_model[] = {&n, &x, &y, &params, &eparams, &context};
+    return launch(module, training ? K_FORWARD : K_INFERENCE, stream, n, module->plan.forward_bytes,
+                  module->net->encoding ? args_model : args_network, call);
 }
 
 gj_status gj_network_inference(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc) {
@@ -234,37 +264,73 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     if (status != GJ_OK || desc->n == 0) {
         return status;
     }
-    if (!desc->dL_doutput || !desc->context || (!desc->dL_dparams && !desc->dL_dinput)) {
+    const int model = module->net->encoding != NULL;
+    if (!desc->dL_doutput || !desc->context || (!desc->dL_dparams && !desc->dL_dinput && !desc->dL_dencoding_params)) {
         return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
-                        "%s: dL_doutput and context must not be NULL, and dL_dparams or dL_dinput must be given", call);
+                        "%s: dL_doutput and context must not be NULL, and dL_dparams, dL_dinput or "
+                        "dL_dencoding_params must be given", call);
+    }
+    if (model && !desc->input) {
+        return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: input must not be NULL (a model's backward pass reads it again)", call);
     }
     if (desc->dL_dparams_mode != GJ_GRAD_OVERWRITE && desc->dL_dparams_mode != GJ_GRAD_ACCUMULATE) {
         return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: dL_dparams_mode %d is neither overwrite "
                         "nor accumulate", call, (int)desc->dL_dparams_mode);
     }
     status = need_part(module, GJ__NETWORK_PART_TRAINING, call);
-    if (status == GJ_OK && desc->dL_dparams && desc->dL_dparams_mode == GJ_GRAD_OVERWRITE) {
-        uint64_t count = module->net->layout.n_params;
-        float *p = desc->dL_dparams;
-        void *args[] = {&count, &p};
-        gj_launch_config cfg;
-        gj_launch_config_init(&cfg);
-        cfg.block[0] = 256;
-        cfg.grid[0] = (uint32_t)((count + 255) / 256 < 1024 ? (count + 255) / 256 : 1024);
-        cfg.stream = stream;
-        status = gj_kernel_launch(module->kernels[K_ZERO], &cfg, args);
+    const int overwrite = desc->dL_dparams_mode == GJ_GRAD_OVERWRITE;
+    if (status == GJ_OK && desc->dL_dparams && overwrite) {
+        status = zero(module, stream, desc->dL_dparams, 4 * module->net->layout.n_params);
+    }
+    if (status == GJ_OK && desc->dL_dencoding_params && overwrite) {
+        status = zero(module, stream, desc->dL_dencoding_params,
+                      gj_network_module_encoding_gradient_size(module) * module->net->encoding->layout.n_params);
     }
     if (status != GJ_OK) {
         return status;
     }
     uint64_t n = desc->n;
+    const float *x = desc->input;
     const float *dy = desc->dL_doutput;
     const void *params = desc->params;
+    const void *eparams = desc->encoding_params;
     const void *context = desc->context;
     float *dparams = desc->dL_dparams;
+    void *deparams = desc->dL_dencoding_params;
     float *dx = desc->dL_dinput;
-    void *args[] = {&n, &dy, &params, &context, &dparams, &dx};
-    return launch(module, K_BACKWARD, stream, n, module->plan.backward_bytes, args, call);
+    void *args_network[] = {&n, &dy, &params, &context, &dparams, &dx};
+    void *args_model[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams, &dx};
+    return launch(module, K_BACKWARD, stream, n, module->plan.backward_bytes, model ? args_model : args_network, call);
+}
+
+/* The encoding's parameters: uniform in [-1e-4, 1e-4] * scale, element i from the i-th draw
+ * of pcg32(seed, 1) (what advancing the stream by i and drawing once gives). */
+static gj_status init_encoding(gj_network_module *m, gj_stream stream, const gj_network_init_desc *desc) {
+    const uint64_t n = m->net->encoding->layout.n_params;
+    const size_t size = encoding_param_size(m);
+    float *values = malloc(n * sizeof *values);
+    void *converted = size == 2 ? malloc(n * 2) : NULL;
+    if (!values || (size == 2 && !converted)) {
+        free(values);
+        free(converted);
+        return gj__fail(&m->ctx->diag, GJ_ERROR_OUT_OF_MEMORY, "gj_network_init_params: out of memory");
+    }
+    gj__uniform_init_params(desc->seed, 1e-4f * desc->scale, values, n);
+    gj_status status = GJ_OK;
+    if (desc->encoding_params) {
+        if (size == 2) {
+            gj_floats_to_halves(values, converted, n);
+        }
+        status = gj_memcpy_async(m->ctx, desc->encoding_params, size == 2 ? converted : (void *)values, n * size,
+                                 stream);
+    }
+    if (status == GJ_OK && desc->encoding_params_fp32) {
+        status = gj_memcpy_async(m->ctx, desc->encoding_params_fp32, values, n * sizeof *values, stream);
+    }
+    free(values);
+    free(converted);
+    return status;
 }
 
 gj_status gj_network_init_params(gj_network_module *module, gj_stream stream, const gj_network_init_desc *desc) {
@@ -278,8 +344,15 @@ gj_status gj_network_init_params(gj_network_module *module, gj_stream stream, co
         return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: desc is %s", call,
                         desc ? "not prepared by gj_network_init_desc_init (struct_size)" : "NULL");
     }
-    if (!desc->params && !desc->params_fp32) {
+    if (!desc->params && !desc->params_fp32 && !desc->encoding_params && !desc->encoding_params_fp32) {
         return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: params or params_fp32 must be given", call);
+    }
+    if (!module->net->encoding && (desc->encoding_params || desc->encoding_params_fp32)) {
+        return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: encoding_params are for a model; this network has no "
+                        "encoding", call);
+    }
+    if (!desc->params && !desc->params_fp32) {
+        return init_encoding(module, stream, desc);
     }
     const uint64_t n = module->net->layout.n_params;
     float *values = malloc(n * sizeof *values);
@@ -302,5 +375,8 @@ gj_status gj_network_init_params(gj_network_module *module, gj_stream stream, co
     }
     free(values);
     free(halves);
+    if (status == GJ_OK && (desc->encoding_params || desc->encoding_params_fp32)) {
+        status = init_encoding(module, stream, desc);
+    }
     return status;
 }

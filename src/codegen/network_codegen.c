@@ -3,10 +3,11 @@
  *   1. a comment block: gridjit version, canonical configuration, the layer table, the
  *      kernels' block plan, the compile options;
  *   2. for a model, its encoding's device functions (codegen.c, device functions only);
- *   3. the templates: prelude.cuh, network.cuh and, with kernels, network_kernels.cuh;
+ *   3. the templates: prelude.cuh, network.cuh and, with kernels, network_kernels.cuh (and for
+ *      a model model_kernels.cuh);
  *   4. NAME_config (the widths, activations, plan) and NAME_out_t;
  *   5. the device functions NAME, NAME_fwd, NAME_bwd (thin calls of the templates);
- *   6. unless device_functions_only (and only for a network alone), the kernels of the part.
+ *   6. unless device_functions_only, the kernels of the part (a model's fuse its encoding).
  * Equal inputs give equal bytes.
  */
 #include "codegen/network_codegen.h"
@@ -23,7 +24,8 @@ const char *gj__network_name(const gj_codegen_options *opts) {
 }
 
 static int has_kernels(const struct gj_network *net, const gj_codegen_options *opts) {
-    return !opts->device_functions_only && !net->encoding;
+    (void)net;
+    return !opts->device_functions_only;
 }
 
 static void append_template(gj__strbuf *sb, const char *name) {
@@ -149,6 +151,61 @@ static void emit_functions(gj__strbuf *sb, const char *name) {
                   name, name, name, name);
 }
 
+/* The model's kernels (templates/model_kernels.cuh): the encoding's device functions behind
+ * NAME_encoding_ops, the network's warp functions. */
+static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part) {
+    gj__sb_printf(sb, "// The encoding as templates/model_kernels.cuh calls it.\n"
+                      "struct %s_encoding_ops {\n"
+                      "    typedef %s_encoding_config config;\n"
+                      "    typedef %s_encoding_in_t in_t;\n"
+                      "    typedef %s_encoding_out_t out_t;\n"
+                      "    static __device__ __forceinline__ out_t fwd(const in_t& x, const config::param_t* p, gj_u8* ctx) {\n"
+                      "        return %s_encoding(x, p, ctx);\n"
+                      "    }\n",
+                  name, name, name, name, name);
+    if (part != GJ__NETWORK_PART_INFERENCE) {
+        gj__sb_printf(sb, "    static __device__ __forceinline__ void bwd(const out_t& dy, const config::param_t* p, const gj_u8* ctx,\n"
+                          "                                               config::grad_t* g, in_t* dx) {\n"
+                          "        %s_encoding_bwd(dy, p, ctx, g, dx);\n"
+                          "    }\n",
+                      name);
+    }
+    gj__sb_append(sb, "};\n\n");
+    gj__sb_append(sb, "// Kernels (templates/model_kernels.cuh): point-major float arrays, any grid size.\n");
+    if (part != GJ__NETWORK_PART_TRAINING) {
+        gj__sb_printf(sb,
+                      "extern \"C\" __global__ void __launch_bounds__(32 * %s_config::WARPS)\n"
+                      "%s_inference(gj_u64 n, const float* x, float* y, const gj_half* params,\n"
+                      "             const %s_encoding_config::param_t* eparams) {\n"
+                      "    gj_model_forward_kernel<%s_config, %s_encoding_ops>(n, x, y, params, eparams, nullptr);\n"
+                      "}\n\n",
+                      name, name, name, name, name);
+    }
+    if (part != GJ__NETWORK_PART_INFERENCE) {
+        gj__sb_printf(sb,
+                      "extern \"C\" __global__ void __launch_bounds__(32 * %s_config::WARPS)\n"
+                      "%s_forward(gj_u64 n, const float* x, float* y, const gj_half* params,\n"
+                      "           const %s_encoding_config::param_t* eparams, gj_u16* ctx) {\n"
+                      "    gj_model_forward_kernel<%s_config, %s_encoding_ops>(n, x, y, params, eparams, ctx);\n"
+                      "}\n\n",
+                      name, name, name, name, name);
+        gj__sb_printf(sb,
+                      "extern \"C\" __global__ void __launch_bounds__(32 * %s_config::WARPS)\n"
+                      "%s_backward(gj_u64 n, const float* x, const float* dL_dy, const gj_half* params,\n"
+                      "            const %s_encoding_config::param_t* eparams, const gj_u16* ctx, float* dL_dparams,\n"
+                      "            %s_encoding_config::grad_t* dL_deparams, float* dL_dx) {\n"
+                      "    gj_model_backward_kernel<%s_config, %s_encoding_ops>(n, x, dL_dy, params, eparams, ctx, dL_dparams,\n"
+                      "                                                        dL_deparams, dL_dx);\n"
+                      "}\n\n",
+                      name, name, name, name, name, name);
+        gj__sb_printf(sb,
+                      "extern \"C\" __global__ void %s_zero(gj_u64 n, gj_u32* p) {\n"
+                      "    gj_nn_zero_kernel(n, p);\n"
+                      "}\n\n",
+                      name);
+    }
+}
+
 static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part) {
     gj__sb_append(sb, "// Kernels (templates/network_kernels.cuh): point-major float arrays, any grid size.\n");
     if (part != GJ__NETWORK_PART_TRAINING) {
@@ -174,7 +231,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "}\n\n",
                       name, name, name);
         gj__sb_printf(sb,
-                      "extern \"C\" __global__ void %s_zero(gj_u64 n, float* p) {\n"
+                      "extern \"C\" __global__ void %s_zero(gj_u64 n, gj_u32* p) {\n"
                       "    gj_nn_zero_kernel(n, p);\n"
                       "}\n\n",
                       name);
@@ -196,6 +253,14 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         enc_opts.name = enc_name;
         enc_opts.device_functions_only = 1;
         enc_opts.output_width_multiple = GJ_NETWORK_ALIGNMENT;
+        /* What the kernels call: the forward function, and for training the backward one. */
+        if (part == GJ__NETWORK_PART_INFERENCE) {
+            enc_opts.passes = GJ_PASS_FORWARD;
+        } else if (part == GJ__NETWORK_PART_TRAINING) {
+            enc_opts.passes = GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
+        } else if (has_kernels(net, opts)) {
+            enc_opts.passes |= GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
+        }
         char *enc_source = gj__codegen(net->encoding, &enc_opts, GJ__PART_ALL, options_text);
         if (!enc_source) {
             gj__sb_free(&sb);
@@ -210,13 +275,20 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
     append_template(&sb, "network.cuh");
     if (has_kernels(net, opts)) {
         append_template(&sb, "network_kernels.cuh");
+        if (net->encoding) {
+            append_template(&sb, "model_kernels.cuh");
+        }
     }
     emit_config(&sb, net, name, &plan);
     if (part == GJ__NETWORK_PART_ALL) {
         emit_functions(&sb, name);
     }
     if (has_kernels(net, opts)) {
-        emit_kernels(&sb, name, part);
+        if (net->encoding) {
+            emit_model_kernels(&sb, name, part);
+        } else {
+            emit_kernels(&sb, name, part);
+        }
     }
     return gj__sb_take(&sb);
 }

@@ -5,8 +5,8 @@
 #include "codegen/network_plan.h"
 #include "model/network.h"
 
-/* What a unit holds: the whole (device functions and, for a network alone without
- * device_functions_only, every kernel), or one lazily compiled program of a network module. */
+/* What a unit holds: the whole (device functions and, without device_functions_only, every
+ * kernel), or one lazily compiled program of a network module. */
 typedef enum gj__network_part {
     GJ__NETWORK_PART_ALL = 0,
     GJ__NETWORK_PART_INFERENCE = 1, /* NAME_inference */
@@ -21,9 +21,9 @@ typedef enum gj__network_part {
  * The translation unit. opts (resolved): name names the network's functions (the default
  * "gj_encode" of the encodings is replaced by "gj_network"); device_functions_only leaves the
  * kernels out. A model's unit starts with its encoding's device functions, named NAME_encoding,
- * generated with opts (device functions only, output padded to 16 as tiny-cuda-nn pads it),
- * then the network's. options_text: the compile options for the header comment (may be NULL).
- * NULL on OOM.
+ * generated with opts (device functions only, output padded to 16 as tiny-cuda-nn pads it;
+ * the passes its kernels call), then the network's, then the fused kernels. options_text: the
+ * compile options for the header comment (may be NULL). NULL on OOM.
  */
 char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
                           const char *options_text);

@@ -55,3 +55,12 @@ void gj__network_init_params(const gj__network_layout *layout, gj_activation act
         }
     }
 }
+
+void gj__uniform_init_params(uint64_t seed, float bound, float *out, uint64_t n) {
+    pcg32 rng;
+    pcg32_seed(&rng, seed, 1u);
+    for (uint64_t i = 0; i < n; ++i) {
+        const float r = pcg32_next_float(&rng);
+        out[i] = (2.0f * r - 1.0f) * bound;
+    }
+}

@@ -13,4 +13,8 @@ float gj__network_init_bound(const gj__network_layout *layout, gj_activation act
 void gj__network_init_params(const gj__network_layout *layout, gj_activation activation, uint64_t seed, float scale,
                              float *params);
 
+/* out[i] = (2 r_i - 1) * bound, r_i the i-th float in [0, 1) of one pcg32 stream seeded
+ * (seed, 1): an encoding's uniform initialisation (docs/design.md §2.8) drawn in sequence. */
+void gj__uniform_init_params(uint64_t seed, float bound, float *out, uint64_t n);
+
 #endif

@@ -83,9 +83,10 @@ char *gj_test_network_unit(gj_context *ctx, const gj_network *net, int device_fu
 double gj_test_network_compile(gj_context *ctx, const gj_network *net, const char *unit, int device_functions_only,
                                const char *arch) {
     const int model = gj_network_encoding(net) != NULL;
-    const char *all[] = {"&mlp_inference", "&mlp_forward", "&mlp_backward", "&mlp_zero", "&mlp_user"};
+    const char *all[] = {"&mlp_inference", "&mlp_forward", "&mlp_backward", "&mlp_zero",
+                         model ? "&model_user" : "&mlp_user"};
     const char *one[] = {model ? "&model_user" : "&mlp_user"};
-    const int with_kernels = !model && !device_functions_only;
+    const int with_kernels = !device_functions_only;
     const char *const *names = with_kernels ? all : one;
     const size_t n_names = with_kernels ? 5 : 1;
     gj_program *prog = NULL;

@@ -15,9 +15,9 @@ void gj_test_network_json(char *buffer, size_t size, const char *otype, unsigned
  * malloc()ed; fails the test on error. */
 char *gj_test_network_unit(gj_context *ctx, const gj_network *net, int device_functions_only);
 
-/* Compiles the unit for arch with NVRTC (no cache) and checks its kernels are there: for a
- * network alone with kernels mlp_inference, mlp_forward, mlp_backward, mlp_zero and mlp_user; else the
- * user kernel. Fails the test with NVRTC's log on error. Returns the compile milliseconds. */
+/* Compiles the unit for arch with NVRTC and checks its kernels are there: with kernels
+ * mlp_inference, mlp_forward, mlp_backward, mlp_zero and the user kernel; else the user
+ * kernel. Fails the test with NVRTC's log on error. Returns the compile milliseconds. */
 double gj_test_network_compile(gj_context *ctx, const gj_network *net, const char *unit, int device_functions_only,
                                const char *arch);
 
