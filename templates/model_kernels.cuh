@@ -45,7 +45,7 @@ template <class C, class E>
 GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, float* __restrict__ y,
                                        const gj_half* __restrict__ params,
                                        const typename E::config::param_t* __restrict__ eparams, gj_u16* __restrict__ ctx) {
-    gj_u16* scratch = gj_nn_smem + gj_nn_staged_halves<C>() + (threadIdx.x / 32) * (gj_u64)C::SCRATCH_HALVES;
+    gj_u16* scratch = gj_nn_forward_scratch<C>();
     if constexpr (C::STAGE) {
         gj_nn_stage_weights<C>(gj_nn_smem, params);
         __syncthreads();

@@ -7,7 +7,8 @@
 //                     by 8 halves (bank-conflict free fragments); 0: read from global memory
 //   C::SMEM_GRADS     1: the backward kernel sums dL/dparams per block in shared memory and
 //                     adds the block's sums to the caller's array once at the end
-// Dynamic shared memory, in this order: [staged weights] [fp32 gradients] [per-warp scratch].
+// Dynamic shared memory, in this order: [staged weights] [fp32 gradients] [per-warp scratch]
+// (the forward kernels: no gradients, and one scratch buffer a warp, SCRATCH_HALVES / 2).
 // Points are rows of 32-point tiles; a warp takes tiles blockIdx.x * WARPS + warp, then
 // every gridDim.x * WARPS-th (any grid size is correct).
 // Arrays are point-major: x[i * IN + c], y[i * OUT + c], dL_dy[i * OUT + c], dL_dx[i * IN + c];
@@ -60,10 +61,15 @@ GJ_INLINE void gj_nn_forward_tiles(gj_u64 n, const float* __restrict__ x, float*
     }
 }
 
+// The forward passes use one of a warp's two scratch buffers: they take half the shared memory.
+template <class C> GJ_INLINE gj_u16* gj_nn_forward_scratch() {
+    return gj_nn_smem + gj_nn_staged_halves<C>() + (threadIdx.x / 32) * (C::SCRATCH_HALVES / 2);
+}
+
 template <class C>
 GJ_INLINE void gj_nn_forward_kernel(gj_u64 n, const float* __restrict__ x, float* __restrict__ y,
                                     const gj_half* __restrict__ params, gj_u16* __restrict__ ctx) {
-    gj_u16* scratch = gj_nn_smem + gj_nn_staged_halves<C>() + (threadIdx.x / 32) * (gj_u64)C::SCRATCH_HALVES;
+    gj_u16* scratch = gj_nn_forward_scratch<C>();
     if constexpr (C::STAGE) {
         gj_nn_stage_weights<C>(gj_nn_smem, params);
         __syncthreads();

@@ -174,6 +174,66 @@ static void model_device_functions_fuse(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* A network offered to a user source as a header, beside an encoding (gj_source_desc's
+ * networks): the caller fuses them in a kernel of their own. */
+static const char fused_user_source[] =
+    "#include \"grid.cuh\"\n"
+    "#include \"mlp.cuh\"\n"
+    "extern \"C\" __global__ void mine(int n, const float* x, const gj_half* gp, const gj_half* wp, float* y) {\n"
+    "    __shared__ __align__(16) gj_u16 scratch[8 * mlp_config::SCRATCH_HALVES];\n"
+    "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    grid_in_t in;\n"
+    "    for (int d = 0; d < 3; ++d) in.v[d] = i < n ? x[3 * i + d] : 0.0f;\n"
+    "    const grid_out_t f = grid(in, gp, nullptr);\n"
+    "    const mlp_out_t o = mlp(f.v, i < n, wp, scratch + (threadIdx.x / 32) * mlp_config::SCRATCH_HALVES);\n"
+    "    if (i < n) y[i] = o.v[0];\n"
+    "}\n";
+
+static void networks_are_offered_to_user_sources(void **state) {
+    (void)state;
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_encoding *enc = NULL;
+    assert_int_equal(gj_encoding_create(ctx, "{\"otype\": \"HashGrid\", \"n_levels\": 8}", 3, &enc), GJ_OK);
+    gj_network *net = make(ctx, "{\"n_neurons\": 32, \"n_hidden_layers\": 1}", 16, 1);
+    gj_source_encoding grid = {"grid", enc, NULL};
+    gj_source_network mlp = {"mlp", net, NULL};
+    const char *kernels[] = {"mine"};
+    gj_source_desc desc;
+    gj_source_desc_init(&desc);
+    desc.source = fused_user_source;
+    desc.encodings = &grid;
+    desc.n_encodings = 1;
+    desc.networks = &mlp;
+    desc.n_networks = 1;
+    desc.kernels = kernels;
+    desc.n_kernels = 1;
+    char *unit = NULL;
+    assert_int_equal(gj_user_source_generate(ctx, &desc, &unit), GJ_OK);
+    assert_non_null(strstr(unit, "// ===== mlp.cuh ====="));
+    assert_non_null(strstr(unit, "struct mlp_config {"));
+    assert_true(strstr(unit, "// ===== grid.cuh =====") < strstr(unit, "// ===== mlp.cuh ====="));
+    gj_free(unit);
+    /* Two headers of one name are refused. */
+    gj_source_network clash = {"grid", net, NULL};
+    desc.networks = &clash;
+    assert_int_equal(gj_user_source_generate(ctx, &desc, &unit), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "two headers are named \"grid\""));
+    desc.networks = &mlp;
+    if (gj_test_have_nvrtc()) {
+        gj_program *prog = NULL;
+        const gj_status status = gj_compile_user(ctx, &desc, "sm_90", &prog);
+        if (status != GJ_OK) {
+            fail_msg("%s\n%s", gj_context_errmsg(ctx), prog ? gj_program_log(prog) : "");
+        }
+        assert_int_equal(gj_program_n_kernels(prog), 1);
+        gj_program_destroy(prog);
+    }
+    gj_network_destroy(net);
+    gj_encoding_destroy(enc);
+    gj_context_destroy(ctx);
+}
+
 /* `gridjit dump` of a network compiles alone with nvcc, when nvcc is installed. */
 static void dump_compiles_with_nvcc(void **state) {
     (void)state;
@@ -200,6 +260,7 @@ int main(void) {
         cmocka_unit_test(unit_states_the_layout),
         cmocka_unit_test(every_width_and_activation_compiles),
         cmocka_unit_test(model_device_functions_fuse),
+        cmocka_unit_test(networks_are_offered_to_user_sources),
         cmocka_unit_test(dump_compiles_with_nvcc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,7 +55,7 @@ void gj__network_plan_make(const gj__network_layout *layout, gj__network_plan *o
             }
         }
     }
-    p.forward_bytes = (uint32_t)(2 * p.staged_halves + 2 * p.scratch_halves * p.warps);
+    p.forward_bytes = (uint32_t)(2 * p.staged_halves + p.scratch_halves * p.warps); /* one buffer a warp */
     p.backward_bytes = (uint32_t)backward_bytes(&p, layout->n_params);
     *out = p;
 }
