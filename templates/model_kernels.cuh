@@ -6,7 +6,8 @@
 // device function. Generic over the network's configuration C (with the block plan of
 // network_kernels.cuh, whose helpers these use) and E, the generated wrapper of the encoding:
 //   E::config, E::in_t, E::out_t, E::fwd(x, params, ctx), E::bwd(dL_dy, params, ctx,
-//   dL_dparams, dL_dx) (the encoding's NAME_encoding and NAME_encoding_bwd).
+//   dL_dparams, dL_dx, i, n) (the encoding's NAME_encoding and NAME_encoding_bwd; point i of n
+//   chooses stochastic interpolation's sample as gridjit's own kernels do).
 // Arrays are point-major: x[i * D + d], y[i * OUT + c], dL_dy[i * OUT + c], dL_dx[i * D + d].
 // The network's forward context of tile t is at ctx + t * C::CTX_HALVES; the encoding keeps
 // none (its backward takes x again).
@@ -83,7 +84,7 @@ GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, co
 #pragma unroll
             for (int d = 0; d < D; ++d) ectx[d] = x[i * D + d];
             typename E::in_t dx;
-            E::bwd(dy, eparams, (const gj_u8*)ectx, dL_deparams, dL_dx ? &dx : nullptr);
+            E::bwd(dy, eparams, (const gj_u8*)ectx, dL_deparams, dL_dx ? &dx : nullptr, i, n);
             if (dL_dx) {
 #pragma unroll
                 for (int d = 0; d < D; ++d) dL_dx[i * D + d] = dx.v[d];

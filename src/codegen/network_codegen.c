@@ -165,8 +165,8 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                   name, name, name, name, name);
     if (part != GJ__NETWORK_PART_INFERENCE) {
         gj__sb_printf(sb, "    static __device__ __forceinline__ void bwd(const out_t& dy, const config::param_t* p, const gj_u8* ctx,\n"
-                          "                                               config::grad_t* g, in_t* dx) {\n"
-                          "        %s_encoding_bwd(dy, p, ctx, g, dx);\n"
+                          "                                               config::grad_t* g, in_t* dx, gj_u64 i, gj_u64 n) {\n"
+                          "        %s_encoding_bwd(dy, p, ctx, g, dx, 1.0f, i, n); // i, n: stochastic interpolation's stream\n"
                           "    }\n",
                       name);
     }

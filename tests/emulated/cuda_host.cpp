@@ -4,8 +4,14 @@
 #include <thread>
 #include <vector>
 
-thread_local dim3 threadIdx;
-thread_local dim3 blockIdx;
+dim3& gj_emulated_thread_index() {
+    static thread_local dim3 index;
+    return index;
+}
+dim3& gj_emulated_block_index() {
+    static thread_local dim3 index;
+    return index;
+}
 dim3 blockDim, gridDim;
 alignas(16) gj_u16 gj_nn_smem[GJ_EMULATED_SMEM_HALVES];
 

@@ -45,9 +45,12 @@ inline gj_u32 gj_pack_half2(float a, float b) {
     return (gj_u32)gj_float_to_half_bits(a) | ((gj_u32)gj_float_to_half_bits(b) << 16);
 }
 
-struct dim3 { unsigned x = 0, y = 0, z = 0; };
-extern thread_local dim3 threadIdx;
-extern thread_local dim3 blockIdx;
+struct dim3 { unsigned x, y, z; }; // trivial: thread_local without dynamic initialisation
+// Per thread, behind functions (a plain extern thread_local trips UBSan's null check in GCC 12).
+dim3& gj_emulated_thread_index();
+dim3& gj_emulated_block_index();
+#define threadIdx (gj_emulated_thread_index())
+#define blockIdx (gj_emulated_block_index())
 extern dim3 blockDim, gridDim;
 
 inline float __expf(float x) { return std::exp(x); }
