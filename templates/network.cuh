@@ -206,35 +206,44 @@ template <int N> GJ_INLINE void gj_nn_zero(float (&c)[N][4]) {
     for (int j = 0; j < N; ++j) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.0f;
 }
 
-// acc (16 x N) = A (16 x K, registers) . W^T, W N x K.
-template <int K, int N, int PAD>
-GJ_INLINE void gj_nn_layer(float (&acc)[N / 8][4], const gj_u32 (&a)[K / 16][4], const gj_u16* w) {
-    gj_nn_zero(acc);
+// MT m-tiles (rows r0 + 16 m) at once: each weight fragment, loaded once, serves all of
+// them (the loads, not the mma, are what limits a layer: one tile needs two 32-bit loads a
+// mma).
+
+// acc[m] (16 x N) = A[m] (16 x K, registers) . W^T, W N x K.
+template <int MT, int K, int N, int PAD>
+GJ_INLINE void gj_nn_layer(float (&acc)[MT][N / 8][4], const gj_u32 (&a)[MT][K / 16][4], const gj_u16* w) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m) gj_nn_zero(acc[m]);
 #pragma unroll
     for (int j = 0; j < N / 8; ++j) {
 #pragma unroll
         for (int kk = 0; kk < K / 16; ++kk) {
             gj_u32 b[2];
             gj_nn_wfrag<K, PAD>(b, w, 8 * j, 16 * kk);
-            gj_nn_mma(acc[j], a[kk], b[0], b[1]);
+#pragma unroll
+            for (int m = 0; m < MT; ++m) gj_nn_mma(acc[m][j], a[m][kk], b[0], b[1]);
         }
     }
 }
 
-// acc (16 x N) = rows r0..r0+15 of X (16 x K, shared memory, stride S) . W^T: the first
-// layer, whose input may be too wide for registers.
-template <int K, int N, int S, int PAD>
-GJ_INLINE void gj_nn_layer_smem(float (&acc)[N / 8][4], const gj_u16* x, int r0, const gj_u16* w) {
-    gj_nn_zero(acc);
+// acc[m] (16 x N) = rows r0 + 16 m .. + 15 of X (16 x K, shared memory, stride S) . W^T:
+// the first layer, whose input may be too wide for registers.
+template <int MT, int K, int N, int S, int PAD>
+GJ_INLINE void gj_nn_layer_smem(float (&acc)[MT][N / 8][4], const gj_u16* x, int r0, const gj_u16* w) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m) gj_nn_zero(acc[m]);
 #pragma unroll 4
     for (int kk = 0; kk < K / 16; ++kk) {
-        gj_u32 a[4];
-        gj_nn_frag_a<S>(a, x, r0, 16 * kk);
+        gj_u32 a[MT][4];
+#pragma unroll
+        for (int m = 0; m < MT; ++m) gj_nn_frag_a<S>(a[m], x, r0 + 16 * m, 16 * kk);
 #pragma unroll
         for (int j = 0; j < N / 8; ++j) {
             gj_u32 b[2];
             gj_nn_wfrag<K, PAD>(b, w, 8 * j, 16 * kk);
-            gj_nn_mma(acc[j], a, b[0], b[1]);
+#pragma unroll
+            for (int m = 0; m < MT; ++m) gj_nn_mma(acc[m][j], a[m], b[0], b[1]);
         }
     }
 }
@@ -320,34 +329,51 @@ template <class C, int PAD>
 GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
     typedef gj_nn<C> L;
     constexpr int S = C::S;
+    // Both m-tiles at once where their accumulators fit in registers, else one at a time.
+    constexpr int MT = (C::W <= 64 && C::OUT_P <= 64) ? 2 : 1;
     __syncwarp();
     if (ctx) gj_nn_rows_to_ctx<C::IN_P, S>(ctx, x);
 #pragma unroll 1
-    for (int mt = 0; mt < 2; ++mt) {
-        const int r0 = 16 * mt;
+    for (int r0 = 0; r0 < 32; r0 += 16 * MT) {
         if constexpr (C::NL == 1) {
-            float out[C::OUT_P / 8][4];
-            gj_nn_layer_smem<C::IN_P, C::OUT_P, S, PAD>(out, x, r0, w);
+            float out[MT][C::OUT_P / 8][4];
+            gj_nn_layer_smem<MT, C::IN_P, C::OUT_P, S, PAD>(out, x, r0, w);
             __syncwarp();
-            if (ctx) gj_nn_store_c<C::OUT_P, C::OUT_P>(ctx + L::ctx_offset(1), r0, out, gj_nn_kept_f<C::OUT_ACT>());
-            gj_nn_store_c<C::OUT_P, S>(x, r0, out, gj_nn_act_f<C::OUT_ACT>());
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+                if (ctx) gj_nn_store_c<C::OUT_P, C::OUT_P>(ctx + L::ctx_offset(1), r0 + 16 * m, out[m], gj_nn_kept_f<C::OUT_ACT>());
+                gj_nn_store_c<C::OUT_P, S>(x, r0 + 16 * m, out[m], gj_nn_act_f<C::OUT_ACT>());
+            }
         } else {
-            float acc[C::W / 8][4];
-            gj_u32 a[C::W / 16][4];
-            gj_nn_layer_smem<C::IN_P, C::W, S, PAD>(acc, x, r0, w);
-            if (ctx) gj_nn_store_c<C::W, C::W>(ctx + L::ctx_offset(1), r0, acc, gj_nn_kept_f<C::ACT>());
+            float acc[MT][C::W / 8][4];
+            gj_u32 a[MT][C::W / 16][4];
+            gj_nn_layer_smem<MT, C::IN_P, C::W, S, PAD>(acc, x, r0, w);
+            if (ctx) {
+#pragma unroll
+                for (int m = 0; m < MT; ++m)
+                    gj_nn_store_c<C::W, C::W>(ctx + L::ctx_offset(1), r0 + 16 * m, acc[m], gj_nn_kept_f<C::ACT>());
+            }
 #pragma unroll 1
             for (int l = 1; l < C::NL - 1; ++l) {
-                gj_nn_to_a<C::W, C::ACT>(a, acc);
-                gj_nn_layer<C::W, C::W, PAD>(acc, a, w + L::template offset<PAD>(l));
-                if (ctx) gj_nn_store_c<C::W, C::W>(ctx + L::ctx_offset(l + 1), r0, acc, gj_nn_kept_f<C::ACT>());
+#pragma unroll
+                for (int m = 0; m < MT; ++m) gj_nn_to_a<C::W, C::ACT>(a[m], acc[m]);
+                gj_nn_layer<MT, C::W, C::W, PAD>(acc, a, w + L::template offset<PAD>(l));
+                if (ctx) {
+#pragma unroll
+                    for (int m = 0; m < MT; ++m)
+                        gj_nn_store_c<C::W, C::W>(ctx + L::ctx_offset(l + 1), r0 + 16 * m, acc[m], gj_nn_kept_f<C::ACT>());
+                }
             }
-            gj_nn_to_a<C::W, C::ACT>(a, acc);
-            float out[C::OUT_P / 8][4];
-            gj_nn_layer<C::W, C::OUT_P, PAD>(out, a, w + L::template offset<PAD>(C::NL - 1));
-            if (ctx) gj_nn_store_c<C::OUT_P, C::OUT_P>(ctx + L::ctx_offset(C::NL), r0, out, gj_nn_kept_f<C::OUT_ACT>());
+#pragma unroll
+            for (int m = 0; m < MT; ++m) gj_nn_to_a<C::W, C::ACT>(a[m], acc[m]);
+            float out[MT][C::OUT_P / 8][4];
+            gj_nn_layer<MT, C::W, C::OUT_P, PAD>(out, a, w + L::template offset<PAD>(C::NL - 1));
             __syncwarp();
-            gj_nn_store_c<C::OUT_P, S>(x, r0, out, gj_nn_act_f<C::OUT_ACT>());
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+                if (ctx) gj_nn_store_c<C::OUT_P, C::OUT_P>(ctx + L::ctx_offset(C::NL), r0 + 16 * m, out[m], gj_nn_kept_f<C::OUT_ACT>());
+                gj_nn_store_c<C::OUT_P, S>(x, r0 + 16 * m, out[m], gj_nn_act_f<C::OUT_ACT>());
+            }
         }
     }
     __syncwarp();
@@ -388,42 +414,57 @@ GJ_INLINE void gj_nn_weight_grad(float* dw, const gj_u16* d, const gj_u16* x) {
 
 // Out (32 x NCOLS of K) = D (32 x N) . W (N x K, rows of K + PAD), times act'(kept) of the
 // layer below (KEPT: its context region, 32 x K; null for the input, which has none), as fp16
-// into OUT (stride S); rows whose point is inactive (bit clear in mask) are zeros.
+// into OUT (stride S); rows whose point is inactive (bit clear in mask) are zeros. Both
+// m-tiles share each weight fragment where their A fragments fit in registers (N <= 64).
 template <int K, int N, int NCOLS, int S, int PAD, int ACT>
 GJ_INLINE void gj_nn_backprop(gj_u16* out, const gj_u16* d, const gj_u16* w, const gj_u16* kept, gj_u32 mask) {
+    constexpr int MT = N <= 64 ? 2 : 1;
     const int l = gj_nn_lane(), g = l >> 2, t = l & 3;
 #pragma unroll 1
-    for (int mt = 0; mt < 2; ++mt) {
-        const int r0 = 16 * mt;
-        gj_u32 a[N / 16][4];
+    for (int r0 = 0; r0 < 32; r0 += 16 * MT) {
+        gj_u32 a[MT][N / 16][4];
 #pragma unroll
-        for (int kk = 0; kk < N / 16; ++kk) gj_nn_frag_a<S>(a[kk], d, r0, 16 * kk);
-        const bool lo_on = (mask >> (r0 + g)) & 1u, hi_on = (mask >> (r0 + g + 8)) & 1u;
+        for (int m = 0; m < MT; ++m) {
+#pragma unroll
+            for (int kk = 0; kk < N / 16; ++kk) gj_nn_frag_a<S>(a[m][kk], d, r0 + 16 * m, 16 * kk);
+        }
 #pragma unroll 2
         for (int nb = 0; nb < NCOLS; nb += 16) {
-            float c[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+            float c[MT][2][4];
 #pragma unroll
-            for (int kk = 0; kk < N / 16; ++kk) {
-                gj_u32 b[2];
-                gj_nn_wfrag_t<K, PAD>(b, w, 16 * kk, nb);
-                gj_nn_mma(c[0], a[kk], b[0], b[1]);
-                gj_nn_wfrag_t<K, PAD>(b, w, 16 * kk, nb + 8);
-                gj_nn_mma(c[1], a[kk], b[0], b[1]);
+            for (int m = 0; m < MT; ++m) {
+#pragma unroll
+                for (int j = 0; j < 2; ++j) c[m][j][0] = c[m][j][1] = c[m][j][2] = c[m][j][3] = 0.0f;
             }
 #pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                const int col = nb + 8 * j + 2 * t;
-                float v[4] = {c[j][0], c[j][1], c[j][2], c[j][3]};
-                if (kept) {
-                    const gj_u32 k0 = *(const gj_u32*)(kept + (r0 + g) * K + col);
-                    const gj_u32 k1 = *(const gj_u32*)(kept + (r0 + g + 8) * K + col);
-                    v[0] *= gj_nn_grad_from_kept<ACT>(gj_nn_lo(k0));
-                    v[1] *= gj_nn_grad_from_kept<ACT>(gj_nn_hi(k0));
-                    v[2] *= gj_nn_grad_from_kept<ACT>(gj_nn_lo(k1));
-                    v[3] *= gj_nn_grad_from_kept<ACT>(gj_nn_hi(k1));
+            for (int kk = 0; kk < N / 16; ++kk) {
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    gj_u32 b[2];
+                    gj_nn_wfrag_t<K, PAD>(b, w, 16 * kk, nb + 8 * j);
+#pragma unroll
+                    for (int m = 0; m < MT; ++m) gj_nn_mma(c[m][j], a[m][kk], b[0], b[1]);
                 }
-                *(gj_u32*)(out + (r0 + g) * S + col) = lo_on ? gj_pack_half2(v[0], v[1]) : 0u;
-                *(gj_u32*)(out + (r0 + g + 8) * S + col) = hi_on ? gj_pack_half2(v[2], v[3]) : 0u;
+            }
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+                const int rm = r0 + 16 * m;
+                const bool lo_on = (mask >> (rm + g)) & 1u, hi_on = (mask >> (rm + g + 8)) & 1u;
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    const int col = nb + 8 * j + 2 * t;
+                    float v[4] = {c[m][j][0], c[m][j][1], c[m][j][2], c[m][j][3]};
+                    if (kept) {
+                        const gj_u32 k0 = *(const gj_u32*)(kept + (rm + g) * K + col);
+                        const gj_u32 k1 = *(const gj_u32*)(kept + (rm + g + 8) * K + col);
+                        v[0] *= gj_nn_grad_from_kept<ACT>(gj_nn_lo(k0));
+                        v[1] *= gj_nn_grad_from_kept<ACT>(gj_nn_hi(k0));
+                        v[2] *= gj_nn_grad_from_kept<ACT>(gj_nn_lo(k1));
+                        v[3] *= gj_nn_grad_from_kept<ACT>(gj_nn_hi(k1));
+                    }
+                    *(gj_u32*)(out + (rm + g) * S + col) = lo_on ? gj_pack_half2(v[0], v[1]) : 0u;
+                    *(gj_u32*)(out + (rm + g + 8) * S + col) = hi_on ? gj_pack_half2(v[2], v[3]) : 0u;
+                }
             }
         }
     }
