@@ -610,13 +610,30 @@ static void kernel_names_follow_the_contract(void **state) {
     (void)state;
     assert_string_equal(gj__kernel_suffix(GJ__KERNEL_FORWARD), "forward");
     assert_string_equal(gj__kernel_suffix(GJ__KERNEL_BACKWARD_COARSE), "backward_coarse");
-    assert_true(gj__kernel_present(GJ__KERNEL_BACKWARD_COARSE, GJ_PASS_BACKWARD));
+    gj_codegen_options backward, forward, opts;
+    gj_codegen_options_init(&backward);
+    backward.passes = GJ_PASS_BACKWARD;
+    gj_codegen_options_init(&forward);
+    forward.passes = GJ_PASS_FORWARD;
+    assert_true(gj__kernel_present(GJ__KERNEL_BACKWARD_COARSE, &backward));
     assert_string_equal(gj__kernel_suffix(GJ__KERNEL_BACKWARD_BACKWARD), "backward_backward");
     assert_string_equal(gj__kernel_suffix(GJ__KERNEL_CAST_GRADIENTS), "cast_gradients");
-    assert_true(gj__kernel_present(GJ__KERNEL_INIT_PARAMS, GJ_PASS_FORWARD));
-    assert_false(gj__kernel_present(GJ__KERNEL_BACKWARD, GJ_PASS_FORWARD));
+    assert_true(gj__kernel_present(GJ__KERNEL_INIT_PARAMS, &forward));
+    assert_false(gj__kernel_present(GJ__KERNEL_BACKWARD, &forward));
+    /* Each level-major kernel has a level-group (_rows) form, in a program of its own; a
+     * point-major unit has none. */
+    assert_string_equal(gj__kernel_suffix(gj__kernel_rows_form(GJ__KERNEL_FORWARD)), "forward_rows");
+    assert_string_equal(gj__kernel_suffix(gj__kernel_rows_form(GJ__KERNEL_BACKWARD_INPUT_COARSE)),
+                        "backward_input_rows_coarse");
+    assert_int_equal(gj__kernel_rows_form(GJ__KERNEL_BACKWARD_BACKWARD), GJ__KERNEL_BACKWARD_BACKWARD);
+    assert_int_equal(gj__kernel(GJ__KERNEL_BACKWARD_ROWS_COARSE)->part, GJ__PART_BACKWARD_ROWS);
+    assert_true(gj__part_present(GJ__PART_FORWARD_ROWS, &forward));
+    assert_false(gj__part_present(GJ__PART_BACKWARD_ROWS, &forward));
+    forward.order = GJ_ORDER_POINT_MAJOR;
+    assert_false(gj__kernel_present(GJ__KERNEL_FORWARD_ROWS, &forward));
+    assert_false(gj__part_present(GJ__PART_FORWARD_ROWS, &forward));
+    assert_true(gj__part_present(GJ__PART_FORWARD, &forward));
     /* Every kernel the code generator lists is one the runtime knows. */
-    gj_codegen_options opts;
     gj_codegen_options_init(&opts);
     size_t count = 0;
     char **names = gj__codegen_kernel_names(&opts, GJ__PART_ALL, &count);

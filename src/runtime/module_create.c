@@ -90,7 +90,7 @@ static gj_status check_program(gj__runtime *rt, const gj_encoding *enc, const gj
         return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: the program holds no cubin or PTX (failed compile?)", call);
     }
     for (int k = 0; k < GJ__KERNEL_COUNT; ++k) {
-        if (!gj__kernel_present((gj__kernel_id)k, opts->passes)) {
+        if (!gj__kernel_present((gj__kernel_id)k, opts)) {
             continue;
         }
         char expression[128];
