@@ -629,17 +629,23 @@ static void kernel_names_follow_the_contract(void **state) {
     assert_int_equal(gj__kernel(GJ__KERNEL_BACKWARD_ROWS_COARSE)->part, GJ__PART_BACKWARD_ROWS);
     assert_true(gj__part_present(GJ__PART_FORWARD_ROWS, &forward));
     assert_false(gj__part_present(GJ__PART_BACKWARD_ROWS, &forward));
+    assert_false(gj__kernel_present(GJ__KERNEL_FORWARD_ROWS, &forward)); /* not in the whole unit */
+    assert_true(gj__kernel_in_unit(GJ__KERNEL_FORWARD_ROWS, &forward, GJ__PART_FORWARD_ROWS));
     forward.order = GJ_ORDER_POINT_MAJOR;
     assert_false(gj__kernel_present(GJ__KERNEL_FORWARD_ROWS, &forward));
     assert_false(gj__part_present(GJ__PART_FORWARD_ROWS, &forward));
     assert_true(gj__part_present(GJ__PART_FORWARD, &forward));
-    /* Every kernel the code generator lists is one the runtime knows. */
+    /* Every kernel the code generator lists for the whole unit is one the runtime knows,
+     * and it lists each kernel but the _rows forms. */
     gj_codegen_options_init(&opts);
     size_t count = 0;
     char **names = gj__codegen_kernel_names(&opts, GJ__PART_ALL, &count);
     assert_non_null(names);
-    assert_int_equal(count, GJ__KERNEL_COUNT);
+    assert_int_equal(count, 10);
     for (int k = 0; k < GJ__KERNEL_COUNT; ++k) {
+        if (gj__kernel(k)->rows) {
+            continue;
+        }
         char expected[64];
         snprintf(expected, sizeof expected, "&gj_encode_%s", gj__kernel_suffix((gj__kernel_id)k));
         int found = 0;
@@ -681,6 +687,14 @@ static void load_refuses_a_program_of_other_options(void **state) {
     assert_int_equal(gj_encoding_create(f->ctx, "{\"otype\": \"HashGrid\", \"n_levels\": 5}", 3, &enc2), GJ_OK);
     assert_int_equal(gj_module_load(f->ctx, enc2, &opts, prog, &m), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "other source");
+    /* gj_compile's unit has the one-level kernels only: more levels per thread are refused. */
+    for (size_t k = 0; k < gj_program_n_kernels(prog); ++k) {
+        assert_null(strstr(gj_program_kernel_name(prog, k), "_rows"));
+    }
+    gj_codegen_options groups = opts;
+    groups.levels_per_thread = 2;
+    assert_int_equal(gj_module_load(f->ctx, f->enc, &groups, prog, &m), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "level-group kernels");
     /* The matching program passes the checks and reaches the (disabled) driver. */
     assert_int_equal(gj_module_load(f->ctx, f->enc, &opts, prog, &m), GJ_ERROR_NO_DRIVER);
     gj_encoding_destroy(enc2);

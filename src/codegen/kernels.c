@@ -85,8 +85,7 @@ gj__kernel_id gj__kernel_rows_form(gj__kernel_id id) {
 }
 
 int gj__kernel_present(gj__kernel_id id, const gj_codegen_options *opts) {
-    return (kernel_table[id].passes & opts->passes) != 0 &&
-           (!kernel_table[id].rows || opts->order == GJ_ORDER_LEVEL_MAJOR);
+    return (kernel_table[id].passes & opts->passes) != 0 && !kernel_table[id].rows;
 }
 
 int gj__kernel_in_unit(gj__kernel_id id, const gj_codegen_options *opts, gj__part part) {
@@ -114,7 +113,8 @@ uint32_t gj__part_pass(gj__part part) {
 int gj__part_present(gj__part part, const gj_codegen_options *opts) {
     for (int k = 0; k < GJ__KERNEL_COUNT; ++k) {
         if (kernel_table[k].part == part) {
-            return gj__kernel_present((gj__kernel_id)k, opts);
+            return (kernel_table[k].passes & opts->passes) != 0 &&
+                   (!kernel_table[k].rows || opts->order == GJ_ORDER_LEVEL_MAJOR);
         }
     }
     return 0;

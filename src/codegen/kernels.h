@@ -29,15 +29,16 @@ typedef enum gj__kernel_id {
 } gj__kernel_id;
 
 /* The NVRTC units of a module, one program each, compiled on first use: a kernel and the
- * kernel that does its small levels. ALL is the one unit with every kernel of the chosen
- * passes and their device functions (gj_compile).
+ * kernel that does its small levels. ALL is the one unit with the kernels of the chosen
+ * passes (not the _ROWS forms, below) and their device functions (gj_compile).
  *
  * A level-major pass has two forms, each its own program: one level per block (the
  * kernels above without _ROWS) and level groups (_ROWS: several levels per thread, with
  * point-major rows staged in shared memory). Most callers need one form only (feature-
  * major outputs the first, point-major rows longer than a sector the second), so each
  * compiles and holds the registers of its own code alone (docs/runtime.md, "Programs").
- * Point-major units have no _ROWS kernels. */
+ * Point-major units have no _ROWS kernels, nor has the whole unit: it would compile both
+ * forms for every caller of gj_compile. */
 typedef enum gj__part {
     GJ__PART_ALL = 0,
     GJ__PART_FORWARD = 1,
@@ -76,7 +77,9 @@ typedef struct gj__kernel_info {
 const gj__kernel_info *gj__kernel(gj__kernel_id id);
 /* "forward", "backward", ...: the kernel is NAME_<suffix>. */
 const char *gj__kernel_suffix(gj__kernel_id id);
-/* Whether a unit generated with opts (and not device-functions-only) has it. */
+/* Whether the whole unit generated with opts (and not device-functions-only) has it: the
+ * kernels of its passes, without the _ROWS forms (a module compiles those in programs of
+ * their own; one made from a whole program runs one level per block). */
 int gj__kernel_present(gj__kernel_id id, const gj_codegen_options *opts);
 /* Whether the unit `part` has it: ALL as gj__kernel_present; a module part its own kernels. */
 int gj__kernel_in_unit(gj__kernel_id id, const gj_codegen_options *opts, gj__part part);

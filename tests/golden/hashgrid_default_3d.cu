@@ -1786,22 +1786,6 @@ __global__ void __launch_bounds__(256) gj_encode_forward_dydx(const gj_forward_a
     gj_forward_dydx_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
-// Grid y: ceil(levels / args.levels_per_thread), one per group of args.levels_per_thread (at least 2)
-// levels.
-// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
-// element bytes / 4) | 1) words of dynamic shared memory.
-__global__ void __launch_bounds__(256) gj_encode_forward_rows(const gj_forward_args args) {
-    gj_forward_rows_kernel<gj_encode_config, gj_encode_levels>(args);
-}
-
-// Grid y: ceil(levels / args.levels_per_thread), one per group of args.levels_per_thread (at least 2)
-// levels.
-// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
-// element bytes / 4) | 1) words of dynamic shared memory.
-__global__ void __launch_bounds__(256) gj_encode_forward_dydx_rows(const gj_forward_args args) {
-    gj_forward_dydx_rows_kernel<gj_encode_config, gj_encode_levels>(args);
-}
-
 // Grid y: 16, one per level (dL_dx is summed atomically: zero it first).
 __global__ void __launch_bounds__(256) gj_encode_backward(const gj_backward_args args) {
     gj_backward_kernel<gj_encode_config, gj_encode_levels>(args);
@@ -1825,40 +1809,6 @@ __global__ void __launch_bounds__(256) gj_encode_backward_input_coarse(const gj_
 // Grid y: 16, one per level (dL_dx is summed atomically: zero it first).
 __global__ void __launch_bounds__(256) gj_encode_backward_dx(const gj_backward_args args) {
     gj_backward_dx_kernel<gj_encode_config, gj_encode_levels>(args);
-}
-
-// Grid y: ceil(levels / args.levels_per_thread), one per group of args.levels_per_thread (at least 2)
-// levels (dL_dx is summed atomically: zero it first).
-// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
-// element bytes / 4) | 1) words of dynamic shared memory.
-__global__ void __launch_bounds__(256) gj_encode_backward_rows(const gj_backward_args args) {
-    gj_backward_rows_kernel<gj_encode_config, gj_encode_levels>(args);
-}
-
-// Grid (args.coarse_blocks, 16), 32768 bytes of dynamic shared memory: the small levels.
-__global__ void __launch_bounds__(256) gj_encode_backward_rows_coarse(const gj_backward_args args) {
-    gj_backward_coarse_kernel<gj_encode_config, gj_encode_levels>(args);
-}
-
-// Grid y: ceil(levels / args.levels_per_thread), one per group of args.levels_per_thread (at least 2)
-// levels (dL_dx is summed atomically: zero it first).
-// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
-// element bytes / 4) | 1) words of dynamic shared memory.
-__global__ void __launch_bounds__(256) gj_encode_backward_input_rows(const gj_backward_args args) {
-    gj_backward_input_rows_kernel<gj_encode_config, gj_encode_levels>(args);
-}
-
-// Grid (args.coarse_blocks, 16), 32768 bytes of dynamic shared memory: the small levels.
-__global__ void __launch_bounds__(256) gj_encode_backward_input_rows_coarse(const gj_backward_args args) {
-    gj_backward_input_coarse_kernel<gj_encode_config, gj_encode_levels>(args);
-}
-
-// Grid y: ceil(levels / args.levels_per_thread), one per group of args.levels_per_thread (at least 2)
-// levels (dL_dx is summed atomically: zero it first).
-// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
-// element bytes / 4) | 1) words of dynamic shared memory.
-__global__ void __launch_bounds__(256) gj_encode_backward_dx_rows(const gj_backward_args args) {
-    gj_backward_dx_rows_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
 // Grid y: 1 (point-major: dL_dx sums over levels in registers).

@@ -1753,40 +1753,6 @@ __global__ void __launch_bounds__(256) gj_encode_backward_dx(const gj_backward_a
     gj_backward_dx_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
-// Grid y: ceil(levels / args.levels_per_thread), one per group of args.levels_per_thread (at least 2)
-// levels (dL_dx is summed atomically: zero it first).
-// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
-// element bytes / 4) | 1) words of dynamic shared memory.
-__global__ void __launch_bounds__(256) gj_encode_backward_rows(const gj_backward_args args) {
-    gj_backward_rows_kernel<gj_encode_config, gj_encode_levels>(args);
-}
-
-// Grid (args.coarse_blocks, 3), 0 bytes of dynamic shared memory: the small levels (none here: a no-op).
-__global__ void __launch_bounds__(256) gj_encode_backward_rows_coarse(const gj_backward_args args) {
-    gj_backward_coarse_kernel<gj_encode_config, gj_encode_levels>(args);
-}
-
-// Grid y: ceil(levels / args.levels_per_thread), one per group of args.levels_per_thread (at least 2)
-// levels (dL_dx is summed atomically: zero it first).
-// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
-// element bytes / 4) | 1) words of dynamic shared memory.
-__global__ void __launch_bounds__(256) gj_encode_backward_input_rows(const gj_backward_args args) {
-    gj_backward_input_rows_kernel<gj_encode_config, gj_encode_levels>(args);
-}
-
-// Grid (args.coarse_blocks, 3), 0 bytes of dynamic shared memory: the small levels (none here: a no-op).
-__global__ void __launch_bounds__(256) gj_encode_backward_input_rows_coarse(const gj_backward_args args) {
-    gj_backward_input_coarse_kernel<gj_encode_config, gj_encode_levels>(args);
-}
-
-// Grid y: ceil(levels / args.levels_per_thread), one per group of args.levels_per_thread (at least 2)
-// levels (dL_dx is summed atomically: zero it first).
-// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
-// element bytes / 4) | 1) words of dynamic shared memory.
-__global__ void __launch_bounds__(256) gj_encode_backward_dx_rows(const gj_backward_args args) {
-    gj_backward_dx_rows_kernel<gj_encode_config, gj_encode_levels>(args);
-}
-
 // One thread per parameter; grid y: 1.
 __global__ void __launch_bounds__(256) gj_encode_init_params(const gj_init_args args) {
     gj_init_params_kernel<gj_encode_config>(args);
