@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache_support.h"
 #include "gridjit.h"
 #include "run_cli.h"
 
@@ -311,6 +312,63 @@ static void dump_prints_networks_and_models(void **state) {
     gj_cli_result_free(&r);
 }
 
+/* --network offers a network to a source of one's own, as --encoding offers an encoding:
+ * dump shows its header, compile builds the kernel that calls it; malformed specs are
+ * usage errors naming the option. */
+static void sources_take_networks(void **state) {
+    (void)state;
+    static const char source[] =
+        "#include \"geo.cuh\"\n"
+        "#include \"mlp.cuh\"\n"
+        "extern \"C\" __global__ void __launch_bounds__(128) field(const float* xs, const gj_half* pg,\n"
+        "        const gj_half* pm, float* out, int n) {\n"
+        "    __shared__ __align__(16) gj_u16 scratch[4][mlp_config::SCRATCH_HALVES];\n"
+        "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    geo_in_t x;\n"
+        "    for (int d = 0; d < geo_config::D; ++d) x.v[d] = i < n ? xs[3 * i + d] : 0.0f;\n"
+        "    const geo_out_t f = geo(x, pg, nullptr);\n"
+        "    const mlp_out_t y = mlp(&f.v[0], i < n, pm, scratch[threadIdx.x / 32]);\n"
+        "    if (i < n) out[i] = y.v[0];\n"
+        "}\n";
+    char *dir = gjt_scratch("cli_network_source");
+    char file[2200], cubin[2200];
+    snprintf(file, sizeof file, "%s/field.cu", dir);
+    snprintf(cubin, sizeof cubin, "%s/field.cubin", dir);
+    gjt_write_file(file, source, strlen(source));
+    const char *geo = "geo={\"otype\": \"HashGrid\", \"n_levels\": 8}:3";
+    const char *mlp = "mlp={\"otype\": \"FullyFusedMLP\", \"n_neurons\": 32, \"n_hidden_layers\": 2}:16:1";
+    gj_cli_result r;
+    RUN(&r, "dump", "--source", file, "--encoding", geo, "--network", mlp);
+    assert_success(&r);
+    const char *header = strstr(r.out, "// ===== mlp.cuh =====");
+    assert_non_null(header);
+    assert_non_null(strstr(header, "struct mlp_config {"));
+    assert_non_null(strstr(header, "mlp_out_t mlp_fwd("));
+    assert_true(strstr(r.out, "// ===== geo.cuh =====") < header);
+    gj_cli_result_free(&r);
+    if (gj_test_have_nvrtc()) {
+        RUN(&r, "compile", "--source", file, "--encoding", geo, "--network", mlp, "--kernel", "field", "--arch", "sm_90",
+            "--no-cache", "-o", cubin);
+        assert_success(&r);
+        assert_non_null(strstr(r.out, "&field -> field"));
+        gj_cli_result_free(&r);
+    }
+    RUN(&r, "dump", "--source", file, "--encoding", geo, "--network", "mlp={\"otype\": \"FullyFusedMLP\"}:16");
+    assert_refused(&r, 2, "--network mlp: expected NAME=CONFIG[:IN:OUT]");
+    gj_cli_result_free(&r);
+    RUN(&r, "dump", "--source", file, "--network", "{\"otype\": \"FullyFusedMLP\"}");
+    assert_refused(&r, 2, "--network: expected NAME=CONFIG[:IN:OUT]");
+    gj_cli_result_free(&r);
+    RUN(&r, "dump", "--source", file, "--network", "mlp={\"otype\": \"FullyFusedMLP\"}:16:0");
+    assert_refused(&r, 2, "OUT must be at least 1");
+    gj_cli_result_free(&r);
+    RUN(&r, "dump", "--source", file, "--network", "mlp={\"otype\": \"FullyFusedMLP\", \"n_neurons\": 48}:16:1");
+    assert_refused(&r, 1, "--network mlp");
+    assert_non_null(strstr(r.err, "n_neurons"));
+    gj_cli_result_free(&r);
+    free(dir);
+}
+
 static void help_documents_the_options(void **state) {
     (void)state;
     gj_cli_result r;
@@ -339,6 +397,7 @@ int main(void) {
         cmocka_unit_test(info_refuses_bad_networks),
         cmocka_unit_test(other_commands_refuse_networks_plainly),
         cmocka_unit_test(dump_prints_networks_and_models),
+        cmocka_unit_test(sources_take_networks),
         cmocka_unit_test(help_documents_the_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@ static void usage(void) {
            "                       [--json] [--pass P] [--gradients fp32|auto] [--cache-dir DIR]\n"
            "                       [--no-cache] [--keep-source]\n"
            "       gridjit compile --source FILE --encoding NAME=CONFIG[:DIMS]... --kernel K...\n"
+           "                       [--network NAME=CONFIG[:IN:OUT]]...\n"
            "                       --arch ARCH [--option OPT]... [the options above]\n"
            "\n"
            "Generates the source of an encoding (or takes a source of your own, with each\n"
@@ -94,6 +95,7 @@ static int parse_args(int argc, char **argv, compile_args *args) {
         switch (opt) {
         case 's':
         case 'e':
+        case GJ_CLI_SOURCE_NETWORK:
         case 'k':
         case 'O': rc = gj_cli_source_add(CMD, &args->source, opt, optarg); break;
         case 'c': args->config = optarg; break;

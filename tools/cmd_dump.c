@@ -16,6 +16,7 @@ static void usage(void) {
            "       gridjit dump --config NETWORK_OR_MODEL [--dims D] [--output-dims N]\n"
            "                    [--device-functions-only] [--name NAME]\n"
            "       gridjit dump --source FILE --encoding NAME=CONFIG[:DIMS]... [--kernel K]...\n"
+           "                    [--network NAME=CONFIG[:IN:OUT]]...\n"
            "\n"
            "Prints the generated CUDA source on stdout: by default one self-contained\n"
            "translation unit (device functions and __global__ kernels) that compiles with\n"
@@ -86,6 +87,7 @@ static int parse_args(int argc, char **argv, dump_args *args) {
         switch (opt) {
         case 's':
         case 'e':
+        case GJ_CLI_SOURCE_NETWORK:
         case 'k':
         case 'O': rc = gj_cli_source_add(CMD, &args->source, opt, optarg); break;
         case 'c': args->config = optarg; break;
