@@ -1,6 +1,8 @@
 // See cuda_host.h.
 #include "cuda_host.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -92,6 +94,13 @@ float atomicAdd(float* address, float value) {
 gj_u32 gj_nn_smem_addr(const void* p) { return (gj_u32)((const char*)p - (const char*)gj_nn_smem); }
 
 static void ldsm(gj_u32 (&r)[4], gj_u32 addr, bool trans) {
+    // ldmatrix reads each row as one 16-byte access: a row address that is not 16-byte
+    // aligned is undefined on the GPU (a misaligned-address fault), so it fails here.
+    if (addr % 16u != 0u || addr + 16u > sizeof(gj_u16) * GJ_EMULATED_SMEM_HALVES) {
+        std::fprintf(stderr, "ldmatrix: lane %d's row address %u is not a 16-byte aligned row of shared memory\n",
+                     lane(), addr);
+        std::abort();
+    }
     Warp& w = my_warp();
     w.addr[lane()] = (const gj_u16*)((const char*)gj_nn_smem + addr);
     warp_sync();
