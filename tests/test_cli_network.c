@@ -16,6 +16,7 @@
 #include "cache_support.h"
 #include "gridjit.h"
 #include "run_cli.h"
+#include "test_env.h"
 
 #define RUN(result, ...) gj_test_run_cli_checked(NULL, (const char *const[]){__VA_ARGS__, NULL}, (result))
 
@@ -276,8 +277,9 @@ static void info_refuses_bad_networks(void **state) {
 static void other_commands_refuse_networks_plainly(void **state) {
     (void)state;
     gj_cli_result r;
-    RUN(&r, "compile", "--config", "{\"otype\": \"CutlassMLP\"}", "--arch", "sm_80");
-    assert_refused(&r, 1, "is a network configuration: `gridjit compile` takes encodings only so far");
+    RUN(&r, "eval", "--config", "{\"otype\": \"CutlassMLP\"}", "--points", "/nonexistent", "--params", "/nonexistent",
+        "--out-dir", "/nonexistent");
+    assert_refused(&r, 1, "is a network configuration: `gridjit eval` takes encodings only so far");
     gj_cli_result_free(&r);
 }
 
@@ -369,6 +371,25 @@ static void sources_take_networks(void **state) {
     free(dir);
 }
 
+/* compile of a network: its whole unit, the four kernels, into network.cubin or -o FILE. */
+static void compile_takes_networks(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/net.cubin", getenv("GRIDJIT_TEST_TMP"));
+    gj_cli_result r;
+    RUN(&r, "compile", "--config", "{\"n_neurons\": 16, \"n_hidden_layers\": 1}", "--dims", "3", "--output-dims", "2",
+        "--arch", "sm_80", "-o", path);
+    assert_success(&r);
+    assert_non_null(strstr(r.out, "&gj_network_backward -> gj_network_backward"));
+    gj_cli_result_free(&r);
+    RUN(&r, "compile", "--config", "{\"otype\": \"HashGrid\"}", "--output-dims", "2", "--arch", "sm_80");
+    assert_refused(&r, 2, "--output-dims: only for a network or model configuration");
+    gj_cli_result_free(&r);
+}
+
 static void help_documents_the_options(void **state) {
     (void)state;
     gj_cli_result r;
@@ -398,6 +419,7 @@ int main(void) {
         cmocka_unit_test(other_commands_refuse_networks_plainly),
         cmocka_unit_test(dump_prints_networks_and_models),
         cmocka_unit_test(sources_take_networks),
+        cmocka_unit_test(compile_takes_networks),
         cmocka_unit_test(help_documents_the_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

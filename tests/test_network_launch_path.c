@@ -192,10 +192,64 @@ static void a_model_launches_fused_kernels(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* gj_network_precompile fills the cache with what a module needs: a module made afterwards
+ * without NVRTC loads both programs from it. */
+static void precompiled_programs_serve_without_nvrtc(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    static const char json[] = "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 32, \"n_hidden_layers\": 2, "
+                               "\"activation\": \"Tanh\"}";
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, json, 7, 3, &net), GJ_OK);
+    assert_int_equal(gj_network_precompile(ctx, net, "sm_90"), GJ_OK);
+    assert_int_equal(gj_network_precompile(ctx, NULL, "sm_90"), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj_network_precompile(ctx, net, "sm90"), GJ_ERROR_INVALID_ARGUMENT);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+
+    setenv("GRIDJIT_NVRTC", "off", 1);
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    int major = 0, minor = 0;
+    assert_int_equal(gj_nvrtc_version(ctx, &major, &minor), GJ_ERROR_NO_NVRTC);
+    assert_int_equal(gj_network_create(ctx, json, 7, 3, &net), GJ_OK);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 20, &buffer), GJ_OK);
+    char *b = buffer;
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = 40;
+    d.params = b;
+    d.input = (const float *)(b + 4096);
+    d.output = (float *)(b + 8192);
+    d.context = b + 16384;
+    d.dL_doutput = (const float *)(b + 65536);
+    d.dL_dparams = (float *)(b + 131072);
+    fake.reset_counts();
+    const gj_status inference = gj_network_inference(m, NULL, &d);
+    if (inference != GJ_OK) {
+        fail_msg("inference without NVRTC: %s", gj_context_errmsg(ctx));
+    }
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 2);
+    unsetenv("GRIDJIT_NVRTC");
+    gj_device_free(ctx, buffer);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(passes_launch_their_kernels),
         cmocka_unit_test(a_model_launches_fused_kernels),
+        cmocka_unit_test(precompiled_programs_serve_without_nvrtc),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -35,6 +35,12 @@ struct gj_network_module {
 
 static const char *const kernel_suffix[K_COUNT] = {"inference", "forward", "backward", "zero"};
 
+/* What a module generates with (and gj_network_precompile, so that their keys agree). */
+static void module_options(gj_codegen_options *opts) {
+    gj_codegen_options_init(opts);
+    opts->name = GJ__NETWORK_DEFAULT_NAME;
+}
+
 gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_network_module **out) {
     if (out) {
         *out = NULL;
@@ -54,8 +60,7 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
         return gj__fail(&ctx->diag, status, "gj_network_module_create: %s", err[0] ? err : "out of memory");
     }
     m->ctx = ctx;
-    gj_codegen_options_init(&m->opts);
-    m->opts.name = GJ__NETWORK_DEFAULT_NAME;
+    module_options(&m->opts);
     gj__network_plan_make(&m->net->layout, &m->plan);
     pthread_mutex_init(&m->lock, NULL);
     *out = m;
@@ -118,26 +123,70 @@ void gj_network_init_desc_init(gj_network_init_desc *desc) {
     }
 }
 
+/* A program of a module of net: its generated unit as a user source (what the user-module
+ * machinery compiles and caches). Free with free_part_source. */
+typedef struct part_source {
+    char *source;
+    char **names;
+    size_t n_names;
+    gj_source_desc desc;
+} part_source;
+
+static void free_part_source(part_source *p) {
+    free(p->source);
+    gj__free_string_list(p->names, p->n_names);
+}
+
+static gj_status make_part_source(gj_context *ctx, const struct gj_network *net, const gj_codegen_options *opts,
+                                  gj__network_part part, const char *call, part_source *out) {
+    memset(out, 0, sizeof *out);
+    out->source = gj__network_source(&ctx->compiler, net, opts, part);
+    out->names = gj__network_kernel_names(net, opts, part, &out->n_names);
+    if (!out->source || !out->names) {
+        free_part_source(out);
+        return gj__fail(&ctx->diag, GJ_ERROR_OUT_OF_MEMORY, "%s: out of memory generating source", call);
+    }
+    gj_source_desc_init(&out->desc);
+    out->desc.source = out->source;
+    out->desc.file_name = part == GJ__NETWORK_PART_INFERENCE ? "gj_network_inference.cu" : "gj_network_training.cu";
+    out->desc.kernels = (const char *const *)out->names;
+    out->desc.n_kernels = out->n_names;
+    return GJ_OK;
+}
+
+gj_status gj_network_precompile(gj_context *ctx, const gj_network *net, const char *arch) {
+    static const char call[] = "gj_network_precompile";
+    GJ__ENTER(ctx);
+    if (!net || !arch) {
+        return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: net and arch must not be NULL", call);
+    }
+    gj_codegen_options opts;
+    module_options(&opts);
+    gj_status status = GJ_OK;
+    for (int part = GJ__NETWORK_PART_INFERENCE; status == GJ_OK && part < GJ__NETWORK_PART_COUNT; ++part) {
+        part_source p;
+        status = make_part_source(ctx, net, &opts, (gj__network_part)part, call, &p);
+        gj_program *prog = NULL;
+        if (status == GJ_OK) {
+            status = gj_compile_user(ctx, &p.desc, arch, &prog);
+            free_part_source(&p);
+        }
+        gj_program_destroy(prog);
+    }
+    return status;
+}
+
 /* The program of part (made on first use) and its kernels; under the module's lock. */
 static gj_status need_part(gj_network_module *m, gj__network_part part, const char *call) {
     pthread_mutex_lock(&m->lock);
     gj_status status = GJ_OK;
     if (!m->programs[part]) {
-        char *source = gj__network_source(&m->ctx->compiler, m->net, &m->opts, part);
-        size_t n_names = 0;
-        char **names = gj__network_kernel_names(m->net, &m->opts, part, &n_names);
-        if (!source || !names) {
-            status = gj__fail(&m->ctx->diag, GJ_ERROR_OUT_OF_MEMORY, "%s: out of memory generating source", call);
-        }
+        part_source p;
+        status = make_part_source(m->ctx, m->net, &m->opts, part, call, &p);
         gj_user_module *um = NULL;
         if (status == GJ_OK) {
-            gj_source_desc desc;
-            gj_source_desc_init(&desc);
-            desc.source = source;
-            desc.file_name = part == GJ__NETWORK_PART_INFERENCE ? "gj_network_inference.cu" : "gj_network_training.cu";
-            desc.kernels = (const char *const *)names;
-            desc.n_kernels = n_names;
-            status = gj_user_module_create(m->ctx, &desc, &um);
+            status = gj_user_module_create(m->ctx, &p.desc, &um);
+            free_part_source(&p);
         }
         for (int k = 0; status == GJ_OK && k < K_COUNT; ++k) {
             if ((k == K_INFERENCE) != (part == GJ__NETWORK_PART_INFERENCE)) {
@@ -152,8 +201,6 @@ static gj_status need_part(gj_network_module *m, gj__network_part part, const ch
         } else {
             gj_user_module_destroy(um);
         }
-        free(source);
-        gj__free_string_list(names, n_names);
     }
     pthread_mutex_unlock(&m->lock);
     return status;
