@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache_support.h"
 #include "gridjit.h"
 #include "run_cli.h"
+#include "test_env.h"
 
 #define RUN(result, ...) gj_test_run_cli_checked(NULL, (const char *const[]){__VA_ARGS__, NULL}, (result))
 
@@ -275,11 +277,116 @@ static void info_refuses_bad_networks(void **state) {
 static void other_commands_refuse_networks_plainly(void **state) {
     (void)state;
     gj_cli_result r;
-    RUN(&r, "dump", "--config", model);
-    assert_refused(&r, 1, "the configuration is a model configuration: `gridjit dump` takes encodings only so far");
+    RUN(&r, "eval", "--config", "{\"otype\": \"CutlassMLP\"}", "--points", "/nonexistent", "--params", "/nonexistent",
+        "--out-dir", "/nonexistent");
+    assert_refused(&r, 1, "is a network configuration: `gridjit eval` takes encodings only so far");
     gj_cli_result_free(&r);
-    RUN(&r, "compile", "--config", "{\"otype\": \"CutlassMLP\"}", "--arch", "sm_80");
-    assert_refused(&r, 1, "is a network configuration: `gridjit compile` takes encodings only so far");
+}
+
+/* dump prints a network's unit (device functions and kernels) and a model's (the encoding's
+ * device functions, then the network's), byte-identical from run to run. */
+static void dump_prints_networks_and_models(void **state) {
+    (void)state;
+    gj_cli_result r, again;
+    RUN(&r, "dump", "--config", "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 32, \"n_hidden_layers\": 1}", "--dims",
+        "5", "--output-dims", "2", "--name", "tiny");
+    assert_success(&r);
+    const char *words[] = {"struct tiny_config {", "static constexpr int IN = 5;", "tiny_out_t tiny(", "void tiny_bwd(",
+                           "tiny_inference(", "tiny_backward("};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        if (!strstr(r.out, words[i])) {
+            fail_msg("dump of a network lacks '%s'", words[i]);
+        }
+    }
+    RUN(&again, "dump", "--config", "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 32, \"n_hidden_layers\": 1}",
+        "--dims", "5", "--output-dims", "2", "--name", "tiny");
+    assert_string_equal(r.out, again.out);
+    gj_cli_result_free(&again);
+    gj_cli_result_free(&r);
+    RUN(&r, "dump", "--config", model, "-f");
+    assert_success(&r);
+    assert_non_null(strstr(r.out, "gj_network_encoding_out_t gj_network_encoding("));
+    assert_non_null(strstr(r.out, "gj_network_out_t gj_network_fwd("));
+    assert_null(strstr(r.out, "__global__"));
+    gj_cli_result_free(&r);
+    RUN(&r, "dump", "--config", "{\"n_neurons\": 16}", "--dims", "3");
+    assert_refused(&r, 1, "n_output_dims");
+    gj_cli_result_free(&r);
+}
+
+/* --network offers a network to a source of one's own, as --encoding offers an encoding:
+ * dump shows its header, compile builds the kernel that calls it; malformed specs are
+ * usage errors naming the option. */
+static void sources_take_networks(void **state) {
+    (void)state;
+    static const char source[] =
+        "#include \"geo.cuh\"\n"
+        "#include \"mlp.cuh\"\n"
+        "extern \"C\" __global__ void __launch_bounds__(128) field(const float* xs, const gj_half* pg,\n"
+        "        const gj_half* pm, float* out, int n) {\n"
+        "    __shared__ __align__(16) gj_u16 scratch[4][mlp_config::SCRATCH_HALVES];\n"
+        "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    geo_in_t x;\n"
+        "    for (int d = 0; d < geo_config::D; ++d) x.v[d] = i < n ? xs[3 * i + d] : 0.0f;\n"
+        "    const geo_out_t f = geo(x, pg, nullptr);\n"
+        "    const mlp_out_t y = mlp(&f.v[0], i < n, pm, scratch[threadIdx.x / 32]);\n"
+        "    if (i < n) out[i] = y.v[0];\n"
+        "}\n";
+    char *dir = gjt_scratch("cli_network_source");
+    char file[2200], cubin[2200];
+    snprintf(file, sizeof file, "%s/field.cu", dir);
+    snprintf(cubin, sizeof cubin, "%s/field.cubin", dir);
+    gjt_write_file(file, source, strlen(source));
+    const char *geo = "geo={\"otype\": \"HashGrid\", \"n_levels\": 8}:3";
+    const char *mlp = "mlp={\"otype\": \"FullyFusedMLP\", \"n_neurons\": 32, \"n_hidden_layers\": 2}:16:1";
+    gj_cli_result r;
+    RUN(&r, "dump", "--source", file, "--encoding", geo, "--network", mlp);
+    assert_success(&r);
+    const char *header = strstr(r.out, "// ===== mlp.cuh =====");
+    assert_non_null(header);
+    assert_non_null(strstr(header, "struct mlp_config {"));
+    assert_non_null(strstr(header, "mlp_out_t mlp_fwd("));
+    assert_true(strstr(r.out, "// ===== geo.cuh =====") < header);
+    gj_cli_result_free(&r);
+    if (gj_test_have_nvrtc()) {
+        RUN(&r, "compile", "--source", file, "--encoding", geo, "--network", mlp, "--kernel", "field", "--arch", "sm_90",
+            "--no-cache", "-o", cubin);
+        assert_success(&r);
+        assert_non_null(strstr(r.out, "&field -> field"));
+        gj_cli_result_free(&r);
+    }
+    RUN(&r, "dump", "--source", file, "--encoding", geo, "--network", "mlp={\"otype\": \"FullyFusedMLP\"}:16");
+    assert_refused(&r, 2, "--network mlp: expected NAME=CONFIG[:IN:OUT]");
+    gj_cli_result_free(&r);
+    RUN(&r, "dump", "--source", file, "--network", "{\"otype\": \"FullyFusedMLP\"}");
+    assert_refused(&r, 2, "--network: expected NAME=CONFIG[:IN:OUT]");
+    gj_cli_result_free(&r);
+    RUN(&r, "dump", "--source", file, "--network", "mlp={\"otype\": \"FullyFusedMLP\"}:16:0");
+    assert_refused(&r, 2, "OUT must be at least 1");
+    gj_cli_result_free(&r);
+    RUN(&r, "dump", "--source", file, "--network", "mlp={\"otype\": \"FullyFusedMLP\", \"n_neurons\": 48}:16:1");
+    assert_refused(&r, 1, "--network mlp");
+    assert_non_null(strstr(r.err, "n_neurons"));
+    gj_cli_result_free(&r);
+    free(dir);
+}
+
+/* compile of a network: its whole unit, the four kernels, into network.cubin or -o FILE. */
+static void compile_takes_networks(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/net.cubin", getenv("GRIDJIT_TEST_TMP"));
+    gj_cli_result r;
+    RUN(&r, "compile", "--config", "{\"n_neurons\": 16, \"n_hidden_layers\": 1}", "--dims", "3", "--output-dims", "2",
+        "--arch", "sm_80", "-o", path);
+    assert_success(&r);
+    assert_non_null(strstr(r.out, "&gj_network_backward -> gj_network_backward"));
+    gj_cli_result_free(&r);
+    RUN(&r, "compile", "--config", "{\"otype\": \"HashGrid\"}", "--output-dims", "2", "--arch", "sm_80");
+    assert_refused(&r, 2, "--output-dims: only for a network or model configuration");
     gj_cli_result_free(&r);
 }
 
@@ -310,6 +417,9 @@ int main(void) {
         cmocka_unit_test(info_reads_a_model_file),
         cmocka_unit_test(info_refuses_bad_networks),
         cmocka_unit_test(other_commands_refuse_networks_plainly),
+        cmocka_unit_test(dump_prints_networks_and_models),
+        cmocka_unit_test(sources_take_networks),
+        cmocka_unit_test(compile_takes_networks),
         cmocka_unit_test(help_documents_the_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

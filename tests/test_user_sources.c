@@ -229,6 +229,96 @@ static void launch_configurations_are_checked(void **state) {
     assert_int_equal(gj_kernel_occupancy(NULL, 128, 0, &blocks), GJ_ERROR_INVALID_ARGUMENT);
 }
 
+/* Networks are offered as encodings are: an encoding's features straight into a network's
+ * warp-wide device functions, and a model's header (its encoding as sdf_encoding) beside
+ * them in the same unit. */
+static const char field_source[] =
+    "#include \"geo.cuh\"\n"
+    "#include \"mlp.cuh\"\n"
+    "#include \"sdf.cuh\"\n"
+    "extern \"C\" __global__ void __launch_bounds__(128) field(const float* xs, const gj_half* pg,\n"
+    "        const gj_half* pm, const gj_half* ps, float* out, int n) {\n"
+    "    __shared__ __align__(16) gj_u16 scratch[4][mlp_config::SCRATCH_HALVES];\n"
+    "    __shared__ __align__(16) gj_u16 sdf_scratch[4][sdf_config::SCRATCH_HALVES];\n"
+    "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    const bool active = i < n;\n"
+    "    geo_in_t x;\n"
+    "    sdf_encoding_in_t p;\n"
+    "    for (int d = 0; d < geo_config::D; ++d) x.v[d] = p.v[d] = active ? xs[3 * i + d] : 0.0f;\n"
+    "    const geo_out_t f = geo(x, pg, nullptr);\n"
+    "    const mlp_out_t y = mlp(&f.v[0], active, pm, scratch[threadIdx.x / 32]);\n"
+    "    const sdf_encoding_out_t g = sdf_encoding(p, ps + sdf_config::N_PARAMS, nullptr);\n"
+    "    const sdf_out_t s = sdf(&g.v[0], active, ps, sdf_scratch[threadIdx.x / 32]);\n"
+    "    if (active) out[i] = y.v[0] + s.v[0];\n"
+    "}\n";
+
+static void networks_are_offered_as_headers_beside_encodings(void **state) {
+    fixture *f = *state;
+    gj_network *mlp = NULL, *sdf = NULL;
+    assert_int_equal(gj_network_create(f->ctx, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 32, \"n_hidden_layers\": 2}",
+                                       gj_encoding_n_output_dims(f->geo), 4, &mlp),
+                     GJ_OK);
+    assert_int_equal(gj_network_create(f->ctx,
+                                       "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4}, "
+                                       "\"network\": {\"otype\": \"FullyFusedMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1}}",
+                                       3, 1, &sdf),
+                     GJ_OK);
+    gj_source_network networks[2] = {{"mlp", mlp, NULL}, {"sdf", sdf, NULL}};
+    const char *kernels[] = {"field"};
+    gj_source_desc desc = f->desc;
+    desc.source = field_source;
+    desc.file_name = "field.cu";
+    desc.n_encodings = 1; /* geo */
+    desc.networks = networks;
+    desc.n_networks = 2;
+    desc.kernels = kernels;
+    desc.n_kernels = 1;
+    char *unit = NULL;
+    assert_int_equal(gj_user_source_generate(f->ctx, &desc, &unit), GJ_OK);
+    const char *geo = strstr(unit, "// ===== geo.cuh =====");
+    const char *m = strstr(unit, "// ===== mlp.cuh =====");
+    const char *s = strstr(unit, "// ===== sdf.cuh =====");
+    assert_true(geo && m && s && geo < m && m < s);
+    assert_non_null(strstr(m, "struct mlp_config {"));
+    assert_non_null(strstr(s, "struct sdf_encoding_config {"));
+    assert_null(strstr(unit, "__global__ void __launch_bounds__(256)")); /* device functions only */
+    gj_free(unit);
+    if (gj_test_have_nvrtc()) {
+        gj_context_set_cache_enabled(f->ctx, 0);
+        gj_program *prog = NULL;
+        const gj_status status = gj_compile_user(f->ctx, &desc, "sm_90", &prog);
+        if (status != GJ_OK || gj_program_log(prog)[0] != '\0') {
+            fail_msg("%s\n%s", gj_context_errmsg(f->ctx), prog ? gj_program_log(prog) : "");
+        }
+        assert_string_equal(gj_program_lowered_name(prog, 0), "field");
+        gj_program_destroy(prog);
+    }
+    /* Names are checked across encodings and networks, and a network must be given. */
+    gj_program *prog = NULL;
+    networks[1].name = "geo";
+    assert_int_equal(gj_compile_user(f->ctx, &desc, "sm_90", &prog), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(f->ctx), "two headers are named \"geo\""));
+    networks[1] = (gj_source_network){"mlp", sdf, NULL};
+    assert_int_equal(gj_compile_user(f->ctx, &desc, "sm_90", &prog), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(f->ctx), "two headers are named \"mlp\""));
+    networks[1] = (gj_source_network){"sdf", NULL, NULL};
+    assert_int_equal(gj_compile_user(f->ctx, &desc, "sm_90", &prog), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(f->ctx), "networks[1] needs a name"));
+    desc.networks = NULL;
+    assert_int_equal(gj_compile_user(f->ctx, &desc, "sm_90", &prog), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(f->ctx), "an array is NULL"));
+    /* A struct of the first version has no network fields: they are not read. */
+    desc.source = two_encodings;
+    desc.n_encodings = 2;
+    desc.struct_size = (uint32_t)(offsetof(gj_source_desc, n_options) + sizeof(size_t));
+    unit = NULL;
+    assert_int_equal(gj_user_source_generate(f->ctx, &desc, &unit), GJ_OK);
+    assert_null(strstr(unit, "mlp.cuh"));
+    gj_free(unit);
+    gj_network_destroy(mlp);
+    gj_network_destroy(sdf);
+}
+
 /* The worked example of docs/fusion.md, taken from the document itself, compiles as the
  * document says it does (with the default HashGrid offered as "grid"). */
 static char *fusion_doc_example(void) {
@@ -298,6 +388,7 @@ int main(void) {
         T(a_compile_error_shows_the_numbered_lines_of_the_users_file),
         T(bad_descriptions_are_refused_before_compiling),
         T(launch_configurations_are_checked),
+        T(networks_are_offered_as_headers_beside_encodings),
         T(the_worked_example_of_the_fusion_guide_compiles),
     };
 #undef T

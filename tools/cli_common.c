@@ -361,8 +361,8 @@ int gj_cli_open_json_where(const char *cmd, const char *json, const char *where,
     const gj_cli_config_kind kind = gj_cli_classify_config(json);
     if (kind != GJ_CLI_CONFIG_ENCODING) {
         /* Said plainly, rather than the encoding parser's complaint about "network" or "n_neurons". */
-        gj_cli_error(cmd, "the configuration%s is a %s configuration: `gridjit %s` takes encodings only so far "
-                          "(networks get generated code later); `gridjit info --config` describes it",
+        gj_cli_error(cmd, "the configuration%s is a %s configuration: `gridjit %s` takes encodings only so far; "
+                          "`gridjit info --config` describes it and `gridjit dump --config` prints its code",
                      where, kind == GJ_CLI_CONFIG_MODEL ? "model" : "network", cmd);
         return GJ_CLI_FAILURE;
     }

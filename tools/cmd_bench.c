@@ -1,5 +1,6 @@
 /* gridjit bench: kernel timings of the passes with CUDA events, and the compile time. */
 #include "bench_inputs.h"
+#include "bench_network.h"
 #include "cli_gpu.h"
 
 #include <cjson/cJSON.h>
@@ -36,6 +37,7 @@ static const struct {
 
 static void usage(void) {
     printf("Usage: gridjit bench --config C [--dims D] [--points N] [--pass P] [--json]\n"
+           "       gridjit bench --config NETWORK --dims IN --output-dims OUT [--points N] [--json]\n"
            "                     [--block B] [--ppt P] [--order level|point] [--layout soa|aos]\n"
            "                     [--levels-per-thread G] [--iterations K] [--gradients fp32|auto]\n"
            "                     [--calls C] [--input uniform|rays|file:PATH] [--rays R] [--samples S]\n"
@@ -47,6 +49,9 @@ static void usage(void) {
            "the median time\n"
            "and the points per second. The compile time (generate, NVRTC, load) is measured\n"
            "with CUDA_CACHE_DISABLE=1 and gridjit's disk cache off, so it is a cold compile.\n"
+           "\n"
+           "A network configuration is timed through its network module: see\n"
+           "`gridjit bench --config NETWORK --help`, docs/cli.md.\n"
            "\n"
            "Passes:\n"
            "  forward         y\n"
@@ -536,6 +541,9 @@ int gj_cli_bench(int argc, char **argv) {
      * gridjit's disk cache (read when first used) are both off for this process. */
     setenv("CUDA_CACHE_DISABLE", "1", 1);
     setenv("GRIDJIT_CACHE_DISABLE", "1", 1);
+    if (gj_cli_bench_is_network(argc, argv)) {
+        return gj_cli_bench_network(argc, argv);
+    }
     bench_args args = {.layout = GJ_LAYOUT_SOA, .n_points = DEFAULT_POINTS, .block = 256, .ppt = 1, .iterations = 50,
                        .passes = PASS_ALL, .order = GJ_ORDER_LEVEL_MAJOR, .levels_per_thread = 0, .calls = 1000,
                        .input = {.kind = GJ_BENCH_INPUT_UNIFORM, .rays = 8192, .samples = 256,

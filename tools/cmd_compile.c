@@ -1,6 +1,7 @@
 /* gridjit compile: NVRTC compilation of a configuration (or of a source of your own
  * around encodings) to a cubin or PTX file. */
 #include "cli_common.h"
+#include "cli_network.h"
 #include "cli_program.h"
 #include "cli_source.h"
 
@@ -14,8 +15,16 @@ static void usage(void) {
     printf("Usage: gridjit compile --config C [--dims D] --arch ARCH [--ptx] [-o FILE]\n"
            "                       [--json] [--pass P] [--gradients fp32|auto] [--cache-dir DIR]\n"
            "                       [--no-cache] [--keep-source]\n"
+           "       gridjit compile --config NETWORK_OR_MODEL [--dims D] [--output-dims N] --arch ARCH\n"
+           "                       [the options above]\n"
            "       gridjit compile --source FILE --encoding NAME=CONFIG[:DIMS]... --kernel K...\n"
+           "                       [--network NAME=CONFIG[:IN:OUT]]...\n"
            "                       --arch ARCH [--option OPT]... [the options above]\n"
+           "\n"
+           "A network or model configuration compiles its whole generated unit (the kernels\n"
+           "gj_network_inference, _forward, _backward, _zero; docs/networks.md), default\n"
+           "output network.cubin; --dims is then a network's input width or a model's encoding\n"
+           "dimensions, --output-dims its output width (default: \"n_output_dims\").\n"
            "\n"
            "Generates the source of an encoding (or takes a source of your own, with each\n"
            "encoding offered to it as the header NAME.cuh), compiles it with NVRTC and writes\n"
@@ -54,7 +63,7 @@ static void usage(void) {
            gj_cli_source_help);
 }
 
-enum { OPT_PTX = 256, OPT_NO_CACHE, OPT_CACHE_DIR, OPT_KEEP_SOURCE, OPT_GRADIENTS };
+enum { OPT_PTX = 256, OPT_NO_CACHE, OPT_CACHE_DIR, OPT_KEEP_SOURCE, OPT_GRADIENTS, OPT_OUTPUT_DIMS };
 
 typedef struct compile_args {
     gj_cli_source source; /* --source mode */
@@ -64,6 +73,7 @@ typedef struct compile_args {
     const char *output;
     const char *passes;
     const char *gradients;
+    const char *outputs; /* --output-dims: a network's or model's */
     int ptx;
     int json;
     int use_cache; /* --no-cache clears it */
@@ -84,6 +94,7 @@ static int parse_args(int argc, char **argv, compile_args *args) {
         {"keep-source", no_argument, NULL, OPT_KEEP_SOURCE},
         {"pass", required_argument, NULL, 'p'},
         {"gradients", required_argument, NULL, OPT_GRADIENTS},
+        {"output-dims", required_argument, NULL, OPT_OUTPUT_DIMS},
         GJ_CLI_SOURCE_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -94,6 +105,7 @@ static int parse_args(int argc, char **argv, compile_args *args) {
         switch (opt) {
         case 's':
         case 'e':
+        case GJ_CLI_SOURCE_NETWORK:
         case 'k':
         case 'O': rc = gj_cli_source_add(CMD, &args->source, opt, optarg); break;
         case 'c': args->config = optarg; break;
@@ -107,6 +119,7 @@ static int parse_args(int argc, char **argv, compile_args *args) {
         case OPT_KEEP_SOURCE: args->keep_source = 1; break;
         case 'p': args->passes = optarg; break;
         case OPT_GRADIENTS: args->gradients = optarg; break;
+        case OPT_OUTPUT_DIMS: args->outputs = optarg; break;
         case 'h': usage(); return -1;
         default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
@@ -220,11 +233,19 @@ static int compile(gj_context *ctx, const gj_encoding *enc, const gj_codegen_opt
     return GJ_CLI_OK;
 }
 
-static int run(const compile_args *args, gj_context *ctx, const gj_encoding *enc, const gj_codegen_options *opts) {
+static int run(const compile_args *args, gj_context *ctx, const gj_encoding *enc, const gj_network *net,
+               const gj_codegen_options *opts) {
     char arch[64];
     int rc = target_arch(args, arch, sizeof arch);
     gj_program *prog = NULL;
-    if (rc == GJ_CLI_OK) {
+    if (rc == GJ_CLI_OK && net) {
+        const gj_status status = gj_network_compile(ctx, net, opts, arch, &prog);
+        rc = status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, status, NULL);
+        if (status != GJ_OK && prog) {
+            fprintf(stderr, "%s\n", gj_program_log(prog));
+            gj_program_destroy(prog);
+        }
+    } else if (rc == GJ_CLI_OK) {
         rc = compile(ctx, enc, opts, args->source.file ? &args->source.desc : NULL, arch, &prog);
     }
     if (rc != GJ_CLI_OK) {
@@ -234,7 +255,10 @@ static int run(const compile_args *args, gj_context *ctx, const gj_encoding *enc
     if (!path) {
         const int ptx = gj_program_kind(prog) == GJ_BINARY_PTX;
         /* The defaults --help states. */
-        path = args->source.file ? (ptx ? "kernels.ptx" : "kernels.cubin") : ptx ? "encoding.ptx" : "encoding.cubin";
+        path = net                ? (ptx ? "network.ptx" : "network.cubin")
+               : args->source.file ? (ptx ? "kernels.ptx" : "kernels.cubin")
+               : ptx               ? "encoding.ptx"
+                                   : "encoding.cubin";
     }
     size_t size = 0;
     const void *binary = gj_program_binary(prog, &size);
@@ -278,23 +302,48 @@ int gj_cli_compile(int argc, char **argv) {
     if (rc == GJ_CLI_OK && args.gradients) {
         rc = gj_cli_parse_gradients(CMD, args.gradients, &opts.gradients_fp32);
     }
-    if (rc == GJ_CLI_OK) {
+    /* A network or model configuration: its whole unit (docs/networks.md §7). */
+    char *text = NULL;
+    if (rc == GJ_CLI_OK && !args.source.file) {
+        rc = gj_cli_read_config(CMD, args.config, &text);
+    }
+    const int network = text && gj_cli_classify_config(text) != GJ_CLI_CONFIG_ENCODING;
+    if (rc == GJ_CLI_OK && args.outputs && !network) {
+        rc = gj_cli_usage_error(CMD, "--output-dims: only for a network or model configuration");
+    }
+    if (rc == GJ_CLI_OK && !network) {
         rc = gj_cli_parse_dims(CMD, args.dims, &n_dims);
+    } else if (rc == GJ_CLI_OK && args.dims) {
+        rc = gj_cli_parse_u32(CMD, "--dims", args.dims, 1, GJ_NETWORK_MAX_INPUT_DIMS, &n_dims);
+    }
+    uint32_t n_outputs = 0;
+    if (rc == GJ_CLI_OK && args.outputs) {
+        rc = gj_cli_parse_u32(CMD, "--output-dims", args.outputs, 1, GJ_NETWORK_MAX_OUTPUT_DIMS, &n_outputs);
     }
     if (rc != GJ_CLI_OK) {
+        free(text);
         return rc;
     }
     gj_context *ctx = NULL;
     gj_encoding *enc = NULL;
-    rc = args.source.file ? gj_cli_source_open_context(CMD, &ctx, &args.source)
-                          : gj_cli_open(CMD, args.config, n_dims, &ctx, &enc);
+    gj_network *net = NULL;
+    if (network) {
+        char where[512];
+        gj_cli_config_where(args.config, where, sizeof where);
+        rc = gj_cli_open_network(CMD, text, where, n_dims, n_outputs, &ctx, &net);
+    } else {
+        rc = args.source.file ? gj_cli_source_open_context(CMD, &ctx, &args.source)
+                              : gj_cli_open(CMD, args.config, n_dims, &ctx, &enc);
+    }
+    free(text);
     if (rc == GJ_CLI_OK) {
         rc = configure_cache(&args, ctx);
     }
     if (rc == GJ_CLI_OK) {
-        rc = run(&args, ctx, enc, &opts);
+        rc = run(&args, ctx, enc, net, &opts);
     }
     gj_cli_source_close(&args.source);
+    gj_network_destroy(net);
     gj_cli_close(ctx, enc);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* gridjit dump: the generated CUDA source of a configuration (or the unit NVRTC sees for
  * a source of your own), on stdout. */
 #include "cli_common.h"
+#include "cli_network.h"
 #include "cli_source.h"
 
 #include <string.h>
@@ -12,13 +13,22 @@ static const char *const CMD = "dump";
 static void usage(void) {
     printf("Usage: gridjit dump --config C [--dims D] [--pass P] [--device-functions-only]\n"
            "                    [--name NAME] [--pad-to N] [--gradients fp32|auto]\n"
+           "       gridjit dump --config NETWORK_OR_MODEL [--dims D] [--output-dims N]\n"
+           "                    [--device-functions-only] [--name NAME]\n"
            "       gridjit dump --source FILE --encoding NAME=CONFIG[:DIMS]... [--kernel K]...\n"
+           "                    [--network NAME=CONFIG[:IN:OUT]]...\n"
            "\n"
            "Prints the generated CUDA source on stdout: by default one self-contained\n"
            "translation unit (device functions and __global__ kernels) that compiles with\n"
            "NVRTC or nvcc alone. The output is byte-identical from run to run. With --source:\n"
            "the unit NVRTC sees, each header NAME.cuh after a '// ===== NAME.cuh =====' line,\n"
            "then the source.\n"
+           "\n"
+           "A network configuration ({\"otype\": \"FullyFusedMLP\", ...}) gives the network's\n"
+           "device functions (NAME, NAME_fwd, NAME_bwd; default name gj_network) and its\n"
+           "kernels; a model ({\"encoding\": {...}, \"network\": {...}}) its encoding's device\n"
+           "functions (NAME_encoding) then the network's, without kernels\n"
+           "(docs/networks.md §7).\n"
            "\n"
            "Options:\n"
            "  -c, --config C   configuration: a JSON file, or inline JSON starting with '{'\n"
@@ -30,7 +40,12 @@ static void usage(void) {
            "                   only the device functions and what they need, without\n"
            "                   __global__ kernels, for pasting into another kernel\n"
            "  -n, --name NAME  name of the forward device function (default gj_encode;\n"
-           "                   the other passes add _bwd and _bwdbwd)\n"
+           "                   the other passes add _bwd and _bwdbwd; gj_network for a\n"
+           "                   network or model)\n"
+           "      --output-dims N\n"
+           "                   a network's or model's output width (default: the network\n"
+           "                   object's \"n_output_dims\"); --dims is then a network's input\n"
+           "                   width, or a model's encoding dimensions\n"
            "  -w, --pad-to N   pad the output width with zeros up to a multiple of N\n"
            GJ_CLI_GRADIENTS_HELP
            "%s"
@@ -46,10 +61,11 @@ typedef struct dump_args {
     const char *name;
     const char *pad_to;
     const char *gradients;
+    const char *outputs;
     int device_functions_only;
 } dump_args;
 
-enum { OPT_GRADIENTS = 256 };
+enum { OPT_GRADIENTS = 256, OPT_OUTPUT_DIMS };
 
 static int parse_args(int argc, char **argv, dump_args *args) {
     static const struct option options[] = {
@@ -60,6 +76,7 @@ static int parse_args(int argc, char **argv, dump_args *args) {
         {"name", required_argument, NULL, 'n'},
         {"pad-to", required_argument, NULL, 'w'},
         {"gradients", required_argument, NULL, OPT_GRADIENTS},
+        {"output-dims", required_argument, NULL, OPT_OUTPUT_DIMS},
         GJ_CLI_SOURCE_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -70,6 +87,7 @@ static int parse_args(int argc, char **argv, dump_args *args) {
         switch (opt) {
         case 's':
         case 'e':
+        case GJ_CLI_SOURCE_NETWORK:
         case 'k':
         case 'O': rc = gj_cli_source_add(CMD, &args->source, opt, optarg); break;
         case 'c': args->config = optarg; break;
@@ -79,6 +97,7 @@ static int parse_args(int argc, char **argv, dump_args *args) {
         case 'n': args->name = optarg; break;
         case 'w': args->pad_to = optarg; break;
         case OPT_GRADIENTS: args->gradients = optarg; break;
+        case OPT_OUTPUT_DIMS: args->outputs = optarg; break;
         case 'h': usage(); return -1;
         default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
@@ -127,6 +146,33 @@ static int dump_source(dump_args *args) {
     return rc;
 }
 
+/* A network or model configuration (json): its unit. */
+static int dump_network(const dump_args *args, const gj_codegen_options *opts, const char *json) {
+    uint32_t n_dims = 0, n_outputs = 0;
+    int rc = args->dims ? gj_cli_parse_u32(CMD, "--dims", args->dims, 1, GJ_NETWORK_MAX_INPUT_DIMS, &n_dims) : GJ_CLI_OK;
+    if (rc == GJ_CLI_OK && args->outputs) {
+        rc = gj_cli_parse_u32(CMD, "--output-dims", args->outputs, 1, GJ_NETWORK_MAX_OUTPUT_DIMS, &n_outputs);
+    }
+    char where[512];
+    gj_cli_config_where(args->config, where, sizeof where);
+    gj_context *ctx = NULL;
+    gj_network *net = NULL;
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_open_network(CMD, json, where, n_dims, n_outputs, &ctx, &net);
+    }
+    if (rc == GJ_CLI_OK) {
+        char *source = NULL;
+        size_t length = 0;
+        const gj_status status = gj_network_generate(ctx, net, opts, &source, &length);
+        rc = status == GJ_OK ? gj_cli_write_stdout(CMD, source, length)
+                             : gj_cli_status_error(CMD, ctx, status, "cannot generate the source");
+        gj_free(source);
+    }
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+    return rc;
+}
+
 int gj_cli_dump(int argc, char **argv) {
     static dump_args args;
     memset(&args, 0, sizeof args);
@@ -141,6 +187,19 @@ int gj_cli_dump(int argc, char **argv) {
     uint32_t n_dims = 0;
     if (rc == GJ_CLI_OK) {
         rc = make_options(&args, &opts);
+    }
+    char *text = NULL;
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_read_config(CMD, args.config, &text);
+    }
+    if (rc == GJ_CLI_OK && gj_cli_classify_config(text) != GJ_CLI_CONFIG_ENCODING) {
+        rc = dump_network(&args, &opts, text);
+        free(text);
+        return rc;
+    }
+    free(text);
+    if (rc == GJ_CLI_OK && args.outputs) {
+        rc = gj_cli_usage_error(CMD, "--output-dims: only for a network or model configuration");
     }
     if (rc == GJ_CLI_OK) {
         rc = gj_cli_parse_dims(CMD, args.dims, &n_dims);

@@ -25,6 +25,7 @@ static void usage(void) {
            "                          [--pass P] [--gradients fp32|auto] [--cache-dir DIR] [--jobs N]\n"
            "                          [--keep-source]\n"
            "       gridjit precompile --source FILE --encoding NAME=CONFIG[:DIMS]... --kernel K...\n"
+           "                          [--network NAME=CONFIG[:IN:OUT]]...\n"
            "                          --arch A[,A...] [--ptx] [--option OPT]... [--cache-dir DIR] [--jobs N]\n"
            "\n"
            "Compiles, for every architecture, every program a module of each configuration\n"
@@ -104,6 +105,7 @@ static int parse_args(int argc, char **argv, precompile_args *args) {
         switch (opt) {
         case 's':
         case 'e':
+        case GJ_CLI_SOURCE_NETWORK:
         case 'k':
         case 'O': rc = gj_cli_source_add(CMD, &args->source, opt, optarg); break;
         case 'c': rc = add_item(args->configs, &args->n_configs, optarg, "--config"); break;

@@ -5,6 +5,7 @@
 #include "codegen/kernels.h"
 #include "codegen/options.h"
 #include "compile/encoding_unit.h"
+#include "compile/network_unit.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -25,6 +26,11 @@ void gj_source_desc_init(gj_source_desc *desc) {
  * most 64 characters. */
 static int is_identifier(const char *name) {
     return gj__is_identifier(name) && strlen(name) <= 64;
+}
+
+/* Whether desc is recent enough to have the networks fields. */
+static int has_networks(const gj_source_desc *desc) {
+    return desc->struct_size >= offsetof(gj_source_desc, n_networks) + sizeof(size_t);
 }
 
 static gj_status check_desc(const gj__diag *d, const gj_source_desc *desc) {
@@ -58,6 +64,25 @@ static gj_status check_desc(const gj__diag *d, const gj_source_desc *desc) {
             }
         }
     }
+    const size_t n_networks = has_networks(desc) ? desc->n_networks : 0;
+    if (n_networks && !desc->networks) {
+        return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT, "%s: an array is NULL while its count is not 0", call);
+    }
+    for (size_t i = 0; i < n_networks; ++i) {
+        const gj_source_network *e = &desc->networks[i];
+        if (!is_identifier(e->name) || !e->network) {
+            return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT,
+                            "%s: networks[%zu] needs a name that is a C identifier of at most 64 characters "
+                            "(got \"%.80s\") and a network",
+                            call, i, e->name ? e->name : "(null)");
+        }
+        for (size_t j = 0; j < desc->n_encodings + i; ++j) {
+            const char *other = j < desc->n_encodings ? desc->encodings[j].name : desc->networks[j - desc->n_encodings].name;
+            if (strcmp(other, e->name) == 0) {
+                return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT, "%s: two headers are named \"%s\"", call, e->name);
+            }
+        }
+    }
     for (size_t i = 0; i < desc->n_kernels; ++i) {
         if (!desc->kernels[i] || !desc->kernels[i][0]) {
             return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT, "%s: kernels[%zu] is %s", call, i,
@@ -84,6 +109,28 @@ static gj_status make_header(gj__compiler *c, const gj_source_encoding *e, gj__h
     resolved.device_functions_only = 1;
     char *name = malloc(strlen(e->name) + 5);
     char *text = gj__encoding_source(c, e->encoding, &resolved, GJ__PART_ALL);
+    if (!name || !text) {
+        free(name);
+        free(text);
+        return gj__fail(c->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory generating %s.cuh", e->name);
+    }
+    sprintf(name, "%s.cuh", e->name);
+    out->name = name;
+    out->text = text;
+    return GJ_OK;
+}
+
+/* "NAME.cuh" of a network: its device functions (and a model's encoding's), no kernels. */
+static gj_status make_network_header(gj__compiler *c, const gj_source_network *e, gj__header *out) {
+    gj_codegen_options resolved;
+    gj_status status = gj__codegen_options_resolve(c->diag, e->opts, &resolved);
+    if (status != GJ_OK) {
+        return gj__fail(c->diag, status, "network \"%s\": %s", e->name, gj__diag_message(c->diag));
+    }
+    resolved.name = e->name;
+    resolved.device_functions_only = 1;
+    char *name = malloc(strlen(e->name) + 5);
+    char *text = gj__network_source(c, e->network, &resolved, GJ__NETWORK_PART_ALL);
     if (!name || !text) {
         free(name);
         free(text);
@@ -126,7 +173,8 @@ gj_status gj__user_unit_make(gj__compiler *c, const gj_source_desc *desc, gj__us
     }
     out->source = strdup(desc->source);
     out->file_name = strdup(desc->file_name && desc->file_name[0] ? desc->file_name : GJ__USER_FILE_NAME);
-    out->headers = calloc(desc->n_encodings ? desc->n_encodings : 1, sizeof *out->headers);
+    const size_t n_networks = has_networks(desc) ? desc->n_networks : 0;
+    out->headers = calloc(desc->n_encodings + n_networks + 1, sizeof *out->headers);
     out->names = copy_list(desc->kernels, desc->n_kernels, 1);
     out->options = copy_list(desc->options, desc->n_options, 0);
     out->n_names = out->names ? desc->n_kernels : 0;
@@ -137,6 +185,10 @@ gj_status gj__user_unit_make(gj__compiler *c, const gj_source_desc *desc, gj__us
     }
     for (size_t i = 0; status == GJ_OK && i < desc->n_encodings; ++i) {
         status = make_header(c, &desc->encodings[i], &out->headers[i]);
+        out->n_headers += status == GJ_OK;
+    }
+    for (size_t i = 0; status == GJ_OK && i < n_networks; ++i) {
+        status = make_network_header(c, &desc->networks[i], &out->headers[out->n_headers]);
         out->n_headers += status == GJ_OK;
     }
     if (status != GJ_OK) {

@@ -1,0 +1,429 @@
+/*
+ * gj_network_module: a network alone, or a model fused with its encoding, run through its
+ * generated kernels (docs/networks.md §8, §9). Each program (inference; training = forward, backward, zero) is a user module of the
+ * generated unit, made on first use: compiled through the disk cache per architecture by
+ * the user-module machinery, which also picks the stream's context and opts into large
+ * shared memory. The launch geometry is the block plan the unit states (network_plan.c).
+ */
+#include "api/context.h"
+
+#include "codegen/facts.h"
+#include "codegen/network_codegen.h"
+#include "codegen/options.h"
+#include "compile/network_unit.h"
+#include "model/network.h"
+#include "model/network_init.h"
+#include "runtime/stream_device.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { K_INFERENCE, K_FORWARD, K_BACKWARD, K_ZERO, K_COUNT };
+
+struct gj_network_module {
+    gj_context *ctx;
+    gj_network *net; /* the module's own copy */
+    gj_codegen_options opts;
+    gj__network_plan plan;
+    pthread_mutex_t lock; /* guards the lazily made programs */
+    gj_user_module *programs[GJ__NETWORK_PART_COUNT];
+    gj_kernel *kernels[K_COUNT];
+    uint64_t wave[K_COUNT]; /* blocks of a full wave on the first device launched on (0: not known yet) */
+};
+
+static const char *const kernel_suffix[K_COUNT] = {"inference", "forward", "backward", "zero"};
+
+/* What a module generates with (and gj_network_precompile, so that their keys agree). */
+static void module_options(gj_codegen_options *opts) {
+    gj_codegen_options_init(opts);
+    opts->name = GJ__NETWORK_DEFAULT_NAME;
+}
+
+gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_network_module **out) {
+    if (out) {
+        *out = NULL;
+    }
+    GJ__ENTER(ctx);
+    if (!net || !out) {
+        return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "gj_network_module_create: net and out must not be NULL");
+    }
+    gj_network_module *m = calloc(1, sizeof *m);
+    char *json = gj_network_hyperparams(net);
+    char err[512] = "";
+    gj_status status = m && json ? gj__network_make_ex(json, 0, 0, 0, NULL, &m->net, err, sizeof err)
+                                 : GJ_ERROR_OUT_OF_MEMORY;
+    gj_free(json);
+    if (status != GJ_OK) {
+        free(m);
+        return gj__fail(&ctx->diag, status, "gj_network_module_create: %s", err[0] ? err : "out of memory");
+    }
+    m->ctx = ctx;
+    module_options(&m->opts);
+    gj__network_plan_make(&m->net->layout, &m->plan);
+    pthread_mutex_init(&m->lock, NULL);
+    *out = m;
+    return GJ_OK;
+}
+
+void gj_network_module_destroy(gj_network_module *module) {
+    if (!module) {
+        return;
+    }
+    for (int p = 0; p < GJ__NETWORK_PART_COUNT; ++p) {
+        gj_user_module_destroy(module->programs[p]);
+    }
+    gj_network_destroy(module->net);
+    pthread_mutex_destroy(&module->lock);
+    free(module);
+}
+
+uint64_t gj_network_module_context_bytes(const gj_network_module *module, uint64_t n) {
+    return module ? (n + 31) / 32 * module->plan.ctx_halves * 2 : 0;
+}
+
+size_t gj_network_module_encoding_gradient_size(const gj_network_module *module) {
+    if (!module || !module->net->encoding) {
+        return 0;
+    }
+    return gj__grad_is_fp32(&module->net->encoding->config, &module->opts) ? 4 : 2;
+}
+
+static size_t encoding_param_size(const gj_network_module *m) {
+    return m->net->encoding->config.precision == GJ_PRECISION_FP16 ? 2 : 4;
+}
+
+/* Zeroes bytes (a multiple of 4) at p on stream with the training program's kernel. */
+static gj_status zero(gj_network_module *m, gj_stream stream, void *p, uint64_t bytes) {
+    uint64_t words = bytes / 4;
+    void *args[] = {&words, &p};
+    gj_launch_config cfg;
+    gj_launch_config_init(&cfg);
+    cfg.block[0] = 256;
+    cfg.grid[0] = (uint32_t)((words + 255) / 256 < 1024 ? (words + 255) / 256 : 1024);
+    cfg.stream = stream;
+    return gj_kernel_launch(m->kernels[K_ZERO], &cfg, args);
+}
+
+void gj_network_pass_desc_init(gj_network_pass_desc *desc) {
+    if (desc) {
+        memset(desc, 0, sizeof *desc);
+        desc->struct_size = sizeof *desc;
+        desc->dL_dparams_mode = GJ_GRAD_OVERWRITE;
+    }
+}
+
+void gj_network_init_desc_init(gj_network_init_desc *desc) {
+    if (desc) {
+        memset(desc, 0, sizeof *desc);
+        desc->struct_size = sizeof *desc;
+        desc->seed = 1337;
+        desc->scale = 1.0f;
+    }
+}
+
+/* A program of a module of net: its generated unit as a user source (what the user-module
+ * machinery compiles and caches). Free with free_part_source. */
+typedef struct part_source {
+    char *source;
+    char **names;
+    size_t n_names;
+    gj_source_desc desc;
+} part_source;
+
+static void free_part_source(part_source *p) {
+    free(p->source);
+    gj__free_string_list(p->names, p->n_names);
+}
+
+static gj_status make_part_source(gj_context *ctx, const struct gj_network *net, const gj_codegen_options *opts,
+                                  gj__network_part part, const char *call, part_source *out) {
+    memset(out, 0, sizeof *out);
+    out->source = gj__network_source(&ctx->compiler, net, opts, part);
+    out->names = gj__network_kernel_names(net, opts, part, &out->n_names);
+    if (!out->source || !out->names) {
+        free_part_source(out);
+        return gj__fail(&ctx->diag, GJ_ERROR_OUT_OF_MEMORY, "%s: out of memory generating source", call);
+    }
+    gj_source_desc_init(&out->desc);
+    out->desc.source = out->source;
+    out->desc.file_name = part == GJ__NETWORK_PART_INFERENCE ? "gj_network_inference.cu" : "gj_network_training.cu";
+    out->desc.kernels = (const char *const *)out->names;
+    out->desc.n_kernels = out->n_names;
+    return GJ_OK;
+}
+
+gj_status gj_network_precompile(gj_context *ctx, const gj_network *net, const char *arch) {
+    static const char call[] = "gj_network_precompile";
+    GJ__ENTER(ctx);
+    if (!net || !arch) {
+        return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: net and arch must not be NULL", call);
+    }
+    gj_codegen_options opts;
+    module_options(&opts);
+    gj_status status = GJ_OK;
+    for (int part = GJ__NETWORK_PART_INFERENCE; status == GJ_OK && part < GJ__NETWORK_PART_COUNT; ++part) {
+        part_source p;
+        status = make_part_source(ctx, net, &opts, (gj__network_part)part, call, &p);
+        gj_program *prog = NULL;
+        if (status == GJ_OK) {
+            status = gj_compile_user(ctx, &p.desc, arch, &prog);
+            free_part_source(&p);
+        }
+        gj_program_destroy(prog);
+    }
+    return status;
+}
+
+/* The program of part (made on first use) and its kernels; under the module's lock. */
+static gj_status need_part(gj_network_module *m, gj__network_part part, const char *call) {
+    pthread_mutex_lock(&m->lock);
+    gj_status status = GJ_OK;
+    if (!m->programs[part]) {
+        part_source p;
+        status = make_part_source(m->ctx, m->net, &m->opts, part, call, &p);
+        gj_user_module *um = NULL;
+        if (status == GJ_OK) {
+            status = gj_user_module_create(m->ctx, &p.desc, &um);
+            free_part_source(&p);
+        }
+        for (int k = 0; status == GJ_OK && k < K_COUNT; ++k) {
+            if ((k == K_INFERENCE) != (part == GJ__NETWORK_PART_INFERENCE)) {
+                continue;
+            }
+            char name[128];
+            snprintf(name, sizeof name, "%s_%s", GJ__NETWORK_DEFAULT_NAME, kernel_suffix[k]);
+            status = gj_user_module_kernel(um, name, &m->kernels[k]);
+        }
+        if (status == GJ_OK) {
+            m->programs[part] = um;
+        } else {
+            gj_user_module_destroy(um);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return status;
+}
+
+/* Launches kernel k over n points: a block of the plan's warps, as many blocks as the tiles
+ * need, at most a few waves (the kernels walk the tiles), the backward one wave. */
+static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t n, uint32_t shared_bytes, void **args,
+                        const char *call) {
+    const uint32_t threads = 32 * m->plan.warps;
+    const uint64_t needed = ((n + 31) / 32 + m->plan.warps - 1) / m->plan.warps;
+    /* Asked of the driver once: a wave only bounds the grid, which any size computes right. */
+    pthread_mutex_lock(&m->lock);
+    uint64_t wave = m->wave[k];
+    pthread_mutex_unlock(&m->lock);
+    if (!wave) {
+        int sms = 0, per_sm = 0;
+        gj_status status = gj__stream_multiprocessors(&m->ctx->runtime, stream, call, &sms);
+        if (status == GJ_OK) {
+            status = gj_kernel_occupancy(m->kernels[k], threads, shared_bytes, &per_sm);
+        }
+        if (status != GJ_OK) {
+            return status;
+        }
+        wave = (uint64_t)(sms > 0 ? sms : 1) * (uint64_t)(per_sm > 0 ? per_sm : 1);
+        pthread_mutex_lock(&m->lock);
+        m->wave[k] = wave;
+        pthread_mutex_unlock(&m->lock);
+    }
+    const uint64_t cap = k == K_BACKWARD ? wave : 8 * wave;
+    gj_launch_config cfg;
+    gj_launch_config_init(&cfg);
+    cfg.grid[0] = (uint32_t)(needed < cap ? needed : cap);
+    cfg.block[0] = threads;
+    cfg.shared_bytes = shared_bytes;
+    cfg.stream = stream;
+    return gj_kernel_launch(m->kernels[k], &cfg, args);
+}
+
+static gj_status check_desc(gj_network_module *m, const gj_network_pass_desc *d, const char *call) {
+    if (!d || d->struct_size != sizeof *d) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: desc is %s", call,
+                        d ? "not prepared by gj_network_pass_desc_init (struct_size)" : "NULL");
+    }
+    if (d->n > GJ_MAX_POINTS) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: n = %llu exceeds GJ_MAX_POINTS", call,
+                        (unsigned long long)d->n);
+    }
+    if (d->n && !d->params) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: params must not be NULL", call);
+    }
+    if (d->n && m->net->encoding && !d->encoding_params) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: encoding_params must not be NULL (a model)", call);
+    }
+    if (!m->net->encoding && (d->encoding_params || d->dL_dencoding_params)) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: encoding_params and dL_dencoding_params are for a model; this network has no encoding",
+                        call);
+    }
+    return GJ_OK;
+}
+
+static gj_status run_forward(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc,
+                             int training, const char *call) {
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT;
+    }
+    gj__diag_clear(&module->ctx->diag);
+    gj_status status = check_desc(module, desc, call);
+    if (status != GJ_OK || desc->n == 0) {
+        return status;
+    }
+    if (!desc->input || !desc->output || (training && !desc->context)) {
+        return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: input, output%s must not be NULL", call,
+                        training ? " and context" : "");
+    }
+    status = need_part(module, training ? GJ__NETWORK_PART_TRAINING : GJ__NETWORK_PART_INFERENCE, call);
+    if (status != GJ_OK) {
+        return status;
+    }
+    uint64_t n = desc->n;
+    const float *x = desc->input;
+    float *y = desc->output;
+    const void *params = desc->params;
+    const void *eparams = desc->encoding_params;
+    void *context = desc->context;
+    void *args_network[] = {&n, &x, &y, &params, &context};
+    void *args_model[] = {&n, &x, &y, &params, &eparams, &context};
+    return launch(module, training ? K_FORWARD : K_INFERENCE, stream, n, module->plan.forward_bytes,
+                  module->net->encoding ? args_model : args_network, call);
+}
+
+gj_status gj_network_inference(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc) {
+    return run_forward(module, stream, desc, 0, "gj_network_inference");
+}
+
+gj_status gj_network_forward(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc) {
+    return run_forward(module, stream, desc, 1, "gj_network_forward");
+}
+
+gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc) {
+    static const char call[] = "gj_network_backward";
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT;
+    }
+    gj__diag_clear(&module->ctx->diag);
+    gj_status status = check_desc(module, desc, call);
+    if (status != GJ_OK || desc->n == 0) {
+        return status;
+    }
+    const int model = module->net->encoding != NULL;
+    if (!desc->dL_doutput || !desc->context || (!desc->dL_dparams && !desc->dL_dinput && !desc->dL_dencoding_params)) {
+        return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: dL_doutput and context must not be NULL, and dL_dparams, dL_dinput or "
+                        "dL_dencoding_params must be given", call);
+    }
+    if (model && !desc->input) {
+        return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: input must not be NULL (a model's backward pass reads it again)", call);
+    }
+    if (desc->dL_dparams_mode != GJ_GRAD_OVERWRITE && desc->dL_dparams_mode != GJ_GRAD_ACCUMULATE) {
+        return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: dL_dparams_mode %d is neither overwrite "
+                        "nor accumulate", call, (int)desc->dL_dparams_mode);
+    }
+    status = need_part(module, GJ__NETWORK_PART_TRAINING, call);
+    const int overwrite = desc->dL_dparams_mode == GJ_GRAD_OVERWRITE;
+    if (status == GJ_OK && desc->dL_dparams && overwrite) {
+        status = zero(module, stream, desc->dL_dparams, 4 * module->net->layout.n_params);
+    }
+    if (status == GJ_OK && desc->dL_dencoding_params && overwrite) {
+        status = zero(module, stream, desc->dL_dencoding_params,
+                      gj_network_module_encoding_gradient_size(module) * module->net->encoding->layout.n_params);
+    }
+    if (status != GJ_OK) {
+        return status;
+    }
+    uint64_t n = desc->n;
+    const float *x = desc->input;
+    const float *dy = desc->dL_doutput;
+    const void *params = desc->params;
+    const void *eparams = desc->encoding_params;
+    const void *context = desc->context;
+    float *dparams = desc->dL_dparams;
+    void *deparams = desc->dL_dencoding_params;
+    float *dx = desc->dL_dinput;
+    void *args_network[] = {&n, &dy, &params, &context, &dparams, &dx};
+    void *args_model[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams, &dx};
+    return launch(module, K_BACKWARD, stream, n, module->plan.backward_bytes, model ? args_model : args_network, call);
+}
+
+/* The encoding's parameters: uniform in [-1e-4, 1e-4] * scale, element i from the i-th draw
+ * of pcg32(seed, 1) (what advancing the stream by i and drawing once gives). */
+static gj_status init_encoding(gj_network_module *m, gj_stream stream, const gj_network_init_desc *desc) {
+    const uint64_t n = m->net->encoding->layout.n_params;
+    const size_t size = encoding_param_size(m);
+    float *values = malloc(n * sizeof *values);
+    void *converted = size == 2 ? malloc(n * 2) : NULL;
+    if (!values || (size == 2 && !converted)) {
+        free(values);
+        free(converted);
+        return gj__fail(&m->ctx->diag, GJ_ERROR_OUT_OF_MEMORY, "gj_network_init_params: out of memory");
+    }
+    gj__uniform_init_params(desc->seed, 1e-4f * desc->scale, values, n);
+    gj_status status = GJ_OK;
+    if (desc->encoding_params) {
+        if (size == 2) {
+            gj_floats_to_halves(values, converted, n);
+        }
+        status = gj_memcpy_async(m->ctx, desc->encoding_params, size == 2 ? converted : (void *)values, n * size,
+                                 stream);
+    }
+    if (status == GJ_OK && desc->encoding_params_fp32) {
+        status = gj_memcpy_async(m->ctx, desc->encoding_params_fp32, values, n * sizeof *values, stream);
+    }
+    free(values);
+    free(converted);
+    return status;
+}
+
+gj_status gj_network_init_params(gj_network_module *module, gj_stream stream, const gj_network_init_desc *desc) {
+    static const char call[] = "gj_network_init_params";
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT;
+    }
+    gj__diag *diag = &module->ctx->diag;
+    gj__diag_clear(diag);
+    if (!desc || desc->struct_size != sizeof *desc) {
+        return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: desc is %s", call,
+                        desc ? "not prepared by gj_network_init_desc_init (struct_size)" : "NULL");
+    }
+    if (!desc->params && !desc->params_fp32 && !desc->encoding_params && !desc->encoding_params_fp32) {
+        return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: params or params_fp32 must be given", call);
+    }
+    if (!module->net->encoding && (desc->encoding_params || desc->encoding_params_fp32)) {
+        return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: encoding_params are for a model; this network has no "
+                        "encoding", call);
+    }
+    if (!desc->params && !desc->params_fp32) {
+        return init_encoding(module, stream, desc);
+    }
+    const uint64_t n = module->net->layout.n_params;
+    float *values = malloc(n * sizeof *values);
+    uint16_t *halves = desc->params ? malloc(n * sizeof *halves) : NULL;
+    if (!values || (desc->params && !halves)) {
+        free(values);
+        free(halves);
+        return gj__fail(diag, GJ_ERROR_OUT_OF_MEMORY, "%s: out of memory", call);
+    }
+    gj__network_init_params(&module->net->layout, module->net->config.network.activation, desc->seed, desc->scale,
+                            values);
+    /* Pageable host memory: each copy has completed when it returns, so the buffers may go. */
+    gj_status status = GJ_OK;
+    if (desc->params) {
+        gj_floats_to_halves(values, halves, n);
+        status = gj_memcpy_async(module->ctx, desc->params, halves, n * sizeof *halves, stream);
+    }
+    if (status == GJ_OK && desc->params_fp32) {
+        status = gj_memcpy_async(module->ctx, desc->params_fp32, values, n * sizeof *values, stream);
+    }
+    free(values);
+    free(halves);
+    if (status == GJ_OK && (desc->encoding_params || desc->encoding_params_fp32)) {
+        status = init_encoding(module, stream, desc);
+    }
+    return status;
+}

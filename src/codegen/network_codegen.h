@@ -1,0 +1,40 @@
+/* CUDA source generation for a network, alone or behind its encoding (docs/networks.md §7). */
+#ifndef GJ_CODEGEN_NETWORK_CODEGEN_H
+#define GJ_CODEGEN_NETWORK_CODEGEN_H
+
+#include "codegen/network_plan.h"
+#include "model/network.h"
+
+/* What a unit holds: the whole (device functions and, without device_functions_only, every
+ * kernel), or one lazily compiled program of a network module. */
+typedef enum gj__network_part {
+    GJ__NETWORK_PART_ALL = 0,
+    GJ__NETWORK_PART_INFERENCE = 1, /* NAME_inference */
+    GJ__NETWORK_PART_TRAINING = 2,  /* NAME_forward, NAME_backward, NAME_zero */
+    GJ__NETWORK_PART_COUNT = 3
+} gj__network_part;
+
+/* The network's default device-function name. */
+#define GJ__NETWORK_DEFAULT_NAME "gj_network"
+
+/*
+ * The translation unit. opts (resolved): name names the network's functions (the default
+ * "gj_encode" of the encodings is replaced by "gj_network"); device_functions_only leaves the
+ * kernels out. A model's unit starts with its encoding's device functions, named NAME_encoding,
+ * generated with opts (device functions only, output padded to 16 as tiny-cuda-nn pads it;
+ * the passes its kernels call), then the network's, then the fused kernels. options_text: the
+ * compile options for the header comment (may be NULL). NULL on OOM.
+ */
+char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
+                          const char *options_text);
+
+/* The name the network's functions get under opts. */
+const char *gj__network_name(const gj_codegen_options *opts);
+
+/* The part's kernels as name expressions ("&NAME_inference"; "&NAME_forward", "&NAME_backward",
+ * "&NAME_zero"), *count of them; malloc()ed
+ * (gj__free_string_list); NULL on OOM. */
+char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
+                                size_t *count);
+
+#endif

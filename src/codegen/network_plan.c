@@ -1,0 +1,61 @@
+/* The network kernels' block plan (network_plan.h). */
+#include "codegen/network_plan.h"
+
+/* Below this a block leaves room for a second one on a multiprocessor of 227 KiB (sm_90). */
+#define BLOCK_BUDGET (96u * 1024u)
+/* Staged weights and block gradient sums are each worth it up to this much. */
+#define PART_LIMIT (48u * 1024u)
+
+static uint64_t round_up(uint64_t v, uint64_t m) {
+    return (v + m - 1) / m * m;
+}
+
+static uint64_t backward_bytes(const gj__network_plan *p, uint64_t n_params) {
+    return 2 * p->staged_halves + (p->smem_grads ? 4 * round_up(n_params, 4) : 0) + 2 * p->scratch_halves * p->warps;
+}
+
+/* The most warps (8, 4, 2, 1) whose backward block stays within budget; 0 if none. */
+static uint32_t fit_warps(gj__network_plan *p, uint64_t n_params, uint64_t budget) {
+    for (p->warps = 8; p->warps >= 1; p->warps /= 2) {
+        if (backward_bytes(p, n_params) <= budget) {
+            return p->warps;
+        }
+    }
+    return 0;
+}
+
+void gj__network_plan_make(const gj__network_layout *layout, gj__network_plan *out) {
+    gj__network_plan p = {0};
+    uint32_t widest = layout->padded_input_width > layout->padded_output_width ? layout->padded_input_width
+                                                                               : layout->padded_output_width;
+    uint64_t staged = 0;
+    for (uint32_t l = 0; l < layout->n_layers; ++l) {
+        const gj__network_layer *layer = &layout->layers[l];
+        widest = layer->fan_out > widest ? layer->fan_out : widest;
+        staged += (uint64_t)(layer->fan_in + 8) * layer->fan_out;
+        if (l > 0) {
+            p.ctx_halves += 32ull * layer->fan_in; /* the kept value of the layer below */
+        }
+    }
+    p.ctx_halves += 32ull * (layout->padded_input_width + layout->padded_output_width);
+    p.stride = widest + 8;
+    p.scratch_halves = 64ull * p.stride;
+    staged = round_up(staged, 8);
+    p.stage = 2 * staged <= PART_LIMIT;
+    p.staged_halves = p.stage ? staged : 0;
+    p.smem_grads = 4 * layout->n_params <= PART_LIMIT;
+    /* Give up the block sums first, then the staging, before going below two blocks. */
+    if (!fit_warps(&p, layout->n_params, BLOCK_BUDGET)) {
+        p.smem_grads = 0;
+        if (!fit_warps(&p, layout->n_params, BLOCK_BUDGET)) {
+            p.stage = 0;
+            p.staged_halves = 0;
+            if (!fit_warps(&p, layout->n_params, BLOCK_BUDGET)) {
+                p.warps = 1; /* 1024 inputs: one warp, up to 132 KiB */
+            }
+        }
+    }
+    p.forward_bytes = (uint32_t)(2 * p.staged_halves + p.scratch_halves * p.warps); /* one buffer a warp */
+    p.backward_bytes = (uint32_t)backward_bytes(&p, layout->n_params);
+    *out = p;
+}

@@ -1,0 +1,29 @@
+/* How the network kernels use a block (templates/network_kernels.cuh): warps, whether the
+ * weights are staged in shared memory, whether the backward kernel sums dL/dparams in shared
+ * memory, and the bytes of dynamic shared memory each kernel takes. Fixed by the layout; the
+ * generated code states it as constants and the runtime launches with the same numbers. */
+#ifndef GJ_CODEGEN_NETWORK_PLAN_H
+#define GJ_CODEGEN_NETWORK_PLAN_H
+
+#include "model/network_layout.h"
+
+#include <stdint.h>
+
+typedef struct gj__network_plan {
+    uint32_t stride;         /* S: halves per scratch row, the widest layer + 8 */
+    uint64_t scratch_halves; /* per warp: two buffers of 32 rows */
+    uint64_t ctx_halves;     /* forward context of one 32-point tile */
+    uint64_t staged_halves;  /* the weights with rows padded by 8, rounded to 8 (0: not staged) */
+    uint32_t warps;          /* per block */
+    int stage;               /* weights copied to shared memory */
+    int smem_grads;          /* backward sums dL/dparams per block in shared memory */
+    uint32_t forward_bytes;  /* dynamic shared memory of the inference and forward kernels */
+    uint32_t backward_bytes; /* of the backward kernel */
+} gj__network_plan;
+
+/* The most dynamic shared memory a plan asks for (sm_80's 163 KiB opt-in limit, rounded down). */
+#define GJ__NETWORK_MAX_SMEM (160u * 1024u)
+
+void gj__network_plan_make(const gj__network_layout *layout, gj__network_plan *out);
+
+#endif

@@ -1,0 +1,137 @@
+// ---------------------------------------------------------------------------
+// model_kernels.cuh: the __global__ kernels of a model, an encoding and its network fused
+// (docs/networks.md §9): each point is encoded in registers by the encoding's device
+// functions, its features go into the warp's tile and through the network (network.cuh),
+// and backwards the network's dL/d(features) goes straight into the encoding's backward
+// device function. Generic over the network's configuration C (with the block plan of
+// network_kernels.cuh, whose helpers these use) and E, the generated wrapper of the encoding:
+//   E::config, E::in_t, E::out_t, E::fwd(x, params, ctx), E::bwd(dL_dy, params, ctx,
+//   dL_dparams, dL_dx, i, n) (the encoding's NAME_encoding and NAME_encoding_bwd; point i of n
+//   chooses stochastic interpolation's sample as gridjit's own kernels do).
+// Arrays are point-major: x[i * D + d], y[i * OUT + c], dL_dy[i * OUT + c], dL_dx[i * D + d].
+// The network's forward context of tile t is at ctx + t * C::CTX_HALVES; the encoding keeps
+// none (its backward takes x again).
+// ---------------------------------------------------------------------------
+#ifndef GJ_MODEL_KERNELS_CUH
+#define GJ_MODEL_KERNELS_CUH
+
+template <class C, class E, int PAD>
+GJ_INLINE void gj_model_forward_tiles(gj_u64 n, const float* __restrict__ x, float* __restrict__ y, const gj_u16* w,
+                                      const typename E::config::param_t* __restrict__ eparams, gj_u16* scratch,
+                                      gj_u16* ctx) {
+    constexpr int D = E::config::D;
+    const int lane = gj_nn_lane();
+    const gj_u64 n_tiles = (n + 31) / 32;
+#pragma unroll 1
+    for (gj_u64 tile = (gj_u64)blockIdx.x * C::WARPS + threadIdx.x / 32; tile < n_tiles;
+         tile += (gj_u64)gridDim.x * C::WARPS) {
+        const gj_u64 i = tile * 32 + lane;
+        const bool active = i < n;
+        typename E::in_t in;
+#pragma unroll
+        for (int d = 0; d < D; ++d) in.v[d] = active ? x[i * D + d] : 0.0f;
+        const typename E::out_t f = E::fwd(in, eparams, nullptr);
+        gj_nn_put_input<C>(scratch, f.v, active);
+        gj_nn_forward_warp<C, PAD>(w, scratch, ctx ? ctx + tile * C::CTX_HALVES : nullptr);
+        if (active) {
+            const gj_u16* row = scratch + lane * C::S;
+#pragma unroll 4
+            for (int c = 0; c < C::OUT; ++c) y[i * C::OUT + c] = gj_half_to_float(row[c]);
+        }
+        __syncwarp();
+    }
+}
+
+template <class C, class E>
+GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, float* __restrict__ y,
+                                       const gj_half* __restrict__ params,
+                                       const typename E::config::param_t* __restrict__ eparams, gj_u16* __restrict__ ctx) {
+    gj_u16* scratch = gj_nn_forward_scratch<C>();
+    if constexpr (C::STAGE) {
+        gj_nn_stage_weights<C>(gj_nn_smem, params);
+        __syncthreads();
+        gj_model_forward_tiles<C, E, 8>(n, x, y, gj_nn_smem, eparams, scratch, ctx);
+    } else {
+        gj_model_forward_tiles<C, E, 0>(n, x, y, (const gj_u16*)params, eparams, scratch, ctx);
+    }
+}
+
+template <class C, class E, int PAD>
+GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, const float* __restrict__ dL_dy,
+                                       const gj_u16* w, const typename E::config::param_t* __restrict__ eparams,
+                                       gj_u16* scratch, const gj_u16* ctx, float* grads,
+                                       typename E::config::grad_t* __restrict__ dL_deparams, float* __restrict__ dL_dx) {
+    typedef typename E::config EC;
+    constexpr int D = EC::D;
+    const int lane = gj_nn_lane();
+    const gj_u64 n_tiles = (n + 31) / 32;
+    const bool encoding_grads = dL_deparams != nullptr || dL_dx != nullptr;
+#pragma unroll 1
+    for (gj_u64 tile = (gj_u64)blockIdx.x * C::WARPS + threadIdx.x / 32; tile < n_tiles;
+         tile += (gj_u64)gridDim.x * C::WARPS) {
+        const gj_u64 i = tile * 32 + lane;
+        const bool active = i < n;
+        const gj_u16* g = gj_nn_backward_warp<C, PAD, true>(active ? dL_dy + i * C::OUT : nullptr, w, scratch,
+                                                            ctx + tile * C::CTX_HALVES, grads);
+        if (active && encoding_grads) {
+            // dL/d(features), rounded to fp16 as tiny-cuda-nn passes it, into the encoding.
+            typename E::out_t dy;
+            const gj_u16* row = g + lane * C::S;
+#pragma unroll
+            for (int k = 0; k < EC::N_OUT_PADDED; ++k)
+                dy.v[k] = gj_from_float<typename EC::param_t>(k < C::IN ? gj_half_to_float(row[k]) : 0.0f);
+            float ectx[D]; // the encoding's forward context: the D input floats (docs/fusion.md)
+#pragma unroll
+            for (int d = 0; d < D; ++d) ectx[d] = x[i * D + d];
+            typename E::in_t dx;
+            E::bwd(dy, eparams, (const gj_u8*)ectx, dL_deparams, dL_dx ? &dx : nullptr, i, n);
+            if (dL_dx) {
+#pragma unroll
+                for (int d = 0; d < D; ++d) dL_dx[i * D + d] = dx.v[d];
+            }
+        }
+        __syncwarp();
+    }
+}
+
+// dL_dparams: the network's, fp32, added to; dL_deparams: the encoding's (grad_t), added to;
+// dL_dx: n x D floats, written. Any may be null.
+template <class C, class E>
+GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, const float* __restrict__ dL_dy,
+                                        const gj_half* __restrict__ params,
+                                        const typename E::config::param_t* __restrict__ eparams,
+                                        const gj_u16* __restrict__ ctx, float* __restrict__ dL_dparams,
+                                        typename E::config::grad_t* __restrict__ dL_deparams,
+                                        float* __restrict__ dL_dx) {
+    const gj_u64 staged = gj_nn_staged_halves<C>();
+    float* grads = dL_dparams;
+    gj_u64 grad_halves = 0;
+    if constexpr (C::SMEM_GRADS) {
+        grad_halves = 2 * ((C::N_PARAMS + 3) / 4 * 4);
+        if (dL_dparams) {
+            grads = (float*)(gj_nn_smem + staged);
+            for (gj_u64 e = threadIdx.x; e < C::N_PARAMS; e += blockDim.x) grads[e] = 0.0f;
+        }
+    }
+    gj_u16* scratch = gj_nn_smem + staged + grad_halves + (threadIdx.x / 32) * (gj_u64)C::SCRATCH_HALVES;
+    if constexpr (C::STAGE) {
+        gj_nn_stage_weights<C>(gj_nn_smem, params);
+        __syncthreads();
+        gj_model_backward_tiles<C, E, 8>(n, x, dL_dy, gj_nn_smem, eparams, scratch, ctx, grads, dL_deparams, dL_dx);
+    } else {
+        if constexpr (C::SMEM_GRADS) __syncthreads();
+        gj_model_backward_tiles<C, E, 0>(n, x, dL_dy, (const gj_u16*)params, eparams, scratch, ctx, grads, dL_deparams,
+                                         dL_dx);
+    }
+    if constexpr (C::SMEM_GRADS) {
+        if (dL_dparams) {
+            __syncthreads();
+            for (gj_u64 e = threadIdx.x; e < C::N_PARAMS; e += blockDim.x) {
+                const float v = grads[e];
+                if (v != 0.0f) atomicAdd(dL_dparams + e, v);
+            }
+        }
+    }
+}
+
+#endif // GJ_MODEL_KERNELS_CUH

@@ -1,0 +1,576 @@
+// ---------------------------------------------------------------------------
+// network.cuh: tiny-cuda-nn's fully fused MLP on tensor cores (docs/networks.md §3).
+//
+// Generic over a configuration struct C that the generated code defines per network
+// (NAME_config): widths C::IN (unpadded input), C::IN_P, C::W, C::OUT, C::OUT_P, the
+// layer count C::NL (n_hidden_layers + 1), activations C::ACT and C::OUT_ACT (gj_activation
+// numbers), C::INPUT_PADDING. No biases. Weights fp16, products accumulated in fp32 by
+// mma.sync.m16n8k16, activations and gradients rounded to fp16 between layers, as
+// tiny-cuda-nn's FullyFusedMLP does.
+//
+// The unit of work is a warp and its tile of 32 points, row p of the tile being lane p's
+// point. Every lane of the warp must take part (converged); a lane without a point passes
+// active = false. A warp needs C::SCRATCH_HALVES halves of shared memory (16-byte aligned)
+// of its own: two buffers X and D of 32 rows of C::S halves (S = the widest layer + 8, so
+// that the eight rows an ldmatrix phase reads fall into distinct banks).
+//
+// Weights: tiny-cuda-nn's layout (layer l row-major, fan_out rows of fan_in, back to back),
+// in global or shared memory (generic loads). The template parameter PAD is the number of
+// halves added to every row where the caller staged them with padded rows (0: the plain
+// layout; the kernels stage with 8, which spreads the rows over the banks).
+//
+// The forward context (what backward needs) of a warp tile: C::CTX_HALVES halves, regions
+// r = 0 .. NL, region r holding 32 rows (one per point) of width C::ctx_width(r):
+//   r = 0: the padded input (fp16); r = 1 .. NL: the kept value of layer r - 1, which is its
+//   output h (fp16), or for Sine and SiLU (not invertible) its pre-activation z.
+//
+// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), g = lane / 4, t = lane % 4:
+//   A (16 x 16, row-major), 4 registers of 2 halves: (row g, cols 2t, 2t+1), (row g+8, same),
+//     (row g, cols 2t+8, 2t+9), (row g+8, same).
+//   B (16 x 8, "col"), 2 registers: (rows 2t, 2t+1, col g), (rows 2t+8, 2t+9, col g).
+//   C (16 x 8, fp32), 4 registers: (row g, cols 2t, 2t+1), (row g+8, cols 2t, 2t+1).
+// ldmatrix.x4: lane l gives the address of row l % 8 of 8x8 matrix l / 8; register q then
+// holds, of matrix q, (row g, cols 2t, 2t+1), or with .trans (rows 2t, 2t+1, col g).
+// ---------------------------------------------------------------------------
+#ifndef GJ_NETWORK_CUH
+#define GJ_NETWORK_CUH
+
+// ---- activations (tiny-cuda-nn's, common_device.h; K = 10) -------------------------
+// The numbers are gj_activation's.
+enum { GJ_NN_NONE = 0, GJ_NN_RELU = 1, GJ_NN_LEAKY_RELU = 2, GJ_NN_EXPONENTIAL = 3, GJ_NN_SINE = 4,
+       GJ_NN_SIGMOID = 5, GJ_NN_SQUAREPLUS = 6, GJ_NN_SOFTPLUS = 7, GJ_NN_TANH = 8, GJ_NN_SILU = 9 };
+
+// Sine and SiLU cannot recover their derivative from their output: their layers keep z.
+template <int A> __host__ __device__ constexpr bool gj_nn_keeps_z() { return A == GJ_NN_SINE || A == GJ_NN_SILU; }
+
+GJ_INLINE float gj_nn_sigmoid(float z) { return 1.0f / (1.0f + __expf(-z)); }
+
+template <int A> GJ_INLINE float gj_nn_act(float z) {
+    if constexpr (A == GJ_NN_RELU) return fmaxf(z, 0.0f);
+    else if constexpr (A == GJ_NN_LEAKY_RELU) return z > 0.0f ? z : 0.01f * z;
+    else if constexpr (A == GJ_NN_EXPONENTIAL) return __expf(z);
+    else if constexpr (A == GJ_NN_SINE) return __sinf(z);
+    else if constexpr (A == GJ_NN_SIGMOID) return gj_nn_sigmoid(z);
+    else if constexpr (A == GJ_NN_SQUAREPLUS) {
+        const float u = 10.0f * z;
+        return 0.05f * (u + sqrtf(u * u + 4.0f));
+    } else if constexpr (A == GJ_NN_SOFTPLUS) {
+        // (u + ln(1 + e^-u)) / 10 for u > 0: finite where tiny-cuda-nn's overflows (§4).
+        const float u = 10.0f * z;
+        return u > 0.0f ? 0.1f * (u + log1pf(__expf(-u))) : 0.1f * log1pf(__expf(u));
+    } else if constexpr (A == GJ_NN_TANH) return tanhf(z);
+    else if constexpr (A == GJ_NN_SILU) return z * gj_nn_sigmoid(z);
+    else return z;
+}
+
+// h from the kept value k (h itself, or z for Sine and SiLU).
+template <int A> GJ_INLINE float gj_nn_h_from_kept(float k) {
+    if constexpr (gj_nn_keeps_z<A>()) return gj_nn_act<A>(k);
+    else return k;
+}
+
+// act'(z) from the kept value k: from the output y as tiny-cuda-nn does, or from z.
+template <int A> GJ_INLINE float gj_nn_grad_from_kept(float k) {
+    if constexpr (A == GJ_NN_RELU) return k > 0.0f ? 1.0f : 0.0f;
+    else if constexpr (A == GJ_NN_LEAKY_RELU) return k > 0.0f ? 1.0f : 0.01f;
+    else if constexpr (A == GJ_NN_EXPONENTIAL) return k;
+    else if constexpr (A == GJ_NN_SINE) return __cosf(k);
+    else if constexpr (A == GJ_NN_SIGMOID) return k * (1.0f - k);
+    else if constexpr (A == GJ_NN_SQUAREPLUS) {
+        const float s = 10.0f * k;
+        return s * s / (s * s + 1.0f);
+    } else if constexpr (A == GJ_NN_SOFTPLUS) return 1.0f - __expf(-10.0f * k);
+    else if constexpr (A == GJ_NN_TANH) return 1.0f - k * k;
+    else if constexpr (A == GJ_NN_SILU) {
+        const float s = gj_nn_sigmoid(k);
+        return s + k * s * (1.0f - s);
+    } else return 1.0f;
+}
+
+// The kept value of a layer from its pre-activation z.
+template <int A> GJ_INLINE float gj_nn_kept(float z) {
+    if constexpr (gj_nn_keeps_z<A>()) return z;
+    else return gj_nn_act<A>(z);
+}
+
+// The two as function objects (what gj_nn_store_c applies).
+template <int A> struct gj_nn_act_f {
+    GJ_INLINE float operator()(float z) const { return gj_nn_act<A>(z); }
+};
+template <int A> struct gj_nn_kept_f {
+    GJ_INLINE float operator()(float z) const { return gj_nn_kept<A>(z); }
+};
+
+// ---- PTX wrappers ---------------------------------------------------------------
+// (tests/emulated/ supplies host versions of these four, defining GJ_NN_EMULATED, to run this
+// file on the CPU one thread per lane.)
+#ifndef GJ_NN_EMULATED
+GJ_INLINE gj_u32 gj_nn_smem_addr(const void* p) {
+    gj_u32 a;
+    asm("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+GJ_INLINE void gj_nn_ldsm_x4(gj_u32 (&r)[4], gj_u32 addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+
+GJ_INLINE void gj_nn_ldsm_x4_t(gj_u32 (&r)[4], gj_u32 addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+
+// c += A . B for one 16 x 8 tile (K = 16).
+GJ_INLINE void gj_nn_mma(float (&c)[4], const gj_u32 (&a)[4], gj_u32 b0, gj_u32 b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+#endif // GJ_NN_EMULATED
+
+GJ_INLINE int gj_nn_lane() { return threadIdx.x & 31; }
+
+GJ_INLINE float gj_nn_lo(gj_u32 pair) { return gj_half_to_float((gj_u16)(pair & 0xFFFFu)); }
+GJ_INLINE float gj_nn_hi(gj_u32 pair) { return gj_half_to_float((gj_u16)(pair >> 16)); }
+
+// ---- fragments from shared memory (row-major arrays of halves, row stride S) ----------
+// A = rows r0..r0+15, columns c0..c0+15 of M.
+template <int S> GJ_INLINE void gj_nn_frag_a(gj_u32 (&a)[4], const gj_u16* m, int r0, int c0) {
+    const int l = gj_nn_lane(), q = l >> 3;
+    gj_nn_ldsm_x4(a, gj_nn_smem_addr(m + (r0 + 8 * (q & 1) + (l & 7)) * S + c0 + 8 * (q >> 1)));
+}
+
+// A = the transpose of a block of M: A[i][k] = M[k0 + k][i0 + i].
+template <int S> GJ_INLINE void gj_nn_frag_a_t(gj_u32 (&a)[4], const gj_u16* m, int i0, int k0) {
+    const int l = gj_nn_lane(), q = l >> 3;
+    gj_nn_ldsm_x4_t(a, gj_nn_smem_addr(m + (k0 + 8 * (q >> 1) + (l & 7)) * S + i0 + 8 * (q & 1)));
+}
+
+// B for two 8-column tiles (n0, n0 + 8) where B[k][n] = M[k0 + k][n0 + n], M row-major:
+// b[0], b[1] tile n0; b[2], b[3] tile n0 + 8.
+template <int S> GJ_INLINE void gj_nn_frag_b_t(gj_u32 (&b)[4], const gj_u16* m, int k0, int n0) {
+    const int l = gj_nn_lane(), q = l >> 3;
+    gj_nn_ldsm_x4_t(b, gj_nn_smem_addr(m + (k0 + 8 * (q & 1) + (l & 7)) * S + n0 + 8 * (q >> 1)));
+}
+
+// ---- weight fragments (generic loads; rows of FAN_IN + PAD halves) ---------------------
+// Forward product x . W^T: B[k][n] = W[n0 + n][k0 + k]; the pair (k = 2t, 2t + 1) of column
+// n = g is two adjacent halves of row n0 + g.
+template <int FAN_IN, int PAD>
+GJ_INLINE void gj_nn_wfrag(gj_u32 (&b)[2], const gj_u16* w, int n0, int k0) {
+    const int l = gj_nn_lane();
+    const gj_u16* p = w + (n0 + (l >> 2)) * (FAN_IN + PAD) + k0 + 2 * (l & 3);
+    b[0] = *(const gj_u32*)p;
+    b[1] = *(const gj_u32*)(p + 8);
+}
+
+// Backward product d . W: B[k][n] = W[k0 + k][n0 + n]; the pair (k = 2t, 2t + 1) of column
+// n = g is one half of each of rows k0 + 2t and k0 + 2t + 1.
+template <int FAN_IN, int PAD>
+GJ_INLINE void gj_nn_wfrag_t(gj_u32 (&b)[2], const gj_u16* w, int k0, int n0) {
+    const int l = gj_nn_lane();
+    const gj_u16* p = w + (k0 + 2 * (l & 3)) * (FAN_IN + PAD) + n0 + (l >> 2);
+    b[0] = (gj_u32)p[0] | ((gj_u32)p[FAN_IN + PAD] << 16);
+    b[1] = (gj_u32)p[8 * (FAN_IN + PAD)] | ((gj_u32)p[9 * (FAN_IN + PAD)] << 16);
+}
+
+// ---- the configuration's derived facts ---------------------------------------------------
+template <class C> struct gj_nn {
+    // Layer l's widths.
+    __host__ __device__ static constexpr int fan_in(int l) { return l == 0 ? C::IN_P : C::W; }
+    __host__ __device__ static constexpr int fan_out(int l) { return l == C::NL - 1 ? C::OUT_P : C::W; }
+    // Where layer l starts in weights staged with PAD halves added to every row.
+    template <int PAD> __host__ __device__ static constexpr gj_u64 offset(int l) {
+        return l == 0 ? 0ull
+                      : (gj_u64)(C::IN_P + PAD) * fan_out(0) + (gj_u64)(l - 1) * (C::W + PAD) * C::W;
+    }
+    // The forward context: region r (0: input, r >= 1: layer r - 1's kept value).
+    __host__ __device__ static constexpr int ctx_width(int r) { return r == 0 ? C::IN_P : fan_out(r - 1); }
+    __host__ __device__ static constexpr gj_u64 ctx_offset(int r) { return r == 0 ? 0ull : 32ull * (C::IN_P + (gj_u64)(r - 1) * C::W); }
+    // Halves of all the weights staged with PAD halves added to every row.
+    template <int PAD> __host__ __device__ static constexpr gj_u64 total() {
+        return offset<PAD>(C::NL - 1) + (gj_u64)(fan_in(C::NL - 1) + PAD) * C::OUT_P;
+    }
+};
+
+// ---- one layer's product, A from registers or from shared memory -----------------------------
+template <int N> GJ_INLINE void gj_nn_zero(float (&c)[N][4]) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.0f;
+}
+
+// MT m-tiles (rows r0 + 16 m) at once: each weight fragment, loaded once, serves all of
+// them (the loads, not the mma, are what limits a layer: one tile needs two 32-bit loads a
+// mma).
+
+// acc[m] (16 x N) = A[m] (16 x K, registers) . W^T, W N x K.
+template <int MT, int K, int N, int PAD>
+GJ_INLINE void gj_nn_layer(float (&acc)[MT][N / 8][4], const gj_u32 (&a)[MT][K / 16][4], const gj_u16* w) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m) gj_nn_zero(acc[m]);
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+#pragma unroll
+        for (int kk = 0; kk < K / 16; ++kk) {
+            gj_u32 b[2];
+            gj_nn_wfrag<K, PAD>(b, w, 8 * j, 16 * kk);
+#pragma unroll
+            for (int m = 0; m < MT; ++m) gj_nn_mma(acc[m][j], a[m][kk], b[0], b[1]);
+        }
+    }
+}
+
+// acc[m] (16 x N) = rows r0 + 16 m .. + 15 of X (16 x K, shared memory, stride S) . W^T:
+// the first layer, whose input may be too wide for registers.
+template <int MT, int K, int N, int S, int PAD>
+GJ_INLINE void gj_nn_layer_smem(float (&acc)[MT][N / 8][4], const gj_u16* x, int r0, const gj_u16* w) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m) gj_nn_zero(acc[m]);
+#pragma unroll 4
+    for (int kk = 0; kk < K / 16; ++kk) {
+        gj_u32 a[MT][4];
+#pragma unroll
+        for (int m = 0; m < MT; ++m) gj_nn_frag_a<S>(a[m], x, r0 + 16 * m, 16 * kk);
+#pragma unroll
+        for (int j = 0; j < N / 8; ++j) {
+            gj_u32 b[2];
+            gj_nn_wfrag<K, PAD>(b, w, 8 * j, 16 * kk);
+#pragma unroll
+            for (int m = 0; m < MT; ++m) gj_nn_mma(acc[m][j], a[m], b[0], b[1]);
+        }
+    }
+}
+
+// The accumulators of a 16 x N product, activated, as the A fragments of the next product:
+// C tile 2kk gives the left 8 columns of A block kk, tile 2kk + 1 the right 8.
+template <int N, int A>
+GJ_INLINE void gj_nn_to_a(gj_u32 (&a)[N / 16][4], const float (&c)[N / 8][4]) {
+#pragma unroll
+    for (int kk = 0; kk < N / 16; ++kk) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float* v = c[2 * kk + (i >> 1)] + 2 * (i & 1); // (g, left), (g+8, left), (g, right), (g+8, right)
+            a[kk][i] = gj_pack_half2(gj_nn_act<A>(v[0]), gj_nn_act<A>(v[1]));
+        }
+    }
+}
+
+// Stores f(accumulators) of a 16 x N product as fp16 into rows r0..r0+15 of M (row stride
+// S, generic memory: shared scratch or a context region).
+template <int N, int S, class F>
+GJ_INLINE void gj_nn_store_c(gj_u16* m, int r0, const float (&c)[N / 8][4], F f) {
+    const int l = gj_nn_lane();
+    gj_u16* p = m + (r0 + (l >> 2)) * S + 2 * (l & 3);
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+        *(gj_u32*)(p + 8 * j) = gj_pack_half2(f(c[j][0]), f(c[j][1]));
+        *(gj_u32*)(p + 8 * S + 8 * j) = gj_pack_half2(f(c[j][2]), f(c[j][3]));
+    }
+}
+
+// ---- rows of the tile ------------------------------------------------------------------
+// Lane p writes its point's padded input into row p of X: columns < C::IN from x (floats or
+// halves), the padding columns C::INPUT_PADDING (1 for a network alone, 0 behind an
+// encoding); an inactive lane writes zeros.
+template <class C, class T>
+GJ_INLINE void gj_nn_put_input(gj_u16* x, const T* in, bool active) {
+    gj_u16* row = x + gj_nn_lane() * C::S;
+    const float pad = active ? C::INPUT_PADDING : 0.0f;
+#pragma unroll 4
+    for (int c = 0; c < C::IN_P; c += 2) {
+        const float a = c < C::IN ? (active ? gj_to_float(in[c]) : 0.0f) : pad;
+        const float b = c + 1 < C::IN ? (active ? gj_to_float(in[c + 1]) : 0.0f) : pad;
+        *(gj_u32*)(row + c) = gj_pack_half2(a, b);
+    }
+}
+
+// Copies a WIDTH-wide region of 32 rows between the context and shared memory, lane p its
+// row p, 8 halves at a time. To shared memory, KEPT_ACT converts a kept z to h (Sine, SiLU);
+// inactive rows become zeros.
+template <int WIDTH, int S>
+GJ_INLINE void gj_nn_rows_to_ctx(gj_u16* ctx, const gj_u16* x) {
+    const int p = gj_nn_lane();
+#pragma unroll 4
+    for (int c = 0; c < WIDTH; c += 8) *(gj_u32x4*)(ctx + p * WIDTH + c) = *(const gj_u32x4*)(x + p * S + c);
+}
+
+template <int WIDTH, int S, int KEPT_ACT>
+GJ_INLINE void gj_nn_rows_from_ctx(gj_u16* x, const gj_u16* ctx, bool active) {
+    const int p = gj_nn_lane();
+#pragma unroll 4
+    for (int c = 0; c < WIDTH; c += 8) {
+        gj_u32x4 q = {0u, 0u, 0u, 0u};
+        if (active) {
+            q = *(const gj_u32x4*)(ctx + p * WIDTH + c);
+            if constexpr (gj_nn_keeps_z<KEPT_ACT>()) {
+                gj_u32* w = &q.x;
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+                    w[i] = gj_pack_half2(gj_nn_h_from_kept<KEPT_ACT>(gj_nn_lo(w[i])),
+                                         gj_nn_h_from_kept<KEPT_ACT>(gj_nn_hi(w[i])));
+            }
+        }
+        *(gj_u32x4*)(x + p * S + c) = q;
+    }
+}
+
+// ---- forward ---------------------------------------------------------------------------------
+// The warp's tile through the network. In: the padded input rows in X (gj_nn_put_input).
+// Out: row p of X holds point p's C::OUT_P outputs (fp16, after the output activation).
+// ctx (null: inference) receives the forward context. w: the weights (rows padded by PAD).
+template <class C, int PAD>
+GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
+    typedef gj_nn<C> L;
+    constexpr int S = C::S;
+    // Both m-tiles at once where their accumulators fit in registers, else one at a time.
+    constexpr int MT = (C::W <= 64 && C::OUT_P <= 64) ? 2 : 1;
+    __syncwarp();
+    if (ctx) gj_nn_rows_to_ctx<C::IN_P, S>(ctx, x);
+#pragma unroll 1
+    for (int r0 = 0; r0 < 32; r0 += 16 * MT) {
+        if constexpr (C::NL == 1) {
+            float out[MT][C::OUT_P / 8][4];
+            gj_nn_layer_smem<MT, C::IN_P, C::OUT_P, S, PAD>(out, x, r0, w);
+            __syncwarp();
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+                if (ctx) gj_nn_store_c<C::OUT_P, C::OUT_P>(ctx + L::ctx_offset(1), r0 + 16 * m, out[m], gj_nn_kept_f<C::OUT_ACT>());
+                gj_nn_store_c<C::OUT_P, S>(x, r0 + 16 * m, out[m], gj_nn_act_f<C::OUT_ACT>());
+            }
+        } else {
+            float acc[MT][C::W / 8][4];
+            gj_u32 a[MT][C::W / 16][4];
+            gj_nn_layer_smem<MT, C::IN_P, C::W, S, PAD>(acc, x, r0, w);
+            if (ctx) {
+#pragma unroll
+                for (int m = 0; m < MT; ++m)
+                    gj_nn_store_c<C::W, C::W>(ctx + L::ctx_offset(1), r0 + 16 * m, acc[m], gj_nn_kept_f<C::ACT>());
+            }
+#pragma unroll 1
+            for (int l = 1; l < C::NL - 1; ++l) {
+#pragma unroll
+                for (int m = 0; m < MT; ++m) gj_nn_to_a<C::W, C::ACT>(a[m], acc[m]);
+                gj_nn_layer<MT, C::W, C::W, PAD>(acc, a, w + L::template offset<PAD>(l));
+                if (ctx) {
+#pragma unroll
+                    for (int m = 0; m < MT; ++m)
+                        gj_nn_store_c<C::W, C::W>(ctx + L::ctx_offset(l + 1), r0 + 16 * m, acc[m], gj_nn_kept_f<C::ACT>());
+                }
+            }
+#pragma unroll
+            for (int m = 0; m < MT; ++m) gj_nn_to_a<C::W, C::ACT>(a[m], acc[m]);
+            float out[MT][C::OUT_P / 8][4];
+            gj_nn_layer<MT, C::W, C::OUT_P, PAD>(out, a, w + L::template offset<PAD>(C::NL - 1));
+            __syncwarp();
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+                if (ctx) gj_nn_store_c<C::OUT_P, C::OUT_P>(ctx + L::ctx_offset(C::NL), r0 + 16 * m, out[m], gj_nn_kept_f<C::OUT_ACT>());
+                gj_nn_store_c<C::OUT_P, S>(x, r0 + 16 * m, out[m], gj_nn_act_f<C::OUT_ACT>());
+            }
+        }
+    }
+    __syncwarp();
+}
+
+// ---- backward --------------------------------------------------------------------------------
+// dL/dW of layer l += D^T X over the tile: D (32 x N, the layer's delta), X (32 x K, its input).
+// Added to dL_dparams (generic: global or shared fp32, in tiny-cuda-nn's layout) with atomics.
+template <int K, int N, int S>
+GJ_INLINE void gj_nn_weight_grad(float* dw, const gj_u16* d, const gj_u16* x) {
+    const int l = gj_nn_lane(), g = l >> 2, t = l & 3;
+#pragma unroll 1
+    for (int mb = 0; mb < N / 16; ++mb) {
+        gj_u32 a[2][4];
+        gj_nn_frag_a_t<S>(a[0], d, 16 * mb, 0);
+        gj_nn_frag_a_t<S>(a[1], d, 16 * mb, 16);
+#pragma unroll 2
+        for (int nb = 0; nb < K / 16; ++nb) {
+            float c[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+            for (int kp = 0; kp < 2; ++kp) {
+                gj_u32 b[4];
+                gj_nn_frag_b_t<S>(b, x, 16 * kp, 16 * nb);
+                gj_nn_mma(c[0], a[kp], b[0], b[1]);
+                gj_nn_mma(c[1], a[kp], b[2], b[3]);
+            }
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                float* p = dw + (gj_u64)(16 * mb + g) * K + 16 * nb + 8 * j + 2 * t;
+                atomicAdd(p, c[j][0]);
+                atomicAdd(p + 1, c[j][1]);
+                atomicAdd(p + 8 * K, c[j][2]);
+                atomicAdd(p + 8 * K + 1, c[j][3]);
+            }
+        }
+    }
+}
+
+// Out (32 x NCOLS of K) = D (32 x N) . W (N x K, rows of K + PAD), times act'(kept) of the
+// layer below (KEPT: its context region, 32 x K; null for the input, which has none), as fp16
+// into OUT (stride S); rows whose point is inactive (bit clear in mask) are zeros. Both
+// m-tiles share each weight fragment where their A fragments fit in registers (N <= 64).
+template <int K, int N, int NCOLS, int S, int PAD, int ACT>
+GJ_INLINE void gj_nn_backprop(gj_u16* out, const gj_u16* d, const gj_u16* w, const gj_u16* kept, gj_u32 mask) {
+    constexpr int MT = N <= 64 ? 2 : 1;
+    const int l = gj_nn_lane(), g = l >> 2, t = l & 3;
+#pragma unroll 1
+    for (int r0 = 0; r0 < 32; r0 += 16 * MT) {
+        gj_u32 a[MT][N / 16][4];
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+#pragma unroll
+            for (int kk = 0; kk < N / 16; ++kk) gj_nn_frag_a<S>(a[m][kk], d, r0 + 16 * m, 16 * kk);
+        }
+#pragma unroll 2
+        for (int nb = 0; nb < NCOLS; nb += 16) {
+            float c[MT][2][4];
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+#pragma unroll
+                for (int j = 0; j < 2; ++j) c[m][j][0] = c[m][j][1] = c[m][j][2] = c[m][j][3] = 0.0f;
+            }
+#pragma unroll
+            for (int kk = 0; kk < N / 16; ++kk) {
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    gj_u32 b[2];
+                    gj_nn_wfrag_t<K, PAD>(b, w, 16 * kk, nb + 8 * j);
+#pragma unroll
+                    for (int m = 0; m < MT; ++m) gj_nn_mma(c[m][j], a[m][kk], b[0], b[1]);
+                }
+            }
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+                const int rm = r0 + 16 * m;
+                const bool lo_on = (mask >> (rm + g)) & 1u, hi_on = (mask >> (rm + g + 8)) & 1u;
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    const int col = nb + 8 * j + 2 * t;
+                    float v[4] = {c[m][j][0], c[m][j][1], c[m][j][2], c[m][j][3]};
+                    if (kept) {
+                        const gj_u32 k0 = *(const gj_u32*)(kept + (rm + g) * K + col);
+                        const gj_u32 k1 = *(const gj_u32*)(kept + (rm + g + 8) * K + col);
+                        v[0] *= gj_nn_grad_from_kept<ACT>(gj_nn_lo(k0));
+                        v[1] *= gj_nn_grad_from_kept<ACT>(gj_nn_hi(k0));
+                        v[2] *= gj_nn_grad_from_kept<ACT>(gj_nn_lo(k1));
+                        v[3] *= gj_nn_grad_from_kept<ACT>(gj_nn_hi(k1));
+                    }
+                    *(gj_u32*)(out + (rm + g) * S + col) = lo_on ? gj_pack_half2(v[0], v[1]) : 0u;
+                    *(gj_u32*)(out + (rm + g + 8) * S + col) = hi_on ? gj_pack_half2(v[2], v[3]) : 0u;
+                }
+            }
+        }
+    }
+}
+
+// The warp's tile backwards. dL_dy: lane p's C::OUT values of dL/dy (floats or halves; the
+// padding outputs get none), null when its point is inactive. x, d: the warp's two scratch
+// buffers (C::SCRATCH_HALVES from x). ctx: the forward context. dL_dparams: fp32, in
+// tiny-cuda-nn's layout (null: none). WITH_DX: also dL/dx, left as fp16 in row p of the
+// returned buffer (columns < C::IN). Returns the buffer holding dL/dx (or null).
+template <class C, int PAD, bool WITH_DX, class T>
+GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, const gj_u16* w, gj_u16* x, const gj_u16* ctx,
+                                            float* dL_dparams) {
+    typedef gj_nn<C> L;
+    constexpr int S = C::S;
+    const int p = gj_nn_lane();
+    const bool active = dL_dy != nullptr;
+    const gj_u32 mask = __ballot_sync(0xFFFFFFFFu, active);
+    gj_u16* d = x + 32 * S;
+    __syncwarp();
+    // delta of the output layer: dL/dy times the output activation's derivative.
+    {
+        const gj_u16* kept = ctx + L::ctx_offset(C::NL) + p * C::OUT_P;
+        gj_u16* row = d + p * S;
+#pragma unroll 4
+        for (int c = 0; c < C::OUT_P; c += 2) {
+            float v[2] = {0.0f, 0.0f};
+            if (active) {
+                const gj_u32 k = *(const gj_u32*)(kept + c);
+                if (c < C::OUT) v[0] = gj_to_float(dL_dy[c]) * gj_nn_grad_from_kept<C::OUT_ACT>(gj_nn_lo(k));
+                if (c + 1 < C::OUT) v[1] = gj_to_float(dL_dy[c + 1]) * gj_nn_grad_from_kept<C::OUT_ACT>(gj_nn_hi(k));
+            }
+            *(gj_u32*)(row + c) = gj_pack_half2(v[0], v[1]);
+        }
+    }
+    // Layers NL-1 .. 1 (all with a hidden layer below), then layer 0.
+#pragma unroll 1
+    for (int l = C::NL - 1; l >= 0; --l) {
+        const gj_u16* wl = w + L::template offset<PAD>(l);
+        __syncwarp();
+        if (l == 0) {
+            if (dL_dparams) {
+                gj_nn_rows_from_ctx<C::IN_P, S, GJ_NN_NONE>(x, ctx, active);
+                __syncwarp();
+                if constexpr (C::NL == 1) gj_nn_weight_grad<C::IN_P, C::OUT_P, S>(dL_dparams, d, x);
+                else gj_nn_weight_grad<C::IN_P, C::W, S>(dL_dparams, d, x);
+                __syncwarp();
+            }
+            if constexpr (WITH_DX) {
+                constexpr int NCOLS = (C::IN + 15) / 16 * 16;
+                if constexpr (C::NL == 1) gj_nn_backprop<C::IN_P, C::OUT_P, NCOLS, S, PAD, GJ_NN_NONE>(x, d, wl, nullptr, mask);
+                else gj_nn_backprop<C::IN_P, C::W, NCOLS, S, PAD, GJ_NN_NONE>(x, d, wl, nullptr, mask);
+                __syncwarp();
+                return x;
+            }
+            return nullptr;
+        }
+        const gj_u16* kept = ctx + L::ctx_offset(l); // the kept value of layer l - 1: layer l's input
+        if (dL_dparams) {
+            gj_nn_rows_from_ctx<C::W, S, C::ACT>(x, kept, active);
+            __syncwarp();
+            if (l == C::NL - 1) gj_nn_weight_grad<C::W, C::OUT_P, S>(dL_dparams + L::template offset<0>(l), d, x);
+            else gj_nn_weight_grad<C::W, C::W, S>(dL_dparams + L::template offset<0>(l), d, x);
+            __syncwarp();
+        }
+        if (l == C::NL - 1) gj_nn_backprop<C::W, C::OUT_P, C::W, S, PAD, C::ACT>(x, d, wl, kept, mask);
+        else gj_nn_backprop<C::W, C::W, C::W, S, PAD, C::ACT>(x, d, wl, kept, mask);
+        gj_u16* tmp = x; // the new delta is in x: swap the buffers
+        x = d;
+        d = tmp;
+    }
+    return nullptr;
+}
+
+// ---- per-point entry points (what the generated NAME, NAME_fwd, NAME_bwd call) -----------------
+// Every lane of the warp calls them together; x, dL_dy: the lane's point (null or
+// active = false: no point); scratch: the warp's C::SCRATCH_HALVES halves of shared memory;
+// ctx: the warp's C::CTX_HALVES halves of forward context (null: inference).
+template <class C, class T>
+GJ_INLINE gj_vec<float, C::OUT> gj_nn_eval(const T* x, bool active, const gj_half* params, gj_u16* scratch,
+                                          gj_u16* ctx) {
+    gj_nn_put_input<C>(scratch, x, active);
+    gj_nn_forward_warp<C, 0>((const gj_u16*)params, scratch, ctx);
+    gj_vec<float, C::OUT> y;
+    const gj_u16* row = scratch + gj_nn_lane() * C::S;
+#pragma unroll
+    for (int c = 0; c < C::OUT; ++c) y.v[c] = gj_half_to_float(row[c]);
+    __syncwarp(); // before the scratch is used again
+    return y;
+}
+
+template <class C, class T>
+GJ_INLINE void gj_nn_eval_bwd(const T* dL_dy, const gj_half* params, gj_u16* scratch, const gj_u16* ctx,
+                              float* dL_dparams, float* dL_dx) {
+    const gj_u16* w = (const gj_u16*)params;
+    if (__any_sync(0xFFFFFFFFu, dL_dx != nullptr)) {
+        const gj_u16* g = gj_nn_backward_warp<C, 0, true>(dL_dy, w, scratch, ctx, dL_dparams);
+        if (dL_dx) {
+            const gj_u16* row = g + gj_nn_lane() * C::S;
+#pragma unroll 4
+            for (int c = 0; c < C::IN; ++c) dL_dx[c] = gj_half_to_float(row[c]);
+        }
+    } else {
+        gj_nn_backward_warp<C, 0, false>(dL_dy, w, scratch, ctx, dL_dparams);
+    }
+    __syncwarp();
+}
+
+#endif // GJ_NETWORK_CUH

@@ -1,0 +1,152 @@
+// ---------------------------------------------------------------------------
+// network_kernels.cuh: the __global__ kernels of a network alone (docs/networks.md), around
+// the warp functions of network.cuh. Generic over the configuration C, which adds the launch
+// plan the host computed (src/codegen/network_plan.c) and repeats here:
+//   C::WARPS          warps per block (the block is 32 * WARPS threads)
+//   C::STAGE          1: the block copies the weights into shared memory first, rows padded
+//                     by 8 halves (bank-conflict free fragments); 0: read from global memory
+//   C::SMEM_GRADS     1: the backward kernel sums dL/dparams per block in shared memory and
+//                     adds the block's sums to the caller's array once at the end
+// Dynamic shared memory, in this order: [staged weights] [fp32 gradients] [per-warp scratch]
+// (the forward kernels: no gradients, and one scratch buffer a warp, SCRATCH_HALVES / 2).
+// Points are rows of 32-point tiles; a warp takes tiles blockIdx.x * WARPS + warp, then
+// every gridDim.x * WARPS-th (any grid size is correct).
+// Arrays are point-major: x[i * IN + c], y[i * OUT + c], dL_dy[i * OUT + c], dL_dx[i * IN + c];
+// the forward context of tile t at ctx + t * C::CTX_HALVES.
+// ---------------------------------------------------------------------------
+#ifndef GJ_NETWORK_KERNELS_CUH
+#define GJ_NETWORK_KERNELS_CUH
+
+extern __shared__ __align__(16) gj_u16 gj_nn_smem[];
+
+// Copies the weights (tiny-cuda-nn's layout) into s with rows padded by 8 halves.
+template <class C> GJ_INLINE void gj_nn_stage_weights(gj_u16* s, const gj_half* params) {
+    typedef gj_nn<C> L;
+    const gj_u32* src = (const gj_u32*)params;
+#pragma unroll 1
+    for (int l = 0; l < C::NL; ++l) {
+        const int k = L::fan_in(l), pairs = k * L::fan_out(l) / 2;
+        const gj_u32* from = src + L::template offset<0>(l) / 2;
+        gj_u16* to = s + L::template offset<8>(l);
+        for (int i = threadIdx.x; i < pairs; i += blockDim.x) {
+            const int e = 2 * i; // rows have even length: a pair never straddles two rows
+            *(gj_u32*)(to + (e / k) * (k + 8) + e % k) = from[i];
+        }
+    }
+}
+
+template <class C> GJ_INLINE gj_u64 gj_nn_staged_halves() {
+    return C::STAGE ? (gj_nn<C>::template total<8>() + 7) / 8 * 8 : 0;
+}
+
+// Inference (ctx null) or forward for training (ctx: the forward context of every tile).
+template <class C, int PAD>
+GJ_INLINE void gj_nn_forward_tiles(gj_u64 n, const float* __restrict__ x, float* __restrict__ y, const gj_u16* w,
+                                   gj_u16* scratch, gj_u16* ctx) {
+    const int lane = gj_nn_lane();
+    const gj_u64 n_tiles = (n + 31) / 32;
+#pragma unroll 1
+    for (gj_u64 tile = (gj_u64)blockIdx.x * C::WARPS + threadIdx.x / 32; tile < n_tiles;
+         tile += (gj_u64)gridDim.x * C::WARPS) {
+        const gj_u64 i = tile * 32 + lane;
+        const bool active = i < n;
+        gj_nn_put_input<C>(scratch, active ? x + i * C::IN : x, active);
+        gj_nn_forward_warp<C, PAD>(w, scratch, ctx ? ctx + tile * C::CTX_HALVES : nullptr);
+        if (active) {
+            const gj_u16* row = scratch + lane * C::S;
+#pragma unroll 4
+            for (int c = 0; c < C::OUT; ++c) y[i * C::OUT + c] = gj_half_to_float(row[c]);
+        }
+        __syncwarp();
+    }
+}
+
+// The forward passes use one of a warp's two scratch buffers: they take half the shared memory.
+template <class C> GJ_INLINE gj_u16* gj_nn_forward_scratch() {
+    return gj_nn_smem + gj_nn_staged_halves<C>() + (threadIdx.x / 32) * (C::SCRATCH_HALVES / 2);
+}
+
+template <class C>
+GJ_INLINE void gj_nn_forward_kernel(gj_u64 n, const float* __restrict__ x, float* __restrict__ y,
+                                    const gj_half* __restrict__ params, gj_u16* __restrict__ ctx) {
+    gj_u16* scratch = gj_nn_forward_scratch<C>();
+    if constexpr (C::STAGE) {
+        gj_nn_stage_weights<C>(gj_nn_smem, params);
+        __syncthreads();
+        gj_nn_forward_tiles<C, 8>(n, x, y, gj_nn_smem, scratch, ctx);
+    } else {
+        gj_nn_forward_tiles<C, 0>(n, x, y, (const gj_u16*)params, scratch, ctx);
+    }
+}
+
+template <class C, int PAD, bool WITH_DX>
+GJ_INLINE void gj_nn_backward_tiles(gj_u64 n, const float* __restrict__ dL_dy, const gj_u16* w, gj_u16* scratch,
+                                    const gj_u16* ctx, float* grads, float* __restrict__ dL_dx) {
+    const int lane = gj_nn_lane();
+    const gj_u64 n_tiles = (n + 31) / 32;
+#pragma unroll 1
+    for (gj_u64 tile = (gj_u64)blockIdx.x * C::WARPS + threadIdx.x / 32; tile < n_tiles;
+         tile += (gj_u64)gridDim.x * C::WARPS) {
+        const gj_u64 i = tile * 32 + lane;
+        const bool active = i < n;
+        const gj_u16* g = gj_nn_backward_warp<C, PAD, WITH_DX>(active ? dL_dy + i * C::OUT : nullptr, w, scratch,
+                                                               ctx + tile * C::CTX_HALVES, grads);
+        if constexpr (WITH_DX) {
+            if (active) {
+                const gj_u16* row = g + lane * C::S;
+#pragma unroll 4
+                for (int c = 0; c < C::IN; ++c) dL_dx[i * C::IN + c] = gj_half_to_float(row[c]);
+            }
+        }
+        __syncwarp();
+    }
+}
+
+template <class C, int PAD>
+GJ_INLINE void gj_nn_backward_dispatch(gj_u64 n, const float* dL_dy, const gj_u16* w, gj_u16* scratch,
+                                       const gj_u16* ctx, float* grads, float* dL_dx) {
+    if (dL_dx) gj_nn_backward_tiles<C, PAD, true>(n, dL_dy, w, scratch, ctx, grads, dL_dx);
+    else gj_nn_backward_tiles<C, PAD, false>(n, dL_dy, w, scratch, ctx, grads, dL_dx);
+}
+
+// dL_dparams: fp32, n_params, added to (the caller zeroes it); null: no parameter gradients.
+template <class C>
+GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, const gj_half* __restrict__ params,
+                                     const gj_u16* __restrict__ ctx, float* __restrict__ dL_dparams,
+                                     float* __restrict__ dL_dx) {
+    const gj_u64 staged = gj_nn_staged_halves<C>();
+    float* grads = dL_dparams;
+    gj_u64 grad_halves = 0;
+    if constexpr (C::SMEM_GRADS) {
+        grad_halves = 2 * ((C::N_PARAMS + 3) / 4 * 4);
+        if (dL_dparams) {
+            grads = (float*)(gj_nn_smem + staged);
+            for (gj_u64 e = threadIdx.x; e < C::N_PARAMS; e += blockDim.x) grads[e] = 0.0f;
+        }
+    }
+    gj_u16* scratch = gj_nn_smem + staged + grad_halves + (threadIdx.x / 32) * (gj_u64)C::SCRATCH_HALVES;
+    if constexpr (C::STAGE) {
+        gj_nn_stage_weights<C>(gj_nn_smem, params);
+        __syncthreads();
+        gj_nn_backward_dispatch<C, 8>(n, dL_dy, gj_nn_smem, scratch, ctx, grads, dL_dx);
+    } else {
+        if constexpr (C::SMEM_GRADS) __syncthreads();
+        gj_nn_backward_dispatch<C, 0>(n, dL_dy, (const gj_u16*)params, scratch, ctx, grads, dL_dx);
+    }
+    if constexpr (C::SMEM_GRADS) {
+        if (dL_dparams) {
+            __syncthreads();
+            for (gj_u64 e = threadIdx.x; e < C::N_PARAMS; e += blockDim.x) {
+                const float v = grads[e];
+                if (v != 0.0f) atomicAdd(dL_dparams + e, v);
+            }
+        }
+    }
+}
+
+// p[0 .. n) = 0 (32-bit words): gradients before a backward pass that overwrites them.
+GJ_INLINE void gj_nn_zero_kernel(gj_u64 n, gj_u32* __restrict__ p) {
+    for (gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (gj_u64)gridDim.x * blockDim.x) p[i] = 0u;
+}
+
+#endif // GJ_NETWORK_KERNELS_CUH

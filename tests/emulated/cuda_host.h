@@ -1,0 +1,83 @@
+// The CUDA vocabulary templates/network.cuh and network_kernels.cuh use, on the host: one
+// std::thread per GPU thread, warp collectives (ldmatrix, mma.sync, ballots) and block
+// barriers done through shared exchange slots and barriers, written from the PTX ISA's
+// fragment tables (independently of the templates' own index arithmetic).
+#ifndef GJ_EMULATED_CUDA_HOST_H
+#define GJ_EMULATED_CUDA_HOST_H
+
+#include <pthread.h>
+
+#include <cmath>
+#include <math.h>
+#include <cstdint>
+#include <cstring>
+
+#define GJ_NN_EMULATED 1
+#define __device__
+#define __host__
+#define __global__
+#define __forceinline__ inline
+#define __shared__
+#define __align__(n) __attribute__((aligned(n)))
+#define GJ_INLINE inline
+
+typedef unsigned char gj_u8;
+typedef unsigned short gj_u16;
+typedef unsigned int gj_u32;
+typedef int gj_i32;
+typedef unsigned long long gj_u64;
+struct alignas(16) gj_u32x4 { gj_u32 x, y, z, w; };
+struct alignas(2) gj_half { gj_u16 bits; };
+
+float gj_half_to_float(gj_u16 bits);
+gj_u16 gj_float_to_half_bits(float f);
+inline float gj_to_float(float v) { return v; }
+inline float gj_to_float(gj_half v) { return gj_half_to_float(v.bits); }
+template <typename T> T gj_from_float(float v);
+template <> inline float gj_from_float<float>(float v) { return v; }
+template <> inline gj_half gj_from_float<gj_half>(float v) { return gj_half{gj_float_to_half_bits(v)}; }
+template <typename T, int N> struct gj_vec {
+    T v[N];
+    T& operator[](int i) { return v[i]; }
+    const T& operator[](int i) const { return v[i]; }
+};
+inline gj_u32 gj_pack_half2(float a, float b) {
+    return (gj_u32)gj_float_to_half_bits(a) | ((gj_u32)gj_float_to_half_bits(b) << 16);
+}
+
+struct dim3 { unsigned x, y, z; }; // trivial: thread_local without dynamic initialisation
+// Per thread, behind functions (a plain extern thread_local trips UBSan's null check in GCC 12).
+dim3& gj_emulated_thread_index();
+dim3& gj_emulated_block_index();
+#define threadIdx (gj_emulated_thread_index())
+#define blockIdx (gj_emulated_block_index())
+extern dim3 blockDim, gridDim;
+
+inline float __expf(float x) { return std::exp(x); }
+inline float __sinf(float x) { return std::sin(x); }
+inline float __cosf(float x) { return std::cos(x); }
+
+void __syncwarp();
+void __syncthreads();
+gj_u32 __ballot_sync(gj_u32 mask, bool pred);
+bool __any_sync(gj_u32 mask, bool pred);
+float atomicAdd(float* address, float value);
+
+// Shared memory: one block's, reused block after block.
+#define GJ_EMULATED_SMEM_HALVES (96 * 1024)
+extern gj_u16 gj_nn_smem[];
+
+gj_u32 gj_nn_smem_addr(const void* p);
+void gj_nn_ldsm_x4(gj_u32 (&r)[4], gj_u32 addr);
+void gj_nn_ldsm_x4_t(gj_u32 (&r)[4], gj_u32 addr);
+void gj_nn_mma(float (&c)[4], const gj_u32 (&a)[4], gj_u32 b0, gj_u32 b1);
+
+// Runs body(thread) for every thread of grid x block, one block at a time, the threads of
+// a block concurrently.
+template <class F> void gj_emulate_launch(unsigned grid, unsigned block, F body);
+void gj_emulate_launch_fn(unsigned grid, unsigned block, void (*fn)(void*), void* arg);
+template <class F> void gj_emulate_launch(unsigned grid, unsigned block, F body) {
+    gj_emulate_launch_fn(grid, block, [](void* a) { (*(F*)a)(); }, &body);
+}
+
+#endif

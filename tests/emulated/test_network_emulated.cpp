@@ -1,0 +1,172 @@
+// The network templates (templates/network.cuh, network_kernels.cuh) run on the CPU, one
+// thread per GPU thread, with ldmatrix and mma.sync emulated from the PTX ISA's fragment
+// tables (cuda_host.cpp): inference, forward for training and backward (dL/dparams, dL/dx)
+// against the double-precision reference (tools/reference/mlp_reference.c) for shapes that
+// cover every code path: 1 to 4 hidden layers and none, every width, activations that keep
+// their output and ones that keep z, padding with ones and with zeros, batches that are not
+// a multiple of 32, several tiles per warp, weights staged or not, gradients summed per block
+// or not. No GPU needed: this checks the fragment and index arithmetic the GPU tests check
+// again on hardware.
+#include "cuda_host.h"
+
+#include "../../templates/network.cuh"
+#include "../../templates/network_kernels.cuh"
+
+extern "C" {
+#include "codegen/network_plan.h"
+#include "mlp_reference.h"
+#include "model/network.h"
+}
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+// A configuration as the generated NAME_config states it; the plan's derived numbers are
+// computed here and compared with src/codegen/network_plan.c's below.
+template <int IN_, int W_, int H_, int OUT_, int ACT_, int OUT_ACT_, bool ONES, int WARPS_, bool STAGE_, bool GRADS_>
+struct Cfg {
+    static constexpr int IN = IN_, IN_P = (IN_ + 15) / 16 * 16, W = W_, OUT = OUT_, OUT_P = (OUT_ + 15) / 16 * 16;
+    static constexpr int NL = H_ + 1, ACT = ACT_, OUT_ACT = OUT_ACT_;
+    static constexpr float INPUT_PADDING = ONES ? 1.0f : 0.0f;
+    static constexpr int WIDEST = (IN_P > OUT_P ? IN_P : OUT_P) > (H_ ? W_ : 0) ? (IN_P > OUT_P ? IN_P : OUT_P) : W_;
+    static constexpr int S = WIDEST + 8;
+    static constexpr gj_u64 SCRATCH_HALVES = 64ull * S;
+    static constexpr gj_u64 CTX_HALVES = 32ull * (IN_P + (gj_u64)H_ * W_ + OUT_P);
+    static constexpr gj_u64 N_PARAMS =
+        H_ == 0 ? (gj_u64)IN_P * OUT_P : (gj_u64)IN_P * W_ + (gj_u64)(H_ - 1) * W_ * W_ + (gj_u64)W_ * OUT_P;
+    static constexpr int WARPS = WARPS_;
+    static constexpr bool STAGE = STAGE_, SMEM_GRADS = GRADS_;
+};
+
+static const char* const names[] = {"None", "ReLU", "LeakyReLU", "Exponential", "Sine", "Sigmoid", "Squareplus",
+                                    "Softplus", "Tanh", "SiLU"};
+
+static double uniform(unsigned& state) {
+    state = state * 1664525u + 1013904223u;
+    return (state >> 8) * (1.0 / 16777216.0) * 2.0 - 1.0;
+}
+
+static double round_half(double v) { return gj_half_to_float(gj_float_to_half_bits((float)v)); }
+
+// max |a - b| over max(|b|, floor): the error relative to the array's scale.
+static double rel_error(const std::vector<double>& a, const std::vector<double>& b, double floor) {
+    double err = 0.0, scale = floor;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (!std::isfinite(a[i])) return INFINITY;
+        err = std::fmax(err, std::fabs(a[i] - b[i]));
+        scale = std::fmax(scale, std::fabs(b[i]));
+    }
+    return err / scale;
+}
+
+static int failures = 0;
+
+static void report(const char* what, const char* shape, double err, double tol) {
+    const bool ok = err <= tol;
+    std::printf("%s %-14s %s: relative error %.3g (tolerance %.3g)\n", ok ? "PASS" : "FAIL", what, shape, err, tol);
+    failures += !ok;
+}
+
+template <class C> static void run(unsigned n, unsigned grid, double tol) {
+    char shape[256], json[512];
+    std::snprintf(shape, sizeof shape, "%d-%dx%d-%d %s/%s pad %g, %u points, %d warps%s%s", C::IN, C::W, C::NL - 1, C::OUT,
+                  names[C::ACT], names[C::OUT_ACT], C::INPUT_PADDING, n, C::WARPS, C::STAGE ? ", staged" : "",
+                  C::SMEM_GRADS ? ", block sums" : "");
+    std::snprintf(json, sizeof json,
+                  "{\"otype\": \"%s\", \"n_neurons\": %d, \"n_hidden_layers\": %d, \"activation\": \"%s\", "
+                  "\"output_activation\": \"%s\"}",
+                  C::NL == 1 ? "CutlassMLP" : "FullyFusedMLP", C::W, C::NL - 1, names[C::ACT], names[C::OUT_ACT]);
+    // The library's layout and plan agree with the numbers the templates were given.
+    gj_network* net = nullptr;
+    char err[512];
+    if (gj__network_make_ex(json, C::IN, C::OUT, 0, nullptr, &net, err, sizeof err) != GJ_OK) {
+        std::printf("FAIL %s: %s\n", shape, err);
+        ++failures;
+        return;
+    }
+    gj__network_plan plan;
+    gj__network_plan_make(&net->layout, &plan);
+    if (plan.stride != (unsigned)C::S || plan.scratch_halves != C::SCRATCH_HALVES || plan.ctx_halves != C::CTX_HALVES ||
+        net->layout.n_params != C::N_PARAMS) {
+        std::printf("FAIL plan %s: stride %u, scratch %llu, ctx %llu, params %llu\n", shape, plan.stride,
+                    (unsigned long long)plan.scratch_halves, (unsigned long long)plan.ctx_halves,
+                    (unsigned long long)net->layout.n_params);
+        ++failures;
+    }
+    gj_ref_mlp ref;
+    gj_ref_mlp_make(&ref, C::IN, C::W, C::NL - 1, C::OUT, (gj_activation)C::ACT, (gj_activation)C::OUT_ACT,
+                    C::INPUT_PADDING);
+    gj_network_destroy(net);
+
+    // Weights: tiny-cuda-nn's initialisation, rounded to fp16 (the reference takes the rounded values).
+    std::vector<float> wf(C::N_PARAMS);
+    gj_ref_pcg32 rng;
+    gj_ref_pcg32_seed(&rng, 1337, 1);
+    gj_ref_mlp_init_params(&ref, &rng, 1.0f, wf.data());
+    std::vector<gj_half> w(C::N_PARAMS);
+    std::vector<double> wd(C::N_PARAMS);
+    for (size_t i = 0; i < wf.size(); ++i) {
+        w[i].bits = gj_float_to_half_bits(wf[i]);
+        wd[i] = gj_half_to_float(w[i].bits);
+    }
+    unsigned state = 12345u + C::IN * 7u + C::W;
+    std::vector<float> x((size_t)n * C::IN), dy((size_t)n * C::OUT);
+    for (float& v : x) v = (float)round_half(uniform(state));
+    for (float& v : dy) v = (float)uniform(state);
+
+    // The reference.
+    std::vector<double> y_ref((size_t)n * C::OUT), dx_ref((size_t)n * C::IN), dw_ref(C::N_PARAMS, 0.0);
+    std::vector<double> xi(C::IN), yi(C::OUT_P), dyi(C::OUT_P, 0.0), dxi(C::IN);
+    for (unsigned i = 0; i < n; ++i) {
+        for (int c = 0; c < C::IN; ++c) xi[c] = x[(size_t)i * C::IN + c];
+        gj_ref_mlp_forward(&ref, wd.data(), xi.data(), yi.data());
+        for (int c = 0; c < C::OUT; ++c) {
+            y_ref[(size_t)i * C::OUT + c] = yi[c];
+            dyi[c] = dy[(size_t)i * C::OUT + c];
+        }
+        gj_ref_mlp_backward(&ref, wd.data(), xi.data(), dyi.data(), dw_ref.data(), dxi.data());
+        for (int c = 0; c < C::IN; ++c) dx_ref[(size_t)i * C::IN + c] = dxi[c];
+    }
+
+    // The kernels.
+    const unsigned block = 32 * C::WARPS;
+    const gj_u64 tiles = (n + 31) / 32;
+    std::vector<float> y_inf((size_t)n * C::OUT, NAN), y_fwd((size_t)n * C::OUT, NAN), dx((size_t)n * C::IN, NAN);
+    std::vector<float> dw(C::N_PARAMS, 0.0f);
+    std::vector<gj_u16> ctx(tiles * C::CTX_HALVES, 0xFFFFu);
+    const gj_half* params = w.data();
+    gj_emulate_launch(grid, block, [&] { gj_nn_forward_kernel<C>(n, x.data(), y_inf.data(), params, nullptr); });
+    gj_emulate_launch(grid, block, [&] { gj_nn_forward_kernel<C>(n, x.data(), y_fwd.data(), params, ctx.data()); });
+    gj_emulate_launch(grid, block,
+                      [&] { gj_nn_backward_kernel<C>(n, dy.data(), params, ctx.data(), dw.data(), dx.data()); });
+
+    std::vector<double> a(y_inf.begin(), y_inf.end()), b(y_fwd.begin(), y_fwd.end());
+    report("inference", shape, rel_error(a, y_ref, 1e-3), tol);
+    report("forward", shape, rel_error(b, y_ref, 1e-3), tol);
+    std::vector<double> g(dw.begin(), dw.end()), d(dx.begin(), dx.end());
+    report("dL/dparams", shape, rel_error(g, dw_ref, 1e-3), 2 * tol);
+    report("dL/dx", shape, rel_error(d, dx_ref, 1e-3), 2 * tol);
+    // dL/dparams alone (no dL/dx): the other instantiation.
+    std::fill(dw.begin(), dw.end(), 0.0f);
+    gj_emulate_launch(grid, block,
+                      [&] { gj_nn_backward_kernel<C>(n, dy.data(), params, ctx.data(), dw.data(), nullptr); });
+    std::vector<double> g2(dw.begin(), dw.end());
+    report("dL/dparams only", shape, rel_error(g2, dw_ref, 1e-3), 2 * tol);
+}
+
+int main() {
+    enum { NONE, RELU, LEAKY, EXP, SINE, SIGMOID, SQUAREPLUS, SOFTPLUS, TANH, SILU };
+    run<Cfg<3, 16, 1, 1, RELU, NONE, true, 2, true, true>>(77, 2, 2e-2);
+    run<Cfg<37, 64, 2, 5, TANH, SIGMOID, true, 4, false, false>>(150, 1, 2e-2);
+    run<Cfg<32, 32, 3, 16, SINE, SILU, false, 1, true, false>>(64, 1, 2e-2);
+    run<Cfg<16, 128, 1, 3, SOFTPLUS, SQUAREPLUS, true, 2, false, true>>(40, 1, 2e-2);
+    run<Cfg<5, 64, 0, 2, NONE, EXP, true, 1, true, true>>(33, 1, 2e-2);
+    run<Cfg<2, 16, 4, 18, LEAKY, TANH, true, 2, true, false>>(45, 2, 2e-2);
+    run<Cfg<20, 32, 2, 1, SILU, SINE, false, 2, false, true>>(31, 1, 2e-2);
+    run<Cfg<8, 64, 1, 4, SIGMOID, SOFTPLUS, true, 1, false, false>>(96, 2, 2e-2);
+    run<Cfg<4, 16, 2, 3, EXP, RELU, true, 1, true, true>>(20, 1, 2e-2);
+    run<Cfg<6, 32, 1, 2, SQUAREPLUS, LEAKY, true, 2, true, true>>(50, 1, 2e-2);
+    std::printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,459 @@
+/*
+ * A network alone on the GPU (gj_network_module, docs/networks.md §8) against the double
+ * reference (tools/reference/mlp_reference.c), for shapes that cover every width, hidden
+ * layers 0 to 4, activations that keep their output and ones that keep z (Sine, SiLU), and
+ * batches that are not multiples of 32: the initialisation (bit for bit against the
+ * reference's tiny-cuda-nn rule), inference, forward (the same outputs, bit for bit),
+ * dL/dparams (overwrite and accumulate) and dL/dinput, within fp16 tolerances. Each shape
+ * prints one PASS or FAIL line with its largest relative errors. The programs are compiled
+ * on worker threads first (the disk cache keeps them for the next run). Then models (an
+ * encoding and its network in one kernel per pass) against the two references chained:
+ * outputs, the network's and the encoding's parameter gradients, and dL/dx.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_reference.h"
+#include "gpu_harness.h"
+#include "gridjit.h"
+#include "mlp_reference.h"
+#include "network_sources.h"
+
+typedef struct shape {
+    const char *otype;
+    unsigned neurons, hidden;
+    gj_activation act, out_act;
+    unsigned in, out;
+    uint64_t n;
+} shape;
+
+static const shape shapes[] = {
+    {"FullyFusedMLP", 64, 2, GJ_ACTIVATION_RELU, GJ_ACTIVATION_NONE, 3, 1, 1000},
+    {"FullyFusedMLP", 16, 1, GJ_ACTIVATION_TANH, GJ_ACTIVATION_SIGMOID, 5, 3, 77},
+    {"FullyFusedMLP", 128, 4, GJ_ACTIVATION_SILU, GJ_ACTIVATION_NONE, 32, 16, 333},
+    {"FullyFusedMLP", 64, 1, GJ_ACTIVATION_SINE, GJ_ACTIVATION_SOFTPLUS, 16, 2, 513}, /* no ones: SIREN's z stays small */
+    {"FullyFusedMLP", 128, 2, GJ_ACTIVATION_LEAKY_RELU, GJ_ACTIVATION_TANH, 20, 4, 257},
+    {"CutlassMLP", 32, 0, GJ_ACTIVATION_RELU, GJ_ACTIVATION_SQUAREPLUS, 9, 3, 65},
+    {"FullyFusedMLP", 32, 4, GJ_ACTIVATION_SQUAREPLUS, GJ_ACTIVATION_SILU, 64, 5, 100},
+};
+#define N_SHAPES (sizeof shapes / sizeof shapes[0])
+
+static gj_network *make_network(gj_context *ctx, const shape *s) {
+    char json[512];
+    gj_test_network_json(json, sizeof json, s->otype, s->neurons, s->hidden, s->act, s->out_act);
+    gj_network *net = NULL;
+    return gj_network_create(ctx, json, s->in, s->out, &net) == GJ_OK ? net : NULL;
+}
+
+/* What a warm-up thread compiles: a network shape or a model. */
+typedef struct warm_job {
+    const shape *network;
+    const char *model_json;
+    unsigned model_dims;
+} warm_job;
+
+/* Compiles a shape's two programs: one point through inference, forward and backward. */
+static void *warm(void *arg) {
+    const warm_job *job = arg;
+    gj_context *ctx = NULL;
+    if (gj_context_create(&ctx) != GJ_OK) {
+        return NULL;
+    }
+    gj_network *net = NULL;
+    if (job->network) {
+        net = make_network(ctx, job->network);
+    } else if (gj_network_create(ctx, job->model_json, job->model_dims, 0, &net) != GJ_OK) {
+        net = NULL;
+    }
+    gj_network_module *m = NULL;
+    if (net && gj_network_module_create(ctx, net, &m) == GJ_OK) {
+        void *buffer = NULL;
+        const size_t bytes = 4u << 20;
+        if (gj_device_alloc(ctx, bytes, &buffer) == GJ_OK) {
+            char *b = buffer;
+            gj_network_pass_desc d;
+            gj_network_pass_desc_init(&d);
+            d.n = 1;
+            d.params = b;
+            d.input = (const float *)(b + (1u << 20));
+            d.output = (float *)(b + (2u << 20));
+            d.dL_doutput = d.output;
+            d.context = b + (3u << 20);
+            d.dL_dinput = (float *)(b + (2u << 20) + 4096);
+            if (!job->network) {
+                d.encoding_params = b;
+                d.dL_dencoding_params = b + (1u << 20);
+            }
+            (void)gj_network_inference(m, NULL, &d);
+            (void)gj_network_forward(m, NULL, &d);
+            (void)gj_network_backward(m, NULL, &d);
+            (void)gj_stream_synchronize(ctx, NULL);
+            gj_device_free(ctx, buffer);
+        }
+    }
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+    return NULL;
+}
+
+static void compile_in_parallel(void);
+
+/* max |a - b| / max(max |b|, floor) */
+static double rel_error(const double *a, const double *b, size_t n, double floor) {
+    double err = 0.0, scale = floor;
+    for (size_t i = 0; i < n; ++i) {
+        if (!isfinite(a[i])) {
+            return INFINITY;
+        }
+        err = fmax(err, fabs(a[i] - b[i]));
+        scale = fmax(scale, fabs(b[i]));
+    }
+    return err / scale;
+}
+
+static double *floats_to_doubles(const float *f, size_t n) {
+    double *d = malloc((n ? n : 1) * sizeof *d);
+    assert_non_null(d);
+    for (size_t i = 0; i < n; ++i) {
+        d[i] = f[i];
+    }
+    return d;
+}
+
+static float *download_floats(gj_context *ctx, const void *device, size_t n) {
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    assert_non_null(h);
+    for (size_t i = 0; i < n; ++i) {
+        h[i] = NAN; /* a copy that does not happen cannot pass */
+    }
+    gj_gpu_get(ctx, h, device, n * sizeof *h);
+    return h;
+}
+
+/* Returns 1 when the shape passes; prints its line either way. */
+static int check_shape(gj_context *ctx, const shape *s) {
+    gj_network *net = make_network(ctx, s);
+    assert_non_null(net);
+    gj_network_module *m = NULL;
+    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &m), "gj_network_module_create");
+    const uint64_t n = s->n, n_params = gj_network_n_params(net);
+    const unsigned in = s->in, out = s->out;
+
+    /* Initialisation: tiny-cuda-nn's rule, the same floats as the reference's. */
+    void *params = gj_gpu_alloc(ctx, n_params * 2);
+    float *params32 = gj_gpu_alloc(ctx, n_params * 4);
+    gj_network_init_desc init;
+    gj_network_init_desc_init(&init);
+    init.params = params;
+    init.params_fp32 = params32;
+    init.seed = 42;
+    gj_gpu_ok(ctx, gj_network_init_params(m, NULL, &init), "gj_network_init_params");
+    gj_ref_mlp ref;
+    gj_ref_mlp_from_network(&ref, net);
+    float *expected = malloc(n_params * sizeof *expected);
+    gj_ref_pcg32 rng;
+    gj_ref_pcg32_seed(&rng, 42, 1);
+    gj_ref_mlp_init_params(&ref, &rng, 1.0f, expected);
+    float *got32 = download_floats(ctx, params32, n_params);
+    uint16_t *halves = malloc(n_params * 2);
+    memset(halves, 0xFF, n_params * 2); /* NaNs */
+    gj_gpu_get(ctx, halves, params, n_params * 2);
+    int init_ok = memcmp(expected, got32, n_params * 4) == 0;
+    double *w = malloc(n_params * sizeof *w);
+    float *wf = malloc(n_params * sizeof *wf);
+    gj_halves_to_floats(halves, wf, n_params);
+    for (uint64_t i = 0; i < n_params; ++i) {
+        uint16_t h;
+        gj_floats_to_halves(&got32[i], &h, 1);
+        init_ok &= h == halves[i];
+        w[i] = wf[i];
+    }
+
+    /* Data: inputs representable in fp16 (the kernels round them), dL/dy of order 1. */
+    gj_gpu_rng r = {1234 + s->neurons + s->in};
+    float *x = malloc(n * in * sizeof *x), *dy = malloc(n * out * sizeof *dy);
+    for (uint64_t i = 0; i < n * in; ++i) {
+        x[i] = (float)gj_gpu_round(gj_gpu_rng_float(&r, -1.0f, 1.0f), GJ_PRECISION_FP16);
+    }
+    for (uint64_t i = 0; i < n * out; ++i) {
+        dy[i] = gj_gpu_rng_float(&r, -1.0f, 1.0f);
+    }
+    float *d_x = gj_gpu_upload_floats(ctx, x, n * in), *d_dy = gj_gpu_upload_floats(ctx, dy, n * out);
+    float *d_y = gj_gpu_alloc(ctx, n * out * 4), *d_y2 = gj_gpu_alloc(ctx, n * out * 4);
+    float *d_dw = gj_gpu_alloc(ctx, n_params * 4), *d_dx = gj_gpu_alloc(ctx, n * in * 4);
+    float *d_dx2 = gj_gpu_alloc(ctx, n * in * 4);
+    void *d_ctx = gj_gpu_alloc(ctx, gj_network_module_context_bytes(m, n));
+
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = n;
+    d.input = d_x;
+    d.params = params;
+    d.output = d_y;
+    gj_gpu_ok(ctx, gj_network_inference(m, NULL, &d), "gj_network_inference");
+    d.output = d_y2;
+    d.context = d_ctx;
+    gj_gpu_ok(ctx, gj_network_forward(m, NULL, &d), "gj_network_forward");
+    d.dL_doutput = d_dy;
+    d.dL_dparams = d_dw;
+    d.dL_dinput = d_dx;
+    gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward");
+    gj_gpu_sync(ctx);
+    float *y = download_floats(ctx, d_y, n * out), *y2 = download_floats(ctx, d_y2, n * out);
+    float *dw = download_floats(ctx, d_dw, n_params), *dx = download_floats(ctx, d_dx, n * in);
+    /* Accumulate: the same sums again on top; dL/dinput alone: the same dL/dx. */
+    d.dL_dparams_mode = GJ_GRAD_ACCUMULATE;
+    d.dL_dinput = NULL;
+    gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward (accumulate)");
+    d.dL_dparams = NULL;
+    d.dL_dinput = d_dx2;
+    gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward (dL/dinput alone)");
+    gj_gpu_sync(ctx);
+    float *dw2 = download_floats(ctx, d_dw, n_params), *dx2 = download_floats(ctx, d_dx2, n * in);
+
+    /* The reference, on the GPU's fp16 weights. */
+    double *y_ref = calloc(n * out, sizeof *y_ref), *dx_ref = calloc(n * in, sizeof *dx_ref);
+    double *dw_ref = calloc(n_params, sizeof *dw_ref);
+    double xi[GJ_NETWORK_MAX_INPUT_DIMS], yi[128], dyi[128] = {0}, dxi[GJ_NETWORK_MAX_INPUT_DIMS];
+    for (uint64_t i = 0; i < n; ++i) {
+        for (unsigned c = 0; c < in; ++c) {
+            xi[c] = x[i * in + c];
+        }
+        gj_ref_mlp_forward(&ref, w, xi, yi);
+        for (unsigned c = 0; c < out; ++c) {
+            y_ref[i * out + c] = yi[c];
+            dyi[c] = dy[i * out + c];
+        }
+        gj_ref_mlp_backward(&ref, w, xi, dyi, dw_ref, dxi);
+        for (unsigned c = 0; c < in; ++c) {
+            dx_ref[i * in + c] = dxi[c];
+        }
+    }
+    double *yd = floats_to_doubles(y, n * out), *dwd = floats_to_doubles(dw, n_params);
+    double *dxd = floats_to_doubles(dx, n * in), *dw2d = floats_to_doubles(dw2, n_params);
+    for (uint64_t i = 0; i < n_params; ++i) {
+        dw2d[i] *= 0.5;
+    }
+    const double e_y = rel_error(yd, y_ref, n * out, 1e-3);
+    const double e_dw = rel_error(dwd, dw_ref, n_params, 1e-3);
+    const double e_dx = rel_error(dxd, dx_ref, n * in, 1e-3);
+    const double e_acc = rel_error(dw2d, dwd, n_params, 1e-6);
+    const int same_forward = memcmp(y, y2, n * out * 4) == 0;
+    const int same_dx = memcmp(dx, dx2, n * in * 4) == 0;
+    const int ok = init_ok && same_forward && same_dx && e_y <= 1e-2 && e_dw <= 2e-2 && e_dx <= 2e-2 && e_acc <= 1e-4;
+    char *hyper = gj_network_hyperparams(net);
+    printf("%s network %s, %llu points: output %.2e, dL/dparams %.2e, dL/dinput %.2e (tolerances 1e-2, 2e-2, 2e-2); "
+           "accumulate %.1e; init %s; forward = inference %s; dL/dinput alone %s\n",
+           ok ? "PASS" : "FAIL", hyper, (unsigned long long)n, e_y, e_dw, e_dx, e_acc, init_ok ? "exact" : "DIFFERS",
+           same_forward ? "yes" : "NO", same_dx ? "same" : "DIFFERS");
+    gj_free(hyper);
+
+    free(y_ref), free(dx_ref), free(dw_ref), free(yd), free(dwd), free(dxd), free(dw2d);
+    free(y), free(y2), free(dw), free(dx), free(dw2), free(dx2), free(x), free(dy);
+    free(expected), free(got32), free(halves), free(w), free(wf);
+    gj_gpu_free(ctx, d_x), gj_gpu_free(ctx, d_dy), gj_gpu_free(ctx, d_y), gj_gpu_free(ctx, d_y2);
+    gj_gpu_free(ctx, d_dw), gj_gpu_free(ctx, d_dx), gj_gpu_free(ctx, d_dx2), gj_gpu_free(ctx, d_ctx);
+    gj_gpu_free(ctx, params), gj_gpu_free(ctx, params32);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    return ok;
+}
+
+static void networks_match_the_reference(void **state) {
+    (void)state;
+    compile_in_parallel();
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    int failed = 0;
+    for (size_t i = 0; i < N_SHAPES; ++i) {
+        failed += !check_shape(ctx, &shapes[i]);
+    }
+    gj_context_destroy(ctx);
+    if (failed) {
+        fail_msg("%d of %zu network shapes failed (the FAIL lines above)", failed, N_SHAPES);
+    }
+}
+
+/* ------------------------------------------------------------------ models */
+
+typedef struct model_shape {
+    const char *json;
+    unsigned dims;
+    uint64_t n;
+} model_shape;
+
+static const model_shape models[] = {
+    {"{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 8, \"log2_hashmap_size\": 15}, \"network\": "
+     "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 2, \"n_output_dims\": 4}}", 3, 1000},
+    {"{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4, \"n_features_per_level\": 4, \"precision\": "
+     "\"fp32\", \"base_resolution\": 4}, \"network\": {\"n_neurons\": 32, \"n_hidden_layers\": 1, \"activation\": "
+     "\"Tanh\", \"output_activation\": \"Sigmoid\", \"n_output_dims\": 3}}", 2, 257},
+    {"{\"encoding\": {\"otype\": \"DenseGrid\", \"n_levels\": 5, \"n_features_per_level\": 1, \"base_resolution\": 4, "
+     "\"per_level_scale\": 1.5}, \"network\": {\"n_neurons\": 128, \"n_hidden_layers\": 2, \"activation\": \"SiLU\", "
+     "\"n_output_dims\": 2}}", 3, 100},
+};
+#define N_MODELS (sizeof models / sizeof models[0])
+
+static int check_model(gj_context *ctx, const model_shape *s) {
+    gj_network *net = NULL;
+    gj_gpu_ok(ctx, gj_network_create(ctx, s->json, s->dims, 0, &net), "gj_network_create");
+    const gj_encoding *enc = gj_network_encoding(net);
+    gj_network_module *m = NULL;
+    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &m), "gj_network_module_create");
+    const uint64_t n = s->n, n_mlp = gj_network_n_mlp_params(net), n_enc = gj_encoding_n_params(enc);
+    const unsigned D = s->dims, out = gj_network_n_output_dims(net), feats = gj_network_input_width(net);
+    const gj_precision precision = gj_encoding_precision(enc);
+    const size_t grad_size = gj_network_module_encoding_gradient_size(m);
+
+    /* Network weights: tiny-cuda-nn's initialisation; encoding parameters of order 1. */
+    void *params = gj_gpu_alloc(ctx, n_mlp * 2);
+    gj_network_init_desc init;
+    gj_network_init_desc_init(&init);
+    init.params = params;
+    gj_gpu_ok(ctx, gj_network_init_params(m, NULL, &init), "gj_network_init_params");
+    uint16_t *halves = malloc(n_mlp * 2);
+    memset(halves, 0xFF, n_mlp * 2); /* NaNs */
+    float *wf = malloc(n_mlp * sizeof *wf);
+    double *w = malloc(n_mlp * sizeof *w);
+    gj_gpu_get(ctx, halves, params, n_mlp * 2);
+    gj_halves_to_floats(halves, wf, n_mlp);
+    for (uint64_t i = 0; i < n_mlp; ++i) {
+        w[i] = wf[i];
+    }
+    gj_gpu_rng r = {77 + s->n};
+    double *ep = malloc(n_enc * sizeof *ep);
+    for (uint64_t i = 0; i < n_enc; ++i) {
+        ep[i] = gj_gpu_round(gj_gpu_rng_float(&r, -1.0f, 1.0f), precision);
+    }
+    void *eparams = gj_gpu_upload(ctx, ep, n_enc, precision);
+    float *x = malloc(n * D * sizeof *x), *dy = malloc(n * out * sizeof *dy);
+    for (uint64_t i = 0; i < n * D; ++i) {
+        x[i] = gj_gpu_rng_float(&r, 0.0f, 1.0f);
+    }
+    for (uint64_t i = 0; i < n * out; ++i) {
+        dy[i] = gj_gpu_rng_float(&r, -1.0f, 1.0f);
+    }
+    float *d_x = gj_gpu_upload_floats(ctx, x, n * D), *d_dy = gj_gpu_upload_floats(ctx, dy, n * out);
+    float *d_y = gj_gpu_alloc(ctx, n * out * 4), *d_y2 = gj_gpu_alloc(ctx, n * out * 4);
+    float *d_dw = gj_gpu_alloc(ctx, n_mlp * 4), *d_dx = gj_gpu_alloc(ctx, n * D * 4);
+    void *d_de = gj_gpu_alloc(ctx, n_enc * grad_size), *d_ctx = gj_gpu_alloc(ctx, gj_network_module_context_bytes(m, n));
+
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = n;
+    d.input = d_x;
+    d.params = params;
+    d.encoding_params = eparams;
+    d.output = d_y;
+    gj_gpu_ok(ctx, gj_network_inference(m, NULL, &d), "gj_network_inference (model)");
+    d.output = d_y2;
+    d.context = d_ctx;
+    gj_gpu_ok(ctx, gj_network_forward(m, NULL, &d), "gj_network_forward (model)");
+    d.dL_doutput = d_dy;
+    d.dL_dparams = d_dw;
+    d.dL_dencoding_params = d_de;
+    d.dL_dinput = d_dx;
+    gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward (model)");
+    gj_gpu_sync(ctx);
+    float *y = download_floats(ctx, d_y, n * out), *y2 = download_floats(ctx, d_y2, n * out);
+    float *dw = download_floats(ctx, d_dw, n_mlp), *dx = download_floats(ctx, d_dx, n * D);
+    double *de = malloc(n_enc * sizeof *de);
+    gj_gpu_download(ctx, de, d_de, n_enc, grad_size == 2 ? GJ_PRECISION_FP16 : GJ_PRECISION_FP32);
+
+    /* The references chained: encoding (features rounded as the GPU stores them), network. */
+    gj_ref_encoding eref;
+    gj_ref_from_encoding(&eref, enc);
+    gj_ref_mlp mref;
+    gj_ref_mlp_from_network(&mref, net);
+    double *y_ref = calloc(n * out, sizeof *y_ref), *dx_ref = calloc(n * D, sizeof *dx_ref);
+    double *dw_ref = calloc(n_mlp, sizeof *dw_ref), *de_ref = calloc(n_enc, sizeof *de_ref);
+    double f[GJ_NETWORK_MAX_INPUT_DIMS], yi[128], dyi[128] = {0}, df[GJ_NETWORK_MAX_INPUT_DIMS], dxi[GJ_REF_MAX_DIMS];
+    for (uint64_t i = 0; i < n; ++i) {
+        gj_ref_forward(&eref, ep, x + i * D, 1.0, f);
+        for (unsigned k = 0; k < feats; ++k) {
+            f[k] = gj_gpu_round(f[k], GJ_PRECISION_FP16);
+        }
+        gj_ref_mlp_forward(&mref, w, f, yi);
+        for (unsigned c = 0; c < out; ++c) {
+            y_ref[i * out + c] = yi[c];
+            dyi[c] = dy[i * out + c];
+        }
+        gj_ref_mlp_backward(&mref, w, f, dyi, dw_ref, df);
+        gj_ref_backward(&eref, ep, x + i * D, 1.0, i, n, df, de_ref, dxi);
+        for (unsigned c = 0; c < D; ++c) {
+            dx_ref[i * D + c] = dxi[c];
+        }
+    }
+    double *yd = floats_to_doubles(y, n * out), *dwd = floats_to_doubles(dw, n_mlp), *dxd = floats_to_doubles(dx, n * D);
+    const double e_y = rel_error(yd, y_ref, n * out, 1e-3);
+    const double e_dw = rel_error(dwd, dw_ref, n_mlp, 1e-3);
+    const double e_de = rel_error(de, de_ref, n_enc, 1e-3);
+    const double e_dx = rel_error(dxd, dx_ref, n * D, 1e-3);
+    const int same_forward = memcmp(y, y2, n * out * 4) == 0;
+    const double tol_de = grad_size == 2 ? 5e-2 : 3e-2; /* fp16 sums of many points */
+    const int ok = same_forward && e_y <= 1e-2 && e_dw <= 2e-2 && e_de <= tol_de && e_dx <= 3e-2;
+    printf("%s model %s (%u dims), %llu points: output %.2e, network dL/dparams %.2e, encoding dL/dparams %.2e "
+           "(%s), dL/dx %.2e (tolerances 1e-2, 2e-2, %.0e, 3e-2); forward = inference %s\n",
+           ok ? "PASS" : "FAIL", s->json, D, (unsigned long long)n, e_y, e_dw, e_de, grad_size == 2 ? "fp16" : "fp32",
+           e_dx, tol_de, same_forward ? "yes" : "NO");
+
+    free(y_ref), free(dx_ref), free(dw_ref), free(de_ref), free(yd), free(dwd), free(dxd);
+    free(y), free(y2), free(dw), free(dx), free(de), free(x), free(dy), free(ep), free(halves), free(wf), free(w);
+    gj_gpu_free(ctx, d_x), gj_gpu_free(ctx, d_dy), gj_gpu_free(ctx, d_y), gj_gpu_free(ctx, d_y2);
+    gj_gpu_free(ctx, d_dw), gj_gpu_free(ctx, d_dx), gj_gpu_free(ctx, d_de), gj_gpu_free(ctx, d_ctx);
+    gj_gpu_free(ctx, params), gj_gpu_free(ctx, eparams);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    return ok;
+}
+
+/* Every network shape's and model's programs, one thread each (they compile cold once). */
+static void compile_in_parallel(void) {
+    enum { N = N_SHAPES + N_MODELS };
+    pthread_t threads[N];
+    warm_job jobs[N];
+    for (size_t i = 0; i < N; ++i) {
+        jobs[i].network = i < N_SHAPES ? &shapes[i] : NULL;
+        jobs[i].model_json = i < N_SHAPES ? NULL : models[i - N_SHAPES].json;
+        jobs[i].model_dims = i < N_SHAPES ? 0 : models[i - N_SHAPES].dims;
+        pthread_create(&threads[i], NULL, warm, &jobs[i]);
+    }
+    for (size_t i = 0; i < N; ++i) {
+        pthread_join(threads[i], NULL);
+    }
+}
+
+static void models_match_the_references(void **state) {
+    (void)state;
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    int failed = 0;
+    for (size_t i = 0; i < N_MODELS; ++i) {
+        failed += !check_model(ctx, &models[i]);
+    }
+    gj_context_destroy(ctx);
+    if (failed) {
+        fail_msg("%d of %zu models failed (the FAIL lines above)", failed, N_MODELS);
+    }
+}
+
+int main(void) {
+    if (!gj_gpu_available(NULL)) {
+        return GJ_TEST_SKIP_ALL;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(networks_match_the_reference),
+        cmocka_unit_test(models_match_the_references),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

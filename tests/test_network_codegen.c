@@ -1,0 +1,267 @@
+/*
+ * Generated network code (docs/networks.md §7): what the unit states matches the layout, it
+ * is deterministic, and it compiles with NVRTC for sm_80 and sm_90, every width and every
+ * activation (as hidden and as output activation) at least once, alone and behind an
+ * encoding, with a caller's kernel that instantiates every device function. The full matrix
+ * is test_network_codegen_exhaustive.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gridjit.h"
+#include "network_sources.h"
+#include "test_env.h"
+
+static gj_network *make(gj_context *ctx, const char *json, uint32_t in, uint32_t out) {
+    gj_network *net = NULL;
+    if (gj_network_create(ctx, json, in, out, &net) != GJ_OK) {
+        fail_msg("%s: %s", json, gj_context_errmsg(ctx));
+    }
+    return net;
+}
+
+static void expect_line(const char *source, const char *line) {
+    if (!strstr(source, line)) {
+        fail_msg("the unit lacks \"%s\"", line);
+    }
+}
+
+static void unit_states_the_layout(void **state) {
+    (void)state;
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_network *net = make(ctx, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 2, "
+                                "\"activation\": \"Tanh\", \"output_activation\": \"Sigmoid\"}", 3, 5);
+    char *a = NULL, *b = NULL;
+    size_t length = 0;
+    assert_int_equal(gj_network_generate(ctx, net, NULL, &a, &length), GJ_OK);
+    assert_int_equal(length, strlen(a));
+    assert_int_equal(gj_network_generate(ctx, net, NULL, &b, NULL), GJ_OK);
+    assert_string_equal(a, b); /* byte-identical for identical inputs */
+    expect_line(a, "struct gj_network_config {");
+    expect_line(a, "static constexpr int IN = 3;");
+    expect_line(a, "static constexpr int IN_P = 16;");
+    expect_line(a, "static constexpr int W = 64;");
+    expect_line(a, "static constexpr int OUT = 5;");
+    expect_line(a, "static constexpr int OUT_P = 16;");
+    expect_line(a, "static constexpr int NL = 3;");
+    expect_line(a, "static constexpr int ACT = 8;");
+    expect_line(a, "static constexpr int OUT_ACT = 5;");
+    expect_line(a, "static constexpr float INPUT_PADDING = 1.0f;");
+    expect_line(a, "static constexpr gj_u64 N_PARAMS = 6144ull;");
+    /* 32 rows of the input (16), two hidden layers' kept values (64 each), the output (16). */
+    expect_line(a, "static constexpr gj_u64 CTX_HALVES = 5120ull;");
+    expect_line(a, "//   layer 0: 64 x 16 at 0, then Tanh");
+    expect_line(a, "//   layer 2: 16 x 64 at 5120, then Sigmoid");
+    expect_line(a, "gj_network_out_t gj_network(const T* x");
+    expect_line(a, "gj_network_out_t gj_network_fwd(const T* x");
+    expect_line(a, "void gj_network_bwd(const T* dL_dy");
+    expect_line(a, "gj_network_inference(gj_u64 n");
+    expect_line(a, "gj_network_forward(gj_u64 n");
+    expect_line(a, "gj_network_backward(gj_u64 n");
+    expect_line(a, "// ===== templates/network.cuh =====");
+    gj_free(a);
+    gj_free(b);
+
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.device_functions_only = 1;
+    opts.name = "mine";
+    assert_int_equal(gj_network_generate(ctx, net, &opts, &a, NULL), GJ_OK);
+    assert_null(strstr(a, "__global__"));
+    expect_line(a, "mine_out_t mine_fwd(");
+    gj_free(a);
+
+    opts.name = "1bad";
+    assert_int_equal(gj_network_generate(ctx, net, &opts, &a, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_null(a);
+    assert_int_equal(gj_network_generate(ctx, NULL, NULL, &a, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "gj_network_generate"));
+    assert_int_equal(gj_network_generate(ctx, net, NULL, NULL, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj_network_generate(NULL, net, NULL, &a, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    gj_network_destroy(net);
+
+    /* A model: the encoding's device functions first, then the network's, then the fused kernels. */
+    net = make(ctx, "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 8}, \"network\": {\"otype\": "
+                    "\"FullyFusedMLP\", \"n_neurons\": 32, \"n_hidden_layers\": 1, \"n_output_dims\": 4}}", 3, 0);
+    assert_int_equal(gj_network_generate(ctx, net, NULL, &a, NULL), GJ_OK);
+    expect_line(a, "struct gj_network_encoding_config {");
+    expect_line(a, "static constexpr int N_OUT_PADDED = 16;");
+    expect_line(a, "static constexpr int IN = 16;");
+    expect_line(a, "static constexpr float INPUT_PADDING = 0.0f;");
+    expect_line(a, "struct gj_network_encoding_ops {");
+    expect_line(a, "gj_model_backward_kernel<gj_network_config, gj_network_encoding_ops>");
+    expect_line(a, "// ===== templates/model_kernels.cuh =====");
+    assert_true(strstr(a, "struct gj_network_encoding_config") < strstr(a, "struct gj_network_config"));
+    gj_free(a);
+    opts.name = NULL;
+    assert_int_equal(gj_network_generate(ctx, net, &opts, &a, NULL), GJ_OK); /* device functions only */
+    assert_null(strstr(a, "__global__"));
+    assert_null(strstr(a, "model_kernels.cuh"));
+    gj_free(a);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
+/* Ten networks: every width, every activation as hidden and as output activation, hidden
+ * layers 1 to 8 and a CutlassMLP without any, odd widths; sm_80 and sm_90 in turn. */
+static void every_width_and_activation_compiles(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    static const struct {
+        const char *otype;
+        unsigned neurons, hidden, in, out;
+    } shapes[10] = {{"FullyFusedMLP", 16, 1, 3, 1},  {"FullyFusedMLP", 32, 2, 32, 16}, {"FullyFusedMLP", 64, 3, 7, 3},
+                    {"FullyFusedMLP", 128, 2, 64, 4}, {"CutlassMLP", 64, 0, 5, 2},     {"FullyFusedMLP", 16, 8, 17, 33},
+                    {"FullyFusedMLP", 32, 1, 100, 7}, {"MLP", 64, 2, 2, 16},          {"FullyFusedMLP", 128, 1, 1, 128},
+                    {"FullyFusedMLP", 64, 4, 1024, 1}};
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    for (unsigned i = 0; i < 10; ++i) {
+        char json[512];
+        gj_test_network_json(json, sizeof json, shapes[i].otype, shapes[i].neurons, shapes[i].hidden,
+                             (gj_activation)i, (gj_activation)((i + 3) % 10));
+        gj_network *net = make(ctx, json, shapes[i].in, shapes[i].out);
+        char *unit = gj_test_network_unit(ctx, net, 0);
+        const char *arch = i % 2 ? "sm_90" : "sm_80";
+        const double ms = gj_test_network_compile(ctx, net, unit, 0, arch);
+        printf("compiled %s (%u -> %u) for %s in %.0f ms\n", json, shapes[i].in, shapes[i].out, arch, ms);
+        free(unit);
+        gj_network_destroy(net);
+    }
+    gj_context_destroy(ctx);
+}
+
+/* A model's unit (encoding + network device functions, the fused kernels) compiles, and its
+ * device functions fuse into a caller's kernel. */
+static void model_device_functions_fuse(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    static const char *const models[] = {
+        "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"otype\": \"FullyFusedMLP\", \"n_neurons\": 64, "
+        "\"n_hidden_layers\": 2, \"n_output_dims\": 16}}",
+        "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 5, \"n_features_per_level\": 4, \"precision\": "
+        "\"fp32\"}, \"network\": {\"otype\": \"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 1, "
+        "\"activation\": \"SiLU\", \"output_activation\": \"Softplus\", \"n_output_dims\": 3}}"};
+    for (unsigned i = 0; i < 2; ++i) {
+        gj_network *net = make(ctx, models[i], 3, 0);
+        char *unit = gj_test_network_unit(ctx, net, 0);
+        gj_test_network_compile(ctx, net, unit, 0, i ? "sm_80" : "sm_90");
+        free(unit);
+        gj_network_destroy(net);
+    }
+    /* A network's device functions alone (no kernels) also compile. */
+    gj_network *net = make(ctx, "{\"n_neurons\": 32, \"n_hidden_layers\": 2}", 8, 2);
+    char *unit = gj_test_network_unit(ctx, net, 1);
+    assert_null(strstr(unit, "gj_nn_forward_kernel<"));
+    gj_test_network_compile(ctx, net, unit, 1, "sm_90");
+    free(unit);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
+/* A network offered to a user source as a header, beside an encoding (gj_source_desc's
+ * networks): the caller fuses them in a kernel of their own. */
+static const char fused_user_source[] =
+    "#include \"grid.cuh\"\n"
+    "#include \"mlp.cuh\"\n"
+    "extern \"C\" __global__ void mine(int n, const float* x, const gj_half* gp, const gj_half* wp, float* y) {\n"
+    "    __shared__ __align__(16) gj_u16 scratch[8 * mlp_config::SCRATCH_HALVES];\n"
+    "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    grid_in_t in;\n"
+    "    for (int d = 0; d < 3; ++d) in.v[d] = i < n ? x[3 * i + d] : 0.0f;\n"
+    "    const grid_out_t f = grid(in, gp, nullptr);\n"
+    "    const mlp_out_t o = mlp(f.v, i < n, wp, scratch + (threadIdx.x / 32) * mlp_config::SCRATCH_HALVES);\n"
+    "    if (i < n) y[i] = o.v[0];\n"
+    "}\n";
+
+static void networks_are_offered_to_user_sources(void **state) {
+    (void)state;
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_encoding *enc = NULL;
+    assert_int_equal(gj_encoding_create(ctx, "{\"otype\": \"HashGrid\", \"n_levels\": 8}", 3, &enc), GJ_OK);
+    gj_network *net = make(ctx, "{\"n_neurons\": 32, \"n_hidden_layers\": 1}", 16, 1);
+    gj_source_encoding grid = {"grid", enc, NULL};
+    gj_source_network mlp = {"mlp", net, NULL};
+    const char *kernels[] = {"mine"};
+    gj_source_desc desc;
+    gj_source_desc_init(&desc);
+    desc.source = fused_user_source;
+    desc.encodings = &grid;
+    desc.n_encodings = 1;
+    desc.networks = &mlp;
+    desc.n_networks = 1;
+    desc.kernels = kernels;
+    desc.n_kernels = 1;
+    char *unit = NULL;
+    assert_int_equal(gj_user_source_generate(ctx, &desc, &unit), GJ_OK);
+    assert_non_null(strstr(unit, "// ===== mlp.cuh ====="));
+    assert_non_null(strstr(unit, "struct mlp_config {"));
+    assert_true(strstr(unit, "// ===== grid.cuh =====") < strstr(unit, "// ===== mlp.cuh ====="));
+    gj_free(unit);
+    /* Two headers of one name are refused. */
+    gj_source_network clash = {"grid", net, NULL};
+    desc.networks = &clash;
+    assert_int_equal(gj_user_source_generate(ctx, &desc, &unit), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "two headers are named \"grid\""));
+    desc.networks = &mlp;
+    if (gj_test_have_nvrtc()) {
+        gj_program *prog = NULL;
+        const gj_status status = gj_compile_user(ctx, &desc, "sm_90", &prog);
+        if (status != GJ_OK) {
+            fail_msg("%s\n%s", gj_context_errmsg(ctx), prog ? gj_program_log(prog) : "");
+        }
+        assert_int_equal(gj_program_n_kernels(prog), 1);
+        gj_program_destroy(prog);
+    }
+    gj_network_destroy(net);
+    gj_encoding_destroy(enc);
+    gj_context_destroy(ctx);
+}
+
+/* `gridjit dump` of a network compiles alone with nvcc, when nvcc is installed. */
+static void dump_compiles_with_nvcc(void **state) {
+    (void)state;
+    const char *nvcc = access("/usr/local/cuda/bin/nvcc", X_OK) == 0 ? "/usr/local/cuda/bin/nvcc" : NULL;
+    if (!nvcc && system("command -v nvcc >/dev/null 2>&1") == 0) {
+        nvcc = "nvcc";
+    }
+    if (!nvcc || !getenv("GRIDJIT_CLI")) {
+        printf("SKIPPED: nvcc not found, or not run through ctest\n");
+        skip();
+    }
+    const char *tmp = getenv("GRIDJIT_TEST_TMP");
+    char command[8192];
+    snprintf(command, sizeof command,
+             "mkdir -p '%s' && '%s' dump --config '{\"otype\":\"FullyFusedMLP\",\"n_neurons\":16,\"n_hidden_layers\":1,"
+             "\"activation\":\"SiLU\"}' --dims 3 --output-dims 2 > '%s/network.cu' && %s -std=c++17 -arch=sm_80 -cubin "
+             "-o '%s/network.cubin' '%s/network.cu'",
+             tmp, getenv("GRIDJIT_CLI"), tmp, nvcc, tmp, tmp);
+    assert_int_equal(system(command), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(unit_states_the_layout),
+        cmocka_unit_test(every_width_and_activation_compiles),
+        cmocka_unit_test(model_device_functions_fuse),
+        cmocka_unit_test(networks_are_offered_to_user_sources),
+        cmocka_unit_test(dump_compiles_with_nvcc),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

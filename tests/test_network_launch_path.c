@@ -1,0 +1,255 @@
+/*
+ * The network module's host side without a GPU, on the fake libcuda of tests/fake_cuda
+ * (which runs nothing), for a network alone and a model: programs compiled with NVRTC on
+ * first use, one per part, kernels
+ * looked up, launches made with the plan's geometry (one per pass, plus the zeroing of an
+ * overwritten dL/dparams), the initialisation copied; argument errors named. What the
+ * kernels compute is test_gpu_network's (and tests/emulated/'s) business.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_driver.h"
+#include "gridjit.h"
+#include "test_env.h"
+
+static gj_fake_driver fake;
+
+static int setup(void **state) {
+    (void)state;
+    return gj_fake_driver_open(&fake) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    gj_fake_driver_close(&fake);
+    return 0;
+}
+
+static void passes_launch_their_kernels(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1}",
+                                       3, 2, &net),
+                     GJ_OK);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    /* 100 points: 4 tiles of 32; context: the padded input (16), a hidden layer (16), the output (16). */
+    assert_int_equal(gj_network_module_context_bytes(m, 100), 4 * 32 * (16 + 16 + 16) * 2);
+    assert_int_equal(gj_network_module_context_bytes(NULL, 100), 0);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 20, &buffer), GJ_OK);
+    char *b = buffer;
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = 100;
+    d.params = b;
+    d.input = (const float *)(b + 4096);
+    d.output = (float *)(b + 8192);
+    d.context = b + 16384;
+    d.dL_doutput = (const float *)(b + 65536);
+    d.dL_dparams = (float *)(b + 131072);
+    d.dL_dinput = (float *)(b + 196608);
+
+    fake.reset_counts();
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 1);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 1); /* the inference program, compiled now */
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 1); /* and only once */
+    fake.reset_counts();
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 1); /* the training program */
+    assert_int_equal(fake.count("cuLaunchKernel"), 1);
+    fake.reset_counts();
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 2); /* zeroing dL/dparams, then the backward pass */
+    fake.reset_counts();
+    d.dL_dparams_mode = GJ_GRAD_ACCUMULATE;
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 1);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 0);
+
+    gj_network_init_desc init;
+    gj_network_init_desc_init(&init);
+    assert_int_equal(init.seed, 1337);
+    init.params = b;
+    init.params_fp32 = (float *)(b + 4096);
+    assert_int_equal(gj_network_init_params(m, NULL, &init), GJ_OK);
+    init.params = NULL;
+    init.params_fp32 = NULL;
+    assert_int_equal(gj_network_init_params(m, NULL, &init), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "params or params_fp32"));
+
+    /* Argument errors: named, nothing launched. */
+    fake.reset_counts();
+    gj_network_pass_desc bad;
+    memset(&bad, 0, sizeof bad);
+    assert_int_equal(gj_network_inference(m, NULL, &bad), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "gj_network_inference: desc is not prepared"));
+    gj_network_pass_desc_init(&bad);
+    bad.n = 5;
+    bad.params = b;
+    assert_int_equal(gj_network_forward(m, NULL, &bad), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "gj_network_forward: input, output and context"));
+    assert_int_equal(gj_network_backward(m, NULL, &bad), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "dL_doutput"));
+    bad.params = NULL;
+    assert_int_equal(gj_network_inference(m, NULL, &bad), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "params must not be NULL"));
+    bad.params = b;
+    bad.input = d.input;
+    bad.output = d.output;
+    bad.encoding_params = b;
+    assert_int_equal(gj_network_inference(m, NULL, &bad), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "this network has no encoding"));
+    bad.encoding_params = NULL;
+    bad.n = 0;
+    assert_int_equal(gj_network_inference(m, NULL, &bad), GJ_OK); /* nothing to do */
+    assert_int_equal(fake.count("cuLaunchKernel"), 0);
+    assert_int_equal(gj_network_inference(NULL, NULL, &d), GJ_ERROR_INVALID_ARGUMENT);
+
+    gj_device_free(ctx, buffer);
+    gj_network_module_destroy(m);
+    gj_network_module_destroy(NULL);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
+/* A model: its fused programs, the encoding's parameters and gradients, its errors. */
+static void a_model_launches_fused_kernels(void **state) {
+    (void)state;
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4}, \"network\": "
+                                            "{\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 1}}", 3, 0, &net),
+                     GJ_OK);
+    gj_network_module *m = (gj_network_module *)&net; /* must be reset on failure */
+    assert_int_equal(gj_network_module_create(ctx, NULL, &m), GJ_ERROR_INVALID_ARGUMENT);
+    assert_null(m);
+    assert_int_equal(gj_network_module_create(ctx, net, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj_network_module_create(NULL, net, &m), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    assert_int_equal(gj_network_module_encoding_gradient_size(m), 2); /* fp16, F = 2 */
+    assert_int_equal(gj_network_module_encoding_gradient_size(NULL), 0);
+    if (!gj_test_have_nvrtc()) {
+        gj_network_module_destroy(m);
+        gj_network_destroy(net);
+        gj_context_destroy(ctx);
+        skip();
+    }
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
+    char *b = buffer;
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = 50;
+    d.params = b;
+    d.input = (const float *)(b + 4096);
+    d.output = (float *)(b + 8192);
+    d.context = b + 16384;
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "encoding_params must not be NULL"));
+    d.encoding_params = b + (1 << 20);
+    fake.reset_counts();
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 2);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 2);
+    d.dL_doutput = (const float *)(b + 65536);
+    d.dL_dencoding_params = b + (2 << 20);
+    fake.reset_counts();
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 2); /* zeroing the encoding's gradients, the backward pass */
+    d.dL_dparams = (float *)(b + 131072);
+    fake.reset_counts();
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 3);
+    d.input = NULL;
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "reads it again"));
+
+    gj_network_init_desc init;
+    gj_network_init_desc_init(&init);
+    init.encoding_params = b;
+    assert_int_equal(gj_network_init_params(m, NULL, &init), GJ_OK);
+    gj_device_free(ctx, buffer);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
+/* gj_network_precompile fills the cache with what a module needs: a module made afterwards
+ * without NVRTC loads both programs from it. */
+static void precompiled_programs_serve_without_nvrtc(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    static const char json[] = "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 32, \"n_hidden_layers\": 2, "
+                               "\"activation\": \"Tanh\"}";
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, json, 7, 3, &net), GJ_OK);
+    assert_int_equal(gj_network_precompile(ctx, net, "sm_90"), GJ_OK);
+    assert_int_equal(gj_network_precompile(ctx, NULL, "sm_90"), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj_network_precompile(ctx, net, "sm90"), GJ_ERROR_INVALID_ARGUMENT);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+
+    setenv("GRIDJIT_NVRTC", "off", 1);
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    int major = 0, minor = 0;
+    assert_int_equal(gj_nvrtc_version(ctx, &major, &minor), GJ_ERROR_NO_NVRTC);
+    assert_int_equal(gj_network_create(ctx, json, 7, 3, &net), GJ_OK);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 20, &buffer), GJ_OK);
+    char *b = buffer;
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = 40;
+    d.params = b;
+    d.input = (const float *)(b + 4096);
+    d.output = (float *)(b + 8192);
+    d.context = b + 16384;
+    d.dL_doutput = (const float *)(b + 65536);
+    d.dL_dparams = (float *)(b + 131072);
+    fake.reset_counts();
+    const gj_status inference = gj_network_inference(m, NULL, &d);
+    if (inference != GJ_OK) {
+        fail_msg("inference without NVRTC: %s", gj_context_errmsg(ctx));
+    }
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 2);
+    unsetenv("GRIDJIT_NVRTC");
+    gj_device_free(ctx, buffer);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(passes_launch_their_kernels),
+        cmocka_unit_test(a_model_launches_fused_kernels),
+        cmocka_unit_test(precompiled_programs_serve_without_nvrtc),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

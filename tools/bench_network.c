@@ -1,0 +1,280 @@
+/*
+ * gridjit bench --config NETWORK_OR_MODEL: a network alone, or a model's fused kernels, through
+ * gj_network_module (docs/networks.md §8, §9): the cold compile of each program (inference; training) measured by the first call,
+ * then per pass a warm-up and K launches between CUDA events, the median printed.
+ */
+#include "bench_network.h"
+
+#include "cli_gpu.h"
+#include "cli_network.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const CMD = "bench";
+
+#define WARMUP 5
+
+static void usage(void) {
+    printf("Usage: gridjit bench --config NETWORK --dims IN --output-dims OUT [--points N]\n"
+           "                     [--iterations K] [--json]\n"
+           "       gridjit bench --config MODEL --dims D [--output-dims OUT] [...]\n"
+           "\n"
+           "A network configuration ({\"otype\": \"FullyFusedMLP\", ...}) or a model\n"
+           "({\"encoding\": {...}, \"network\": {...}}: its fused kernels) is timed through its\n"
+           "network module: N points uniform in [0,1)^IN (a model: D), tiny-cuda-nn's\n"
+           "initialisation (a model's encoding: gridjit's uniform one), then\n"
+           "per pass a warm-up and K launches between CUDA events; the median is printed.\n"
+           "compile_ms: the first inference call, and the first forward + backward, each\n"
+           "compiling its program cold (gridjit's and the driver's caches off).\n"
+           "\n"
+           "Passes: inference; forward (keeping the context); backward (dL/dparams, fp32,\n"
+           "overwritten: includes zeroing; a model's encoding's too); backward_input (and\n"
+           "dL/dinput); step (forward, then backward with dL/dparams).\n"
+           "\n"
+           "Options: -c/--config, -d/--dims (the network's input width, a model's encoding\n"
+           "dimensions), --output-dims\n"
+           "(default: the network object's \"n_output_dims\"), -P/--points (default 2^21),\n"
+           "-i/--iterations (default 50), -j/--json (one object: {\"config\", \"n_points\",\n"
+           "\"device\", \"compile_ms\": {\"inference\", \"training\"}, \"iterations\",\n"
+           "\"passes\": {PASS: {\"median_ms\", \"points_per_s\"}}}).\n");
+}
+
+int gj_cli_bench_is_network(int argc, char **argv) {
+    for (int i = 1; i + 1 < argc; ++i) {
+        if (strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "-c") == 0) {
+            char *text = NULL;
+            if (gj_cli_read_config(CMD, argv[i + 1], &text) != GJ_CLI_OK) {
+                return 0; /* the encoding path reports it */
+            }
+            const int network = gj_cli_classify_config(text) != GJ_CLI_CONFIG_ENCODING;
+            free(text);
+            return network;
+        }
+    }
+    return 0;
+}
+
+typedef struct run {
+    gj_context *ctx;
+    gj_network_module *m;
+    gj_network_pass_desc d;
+} run;
+
+enum { P_INFERENCE, P_FORWARD, P_BACKWARD, P_BACKWARD_INPUT, P_STEP, P_COUNT };
+static const char *const pass_name[P_COUNT] = {"inference", "forward", "backward", "backward_input", "step"};
+
+static gj_status one_pass(run *r, int pass) {
+    gj_network_pass_desc d = r->d;
+    switch (pass) {
+    case P_INFERENCE: return gj_network_inference(r->m, NULL, &d);
+    case P_FORWARD: return gj_network_forward(r->m, NULL, &d);
+    case P_BACKWARD: d.dL_dinput = NULL; return gj_network_backward(r->m, NULL, &d);
+    case P_BACKWARD_INPUT: return gj_network_backward(r->m, NULL, &d);
+    default: {
+        gj_status s = gj_network_forward(r->m, NULL, &d);
+        d.dL_dinput = NULL;
+        return s == GJ_OK ? gj_network_backward(r->m, NULL, &d) : s;
+    }
+    }
+}
+
+static int compare_floats(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of iterations timed launches of pass, after a warm-up. */
+static gj_status time_pass(run *r, int pass, uint32_t iterations, float *median) {
+    gj_event *start = NULL, *end = NULL;
+    float *ms = calloc(iterations, sizeof *ms);
+    gj_status s = ms ? gj_event_create(r->ctx, &start) : GJ_ERROR_OUT_OF_MEMORY;
+    if (s == GJ_OK) {
+        s = gj_event_create(r->ctx, &end);
+    }
+    for (int i = 0; s == GJ_OK && i < WARMUP; ++i) {
+        s = one_pass(r, pass);
+    }
+    for (uint32_t i = 0; s == GJ_OK && i < iterations; ++i) {
+        s = gj_event_record(start, NULL);
+        if (s == GJ_OK) {
+            s = one_pass(r, pass);
+        }
+        if (s == GJ_OK) {
+            s = gj_event_record(end, NULL);
+        }
+        if (s == GJ_OK) {
+            s = gj_event_elapsed_ms(start, end, &ms[i]);
+        }
+    }
+    if (s == GJ_OK) {
+        qsort(ms, iterations, sizeof *ms, compare_floats);
+        *median = ms[iterations / 2];
+    }
+    gj_event_destroy(start);
+    gj_event_destroy(end);
+    free(ms);
+    return s;
+}
+
+static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_t n_points, uint32_t iterations,
+                 int json_output, const char *where) {
+    gj_context *ctx = NULL;
+    gj_network *net = NULL;
+    int rc = gj_cli_open_network(CMD, config_text, where, n_in, n_out, &ctx, &net);
+    gj_cli_gpu gpu;
+    memset(&gpu, 0, sizeof gpu);
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_gpu_open(CMD, ctx, &gpu, NULL);
+    }
+    run r = {ctx, NULL, {0}};
+    if (rc == GJ_CLI_OK) {
+        const gj_status s = gj_network_module_create(ctx, net, &r.m);
+        rc = s == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, s, "cannot make the network module");
+    }
+    const uint32_t in = net ? gj_network_n_input_dims(net) : 0, out = net ? gj_network_n_output_dims(net) : 0;
+    const uint64_t n = n_points, n_params = net ? gj_network_n_mlp_params(net) : 0;
+    void *x = NULL, *y = NULL, *dy = NULL, *params = NULL, *context = NULL, *dw = NULL, *dx = NULL;
+    float *host = NULL;
+    if (rc == GJ_CLI_OK) {
+        host = malloc((n * (in > out ? in : out) + 1) * sizeof *host);
+        rc = host ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, GJ_ERROR_OUT_OF_MEMORY, "host buffer");
+    }
+    uint64_t seed = 0x9E3779B97F4A7C15ull;
+    if (rc == GJ_CLI_OK) {
+        gj_cli_random_floats(&seed, host, n * in, 0.0f, 1.0f);
+        rc = gj_cli_gpu_upload(&gpu, host, n * in, GJ_PRECISION_FP32, &x);
+    }
+    if (rc == GJ_CLI_OK) {
+        gj_cli_random_floats(&seed, host, n * out, -1.0f, 1.0f);
+        rc = gj_cli_gpu_upload(&gpu, host, n * out, GJ_PRECISION_FP32, &dy);
+    }
+    const gj_encoding *enc = net ? gj_network_encoding(net) : NULL;
+    const uint64_t n_enc = enc ? gj_encoding_n_params(enc) : 0;
+    const size_t enc_size = enc && gj_encoding_precision(enc) == GJ_PRECISION_FP32 ? 4 : 2;
+    void *eparams = NULL, *de = NULL;
+    const size_t bytes[7] = {n * out * 4, n_params * 2, r.m ? gj_network_module_context_bytes(r.m, n) : 0,
+                             n_params * 4, n * in * 4, n_enc * enc_size,
+                             n_enc * (r.m ? gj_network_module_encoding_gradient_size(r.m) : 0)};
+    void **ptrs[7] = {&y, &params, &context, &dw, &dx, &eparams, &de};
+    for (int i = 0; rc == GJ_CLI_OK && i < 7; ++i) {
+        rc = gj_cli_gpu_alloc(&gpu, bytes[i], ptrs[i]);
+    }
+    if (rc == GJ_CLI_OK) {
+        gj_network_init_desc init;
+        gj_network_init_desc_init(&init);
+        init.params = params;
+        init.encoding_params = eparams;
+        const gj_status s = gj_network_init_params(r.m, NULL, &init);
+        rc = s == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, s, "cannot initialise the parameters");
+    }
+    gj_network_pass_desc_init(&r.d);
+    r.d.n = n;
+    r.d.input = x;
+    r.d.params = params;
+    r.d.output = y;
+    r.d.context = context;
+    r.d.dL_doutput = dy;
+    r.d.dL_dparams = dw;
+    r.d.dL_dinput = dx;
+    r.d.encoding_params = eparams;
+    r.d.dL_dencoding_params = de;
+    double compile_ms[2] = {0, 0};
+    for (int p = 0; rc == GJ_CLI_OK && p < 2; ++p) {
+        const double t0 = gj_cli_now_ms();
+        gj_status s = one_pass(&r, p == 0 ? P_INFERENCE : P_STEP);
+        if (s == GJ_OK) {
+            s = gj_stream_synchronize(ctx, NULL);
+        }
+        compile_ms[p] = gj_cli_now_ms() - t0;
+        rc = s == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, s, "cannot run the network");
+    }
+    float median[P_COUNT] = {0};
+    for (int p = 0; rc == GJ_CLI_OK && p < P_COUNT; ++p) {
+        const gj_status s = time_pass(&r, p, iterations, &median[p]);
+        rc = s == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, s, "timing failed");
+    }
+    if (rc == GJ_CLI_OK) {
+        char *hyper = gj_network_hyperparams(net);
+        if (json_output) {
+            cJSON *root = cJSON_CreateObject(), *passes = cJSON_CreateObject(), *compile = cJSON_CreateObject();
+            cJSON_AddItemToObject(root, "config", cJSON_Parse(hyper));
+            cJSON_AddNumberToObject(root, "n_points", (double)n);
+            cJSON_AddStringToObject(root, "device", gpu.info.device_name);
+            cJSON_AddNumberToObject(compile, "inference", compile_ms[0]);
+            cJSON_AddNumberToObject(compile, "training", compile_ms[1]);
+            cJSON_AddItemToObject(root, "compile_ms", compile);
+            cJSON_AddNumberToObject(root, "iterations", iterations);
+            for (int p = 0; p < P_COUNT; ++p) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddNumberToObject(o, "median_ms", median[p]);
+                cJSON_AddNumberToObject(o, "points_per_s", median[p] > 0 ? n / (median[p] * 1e-3) : 0);
+                cJSON_AddItemToObject(passes, pass_name[p], o);
+            }
+            cJSON_AddItemToObject(root, "passes", passes);
+            char *text = cJSON_PrintUnformatted(root);
+            printf("%s\n", text ? text : "{}");
+            cJSON_free(text);
+            cJSON_Delete(root);
+        } else {
+            printf("network   %s\ndevice    %s\npoints    %llu\ncompile   inference %.0f ms, training %.0f ms (cold)\n",
+                   hyper, gpu.info.device_name, (unsigned long long)n, compile_ms[0], compile_ms[1]);
+            for (int p = 0; p < P_COUNT; ++p) {
+                printf("%-15s %9.4f ms  %8.1f M points/s\n", pass_name[p], median[p],
+                       median[p] > 0 ? n / (median[p] * 1e3) : 0.0);
+            }
+        }
+        gj_free(hyper);
+    }
+    free(host);
+    gj_cli_gpu_close(&gpu);
+    gj_network_module_destroy(r.m);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+    return rc;
+}
+
+int gj_cli_bench_network(int argc, char **argv) {
+    enum { OPT_OUTPUT_DIMS = 1000 };
+    static const struct option options[] = {
+        {"config", required_argument, NULL, 'c'},  {"dims", required_argument, NULL, 'd'},
+        {"output-dims", required_argument, NULL, OPT_OUTPUT_DIMS},
+        {"points", required_argument, NULL, 'P'},  {"iterations", required_argument, NULL, 'i'},
+        {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *config = NULL;
+    uint32_t n_in = 0, n_out = 0, n_points = 1u << 21, iterations = 50;
+    int json = 0, opt, rc = GJ_CLI_OK;
+    optind = 1;
+    while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, ":c:d:P:i:jh", options, NULL)) != -1) {
+        switch (opt) {
+        case 'c': config = optarg; break;
+        case 'd': rc = gj_cli_parse_u32(CMD, "--dims", optarg, 1, GJ_NETWORK_MAX_INPUT_DIMS, &n_in); break;
+        case OPT_OUTPUT_DIMS:
+            rc = gj_cli_parse_u32(CMD, "--output-dims", optarg, 1, GJ_NETWORK_MAX_OUTPUT_DIMS, &n_out);
+            break;
+        case 'P': rc = gj_cli_parse_u32(CMD, "--points", optarg, 1, 1u << 28, &n_points); break;
+        case 'i': rc = gj_cli_parse_u32(CMD, "--iterations", optarg, 1, 100000, &iterations); break;
+        case 'j': json = 1; break;
+        case 'h': usage(); return gj_cli_flush_stdout(CMD);
+        default: return gj_cli_bad_option(CMD, opt, argv, options);
+        }
+    }
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_no_operands(CMD, argc, argv, options);
+    }
+    char *text = NULL;
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_read_config(CMD, config, &text);
+    }
+    if (rc == GJ_CLI_OK) {
+        char where[512];
+        gj_cli_config_where(config, where, sizeof where);
+        rc = bench(text, n_in, n_out, n_points, iterations, json, where);
+    }
+    free(text);
+    const int flushed = gj_cli_flush_stdout(CMD);
+    return rc != GJ_CLI_OK ? rc : flushed;
+}
