@@ -132,15 +132,15 @@ static void precompile_fills_the_module_programs(void **state) {
         "forward", "--cache-dir", dir, "--jobs", "2");
     expect_status(&r, 0);
     assert_non_null(strstr(r.out, "2 configurations x 1 architecture"));
-    assert_non_null(strstr(r.out, "6 programs compiled, 0 already cached, 0 failed"));
+    assert_non_null(strstr(r.out, "10 programs compiled, 0 already cached, 0 failed"));
     gj_cli_result_free(&r);
     RUN(&r, "precompile", "--config", CONFIG_A, "--config", configs, "--dims", "2", "--arch", "sm_80", "--pass",
         "forward", "--cache-dir", dir);
     expect_status(&r, 0);
-    assert_non_null(strstr(r.out, "0 programs compiled, 6 already cached, 0 failed"));
+    assert_non_null(strstr(r.out, "0 programs compiled, 10 already cached, 0 failed"));
     gj_cli_result_free(&r);
-    char keys[8][33];
-    assert_int_equal(listed(dir, "cubin", keys, 8), 6);
+    char keys[16][33];
+    assert_int_equal(listed(dir, "cubin", keys, 16), 10);
     free(configs);
     free(dir);
 }
@@ -205,21 +205,21 @@ static void precompile_without_nvrtc_verifies_the_cache(void **state) {
     RUN(&r, "precompile", "--config", CONFIG_A, "--dims", "2", "--arch", "sm_80", "--pass", "forward", "--cache-dir",
         dir);
     expect_status(&r, 0);
-    assert_non_null(strstr(r.out, "3 programs compiled, 0 already cached, 0 failed"));
+    assert_non_null(strstr(r.out, "5 programs compiled, 0 already cached, 0 failed"));
     gj_cli_result_free(&r);
 
     setenv("GRIDJIT_NVRTC", "off", 1);
     RUN(&r, "precompile", "--config", CONFIG_A, "--dims", "2", "--arch", "sm_80", "--pass", "forward", "--cache-dir",
         dir);
     expect_status(&r, 0);
-    assert_non_null(strstr(r.out, "0 programs compiled, 3 already cached, 0 failed"));
+    assert_non_null(strstr(r.out, "0 programs compiled, 5 already cached, 0 failed"));
     gj_cli_result_free(&r);
-    /* All passes: the 3 forward programs are there, the 4 others are not. */
+    /* All passes: the 5 forward programs are there, the 7 others are not. */
     RUN(&r, "precompile", "--config", CONFIG_A, "--dims", "2", "--arch", "sm_80", "--cache-dir", dir);
     unsetenv("GRIDJIT_NVRTC");
     expect_status(&r, 1);
-    assert_non_null(strstr(r.out, "0 programs compiled, 3 already cached, 4 failed"));
-    if (!strstr(r.err, "4 of 7 programs failed (backward, backward_input, backward_dx, backward_backward)") ||
+    assert_non_null(strstr(r.out, "0 programs compiled, 5 already cached, 7 failed"));
+    if (!strstr(r.err, "7 of 12 programs failed (backward, backward_input, backward_dx, backward_rows, backward_input_rows, backward_dx_rows, backward_backward)") ||
         !strstr(r.err, "NVRTC") || !strstr(r.err, "gridjit precompile --config")) {
         fail_msg("the missing programs are not named, or not the command that makes them: %s", r.err);
     }

@@ -1,7 +1,9 @@
 /*
  * NVRTC compilation of a pairwise covering set of configurations: every value of
  * every code-changing option meets every value of every other option at least once.
- * Each configuration is compiled with all its passes to an sm_90 cubin.
+ * Each configuration is compiled with all its passes to an sm_90 cubin (gj_compile's
+ * unit), and every third also as the two largest level-group module programs
+ * (forward_dydx_rows, backward_input_rows), which that unit leaves out.
  *
  * max_level (scalar or per point) is not a code option: the same kernels read either
  * at run time, so it does not multiply the compile matrix (the GPU tests cover both).
@@ -19,6 +21,10 @@
 #include <string.h>
 
 #include "gridjit.h"
+#include "api/context.h"
+#include "codegen/kernels.h"
+#include "compile/arch.h"
+#include "compile/encoding_unit.h"
 #include "pairwise.h"
 #include "test_env.h"
 
@@ -69,6 +75,32 @@ static void covering_set_covers_every_pair(void **state) {
     printf("pairwise covering set: %zu configurations (full product: %d)\n", n_rows, 5 * 3 * 3 * 4 * 2 * 7 * 2 * 2);
 }
 
+/* The level-group programs of a module with default options (level-major), compiled as
+ * gj_module_create's module would: each has its kernels, and no compiler message. */
+static void compile_rows_parts(gj_context *ctx, const gj_encoding *enc, size_t r, const char *json) {
+    static const gj__part parts[] = {GJ__PART_FORWARD_DYDX_ROWS, GJ__PART_BACKWARD_INPUT_ROWS};
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    gj__arch arch;
+    assert_int_equal(gj__arch_parse(NULL, "sm_90", &arch), GJ_OK);
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; ++i) {
+        gj__encoding_unit unit;
+        gj_program *prog = NULL;
+        assert_int_equal(gj__encoding_unit_make(&ctx->compiler, enc, &opts, parts[i], &arch, 0, &unit), GJ_OK);
+        const gj_status status = gj__compile(&ctx->compiler, &unit.request, &prog);
+        if (status != GJ_OK || gj_program_log(prog)[0] != '\0') {
+            fail_msg("config %zu, program %s: %s\n%s\n%s", r, gj__part_name(parts[i]), gj_context_errmsg(ctx), json,
+                     prog ? gj_program_log(prog) : "");
+        }
+        assert_int_equal(gj_program_n_kernels(prog), parts[i] == GJ__PART_BACKWARD_INPUT_ROWS ? 2 : 1);
+        for (size_t k = 0; k < gj_program_n_kernels(prog); ++k) {
+            assert_non_null(strstr(gj_program_kernel_name(prog, k), "_rows"));
+        }
+        gj_program_destroy(prog);
+        gj__encoding_unit_free(&unit);
+    }
+}
+
 static void compile_shard(void **state) {
     (void)state;
     if (!gj_test_have_nvrtc()) {
@@ -101,7 +133,7 @@ static void compile_shard(void **state) {
         const unsigned char *binary = gj_program_binary(prog, &size);
         assert_int_equal(gj_program_kind(prog), GJ_BINARY_CUBIN);
         assert_true(size > 4 && memcmp(binary, "\x7f" "ELF", 4) == 0);
-        assert_int_equal(gj_program_n_kernels(prog), 10); /* every kernel of every pass */
+        assert_int_equal(gj_program_n_kernels(prog), 10); /* every kernel of every pass (not the _rows forms) */
         for (size_t k = 0; k < gj_program_n_kernels(prog); ++k) {
             const char *lowered = gj_program_lowered_name(prog, k);
             assert_non_null(lowered);
@@ -110,6 +142,9 @@ static void compile_shard(void **state) {
         }
         printf("  [%zu] %.2f s  %s\n", r, gj_program_compile_ms(prog) / 1000.0, json);
         ++compiled;
+        if (r % 3 == 0) {
+            compile_rows_parts(ctx, enc, r, json);
+        }
         gj_program_destroy(prog);
         gj_encoding_destroy(enc);
     }

@@ -610,19 +610,42 @@ static void kernel_names_follow_the_contract(void **state) {
     (void)state;
     assert_string_equal(gj__kernel_suffix(GJ__KERNEL_FORWARD), "forward");
     assert_string_equal(gj__kernel_suffix(GJ__KERNEL_BACKWARD_COARSE), "backward_coarse");
-    assert_true(gj__kernel_present(GJ__KERNEL_BACKWARD_COARSE, GJ_PASS_BACKWARD));
+    gj_codegen_options backward, forward, opts;
+    gj_codegen_options_init(&backward);
+    backward.passes = GJ_PASS_BACKWARD;
+    gj_codegen_options_init(&forward);
+    forward.passes = GJ_PASS_FORWARD;
+    assert_true(gj__kernel_present(GJ__KERNEL_BACKWARD_COARSE, &backward));
     assert_string_equal(gj__kernel_suffix(GJ__KERNEL_BACKWARD_BACKWARD), "backward_backward");
     assert_string_equal(gj__kernel_suffix(GJ__KERNEL_CAST_GRADIENTS), "cast_gradients");
-    assert_true(gj__kernel_present(GJ__KERNEL_INIT_PARAMS, GJ_PASS_FORWARD));
-    assert_false(gj__kernel_present(GJ__KERNEL_BACKWARD, GJ_PASS_FORWARD));
-    /* Every kernel the code generator lists is one the runtime knows. */
-    gj_codegen_options opts;
+    assert_true(gj__kernel_present(GJ__KERNEL_INIT_PARAMS, &forward));
+    assert_false(gj__kernel_present(GJ__KERNEL_BACKWARD, &forward));
+    /* Each level-major kernel has a level-group (_rows) form, in a program of its own; a
+     * point-major unit has none. */
+    assert_string_equal(gj__kernel_suffix(gj__kernel_rows_form(GJ__KERNEL_FORWARD)), "forward_rows");
+    assert_string_equal(gj__kernel_suffix(gj__kernel_rows_form(GJ__KERNEL_BACKWARD_INPUT_COARSE)),
+                        "backward_input_rows_coarse");
+    assert_int_equal(gj__kernel_rows_form(GJ__KERNEL_BACKWARD_BACKWARD), GJ__KERNEL_BACKWARD_BACKWARD);
+    assert_int_equal(gj__kernel(GJ__KERNEL_BACKWARD_ROWS_COARSE)->part, GJ__PART_BACKWARD_ROWS);
+    assert_true(gj__part_present(GJ__PART_FORWARD_ROWS, &forward));
+    assert_false(gj__part_present(GJ__PART_BACKWARD_ROWS, &forward));
+    assert_false(gj__kernel_present(GJ__KERNEL_FORWARD_ROWS, &forward)); /* not in the whole unit */
+    assert_true(gj__kernel_in_unit(GJ__KERNEL_FORWARD_ROWS, &forward, GJ__PART_FORWARD_ROWS));
+    forward.order = GJ_ORDER_POINT_MAJOR;
+    assert_false(gj__kernel_present(GJ__KERNEL_FORWARD_ROWS, &forward));
+    assert_false(gj__part_present(GJ__PART_FORWARD_ROWS, &forward));
+    assert_true(gj__part_present(GJ__PART_FORWARD, &forward));
+    /* Every kernel the code generator lists for the whole unit is one the runtime knows,
+     * and it lists each kernel but the _rows forms. */
     gj_codegen_options_init(&opts);
     size_t count = 0;
     char **names = gj__codegen_kernel_names(&opts, GJ__PART_ALL, &count);
     assert_non_null(names);
-    assert_int_equal(count, GJ__KERNEL_COUNT);
+    assert_int_equal(count, 10);
     for (int k = 0; k < GJ__KERNEL_COUNT; ++k) {
+        if (gj__kernel(k)->rows) {
+            continue;
+        }
         char expected[64];
         snprintf(expected, sizeof expected, "&gj_encode_%s", gj__kernel_suffix((gj__kernel_id)k));
         int found = 0;
@@ -664,6 +687,14 @@ static void load_refuses_a_program_of_other_options(void **state) {
     assert_int_equal(gj_encoding_create(f->ctx, "{\"otype\": \"HashGrid\", \"n_levels\": 5}", 3, &enc2), GJ_OK);
     assert_int_equal(gj_module_load(f->ctx, enc2, &opts, prog, &m), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "other source");
+    /* gj_compile's unit has the one-level kernels only: more levels per thread are refused. */
+    for (size_t k = 0; k < gj_program_n_kernels(prog); ++k) {
+        assert_null(strstr(gj_program_kernel_name(prog, k), "_rows"));
+    }
+    gj_codegen_options groups = opts;
+    groups.levels_per_thread = 2;
+    assert_int_equal(gj_module_load(f->ctx, f->enc, &groups, prog, &m), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "level-group kernels");
     /* The matching program passes the checks and reaches the (disabled) driver. */
     assert_int_equal(gj_module_load(f->ctx, f->enc, &opts, prog, &m), GJ_ERROR_NO_DRIVER);
     gj_encoding_destroy(enc2);

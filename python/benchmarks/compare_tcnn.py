@@ -13,7 +13,8 @@ be imported, its entry says why and gridjit's results are still written (exit st
 Checks, against issue 15's targets, printed as PASS/FAIL lines:
   checkpoint: tinycudann's state_dicts load into gridjit and give its outputs (fp16 within
   2^-7 with O(1) parameters, tinycudann accumulating in fp16; fp32 within 1e-5)
-  eikonal: finite throughout, final loss within 10 % of tinycudann's, step time <= 0.9x
+  eikonal: finite throughout, final loss within 10 % of tinycudann's (the mean over the last
+  tenth of the steps: one step's loss moves by a few per cent with its batch), step time <= 0.9x
   percall: no-grad forward and forward + backward <= 0.5x
   throughput: forward <= 0.75x, forward + backward <= 0.6x
 The ratio checks (loss agreement, speed) are informative: the exit status does not depend
@@ -44,8 +45,8 @@ SPEED_TARGETS = [
     ("throughput", "forward_backward_ms", 0.6),
 ]
 RATIO_KEYS = {
-    "eikonal": ("median_step_ms", "final_loss"),
-    "image": ("median_step_ms", "final_loss"),
+    "eikonal": ("median_step_ms", "final_loss", "final_loss_mean"),
+    "image": ("median_step_ms", "final_loss", "final_loss_mean"),
     "percall": ("forward_no_grad_us", "forward_backward_us"),
     "throughput": ("forward_ms", "forward_backward_ms", "rays_forward_ms", "rays_forward_backward_ms"),
 }
@@ -92,10 +93,11 @@ def checks(ours: dict, theirs: dict, ratio: dict) -> list:
         lines.append((case["within_tolerance"], f"checkpoint: a tinycudann {case['config']['otype']} {case['dtype']} "
                                                f"state_dict in gridjit: max output error {case['max_abs_error']:.3g}"))
     eik = ratio.get("eikonal", {})
-    if eik.get("final_loss") is not None:
-        lines.append((abs(eik["final_loss"] - 1) <= 0.10,
-                      f"eikonal: final loss {ours['eikonal']['final_loss']:.5g} vs {theirs['eikonal']['final_loss']:.5g} "
-                      f"(ratio {eik['final_loss']:.3f}, target within 10 %)"))
+    if eik.get("final_loss_mean") is not None:
+        lines.append((abs(eik["final_loss_mean"] - 1) <= 0.10,
+                      f"eikonal: final loss (mean of the last tenth of the steps) "
+                      f"{ours['eikonal']['final_loss_mean']:.5g} vs {theirs['eikonal']['final_loss_mean']:.5g} "
+                      f"(ratio {eik['final_loss_mean']:.3f}, target within 10 %)"))
     for workload, key, target in SPEED_TARGETS:
         value = ratio.get(workload, {}).get(key)
         if value is not None:

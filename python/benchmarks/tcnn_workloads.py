@@ -124,6 +124,15 @@ def timed_training(step, steps: int, window: int = 10):
     return losses, median, first
 
 
+def final_loss_mean(losses: list) -> float:
+    """The mean of the losses sampled over the last tenth of the steps (at least one
+    sample): the loss of one step moves by a few per cent with its random batch, so two
+    runs are compared on this, not on their last step alone."""
+    last_step = losses[-1][0]
+    tail = [v for i, v in losses if i >= last_step * 0.9]
+    return statistics.mean(tail or [losses[-1][1]])
+
+
 def eikonal(tcnn, args) -> dict:
     device = DEVICE
     torch.manual_seed(args.seed)
@@ -149,6 +158,7 @@ def eikonal(tcnn, args) -> dict:
         "batch": EIKONAL_BATCH,
         "loss_every_10": losses,
         "final_loss": values[-1],
+        "final_loss_mean": final_loss_mean(losses),
         "finite": finite(values) and bool(torch.isfinite(model.encoder.params).all()),
         "first_non_finite_step": nan_step,
         "median_step_ms": median * 1e3,
@@ -204,6 +214,7 @@ def image_fit(tcnn, args) -> dict:
         "batch": batch,
         "loss_every_10": losses,
         "final_loss": values[-1],
+        "final_loss_mean": final_loss_mean(losses),
         "finite": finite(values),
         "psnr_db": -10.0 * math.log10(max(mse, 1e-12)),
         "median_step_ms": median * 1e3,
@@ -383,7 +394,7 @@ def report(name: str, result: dict) -> None:
     if name in ("eikonal", "image"):
         extra = f", PSNR {result['psnr_db']:.2f} dB" if "psnr_db" in result else ""
         state = "finite" if result["finite"] else f"NON-FINITE (first at step {result.get('first_non_finite_step')})"
-        print(f"  {name}: {result['steps']} steps, final loss {result['final_loss']:.6g}{extra}, loss {state}, "
+        print(f"  {name}: {result['steps']} steps, final loss {result['final_loss']:.6g} (mean of the last tenth {result['final_loss_mean']:.6g}){extra}, loss {state}, "
               f"median step {result['median_step_ms']:.3f} ms, first step {result['first_step_s']:.2f} s")
     elif name == "percall":
         print(f"  percall (256 points, 8 levels, {result['dtype']}): no-grad forward "

@@ -337,29 +337,42 @@ static void grid_comment(gj__strbuf *sb, const struct gj_encoding *enc, const gj
     const int level_major = opts->order == GJ_ORDER_LEVEL_MAJOR;
     const int padded = gj__padded_width(enc, opts) != enc->layout.n_output_dims;
     const uint32_t L = enc->layout.n_levels, small = gj__small_level_floats(enc, opts);
-    const char *groups = "ceil(levels / args.levels_per_thread), one per level group";
+    const char *groups = "ceil(levels / args.levels_per_thread), one per group of args.levels_per_thread (at least 2)\n"
+                         "// levels";
     const char *stage = "// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *\n"
                         "// element bytes / 4) | 1) words of dynamic shared memory.\n";
     switch (id) {
     case GJ__KERNEL_FORWARD:
     case GJ__KERNEL_FORWARD_DYDX:
         if (level_major) {
-            gj__sb_printf(sb, "// Grid y: %s%s.\n%s", groups, padded ? ", plus one for the padding columns" : "", stage);
+            gj__sb_printf(sb, "// Grid y: %u, one per level%s.\n", L + (padded ? 1u : 0u),
+                          padded ? ", plus one for the padding columns" : "");
         } else {
             gj__sb_append(sb, "// Grid y: 1.\n");
         }
+        break;
+    case GJ__KERNEL_FORWARD_ROWS:
+    case GJ__KERNEL_FORWARD_DYDX_ROWS:
+        gj__sb_printf(sb, "// Grid y: %s%s.\n%s", groups, padded ? ", plus one for the padding columns" : "", stage);
         break;
     case GJ__KERNEL_BACKWARD:
     case GJ__KERNEL_BACKWARD_INPUT:
     case GJ__KERNEL_BACKWARD_DX:
         if (level_major) {
-            gj__sb_printf(sb, "// Grid y: %s (dL_dx is summed atomically: zero it first).\n%s", groups, stage);
+            gj__sb_printf(sb, "// Grid y: %u, one per level (dL_dx is summed atomically: zero it first).\n", L);
         } else {
             gj__sb_append(sb, "// Grid y: 1.\n");
         }
         break;
+    case GJ__KERNEL_BACKWARD_ROWS:
+    case GJ__KERNEL_BACKWARD_INPUT_ROWS:
+    case GJ__KERNEL_BACKWARD_DX_ROWS:
+        gj__sb_printf(sb, "// Grid y: %s (dL_dx is summed atomically: zero it first).\n%s", groups, stage);
+        break;
     case GJ__KERNEL_BACKWARD_COARSE:
     case GJ__KERNEL_BACKWARD_INPUT_COARSE:
+    case GJ__KERNEL_BACKWARD_ROWS_COARSE:
+    case GJ__KERNEL_BACKWARD_INPUT_ROWS_COARSE:
         gj__sb_printf(sb, "// Grid (args.coarse_blocks, %u), %u bytes of dynamic shared memory: the small levels%s.\n",
                       L, 4 * small, small ? "" : " (none here: a no-op)");
         break;
@@ -380,7 +393,7 @@ void gj__emit_kernels(gj__strbuf *sb, const struct gj_encoding *enc, const gj_co
                   opts->block_size * opts->points_per_thread);
     gj__sb_append(sb, "// ---------------------------------------------------------------------------\n");
     for (int k = 0; k < GJ__KERNEL_COUNT; ++k) {
-        if (!gj__kernel_in_unit((gj__kernel_id)k, opts->passes, part)) {
+        if (!gj__kernel_in_unit((gj__kernel_id)k, opts, part)) {
             continue;
         }
         const gj__kernel_info *kernel = gj__kernel((gj__kernel_id)k);

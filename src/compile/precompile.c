@@ -17,7 +17,7 @@ gj_status gj__precompile(gj__compiler *c, const struct gj_encoding *enc, const g
     size_t n = 0;
     gj_status status = GJ_OK;
     for (int p = GJ__PART_ALL + 1; status == GJ_OK && p < GJ__PART_COUNT; ++p) {
-        if (!(gj__part_pass((gj__part)p) & opts->passes)) {
+        if (!gj__part_present((gj__part)p, opts)) {
             continue;
         }
         status = gj__encoding_unit_make(c, enc, opts, (gj__part)p, arch, 1, &units[n]);

@@ -90,7 +90,7 @@ static gj_status check_program(gj__runtime *rt, const gj_encoding *enc, const gj
         return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: the program holds no cubin or PTX (failed compile?)", call);
     }
     for (int k = 0; k < GJ__KERNEL_COUNT; ++k) {
-        if (!gj__kernel_present((gj__kernel_id)k, opts->passes)) {
+        if (!gj__kernel_present((gj__kernel_id)k, opts)) {
             continue;
         }
         char expression[128];
@@ -183,6 +183,13 @@ gj_status gj__module_load(gj__runtime *rt, const gj_encoding *enc, const gj_code
     if (status == GJ_OK && !prog) {
         status = gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "gj_module_load: prog must not be NULL");
     }
+    if (status == GJ_OK && resolved.levels_per_thread > 1 && resolved.order == GJ_ORDER_LEVEL_MAJOR) {
+        status = gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT,
+                          "gj_module_load: levels_per_thread %u needs the level-group kernels, which a program from "
+                          "gj_compile does not hold (they are module programs of their own): use gj_module_create, "
+                          "or levels_per_thread 0 or 1",
+                          resolved.levels_per_thread);
+    }
     if (status == GJ_OK) {
         status = check_program(rt, enc, &resolved, prog);
     }
@@ -193,8 +200,10 @@ gj_status gj__module_load(gj__runtime *rt, const gj_encoding *enc, const gj_code
     if (status != GJ_OK) {
         return status;
     }
-    /* The given program, loaded now: its kernels serve every device it can run on. */
+    /* The given program, loaded now: its kernels serve every device it can run on. It has
+     * no level-group (_rows) kernels: every launch takes one level per block. */
     m->given = 1;
+    m->shape.levels_per_thread = 1;
     CUcontext current;
     status = gj__driver_current_context(ctx, m->drv, &current);
     if (status == GJ_OK) {

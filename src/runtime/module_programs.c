@@ -46,7 +46,7 @@ gj_status gj__module_load_program(gj_module *m, gj__module_program *p, gj__part 
     gj_program_binary(prog, &p->binary_bytes);
     const char *lowered[GJ__KERNEL_COUNT] = {NULL};
     for (int k = 0; k < GJ__KERNEL_COUNT; ++k) {
-        if (!gj__kernel_in_unit((gj__kernel_id)k, m->opts.passes, part)) {
+        if (!gj__kernel_in_unit((gj__kernel_id)k, &m->opts, part)) {
             continue;
         }
         char expression[128];
@@ -129,7 +129,7 @@ gj_status gj__module_prepare_for(gj_module *m, int sm, uint32_t passes) {
     gj__arch_parse(NULL, arch_name, &arch);
     for (int p = GJ__PART_ALL + 1; status == GJ_OK && p < GJ__PART_COUNT; ++p) {
         const gj__module_program *ignored;
-        if (!(gj__part_pass((gj__part)p) & passes) || find(m, (gj__part)p, sm)) {
+        if (!(gj__part_pass((gj__part)p) & passes) || !gj__part_present((gj__part)p, &m->opts) || find(m, (gj__part)p, sm)) {
             continue;
         }
         if (!parallel) { /* the fallbacks, one by one */

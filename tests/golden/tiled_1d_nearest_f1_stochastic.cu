@@ -1100,9 +1100,10 @@ typedef struct gj_cast_args {
 //
 // Thread t of block b handles points b * BLOCK * PPT + t + p * BLOCK, p < PPT
 // (consecutive threads, consecutive points: coalesced inputs and outputs).
-// Level-major kernels take a group of args.levels_per_thread consecutive levels from
-// blockIdx.y, so few levels' tables are hot in the caches at a time; each thread walks the
-// group's levels for its points. Point-major kernels walk all levels per point.
+// Level-major kernels take one level per block (blockIdx.y), so few levels' tables are hot
+// in the caches at a time; their _rows forms take a group of args.levels_per_thread
+// consecutive levels from blockIdx.y, each thread walking the group's levels for its
+// points. Point-major kernels walk all levels per point.
 // ---------------------------------------------------------------------------
 #ifndef GJ_KERNELS_CUH
 #define GJ_KERNELS_CUH
@@ -1271,9 +1272,9 @@ GJ_INLINE void gj_visit_group(const gj_level_group<C>& group, Op& op) {
     for (gj_u32 level = group.first; level < group.last; ++level) gj_visit_level<C, LV>(level, op);
 }
 
-// Level-major, one level per thread (blockIdx.y; L is the slice that writes the padding):
-// the forward keeps this body beside the level-group one below, which measured up to 9 %
-// slower with one level (C3) at the cost of its code twice in the forward kernels.
+// Level-major, one level per block (blockIdx.y; L is the slice that writes the padding).
+// Its own body, not a group of one: the group body measured up to 9 % slower with one
+// level (C3).
 template <class C, class LV, bool DYDX>
 GJ_INLINE void gj_forward_level(const gj_forward_args& a) {
     gj_for_each_point<C>(a.n, [&](gj_u64 i) {
@@ -1288,14 +1289,31 @@ GJ_INLINE void gj_forward_level(const gj_forward_args& a) {
     });
 }
 
+// Point-major order, or level-major with one level per block (gj_forward_level).
 template <class C, class LV, bool DYDX>
 GJ_INLINE void gj_forward_points(const gj_forward_args& a) {
+    if constexpr (C::LEVEL_MAJOR) {
+        gj_forward_level<C, LV, DYDX>(a);
+    } else {
+        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
+            gj_forward_op<C, DYDX> op{a, i};
+            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            gj_visit_levels<C, LV>(op);
+            if (a.y) gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
+        });
+    }
+}
+
+// Level-major, a group of args.levels_per_thread (>= 2) levels per block, their values
+// staged in shared memory when args.stage (point-major rows) and written as whole words.
+// A kernel of its own (NAME_forward_rows): only callers with point-major rows longer than
+// a sector need it, and beside the one-level body it cost that body registers and the
+// program compile time (docs/runtime.md, "Programs").
+template <class C, class LV, bool DYDX>
+GJ_INLINE void gj_forward_groups(const gj_forward_args& a) {
     typedef typename C::param_t T;
     if constexpr (C::LEVEL_MAJOR) {
-        if (a.levels_per_thread <= 1) {
-            gj_forward_level<C, LV, DYDX>(a);
-            return;
-        }
         const gj_level_group<C> group(a.levels_per_thread);
         if (group.first >= C::L) { // the slice that writes the padding columns
             if (a.y) gj_for_each_point<C>(a.n, [&](gj_u64 i) { gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i); });
@@ -1313,14 +1331,6 @@ GJ_INLINE void gj_forward_points(const gj_forward_args& a) {
             __syncthreads();
             stage.template copy<true>(a.y, a.n, a.y_stride_point * sizeof(T) / 4, group.word_offset(), group.words());
         }
-    } else {
-        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
-            gj_forward_op<C, DYDX> op{a, i};
-            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
-            gj_visit_levels<C, LV>(op);
-            if (a.y) gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
-        });
     }
 }
 
@@ -1334,6 +1344,16 @@ GJ_INLINE void gj_forward_kernel(const gj_forward_args& a) {
 template <class C, class LV>
 GJ_INLINE void gj_forward_dydx_kernel(const gj_forward_args& a) {
     gj_forward_points<C, LV, true>(a);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_forward_rows_kernel(const gj_forward_args& a) {
+    gj_forward_groups<C, LV, false>(a);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_forward_dydx_rows_kernel(const gj_forward_args& a) {
+    gj_forward_groups<C, LV, true>(a);
 }
 
 // ---- backward ------------------------------------------------------------------
@@ -1418,26 +1438,34 @@ GJ_INLINE void gj_add_point_dldx(const gj_backward_args& a, gj_u64 i, const floa
     }
 }
 
-// Level-major: the levels of this block's group (args.levels_per_thread of them, one by
-// default) in turn for each point, the small ones left to NAME_backward_coarse; dL/dx
-// summed over them before the atomics (levels in other groups add theirs). One body for
-// every group size: a separate one-level body measured no faster (within 2 %) and
-// doubled the backward kernels' code and compile time.
-template <class C, class LV, bool PARAMS, bool INPUT>
-GJ_INLINE void gj_backward_group(const gj_backward_args& a) {
+// Level-major: one level per block (ROWS false: blockIdx.y), or (ROWS) the group of
+// args.levels_per_thread levels from blockIdx.y, in turn for each point, with dL/dy read
+// from the block's stage when args.stage; the small levels are left to
+// NAME_backward_coarse. dL/dx is summed over the levels before the atomics (levels in
+// other blocks add theirs). The ROWS form is a kernel of its own (NAME_backward_rows), for
+// the reasons of gj_forward_groups.
+template <class C, class LV, bool PARAMS, bool INPUT, bool ROWS>
+GJ_INLINE void gj_backward_levels(const gj_backward_args& a) {
     typedef typename C::param_t T;
-    const gj_level_group<C> group(a.levels_per_thread);
-    const gj_stage<C> stage(a.levels_per_thread);
-    if (a.stage) {
-        stage.template copy<false>(a.dL_dy, a.n, a.dy_stride_point * sizeof(T) / 4, group.word_offset(), group.words());
-        __syncthreads();
+    [[maybe_unused]] const gj_level_group<C> group(ROWS ? a.levels_per_thread : 1u);
+    [[maybe_unused]] const gj_stage<C> stage(a.levels_per_thread);
+    if constexpr (ROWS) {
+        if (a.stage) {
+            stage.template copy<false>(a.dL_dy, a.n, a.dy_stride_point * sizeof(T) / 4, group.word_offset(),
+                                       group.words());
+            __syncthreads();
+        }
     }
     gj_for_each_point<C>(a.n, [&](gj_u64 i) {
         gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
-        if (a.stage) op.staged = stage.row(i), op.first = group.first;
+        if constexpr (ROWS) {
+            if (a.stage) op.staged = stage.row(i), op.first = group.first;
 #pragma unroll 1
-        for (gj_u32 level = group.first; level < group.last; ++level) {
-            if (!gj_coarse_level<C>(a, LV::at(level))) gj_visit_level<C, LV>(level, op);
+            for (gj_u32 level = group.first; level < group.last; ++level) {
+                if (!gj_coarse_level<C>(a, LV::at(level))) gj_visit_level<C, LV>(level, op);
+            }
+        } else {
+            if (!gj_coarse_level<C>(a, LV::at(blockIdx.y))) gj_visit_level<C, LV>(blockIdx.y, op);
         }
         if constexpr (INPUT) gj_add_point_dldx<C>(a, i, op.dldx);
     });
@@ -1446,7 +1474,7 @@ GJ_INLINE void gj_backward_group(const gj_backward_args& a) {
 template <class C, class LV, bool PARAMS, bool INPUT>
 GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
     if constexpr (C::LEVEL_MAJOR) {
-        gj_backward_group<C, LV, PARAMS, INPUT>(a);
+        gj_backward_levels<C, LV, PARAMS, INPUT, false>(a);
     } else {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_backward_op<C, PARAMS, INPUT> op = gj_backward_point<C, PARAMS, INPUT>(a, i);
@@ -1456,8 +1484,14 @@ GJ_INLINE void gj_backward_points(const gj_backward_args& a) {
     }
 }
 
+template <class C, class LV, bool PARAMS, bool INPUT>
+GJ_INLINE void gj_backward_groups(const gj_backward_args& a) {
+    if constexpr (C::LEVEL_MAJOR) gj_backward_levels<C, LV, PARAMS, INPUT, true>(a);
+}
+
 // dL/dparams, dL/dparams with dL/dx, dL/dx alone: one kernel each (each as lean in
-// registers as its work allows; the runtime picks by the outputs asked for).
+// registers as its work allows; the runtime picks by the outputs asked for), and each in
+// the two level-major forms.
 template <class C, class LV>
 GJ_INLINE void gj_backward_kernel(const gj_backward_args& a) {
     gj_backward_points<C, LV, true, false>(a);
@@ -1471,6 +1505,21 @@ GJ_INLINE void gj_backward_input_kernel(const gj_backward_args& a) {
 template <class C, class LV>
 GJ_INLINE void gj_backward_dx_kernel(const gj_backward_args& a) {
     gj_backward_points<C, LV, false, true>(a);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_rows_kernel(const gj_backward_args& a) {
+    gj_backward_groups<C, LV, true, false>(a);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_input_rows_kernel(const gj_backward_args& a) {
+    gj_backward_groups<C, LV, true, true>(a);
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_backward_dx_rows_kernel(const gj_backward_args& a) {
+    gj_backward_groups<C, LV, false, true>(a);
 }
 
 // ---- backward, small levels: sums in shared memory ---------------------------------
@@ -1716,23 +1765,17 @@ __device__ void gj_encode_bwdbwd(const gj_encode_in_t& dL_ddLdx, const gj_encode
 // Block: 256 threads. Grid x: ceil(n / 256) blocks.
 // ---------------------------------------------------------------------------
 
-// Grid y: ceil(levels / args.levels_per_thread), one per level group.
-// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
-// element bytes / 4) | 1) words of dynamic shared memory.
+// Grid y: 3, one per level.
 __global__ void __launch_bounds__(256) gj_encode_forward(const gj_forward_args args) {
     gj_forward_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
-// Grid y: ceil(levels / args.levels_per_thread), one per level group.
-// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
-// element bytes / 4) | 1) words of dynamic shared memory.
+// Grid y: 3, one per level.
 __global__ void __launch_bounds__(256) gj_encode_forward_dydx(const gj_forward_args args) {
     gj_forward_dydx_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
-// Grid y: ceil(levels / args.levels_per_thread), one per level group (dL_dx is summed atomically: zero it first).
-// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
-// element bytes / 4) | 1) words of dynamic shared memory.
+// Grid y: 3, one per level (dL_dx is summed atomically: zero it first).
 __global__ void __launch_bounds__(256) gj_encode_backward(const gj_backward_args args) {
     gj_backward_kernel<gj_encode_config, gj_encode_levels>(args);
 }
@@ -1742,9 +1785,7 @@ __global__ void __launch_bounds__(256) gj_encode_backward_coarse(const gj_backwa
     gj_backward_coarse_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
-// Grid y: ceil(levels / args.levels_per_thread), one per level group (dL_dx is summed atomically: zero it first).
-// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
-// element bytes / 4) | 1) words of dynamic shared memory.
+// Grid y: 3, one per level (dL_dx is summed atomically: zero it first).
 __global__ void __launch_bounds__(256) gj_encode_backward_input(const gj_backward_args args) {
     gj_backward_input_kernel<gj_encode_config, gj_encode_levels>(args);
 }
@@ -1754,9 +1795,7 @@ __global__ void __launch_bounds__(256) gj_encode_backward_input_coarse(const gj_
     gj_backward_input_coarse_kernel<gj_encode_config, gj_encode_levels>(args);
 }
 
-// Grid y: ceil(levels / args.levels_per_thread), one per level group (dL_dx is summed atomically: zero it first).
-// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *
-// element bytes / 4) | 1) words of dynamic shared memory.
+// Grid y: 3, one per level (dL_dx is summed atomically: zero it first).
 __global__ void __launch_bounds__(256) gj_encode_backward_dx(const gj_backward_args args) {
     gj_backward_dx_kernel<gj_encode_config, gj_encode_levels>(args);
 }
