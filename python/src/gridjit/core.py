@@ -1165,8 +1165,10 @@ class NetworkModule:
         """gj_network_init_params: tiny-cuda-nn's initialisation (docs/networks.md §5) into
         params (fp16) and/or params_fp32 (device memory)."""
         desc = _capi.NetworkInitDesc.from_buffer_copy(self._init)
-        desc.params, desc.params_fp32, desc.seed, desc.scale = params or None, params_fp32 or None, int(seed), float(scale)
-        self.context.check(lib.gj_network_init_params(self.handle, stream or None, byref(desc)), "gj_network_init_params")
+        desc.params, desc.params_fp32 = params or None, params_fp32 or None
+        desc.seed, desc.scale = int(seed), float(scale)
+        status = lib.gj_network_init_params(self.handle, stream or None, byref(desc))
+        self.context.check(status, "gj_network_init_params")
 
 
 __all__ = [
