@@ -390,7 +390,7 @@ class Module(torch.nn.Module):
             _jit_fusion_warned = True
             _warn(
                 "gridjit.torch: jit_fusion has no effect: gridjit fuses nothing across torch modules "
-                "(supports_jit_fusion() is False); the encoding runs its own kernels"
+                "(supports_jit_fusion() is False); the module runs its own kernels"
             )
 
     @jit_fusion.deleter
