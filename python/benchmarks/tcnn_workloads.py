@@ -554,7 +554,8 @@ def report(name: str, result: dict) -> None:
             for jit in ("", "_jit"):
                 key = f"_2^{log2}{jit}"
                 if "inference_ms" + key in result:
-                    print(f"  model (C1 + FullyFusedMLP 64x2 -> 16, 2^{log2} points{', jit_fusion on' if jit else ''}): "
+                    mode = ", jit_fusion on" if jit else ""
+                    print(f"  model (C1 + FullyFusedMLP 64x2 -> 16, 2^{log2} points{mode}): "
                           f"inference {result['inference_ms' + key]:.3f} ms, training step with Adam "
                           f"{result['train_step_ms' + key]:.3f} ms, loss {result['losses' + key][0]:.4g} -> "
                           f"{result['losses' + key][1]:.4g}")

@@ -2,7 +2,7 @@
 
 Python bindings of libgridjit (bundled in this package and loaded with ctypes; see
 :mod:`gridjit._capi` for why ctypes), plus :mod:`gridjit.torch`, a drop-in for
-``tinycudann.Encoding``.
+``tinycudann.Encoding``, ``Network`` and ``NetworkWithInputEncoding``.
 
 >>> import gridjit
 >>> enc = gridjit.Encoding({"otype": "HashGrid", "n_levels": 8}, n_dims=2)

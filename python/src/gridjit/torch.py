@@ -101,6 +101,7 @@ __all__ = [
 ]
 
 _PRECISIONS = {torch.float16: "fp16", torch.float32: "fp32"}
+_NETWORK_ALIGNMENT = 16  # GJ_NETWORK_ALIGNMENT: a network's input width is a multiple of it
 
 # What the hot path calls, looked up once (the launch layer's are in _torch_launch). Each
 # has a fallback for torch builds without the private entry point.
@@ -123,32 +124,33 @@ def supports_jit_fusion() -> bool:
     return False
 
 
-#: Every Encoding alive, for free_temporary_memory.
-_live: "weakref.WeakSet[Encoding]" = weakref.WeakSet()
+#: Every gridjit.torch module alive (encodings, networks), for free_temporary_memory and
+#: the optimizer step hook.
+_live: "weakref.WeakSet[Module]" = weakref.WeakSet()
 
 
 def free_temporary_memory() -> None:
     """Collects garbage (Python objects that hold tensors) and drops the fp16 copies of
-    the parameters that live fp16 encodings keep between calls; they are made again on
-    the next call. PyTorch's caching allocator keeps the memory for reuse
+    the parameters that live fp16 modules (encodings, networks) keep between calls; they
+    are made again on the next call. PyTorch's caching allocator keeps the memory for reuse
     (torch.cuda.empty_cache() hands it back to the device)."""
     gc.collect()
-    for encoding in list(_live):
-        encoding.params_changed()
+    for module in list(_live):
+        module.params_changed()
 
 
 def _after_optimizer_step(optimizer, args, kwargs) -> None:
-    """A global optimizer step post-hook: drops the fp16 copies of the encodings whose
+    """A global optimizer step post-hook: drops the fp16 copies of the modules whose
     parameters the optimizer holds. Fused optimizers (fused=True) update the parameters
     without bumping their version counter, so the version alone would miss their steps."""
     stepped = None
-    for encoding in list(_live):
-        if encoding._cast is None:
+    for module in list(_live):
+        if module._cast is None:
             continue
         if stepped is None:
             stepped = {id(p) for group in optimizer.param_groups for p in group["params"]}
-        if id(encoding._parameters.get("params")) in stepped:
-            encoding.params_changed()
+        if id(module._parameters.get("params")) in stepped:
+            module.params_changed()
 
 
 try:
@@ -235,7 +237,7 @@ class _Native:
                 if module is None:
                     encoding = self.encoding if key[1] else self.exact_encoding
                     options = CodegenOptions(gradients_fp32=True)
-                    if self.pad_to > 1:
+                    if self.output_width != self.encoding.n_output_dims:  # else: an Encoding's programs
                         options.output_width_multiple = self.pad_to
                     module = _GridModule(encoding, options)
                     self._modules[key] = module
@@ -637,7 +639,10 @@ class _NetNative:
                     f"gridjit.torch: the network part has {self.mlp.n_params} parameters, the model's "
                     f"{self.n_mlp_params}"
                 )
-            self.encoding = _Native(n_input_dims, self.encoding_json, torch.half, pad_to=width)
+            self.encoding = _Native(n_input_dims, self.encoding_json, torch.half, pad_to=_NETWORK_ALIGNMENT)
+            if self.encoding.output_width != width:
+                raise AssertionError(f"gridjit.torch: the encoding's padded output has {self.encoding.output_width} "
+                                     f"features, the network's input {width}")
         self.hyperparams_json = self.model.hyperparams_json
         self.module = _GridNetworkModule(self.mlp)
         self._ops = {}
