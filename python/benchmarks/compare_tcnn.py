@@ -5,6 +5,7 @@ one JSON with both results and the ratios gridjit / tinycudann (below 1: gridjit
 
     python3 python/benchmarks/compare_tcnn.py --json tcnn_compare.json
     python3 python/benchmarks/compare_tcnn.py --steps 300 --image-steps 200   # shorter
+    python3 python/benchmarks/compare_tcnn.py --workload model,checkpoint --json model.json   # issue 18's
 
 The packages must be importable by the running Python (gridjit from the installed package
 or PYTHONPATH; tinycudann as built by its bindings/torch/setup.py). When tinycudann cannot
@@ -17,6 +18,11 @@ Checks, against issue 15's targets, printed as PASS/FAIL lines:
   tenth of the steps: one step's loss moves by a few per cent with its batch), step time <= 0.9x
   percall: no-grad forward and forward + backward <= 0.5x
   throughput: forward <= 0.75x, forward + backward <= 0.6x
+and issue 18's, for the model workload (NetworkWithInputEncoding, C1 + FullyFusedMLP 64x2,
+against tinycudann's better figure, jit_fusion on or off):
+  model: 2^21 points inference <= 0.75x, training step <= 0.65x; 2^18 points training
+  step <= 0.75x; tinycudann's Network / NetworkWithInputEncoding checkpoints load into
+  gridjit and give its outputs within 2 % of their scale
 The ratio checks (loss agreement, speed) are informative: the exit status does not depend
 on them. It comes from the runs: 4 when a workload produced a non-finite loss or a
 checkpoint output beyond its tolerance; 3 when a package is missing; else a run's own
@@ -44,6 +50,12 @@ SPEED_TARGETS = [
     ("throughput", "forward_ms", 0.75),
     ("throughput", "forward_backward_ms", 0.6),
 ]
+#: Issue 18's model targets: (key, target), against tinycudann's better of jit_fusion off / on.
+MODEL_TARGETS = [
+    ("inference_ms_2^21", 0.75),
+    ("train_step_ms_2^21", 0.65),
+    ("train_step_ms_2^18", 0.75),
+]
 RATIO_KEYS = {
     "eikonal": ("median_step_ms", "final_loss", "final_loss_mean"),
     "image": ("median_step_ms", "final_loss", "final_loss_mean"),
@@ -57,6 +69,7 @@ def run_package(package: str, args, directory: Path) -> tuple:
     command = [
         sys.executable, str(HERE / "tcnn_workloads.py"), "--package", package, "--workload", args.workload,
         "--steps", str(args.steps), "--image-steps", str(args.image_steps), "--calls", str(args.calls),
+        "--model-iterations", str(args.model_iterations),
         "--seed", str(args.seed), "--json", str(out), "--checkpoint", str(directory / "tcnn_checkpoint.pt"),
     ]
     start = time.perf_counter()
@@ -80,7 +93,19 @@ def ratios(ours: dict, theirs: dict) -> dict:
         out[workload] = {key: a[key] / b[key] if b.get(key) else None for key in keys if key in a and key in b}
         if "psnr_db" in a and "psnr_db" in b:
             out[workload]["psnr_db_difference"] = a["psnr_db"] - b["psnr_db"]
+    a, b = ours.get("model"), theirs.get("model")
+    if a and b:
+        out["model"] = {}
+        for key, _ in MODEL_TARGETS + [("inference_ms_2^18", None)]:
+            best = min((b[k] for k in (key, key + "_jit") if b.get(k)), default=None)
+            if a.get(key) and best:
+                out["model"][key] = a[key] / best
     return out
+
+
+def best_tinycudann(theirs: dict, key: str):
+    model = theirs.get("model", {})
+    return min((model[k] for k in (key, key + "_jit") if model.get(k)), default=None)
 
 
 def checks(ours: dict, theirs: dict, ratio: dict) -> list:
@@ -89,9 +114,18 @@ def checks(ours: dict, theirs: dict, ratio: dict) -> list:
         if workload in ours:
             ok = ours[workload].get("finite", False)
             lines.append((ok, f"{workload}: gridjit's loss finite throughout"))
+    if "model" in ours:
+        lines.append((ours["model"].get("finite", False), "model: gridjit's training losses finite"))
     for case in ours.get("checkpoint", {}).get("cases", []):
         lines.append((case["within_tolerance"], f"checkpoint: a tinycudann {case['config']['otype']} {case['dtype']} "
                                                f"state_dict in gridjit: max output error {case['max_abs_error']:.3g}"))
+    for case in ours.get("checkpoint", {}).get("networks", []):
+        kind = "NetworkWithInputEncoding" if case["config"].get("encoding") else "Network"
+        lines.append((case["within_tolerance"], f"checkpoint: a tinycudann {kind} state_dict in gridjit "
+                                               f"({case['n_params']} vs {case['tinycudann_n_params']} parameters): "
+                                               f"max output error {case['max_abs_error']:.3g} of outputs up to "
+                                               f"{case['max_abs_output']:.3g}; initial network weights equal: "
+                                               f"{case['initial_network_weights_equal']} (informative)"))
     eik = ratio.get("eikonal", {})
     if eik.get("final_loss_mean") is not None:
         lines.append((abs(eik["final_loss_mean"] - 1) <= 0.10,
@@ -103,6 +137,11 @@ def checks(ours: dict, theirs: dict, ratio: dict) -> list:
         if value is not None:
             lines.append((value <= target, f"{workload} {key}: {ours[workload][key]:.4g} vs "
                                            f"{theirs[workload][key]:.4g} = {value:.3f}x (target <= {target}x)"))
+    for key, target in MODEL_TARGETS:
+        value = ratio.get("model", {}).get(key)
+        if value is not None:
+            lines.append((value <= target, f"model {key}: {ours['model'][key]:.4g} vs "
+                                           f"{best_tinycudann(theirs, key):.4g} = {value:.3f}x (target <= {target}x)"))
     return lines
 
 
@@ -112,6 +151,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=1500, help="eikonal steps (default 1500)")
     parser.add_argument("--image-steps", type=int, default=1000, help="image fit steps (default 1000)")
     parser.add_argument("--calls", type=int, default=2000, help="per-call measurement calls (default 2000)")
+    parser.add_argument("--model-iterations", type=int, default=30, help="model workload iterations (default 30)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default="tcnn_compare.json", help="output (default tcnn_compare.json)")
     args = parser.parse_args()

@@ -26,11 +26,22 @@ percall     host time per call at a 256-point batch, tiny-cuda-nn's default Hash
 throughput  2^21 uniform points, tiny-cuda-nn's default HashGrid (16 levels), fp16: forward
             (no grad) and forward + backward (dL/dparams) through torch; CUDA-event medians
             of 50 after 10 of warm-up.
+model       issue 18's PyTorch model: NetworkWithInputEncoding(3, 16, tiny-cuda-nn's default
+            HashGrid (C1), FullyFusedMLP 64 x 2 ReLU), at 2^18 and 2^21 uniform points:
+            inference (no grad) and a training step (forward, MSE against random targets,
+            backward, torch.optim.Adam 1e-2 step); CUDA-event medians of --model-iterations
+            (default 30) after 5 of warm-up. tinycudann is measured with its default
+            jit_fusion and, where supports_jit_fusion(), with jit_fusion on as well
+            (keys ending in _jit).
 checkpoint  with --checkpoint FILE: the tinycudann run saves Encodings (HashGrid fp16 and
             fp32, DenseGrid, TiledGrid, Smoothstep) with O(1) parameters, their state_dict,
             inputs and outputs; the gridjit run loads each state_dict into its Encoding and
             compares the outputs (fp16: within 2^-7, tinycudann accumulating in fp16;
-            fp32: within 1e-5).
+            fp32: within 1e-5). Where tinycudann has networks it also saves a Network and
+            two NetworkWithInputEncoding models (as initialised, with their initial
+            parameters): gridjit loads them and compares the outputs (within 2 % of the
+            output's scale: both compute in fp16 between layers), and reports whether its
+            own initial network weights for the same seed equal tinycudann's.
 
 Prints one line per result and writes everything as JSON (--json). Every run seeds torch
 with --seed, so both packages see the same points. Exit status 0; 2 on a bad argument;
@@ -293,18 +304,6 @@ def throughput(tcnn, args) -> dict:
     dy = (torch.rand(n, encoding.n_output_dims, device=device) * 2 - 1).half()
     params = encoding.params
 
-    def event_median_ms(fn, warmup=10, iterations=50) -> float:
-        times = []
-        for i in range(warmup + iterations):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            if i >= warmup:
-                times.append(start.elapsed_time(end))
-        return statistics.median(times)
-
     def forward(points):
         with torch.no_grad():
             encoding(points)
@@ -323,6 +322,74 @@ def throughput(tcnn, args) -> dict:
         "rays_forward_ms": event_median_ms(lambda: forward(rays)),
         "rays_forward_backward_ms": event_median_ms(lambda: forward_backward(rays)),
     }
+
+
+# ----------------------------------------------------------------------------- model
+
+MODEL_NETWORK = {"otype": "FullyFusedMLP", "activation": "ReLU", "output_activation": "None", "n_neurons": 64,
+                 "n_hidden_layers": 2}
+
+
+def event_median_ms(fn, warmup=10, iterations=50) -> float:
+    times = []
+    for i in range(warmup + iterations):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        if i >= warmup:
+            times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def model_workload(tcnn, args) -> dict:
+    """NetworkWithInputEncoding(3, 16, C1, FullyFusedMLP 64 x 2) through torch: inference and
+    a training step with torch.optim.Adam at 2^18 and 2^21 points."""
+    device = DEVICE
+    result = {"encoding": DEFAULT_HASHGRID, "network": MODEL_NETWORK, "n_output_dims": 16}
+    jit_modes = [None]
+    supports = getattr(tcnn, "supports_jit_fusion", lambda: False)
+    if args.package == "tinycudann" and supports():
+        jit_modes.append(True)
+    for log2 in (18, 21):
+        n = 1 << log2
+        for jit in jit_modes:
+            torch.manual_seed(args.seed)
+            model = tcnn.NetworkWithInputEncoding(3, 16, DEFAULT_HASHGRID, MODEL_NETWORK).to(device)
+            if jit is not None:
+                model.jit_fusion = jit
+            suffix = f"_2^{log2}" + ("_jit" if jit else "")
+            optimizer = torch.optim.Adam(model.parameters(), 1e-2)
+            x = torch.rand(n, 3, device=device)
+            target = torch.rand(n, 16, device=device)
+            losses = []
+
+            def inference():
+                with torch.no_grad():
+                    model(x)
+
+            def train_step():
+                y = model(x)
+                loss = (y.float() - target).square().mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.detach())
+
+            result["inference_ms" + suffix] = event_median_ms(inference, 5, args.model_iterations)
+            result["train_step_ms" + suffix] = event_median_ms(train_step, 5, args.model_iterations)
+            values = [v.item() for v in losses]
+            result["losses" + suffix] = [values[0], values[-1]]
+            result["finite" + suffix] = finite(values)
+            with torch.no_grad():
+                result["output_dtype"] = str(model(x[:16]).dtype)
+            result["jit_fusion" + suffix] = bool(getattr(model, "jit_fusion", False))
+            result["n_params"] = int(model.params.numel())
+            del model, optimizer, x, target
+            torch.cuda.empty_cache()
+    result["finite"] = all(v for k, v in result.items() if k.startswith("finite_"))
+    return result
 
 
 # ----------------------------------------------------------------------------- checkpoint
@@ -355,8 +422,9 @@ def checkpoint(tcnn, args) -> dict:
             cases.append({"config": config, "dtype": str(dtype), "state_dict": {k: v.cpu() for k, v in
                                                                                  encoding.state_dict().items()},
                           "x": x.cpu(), "y": y.float().cpu()})
-        torch.save({"cases": cases}, path)
-        return {"written": str(path), "cases": len(cases)}
+        networks = tinycudann_networks(tcnn, args)
+        torch.save({"cases": cases, "networks": networks}, path)
+        return {"written": str(path), "cases": len(cases), "networks": len(networks)}
     if not path.is_file():
         return {"skipped": f"no checkpoint at {path}: run --package tinycudann --workload checkpoint first"}
     saved = torch.load(path, weights_only=False)
@@ -378,7 +446,76 @@ def checkpoint(tcnn, args) -> dict:
         results.append({"config": case["config"], "dtype": case["dtype"], "max_abs_error": error.max().item(),
                         "mean_abs_error": error.mean().item(), "tolerance": tolerance,
                         "max_abs_output": expected.abs().max().item(), "within_tolerance": ok})
-    return {"cases": results, "all_within_tolerance": all(r["within_tolerance"] for r in results)}
+    networks = [check_network(tcnn, case) for case in saved.get("networks", [])]
+    return {"cases": results, "networks": networks,
+            "all_within_tolerance": all(r["within_tolerance"] for r in results + networks)}
+
+
+NETWORK_CASES = [  # (n_input_dims, n_output_dims, encoding or None, network)
+    (3, 1, None, MODEL_NETWORK),
+    (3, 16, DEFAULT_HASHGRID, MODEL_NETWORK),
+    (3, 4, dict(DEFAULT_HASHGRID, n_levels=4, log2_hashmap_size=15),  # 8 features, padded to 16
+     {"otype": "FullyFusedMLP", "activation": "Tanh", "output_activation": "Sigmoid", "n_neurons": 32,
+      "n_hidden_layers": 3}),
+]
+
+
+def make_network(tcnn, case, seed):
+    n_in, n_out, encoding, network = case
+    if encoding is None:
+        return tcnn.Network(n_in, n_out, network, seed=seed).to(DEVICE)
+    return tcnn.NetworkWithInputEncoding(n_in, n_out, encoding, network, seed=seed).to(DEVICE)
+
+
+def tinycudann_networks(tcnn, args) -> list:
+    """tinycudann's networks as initialised: state_dict, inputs, outputs (none without networks)."""
+    saved = []
+    for index, case in enumerate(NETWORK_CASES):
+        torch.manual_seed(args.seed + index)
+        try:
+            module = make_network(tcnn, case, 1337)
+        except RuntimeError as exc:  # built without networks
+            print(f"  checkpoint: no networks in tinycudann ({exc})")
+            return []
+        if case[2] is not None:
+            with torch.no_grad():  # grid features of some size, as after training
+                n_mlp = module.params.numel() - tcnn.Encoding(3, case[2]).params.numel()
+                module.params[n_mlp:].uniform_(-1, 1)
+        x = torch.rand(65536, 3, device=DEVICE)
+        with torch.no_grad():
+            y = module(x)
+        saved.append({"case": case, "state_dict": {k: v.cpu() for k, v in module.state_dict().items()},
+                      "x": x.cpu(), "y": y.float().cpu()})
+    return saved
+
+
+def check_network(tcnn, saved) -> dict:
+    """gridjit loads a tinycudann network's state_dict and gives its outputs within 2 % of
+    their scale; informative: whether gridjit's initial network weights (seed 1337) are
+    tinycudann's."""
+    case = saved["case"]
+    module = make_network(tcnn, case, 1337)
+    params = saved["state_dict"]["params"]
+    n_mlp = getattr(module, "n_mlp_params", module.params.numel())
+    same_count = params.numel() == module.params.numel()
+    init_equal = same_count and torch.equal(module.params.detach()[:n_mlp].cpu(), params[:n_mlp])
+    result = {"config": {"encoding": case[2], "network": case[3], "n_output_dims": case[1]},
+              "dtype": "network", "n_params": int(module.params.numel()), "tinycudann_n_params": int(params.numel()),
+              "initial_network_weights_equal": bool(init_equal)}
+    if not same_count:
+        result.update(max_abs_error=float("inf"), mean_abs_error=float("inf"), tolerance=0.0,
+                      max_abs_output=float("nan"), within_tolerance=False)
+        return result
+    module.load_state_dict(saved["state_dict"])
+    with torch.no_grad():
+        y = module(saved["x"].to(DEVICE)).float().cpu()
+    expected = saved["y"]
+    error = (y - expected).abs()
+    scale = expected.abs().max().item()
+    tolerance = 0.02 * max(scale, 1e-3)
+    result.update(max_abs_error=error.max().item(), mean_abs_error=error.mean().item(), tolerance=tolerance,
+                  max_abs_output=scale, within_tolerance=bool((error <= tolerance).all()))
+    return result
 
 
 WORKLOADS = {
@@ -386,8 +523,17 @@ WORKLOADS = {
     "image": image_fit,
     "percall": per_call,
     "throughput": throughput,
+    "model": model_workload,
     "checkpoint": checkpoint,
 }
+
+
+def case_name(case: dict) -> str:
+    """A checkpoint case's name: the encoding's otype, or the network's class."""
+    config = case["config"]
+    if "network" in config:
+        return "NetworkWithInputEncoding" if config.get("encoding") else "Network"
+    return config["otype"]
 
 
 def report(name: str, result: dict) -> None:
@@ -403,11 +549,23 @@ def report(name: str, result: dict) -> None:
         print(f"  throughput (2^21 points, 16 levels, fp16): forward {result['forward_ms']:.3f} ms, "
               f"forward + backward {result['forward_backward_ms']:.3f} ms; along rays: forward "
               f"{result['rays_forward_ms']:.3f} ms, forward + backward {result['rays_forward_backward_ms']:.3f} ms")
+    elif name == "model":
+        for log2 in (18, 21):
+            for jit in ("", "_jit"):
+                key = f"_2^{log2}{jit}"
+                if "inference_ms" + key in result:
+                    mode = ", jit_fusion on" if jit else ""
+                    print(f"  model (C1 + FullyFusedMLP 64x2 -> 16, 2^{log2} points{mode}): "
+                          f"inference {result['inference_ms' + key]:.3f} ms, training step with Adam "
+                          f"{result['train_step_ms' + key]:.3f} ms, loss {result['losses' + key][0]:.4g} -> "
+                          f"{result['losses' + key][1]:.4g}")
     elif "cases" in result and isinstance(result["cases"], list):
-        for case in result["cases"]:
-            print(f"  checkpoint {case['config']['otype']} {case['dtype']}: max error {case['max_abs_error']:.3g} "
+        for case in result["cases"] + result.get("networks", []):
+            print(f"  checkpoint {case_name(case)} {case['dtype']}: max error {case['max_abs_error']:.3g} "
                   f"(outputs up to {case['max_abs_output']:.3g}): "
-                  f"{'within' if case['within_tolerance'] else 'BEYOND'} tolerance {case['tolerance']:.3g}")
+                  f"{'within' if case['within_tolerance'] else 'BEYOND'} tolerance {case['tolerance']:.3g}"
+                  + (f"; initial network weights equal to tinycudann's: {case['initial_network_weights_equal']}"
+                     if "initial_network_weights_equal" in case else ""))
     else:
         print(f"  checkpoint: {result}")
 
@@ -416,13 +574,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--package", choices=("gridjit", "tinycudann"), required=True)
     parser.add_argument("--workload", default="all",
-                        help="comma-separated: eikonal,image,percall,throughput,checkpoint or all "
+                        help="comma-separated: eikonal,image,percall,throughput,model,checkpoint or all "
                              "(checkpoint only with --checkpoint)")
     parser.add_argument("--checkpoint", default=None,
                         help="the checkpoint workload's file: tinycudann writes it, gridjit reads it")
     parser.add_argument("--steps", type=int, default=1500, help="eikonal training steps (default 1500)")
     parser.add_argument("--image-steps", type=int, default=1000, help="image fit steps (default 1000)")
     parser.add_argument("--calls", type=int, default=2000, help="calls per per-call measurement (default 2000)")
+    parser.add_argument("--model-iterations", type=int, default=30,
+                        help="timed iterations of each model measurement (default 30)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="write the results to this file")
     args = parser.parse_args()

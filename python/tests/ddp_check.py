@@ -9,6 +9,7 @@ steps the replicas' parameters must still be identical.
     python3 python/tests/ddp_check.py --backend gloo   # both processes on cuda:0
     python3 python/tests/ddp_check.py --backend nccl   # cuda:0 and cuda:1 (needs 2 GPUs)
     python3 python/tests/ddp_check.py --cpu-reference  # no GPU: the PyTorch reference on the CPU
+    python3 python/tests/ddp_check.py --model network  # a NetworkWithInputEncoding instead
 
 Prints one "PASS ..." line and exits 0, or "FAIL ..." lines and exits 1.
 test_torch_ddp.py runs it.
@@ -31,10 +32,25 @@ GRID = {"otype": "HashGrid", "n_levels": 8, "n_features_per_level": 2, "log2_has
         "base_resolution": 16, "per_level_scale": 1.5}
 
 
-def make_model(device):
+NETWORK = {"otype": "FullyFusedMLP", "n_neurons": 64, "n_hidden_layers": 2}
+
+
+def make_model(device, kind="encoding"):
+    """kind "encoding": an Encoding followed by a torch MLP; "network": a
+    NetworkWithInputEncoding (its params first in model.parameters())."""
     import gridjit.torch as gjt
 
     torch.manual_seed(0)
+    if kind == "network":
+        model = gjt.NetworkWithInputEncoding(3, 1, GRID, NETWORK)
+        if device.type == "cpu":
+            from network_reference import run_network_on_the_cpu
+
+            gjt._cpu_input = lambda x, params: x
+            run_network_on_the_cpu(model)
+        with torch.no_grad():
+            model.params[model.n_mlp_params :].uniform_(-0.5, 0.5)
+        return torch.nn.Sequential(model).to(device)
     encoder = gjt.Encoding(3, GRID, dtype=None if device.type == "cuda" else torch.half)
     if device.type == "cpu":  # the PyTorch reference in place of the kernels (checks this script)
         from torch_reference import run_on_the_cpu
@@ -61,7 +77,7 @@ def loss_of(model, x, scale=1.0):
     return (model(x) - target).square().sum() * scale
 
 
-def worker(rank: int, backend: str, port: int, cpu: bool) -> None:
+def worker(rank: int, backend: str, port: int, cpu: bool, kind: str = "encoding") -> None:
     if cpu:
         device = torch.device("cpu")
     else:
@@ -69,14 +85,14 @@ def worker(rank: int, backend: str, port: int, cpu: bool) -> None:
         torch.cuda.set_device(device)
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
     try:
-        check(rank, device)
+        check(rank, device, kind)
     finally:
         dist.destroy_process_group()
 
 
-def check(rank: int, device: torch.device) -> None:
+def check(rank: int, device: torch.device, kind: str = "encoding") -> None:
     failures = []
-    model = make_model(device)
+    model = make_model(device, kind)
     x = torch.rand(BATCH, 3, generator=torch.Generator().manual_seed(1)).to(device)
 
     # One process on the whole batch.
@@ -91,7 +107,7 @@ def check(rank: int, device: torch.device) -> None:
     shard = x.chunk(WORLD)[rank]
     loss_of(ddp, shard).backward()
     if not fired or not all(fired):
-        failures.append(f"rank {rank}: the encoding parameters' gradient hook did not fire ({fired})")
+        failures.append(f"rank {rank}: the {kind} parameters' gradient hook did not fire ({fired})")
     for (name, p), e in zip(model.named_parameters(), expected):
         if p.grad is None:
             failures.append(f"rank {rank}: {name} has no gradient")
@@ -145,6 +161,9 @@ def main() -> int:
     parser.add_argument("--cpu-reference", action="store_true",
                         help="run on the CPU with the PyTorch reference in place of the kernels (checks the "
                              "script and gridjit.torch's autograd under DDP without a GPU; gloo only)")
+    parser.add_argument("--model", choices=("encoding", "network"), default="encoding",
+                        help="encoding: gridjit.torch.Encoding + a torch MLP (default); network: a "
+                             "gridjit.torch.NetworkWithInputEncoding")
     args = parser.parse_args()
     if args.cpu_reference and args.backend != "gloo":
         parser.error("--cpu-reference works with --backend gloo only")
@@ -155,11 +174,13 @@ def main() -> int:
         print(f"SKIP nccl needs {WORLD} GPUs (found {torch.cuda.device_count()})")
         return 0
     try:
-        mp.spawn(worker, args=(args.backend, free_port(), args.cpu_reference), nprocs=WORLD, join=True)
+        mp.spawn(worker, args=(args.backend, free_port(), args.cpu_reference, args.model), nprocs=WORLD, join=True)
     except Exception as exc:  # a worker failed: its FAIL lines are above
         print(f"FAIL ddp ({'cpu reference' if args.cpu_reference else args.backend}): {exc}", flush=True)
         return 1
     where = "cpu reference" if args.cpu_reference else args.backend
+    if args.model == "network":
+        where += ", NetworkWithInputEncoding"
     print(f"PASS ddp ({where}): {WORLD} processes, averaged gradients equal one process's on the whole batch")
     return 0
 

@@ -25,6 +25,9 @@ MIRRORS = {
     _capi.BackwardDesc: "gj_backward_desc",
     _capi.BackwardBackwardDesc: "gj_backward_backward_desc",
     _capi.InitDesc: "gj_init_desc",
+    _capi.NetworkLayerInfo: "gj_network_layer_info",
+    _capi.NetworkPassDesc: "gj_network_pass_desc",
+    _capi.NetworkInitDesc: "gj_network_init_desc",
 }
 
 

@@ -207,17 +207,6 @@ def test_jit_fusion_property(monkeypatch):
         del enc.jit_fusion
 
 
-@pytest.mark.parametrize("name", ["Network", "NetworkWithInputEncoding"])
-def test_networks_are_refused_with_what_to_use_instead(name):
-    cls = getattr(gjt, name)
-    assert issubclass(cls, gjt.Module)
-    args = (3, 1, {"otype": "FullyFusedMLP"}) if name == "Network" else (3, 1, HASH, {"otype": "FullyFusedMLP"})
-    with pytest.raises(NotImplementedError, match=r"does not offer networks.*gridjit\.torch\.Encoding.*torch MLP"):
-        cls(*args)
-    with pytest.raises(RuntimeError):  # what tinycudann raises without networks
-        cls(*args)
-
-
 def test_free_temporary_memory_drops_the_parameter_copies(cpu_backend):
     enc = gjt.Encoding(2, HASH, dtype=torch.half)
     cpu_backend(enc)

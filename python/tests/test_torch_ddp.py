@@ -33,6 +33,23 @@ def test_ddp_algebra_on_the_cpu_with_the_reference():
     assert result.returncode == 0 and "PASS ddp (cpu reference)" in result.stdout, result.stdout + result.stderr
 
 
+def test_ddp_of_a_network_on_the_cpu_with_the_reference():
+    """A NetworkWithInputEncoding under DDP (its one params, the loss scale, the gradient
+    hooks), with the PyTorch MLP and grid in place of the kernels."""
+    result = _run("--cpu-reference", "--model", "network")
+    assert result.returncode == 0 and "PASS ddp (cpu reference, NetworkWithInputEncoding)" in result.stdout, (
+        result.stdout + result.stderr
+    )
+
+
+@needs_cuda
+def test_ddp_of_a_network_gloo_two_processes_on_one_gpu():
+    result = _run("--backend", "gloo", "--model", "network")
+    assert result.returncode == 0 and "PASS ddp (gloo, NetworkWithInputEncoding)" in result.stdout, (
+        result.stdout + result.stderr
+    )
+
+
 @needs_cuda
 def test_ddp_gloo_two_processes_on_one_gpu():
     result = _run("--backend", "gloo")

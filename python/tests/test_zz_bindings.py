@@ -9,8 +9,9 @@ import gridjit
 from conftest import CALLS, HERE
 
 #: Test files that, together, call every bound function (on the CPU the runtime entries
-#: are reached through test_core's NULL-module test; on a GPU through real launches).
-REQUIRED_FILES = {"test_core.py", "test_capi.py"}
+#: are reached through the NULL-module tests of test_core and test_network; on a GPU
+#: through real launches).
+REQUIRED_FILES = {"test_core.py", "test_capi.py", "test_network.py"}
 
 
 def test_every_bound_function_was_called(request):

@@ -2,7 +2,7 @@
 
 Python bindings of libgridjit (bundled in this package and loaded with ctypes; see
 :mod:`gridjit._capi` for why ctypes), plus :mod:`gridjit.torch`, a drop-in for
-``tinycudann.Encoding``.
+``tinycudann.Encoding``, ``Network`` and ``NetworkWithInputEncoding``.
 
 >>> import gridjit
 >>> enc = gridjit.Encoding({"otype": "HashGrid", "n_levels": 8}, n_dims=2)
@@ -23,6 +23,8 @@ from .core import (
     Context,
     Encoding,
     Module,
+    Network,
+    NetworkModule,
     Program,
     RuntimeInfo,
     compile_options,
@@ -81,6 +83,8 @@ __all__ = [
     "InvalidConfigError",
     "LayoutTooLargeError",
     "Module",
+    "Network",
+    "NetworkModule",
     "NoDeviceError",
     "NoDriverError",
     "NoNvrtcError",

@@ -227,11 +227,50 @@ class InitDesc(Structure):
     ]
 
 
+class NetworkLayerInfo(Structure):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("layer", c_uint32),
+        ("fan_in", c_uint32),
+        ("fan_out", c_uint32),
+        ("offset", c_uint64),
+        ("n_params", c_uint64),
+        ("activation", c_int),
+    ]
+
+
+class NetworkPassDesc(Structure):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("n", c_uint64),
+        ("input", c_void_p),
+        ("params", c_void_p),
+        ("output", c_void_p),
+        ("context", c_void_p),
+        ("dL_doutput", c_void_p),
+        ("dL_dparams", c_void_p),
+        ("dL_dparams_mode", c_int),
+        ("dL_dinput", c_void_p),
+    ]
+
+
+class NetworkInitDesc(Structure):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("params", c_void_p),
+        ("params_fp32", c_void_p),
+        ("seed", c_uint64),
+        ("scale", c_float),
+    ]
+
+
 # Opaque handles: plain void pointers.
 context_p = c_void_p
 encoding_p = c_void_p
 program_p = c_void_p
 module_p = c_void_p
+network_p = c_void_p
+network_module_p = c_void_p
 stream_t = c_void_p  # gj_stream (CUstream); None is the legacy default stream
 
 LOG_FN = CFUNCTYPE(None, c_void_p, c_int, c_char_p)
@@ -275,6 +314,20 @@ PRECISIONS = {0: "fp16", 1: "fp32"}
 BINARY_KINDS = {0: None, 1: "cubin", 2: "ptx"}
 CACHE_STATUSES = {0: "off", 1: "miss", 2: "hit"}
 ORDERS = {"level": 0, "point": 1}
+NETWORK_TYPES = {0: "FullyFusedMLP", 1: "CutlassMLP"}
+ACTIVATIONS = {
+    0: "None",
+    1: "ReLU",
+    2: "LeakyReLU",
+    3: "Exponential",
+    4: "Sine",
+    5: "Sigmoid",
+    6: "Squareplus",
+    7: "Softplus",
+    8: "Tanh",
+    9: "SiLU",
+}
+NETWORK_ALIGNMENT = 16  # GJ_NETWORK_ALIGNMENT
 LOG_LEVELS = {"debug": 0, "info": 1, "warning": 2, "error": 3}
 
 # ----------------------------------------------------------------------------- functions
@@ -370,6 +423,41 @@ _PROTOTYPES = {
     "gj_backward": (_status, [module_p, stream_t, POINTER(BackwardDesc)]),
     "gj_backward_backward": (_status, [module_p, stream_t, POINTER(BackwardBackwardDesc)]),
     "gj_init_params": (_status, [module_p, stream_t, POINTER(InitDesc)]),
+    # networks
+    "gj_network_create": (_status, [context_p, c_char_p, c_uint32, c_uint32, POINTER(network_p)]),
+    "gj_network_create_ex": (
+        _status,
+        [context_p, c_char_p, c_uint32, c_uint32, c_uint32, POINTER(c_void_p), POINTER(network_p)],
+    ),
+    "gj_network_destroy": (None, [network_p]),
+    "gj_network_encoding": (encoding_p, [network_p]),
+    "gj_network_otype": (c_int, [network_p]),
+    "gj_network_n_neurons": (c_uint32, [network_p]),
+    "gj_network_n_hidden_layers": (c_uint32, [network_p]),
+    "gj_network_activation": (c_int, [network_p]),
+    "gj_network_output_activation": (c_int, [network_p]),
+    "gj_network_n_input_dims": (c_uint32, [network_p]),
+    "gj_network_input_width": (c_uint32, [network_p]),
+    "gj_network_padded_input_width": (c_uint32, [network_p]),
+    "gj_network_input_padding": (c_float, [network_p]),
+    "gj_network_n_output_dims": (c_uint32, [network_p]),
+    "gj_network_padded_output_width": (c_uint32, [network_p]),
+    "gj_network_n_params": (c_uint64, [network_p]),
+    "gj_network_n_mlp_params": (c_uint64, [network_p]),
+    "gj_network_n_layers": (c_uint32, [network_p]),
+    "gj_network_layer_info_init": (None, [c_void_p]),
+    "gj_network_layer": (_status, [network_p, c_uint32, POINTER(NetworkLayerInfo)]),
+    "gj_network_hyperparams": (c_void_p, [network_p]),
+    "gj_network_generate": (_status, [context_p, network_p, c_void_p, POINTER(c_void_p), POINTER(c_size_t)]),
+    "gj_network_module_create": (_status, [context_p, network_p, POINTER(network_module_p)]),
+    "gj_network_module_destroy": (None, [network_module_p]),
+    "gj_network_module_context_bytes": (c_uint64, [network_module_p, c_uint64]),
+    "gj_network_pass_desc_init": (None, [c_void_p]),
+    "gj_network_inference": (_status, [network_module_p, stream_t, POINTER(NetworkPassDesc)]),
+    "gj_network_forward": (_status, [network_module_p, stream_t, POINTER(NetworkPassDesc)]),
+    "gj_network_backward": (_status, [network_module_p, stream_t, POINTER(NetworkPassDesc)]),
+    "gj_network_init_desc_init": (None, [c_void_p]),
+    "gj_network_init_params": (_status, [network_module_p, stream_t, POINTER(NetworkInitDesc)]),
 }
 
 for _name, (_restype, _argtypes) in _PROTOTYPES.items():
@@ -408,6 +496,9 @@ INITIALISED_STRUCTS = (
     (BackwardDesc, "gj_backward_desc_init"),
     (BackwardBackwardDesc, "gj_backward_backward_desc_init"),
     (InitDesc, "gj_init_desc_init"),
+    (NetworkLayerInfo, "gj_network_layer_info_init"),
+    (NetworkPassDesc, "gj_network_pass_desc_init"),
+    (NetworkInitDesc, "gj_network_init_desc_init"),
 )
 
 

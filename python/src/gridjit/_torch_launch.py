@@ -1,6 +1,7 @@
-"""The launch layer of gridjit.torch: the passes of one encoding on one CUDA device, on
-torch tensors, through gridjit's C launch functions (_Ops), with what its per-call path
-looks up once. gridjit.torch imports it; it needs torch.
+"""The launch layer of gridjit.torch: the passes of one encoding (_Ops), of one network
+alone (_NetOps) and of an encoding followed by a network (_ModelOps) on one CUDA device, on
+torch tensors, through gridjit's C launch functions, with what their per-call paths look
+up once. gridjit.torch imports it; it needs torch.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from .core import Context
 from .errors import GridJitError, error_for
 
 if TYPE_CHECKING:
-    from .torch import _Native
+    from .torch import _Native, _NetNative
 
 _F32 = torch.float32
 
@@ -32,6 +33,7 @@ if _raw_stream is None:  # pragma: no cover - every CUDA build of torch 2.x has 
 _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 _empty = torch.empty
 _zeros = torch.zeros
+_U8 = torch.uint8
 
 
 def _prepare_thread(ctx: Context, index: int) -> None:
@@ -94,9 +96,11 @@ class _Ops:
         self.grad_dtype = _F32
         encoding = native.encoding
         self.n_dims = encoding.n_dims
-        self.width = encoding.n_output_dims
         self.n_params = encoding.n_params
         self._exact = native.module(index, False)
+        # The output's width: n_output_dims, or more where the native pads it (a model's
+        # encoding, whose output is the network's input: zeros up to a multiple of 16).
+        self.width = native.output_width
         self._stochastic = native.module(index, True)
         self._exact_handle = self._exact.handle
         self._stochastic_handle = self._stochastic.handle
@@ -156,13 +160,23 @@ class _Ops:
             self._launch(self._gj_forward, self._exact_handle, descriptors.fwd_ref, "gj_forward")
         return y
 
-    def backward(self, x, params, mlpp, ml, dy, want_dx, want_dparams, stochastic):
+    def backward(self, x, params, mlpp, ml, dy, want_dx, want_dparams, stochastic, dparams_out=None):
+        """dparams_out: where to write dL/dparams (a contiguous fp32 tensor of n_params, e.g.
+        a model's encoding part of its gradient) instead of a new tensor."""
         n = x.shape[0]
         dx = _empty((n, self.n_dims), dtype=_F32, device=self.device) if want_dx else None
         if not n:  # nothing is launched for n = 0, not even the zeroing
-            dparams = _zeros(self.n_params, dtype=self.grad_dtype, device=self.device) if want_dparams else None
+            dparams = None
+            if want_dparams:
+                dparams = _zeros(self.n_params, dtype=self.grad_dtype, device=self.device)
+                if dparams_out is not None:
+                    dparams = dparams_out.zero_()
             return dx, dparams
-        dparams = _empty(self.n_params, dtype=self.grad_dtype, device=self.device) if want_dparams else None
+        dparams = None
+        if want_dparams:
+            dparams = dparams_out
+            if dparams is None:
+                dparams = _empty(self.n_params, dtype=self.grad_dtype, device=self.device)
         if want_dx or want_dparams:
             descriptors = self._descriptors()
             d = descriptors.bwd
@@ -201,3 +215,176 @@ class _Ops:
             d.max_level = ml
             self._launch(self._gj_backward_backward, self._exact_handle, descriptors.bb_ref, "gj_backward_backward")
         return dparams, ddy, dx
+
+
+# ----------------------------------------------------------------------------- networks
+
+
+class _NetDescriptors:
+    """One thread's gj_network_pass_desc for each pass of one _NetOps (see _Descriptors)."""
+
+    __slots__ = ("inf", "inf_ref", "fwd", "fwd_ref", "bwd", "bwd_ref")
+
+    def __init__(self):
+        self.inf = _capi.init_struct(_capi.NetworkPassDesc, "gj_network_pass_desc_init")
+        self.fwd = _capi.init_struct(_capi.NetworkPassDesc, "gj_network_pass_desc_init")
+        self.bwd = _capi.init_struct(_capi.NetworkPassDesc, "gj_network_pass_desc_init")
+        self.inf_ref = ctypes.byref(self.inf)
+        self.fwd_ref = ctypes.byref(self.fwd)
+        self.bwd_ref = ctypes.byref(self.bwd)
+
+
+class _NetOps:
+    """The passes of one network alone (its gj_network_module) on one CUDA device, on torch
+    tensors, with the per-call path of _Ops: x (n, n_in) float32 -> y (n, n_out) float32
+    from fp16 parameters; the forward context is a uint8 tensor; dL/dparams fp32.
+
+    forward/backward have the interface gridjit.torch's _NetworkFunction talks to (shared
+    with _ModelOps and the tests' reference): forward(x, params) -> (y, saved tensors),
+    backward(x, params, saved, dy, want_dx, want_dparams, stochastic, dparams_out) ->
+    (dx, dparams). dy arrives as the caller made it (already multiplied by the loss scale);
+    nothing is scaled here."""
+
+    def __init__(self, native: "_NetNative", index: int):
+        self.native = native
+        self.index = index
+        self.device = torch.device("cuda", index)
+        network = native.mlp
+        self.n_in = network.n_input_dims
+        self.n_out = network.n_output_dims
+        self.n_params = network.n_params
+        self._module = native.module
+        self._handle = native.module.handle
+        self._tile_bytes = native.module.context_bytes(32)  # the context of one 32-point tile
+        self._local = threading.local()
+        lib = _capi.lib
+        self._gj_inference = lib.gj_network_inference
+        self._gj_forward = lib.gj_network_forward
+        self._gj_backward = lib.gj_network_backward
+
+    def _descriptors(self) -> _NetDescriptors:
+        try:
+            return self._local.descriptors
+        except AttributeError:
+            pass
+        with torch.cuda.device(self.index):
+            _prepare_thread(self.native.context, self.index)
+        descriptors = self._local.descriptors = _NetDescriptors()
+        return descriptors
+
+    _launch = _Ops._launch
+
+    def init(self, params: torch.Tensor, seed: int) -> None:
+        """Fills the fp32 params (n_params elements on this device, contiguous) with
+        tiny-cuda-nn's initial values for seed (gj_network_init_params)."""
+        with torch.cuda.device(self.index):
+            self._descriptors()
+            self._module.init_params(params_fp32=params.data_ptr(), seed=seed, stream=_raw_stream(self.index))
+
+    def inference(self, x, params):
+        n = x.shape[0]
+        y = _empty((n, self.n_out), dtype=_F32, device=self.device)
+        if n:
+            descriptors = self._descriptors()
+            d = descriptors.inf
+            d.n = n
+            d.input = x.data_ptr()
+            d.params = params.data_ptr()
+            d.output = y.data_ptr()
+            self._launch(self._gj_inference, self._handle, descriptors.inf_ref, "gj_network_inference")
+        return y
+
+    def forward(self, x, params):
+        n = x.shape[0]
+        y = _empty((n, self.n_out), dtype=_F32, device=self.device)
+        context = _empty(((n + 31) >> 5) * self._tile_bytes, dtype=_U8, device=self.device)
+        if n:
+            descriptors = self._descriptors()
+            d = descriptors.fwd
+            d.n = n
+            d.input = x.data_ptr()
+            d.params = params.data_ptr()
+            d.output = y.data_ptr()
+            d.context = context.data_ptr()
+            self._launch(self._gj_forward, self._handle, descriptors.fwd_ref, "gj_network_forward")
+        return y, (context,)
+
+    def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None):
+        n = x.shape[0]
+        dx = _empty((n, self.n_in), dtype=_F32, device=self.device) if want_dx else None
+        dparams = None
+        if want_dparams:
+            dparams = dparams_out
+            if dparams is None:
+                dparams = (_zeros if not n else _empty)(self.n_params, dtype=_F32, device=self.device)
+            elif not n:
+                dparams.zero_()
+        if n and (want_dx or want_dparams):
+            descriptors = self._descriptors()
+            d = descriptors.bwd
+            d.n = n
+            d.params = params.data_ptr()
+            d.context = saved[0].data_ptr()
+            d.dL_doutput = dy.data_ptr()
+            d.dL_dparams = None if dparams is None else dparams.data_ptr()
+            d.dL_dinput = None if dx is None else dx.data_ptr()
+            self._launch(self._gj_backward, self._handle, descriptors.bwd_ref, "gj_network_backward")
+        return dx, dparams
+
+
+class _ModelOps:
+    """An encoding followed by a network, on one CUDA device, with _NetOps's interface: the
+    encoding's launch layer (an _Ops, fp16, output padded with zeros to the network's input
+    width) and the network's (_NetOps) composed, the parameters one vector (the network's
+    first, then the encoding's, as tiny-cuda-nn). Until fused model kernels exist, the
+    encoding's fp16 output is cast to the network's float32 input (one pass), and the
+    network's dL/dinput back to fp16 for the encoding's backward pass (one pass)."""
+
+    def __init__(self, native: "_NetNative", index: int):
+        self.native = native
+        self.index = index
+        self.device = torch.device("cuda", index)
+        self.encoding = native.encoding.ops(index)
+        self.network = _NetOps(native, index)
+        self.n_in = self.encoding.n_dims
+        self.n_out = self.network.n_out
+        self.n_mlp = self.network.n_params
+        self.n_params = native.n_params
+        self.half = self.encoding.dtype
+
+    def init(self, params: torch.Tensor, seed: int) -> None:
+        n_mlp = self.n_mlp
+        self.network.init(params[:n_mlp], seed)
+        self.encoding.init(params[n_mlp:], seed)
+
+    def inference(self, x, params):
+        n_mlp = self.n_mlp
+        h = self.encoding.forward(x, params[n_mlp:], None, 1.0).to(_F32)
+        return self.network.inference(h, params[:n_mlp])
+
+    def forward(self, x, params):
+        n_mlp = self.n_mlp
+        h = self.encoding.forward(x, params[n_mlp:], None, 1.0).to(_F32)
+        y, saved = self.network.forward(h, params[:n_mlp])
+        return y, saved
+
+    def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None):
+        n_mlp = self.n_mlp
+        dparams = None
+        if want_dparams:
+            dparams = dparams_out if dparams_out is not None else _empty(self.n_params, dtype=_F32, device=self.device)
+        dh, _ = self.network.backward(
+            x, params[:n_mlp], saved, dy, True, want_dparams, False, None if dparams is None else dparams[:n_mlp]
+        )
+        dx, _ = self.encoding.backward(
+            x,
+            params[n_mlp:],
+            None,
+            1.0,
+            dh.to(self.half),
+            want_dx,
+            want_dparams,
+            stochastic,
+            None if dparams is None else dparams[n_mlp:],
+        )
+        return dx, dparams

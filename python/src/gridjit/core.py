@@ -880,6 +880,297 @@ class Module:
         self.context.check(lib.gj_init_params(self.handle, stream or None, byref(desc)), "gj_init_params")
 
 
+# ----------------------------------------------------------------------------- networks
+
+
+class Network:
+    """A network or a model configuration and its parameter layout (gj_network,
+    docs/networks.md): tiny-cuda-nn's MLP JSON ("otype" FullyFusedMLP, CutlassMLP or MLP,
+    "n_neurons", "n_hidden_layers", "activation", "output_activation"), alone (as
+    tinycudann's Network) or behind an encoding ({"encoding": {...}, "network": {...}}, as
+    tinycudann's NetworkWithInputEncoding).
+
+    n_input_dims: a network alone's input width (a model: the encoding's input dimensions),
+    0 to take it from the key "n_input_dims"; n_output_dims: the output width, 0 to take it
+    from the network object's "n_output_dims". ignore_unknown_keys and ``ignored_keys`` as
+    for :class:`Encoding` (gj_network_create_ex). InvalidConfigError names the key at fault.
+    """
+
+    def __init__(
+        self,
+        config: Union[Mapping, str],
+        n_input_dims: int = 0,
+        n_output_dims: int = 0,
+        context: Optional[Context] = None,
+        ignore_unknown_keys: bool = False,
+    ):
+        self.context = context or default_context()
+        self.config = config if isinstance(config, str) else json.dumps(dict(config))
+        self.ignored_keys: list = []
+        handle = _capi.network_p()
+        if ignore_unknown_keys:
+            ignored = c_void_p()
+            status = lib.gj_network_create_ex(
+                self.context.handle,
+                self.config.encode(),
+                int(n_input_dims),
+                int(n_output_dims),
+                _capi.CONFIG_IGNORE_UNKNOWN_KEYS,
+                byref(ignored),
+                byref(handle),
+            )
+            messages = _capi.take_string(ignored.value)  # taken whatever the status
+            self.context.check(status, "gj_network_create_ex")
+            self.ignored_keys = [line for line in (messages or "").split("\n") if line]
+        else:
+            status = lib.gj_network_create(
+                self.context.handle, self.config.encode(), int(n_input_dims), int(n_output_dims), byref(handle)
+            )
+            self.context.check(status, "gj_network_create")
+        self._handle = handle.value
+
+    @property
+    def handle(self) -> int:
+        if not self._handle:
+            raise ValueError("the gridjit Network is closed")
+        return self._handle
+
+    def close(self) -> None:
+        if getattr(self, "_handle", None):
+            lib.gj_network_destroy(self._handle)
+            self._handle = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    # -- configuration
+    @property
+    def is_model(self) -> bool:
+        """True when an encoding is in front of the MLP."""
+        return bool(lib.gj_network_encoding(self.handle))
+
+    @property
+    def encoding(self) -> Optional[Encoding]:
+        """A model's encoding, as a new :class:`Encoding` of its canonical configuration
+        (the library's own is owned by the network); None for a network alone."""
+        borrowed = lib.gj_network_encoding(self.handle)
+        if not borrowed:
+            return None
+        text = _capi.take_string(lib.gj_encoding_hyperparams(borrowed))
+        if text is None:
+            raise error_for(3, "gj_encoding_hyperparams: out of memory", "gj_encoding_hyperparams")
+        return Encoding(text, int(lib.gj_encoding_n_dims(borrowed)), self.context)
+
+    @property
+    def otype(self) -> str:
+        """"FullyFusedMLP" or "CutlassMLP" (the class tiny-cuda-nn serves it with)."""
+        return _capi.NETWORK_TYPES[lib.gj_network_otype(self.handle)]
+
+    @property
+    def n_neurons(self) -> int:
+        return int(lib.gj_network_n_neurons(self.handle))
+
+    @property
+    def n_hidden_layers(self) -> int:
+        return int(lib.gj_network_n_hidden_layers(self.handle))
+
+    @property
+    def activation(self) -> str:
+        return _capi.ACTIVATIONS[lib.gj_network_activation(self.handle)]
+
+    @property
+    def output_activation(self) -> str:
+        return _capi.ACTIVATIONS[lib.gj_network_output_activation(self.handle)]
+
+    @property
+    def n_input_dims(self) -> int:
+        """The width of what a caller feeds (a model: the encoding's input dimensions)."""
+        return int(lib.gj_network_n_input_dims(self.handle))
+
+    @property
+    def input_width(self) -> int:
+        """The MLP's input width before padding (a model: the encoding's output width)."""
+        return int(lib.gj_network_input_width(self.handle))
+
+    @property
+    def padded_input_width(self) -> int:
+        """input_width rounded up to a multiple of 16."""
+        return int(lib.gj_network_padded_input_width(self.handle))
+
+    @property
+    def input_padding(self) -> float:
+        """What the padding input columns hold: 1.0 for a network alone, 0.0 in a model."""
+        return float(lib.gj_network_input_padding(self.handle))
+
+    @property
+    def n_output_dims(self) -> int:
+        return int(lib.gj_network_n_output_dims(self.handle))
+
+    @property
+    def padded_output_width(self) -> int:
+        return int(lib.gj_network_padded_output_width(self.handle))
+
+    @property
+    def n_params(self) -> int:
+        """Every parameter: the MLP's, then (a model) the encoding's."""
+        return int(lib.gj_network_n_params(self.handle))
+
+    @property
+    def n_mlp_params(self) -> int:
+        """The MLP's parameters (where a model's encoding parameters start)."""
+        return int(lib.gj_network_n_mlp_params(self.handle))
+
+    @property
+    def n_layers(self) -> int:
+        """Weight matrices: n_hidden_layers + 1 (1 for a CutlassMLP without hidden layers)."""
+        return int(lib.gj_network_n_layers(self.handle))
+
+    def layer(self, index: int) -> dict:
+        """One weight matrix: layer, fan_in (columns), fan_out (rows), offset (weight (o, i)
+        is params[offset + o * fan_in + i]), n_params, activation (applied after it)."""
+        info = _capi.init_struct(_capi.NetworkLayerInfo, "gj_network_layer_info_init")
+        status = lib.gj_network_layer(self.handle, int(index), byref(info))
+        self.context.check(status, "gj_network_layer")
+        return {
+            "layer": int(info.layer),
+            "fan_in": int(info.fan_in),
+            "fan_out": int(info.fan_out),
+            "offset": int(info.offset),
+            "n_params": int(info.n_params),
+            "activation": _capi.ACTIVATIONS[info.activation],
+        }
+
+    @property
+    def layers(self) -> list:
+        """The layer table, one dict per weight matrix (see :meth:`layer`)."""
+        return [self.layer(i) for i in range(self.n_layers)]
+
+    @property
+    def hyperparams_json(self) -> str:
+        """The canonical configuration (both widths as keys): it parses back to an identical network."""
+        text = _capi.take_string(lib.gj_network_hyperparams(self.handle))
+        if text is None:
+            raise error_for(3, "gj_network_hyperparams: out of memory", "gj_network_hyperparams")
+        return text
+
+    @property
+    def hyperparams(self) -> dict:
+        return json.loads(self.hyperparams_json)
+
+    def generate(self, options: Union[CodegenOptions, Mapping, None] = None, **overrides) -> str:
+        """The CUDA translation unit of the network (gj_network_generate, docs/networks.md §7)."""
+        opts_p, _keep = _options_pointer(CodegenOptions.make(options, **overrides))
+        source, length = c_void_p(), c_size_t(0)
+        status = lib.gj_network_generate(self.context.handle, self.handle, opts_p, byref(source), byref(length))
+        self.context.check(status, "gj_network_generate")
+        return _capi.take_string(source.value) or ""
+
+    def module(self) -> "NetworkModule":
+        """A runtime module of this network alone: see :class:`NetworkModule`."""
+        return NetworkModule(self)
+
+    def __repr__(self) -> str:
+        return f"gridjit.Network({self.hyperparams_json}, n_params={self.n_params})"
+
+
+class NetworkModule:
+    """A network alone on the GPU (gj_network_module, docs/networks.md §8): its generated
+    kernels, each program (inference; training) compiled through the disk cache on first
+    use, launched on the caller's stream with the caller's device pointers (integers).
+    Making one needs no driver; a launch does. InvalidArgumentError for a model.
+
+    params: fp16, n_params, in tiny-cuda-nn's layout; input (n x n_input_dims), output and
+    dL_doutput (n x n_output_dims), dL_dinput (n x n_input_dims) and dL_dparams (n_params):
+    float32. context: context_bytes(n) bytes, written by forward, read by backward.
+    """
+
+    def __init__(self, network: Network):
+        if not isinstance(network, Network):
+            raise TypeError(f"NetworkModule takes a gridjit.Network (got {type(network).__name__})")
+        self.network = network
+        self.context = network.context
+        handle = _capi.network_module_p()
+        status = lib.gj_network_module_create(self.context.handle, network.handle, byref(handle))
+        self.context.check(status, "gj_network_module_create")
+        self._handle = handle.value
+        self._pass = _capi.init_struct(_capi.NetworkPassDesc, "gj_network_pass_desc_init")
+        self._init = _capi.init_struct(_capi.NetworkInitDesc, "gj_network_init_desc_init")
+
+    @property
+    def handle(self) -> int:
+        if not self._handle:
+            raise ValueError("the gridjit NetworkModule is closed")
+        return self._handle
+
+    def close(self) -> None:
+        """Destroys the module. Synchronise the streams that use it first."""
+        if getattr(self, "_handle", None):
+            if not _exiting:
+                lib.gj_network_module_destroy(self._handle)
+            self._handle = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def context_bytes(self, n: int) -> int:
+        """Bytes of the forward context for n points."""
+        return int(lib.gj_network_module_context_bytes(self.handle, int(n)))
+
+    def _desc(self, n, input, params, output, context, dL_doutput, dL_dparams, accumulate, dL_dinput):
+        desc = _capi.NetworkPassDesc.from_buffer_copy(self._pass)
+        desc.n, desc.input, desc.params, desc.output = n, input or None, params or None, output or None
+        desc.context, desc.dL_doutput = context or None, dL_doutput or None
+        desc.dL_dparams, desc.dL_dinput = dL_dparams or None, dL_dinput or None
+        desc.dL_dparams_mode = _capi.GRAD_ACCUMULATE if accumulate else _capi.GRAD_OVERWRITE
+        return desc
+
+    def inference(self, n: int, input: int, params: int, output: int, *, stream: Optional[int] = None) -> None:
+        """gj_network_inference: output = the network of input."""
+        desc = self._desc(n, input, params, output, None, None, None, False, None)
+        self.context.check(lib.gj_network_inference(self.handle, stream or None, byref(desc)), "gj_network_inference")
+
+    def forward(
+        self, n: int, input: int, params: int, output: int, context: int, *, stream: Optional[int] = None
+    ) -> None:
+        """gj_network_forward: output, and the forward context for backward."""
+        desc = self._desc(n, input, params, output, context, None, None, False, None)
+        self.context.check(lib.gj_network_forward(self.handle, stream or None, byref(desc)), "gj_network_forward")
+
+    def backward(
+        self,
+        n: int,
+        params: int,
+        context: int,
+        dL_doutput: int,
+        *,
+        dL_dparams: Optional[int] = None,
+        accumulate: bool = False,
+        dL_dinput: Optional[int] = None,
+        stream: Optional[int] = None,
+    ) -> None:
+        """gj_network_backward: dL/dparams (fp32, overwritten or added to) and/or dL/dinput
+        from dL/doutput and the context of the forward pass with the same n and params."""
+        desc = self._desc(n, None, params, None, context, dL_doutput, dL_dparams, accumulate, dL_dinput)
+        self.context.check(lib.gj_network_backward(self.handle, stream or None, byref(desc)), "gj_network_backward")
+
+    def init_params(
+        self,
+        params: Optional[int] = None,
+        *,
+        params_fp32: Optional[int] = None,
+        seed: int = 1337,
+        scale: float = 1.0,
+        stream: Optional[int] = None,
+    ) -> None:
+        """gj_network_init_params: tiny-cuda-nn's initialisation (docs/networks.md §5) into
+        params (fp16) and/or params_fp32 (device memory)."""
+        desc = _capi.NetworkInitDesc.from_buffer_copy(self._init)
+        desc.params, desc.params_fp32 = params or None, params_fp32 or None
+        desc.seed, desc.scale = int(seed), float(scale)
+        status = lib.gj_network_init_params(self.handle, stream or None, byref(desc))
+        self.context.check(status, "gj_network_init_params")
+
+
 __all__ = [
     "CacheEntry",
     "CacheStats",
@@ -888,6 +1179,8 @@ __all__ = [
     "Encoding",
     "GridJitError",
     "Module",
+    "Network",
+    "NetworkModule",
     "Program",
     "RuntimeInfo",
     "compile_options",

@@ -1,12 +1,21 @@
-"""gridjit.torch: a drop-in for tinycudann's grid encodings on gridjit's kernels.
+"""gridjit.torch: a drop-in for tinycudann's grid encodings and fully fused MLPs on
+gridjit's kernels.
 
 Swap it in for tiny-cuda-nn's Python module::
 
     import gridjit.torch as tcnn            # instead of: import tinycudann as tcnn
     enc = tcnn.Encoding(3, {"otype": "HashGrid", "n_levels": 16})
     y = enc(x)                              # x: (batch, 3) in [0, 1] on a CUDA device
+    model = tcnn.NetworkWithInputEncoding(3, 1, {"otype": "HashGrid"},
+                                          {"otype": "FullyFusedMLP", "n_neurons": 64, "n_hidden_layers": 2})
 
-Conventions (those of tinycudann.Encoding; docs/python.md lists where gridjit differs):
+Networks (``Network``, ``NetworkWithInputEncoding``): see their classes and
+docs/python.md; fp32 ``params`` in tiny-cuda-nn's layout (a model's network first, then
+its encoding), fp16 kernels with tinycudann's loss scale (128) applied around the
+network's backward pass, float32 output, no second order through the network.
+
+Conventions of Encoding (those of tinycudann.Encoding; docs/python.md lists where gridjit
+differs):
 
 - ``Encoding(n_input_dims, encoding_config, seed=1337, dtype=None)``; the configuration
   is tiny-cuda-nn's grid-encoding JSON (otype Grid, HashGrid, DenseGrid or TiledGrid, any
@@ -76,8 +85,9 @@ import weakref
 from typing import Mapping, Optional, Union
 
 from . import _pcg
-from ._torch_launch import _F32, _Ops
+from ._torch_launch import _F32, _ModelOps, _NetOps, _Ops
 from .core import CodegenOptions, Context, Encoding as _GridEncoding, Module as _GridModule, default_context
+from .core import Network as _GridNetwork, NetworkModule as _GridNetworkModule
 
 __all__ = [
     "Encoding",
@@ -91,6 +101,7 @@ __all__ = [
 ]
 
 _PRECISIONS = {torch.float16: "fp16", torch.float32: "fp32"}
+_NETWORK_ALIGNMENT = 16  # GJ_NETWORK_ALIGNMENT: a network's input width is a multiple of it
 
 # What the hot path calls, looked up once (the launch layer's are in _torch_launch). Each
 # has a fallback for torch builds without the private entry point.
@@ -113,32 +124,33 @@ def supports_jit_fusion() -> bool:
     return False
 
 
-#: Every Encoding alive, for free_temporary_memory.
-_live: "weakref.WeakSet[Encoding]" = weakref.WeakSet()
+#: Every gridjit.torch module alive (encodings, networks), for free_temporary_memory and
+#: the optimizer step hook.
+_live: "weakref.WeakSet[Module]" = weakref.WeakSet()
 
 
 def free_temporary_memory() -> None:
     """Collects garbage (Python objects that hold tensors) and drops the fp16 copies of
-    the parameters that live fp16 encodings keep between calls; they are made again on
-    the next call. PyTorch's caching allocator keeps the memory for reuse
+    the parameters that live fp16 modules (encodings, networks) keep between calls; they
+    are made again on the next call. PyTorch's caching allocator keeps the memory for reuse
     (torch.cuda.empty_cache() hands it back to the device)."""
     gc.collect()
-    for encoding in list(_live):
-        encoding.params_changed()
+    for module in list(_live):
+        module.params_changed()
 
 
 def _after_optimizer_step(optimizer, args, kwargs) -> None:
-    """A global optimizer step post-hook: drops the fp16 copies of the encodings whose
+    """A global optimizer step post-hook: drops the fp16 copies of the modules whose
     parameters the optimizer holds. Fused optimizers (fused=True) update the parameters
     without bumping their version counter, so the version alone would miss their steps."""
     stepped = None
-    for encoding in list(_live):
-        if encoding._cast is None:
+    for module in list(_live):
+        if module._cast is None:
             continue
         if stepped is None:
             stepped = {id(p) for group in optimizer.param_groups for p in group["params"]}
-        if id(encoding._parameters.get("params")) in stepped:
-            encoding.params_changed()
+        if id(module._parameters.get("params")) in stepped:
+            module.params_changed()
 
 
 try:
@@ -193,12 +205,15 @@ class _Native:
 
     ``ignored`` lists the library's message for each configuration key it skipped."""
 
-    def __init__(self, n_input_dims: int, config_json: str, dtype: torch.dtype):
+    def __init__(self, n_input_dims: int, config_json: str, dtype: torch.dtype, pad_to: int = 1):
         self.n_input_dims = n_input_dims
         self.dtype = dtype
+        self.pad_to = pad_to
         self.context = default_context()
         self.encoding = _GridEncoding(config_json, n_input_dims, self.context, ignore_unknown_keys=True)
         self.ignored = list(self.encoding.ignored_keys)
+        # A model's encoding pads its output with zeros up to the network's input width.
+        self.output_width = -(-self.encoding.n_output_dims // pad_to) * pad_to
         self.config_json = self.encoding.hyperparams_json  # canonical: no unknown keys left
         self.exact_encoding = self.encoding
         if self.encoding.stochastic_interpolation:
@@ -221,7 +236,10 @@ class _Native:
                 module = self._modules.get(key)
                 if module is None:
                     encoding = self.encoding if key[1] else self.exact_encoding
-                    module = _GridModule(encoding, CodegenOptions(gradients_fp32=True))
+                    options = CodegenOptions(gradients_fp32=True)
+                    if self.output_width != self.encoding.n_output_dims:  # else: an Encoding's programs
+                        options.output_width_multiple = self.pad_to
+                    module = _GridModule(encoding, options)
                     self._modules[key] = module
         return module
 
@@ -253,11 +271,16 @@ class _Native:
         return self  # immutable configuration; modules are per device and thread-safe
 
     def __getstate__(self) -> dict:
-        return {"n_input_dims": self.n_input_dims, "config_json": self.config_json, "dtype": str(self.dtype)}
+        return {
+            "n_input_dims": self.n_input_dims,
+            "config_json": self.config_json,
+            "dtype": str(self.dtype),
+            "pad_to": self.pad_to,
+        }
 
     def __setstate__(self, state: dict) -> None:
         dtype = {str(d): d for d in _PRECISIONS}[state["dtype"]]
-        self.__init__(state["n_input_dims"], state["config_json"], dtype)
+        self.__init__(state["n_input_dims"], state["config_json"], dtype, state.get("pad_to", 1))
 
 
 # ----------------------------------------------------------------------------- autograd
@@ -353,7 +376,8 @@ def _preferred_dtype() -> torch.dtype:
 class Module(torch.nn.Module):
     """The base of gridjit.torch's modules, as tinycudann.Module: one ``params``
     parameter (fp32), ``dtype``, ``seed``, ``loss_scale`` and the ``jit_fusion``
-    property (always False here)."""
+    property (always False here); the cached copy of the parameters in the kernels'
+    precision (fp16), with :meth:`params_changed`."""
 
     @property
     def jit_fusion(self) -> bool:
@@ -368,12 +392,68 @@ class Module(torch.nn.Module):
             _jit_fusion_warned = True
             _warn(
                 "gridjit.torch: jit_fusion has no effect: gridjit fuses nothing across torch modules "
-                "(supports_jit_fusion() is False); the encoding runs its own kernels"
+                "(supports_jit_fusion() is False); the module runs its own kernels"
             )
 
     @jit_fusion.deleter
     def jit_fusion(self) -> None:
         raise AttributeError("`jit_fusion` can not be deleted")
+
+    # -- the fp16 copy of the parameters (fp16 modules)
+    def _reset_cache(self) -> None:
+        # (source alias, data_ptr, version, cast) of the last fp16 copy; the alias keeps the
+        # source's memory alive, so that its address cannot be reused by another tensor
+        # while the entry stands.
+        self.__dict__["_cast"] = None
+        self.__dict__["_graph_captured"] = False
+
+    def params_changed(self) -> None:
+        """Drops the fp16 copy of the parameters, so that the next call makes it again.
+        Needed only after changing ``params`` in a way that neither bumps its version
+        counter nor is a torch.optim optimizer's step: an in-place edit through
+        ``params.data``, or a hand-written update kernel (``copy_`` under
+        ``torch.no_grad()``, load_state_dict and optimizers are seen). fp32 modules
+        read the parameters directly and need nothing."""
+        self.__dict__["_cast"] = None
+
+    def _kernel_params(self, params: torch.Tensor) -> torch.Tensor:
+        """params in the kernels' precision, contiguous and aligned: params itself when
+        it has that dtype, else the cached cast (made again when params changed)."""
+        if params.dtype is self.dtype:
+            if params.data_ptr() & 15 or not params.is_contiguous():
+                return _aligned(params.detach())
+            return params
+        if params.is_cuda and _capturing():
+            # In a CUDA graph the cast must be part of the graph, so that each replay reads
+            # the parameters of that moment. Replays then change them behind any cache's
+            # back: from now on eager calls cast every time.
+            self.__dict__["_graph_captured"] = True
+            self.__dict__["_cast"] = None
+            return params.detach().to(self.dtype, memory_format=torch.contiguous_format)
+        cast = self._cast
+        if cast is not None and cast[1] == params.data_ptr() and cast[2] == params._version:
+            return cast[3]
+        source = params.detach()
+        kparams = source.to(self.dtype, memory_format=torch.contiguous_format)
+        if not self._graph_captured:
+            self.__dict__["_cast"] = (source, source.data_ptr(), params._version, kparams)
+        return kparams
+
+    def _apply(self, *args, **kwargs):  # .to(), .cuda(), .half(), ...: the copy is stale
+        self.params_changed()
+        return super()._apply(*args, **kwargs)
+
+    # -- pickling: the native objects travel as their configuration (their __getstate__)
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state["_cast"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self.__dict__.setdefault("_graph_captured", False)
+        self.__dict__["_cast"] = None
+        _live.add(self)
 
 
 class Encoding(Module):
@@ -427,13 +507,6 @@ class Encoding(Module):
         if "torch._dynamo" in sys.modules:
             _make_eager_forward_disabled()
 
-    def _reset_cache(self) -> None:
-        # (source alias, data_ptr, version, cast) of the last fp16 copy; the alias keeps the
-        # source's memory alive, so that its address cannot be reused by another tensor
-        # while the entry stands.
-        self.__dict__["_cast"] = None
-        self.__dict__["_graph_captured"] = False
-
     def _initial_params(self, seed: int) -> torch.Tensor:
         if torch.cuda.is_available():
             index = torch.cuda.current_device()
@@ -441,43 +514,6 @@ class Encoding(Module):
             self._native.ops(index).init(params, seed)
             return params
         return torch.from_numpy(_pcg.init_params(self.n_params, seed))
-
-    # -- parameters in the kernels' precision
-    def params_changed(self) -> None:
-        """Drops the fp16 copy of the parameters, so that the next call makes it again.
-        Needed only after changing ``params`` in a way that neither bumps its version
-        counter nor is a torch.optim optimizer's step: an in-place edit through
-        ``params.data``, or a hand-written update kernel (``copy_`` under
-        ``torch.no_grad()``, load_state_dict and optimizers are seen). fp32 modules
-        read the parameters directly and need nothing."""
-        self.__dict__["_cast"] = None
-
-    def _kernel_params(self, params: torch.Tensor) -> torch.Tensor:
-        """params in the kernels' precision, contiguous and aligned: params itself when
-        it has that dtype, else the cached cast (made again when params changed)."""
-        if params.dtype is self.dtype:
-            if params.data_ptr() & 15 or not params.is_contiguous():
-                return _aligned(params.detach())
-            return params
-        if params.is_cuda and _capturing():
-            # In a CUDA graph the cast must be part of the graph, so that each replay reads
-            # the parameters of that moment. Replays then change them behind any cache's
-            # back: from now on eager calls cast every time.
-            self.__dict__["_graph_captured"] = True
-            self.__dict__["_cast"] = None
-            return params.detach().to(self.dtype, memory_format=torch.contiguous_format)
-        cast = self._cast
-        if cast is not None and cast[1] == params.data_ptr() and cast[2] == params._version:
-            return cast[3]
-        source = params.detach()
-        kparams = source.to(self.dtype, memory_format=torch.contiguous_format)
-        if not self._graph_captured:
-            self.__dict__["_cast"] = (source, source.data_ptr(), params._version, kparams)
-        return kparams
-
-    def _apply(self, *args, **kwargs):  # .to(), .cuda(), .half(), ...: the copy is stale
-        self.params_changed()
-        return super()._apply(*args, **kwargs)
 
     # -- description
     @property
@@ -495,18 +531,6 @@ class Encoding(Module):
             f"n_input_dims={self.n_input_dims}, n_output_dims={self.n_output_dims}, seed={self.seed}, "
             f"dtype={self.dtype}, hyperparams={self._native.encoding.hyperparams}"
         )
-
-    # -- pickling: the native objects travel as their configuration (_Native.__getstate__)
-    def __getstate__(self) -> dict:
-        state = super().__getstate__()
-        state["_cast"] = None
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        super().__setstate__(state)
-        self.__dict__.setdefault("_graph_captured", False)
-        self.__dict__["_cast"] = None
-        _live.add(self)
 
     # -- the call
     def forward(self, x: torch.Tensor, max_level: Union[float, torch.Tensor, None] = None) -> torch.Tensor:
@@ -541,8 +565,8 @@ class Encoding(Module):
         return ops.forward(x, kparams, mlpp, ml)
 
 
-def _eager_forward(module: Encoding, x, max_level):
-    return module.forward(x, max_level)
+def _eager_forward(module: Module, *args):
+    return module.forward(*args)
 
 
 _eager_forward_disabled = None
@@ -558,40 +582,338 @@ def _make_eager_forward_disabled():
     return _eager_forward_disabled
 
 
-def _forward_outside_graph(module: Encoding, x, max_level):
-    """Under torch.compile the encoding runs eagerly: a graph break around its call (two
+def _forward_outside_graph(module: Module, *args):
+    """Under torch.compile a gridjit module runs eagerly: a graph break around its call (two
     more the first time, when the wrapper is made inside the traced region)."""
     fn = _eager_forward_disabled
     if fn is None:
         fn = _make_eager_forward_disabled()
-    return fn(module, x, max_level)
+    return fn(module, *args)
 
 
-def _no_networks(name: str):
-    raise NotImplementedError(
-        f"gridjit.torch.{name}: gridjit does not offer networks (yet), only grid encodings. Use "
-        "gridjit.torch.Encoding followed by a torch MLP, e.g. torch.nn.Sequential(encoding, "
-        "torch.nn.Linear(encoding.n_output_dims, 64), torch.nn.ReLU(), torch.nn.Linear(64, n_output_dims)) "
-        "(cast the encoding's fp16 output with .float() where the MLP is fp32)"
-    )
+# ----------------------------------------------------------------------------- networks
 
 
-class Network(Module):
-    """tinycudann.Network's name. gridjit offers no networks: the constructor raises
-    NotImplementedError (a RuntimeError, as tinycudann built without networks) saying
-    what to use instead."""
+class _NetNative:
+    """The gridjit objects behind a Network or a NetworkWithInputEncoding: the parsed
+    configuration (``model``: a gj_network, of the model for NetworkWithInputEncoding, whose
+    parse gives the errors, the skipped keys, the canonical form and the parameter count),
+    the MLP the kernels run (``mlp``: a network alone; for a model, the network part with
+    the encoding's padded output width as its input, so that no padding column exists and
+    the layout is the model's), its gj_network_module (one for every device: its programs
+    are per architecture, its launches on the caller's stream) and, for a model, the
+    encoding's _Native (fp16, output padded with zeros to the network's input width, as
+    tiny-cuda-nn pads it). Launch layers per device index, made on first use. Pickled as its
+    canonical configuration.
 
-    def __init__(self, n_input_dims, n_output_dims, network_config, seed=1337):
-        _no_networks("Network")
+    This is the seam for fused model kernels: only ops() (and the _ModelOps it makes) need
+    to change when a C model object exists."""
+
+    def __init__(self, n_input_dims: int, n_output_dims: int, network_json: str, encoding_json: Optional[str] = None):
+        self.n_input_dims = n_input_dims
+        self.n_output_dims = n_output_dims
+        self.context = default_context()
+        if encoding_json is None:
+            config = network_json
+        else:
+            config = '{"encoding": %s, "network": %s}' % (encoding_json, network_json)
+        self.model = _GridNetwork(config, n_input_dims, n_output_dims, self.context, ignore_unknown_keys=True)
+        self.ignored = list(self.model.ignored_keys)
+        self.n_params = self.model.n_params
+        self.n_mlp_params = self.model.n_mlp_params
+        canonical = self.model.hyperparams
+        if encoding_json is None:
+            self.network_json = json.dumps(canonical)
+            self.encoding_json = None
+            self.mlp = self.model
+            self.encoding = None
+        else:
+            network = dict(canonical["network"])
+            network.pop("n_input_dims", None)
+            self.network_json = json.dumps(network)
+            self.encoding_json = json.dumps(canonical["encoding"])
+            width = self.model.padded_input_width
+            self.mlp = _GridNetwork(self.network_json, width, n_output_dims, self.context)
+            if self.mlp.n_params != self.n_mlp_params:  # the layouts must be one
+                raise AssertionError(
+                    f"gridjit.torch: the network part has {self.mlp.n_params} parameters, the model's "
+                    f"{self.n_mlp_params}"
+                )
+            self.encoding = _Native(n_input_dims, self.encoding_json, torch.half, pad_to=_NETWORK_ALIGNMENT)
+            if self.encoding.output_width != width:
+                raise AssertionError(f"gridjit.torch: the encoding's padded output has {self.encoding.output_width} "
+                                     f"features, the network's input {width}")
+        self.hyperparams_json = self.model.hyperparams_json
+        self.module = _GridNetworkModule(self.mlp)
+        self._ops = {}
+        self._lock = threading.Lock()
+
+    def ops(self, index: int):
+        """The launch layer for CUDA device index (made on first use): _NetOps for a network
+        alone, _ModelOps for a model."""
+        ops = self._ops.get(index)
+        if ops is None:
+            ops = (_NetOps if self.encoding is None else _ModelOps)(self, index)
+            with self._lock:
+                ops = self._ops.setdefault(index, ops)
+        return ops
+
+    def close(self) -> None:
+        """Destroys the network module, after the devices that ran it have finished."""
+        ops, self._ops = getattr(self, "_ops", {}), {}
+        for index in ops:
+            try:
+                torch.cuda.synchronize(index)
+            except Exception:  # the CUDA runtime may be gone at interpreter exit
+                pass
+        module = getattr(self, "module", None)
+        if module is not None:
+            module.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __deepcopy__(self, memo) -> "_NetNative":
+        return self  # immutable configuration; the module is thread-safe
+
+    def __getstate__(self) -> dict:
+        return {
+            "n_input_dims": self.n_input_dims,
+            "n_output_dims": self.n_output_dims,
+            "network_json": self.network_json,
+            "encoding_json": self.encoding_json,
+        }
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["n_input_dims"], state["n_output_dims"], state["network_json"], state["encoding_json"])
 
 
-class NetworkWithInputEncoding(Module):
-    """tinycudann.NetworkWithInputEncoding's name. gridjit offers no networks: the
-    constructor raises NotImplementedError saying what to use instead (an Encoding
-    followed by a torch MLP)."""
+class _NetworkFunction(torch.autograd.Function):
+    """y = model(x; params), computed by ops (_NetOps, _ModelOps, or the tests' reference)
+    from kparams, the parameters in fp16. The network's backward pass runs in fp16, so dL/dy
+    is multiplied by the loss scale on its way in and the gradients divided by it on their
+    way out, as tinycudann does (dL/dparams reaches params as fp32)."""
 
-    def __init__(self, n_input_dims, n_output_dims, encoding_config, network_config, seed=1337):
-        _no_networks("NetworkWithInputEncoding")
+    @staticmethod
+    def forward(ctx, ops, x, params, kparams, loss_scale, stochastic):
+        ctx.set_materialize_grads(False)
+        y, saved = ops.forward(x, kparams)
+        ctx.ops, ctx.loss_scale, ctx.stochastic = ops, loss_scale, stochastic
+        ctx.params = params  # kept (not saved) only to mark a second-order use of params
+        ctx.save_for_backward(x, kparams, *saved)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        want_dx, want_dparams = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
+        if dy is None or not (want_dx or want_dparams):
+            return None, None, None, None, None, None
+        x, kparams, *saved = ctx.saved_tensors
+        if _grad_enabled():  # create_graph: the result may be differentiated again
+            dx, dparams = _NetworkBackwardFunction.apply(ctx, dy, x, ctx.params, kparams, saved, want_dx, want_dparams)
+        else:
+            dx, dparams = _network_backward(ctx, dy, x, kparams, saved, want_dx, want_dparams)
+        return None, dx, dparams, None, None, None
+
+
+def _network_backward(ctx, dy, x, kparams, saved, want_dx, want_dparams):
+    """(dL/dx, dL/dparams) with the loss scale: one multiplication of dL/dy (n x n_out) on
+    the way in, one of each gradient on the way out (skipped for a scale of 1)."""
+    scale = ctx.loss_scale
+    if dy.dtype is not _F32:
+        dy = dy.to(_F32)
+    if scale != 1.0:
+        dy = dy * scale
+    if not dy.is_contiguous():
+        dy = dy.contiguous()
+    dx, dparams = ctx.ops.backward(x, kparams, saved, dy, want_dx, want_dparams, ctx.stochastic)
+    if scale != 1.0:
+        inverse = 1.0 / scale
+        if dx is not None:
+            dx.mul_(inverse)
+        if dparams is not None:
+            dparams.mul_(inverse)
+    return dx, dparams
+
+
+class _NetworkBackwardFunction(torch.autograd.Function):
+    """The backward pass of _NetworkFunction when a graph of it is asked for
+    (create_graph=True): first-order gradients as usual, and a clear error if they are
+    themselves differentiated (tiny-cuda-nn's networks have no second-order pass either)."""
+
+    @staticmethod
+    def forward(ctx, fwd_ctx, dy, x, params, kparams, saved, want_dx, want_dparams):
+        # params is an input only so that a use of these gradients that reaches it lands in
+        # backward below; the kernels read kparams.
+        return _network_backward(fwd_ctx, dy, x, kparams, saved, want_dx, want_dparams)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(
+            "gridjit.torch: second-order gradients through a Network or NetworkWithInputEncoding are not "
+            "supported (a loss on dL/dx or dL/dparams, e.g. an eikonal term through the network); tinycudann's "
+            "networks do not support double backward either. For an eikonal loss, use gridjit.torch.Encoding "
+            "followed by a torch MLP: the encoding's second order is supported"
+        )
+
+
+class _NetworkModule(Module):
+    """What Network and NetworkWithInputEncoding share: the parameters, the fp16 copy, the
+    call through _NetworkFunction, the description."""
+
+    _where = "gridjit.torch.Network"
+
+    def _setup(self, native: _NetNative, seed: int) -> None:
+        for message in native.ignored:
+            _warn(f"{self._where}: ignoring a configuration key gridjit does not know: {message}")
+        self._native = native
+        self.seed = seed
+        # tiny-cuda-nn's networks are fp16 (its network precision on every GPU gridjit runs
+        # networks on); so are a model's encoding and its loss scale.
+        self.dtype = torch.half
+        self.loss_scale = 128.0
+        self.n_params = native.n_params
+        self._reset_cache()
+        self.params = torch.nn.Parameter(self._initial_params(seed), requires_grad=True)
+        _live.add(self)
+        if "torch._dynamo" in sys.modules:
+            _make_eager_forward_disabled()
+
+    def _initial_params(self, seed: int) -> torch.Tensor:
+        """tiny-cuda-nn's initialisation of the MLP (gj_network_init_params: Xavier uniform,
+        or SIREN's for Sine, docs/networks.md §5) and, for a model, the encoding's
+        (gj_init_params, as gridjit.torch.Encoding) after it."""
+        native = self._native
+        if torch.cuda.is_available():
+            index = torch.cuda.current_device()
+            params = torch.empty(self.n_params, dtype=_F32, device=torch.device("cuda", index))
+            native.ops(index).init(params, seed)
+            return params
+        mlp = native.mlp
+        values = _pcg.network_init_params(mlp.layers, mlp.activation == "Sine", seed)
+        params = torch.from_numpy(values)
+        if native.encoding is not None:
+            encoding = torch.from_numpy(_pcg.init_params(native.encoding.encoding.n_params, seed))
+            params = torch.cat([params, encoding])
+        return params
+
+    # -- description
+    @property
+    def hyperparams(self) -> dict:
+        """The canonical configuration gridjit uses (every key, canonical spellings)."""
+        return json.loads(self._native.hyperparams_json)
+
+    @property
+    def n_mlp_params(self) -> int:
+        """The network's parameters (params[:n_mlp_params]); a model's encoding's follow."""
+        return self._native.n_mlp_params
+
+    def extra_repr(self) -> str:
+        return (
+            f"n_input_dims={self.n_input_dims}, n_output_dims={self.n_output_dims}, seed={self.seed}, "
+            f"dtype={self.dtype}, hyperparams={self.hyperparams}"
+        )
+
+    # -- the call
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Maps x (batch, n_input_dims) to (batch, n_output_dims), float32."""
+        if _is_compiling():
+            return _forward_outside_graph(self, x)
+        params = self.params
+        try:
+            on_cuda = x.is_cuda
+        except AttributeError:
+            raise TypeError(f"{self._where}: the input must be a torch.Tensor (got {type(x).__name__})") from None
+        if not on_cuda:
+            x = _cpu_input(x, params)
+        if not (x.dtype is _F32 and x.dim() == 2 and x.shape[1] == self.n_input_dims and x.is_contiguous()):
+            x = _normalise_input(self, x, self._where)
+        index = x.get_device()
+        if params.get_device() != index:
+            _device_mismatch(x, params, None, self._where)
+        native = self._native
+        ops = native._ops.get(index)
+        if ops is None:
+            ops = native.ops(index)
+        kparams = self._kernel_params(params)
+        if _grad_enabled() and (params.requires_grad or x.requires_grad):
+            stochastic = self.training and native.encoding is not None and native.encoding.stochastic
+            return _NetworkFunction.apply(ops, x, params, kparams, self.loss_scale, stochastic)
+        return ops.inference(x, kparams)
+
+
+class Network(_NetworkModule):
+    """A fully fused MLP with the constructor and conventions of ``tinycudann.Network``.
+
+    Parameters
+    ----------
+    n_input_dims, n_output_dims: the widths of the input (batch, n_input_dims) and the
+        output (batch, n_output_dims).
+    network_config: tiny-cuda-nn's network configuration (a dict; JSON text works too):
+        "otype" FullyFusedMLP, CutlassMLP or MLP, "n_neurons" 16, 32, 64 or 128,
+        "n_hidden_layers", "activation", "output_activation" (docs/networks.md §1).
+    seed: seed of the parameters' initialisation (tiny-cuda-nn's rule).
+
+    ``params``: one fp32 parameter in tiny-cuda-nn's layout and order; ``dtype`` torch.half
+    (the kernels' precision); the output is float32 (values rounded to fp16 by the kernels).
+    The input's padding columns (up to a multiple of 16) hold ones, as tinycudann's.
+    """
+
+    _where = "gridjit.torch.Network"
+
+    def __init__(self, n_input_dims: int, n_output_dims: int, network_config: Union[Mapping, str], seed: int = 1337):
+        super().__init__()
+        text = network_config if isinstance(network_config, str) else json.dumps(dict(network_config))
+        native = _NetNative(int(n_input_dims), int(n_output_dims), text)
+        self.n_input_dims = int(n_input_dims)
+        self.n_output_dims = int(n_output_dims)
+        self.network_config = network_config
+        self._setup(native, seed)
+
+
+class NetworkWithInputEncoding(_NetworkModule):
+    """A grid encoding followed by a fully fused MLP, with the constructor and conventions
+    of ``tinycudann.NetworkWithInputEncoding``.
+
+    Parameters
+    ----------
+    n_input_dims: the input's dimensions (the encoding's), n_output_dims: the output's.
+    encoding_config: tiny-cuda-nn's grid-encoding configuration (as for Encoding).
+    network_config: tiny-cuda-nn's network configuration (as for Network).
+    seed: seed of the parameters' initialisation.
+
+    ``params``: one fp32 parameter, the network's weights first, then the encoding's, as
+    tiny-cuda-nn orders them (a tinycudann checkpoint loads). The encoding runs in fp16 and
+    pads its output with zeros to a multiple of 16, the network's input width. Until fused
+    model kernels exist the two run as separate kernels (see _ModelOps).
+    """
+
+    _where = "gridjit.torch.NetworkWithInputEncoding"
+
+    def __init__(
+        self,
+        n_input_dims: int,
+        n_output_dims: int,
+        encoding_config: Union[Mapping, str],
+        network_config: Union[Mapping, str],
+        seed: int = 1337,
+    ):
+        super().__init__()
+        encoding = json.loads(encoding_config) if isinstance(encoding_config, str) else dict(encoding_config)
+        given = encoding.get("precision")
+        if given is not None and str(given).lower() != "fp16":
+            _warn(
+                f'{self._where}: encoding_config has "precision": {given!r}: a model\'s encoding runs in fp16 '
+                "(tiny-cuda-nn's network precision); leave \"precision\" out"
+            )
+        encoding["precision"] = "fp16"
+        text = network_config if isinstance(network_config, str) else json.dumps(dict(network_config))
+        native = _NetNative(int(n_input_dims), int(n_output_dims), text, json.dumps(encoding))
+        self.n_input_dims = int(n_input_dims)
+        self.n_output_dims = int(n_output_dims)
+        self.encoding_config = encoding_config
+        self.network_config = network_config
+        self._setup(native, seed)
 
 
 # ----------------------------------------------------------------------------- argument checks
@@ -605,8 +927,7 @@ def _cpu_input(x: torch.Tensor, params: torch.Tensor) -> torch.Tensor:
     return x.to(params.device) if params.is_cuda else x.cuda()
 
 
-def _normalise_input(module: Encoding, x: torch.Tensor) -> torch.Tensor:
-    where = "gridjit.torch.Encoding"
+def _normalise_input(module: Module, x: torch.Tensor, where: str = "gridjit.torch.Encoding") -> torch.Tensor:
     if not x.is_floating_point():
         raise TypeError(f"{where}: the input must have a floating-point dtype (got {x.dtype}); it is used as float32")
     if x.dim() != 2 or x.shape[1] != module.n_input_dims:
@@ -614,8 +935,9 @@ def _normalise_input(module: Encoding, x: torch.Tensor) -> torch.Tensor:
     return x.to(_F32).contiguous()
 
 
-def _device_mismatch(x: torch.Tensor, params: torch.Tensor, mlpp: Optional[torch.Tensor]) -> None:
-    where = "gridjit.torch.Encoding"
+def _device_mismatch(
+    x: torch.Tensor, params: torch.Tensor, mlpp: Optional[torch.Tensor], where: str = "gridjit.torch.Encoding"
+) -> None:
     if params.device != x.device:
         raise ValueError(
             f"{where}: the input is on {x.device} but the parameters are on {params.device}: move the module "
