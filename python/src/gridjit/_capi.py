@@ -251,6 +251,8 @@ class NetworkPassDesc(Structure):
         ("dL_dparams", c_void_p),
         ("dL_dparams_mode", c_int),
         ("dL_dinput", c_void_p),
+        ("encoding_params", c_void_p),  # a model only: the encoding's parameters
+        ("dL_dencoding_params", c_void_p),
     ]
 
 
@@ -261,6 +263,8 @@ class NetworkInitDesc(Structure):
         ("params_fp32", c_void_p),
         ("seed", c_uint64),
         ("scale", c_float),
+        ("encoding_params", c_void_p),  # a model only: the encoding's, its precision
+        ("encoding_params_fp32", c_void_p),
     ]
 
 
