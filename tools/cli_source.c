@@ -133,45 +133,51 @@ static int split_spec(const char *cmd, const char *option, const char *form, con
     return *config ? GJ_CLI_OK : GJ_CLI_FAILURE;
 }
 
+/* One --encoding or --network spec: its name into name, the configuration's JSON into
+ * *json (malloc()ed), its trailing numbers into values (see split_spec). */
+static int read_spec(const char *cmd, const char *option, const char *form, const char *spec, char *name,
+                     size_t name_size, char **json, uint32_t *values, int numbers) {
+    char *config = NULL;
+    *json = NULL;
+    int rc = split_spec(cmd, option, form, spec, name, name_size, &config, values, numbers);
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_read_config(cmd, config, json);
+    }
+    free(config);
+    return rc;
+}
+
+/* The message of a refused --encoding or --network NAME. */
+static int refused(const char *cmd, gj_context *ctx, gj_status status, const char *option, const char *name) {
+    char what[128];
+    snprintf(what, sizeof what, "--%s %s: %s", option, name, gj_status_message(status));
+    return gj_cli_status_error(cmd, ctx, status, what);
+}
+
 int gj_cli_source_open(const char *cmd, gj_context *ctx, gj_cli_source *src) {
     int rc = read_source(cmd, src->file, &src->text);
     for (size_t i = 0; rc == GJ_CLI_OK && i < src->n_encoding_specs; ++i) {
-        char *config = NULL, *json = NULL;
+        char *json = NULL;
         uint32_t dims = 0;
-        rc = split_spec(cmd, "encoding", "NAME=CONFIG[:DIMS]", src->encoding_specs[i], src->names[i],
-                        sizeof src->names[i], &config, &dims, 1);
-        if (rc == GJ_CLI_OK) {
-            rc = gj_cli_read_config(cmd, config, &json);
+        rc = read_spec(cmd, "encoding", "NAME=CONFIG[:DIMS]", src->encoding_specs[i], src->names[i],
+                       sizeof src->names[i], &json, &dims, 1);
+        gj_status status = GJ_OK;
+        if (rc == GJ_CLI_OK && (status = gj_encoding_create(ctx, json, dims, &src->encodings[i])) != GJ_OK) {
+            rc = refused(cmd, ctx, status, "encoding", src->names[i]);
         }
-        if (rc == GJ_CLI_OK) {
-            gj_status status = gj_encoding_create(ctx, json, dims, &src->encodings[i]);
-            if (status != GJ_OK) {
-                char what[128];
-                snprintf(what, sizeof what, "--encoding %s: %s", src->names[i], gj_status_message(status));
-                rc = gj_cli_status_error(cmd, ctx, status, what);
-            }
-        }
-        free(config);
         free(json);
         src->offered[i] = (gj_source_encoding){src->names[i], src->encodings[i], NULL};
     }
     for (size_t i = 0; rc == GJ_CLI_OK && i < src->n_network_specs; ++i) {
-        char *config = NULL, *json = NULL;
+        char *json = NULL;
         uint32_t widths[2] = {0, 0};
-        rc = split_spec(cmd, "network", "NAME=CONFIG[:IN:OUT]", src->network_specs[i], src->network_names[i],
-                        sizeof src->network_names[i], &config, widths, 2);
-        if (rc == GJ_CLI_OK) {
-            rc = gj_cli_read_config(cmd, config, &json);
+        rc = read_spec(cmd, "network", "NAME=CONFIG[:IN:OUT]", src->network_specs[i], src->network_names[i],
+                       sizeof src->network_names[i], &json, widths, 2);
+        gj_status status = GJ_OK;
+        if (rc == GJ_CLI_OK &&
+            (status = gj_network_create(ctx, json, widths[0], widths[1], &src->networks[i])) != GJ_OK) {
+            rc = refused(cmd, ctx, status, "network", src->network_names[i]);
         }
-        if (rc == GJ_CLI_OK) {
-            gj_status status = gj_network_create(ctx, json, widths[0], widths[1], &src->networks[i]);
-            if (status != GJ_OK) {
-                char what[128];
-                snprintf(what, sizeof what, "--network %s: %s", src->network_names[i], gj_status_message(status));
-                rc = gj_cli_status_error(cmd, ctx, status, what);
-            }
-        }
-        free(config);
         free(json);
         src->offered_networks[i] = (gj_source_network){src->network_names[i], src->networks[i], NULL};
     }

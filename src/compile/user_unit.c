@@ -98,45 +98,34 @@ static gj_status check_desc(const gj__diag *d, const gj_source_desc *desc) {
     return GJ_OK;
 }
 
-/* "NAME.cuh": the encoding's device functions, configuration struct and device types. */
-static gj_status make_header(gj__compiler *c, const gj_source_encoding *e, gj__header *out) {
-    gj_codegen_options resolved;
-    gj_status status = gj__codegen_options_resolve(c->diag, e->opts, &resolved);
-    if (status != GJ_OK) {
-        return gj__fail(c->diag, status, "encoding \"%s\": %s", e->name, gj__diag_message(c->diag));
-    }
-    resolved.name = e->name;
-    resolved.device_functions_only = 1;
-    char *name = malloc(strlen(e->name) + 5);
-    char *text = gj__encoding_source(c, e->encoding, &resolved, GJ__PART_ALL);
-    if (!name || !text) {
-        free(name);
-        free(text);
-        return gj__fail(c->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory generating %s.cuh", e->name);
-    }
-    sprintf(name, "%s.cuh", e->name);
-    out->name = name;
-    out->text = text;
-    return GJ_OK;
-}
+/* What a header is made of: an encoding's device functions, configuration struct and
+ * device types, or a network's (and a model's encoding's), never kernels. */
+typedef struct header_of {
+    const char *kind; /* "encoding" or "network", for messages */
+    const char *name;
+    const gj_codegen_options *opts;
+    const struct gj_encoding *encoding; /* one of the two */
+    const gj_network *network;
+} header_of;
 
-/* "NAME.cuh" of a network: its device functions (and a model's encoding's), no kernels. */
-static gj_status make_network_header(gj__compiler *c, const gj_source_network *e, gj__header *out) {
+/* "NAME.cuh" for what. */
+static gj_status make_header(gj__compiler *c, const header_of *what, gj__header *out) {
     gj_codegen_options resolved;
-    gj_status status = gj__codegen_options_resolve(c->diag, e->opts, &resolved);
+    gj_status status = gj__codegen_options_resolve(c->diag, what->opts, &resolved);
     if (status != GJ_OK) {
-        return gj__fail(c->diag, status, "network \"%s\": %s", e->name, gj__diag_message(c->diag));
+        return gj__fail(c->diag, status, "%s \"%s\": %s", what->kind, what->name, gj__diag_message(c->diag));
     }
-    resolved.name = e->name;
+    resolved.name = what->name;
     resolved.device_functions_only = 1;
-    char *name = malloc(strlen(e->name) + 5);
-    char *text = gj__network_source(c, e->network, &resolved, GJ__NETWORK_PART_ALL);
+    char *name = malloc(strlen(what->name) + 5);
+    char *text = what->encoding ? gj__encoding_source(c, what->encoding, &resolved, GJ__PART_ALL)
+                                : gj__network_source(c, what->network, &resolved, GJ__NETWORK_PART_ALL);
     if (!name || !text) {
         free(name);
         free(text);
-        return gj__fail(c->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory generating %s.cuh", e->name);
+        return gj__fail(c->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory generating %s.cuh", what->name);
     }
-    sprintf(name, "%s.cuh", e->name);
+    sprintf(name, "%s.cuh", what->name);
     out->name = name;
     out->text = text;
     return GJ_OK;
@@ -184,11 +173,15 @@ gj_status gj__user_unit_make(gj__compiler *c, const gj_source_desc *desc, gj__us
         return gj__fail(c->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory copying the source");
     }
     for (size_t i = 0; status == GJ_OK && i < desc->n_encodings; ++i) {
-        status = make_header(c, &desc->encodings[i], &out->headers[i]);
+        const gj_source_encoding *e = &desc->encodings[i];
+        const header_of what = {"encoding", e->name, e->opts, e->encoding, NULL};
+        status = make_header(c, &what, &out->headers[i]);
         out->n_headers += status == GJ_OK;
     }
     for (size_t i = 0; status == GJ_OK && i < n_networks; ++i) {
-        status = make_network_header(c, &desc->networks[i], &out->headers[out->n_headers]);
+        const gj_source_network *e = &desc->networks[i];
+        const header_of what = {"network", e->name, e->opts, NULL, e->network};
+        status = make_header(c, &what, &out->headers[out->n_headers]);
         out->n_headers += status == GJ_OK;
     }
     if (status != GJ_OK) {
