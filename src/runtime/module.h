@@ -6,8 +6,10 @@
  *   module_programs.c the programs (parts) of a module: compiled through the cache for an
  *                     architecture on first use, in parallel when prepared, loaded once
  *   module_device.c   where a launch runs (the stream's context), per-device state
- *   module_args.c     descriptor defaults, argument checks, kernel argument structs and
- *                     launch geometry: pure functions of a gj__module_shape, no driver
+ *   module_args.c     descriptor defaults, argument checks, kernel argument structs,
+ *                     launch geometry and the kernel each launch takes: pure functions
+ *                     of a gj__module_shape and the descriptor, no driver (the CPU test
+ *                     of the kernels, tests/emulated/, launches with them too)
  *   module_launch.c   one function per pass: zeroing, scratch buffers, launches
  *   module_host.c     device-memory conveniences
  *
@@ -110,6 +112,15 @@ void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims);
  * blocks_per_level blocks (> 0) per level. */
 int gj__backward_uses_coarse(const gj__module_shape *shape, const gj_backward_desc *desc);
 void gj__coarse_dims(const gj__module_shape *shape, uint32_t blocks_per_level, gj__launch_dims *dims);
+/* args.coarse_blocks of a backward launch over n points: most (two per multiprocessor of
+ * the device), fewer when the batch has fewer blocks' worth of points. */
+uint32_t gj__coarse_blocks(const gj__module_shape *shape, uint64_t n, uint32_t most);
+/* The kernel a launch of filled args runs: the pass's kernel for the outputs asked for,
+ * in its level-group (_rows) form where args has several levels per thread or staging.
+ * Backward: the main kernel and the one for its small levels. */
+gj__kernel_id gj__forward_kernel(const gj_forward_desc *desc, const gj_forward_args *args);
+void gj__backward_kernels(const gj_backward_desc *desc, const gj_backward_args *args, gj__kernel_id *main,
+                          gj__kernel_id *coarse);
 
 /* One module program (a part, docs/runtime.md) compiled for one architecture and loaded:
  * a CUlibrary serves every context and device of that architecture. */

@@ -451,3 +451,29 @@ void gj__coarse_dims(const gj__module_shape *shape, uint32_t blocks_per_level, g
     dims->grid_y = shape->n_levels;
     dims->shared_bytes = shape->small_level_floats * (uint32_t)sizeof(float);
 }
+
+uint32_t gj__coarse_blocks(const gj__module_shape *shape, uint64_t n, uint32_t most) {
+    const uint64_t point_blocks = (n + shape->block_size - 1) / shape->block_size;
+    return (uint32_t)(point_blocks < most ? point_blocks : most);
+}
+
+/* Whether a level-major launch takes the _rows form of its kernel: several levels per
+ * thread, or point-major rows staged (the one-level form does neither). */
+static int level_groups_form(unsigned levels_per_thread, unsigned stage) {
+    return levels_per_thread > 1 || stage;
+}
+
+gj__kernel_id gj__forward_kernel(const gj_forward_desc *desc, const gj_forward_args *args) {
+    const gj__kernel_id kernel = desc->dy_dx ? GJ__KERNEL_FORWARD_DYDX : GJ__KERNEL_FORWARD;
+    return level_groups_form(args->levels_per_thread, args->stage) ? gj__kernel_rows_form(kernel) : kernel;
+}
+
+void gj__backward_kernels(const gj_backward_desc *desc, const gj_backward_args *args, gj__kernel_id *main,
+                          gj__kernel_id *coarse) {
+    *main = !desc->dL_dparams ? GJ__KERNEL_BACKWARD_DX : desc->dL_dx ? GJ__KERNEL_BACKWARD_INPUT : GJ__KERNEL_BACKWARD;
+    *coarse = desc->dL_dx ? GJ__KERNEL_BACKWARD_INPUT_COARSE : GJ__KERNEL_BACKWARD_COARSE;
+    if (level_groups_form(args->levels_per_thread, args->stage)) {
+        *main = gj__kernel_rows_form(*main);
+        *coarse = gj__kernel_rows_form(*coarse);
+    }
+}

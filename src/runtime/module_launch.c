@@ -94,12 +94,6 @@ static gj_status finish_gradients(gj_module *m, gj__launch_scope *scope, const g
     return launch(m, scope, GJ__KERNEL_CAST_GRADIENTS, &dims, &args, stream, call);
 }
 
-/* Whether a level-major launch takes the _rows form of its kernel: several levels per
- * thread, or point-major rows staged (the one-level form does neither). */
-static int level_groups(unsigned levels_per_thread, unsigned stage) {
-    return levels_per_thread > 1 || stage;
-}
-
 /* ------------------------------------------------------------------ passes */
 
 /* The start of every pass: the module, its argument checks (check returns its status),
@@ -125,23 +119,9 @@ gj_status gj_forward(gj_module *module, gj_stream stream, const gj_forward_desc 
     gj_forward_args args;
     gj__launch_dims dims;
     gj__forward_args(&module->shape, desc, &args, &dims);
-    const gj__kernel_id kernel = desc->dy_dx ? GJ__KERNEL_FORWARD_DYDX : GJ__KERNEL_FORWARD;
-    status = launch(module, &scope, level_groups(args.levels_per_thread, args.stage) ? gj__kernel_rows_form(kernel) : kernel,
-                    &dims, &args, stream, call);
+    status = launch(module, &scope, gj__forward_kernel(desc, &args), &dims, &args, stream, call);
     gj__module_leave(module, &scope);
     return status;
-}
-
-/* The kernel for the outputs asked for, and the one for its small levels, in the form of
- * the launch (args: level groups or one level per block). */
-static void backward_kernels(const gj_backward_desc *desc, const gj_backward_args *args, gj__kernel_id *main,
-                             gj__kernel_id *coarse) {
-    *main = !desc->dL_dparams ? GJ__KERNEL_BACKWARD_DX : desc->dL_dx ? GJ__KERNEL_BACKWARD_INPUT : GJ__KERNEL_BACKWARD;
-    *coarse = desc->dL_dx ? GJ__KERNEL_BACKWARD_INPUT_COARSE : GJ__KERNEL_BACKWARD_COARSE;
-    if (level_groups(args->levels_per_thread, args->stage)) {
-        *main = gj__kernel_rows_form(*main);
-        *coarse = gj__kernel_rows_form(*coarse);
-    }
 }
 
 gj_status gj_backward(gj_module *module, gj_stream stream, const gj_backward_desc *desc) {
@@ -162,12 +142,10 @@ gj_status gj_backward(gj_module *module, gj_stream stream, const gj_backward_des
      * them, and the first one leaves them out. Not enough points for more blocks: fewer. */
     const int coarse = gj__backward_uses_coarse(&module->shape, desc);
     if (coarse) {
-        const uint64_t point_blocks = (desc->n + module->shape.block_size - 1) / module->shape.block_size;
-        const uint32_t most = scope.device->coarse_blocks;
-        args.coarse_blocks = (uint32_t)(point_blocks < most ? point_blocks : most);
+        args.coarse_blocks = gj__coarse_blocks(&module->shape, desc->n, scope.device->coarse_blocks);
     }
     gj__kernel_id main_kernel, coarse_kernel;
-    backward_kernels(desc, &args, &main_kernel, &coarse_kernel);
+    gj__backward_kernels(desc, &args, &main_kernel, &coarse_kernel);
     if (status == GJ_OK) {
         status = launch(module, &scope, main_kernel, &dims, &args, stream, call);
     }
