@@ -46,6 +46,9 @@ GJ_INLINE void gj_for_each_point(gj_u64 n, Body&& body) {
     for (int p = 0; p < C::PPT; ++p) {
         const gj_u64 i = first + (gj_u64)p * C::BLOCK;
         if (i >= n) return;
+#ifdef GJ_EMULATED
+        gj_emu_next_point(); // the CPU emulation's warp collectives meet per point (tests/emulated/)
+#endif
         body(i);
     }
 }

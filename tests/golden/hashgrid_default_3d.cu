@@ -20,6 +20,8 @@
 // Self-contained on purpose: NVRTC 13 bundles no cuda_fp16.h, and the generated
 // source must compile with NVRTC alone and with nvcc alone.
 // Guarded so that several generated encodings can share one translation unit.
+// GJ_EMULATED (never defined by NVRTC or nvcc): the CPU emulation of the kernels
+// (tests/emulated/grid_host.h) supplies the few PTX instructions below as functions.
 // ---------------------------------------------------------------------------
 #ifndef GJ_PRELUDE_CUH
 #define GJ_PRELUDE_CUH
@@ -43,15 +45,23 @@ struct __align__(2) gj_half {
 };
 
 GJ_INLINE float gj_half_to_float(gj_u16 bits) {
+#ifdef GJ_EMULATED
+    return gj_emu_half_to_float(bits);
+#else
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
     return f;
+#endif
 }
 
 GJ_INLINE gj_u16 gj_float_to_half_bits(float f) {
+#ifdef GJ_EMULATED
+    return gj_emu_float_to_half_bits(f);
+#else
     gj_u16 bits;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f));
     return bits;
+#endif
 }
 
 GJ_INLINE float gj_to_float(float v) { return v; }
@@ -84,7 +94,11 @@ GJ_INLINE gj_u32 gj_pack_half2(float a, float b) {
 
 // One 4-byte reduction: a packed fp16 pair (half2) or the bits of one fp32.
 GJ_INLINE void gj_red_u32(gj_u32* address, gj_u32 value, bool half2) {
+#ifdef GJ_EMULATED
+    if (half2) gj_emu_red_f16x2(address, value);
+#else
     if (half2) asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(address), "r"(value) : "memory");
+#endif
     else atomicAdd((float*)address, __uint_as_float(value));
 }
 
@@ -96,7 +110,11 @@ GJ_INLINE void gj_atomic_add_half2(gj_half* address, float a, float b) {
 // Vector reductions: one L2 request for 8 or 16 bytes. Hopper (sm_90) and later have
 // them; elsewhere they fall back to 4-byte reductions. Addresses aligned to the size.
 GJ_INLINE void gj_red_v2_u32(gj_u32* address, gj_u32 a, gj_u32 b, bool half2) {
-#if __CUDA_ARCH__ >= 900
+#if defined(GJ_EMULATED)
+    gj_emu_check_vector_address(address, 8); // as Hopper's vector reduction requires
+    gj_red_u32(address, a, half2);
+    gj_red_u32(address + 1, b, half2);
+#elif __CUDA_ARCH__ >= 900
     if (half2) asm volatile("red.global.add.noftz.v2.f16x2 [%0], {%1, %2};" ::"l"(address), "r"(a), "r"(b) : "memory");
     else asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(address), "f"(__uint_as_float(a)), "f"(__uint_as_float(b)) : "memory");
 #else
@@ -106,7 +124,13 @@ GJ_INLINE void gj_red_v2_u32(gj_u32* address, gj_u32 a, gj_u32 b, bool half2) {
 }
 
 GJ_INLINE void gj_red_v4_u32(gj_u32* address, gj_u32 a, gj_u32 b, gj_u32 c, gj_u32 d, bool half2) {
-#if __CUDA_ARCH__ >= 900
+#if defined(GJ_EMULATED)
+    gj_emu_check_vector_address(address, 16);
+    gj_red_u32(address, a, half2);
+    gj_red_u32(address + 1, b, half2);
+    gj_red_u32(address + 2, c, half2);
+    gj_red_u32(address + 3, d, half2);
+#elif __CUDA_ARCH__ >= 900
     if (half2) {
         asm volatile("red.global.add.noftz.v4.f16x2 [%0], {%1, %2, %3, %4};" ::"l"(address), "r"(a), "r"(b), "r"(c), "r"(d)
                      : "memory");
@@ -1136,6 +1160,9 @@ GJ_INLINE void gj_for_each_point(gj_u64 n, Body&& body) {
     for (int p = 0; p < C::PPT; ++p) {
         const gj_u64 i = first + (gj_u64)p * C::BLOCK;
         if (i >= n) return;
+#ifdef GJ_EMULATED
+        gj_emu_next_point(); // the CPU emulation's warp collectives meet per point (tests/emulated/)
+#endif
         body(i);
     }
 }
