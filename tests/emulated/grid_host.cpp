@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-thread_local gj_emu_dim3 threadIdx;
-thread_local gj_emu_dim3 blockIdx;
+__thread gj_emu_dim3 threadIdx;
+__thread gj_emu_dim3 blockIdx;
 gj_emu_dim3 blockDim, gridDim;
 
 // Each kernel declares its own name for the one dynamic shared memory of a block; a

@@ -43,11 +43,13 @@
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(n)
 
+// GNU __thread, not thread_local: an extern thread_local is reached through a wrapper
+// function whose weak initialiser UBSan's null check misreads as a null object.
 struct gj_emu_dim3 {
-    unsigned x = 0, y = 0, z = 0;
+    unsigned x, y, z;
 };
-extern thread_local gj_emu_dim3 threadIdx;
-extern thread_local gj_emu_dim3 blockIdx;
+extern __thread gj_emu_dim3 threadIdx;
+extern __thread gj_emu_dim3 blockIdx;
 extern gj_emu_dim3 blockDim, gridDim;
 
 // fp16 conversions (cvt.f32.f16, cvt.rn.f16.f32) and the reductions prelude.cuh needs.
