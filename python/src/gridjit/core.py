@@ -254,10 +254,45 @@ def _options_pointer(options: Optional[CodegenOptions]):
 # ----------------------------------------------------------------------------- context
 
 
-class Context:
+class _Owned:
+    """What every owner of one library handle shares: ``handle`` (ValueError once closed),
+    close() (destroys it once; a second call, or __del__ after it, does nothing).
+
+    Subclasses name themselves (``_what``, for the message) and their destroy function
+    (``_destroy``, looked up on the library at close, where the tests count calls). Those
+    that touch the CUDA driver when destroyed (``_spare_at_exit``) leave their handle to the
+    operating system at interpreter exit (see _exiting)."""
+
+    _what = ""
+    _destroy = ""
+    _spare_at_exit = False
+    _handle = None
+
+    @property
+    def handle(self) -> int:
+        if not self._handle:
+            raise ValueError(f"the gridjit {self._what} is closed")
+        return self._handle
+
+    def close(self) -> None:
+        """Destroys the library object; using it afterwards raises ValueError. A context:
+        objects made from it must not be used afterwards; a module: synchronise the
+        streams that use it first."""
+        if self._handle:
+            if not (self._spare_at_exit and _exiting):
+                getattr(lib, self._destroy)(self._handle)
+            self._handle = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class Context(_Owned):
     """A gj_context: error messages, logging, compile and disk-cache settings, and the
     lazily loaded NVRTC and CUDA driver. Safe to share between threads (the library's
     error messages are per thread, and each call reads its own)."""
+
+    _what, _destroy, _spare_at_exit = "Context", "gj_context_destroy", True
 
     def __init__(self) -> None:
         handle = _capi.context_p()
@@ -269,12 +304,6 @@ class Context:
 
     # -- plumbing
     @property
-    def handle(self) -> int:
-        if not self._handle:
-            raise ValueError("the gridjit Context is closed")
-        return self._handle
-
-    @property
     def errmsg(self) -> str:
         """The calling thread's message of its last failed call on this context ("" after success)."""
         return _capi.text(lib.gj_context_errmsg(self.handle))
@@ -283,16 +312,6 @@ class Context:
         """Raises the exception of a failed call, with this thread's message."""
         if status != _capi.GJ_OK:
             raise error_for(status, self.errmsg, call)
-
-    def close(self) -> None:
-        """Destroys the context. Objects made from it must not be used afterwards."""
-        if getattr(self, "_handle", None):
-            if not _exiting:
-                lib.gj_context_destroy(self._handle)
-            self._handle = None
-
-    def __del__(self) -> None:
-        self.close()
 
     def __enter__(self) -> "Context":
         return self
@@ -496,7 +515,7 @@ def default_context() -> Context:
 # ----------------------------------------------------------------------------- encoding
 
 
-class Encoding:
+class Encoding(_Owned):
     """A parsed configuration and its parameter layout (gj_encoding).
 
     config: a tiny-cuda-nn grid-encoding configuration, as a dict or JSON text (plus
@@ -508,6 +527,8 @@ class Encoding:
     them); ``ignored_keys`` then lists the library's message for each skipped key
     (naming it and, where one is close, the key it may have meant). Otherwise empty.
     """
+
+    _what, _destroy = "Encoding", "gj_encoding_destroy"
 
     def __init__(
         self,
@@ -538,20 +559,6 @@ class Encoding:
             status = lib.gj_encoding_create(self.context.handle, self.config.encode(), int(n_dims), byref(handle))
             self.context.check(status, "gj_encoding_create")
         self._handle = handle.value
-
-    @property
-    def handle(self) -> int:
-        if not self._handle:
-            raise ValueError("the gridjit Encoding is closed")
-        return self._handle
-
-    def close(self) -> None:
-        if getattr(self, "_handle", None):
-            lib.gj_encoding_destroy(self._handle)
-            self._handle = None
-
-    def __del__(self) -> None:
-        self.close()
 
     # -- configuration
     @property
@@ -694,7 +701,7 @@ def _layout(value: Union[str, int]) -> int:
     return int(value)
 
 
-class Module:
+class Module(_Owned):
     """An encoding's kernels on the GPU (gj_module): launches on the caller's stream
     with the caller's device pointers (plain integers). It compiles, through the disk
     cache, what a launch needs the first time, for the device of the calling thread's
@@ -706,6 +713,8 @@ class Module:
     dL_ddLdx are n * D float32. ``stream`` is a CUstream as an integer (0/None: the
     legacy default stream).
     """
+
+    _what, _destroy, _spare_at_exit = "Module", "gj_module_destroy", True
 
     def __init__(self, encoding: Encoding, options: Union[CodegenOptions, Mapping, None] = None, **overrides):
         self.encoding = encoding
@@ -721,22 +730,6 @@ class Module:
         self._bwd = _capi.init_struct(_capi.BackwardDesc, "gj_backward_desc_init")
         self._bwdbwd = _capi.init_struct(_capi.BackwardBackwardDesc, "gj_backward_backward_desc_init")
         self._init = _capi.init_struct(_capi.InitDesc, "gj_init_desc_init")
-
-    @property
-    def handle(self) -> int:
-        if not self._handle:
-            raise ValueError("the gridjit Module is closed")
-        return self._handle
-
-    def close(self) -> None:
-        """Destroys the module. Synchronise the streams that use it first."""
-        if getattr(self, "_handle", None):
-            if not _exiting:
-                lib.gj_module_destroy(self._handle)
-            self._handle = None
-
-    def __del__(self) -> None:
-        self.close()
 
     # -- description
     @property
@@ -883,7 +876,7 @@ class Module:
 # ----------------------------------------------------------------------------- networks
 
 
-class Network:
+class Network(_Owned):
     """A network or a model configuration and its parameter layout (gj_network,
     docs/networks.md): tiny-cuda-nn's MLP JSON ("otype" FullyFusedMLP, CutlassMLP or MLP,
     "n_neurons", "n_hidden_layers", "activation", "output_activation"), alone (as
@@ -895,6 +888,8 @@ class Network:
     from the network object's "n_output_dims". ignore_unknown_keys and ``ignored_keys`` as
     for :class:`Encoding` (gj_network_create_ex). InvalidConfigError names the key at fault.
     """
+
+    _what, _destroy = "Network", "gj_network_destroy"
 
     def __init__(
         self,
@@ -928,20 +923,6 @@ class Network:
             )
             self.context.check(status, "gj_network_create")
         self._handle = handle.value
-
-    @property
-    def handle(self) -> int:
-        if not self._handle:
-            raise ValueError("the gridjit Network is closed")
-        return self._handle
-
-    def close(self) -> None:
-        if getattr(self, "_handle", None):
-            lib.gj_network_destroy(self._handle)
-            self._handle = None
-
-    def __del__(self) -> None:
-        self.close()
 
     # -- configuration
     @property
@@ -1073,7 +1054,7 @@ class Network:
         return f"gridjit.Network({self.hyperparams_json}, n_params={self.n_params})"
 
 
-class NetworkModule:
+class NetworkModule(_Owned):
     """A network alone on the GPU (gj_network_module, docs/networks.md §8): its generated
     kernels, each program (inference; training) compiled through the disk cache on first
     use, launched on the caller's stream with the caller's device pointers (integers).
@@ -1083,6 +1064,8 @@ class NetworkModule:
     dL_doutput (n x n_output_dims), dL_dinput (n x n_input_dims) and dL_dparams (n_params):
     float32. context: context_bytes(n) bytes, written by forward, read by backward.
     """
+
+    _what, _destroy, _spare_at_exit = "NetworkModule", "gj_network_module_destroy", True
 
     def __init__(self, network: Network):
         if not isinstance(network, Network):
@@ -1095,22 +1078,6 @@ class NetworkModule:
         self._handle = handle.value
         self._pass = _capi.init_struct(_capi.NetworkPassDesc, "gj_network_pass_desc_init")
         self._init = _capi.init_struct(_capi.NetworkInitDesc, "gj_network_init_desc_init")
-
-    @property
-    def handle(self) -> int:
-        if not self._handle:
-            raise ValueError("the gridjit NetworkModule is closed")
-        return self._handle
-
-    def close(self) -> None:
-        """Destroys the module. Synchronise the streams that use it first."""
-        if getattr(self, "_handle", None):
-            if not _exiting:
-                lib.gj_network_module_destroy(self._handle)
-            self._handle = None
-
-    def __del__(self) -> None:
-        self.close()
 
     def context_bytes(self, n: int) -> int:
         """Bytes of the forward context for n points."""
