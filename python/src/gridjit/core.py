@@ -254,6 +254,39 @@ def _options_pointer(options: Optional[CodegenOptions]):
 # ----------------------------------------------------------------------------- context
 
 
+def _create(context: "Context", create: str, config: str, widths: tuple, handle, ignore_unknown_keys: bool) -> list:
+    """Parses config with gj_<x>_create (create), or with its _ex twin skipping unknown keys;
+    the handle is written into handle. Returns the library's message for each skipped key
+    ([] without ignore_unknown_keys)."""
+    if not ignore_unknown_keys:
+        context.check(getattr(lib, create)(context.handle, config.encode(), *widths, byref(handle)), create)
+        return []
+    create_ex, ignored = create + "_ex", c_void_p()
+    status = getattr(lib, create_ex)(
+        context.handle, config.encode(), *widths, _capi.CONFIG_IGNORE_UNKNOWN_KEYS, byref(ignored), byref(handle)
+    )
+    # Taken (and freed) whatever the status: the library may set it only on success.
+    messages = _capi.take_string(ignored.value)
+    context.check(status, create_ex)
+    return [line for line in (messages or "").split("\n") if line]
+
+
+def _hyperparams(call: str, handle: int) -> str:
+    """The canonical configuration gj_<x>_hyperparams (call) writes for handle; OutOfMemoryError for NULL."""
+    text = _capi.take_string(getattr(lib, call)(handle))
+    if text is None:
+        raise error_for(3, f"{call}: out of memory", call)
+    return text
+
+
+def _generate(context: "Context", call: str, handle: int, options, overrides: dict) -> str:
+    """The translation unit gj_<x>_generate (call) writes for handle."""
+    opts_p, _keep = _options_pointer(CodegenOptions.make(options, **overrides))
+    source, length = c_void_p(), c_size_t(0)
+    context.check(getattr(lib, call)(context.handle, handle, opts_p, byref(source), byref(length)), call)
+    return _capi.take_string(source.value) or ""
+
+
 class _Owned:
     """What every owner of one library handle shares: ``handle`` (ValueError once closed),
     close() (destroys it once; a second call, or __del__ after it, does nothing).
@@ -539,25 +572,10 @@ class Encoding(_Owned):
     ):
         self.context = context or default_context()
         self.config = config if isinstance(config, str) else json.dumps(dict(config))
-        self.ignored_keys: list = []
         handle = _capi.encoding_p()
-        if ignore_unknown_keys:
-            ignored = c_void_p()
-            status = lib.gj_encoding_create_ex(
-                self.context.handle,
-                self.config.encode(),
-                int(n_dims),
-                _capi.CONFIG_IGNORE_UNKNOWN_KEYS,
-                byref(ignored),
-                byref(handle),
-            )
-            # Taken (and freed) whatever the status: the library may set it only on success.
-            messages = _capi.take_string(ignored.value)
-            self.context.check(status, "gj_encoding_create_ex")
-            self.ignored_keys = [line for line in (messages or "").split("\n") if line]
-        else:
-            status = lib.gj_encoding_create(self.context.handle, self.config.encode(), int(n_dims), byref(handle))
-            self.context.check(status, "gj_encoding_create")
+        self.ignored_keys: list = _create(
+            self.context, "gj_encoding_create", self.config, (int(n_dims),), handle, ignore_unknown_keys
+        )
         self._handle = handle.value
 
     # -- configuration
@@ -643,10 +661,7 @@ class Encoding(_Owned):
     @property
     def hyperparams_json(self) -> str:
         """The canonical configuration: JSON that parses back to an identical encoding."""
-        text = _capi.take_string(lib.gj_encoding_hyperparams(self.handle))
-        if text is None:
-            raise error_for(3, "gj_encoding_hyperparams: out of memory", "gj_encoding_hyperparams")
-        return text
+        return _hyperparams("gj_encoding_hyperparams", self.handle)
 
     @property
     def hyperparams(self) -> dict:
@@ -655,11 +670,7 @@ class Encoding(_Owned):
     # -- code generation and compiling
     def generate(self, options: Union[CodegenOptions, Mapping, None] = None, **overrides) -> str:
         """The CUDA translation unit (byte-identical for identical inputs)."""
-        opts_p, _keep = _options_pointer(CodegenOptions.make(options, **overrides))
-        source, length = c_void_p(), c_size_t(0)
-        status = lib.gj_encoding_generate(self.context.handle, self.handle, opts_p, byref(source), byref(length))
-        self.context.check(status, "gj_encoding_generate")
-        return _capi.take_string(source.value) or ""
+        return _generate(self.context, "gj_encoding_generate", self.handle, options, overrides)
 
     def compile(self, arch: str, options: Union[CodegenOptions, Mapping, None] = None, **overrides) -> Program:
         """Compiles with NVRTC (or loads from the disk cache) for arch: "sm_XY" gives a
@@ -901,27 +912,11 @@ class Network(_Owned):
     ):
         self.context = context or default_context()
         self.config = config if isinstance(config, str) else json.dumps(dict(config))
-        self.ignored_keys: list = []
         handle = _capi.network_p()
-        if ignore_unknown_keys:
-            ignored = c_void_p()
-            status = lib.gj_network_create_ex(
-                self.context.handle,
-                self.config.encode(),
-                int(n_input_dims),
-                int(n_output_dims),
-                _capi.CONFIG_IGNORE_UNKNOWN_KEYS,
-                byref(ignored),
-                byref(handle),
-            )
-            messages = _capi.take_string(ignored.value)  # taken whatever the status
-            self.context.check(status, "gj_network_create_ex")
-            self.ignored_keys = [line for line in (messages or "").split("\n") if line]
-        else:
-            status = lib.gj_network_create(
-                self.context.handle, self.config.encode(), int(n_input_dims), int(n_output_dims), byref(handle)
-            )
-            self.context.check(status, "gj_network_create")
+        widths = (int(n_input_dims), int(n_output_dims))
+        self.ignored_keys: list = _create(
+            self.context, "gj_network_create", self.config, widths, handle, ignore_unknown_keys
+        )
         self._handle = handle.value
 
     # -- configuration
@@ -937,9 +932,7 @@ class Network(_Owned):
         borrowed = lib.gj_network_encoding(self.handle)
         if not borrowed:
             return None
-        text = _capi.take_string(lib.gj_encoding_hyperparams(borrowed))
-        if text is None:
-            raise error_for(3, "gj_encoding_hyperparams: out of memory", "gj_encoding_hyperparams")
+        text = _hyperparams("gj_encoding_hyperparams", borrowed)
         return Encoding(text, int(lib.gj_encoding_n_dims(borrowed)), self.context)
 
     @property
@@ -1029,10 +1022,7 @@ class Network(_Owned):
     @property
     def hyperparams_json(self) -> str:
         """The canonical configuration (both widths as keys): it parses back to an identical network."""
-        text = _capi.take_string(lib.gj_network_hyperparams(self.handle))
-        if text is None:
-            raise error_for(3, "gj_network_hyperparams: out of memory", "gj_network_hyperparams")
-        return text
+        return _hyperparams("gj_network_hyperparams", self.handle)
 
     @property
     def hyperparams(self) -> dict:
@@ -1040,11 +1030,7 @@ class Network(_Owned):
 
     def generate(self, options: Union[CodegenOptions, Mapping, None] = None, **overrides) -> str:
         """The CUDA translation unit of the network (gj_network_generate, docs/networks.md §7)."""
-        opts_p, _keep = _options_pointer(CodegenOptions.make(options, **overrides))
-        source, length = c_void_p(), c_size_t(0)
-        status = lib.gj_network_generate(self.context.handle, self.handle, opts_p, byref(source), byref(length))
-        self.context.check(status, "gj_network_generate")
-        return _capi.take_string(source.value) or ""
+        return _generate(self.context, "gj_network_generate", self.handle, options, overrides)
 
     def module(self) -> "NetworkModule":
         """A runtime module of this network alone: see :class:`NetworkModule`."""
