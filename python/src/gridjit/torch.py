@@ -439,6 +439,28 @@ class Module(torch.nn.Module):
             self.__dict__["_cast"] = (source, source.data_ptr(), params._version, kparams)
         return kparams
 
+    # -- construction (the end of every constructor: _native, seed, dtype and n_params set)
+    def _start(self, seed: int) -> None:
+        """Warns about the configuration keys the library skipped, makes ``params`` from the
+        seed and registers the module (free_temporary_memory, the optimizer step hook)."""
+        for message in self._native.ignored:
+            _warn(f"{self._where}: ignoring a configuration key gridjit does not know: {message}")
+        self._reset_cache()
+        self.params = torch.nn.Parameter(self._initial_params(seed), requires_grad=True)
+        _live.add(self)
+        if "torch._dynamo" in sys.modules:
+            _make_eager_forward_disabled()
+
+    def _initial_params(self, seed: int) -> torch.Tensor:
+        """The seed's initial fp32 parameters: on the current CUDA device by the launch
+        layer when CUDA is available, else computed on the CPU (_host_initial_params)."""
+        if torch.cuda.is_available():
+            index = torch.cuda.current_device()
+            params = torch.empty(self.n_params, dtype=_F32, device=torch.device("cuda", index))
+            self._native.ops(index).init(params, seed)
+            return params
+        return self._host_initial_params(seed)
+
     def _apply(self, *args, **kwargs):  # .to(), .cuda(), .half(), ...: the copy is stale
         self.params_changed()
         return super()._apply(*args, **kwargs)
@@ -470,6 +492,8 @@ class Encoding(Module):
         torch.float. The parameters are fp32 whatever dtype is.
     """
 
+    _where = "gridjit.torch.Encoding"
+
     def __init__(
         self,
         n_input_dims: int,
@@ -481,18 +505,10 @@ class Encoding(Module):
         dtype = _preferred_dtype() if dtype is None else dtype
         if dtype not in _PRECISIONS:
             raise ValueError(f"Encoding only supports fp32 or fp16 precision, but got {dtype}")
-        config = json.loads(encoding_config) if isinstance(encoding_config, str) else dict(encoding_config)
         precision = _PRECISIONS[dtype]
-        given = config.get("precision")
-        if given is not None and str(given).lower() != precision:
-            _warn(
-                f'gridjit.torch.Encoding: encoding_config has "precision": {given!r} but dtype is {dtype}: '
-                f"dtype sets the precision ({precision}); leave \"precision\" out"
-            )
-        config["precision"] = precision
+        why = f" but dtype is {dtype}: dtype sets the precision ({precision})"
+        config = _with_precision(encoding_config, precision, self._where, why)
         native = _Native(int(n_input_dims), json.dumps(config), dtype)
-        for message in native.ignored:
-            _warn(f"gridjit.torch.Encoding: ignoring a configuration key gridjit does not know: {message}")
         self.n_input_dims = int(n_input_dims)
         self.encoding_config = encoding_config
         self.seed = seed
@@ -501,18 +517,9 @@ class Encoding(Module):
         self.n_output_dims = native.encoding.n_output_dims
         self.n_params = native.encoding.n_params
         self.loss_scale = 128.0 if dtype == torch.half else 1.0
-        self._reset_cache()
-        self.params = torch.nn.Parameter(self._initial_params(seed), requires_grad=True)
-        _live.add(self)
-        if "torch._dynamo" in sys.modules:
-            _make_eager_forward_disabled()
+        self._start(seed)
 
-    def _initial_params(self, seed: int) -> torch.Tensor:
-        if torch.cuda.is_available():
-            index = torch.cuda.current_device()
-            params = torch.empty(self.n_params, dtype=_F32, device=torch.device("cuda", index))
-            self._native.ops(index).init(params, seed)
-            return params
+    def _host_initial_params(self, seed: int) -> torch.Tensor:
         return torch.from_numpy(_pcg.init_params(self.n_params, seed))
 
     # -- description
@@ -761,11 +768,7 @@ class _NetworkModule(Module):
     """What Network and NetworkWithInputEncoding share: the parameters, the fp16 copy, the
     call through _NetworkFunction, the description."""
 
-    _where = "gridjit.torch.Network"
-
     def _setup(self, native: _NetNative, seed: int) -> None:
-        for message in native.ignored:
-            _warn(f"{self._where}: ignoring a configuration key gridjit does not know: {message}")
         self._native = native
         self.seed = seed
         # tiny-cuda-nn's networks are fp16 (its network precision on every GPU gridjit runs
@@ -773,22 +776,14 @@ class _NetworkModule(Module):
         self.dtype = torch.half
         self.loss_scale = 128.0
         self.n_params = native.n_params
-        self._reset_cache()
-        self.params = torch.nn.Parameter(self._initial_params(seed), requires_grad=True)
-        _live.add(self)
-        if "torch._dynamo" in sys.modules:
-            _make_eager_forward_disabled()
+        self._start(seed)
 
-    def _initial_params(self, seed: int) -> torch.Tensor:
+    def _host_initial_params(self, seed: int) -> torch.Tensor:
         """tiny-cuda-nn's initialisation of the MLP (gj_network_init_params: Xavier uniform,
         or SIREN's for Sine, docs/networks.md §5) and, for a model, the encoding's
-        (gj_init_params, as gridjit.torch.Encoding) after it."""
+        (gj_init_params, as gridjit.torch.Encoding) after it; the launch layer's init does
+        the same on a GPU."""
         native = self._native
-        if torch.cuda.is_available():
-            index = torch.cuda.current_device()
-            params = torch.empty(self.n_params, dtype=_F32, device=torch.device("cuda", index))
-            native.ops(index).init(params, seed)
-            return params
         mlp = native.mlp
         values = _pcg.network_init_params(mlp.layers, mlp.activation == "Sine", seed)
         params = torch.from_numpy(values)
@@ -899,14 +894,8 @@ class NetworkWithInputEncoding(_NetworkModule):
         seed: int = 1337,
     ):
         super().__init__()
-        encoding = json.loads(encoding_config) if isinstance(encoding_config, str) else dict(encoding_config)
-        given = encoding.get("precision")
-        if given is not None and str(given).lower() != "fp16":
-            _warn(
-                f'{self._where}: encoding_config has "precision": {given!r}: a model\'s encoding runs in fp16 '
-                "(tiny-cuda-nn's network precision); leave \"precision\" out"
-            )
-        encoding["precision"] = "fp16"
+        why = ": a model's encoding runs in fp16 (tiny-cuda-nn's network precision)"
+        encoding = _with_precision(encoding_config, "fp16", self._where, why)
         text = network_config if isinstance(network_config, str) else json.dumps(dict(network_config))
         native = _NetNative(int(n_input_dims), int(n_output_dims), text, json.dumps(encoding))
         self.n_input_dims = int(n_input_dims)
@@ -919,6 +908,17 @@ class NetworkWithInputEncoding(_NetworkModule):
 # ----------------------------------------------------------------------------- argument checks
 # Off the hot path: reached only when the input is not already a contiguous float32
 # (batch, n_input_dims) CUDA tensor on the parameters' device.
+
+
+def _with_precision(encoding_config: Union[Mapping, str], precision: str, where: str, why: str) -> dict:
+    """The encoding configuration (a dict or JSON text) as a dict with "precision" set to
+    precision; warns (why: the reason) when it gave another one."""
+    config = json.loads(encoding_config) if isinstance(encoding_config, str) else dict(encoding_config)
+    given = config.get("precision")
+    if given is not None and str(given).lower() != precision:
+        _warn(f'{where}: encoding_config has "precision": {given!r}{why}; leave "precision" out')
+    config["precision"] = precision
+    return config
 
 
 def _cpu_input(x: torch.Tensor, params: torch.Tensor) -> torch.Tensor:
