@@ -196,7 +196,30 @@ def _aligned(tensor: torch.Tensor, alignment: int = 16) -> torch.Tensor:
     return tensor.clone(memory_format=torch.contiguous_format)
 
 
-class _Native:
+def _synchronize(indices) -> None:
+    """Waits for the CUDA devices (before the modules that ran there are destroyed)."""
+    for index in indices:
+        try:
+            torch.cuda.synchronize(index)
+        except Exception:  # the CUDA runtime may be gone at interpreter exit
+            pass
+
+
+class _PerDevice:
+    """What _Native and _NetNative share: their launch layers, one per CUDA device index,
+    made on first use by _make_ops (in ``_ops``, guarded by ``_lock``)."""
+
+    def ops(self, index: int):
+        """The launch layer for CUDA device index (made on first use)."""
+        ops = self._ops.get(index)
+        if ops is None:
+            ops = self._make_ops(index)  # outside the lock: _Native.module() takes it
+            with self._lock:  # two threads may make one each: the first one stored serves both
+                ops = self._ops.setdefault(index, ops)
+        return ops
+
+
+class _Native(_PerDevice):
     """The gridjit objects behind an Encoding: its gj_encoding, one for exact gradients
     when the configuration asks for stochastic interpolation, and gj_modules made per
     (device, gradient mode) on first use, with fp32 gradients (gradients_fp32). Shared
@@ -243,24 +266,14 @@ class _Native:
                     self._modules[key] = module
         return module
 
-    def ops(self, index: int) -> _Ops:
-        """The launch layer for CUDA device index (made on first use)."""
-        ops = self._ops.get(index)
-        if ops is None:
-            ops = _Ops(self, index)  # outside the lock: module() takes it
-            with self._lock:  # two threads may make one each: the first one stored serves both
-                ops = self._ops.setdefault(index, ops)
-        return ops
+    def _make_ops(self, index: int) -> _Ops:
+        return _Ops(self, index)
 
     def close(self) -> None:
         """Destroys the modules, after the devices that ran them have finished."""
         modules, self._modules = getattr(self, "_modules", {}), {}
         self._ops = {}
-        for device_index in {key[0] for key in modules}:
-            try:
-                torch.cuda.synchronize(device_index)
-            except Exception:  # the CUDA runtime may be gone at interpreter exit
-                pass
+        _synchronize({key[0] for key in modules})
         for module in modules.values():
             module.close()
 
@@ -601,7 +614,7 @@ def _forward_outside_graph(module: Module, *args):
 # ----------------------------------------------------------------------------- networks
 
 
-class _NetNative:
+class _NetNative(_PerDevice):
     """The gridjit objects behind a Network or a NetworkWithInputEncoding: the parsed
     configuration (``model``: a gj_network, of the model for NetworkWithInputEncoding, whose
     parse gives the errors, the skipped keys, the canonical form and the parameter count),
@@ -655,24 +668,14 @@ class _NetNative:
         self._ops = {}
         self._lock = threading.Lock()
 
-    def ops(self, index: int):
-        """The launch layer for CUDA device index (made on first use): _NetOps for a network
-        alone, _ModelOps for a model."""
-        ops = self._ops.get(index)
-        if ops is None:
-            ops = (_NetOps if self.encoding is None else _ModelOps)(self, index)
-            with self._lock:
-                ops = self._ops.setdefault(index, ops)
-        return ops
+    def _make_ops(self, index: int):
+        """_NetOps for a network alone, _ModelOps for a model."""
+        return (_NetOps if self.encoding is None else _ModelOps)(self, index)
 
     def close(self) -> None:
         """Destroys the network module, after the devices that ran it have finished."""
         ops, self._ops = getattr(self, "_ops", {}), {}
-        for index in ops:
-            try:
-                torch.cuda.synchronize(index)
-            except Exception:  # the CUDA runtime may be gone at interpreter exit
-                pass
+        _synchronize(ops)
         module = getattr(self, "module", None)
         if module is not None:
             module.close()
