@@ -84,7 +84,7 @@ import warnings
 import weakref
 from typing import Mapping, Optional, Union
 
-from . import _pcg
+from . import _capi, _pcg
 from ._torch_launch import _F32, _ModelOps, _NetOps, _Ops
 from .core import CodegenOptions, Context, Encoding as _GridEncoding, Module as _GridModule, default_context
 from .core import Network as _GridNetwork, NetworkModule as _GridNetworkModule
@@ -101,7 +101,6 @@ __all__ = [
 ]
 
 _PRECISIONS = {torch.float16: "fp16", torch.float32: "fp32"}
-_NETWORK_ALIGNMENT = 16  # GJ_NETWORK_ALIGNMENT: a network's input width is a multiple of it
 
 # What the hot path calls, looked up once (the launch layer's are in _torch_launch). Each
 # has a fallback for torch builds without the private entry point.
@@ -240,7 +239,7 @@ class _Native(_PerDevice):
         self.config_json = self.encoding.hyperparams_json  # canonical: no unknown keys left
         self.exact_encoding = self.encoding
         if self.encoding.stochastic_interpolation:
-            exact = self.encoding.hyperparams
+            exact = json.loads(self.config_json)
             exact["stochastic_interpolation"] = False
             self.exact_encoding = _GridEncoding(exact, n_input_dims, self.context)
         self._modules = {}
@@ -641,7 +640,8 @@ class _NetNative(_PerDevice):
         self.ignored = list(self.model.ignored_keys)
         self.n_params = self.model.n_params
         self.n_mlp_params = self.model.n_mlp_params
-        canonical = self.model.hyperparams
+        self.hyperparams_json = self.model.hyperparams_json
+        canonical = json.loads(self.hyperparams_json)
         if encoding_json is None:
             self.network_json = json.dumps(canonical)
             self.encoding_json = None
@@ -659,11 +659,12 @@ class _NetNative(_PerDevice):
                     f"gridjit.torch: the network part has {self.mlp.n_params} parameters, the model's "
                     f"{self.n_mlp_params}"
                 )
-            self.encoding = _Native(n_input_dims, self.encoding_json, torch.half, pad_to=_NETWORK_ALIGNMENT)
+            self.encoding = _Native(n_input_dims, self.encoding_json, torch.half, pad_to=_capi.NETWORK_ALIGNMENT)
             if self.encoding.output_width != width:
                 raise AssertionError(f"gridjit.torch: the encoding's padded output has {self.encoding.output_width} "
                                      f"features, the network's input {width}")
-        self.hyperparams_json = self.model.hyperparams_json
+        # Whether the backward pass interpolates stochastically in training (a model's encoding may).
+        self.stochastic = self.encoding is not None and self.encoding.stochastic
         self.module = _GridNetworkModule(self.mlp)
         self._ops = {}
         self._lock = threading.Lock()
@@ -835,7 +836,7 @@ class _NetworkModule(Module):
             ops = native.ops(index)
         kparams = self._kernel_params(params)
         if _grad_enabled() and (params.requires_grad or x.requires_grad):
-            stochastic = self.training and native.encoding is not None and native.encoding.stochastic
+            stochastic = self.training and native.stochastic
             return _NetworkFunction.apply(ops, x, params, kparams, self.loss_scale, stochastic)
         return ops.inference(x, kparams)
 
