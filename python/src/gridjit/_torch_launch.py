@@ -72,7 +72,42 @@ class _Descriptors:
         self.bb_ref = ctypes.byref(self.bb)
 
 
-class _Ops:
+class _DeviceOps:
+    """What the launch layers of one library module on one CUDA device share (_Ops,
+    _NetOps): the per-thread descriptors (an instance of the class's ``_descriptor_type``) and
+    the launch on torch's current stream."""
+
+    _descriptor_type = _Descriptors
+
+    def __init__(self, native, index: int):
+        self.native = native
+        self.index = index
+        self.device = torch.device("cuda", index)
+        self._local = threading.local()
+
+    def _descriptors(self):
+        try:
+            return self._local.descriptors
+        except AttributeError:
+            pass
+        with torch.cuda.device(self.index):
+            _prepare_thread(self.native.context, self.index)
+        descriptors = self._local.descriptors = self._descriptor_type()
+        return descriptors
+
+    def _launch(self, fn, handle, desc_ref, call: str) -> None:
+        index = self.index
+        stream = _raw_stream(index)
+        if stream or _current_device() == index:
+            status = fn(handle, stream, desc_ref)
+        else:  # legacy default stream of another device than the current one
+            with torch.cuda.device(index):
+                status = fn(handle, None, desc_ref)
+        if status:
+            raise error_for(status, self.native.context.errmsg, call)
+
+
+class _Ops(_DeviceOps):
     """The passes of one encoding on one CUDA device, on torch tensors (all contiguous,
     on the device, of the dtypes gridjit takes). Launches go to PyTorch's current stream.
 
@@ -89,9 +124,7 @@ class _Ops:
     """
 
     def __init__(self, native: "_Native", index: int):
-        self.native = native
-        self.index = index
-        self.device = torch.device("cuda", index)
+        super().__init__(native, index)
         self.dtype = native.dtype
         self.grad_dtype = _F32
         encoding = native.encoding
@@ -104,32 +137,10 @@ class _Ops:
         self._stochastic = native.module(index, True)
         self._exact_handle = self._exact.handle
         self._stochastic_handle = self._stochastic.handle
-        self._local = threading.local()
         lib = _capi.lib
         self._gj_forward = lib.gj_forward
         self._gj_backward = lib.gj_backward
         self._gj_backward_backward = lib.gj_backward_backward
-
-    def _descriptors(self) -> _Descriptors:
-        try:
-            return self._local.descriptors
-        except AttributeError:
-            pass
-        with torch.cuda.device(self.index):
-            _prepare_thread(self.native.context, self.index)
-        descriptors = self._local.descriptors = _Descriptors()
-        return descriptors
-
-    def _launch(self, fn, handle, desc_ref, call: str) -> None:
-        index = self.index
-        stream = _raw_stream(index)
-        if stream or _current_device() == index:
-            status = fn(handle, stream, desc_ref)
-        else:  # legacy default stream of another device than the current one
-            with torch.cuda.device(index):
-                status = fn(handle, None, desc_ref)
-        if status:
-            raise error_for(status, self.native.context.errmsg, call)
 
     def init(self, params: torch.Tensor, seed: int) -> None:
         """Fills the fp32 params (on this device) with the seed's initial values."""
@@ -234,7 +245,7 @@ class _NetDescriptors:
         self.bwd_ref = ctypes.byref(self.bwd)
 
 
-class _NetOps:
+class _NetOps(_DeviceOps):
     """The passes of one network alone (its gj_network_module) on one CUDA device, on torch
     tensors, with the per-call path of _Ops: x (n, n_in) float32 -> y (n, n_out) float32
     from fp16 parameters; the forward context is a uint8 tensor; dL/dparams fp32.
@@ -245,10 +256,10 @@ class _NetOps:
     (dx, dparams). dy arrives as the caller made it (already multiplied by the loss scale);
     nothing is scaled here."""
 
+    _descriptor_type = _NetDescriptors
+
     def __init__(self, native: "_NetNative", index: int):
-        self.native = native
-        self.index = index
-        self.device = torch.device("cuda", index)
+        super().__init__(native, index)
         network = native.mlp
         self.n_in = network.n_input_dims
         self.n_out = network.n_output_dims
@@ -256,23 +267,10 @@ class _NetOps:
         self._module = native.module
         self._handle = native.module.handle
         self._tile_bytes = native.module.context_bytes(32)  # the context of one 32-point tile
-        self._local = threading.local()
         lib = _capi.lib
         self._gj_inference = lib.gj_network_inference
         self._gj_forward = lib.gj_network_forward
         self._gj_backward = lib.gj_network_backward
-
-    def _descriptors(self) -> _NetDescriptors:
-        try:
-            return self._local.descriptors
-        except AttributeError:
-            pass
-        with torch.cuda.device(self.index):
-            _prepare_thread(self.native.context, self.index)
-        descriptors = self._local.descriptors = _NetDescriptors()
-        return descriptors
-
-    _launch = _Ops._launch
 
     def init(self, params: torch.Tensor, seed: int) -> None:
         """Fills the fp32 params (n_params elements on this device, contiguous) with

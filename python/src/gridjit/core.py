@@ -254,10 +254,78 @@ def _options_pointer(options: Optional[CodegenOptions]):
 # ----------------------------------------------------------------------------- context
 
 
-class Context:
+def _create(context: "Context", create: str, config: str, widths: tuple, handle, ignore_unknown_keys: bool) -> list:
+    """Parses config with gj_<x>_create (create), or with its _ex twin skipping unknown keys;
+    the handle is written into handle. Returns the library's message for each skipped key
+    ([] without ignore_unknown_keys)."""
+    if not ignore_unknown_keys:
+        context.check(getattr(lib, create)(context.handle, config.encode(), *widths, byref(handle)), create)
+        return []
+    create_ex, ignored = create + "_ex", c_void_p()
+    status = getattr(lib, create_ex)(
+        context.handle, config.encode(), *widths, _capi.CONFIG_IGNORE_UNKNOWN_KEYS, byref(ignored), byref(handle)
+    )
+    # Taken (and freed) whatever the status: the library may set it only on success.
+    messages = _capi.take_string(ignored.value)
+    context.check(status, create_ex)
+    return [line for line in (messages or "").split("\n") if line]
+
+
+def _hyperparams(call: str, handle: int) -> str:
+    """The canonical configuration gj_<x>_hyperparams (call) writes for handle; OutOfMemoryError for NULL."""
+    text = _capi.take_string(getattr(lib, call)(handle))
+    if text is None:
+        raise error_for(3, f"{call}: out of memory", call)
+    return text
+
+
+def _generate(context: "Context", call: str, handle: int, options, overrides: dict) -> str:
+    """The translation unit gj_<x>_generate (call) writes for handle."""
+    opts_p, _keep = _options_pointer(CodegenOptions.make(options, **overrides))
+    source, length = c_void_p(), c_size_t(0)
+    context.check(getattr(lib, call)(context.handle, handle, opts_p, byref(source), byref(length)), call)
+    return _capi.take_string(source.value) or ""
+
+
+class _Owned:
+    """What every owner of one library handle shares: ``handle`` (ValueError once closed),
+    close() (destroys it once; a second call, or __del__ after it, does nothing).
+
+    Subclasses name themselves (``_what``, for the message) and their destroy function
+    (``_destroy``, looked up on the library at close, where the tests count calls). Those
+    that touch the CUDA driver when destroyed (``_spare_at_exit``) leave their handle to the
+    operating system at interpreter exit (see _exiting)."""
+
+    _what = ""
+    _destroy = ""
+    _spare_at_exit = False
+    _handle = None
+
+    @property
+    def handle(self) -> int:
+        if not self._handle:
+            raise ValueError(f"the gridjit {self._what} is closed")
+        return self._handle
+
+    def close(self) -> None:
+        """Destroys the library object; using it afterwards raises ValueError. A context:
+        objects made from it must not be used afterwards; a module: synchronise the
+        streams that use it first."""
+        if self._handle:
+            if not (self._spare_at_exit and _exiting):
+                getattr(lib, self._destroy)(self._handle)
+            self._handle = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class Context(_Owned):
     """A gj_context: error messages, logging, compile and disk-cache settings, and the
     lazily loaded NVRTC and CUDA driver. Safe to share between threads (the library's
     error messages are per thread, and each call reads its own)."""
+
+    _what, _destroy, _spare_at_exit = "Context", "gj_context_destroy", True
 
     def __init__(self) -> None:
         handle = _capi.context_p()
@@ -269,12 +337,6 @@ class Context:
 
     # -- plumbing
     @property
-    def handle(self) -> int:
-        if not self._handle:
-            raise ValueError("the gridjit Context is closed")
-        return self._handle
-
-    @property
     def errmsg(self) -> str:
         """The calling thread's message of its last failed call on this context ("" after success)."""
         return _capi.text(lib.gj_context_errmsg(self.handle))
@@ -283,16 +345,6 @@ class Context:
         """Raises the exception of a failed call, with this thread's message."""
         if status != _capi.GJ_OK:
             raise error_for(status, self.errmsg, call)
-
-    def close(self) -> None:
-        """Destroys the context. Objects made from it must not be used afterwards."""
-        if getattr(self, "_handle", None):
-            if not _exiting:
-                lib.gj_context_destroy(self._handle)
-            self._handle = None
-
-    def __del__(self) -> None:
-        self.close()
 
     def __enter__(self) -> "Context":
         return self
@@ -496,7 +548,7 @@ def default_context() -> Context:
 # ----------------------------------------------------------------------------- encoding
 
 
-class Encoding:
+class Encoding(_Owned):
     """A parsed configuration and its parameter layout (gj_encoding).
 
     config: a tiny-cuda-nn grid-encoding configuration, as a dict or JSON text (plus
@@ -509,6 +561,8 @@ class Encoding:
     (naming it and, where one is close, the key it may have meant). Otherwise empty.
     """
 
+    _what, _destroy = "Encoding", "gj_encoding_destroy"
+
     def __init__(
         self,
         config: Union[Mapping, str],
@@ -518,40 +572,11 @@ class Encoding:
     ):
         self.context = context or default_context()
         self.config = config if isinstance(config, str) else json.dumps(dict(config))
-        self.ignored_keys: list = []
         handle = _capi.encoding_p()
-        if ignore_unknown_keys:
-            ignored = c_void_p()
-            status = lib.gj_encoding_create_ex(
-                self.context.handle,
-                self.config.encode(),
-                int(n_dims),
-                _capi.CONFIG_IGNORE_UNKNOWN_KEYS,
-                byref(ignored),
-                byref(handle),
-            )
-            # Taken (and freed) whatever the status: the library may set it only on success.
-            messages = _capi.take_string(ignored.value)
-            self.context.check(status, "gj_encoding_create_ex")
-            self.ignored_keys = [line for line in (messages or "").split("\n") if line]
-        else:
-            status = lib.gj_encoding_create(self.context.handle, self.config.encode(), int(n_dims), byref(handle))
-            self.context.check(status, "gj_encoding_create")
+        self.ignored_keys: list = _create(
+            self.context, "gj_encoding_create", self.config, (int(n_dims),), handle, ignore_unknown_keys
+        )
         self._handle = handle.value
-
-    @property
-    def handle(self) -> int:
-        if not self._handle:
-            raise ValueError("the gridjit Encoding is closed")
-        return self._handle
-
-    def close(self) -> None:
-        if getattr(self, "_handle", None):
-            lib.gj_encoding_destroy(self._handle)
-            self._handle = None
-
-    def __del__(self) -> None:
-        self.close()
 
     # -- configuration
     @property
@@ -636,10 +661,7 @@ class Encoding:
     @property
     def hyperparams_json(self) -> str:
         """The canonical configuration: JSON that parses back to an identical encoding."""
-        text = _capi.take_string(lib.gj_encoding_hyperparams(self.handle))
-        if text is None:
-            raise error_for(3, "gj_encoding_hyperparams: out of memory", "gj_encoding_hyperparams")
-        return text
+        return _hyperparams("gj_encoding_hyperparams", self.handle)
 
     @property
     def hyperparams(self) -> dict:
@@ -648,11 +670,7 @@ class Encoding:
     # -- code generation and compiling
     def generate(self, options: Union[CodegenOptions, Mapping, None] = None, **overrides) -> str:
         """The CUDA translation unit (byte-identical for identical inputs)."""
-        opts_p, _keep = _options_pointer(CodegenOptions.make(options, **overrides))
-        source, length = c_void_p(), c_size_t(0)
-        status = lib.gj_encoding_generate(self.context.handle, self.handle, opts_p, byref(source), byref(length))
-        self.context.check(status, "gj_encoding_generate")
-        return _capi.take_string(source.value) or ""
+        return _generate(self.context, "gj_encoding_generate", self.handle, options, overrides)
 
     def compile(self, arch: str, options: Union[CodegenOptions, Mapping, None] = None, **overrides) -> Program:
         """Compiles with NVRTC (or loads from the disk cache) for arch: "sm_XY" gives a
@@ -694,7 +712,7 @@ def _layout(value: Union[str, int]) -> int:
     return int(value)
 
 
-class Module:
+class Module(_Owned):
     """An encoding's kernels on the GPU (gj_module): launches on the caller's stream
     with the caller's device pointers (plain integers). It compiles, through the disk
     cache, what a launch needs the first time, for the device of the calling thread's
@@ -706,6 +724,8 @@ class Module:
     dL_ddLdx are n * D float32. ``stream`` is a CUstream as an integer (0/None: the
     legacy default stream).
     """
+
+    _what, _destroy, _spare_at_exit = "Module", "gj_module_destroy", True
 
     def __init__(self, encoding: Encoding, options: Union[CodegenOptions, Mapping, None] = None, **overrides):
         self.encoding = encoding
@@ -721,22 +741,6 @@ class Module:
         self._bwd = _capi.init_struct(_capi.BackwardDesc, "gj_backward_desc_init")
         self._bwdbwd = _capi.init_struct(_capi.BackwardBackwardDesc, "gj_backward_backward_desc_init")
         self._init = _capi.init_struct(_capi.InitDesc, "gj_init_desc_init")
-
-    @property
-    def handle(self) -> int:
-        if not self._handle:
-            raise ValueError("the gridjit Module is closed")
-        return self._handle
-
-    def close(self) -> None:
-        """Destroys the module. Synchronise the streams that use it first."""
-        if getattr(self, "_handle", None):
-            if not _exiting:
-                lib.gj_module_destroy(self._handle)
-            self._handle = None
-
-    def __del__(self) -> None:
-        self.close()
 
     # -- description
     @property
@@ -883,7 +887,7 @@ class Module:
 # ----------------------------------------------------------------------------- networks
 
 
-class Network:
+class Network(_Owned):
     """A network or a model configuration and its parameter layout (gj_network,
     docs/networks.md): tiny-cuda-nn's MLP JSON ("otype" FullyFusedMLP, CutlassMLP or MLP,
     "n_neurons", "n_hidden_layers", "activation", "output_activation"), alone (as
@@ -896,6 +900,8 @@ class Network:
     for :class:`Encoding` (gj_network_create_ex). InvalidConfigError names the key at fault.
     """
 
+    _what, _destroy = "Network", "gj_network_destroy"
+
     def __init__(
         self,
         config: Union[Mapping, str],
@@ -906,42 +912,12 @@ class Network:
     ):
         self.context = context or default_context()
         self.config = config if isinstance(config, str) else json.dumps(dict(config))
-        self.ignored_keys: list = []
         handle = _capi.network_p()
-        if ignore_unknown_keys:
-            ignored = c_void_p()
-            status = lib.gj_network_create_ex(
-                self.context.handle,
-                self.config.encode(),
-                int(n_input_dims),
-                int(n_output_dims),
-                _capi.CONFIG_IGNORE_UNKNOWN_KEYS,
-                byref(ignored),
-                byref(handle),
-            )
-            messages = _capi.take_string(ignored.value)  # taken whatever the status
-            self.context.check(status, "gj_network_create_ex")
-            self.ignored_keys = [line for line in (messages or "").split("\n") if line]
-        else:
-            status = lib.gj_network_create(
-                self.context.handle, self.config.encode(), int(n_input_dims), int(n_output_dims), byref(handle)
-            )
-            self.context.check(status, "gj_network_create")
+        widths = (int(n_input_dims), int(n_output_dims))
+        self.ignored_keys: list = _create(
+            self.context, "gj_network_create", self.config, widths, handle, ignore_unknown_keys
+        )
         self._handle = handle.value
-
-    @property
-    def handle(self) -> int:
-        if not self._handle:
-            raise ValueError("the gridjit Network is closed")
-        return self._handle
-
-    def close(self) -> None:
-        if getattr(self, "_handle", None):
-            lib.gj_network_destroy(self._handle)
-            self._handle = None
-
-    def __del__(self) -> None:
-        self.close()
 
     # -- configuration
     @property
@@ -956,9 +932,7 @@ class Network:
         borrowed = lib.gj_network_encoding(self.handle)
         if not borrowed:
             return None
-        text = _capi.take_string(lib.gj_encoding_hyperparams(borrowed))
-        if text is None:
-            raise error_for(3, "gj_encoding_hyperparams: out of memory", "gj_encoding_hyperparams")
+        text = _hyperparams("gj_encoding_hyperparams", borrowed)
         return Encoding(text, int(lib.gj_encoding_n_dims(borrowed)), self.context)
 
     @property
@@ -1048,10 +1022,7 @@ class Network:
     @property
     def hyperparams_json(self) -> str:
         """The canonical configuration (both widths as keys): it parses back to an identical network."""
-        text = _capi.take_string(lib.gj_network_hyperparams(self.handle))
-        if text is None:
-            raise error_for(3, "gj_network_hyperparams: out of memory", "gj_network_hyperparams")
-        return text
+        return _hyperparams("gj_network_hyperparams", self.handle)
 
     @property
     def hyperparams(self) -> dict:
@@ -1059,11 +1030,7 @@ class Network:
 
     def generate(self, options: Union[CodegenOptions, Mapping, None] = None, **overrides) -> str:
         """The CUDA translation unit of the network (gj_network_generate, docs/networks.md §7)."""
-        opts_p, _keep = _options_pointer(CodegenOptions.make(options, **overrides))
-        source, length = c_void_p(), c_size_t(0)
-        status = lib.gj_network_generate(self.context.handle, self.handle, opts_p, byref(source), byref(length))
-        self.context.check(status, "gj_network_generate")
-        return _capi.take_string(source.value) or ""
+        return _generate(self.context, "gj_network_generate", self.handle, options, overrides)
 
     def module(self) -> "NetworkModule":
         """A runtime module of this network alone: see :class:`NetworkModule`."""
@@ -1073,7 +1040,7 @@ class Network:
         return f"gridjit.Network({self.hyperparams_json}, n_params={self.n_params})"
 
 
-class NetworkModule:
+class NetworkModule(_Owned):
     """A network alone on the GPU (gj_network_module, docs/networks.md §8): its generated
     kernels, each program (inference; training) compiled through the disk cache on first
     use, launched on the caller's stream with the caller's device pointers (integers).
@@ -1083,6 +1050,8 @@ class NetworkModule:
     dL_doutput (n x n_output_dims), dL_dinput (n x n_input_dims) and dL_dparams (n_params):
     float32. context: context_bytes(n) bytes, written by forward, read by backward.
     """
+
+    _what, _destroy, _spare_at_exit = "NetworkModule", "gj_network_module_destroy", True
 
     def __init__(self, network: Network):
         if not isinstance(network, Network):
@@ -1095,22 +1064,6 @@ class NetworkModule:
         self._handle = handle.value
         self._pass = _capi.init_struct(_capi.NetworkPassDesc, "gj_network_pass_desc_init")
         self._init = _capi.init_struct(_capi.NetworkInitDesc, "gj_network_init_desc_init")
-
-    @property
-    def handle(self) -> int:
-        if not self._handle:
-            raise ValueError("the gridjit NetworkModule is closed")
-        return self._handle
-
-    def close(self) -> None:
-        """Destroys the module. Synchronise the streams that use it first."""
-        if getattr(self, "_handle", None):
-            if not _exiting:
-                lib.gj_network_module_destroy(self._handle)
-            self._handle = None
-
-    def __del__(self) -> None:
-        self.close()
 
     def context_bytes(self, n: int) -> int:
         """Bytes of the forward context for n points."""

@@ -84,7 +84,7 @@ import warnings
 import weakref
 from typing import Mapping, Optional, Union
 
-from . import _pcg
+from . import _capi, _pcg
 from ._torch_launch import _F32, _ModelOps, _NetOps, _Ops
 from .core import CodegenOptions, Context, Encoding as _GridEncoding, Module as _GridModule, default_context
 from .core import Network as _GridNetwork, NetworkModule as _GridNetworkModule
@@ -101,7 +101,6 @@ __all__ = [
 ]
 
 _PRECISIONS = {torch.float16: "fp16", torch.float32: "fp32"}
-_NETWORK_ALIGNMENT = 16  # GJ_NETWORK_ALIGNMENT: a network's input width is a multiple of it
 
 # What the hot path calls, looked up once (the launch layer's are in _torch_launch). Each
 # has a fallback for torch builds without the private entry point.
@@ -196,7 +195,30 @@ def _aligned(tensor: torch.Tensor, alignment: int = 16) -> torch.Tensor:
     return tensor.clone(memory_format=torch.contiguous_format)
 
 
-class _Native:
+def _synchronize(indices) -> None:
+    """Waits for the CUDA devices (before the modules that ran there are destroyed)."""
+    for index in indices:
+        try:
+            torch.cuda.synchronize(index)
+        except Exception:  # the CUDA runtime may be gone at interpreter exit
+            pass
+
+
+class _PerDevice:
+    """What _Native and _NetNative share: their launch layers, one per CUDA device index,
+    made on first use by _make_ops (in ``_ops``, guarded by ``_lock``)."""
+
+    def ops(self, index: int):
+        """The launch layer for CUDA device index (made on first use)."""
+        ops = self._ops.get(index)
+        if ops is None:
+            ops = self._make_ops(index)  # outside the lock: _Native.module() takes it
+            with self._lock:  # two threads may make one each: the first one stored serves both
+                ops = self._ops.setdefault(index, ops)
+        return ops
+
+
+class _Native(_PerDevice):
     """The gridjit objects behind an Encoding: its gj_encoding, one for exact gradients
     when the configuration asks for stochastic interpolation, and gj_modules made per
     (device, gradient mode) on first use, with fp32 gradients (gradients_fp32). Shared
@@ -217,7 +239,7 @@ class _Native:
         self.config_json = self.encoding.hyperparams_json  # canonical: no unknown keys left
         self.exact_encoding = self.encoding
         if self.encoding.stochastic_interpolation:
-            exact = self.encoding.hyperparams
+            exact = json.loads(self.config_json)
             exact["stochastic_interpolation"] = False
             self.exact_encoding = _GridEncoding(exact, n_input_dims, self.context)
         self._modules = {}
@@ -243,24 +265,14 @@ class _Native:
                     self._modules[key] = module
         return module
 
-    def ops(self, index: int) -> _Ops:
-        """The launch layer for CUDA device index (made on first use)."""
-        ops = self._ops.get(index)
-        if ops is None:
-            ops = _Ops(self, index)  # outside the lock: module() takes it
-            with self._lock:  # two threads may make one each: the first one stored serves both
-                ops = self._ops.setdefault(index, ops)
-        return ops
+    def _make_ops(self, index: int) -> _Ops:
+        return _Ops(self, index)
 
     def close(self) -> None:
         """Destroys the modules, after the devices that ran them have finished."""
         modules, self._modules = getattr(self, "_modules", {}), {}
         self._ops = {}
-        for device_index in {key[0] for key in modules}:
-            try:
-                torch.cuda.synchronize(device_index)
-            except Exception:  # the CUDA runtime may be gone at interpreter exit
-                pass
+        _synchronize({key[0] for key in modules})
         for module in modules.values():
             module.close()
 
@@ -439,6 +451,28 @@ class Module(torch.nn.Module):
             self.__dict__["_cast"] = (source, source.data_ptr(), params._version, kparams)
         return kparams
 
+    # -- construction (the end of every constructor: _native, seed, dtype and n_params set)
+    def _start(self, seed: int) -> None:
+        """Warns about the configuration keys the library skipped, makes ``params`` from the
+        seed and registers the module (free_temporary_memory, the optimizer step hook)."""
+        for message in self._native.ignored:
+            _warn(f"{self._where}: ignoring a configuration key gridjit does not know: {message}")
+        self._reset_cache()
+        self.params = torch.nn.Parameter(self._initial_params(seed), requires_grad=True)
+        _live.add(self)
+        if "torch._dynamo" in sys.modules:
+            _make_eager_forward_disabled()
+
+    def _initial_params(self, seed: int) -> torch.Tensor:
+        """The seed's initial fp32 parameters: on the current CUDA device by the launch
+        layer when CUDA is available, else computed on the CPU (_host_initial_params)."""
+        if torch.cuda.is_available():
+            index = torch.cuda.current_device()
+            params = torch.empty(self.n_params, dtype=_F32, device=torch.device("cuda", index))
+            self._native.ops(index).init(params, seed)
+            return params
+        return self._host_initial_params(seed)
+
     def _apply(self, *args, **kwargs):  # .to(), .cuda(), .half(), ...: the copy is stale
         self.params_changed()
         return super()._apply(*args, **kwargs)
@@ -470,6 +504,8 @@ class Encoding(Module):
         torch.float. The parameters are fp32 whatever dtype is.
     """
 
+    _where = "gridjit.torch.Encoding"
+
     def __init__(
         self,
         n_input_dims: int,
@@ -481,18 +517,10 @@ class Encoding(Module):
         dtype = _preferred_dtype() if dtype is None else dtype
         if dtype not in _PRECISIONS:
             raise ValueError(f"Encoding only supports fp32 or fp16 precision, but got {dtype}")
-        config = json.loads(encoding_config) if isinstance(encoding_config, str) else dict(encoding_config)
         precision = _PRECISIONS[dtype]
-        given = config.get("precision")
-        if given is not None and str(given).lower() != precision:
-            _warn(
-                f'gridjit.torch.Encoding: encoding_config has "precision": {given!r} but dtype is {dtype}: '
-                f"dtype sets the precision ({precision}); leave \"precision\" out"
-            )
-        config["precision"] = precision
+        why = f" but dtype is {dtype}: dtype sets the precision ({precision})"
+        config = _with_precision(encoding_config, precision, self._where, why)
         native = _Native(int(n_input_dims), json.dumps(config), dtype)
-        for message in native.ignored:
-            _warn(f"gridjit.torch.Encoding: ignoring a configuration key gridjit does not know: {message}")
         self.n_input_dims = int(n_input_dims)
         self.encoding_config = encoding_config
         self.seed = seed
@@ -501,18 +529,9 @@ class Encoding(Module):
         self.n_output_dims = native.encoding.n_output_dims
         self.n_params = native.encoding.n_params
         self.loss_scale = 128.0 if dtype == torch.half else 1.0
-        self._reset_cache()
-        self.params = torch.nn.Parameter(self._initial_params(seed), requires_grad=True)
-        _live.add(self)
-        if "torch._dynamo" in sys.modules:
-            _make_eager_forward_disabled()
+        self._start(seed)
 
-    def _initial_params(self, seed: int) -> torch.Tensor:
-        if torch.cuda.is_available():
-            index = torch.cuda.current_device()
-            params = torch.empty(self.n_params, dtype=_F32, device=torch.device("cuda", index))
-            self._native.ops(index).init(params, seed)
-            return params
+    def _host_initial_params(self, seed: int) -> torch.Tensor:
         return torch.from_numpy(_pcg.init_params(self.n_params, seed))
 
     # -- description
@@ -594,7 +613,7 @@ def _forward_outside_graph(module: Module, *args):
 # ----------------------------------------------------------------------------- networks
 
 
-class _NetNative:
+class _NetNative(_PerDevice):
     """The gridjit objects behind a Network or a NetworkWithInputEncoding: the parsed
     configuration (``model``: a gj_network, of the model for NetworkWithInputEncoding, whose
     parse gives the errors, the skipped keys, the canonical form and the parameter count),
@@ -621,7 +640,8 @@ class _NetNative:
         self.ignored = list(self.model.ignored_keys)
         self.n_params = self.model.n_params
         self.n_mlp_params = self.model.n_mlp_params
-        canonical = self.model.hyperparams
+        self.hyperparams_json = self.model.hyperparams_json
+        canonical = json.loads(self.hyperparams_json)
         if encoding_json is None:
             self.network_json = json.dumps(canonical)
             self.encoding_json = None
@@ -639,33 +659,24 @@ class _NetNative:
                     f"gridjit.torch: the network part has {self.mlp.n_params} parameters, the model's "
                     f"{self.n_mlp_params}"
                 )
-            self.encoding = _Native(n_input_dims, self.encoding_json, torch.half, pad_to=_NETWORK_ALIGNMENT)
+            self.encoding = _Native(n_input_dims, self.encoding_json, torch.half, pad_to=_capi.NETWORK_ALIGNMENT)
             if self.encoding.output_width != width:
                 raise AssertionError(f"gridjit.torch: the encoding's padded output has {self.encoding.output_width} "
                                      f"features, the network's input {width}")
-        self.hyperparams_json = self.model.hyperparams_json
+        # Whether the backward pass interpolates stochastically in training (a model's encoding may).
+        self.stochastic = self.encoding is not None and self.encoding.stochastic
         self.module = _GridNetworkModule(self.mlp)
         self._ops = {}
         self._lock = threading.Lock()
 
-    def ops(self, index: int):
-        """The launch layer for CUDA device index (made on first use): _NetOps for a network
-        alone, _ModelOps for a model."""
-        ops = self._ops.get(index)
-        if ops is None:
-            ops = (_NetOps if self.encoding is None else _ModelOps)(self, index)
-            with self._lock:
-                ops = self._ops.setdefault(index, ops)
-        return ops
+    def _make_ops(self, index: int):
+        """_NetOps for a network alone, _ModelOps for a model."""
+        return (_NetOps if self.encoding is None else _ModelOps)(self, index)
 
     def close(self) -> None:
         """Destroys the network module, after the devices that ran it have finished."""
         ops, self._ops = getattr(self, "_ops", {}), {}
-        for index in ops:
-            try:
-                torch.cuda.synchronize(index)
-            except Exception:  # the CUDA runtime may be gone at interpreter exit
-                pass
+        _synchronize(ops)
         module = getattr(self, "module", None)
         if module is not None:
             module.close()
@@ -761,11 +772,7 @@ class _NetworkModule(Module):
     """What Network and NetworkWithInputEncoding share: the parameters, the fp16 copy, the
     call through _NetworkFunction, the description."""
 
-    _where = "gridjit.torch.Network"
-
     def _setup(self, native: _NetNative, seed: int) -> None:
-        for message in native.ignored:
-            _warn(f"{self._where}: ignoring a configuration key gridjit does not know: {message}")
         self._native = native
         self.seed = seed
         # tiny-cuda-nn's networks are fp16 (its network precision on every GPU gridjit runs
@@ -773,22 +780,14 @@ class _NetworkModule(Module):
         self.dtype = torch.half
         self.loss_scale = 128.0
         self.n_params = native.n_params
-        self._reset_cache()
-        self.params = torch.nn.Parameter(self._initial_params(seed), requires_grad=True)
-        _live.add(self)
-        if "torch._dynamo" in sys.modules:
-            _make_eager_forward_disabled()
+        self._start(seed)
 
-    def _initial_params(self, seed: int) -> torch.Tensor:
+    def _host_initial_params(self, seed: int) -> torch.Tensor:
         """tiny-cuda-nn's initialisation of the MLP (gj_network_init_params: Xavier uniform,
         or SIREN's for Sine, docs/networks.md §5) and, for a model, the encoding's
-        (gj_init_params, as gridjit.torch.Encoding) after it."""
+        (gj_init_params, as gridjit.torch.Encoding) after it; the launch layer's init does
+        the same on a GPU."""
         native = self._native
-        if torch.cuda.is_available():
-            index = torch.cuda.current_device()
-            params = torch.empty(self.n_params, dtype=_F32, device=torch.device("cuda", index))
-            native.ops(index).init(params, seed)
-            return params
         mlp = native.mlp
         values = _pcg.network_init_params(mlp.layers, mlp.activation == "Sine", seed)
         params = torch.from_numpy(values)
@@ -837,7 +836,7 @@ class _NetworkModule(Module):
             ops = native.ops(index)
         kparams = self._kernel_params(params)
         if _grad_enabled() and (params.requires_grad or x.requires_grad):
-            stochastic = self.training and native.encoding is not None and native.encoding.stochastic
+            stochastic = self.training and native.stochastic
             return _NetworkFunction.apply(ops, x, params, kparams, self.loss_scale, stochastic)
         return ops.inference(x, kparams)
 
@@ -899,14 +898,8 @@ class NetworkWithInputEncoding(_NetworkModule):
         seed: int = 1337,
     ):
         super().__init__()
-        encoding = json.loads(encoding_config) if isinstance(encoding_config, str) else dict(encoding_config)
-        given = encoding.get("precision")
-        if given is not None and str(given).lower() != "fp16":
-            _warn(
-                f'{self._where}: encoding_config has "precision": {given!r}: a model\'s encoding runs in fp16 '
-                "(tiny-cuda-nn's network precision); leave \"precision\" out"
-            )
-        encoding["precision"] = "fp16"
+        why = ": a model's encoding runs in fp16 (tiny-cuda-nn's network precision)"
+        encoding = _with_precision(encoding_config, "fp16", self._where, why)
         text = network_config if isinstance(network_config, str) else json.dumps(dict(network_config))
         native = _NetNative(int(n_input_dims), int(n_output_dims), text, json.dumps(encoding))
         self.n_input_dims = int(n_input_dims)
@@ -919,6 +912,17 @@ class NetworkWithInputEncoding(_NetworkModule):
 # ----------------------------------------------------------------------------- argument checks
 # Off the hot path: reached only when the input is not already a contiguous float32
 # (batch, n_input_dims) CUDA tensor on the parameters' device.
+
+
+def _with_precision(encoding_config: Union[Mapping, str], precision: str, where: str, why: str) -> dict:
+    """The encoding configuration (a dict or JSON text) as a dict with "precision" set to
+    precision; warns (why: the reason) when it gave another one."""
+    config = json.loads(encoding_config) if isinstance(encoding_config, str) else dict(encoding_config)
+    given = config.get("precision")
+    if given is not None and str(given).lower() != precision:
+        _warn(f'{where}: encoding_config has "precision": {given!r}{why}; leave "precision" out')
+    config["precision"] = precision
+    return config
 
 
 def _cpu_input(x: torch.Tensor, params: torch.Tensor) -> torch.Tensor:
