@@ -1041,10 +1041,12 @@ class Network(_Owned):
 
 
 class NetworkModule(_Owned):
-    """A network alone on the GPU (gj_network_module, docs/networks.md §8): its generated
+    """A network on the GPU (gj_network_module, docs/networks.md §8): its generated
     kernels, each program (inference; training) compiled through the disk cache on first
     use, launched on the caller's stream with the caller's device pointers (integers).
-    Making one needs no driver; a launch does. InvalidArgumentError for a model.
+    Making one needs no driver; a launch does. A model's module runs the fused encoding +
+    network kernels (§9), whose encoding parameters these wrappers do not pass yet: they
+    serve networks alone.
 
     params: fp16, n_params, in tiny-cuda-nn's layout; input (n x n_input_dims), output and
     dL_doutput (n x n_output_dims), dL_dinput (n x n_input_dims) and dL_dparams (n_params):

@@ -883,8 +883,8 @@ class NetworkWithInputEncoding(_NetworkModule):
 
     ``params``: one fp32 parameter, the network's weights first, then the encoding's, as
     tiny-cuda-nn orders them (a tinycudann checkpoint loads). The encoding runs in fp16 and
-    pads its output with zeros to a multiple of 16, the network's input width. Until fused
-    model kernels exist the two run as separate kernels (see _ModelOps).
+    pads its output with zeros to a multiple of 16, the network's input width. The two run
+    as separate kernels (see _ModelOps), not yet as the library's fused model kernels.
     """
 
     _where = "gridjit.torch.NetworkWithInputEncoding"
