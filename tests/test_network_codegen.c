@@ -3,7 +3,7 @@
  * is deterministic, and it compiles with NVRTC for sm_80 and sm_90, every width and every
  * activation (as hidden and as output activation) at least once, alone and behind an
  * encoding, with a caller's kernel that instantiates every device function. The full matrix
- * is test_network_codegen_exhaustive.
+ * is test_network_codegen_exhaustive_sharded.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -3,6 +3,9 @@
  * (label exhaustive: about 160 units, several minutes): each width × each hidden activation
  * (its output activation cycling), and each width × each output activation (ReLU hidden),
  * alternately for sm_80 and sm_90, hidden layers cycling from 1 to 4.
+ *
+ * Run as: test_network_codegen_exhaustive_sharded SHARD N_SHARDS (ctest registers the
+ * 8 shards: one after the other, the 80 units take about 10 minutes on 2 cores).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +20,8 @@
 #include "network_sources.h"
 #include "test_env.h"
 
+static int shard = 0, n_shards = 1;
+
 static void every_combination_compiles(void **state) {
     (void)state;
     if (!gj_test_have_nvrtc()) {
@@ -30,6 +35,10 @@ static void every_combination_compiles(void **state) {
         for (unsigned a = 0; a < 20; ++a) {
             const gj_activation hidden = a < 10 ? (gj_activation)a : GJ_ACTIVATION_RELU;
             const gj_activation output = a < 10 ? (gj_activation)((a + w + 1) % 10) : (gj_activation)(a - 10);
+            if ((int)(count % (unsigned)n_shards) != shard) {
+                ++count;
+                continue;
+            }
             char json[512];
             gj_test_network_json(json, sizeof json, "FullyFusedMLP", widths[w], 1 + count % 4, hidden, output);
             gj_network *net = NULL;
@@ -48,7 +57,15 @@ static void every_combination_compiles(void **state) {
     gj_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc == 3) {
+        shard = atoi(argv[1]);
+        n_shards = atoi(argv[2]);
+    }
+    if (n_shards < 1 || shard < 0 || shard >= n_shards) {
+        fprintf(stderr, "usage: %s SHARD N_SHARDS\n", argv[0]);
+        return 2;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_combination_compiles),
     };
