@@ -37,11 +37,12 @@ static const struct {
 
 static void usage(void) {
     printf("Usage: gridjit bench --config C [--dims D] [--points N] [--pass P] [--json]\n"
-           "       gridjit bench --config NETWORK --dims IN --output-dims OUT [--points N] [--json]\n"
            "                     [--block B] [--ppt P] [--order level|point] [--layout soa|aos]\n"
            "                     [--levels-per-thread G] [--iterations K] [--gradients fp32|auto]\n"
            "                     [--calls C] [--input uniform|rays|file:PATH] [--rays R] [--samples S]\n"
            "                     [--seed X]\n"
+           "       gridjit bench --config NETWORK_OR_MODEL --dims IN [--output-dims OUT] [--points N]\n"
+           "                     [--iterations K] [--json]\n"
            "\n"
            "Times the generated kernels on the GPU: N points (by default uniform random in\n"
            "[0,1)^D from a fixed seed; see --input), parameters from gj_init_params, then per\n"
@@ -50,7 +51,7 @@ static void usage(void) {
            "and the points per second. The compile time (generate, NVRTC, load) is measured\n"
            "with CUDA_CACHE_DISABLE=1 and gridjit's disk cache off, so it is a cold compile.\n"
            "\n"
-           "A network configuration is timed through its network module: see\n"
+           "A network or model configuration is timed through its network module: see\n"
            "`gridjit bench --config NETWORK --help`, docs/cli.md.\n"
            "\n"
            "Passes:\n"

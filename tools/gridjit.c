@@ -31,7 +31,8 @@ static void usage(FILE *out) {
             "       gridjit --version\n"
             "\n"
             "Generates, compiles and inspects CUDA code for multiresolution hash-grid\n"
-            "encodings configured as in tiny-cuda-nn.\n"
+            "encodings and fully fused MLPs (alone or behind an encoding), configured as in\n"
+            "tiny-cuda-nn.\n"
             "\n"
             "Commands:\n");
     for (size_t i = 0; i < n_commands; ++i) {
