@@ -281,6 +281,11 @@ static void other_commands_refuse_networks_plainly(void **state) {
         "--out-dir", "/nonexistent");
     assert_refused(&r, 1, "is a network configuration: `gridjit eval` takes encodings only so far");
     gj_cli_result_free(&r);
+    RUN(&r, "precompile", "--config", "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"n_neurons\": 16}}",
+        "--arch", "sm_80", "--cache-dir", "/nonexistent");
+    assert_refused(&r, 1, "a model configuration: `gridjit precompile --config` takes encodings only so far");
+    assert_null(strstr(r.err, "unknown key"));
+    gj_cli_result_free(&r);
 }
 
 /* dump prints a network's unit (device functions and kernels) and a model's (the encoding's

@@ -5,6 +5,7 @@
  * NVRTC would end the run, but every finished entry is already published, so running the
  * command again resumes where it stopped. */
 #include "cli_common.h"
+#include "cli_network.h"
 #include "cli_program.h"
 #include "cli_source.h"
 
@@ -322,6 +323,14 @@ static int make_encodings(gj_context *ctx, work *w) {
         return GJ_CLI_FAILURE;
     }
     for (size_t i = 0; i < w->n_configs; i++) {
+        const gj_cli_config_kind kind = gj_cli_classify_config(w->configs[i]);
+        if (kind != GJ_CLI_CONFIG_ENCODING) {
+            /* Said plainly, rather than the encoding parser's complaint about "network". */
+            gj_cli_error(CMD, "%s: a %s configuration: `gridjit precompile --config` takes encodings only so far "
+                              "(a network's or model's programs: gj_network_precompile from C)",
+                         w->origins[i], kind == GJ_CLI_CONFIG_MODEL ? "model" : "network");
+            return GJ_CLI_FAILURE;
+        }
         if (gj_encoding_create(ctx, w->configs[i], w->n_dims, &w->encodings[i]) != GJ_OK) {
             gj_cli_error(CMD, "%s: %s", w->origins[i], gj_context_errmsg(ctx));
             return GJ_CLI_FAILURE;
