@@ -335,8 +335,9 @@ class _ModelOps:
     encoding's launch layer (an _Ops, fp16, output padded with zeros to the network's input
     width) and the network's (_NetOps) composed, the parameters one vector (the network's
     first, then the encoding's, as tiny-cuda-nn). Until this layer runs the library's fused
-    model kernels (docs/networks.md §9), the encoding's fp16 output is cast to the network's float32 input (one pass), and the
-    network's dL/dinput back to fp16 for the encoding's backward pass (one pass)."""
+    model kernels (docs/networks.md §9), the encoding's fp16 output is cast to the network's
+    float32 input (one pass), and the network's dL/dinput back to fp16 for the encoding's
+    backward pass (one pass)."""
 
     def __init__(self, native: "_NetNative", index: int):
         self.native = native
