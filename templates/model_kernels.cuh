@@ -103,17 +103,8 @@ GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, c
                                         const gj_u16* __restrict__ ctx, float* __restrict__ dL_dparams,
                                         typename E::config::grad_t* __restrict__ dL_deparams,
                                         float* __restrict__ dL_dx) {
-    const gj_u64 staged = gj_nn_staged_halves<C>();
-    float* grads = dL_dparams;
-    gj_u64 grad_halves = 0;
-    if constexpr (C::SMEM_GRADS) {
-        grad_halves = 2 * ((C::N_PARAMS + 3) / 4 * 4);
-        if (dL_dparams) {
-            grads = (float*)(gj_nn_smem + staged);
-            for (gj_u64 e = threadIdx.x; e < C::N_PARAMS; e += blockDim.x) grads[e] = 0.0f;
-        }
-    }
-    gj_u16* scratch = gj_nn_smem + staged + grad_halves + (threadIdx.x / 32) * (gj_u64)C::SCRATCH_HALVES;
+    float* grads;
+    gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
     if constexpr (C::STAGE) {
         gj_nn_stage_weights<C>(gj_nn_smem, params);
         __syncthreads();
@@ -123,15 +114,7 @@ GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, c
         gj_model_backward_tiles<C, E, 0>(n, x, dL_dy, (const gj_u16*)params, eparams, scratch, ctx, grads, dL_deparams,
                                          dL_dx);
     }
-    if constexpr (C::SMEM_GRADS) {
-        if (dL_dparams) {
-            __syncthreads();
-            for (gj_u64 e = threadIdx.x; e < C::N_PARAMS; e += blockDim.x) {
-                const float v = grads[e];
-                if (v != 0.0f) atomicAdd(dL_dparams + e, v);
-            }
-        }
-    }
+    gj_nn_backward_flush<C>(grads, dL_dparams);
 }
 
 #endif // GJ_MODEL_KERNELS_CUH

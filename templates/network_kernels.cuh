@@ -109,30 +109,26 @@ GJ_INLINE void gj_nn_backward_dispatch(gj_u64 n, const float* dL_dy, const gj_u1
     else gj_nn_backward_tiles<C, PAD, false>(n, dL_dy, w, scratch, ctx, grads, dL_dx);
 }
 
-// dL_dparams: fp32, n_params, added to (the caller zeroes it); null: no parameter gradients.
-template <class C>
-GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, const gj_half* __restrict__ params,
-                                     const gj_u16* __restrict__ ctx, float* __restrict__ dL_dparams,
-                                     float* __restrict__ dL_dx) {
+// A backward kernel's shared memory: the staged weights, then (SMEM_GRADS) the block's
+// parameter-gradient sums, then each warp's scratch. *grads is where the block adds its
+// parameter gradients: the shared sums, zeroed here (the caller syncs before use), or
+// dL_dparams itself. Returns the warp's scratch.
+template <class C> GJ_INLINE gj_u16* gj_nn_backward_smem(float* dL_dparams, float** grads) {
     const gj_u64 staged = gj_nn_staged_halves<C>();
-    float* grads = dL_dparams;
+    *grads = dL_dparams;
     gj_u64 grad_halves = 0;
     if constexpr (C::SMEM_GRADS) {
         grad_halves = 2 * ((C::N_PARAMS + 3) / 4 * 4);
         if (dL_dparams) {
-            grads = (float*)(gj_nn_smem + staged);
-            for (gj_u64 e = threadIdx.x; e < C::N_PARAMS; e += blockDim.x) grads[e] = 0.0f;
+            *grads = (float*)(gj_nn_smem + staged);
+            for (gj_u64 e = threadIdx.x; e < C::N_PARAMS; e += blockDim.x) (*grads)[e] = 0.0f;
         }
     }
-    gj_u16* scratch = gj_nn_smem + staged + grad_halves + (threadIdx.x / 32) * (gj_u64)C::SCRATCH_HALVES;
-    if constexpr (C::STAGE) {
-        gj_nn_stage_weights<C>(gj_nn_smem, params);
-        __syncthreads();
-        gj_nn_backward_dispatch<C, 8>(n, dL_dy, gj_nn_smem, scratch, ctx, grads, dL_dx);
-    } else {
-        if constexpr (C::SMEM_GRADS) __syncthreads();
-        gj_nn_backward_dispatch<C, 0>(n, dL_dy, (const gj_u16*)params, scratch, ctx, grads, dL_dx);
-    }
+    return gj_nn_smem + staged + grad_halves + (threadIdx.x / 32) * (gj_u64)C::SCRATCH_HALVES;
+}
+
+// With SMEM_GRADS, adds the block's parameter-gradient sums to dL_dparams (the nonzero ones).
+template <class C> GJ_INLINE void gj_nn_backward_flush(const float* grads, float* __restrict__ dL_dparams) {
     if constexpr (C::SMEM_GRADS) {
         if (dL_dparams) {
             __syncthreads();
@@ -142,6 +138,24 @@ GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, 
             }
         }
     }
+}
+
+// dL_dparams: fp32, n_params, added to (the caller zeroes it); null: no parameter gradients.
+template <class C>
+GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, const gj_half* __restrict__ params,
+                                     const gj_u16* __restrict__ ctx, float* __restrict__ dL_dparams,
+                                     float* __restrict__ dL_dx) {
+    float* grads;
+    gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
+    if constexpr (C::STAGE) {
+        gj_nn_stage_weights<C>(gj_nn_smem, params);
+        __syncthreads();
+        gj_nn_backward_dispatch<C, 8>(n, dL_dy, gj_nn_smem, scratch, ctx, grads, dL_dx);
+    } else {
+        if constexpr (C::SMEM_GRADS) __syncthreads();
+        gj_nn_backward_dispatch<C, 0>(n, dL_dy, (const gj_u16*)params, scratch, ctx, grads, dL_dx);
+    }
+    gj_nn_backward_flush<C>(grads, dL_dparams);
 }
 
 // p[0 .. n) = 0 (32-bit words): gradients before a backward pass that overwrites them.

@@ -16,33 +16,21 @@
  */
 #include "codegen/codegen.h"
 
-#include "base/templates.h"
 #include "codegen/emit.h"
 
 #include <stdlib.h>
-
-static void append_template(gj__strbuf *sb, const char *name) {
-    const gj__template *tpl = gj__template_find(name);
-    gj__sb_printf(sb, "// ===== templates/%s =====\n", name);
-    if (tpl) {
-        gj__sb_append_n(sb, tpl->text, tpl->size);
-    } else {
-        sb->failed = 1; /* a build without the template is broken: fail loudly */
-    }
-    gj__sb_append(sb, "\n");
-}
 
 char *gj__codegen(const struct gj_encoding *enc, const gj_codegen_options *opts, gj__part part,
                   const char *options_text) {
     gj__strbuf sb;
     gj__sb_init(&sb);
     gj__emit_header(&sb, enc, opts, part, options_text);
-    append_template(&sb, "prelude.cuh");
-    append_template(&sb, "hash.cuh");
-    append_template(&sb, "grid_level.cuh");
+    gj__emit_template(&sb, "prelude.cuh");
+    gj__emit_template(&sb, "hash.cuh");
+    gj__emit_template(&sb, "grid_level.cuh");
     if (!opts->device_functions_only) {
-        append_template(&sb, "kernel_args.cuh");
-        append_template(&sb, "kernels.cuh");
+        gj__emit_template(&sb, "kernel_args.cuh");
+        gj__emit_template(&sb, "kernels.cuh");
     }
     gj__emit_types(&sb, enc, opts);
     /* A module's program holds its kernels only: the device functions are for fusion. */

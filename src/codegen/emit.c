@@ -2,12 +2,38 @@
 #include "codegen/emit.h"
 
 #include "base/format.h"
+#include "base/templates.h"
 #include "codegen/facts.h"
 #include "codegen/kernels.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void gj__emit_template(gj__strbuf *sb, const char *name) {
+    const gj__template *tpl = gj__template_find(name);
+    gj__sb_printf(sb, "// ===== templates/%s =====\n", name);
+    if (tpl) {
+        gj__sb_append_n(sb, tpl->text, tpl->size);
+    } else {
+        sb->failed = 1; /* a build without the template is broken: fail loudly */
+    }
+    gj__sb_append(sb, "\n");
+}
+
+void gj__emit_options_comment(gj__strbuf *sb, const char *options_text) {
+    gj__sb_append(sb, "// Compile options (NVRTC; <target> is the architecture asked for):\n");
+    /* Stated by the compiler layer (the one place that knows them), with the architecture
+     * left open: the same source serves every target. */
+    for (const char *p = options_text; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        const size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        gj__sb_append(sb, "//   ");
+        gj__sb_append_n(sb, p, n);
+        gj__sb_append(sb, "\n");
+        p += n + (nl != NULL);
+    }
+}
 
 /* A level's index mode as the generated code spells it (gj__kernel_index_mode). */
 static void mode_macro(char *out, size_t size, const gj__level *level, int literal) {
@@ -140,17 +166,7 @@ void gj__emit_header(gj__strbuf *sb, const struct gj_encoding *enc, const gj_cod
                       opts->order == GJ_ORDER_LEVEL_MAJOR ? "level-major" : "point-major", opts->block_size,
                       opts->points_per_thread, opts->points_per_thread == 1 ? "" : "s");
     }
-    gj__sb_append(sb, "// Compile options (NVRTC; <target> is the architecture asked for):\n");
-    /* Stated by the compiler layer (the one place that knows them), with the architecture
-     * left open: the same source serves every target. */
-    for (const char *p = options_text; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        const size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        gj__sb_append(sb, "//   ");
-        gj__sb_append_n(sb, p, n);
-        gj__sb_append(sb, "\n");
-        p += n + (nl != NULL);
-    }
+    gj__emit_options_comment(sb, options_text);
     gj__sb_append(sb, "// ===========================================================================\n\n");
 }
 

@@ -6,6 +6,12 @@
 #include "codegen/kernels.h"
 #include "model/encoding.h"
 
+/* templates/NAME, headed by a comment naming it; a template missing from the build fails
+ * sb (such a build is broken). */
+void gj__emit_template(gj__strbuf *sb, const char *name);
+/* The header's "Compile options" lines: options_text (one option per line; may be NULL),
+ * each as a comment. Shared by the encoding and network units. */
+void gj__emit_options_comment(gj__strbuf *sb, const char *options_text);
 /* Comment block: version, configuration, layout summary, and options_text (the compile
  * options, one per line, from the compiler layer; may be NULL). */
 void gj__emit_header(gj__strbuf *sb, const struct gj_encoding *enc, const gj_codegen_options *opts, gj__part part,

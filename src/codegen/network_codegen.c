@@ -12,8 +12,8 @@
  */
 #include "codegen/network_codegen.h"
 
-#include "base/templates.h"
 #include "codegen/codegen.h"
+#include "codegen/emit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,17 +26,6 @@ const char *gj__network_name(const gj_codegen_options *opts) {
 static int has_kernels(const struct gj_network *net, const gj_codegen_options *opts) {
     (void)net;
     return !opts->device_functions_only;
-}
-
-static void append_template(gj__strbuf *sb, const char *name) {
-    const gj__template *tpl = gj__template_find(name);
-    gj__sb_printf(sb, "// ===== templates/%s =====\n", name);
-    if (tpl) {
-        gj__sb_append_n(sb, tpl->text, tpl->size);
-    } else {
-        sb->failed = 1; /* a build without the template is broken: fail loudly */
-    }
-    gj__sb_append(sb, "\n");
 }
 
 static const char *const part_words[] = {"the whole unit", "the inference kernel", "the training kernels"};
@@ -74,15 +63,7 @@ static void emit_header(gj__strbuf *sb, const struct gj_network *net, const gj_c
                       plan->smem_grads ? "per block in shared memory" : "in global memory", plan->forward_bytes,
                       plan->backward_bytes);
     }
-    gj__sb_append(sb, "// Compile options (NVRTC; <target> is the architecture asked for):\n");
-    for (const char *p = options_text; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        const size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        gj__sb_append(sb, "//   ");
-        gj__sb_append_n(sb, p, n);
-        gj__sb_append(sb, "\n");
-        p += n + (nl != NULL);
-    }
+    gj__emit_options_comment(sb, options_text);
     gj__sb_append(sb, "// ===========================================================================\n\n");
 }
 
@@ -270,13 +251,13 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         free(enc_source);
         gj__sb_append(&sb, "\n");
     } else {
-        append_template(&sb, "prelude.cuh");
+        gj__emit_template(&sb, "prelude.cuh");
     }
-    append_template(&sb, "network.cuh");
+    gj__emit_template(&sb, "network.cuh");
     if (has_kernels(net, opts)) {
-        append_template(&sb, "network_kernels.cuh");
+        gj__emit_template(&sb, "network_kernels.cuh");
         if (net->encoding) {
-            append_template(&sb, "model_kernels.cuh");
+            gj__emit_template(&sb, "model_kernels.cuh");
         }
     }
     emit_config(&sb, net, name, &plan);
