@@ -13,12 +13,6 @@
 #include "emu_common.h"
 
 #define GJ_NN_EMULATED 1
-#define __device__
-#define __host__
-#define __global__
-#define __forceinline__ inline
-#define __shared__
-#define __align__(n) __attribute__((aligned(n)))
 #define GJ_INLINE inline
 
 typedef unsigned char gj_u8;

@@ -1,11 +1,21 @@
 // What the two CUDA emulations (cuda_host.h: the network templates; grid_host.h: the
-// encoding kernels) do alike: the per-thread thread and block indices, the fp16
+// encoding kernels) do alike: the CUDA qualifiers, the thread and block indices, the fp16
 // conversions and the float atomic add. The rest stays apart on purpose: the network
 // emulation needs warp exchange slots for ldmatrix and mma.sync and plain barriers, the
 // encoding kernels' emulation tracks each lane to report divergent collectives and checks
 // shared memory and reduction alignment.
 #ifndef GJ_EMULATED_EMU_COMMON_H
 #define GJ_EMULATED_EMU_COMMON_H
+
+// The CUDA qualifiers, as nothing (or inline) on the host.
+#define __device__
+#define __host__
+#define __global__
+#define __forceinline__ inline
+#define __shared__
+#define __constant__
+#define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(n)
 
 // GNU __thread, not thread_local: an extern thread_local is reached through a wrapper
 // function whose weak initialiser UBSan's null check misreads as a null object.

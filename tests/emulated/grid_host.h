@@ -36,14 +36,6 @@
 #include "emu_common.h"
 
 #define GJ_EMULATED 1
-#define __device__
-#define __host__
-#define __global__
-#define __forceinline__ inline
-#define __shared__
-#define __constant__
-#define __align__(n) __attribute__((aligned(n)))
-#define __launch_bounds__(n)
 
 // The reductions prelude.cuh needs (fp16 conversions: emu_common.h).
 void gj_emu_red_f16x2(unsigned* address, unsigned value);
