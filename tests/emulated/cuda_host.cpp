@@ -1,52 +1,14 @@
 // See cuda_host.h.
 #include "cuda_host.h"
 
+#include <pthread.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
 #include <vector>
 
-dim3& gj_emulated_thread_index() {
-    static thread_local dim3 index;
-    return index;
-}
-dim3& gj_emulated_block_index() {
-    static thread_local dim3 index;
-    return index;
-}
-dim3 blockDim, gridDim;
 alignas(16) gj_u16 gj_nn_smem[GJ_EMULATED_SMEM_HALVES];
-
-// ---- fp16 (IEEE binary16, round to nearest even) ---------------------------------------
-float gj_half_to_float(gj_u16 h) {
-    const int sign = h >> 15, exp = (h >> 10) & 31, man = h & 1023;
-    float v;
-    if (exp == 0) v = std::ldexp((float)man, -24);
-    else if (exp == 31) v = man ? NAN : INFINITY;
-    else v = std::ldexp((float)(man | 1024), exp - 25);
-    return sign ? -v : v;
-}
-
-gj_u16 gj_float_to_half_bits(float f) {
-    gj_u32 x;
-    std::memcpy(&x, &f, 4);
-    const gj_u16 sign = (gj_u16)((x >> 16) & 0x8000u);
-    const float a = std::fabs(f);
-    if (std::isnan(f)) return (gj_u16)(sign | 0x7E00u);
-    if (a >= 65520.0f) return (gj_u16)(sign | 0x7C00u);
-    if (a < std::ldexp(1.0f, -14)) { // subnormal: multiples of 2^-24
-        const float q = std::nearbyint(a * std::ldexp(1.0f, 24)); // default rounding: to even
-        return (gj_u16)(sign | (gj_u16)q);
-    }
-    int e;
-    std::frexp(a, &e); // a = m * 2^e, m in [0.5, 1)
-    const float step = std::ldexp(1.0f, e - 11);
-    const float q = std::nearbyint(a / step) * step;
-    int e2;
-    const float m2 = std::frexp(q, &e2);
-    const gj_u32 man = (gj_u32)std::ldexp(m2, 11) - 1024u;
-    return (gj_u16)(sign | (gj_u16)((e2 + 14) << 10) | (gj_u16)man);
-}
 
 // ---- barriers and exchange slots -----------------------------------------------------
 namespace {
@@ -80,15 +42,6 @@ gj_u32 __ballot_sync(gj_u32, bool pred) {
 }
 
 bool __any_sync(gj_u32 mask, bool pred) { return __ballot_sync(mask, pred) != 0; }
-
-float atomicAdd(float* address, float value) {
-    float old, desired;
-    __atomic_load(address, &old, __ATOMIC_RELAXED);
-    do {
-        desired = old + value;
-    } while (!__atomic_compare_exchange(address, &old, &desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-    return old;
-}
 
 // ---- ldmatrix: lane l gives the address of row l % 8 of matrix l / 8 -----------------------
 gj_u32 gj_nn_smem_addr(const void* p) { return (gj_u32)((const char*)p - (const char*)gj_nn_smem); }

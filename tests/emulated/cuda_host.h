@@ -5,20 +5,14 @@
 #ifndef GJ_EMULATED_CUDA_HOST_H
 #define GJ_EMULATED_CUDA_HOST_H
 
-#include <pthread.h>
-
 #include <cmath>
 #include <math.h>
 #include <cstdint>
 #include <cstring>
 
+#include "emu_common.h"
+
 #define GJ_NN_EMULATED 1
-#define __device__
-#define __host__
-#define __global__
-#define __forceinline__ inline
-#define __shared__
-#define __align__(n) __attribute__((aligned(n)))
 #define GJ_INLINE inline
 
 typedef unsigned char gj_u8;
@@ -29,8 +23,8 @@ typedef unsigned long long gj_u64;
 struct alignas(16) gj_u32x4 { gj_u32 x, y, z, w; };
 struct alignas(2) gj_half { gj_u16 bits; };
 
-float gj_half_to_float(gj_u16 bits);
-gj_u16 gj_float_to_half_bits(float f);
+inline float gj_half_to_float(gj_u16 bits) { return gj_emu_half_to_float(bits); }
+inline gj_u16 gj_float_to_half_bits(float f) { return gj_emu_float_to_half_bits(f); }
 inline float gj_to_float(float v) { return v; }
 inline float gj_to_float(gj_half v) { return gj_half_to_float(v.bits); }
 template <typename T> T gj_from_float(float v);
@@ -45,14 +39,6 @@ inline gj_u32 gj_pack_half2(float a, float b) {
     return (gj_u32)gj_float_to_half_bits(a) | ((gj_u32)gj_float_to_half_bits(b) << 16);
 }
 
-struct dim3 { unsigned x, y, z; }; // trivial: thread_local without dynamic initialisation
-// Per thread, behind functions (a plain extern thread_local trips UBSan's null check in GCC 12).
-dim3& gj_emulated_thread_index();
-dim3& gj_emulated_block_index();
-#define threadIdx (gj_emulated_thread_index())
-#define blockIdx (gj_emulated_block_index())
-extern dim3 blockDim, gridDim;
-
 inline float __expf(float x) { return std::exp(x); }
 inline float __sinf(float x) { return std::sin(x); }
 inline float __cosf(float x) { return std::cos(x); }
@@ -61,7 +47,7 @@ void __syncwarp();
 void __syncthreads();
 gj_u32 __ballot_sync(gj_u32 mask, bool pred);
 bool __any_sync(gj_u32 mask, bool pred);
-float atomicAdd(float* address, float value);
+inline float atomicAdd(float* address, float value) { return gj_emu_atomic_add(address, value); }
 
 // Shared memory: one block's, reused block after block.
 #define GJ_EMULATED_SMEM_HALVES (96 * 1024)
@@ -74,7 +60,6 @@ void gj_nn_mma(float (&c)[4], const gj_u32 (&a)[4], gj_u32 b0, gj_u32 b1);
 
 // Runs body(thread) for every thread of grid x block, one block at a time, the threads of
 // a block concurrently.
-template <class F> void gj_emulate_launch(unsigned grid, unsigned block, F body);
 void gj_emulate_launch_fn(unsigned grid, unsigned block, void (*fn)(void*), void* arg);
 template <class F> void gj_emulate_launch(unsigned grid, unsigned block, F body) {
     gj_emulate_launch_fn(grid, block, [](void* a) { (*(F*)a)(); }, &body);

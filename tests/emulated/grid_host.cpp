@@ -1,8 +1,6 @@
 // See grid_host.h.
 #include "grid_host.h"
 
-#include "gridjit.h"
-
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -18,27 +16,10 @@
 #include <thread>
 #include <vector>
 
-__thread gj_emu_dim3 threadIdx;
-__thread gj_emu_dim3 blockIdx;
-gj_emu_dim3 blockDim, gridDim;
-
 // Each kernel declares its own name for the one dynamic shared memory of a block; a
 // kernel uses one of them, so two arrays serve (each checked past the launch's size).
 alignas(16) unsigned gj_stage_words[GJ_EMU_SHARED_BYTES / 4];
 alignas(16) float gj_coarse_sums[GJ_EMU_SHARED_BYTES / 4];
-
-// ---- fp16: the library's host conversions (round to nearest even, as cvt.rn) -------------
-float gj_emu_half_to_float(unsigned short bits) {
-    float f;
-    gj_halves_to_floats(&bits, &f, 1);
-    return f;
-}
-
-unsigned short gj_emu_float_to_half_bits(float f) {
-    unsigned short h;
-    gj_floats_to_halves(&f, &h, 1);
-    return h;
-}
 
 namespace {
 // An error found by the emulation: the kernel threads unwind with it.
@@ -331,12 +312,7 @@ float __shfl_down_sync(unsigned mask, float value, unsigned delta) {
 // ---- atomics: compare-and-swap loops on the words, several threads at once -------------------
 float atomicAdd(float* address, float value) {
     count(stats.atomics);
-    unsigned* word = (unsigned*)address;
-    unsigned old = __atomic_load_n(word, __ATOMIC_RELAXED), desired;
-    do {
-        desired = __float_as_uint(__uint_as_float(old) + value);
-    } while (!__atomic_compare_exchange_n(word, &old, desired, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-    return __uint_as_float(old);
+    return gj_emu_atomic_add(address, value);
 }
 
 // red.add.noftz.f16x2: each half added in fp16 arithmetic (the float sum of two halves,

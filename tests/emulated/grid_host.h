@@ -33,28 +33,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "emu_common.h"
+
 #define GJ_EMULATED 1
-#define __device__
-#define __host__
-#define __global__
-#define __forceinline__ inline
-#define __shared__
-#define __constant__
-#define __align__(n) __attribute__((aligned(n)))
-#define __launch_bounds__(n)
 
-// GNU __thread, not thread_local: an extern thread_local is reached through a wrapper
-// function whose weak initialiser UBSan's null check misreads as a null object.
-struct gj_emu_dim3 {
-    unsigned x, y, z;
-};
-extern __thread gj_emu_dim3 threadIdx;
-extern __thread gj_emu_dim3 blockIdx;
-extern gj_emu_dim3 blockDim, gridDim;
-
-// fp16 conversions (cvt.f32.f16, cvt.rn.f16.f32) and the reductions prelude.cuh needs.
-float gj_emu_half_to_float(unsigned short bits);
-unsigned short gj_emu_float_to_half_bits(float f);
+// The reductions prelude.cuh needs (fp16 conversions: emu_common.h).
 void gj_emu_red_f16x2(unsigned* address, unsigned value);
 void gj_emu_check_vector_address(const void* address, unsigned bytes);
 float atomicAdd(float* address, float value);

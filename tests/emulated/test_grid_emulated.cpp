@@ -337,19 +337,24 @@ void run_forward(case_run& c, device& dev, void* y, float* dy_dx, const char* wh
     launch(c, l, args, what);
 }
 
+// The fields the backward and the backward-backward descriptions share.
+template <class Desc> void describe_gradients(Desc& d, case_run& c, device& dev, void* dparams, float* dx) {
+    d.n = c.n;
+    d.x = (const float*)dev.x.get();
+    d.params = dev.params.get();
+    d.dL_dy = dev.dl_dy.get();
+    d.dL_dy_layout = c.v->layout;
+    d.dL_dparams = dparams;
+    d.dL_dparams_mode = c.v->mode;
+    d.dL_dx = dx;
+    d.max_level_per_point = c.per_point() ? (const float*)dev.max_level.get() : nullptr;
+    d.max_level = c.per_point() ? 1.0f : c.max_level;
+}
+
 void run_backward(case_run& c, device& dev, void* dparams, float* dx, const char* what) {
     gj_backward_desc b;
     gj_backward_desc_init(&b);
-    b.n = c.n;
-    b.x = (const float*)dev.x.get();
-    b.params = dev.params.get();
-    b.dL_dy = dev.dl_dy.get();
-    b.dL_dy_layout = c.v->layout;
-    b.dL_dparams = dparams;
-    b.dL_dparams_mode = c.v->mode;
-    b.dL_dx = dx;
-    b.max_level_per_point = c.per_point() ? (const float*)dev.max_level.get() : nullptr;
-    b.max_level = c.per_point() ? 1.0f : c.max_level;
+    describe_gradients(b, c, dev, dparams, dx);
     gj_backward_args args;
     gj_emu_plan_launch main, coarse, cast;
     int zero_dx = 0, scratch = 0;
@@ -377,19 +382,10 @@ void run_backward(case_run& c, device& dev, void* dparams, float* dx, const char
 void run_backward_backward(case_run& c, device& dev, void* dparams, void* ddldy, float* dx, const char* what) {
     gj_backward_backward_desc bb;
     gj_backward_backward_desc_init(&bb);
-    bb.n = c.n;
-    bb.x = (const float*)dev.x.get();
-    bb.params = dev.params.get();
+    describe_gradients(bb, c, dev, dparams, dx);
     bb.dL_ddLdx = (const float*)dev.h.get();
-    bb.dL_dy = dev.dl_dy.get();
-    bb.dL_dy_layout = c.v->layout;
-    bb.dL_dparams = dparams;
-    bb.dL_dparams_mode = c.v->mode;
     bb.dL_ddLdy = ddldy;
     bb.dL_ddLdy_layout = c.v->layout;
-    bb.dL_dx = dx;
-    bb.max_level_per_point = c.per_point() ? (const float*)dev.max_level.get() : nullptr;
-    bb.max_level = c.per_point() ? 1.0f : c.max_level;
     gj_backward_backward_args args;
     gj_emu_plan_launch l, cast;
     int scratch = 0;
