@@ -36,6 +36,18 @@ gj_cli_config_kind gj_cli_classify_config(const char *json) {
     return kind;
 }
 
+int gj_cli_parse_network_widths(const char *cmd, const char *dims_text, const char *outputs_text,
+                                uint32_t *n_input_dims, uint32_t *n_output_dims) {
+    int rc = GJ_CLI_OK;
+    if (dims_text) {
+        rc = gj_cli_parse_u32(cmd, "--dims", dims_text, 1, GJ_NETWORK_MAX_INPUT_DIMS, n_input_dims);
+    }
+    if (rc == GJ_CLI_OK && outputs_text) {
+        rc = gj_cli_parse_u32(cmd, "--output-dims", outputs_text, 1, GJ_NETWORK_MAX_OUTPUT_DIMS, n_output_dims);
+    }
+    return rc;
+}
+
 int gj_cli_open_network(const char *cmd, const char *json, const char *where, uint32_t n_input_dims,
                         uint32_t n_output_dims, gj_context **ctx, gj_network **net) {
     *ctx = NULL;

@@ -18,6 +18,12 @@ typedef enum gj_cli_config_kind {
 
 gj_cli_config_kind gj_cli_classify_config(const char *json);
 
+/* A network's --dims and --output-dims texts (each optional: NULL leaves its width 0, the
+ * configuration's key then) to widths in range; a usage error naming the option otherwise
+ * (gj_cli_parse_u32). */
+int gj_cli_parse_network_widths(const char *cmd, const char *dims_text, const char *outputs_text,
+                                uint32_t *n_input_dims, uint32_t *n_output_dims);
+
 /* Creates ctx and net from json (gj_network_create); where names the JSON's source in
  * messages ("" inline, " in 'FILE'"). On failure prints "gridjit CMD: ..." and returns
  * GJ_CLI_FAILURE with both NULL. Release with gj_network_destroy and gj_context_destroy. */

@@ -297,7 +297,7 @@ int gj_cli_compile(int argc, char **argv) {
     }
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);
-    uint32_t n_dims = 0;
+    uint32_t n_dims = 0, n_outputs = 0;
     if (rc == GJ_CLI_OK && args.passes) {
         rc = gj_cli_parse_passes(CMD, args.passes, &opts.passes);
     }
@@ -315,12 +315,8 @@ int gj_cli_compile(int argc, char **argv) {
     }
     if (rc == GJ_CLI_OK && !network) {
         rc = gj_cli_parse_dims(CMD, args.dims, &n_dims);
-    } else if (rc == GJ_CLI_OK && args.dims) {
-        rc = gj_cli_parse_u32(CMD, "--dims", args.dims, 1, GJ_NETWORK_MAX_INPUT_DIMS, &n_dims);
-    }
-    uint32_t n_outputs = 0;
-    if (rc == GJ_CLI_OK && args.outputs) {
-        rc = gj_cli_parse_u32(CMD, "--output-dims", args.outputs, 1, GJ_NETWORK_MAX_OUTPUT_DIMS, &n_outputs);
+    } else if (rc == GJ_CLI_OK) { /* --output-dims of an encoding was refused above */
+        rc = gj_cli_parse_network_widths(CMD, args.dims, args.outputs, &n_dims, &n_outputs);
     }
     if (rc != GJ_CLI_OK) {
         free(text);

@@ -149,10 +149,7 @@ static int dump_source(dump_args *args) {
 /* A network or model configuration (json): its unit. */
 static int dump_network(const dump_args *args, const gj_codegen_options *opts, const char *json) {
     uint32_t n_dims = 0, n_outputs = 0;
-    int rc = args->dims ? gj_cli_parse_u32(CMD, "--dims", args->dims, 1, GJ_NETWORK_MAX_INPUT_DIMS, &n_dims) : GJ_CLI_OK;
-    if (rc == GJ_CLI_OK && args->outputs) {
-        rc = gj_cli_parse_u32(CMD, "--output-dims", args->outputs, 1, GJ_NETWORK_MAX_OUTPUT_DIMS, &n_outputs);
-    }
+    int rc = gj_cli_parse_network_widths(CMD, args->dims, args->outputs, &n_dims, &n_outputs);
     char where[512];
     gj_cli_config_where(args->config, where, sizeof where);
     gj_context *ctx = NULL;

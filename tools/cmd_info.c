@@ -101,10 +101,7 @@ static int info_encoding(const char *json, const char *where, const char *dims_t
 static int info_network(const char *json, const char *where, const char *dims_text, const char *outputs_text,
                         int json_output) {
     uint32_t n_dims = 0, n_outputs = 0;
-    int rc = dims_text ? gj_cli_parse_u32(CMD, "--dims", dims_text, 1, GJ_NETWORK_MAX_INPUT_DIMS, &n_dims) : GJ_CLI_OK;
-    if (rc == GJ_CLI_OK && outputs_text) {
-        rc = gj_cli_parse_u32(CMD, "--output-dims", outputs_text, 1, GJ_NETWORK_MAX_OUTPUT_DIMS, &n_outputs);
-    }
+    int rc = gj_cli_parse_network_widths(CMD, dims_text, outputs_text, &n_dims, &n_outputs);
     gj_context *ctx = NULL;
     gj_network *net = NULL;
     if (rc == GJ_CLI_OK) {

@@ -315,12 +315,7 @@ gj_status gj__config_parse_object(const cJSON *object, uint32_t n_dims_arg, uint
     }
     /* Zeroed, padding included, so that equal configurations compare equal with memcmp. */
     memset(out, 0, sizeof *out);
-    if (!cJSON_IsObject(object)) {
-        char got[64];
-        gj__jr_describe(object, got, sizeof got);
-        return fail(&p, "the configuration must be a JSON object such as %s (got %s)", EXAMPLE, got);
-    }
-    gj_status s = gj__jr_collect_keys(&p.r, object);
+    gj_status s = gj__jr_read_object(&p.r, object, "configuration", EXAMPLE);
     if (s == GJ_OK) {
         s = parse_object(&p, n_dims_arg, out);
     }

@@ -285,6 +285,16 @@ gj_status gj__jr_collect_keys(gj__json_reader *r, const cJSON *object) {
     return GJ_OK;
 }
 
+static gj_status not_an_object(gj__json_reader *r, const cJSON *item, const char *what, const char *example) {
+    char got[64];
+    gj__jr_describe(item, got, sizeof got);
+    return gj__jr_fail(r, "the %s must be a JSON object such as %s (got %s)", what, example, got);
+}
+
+gj_status gj__jr_read_object(gj__json_reader *r, const cJSON *object, const char *what, const char *example) {
+    return cJSON_IsObject(object) ? gj__jr_collect_keys(r, object) : not_an_object(r, object, what, example);
+}
+
 /* -------------------------------------------------------- reading JSON */
 
 static gj_status syntax_error(gj__json_reader *r, const char *json, const char *where, const char *example) {
@@ -327,10 +337,9 @@ gj_status gj__jr_parse_text(gj__json_reader *r, const char *json, const char *ex
         return syntax_error(r, json, end, example);
     }
     if (!cJSON_IsObject(parsed)) {
-        char got[64];
-        gj__jr_describe(parsed, got, sizeof got);
+        gj_status s = not_an_object(r, parsed, "configuration", example);
         cJSON_Delete(parsed);
-        return gj__jr_fail(r, "the configuration must be a JSON object such as %s (got %s)", example, got);
+        return s;
     }
     *root = parsed;
     return GJ_OK;

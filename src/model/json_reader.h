@@ -62,6 +62,10 @@ gj_status gj__jr_parse_text(gj__json_reader *r, const char *json, const char *ex
  * is close, or, with GJ_CONFIG_IGNORE_UNKNOWN_KEYS, one more line of r->ignored. */
 gj_status gj__jr_collect_keys(gj__json_reader *r, const cJSON *object);
 
+/* Refuses anything but an object ("the WHAT must be a JSON object such as EXAMPLE (got ...)"),
+ * then gj__jr_collect_keys: the first step of every parser of one object. */
+gj_status gj__jr_read_object(gj__json_reader *r, const cJSON *object, const char *what, const char *example);
+
 /* Typed getters of key k: the fallback when the key is absent.
  * enum: a string equal to one of table's names, letter case ignored;
  * uint: an integer in [lo, hi] (16.0 is an integer; 2.5, "16" and true are not);

@@ -1,6 +1,7 @@
-/* Helpers shared by the fuzz targets (tests/fuzz/README.md): a bounded reader over the
- * input, a private scratch directory, capture of stdout and stderr around a CLI entry
- * point, and a check macro that reports and aborts (libFuzzer then saves the input).
+/* Helpers shared by the fuzz targets (tests/fuzz/README.md): an offline library and a quiet
+ * context, a bounded reader over the input, a private scratch directory, capture of stdout
+ * and stderr around a CLI entry point, and a check macro that reports and aborts
+ * (libFuzzer then saves the input).
  * Header-only: each target is one translation unit plus this file. */
 #ifndef GJ_FUZZ_COMMON_H
 #define GJ_FUZZ_COMMON_H
@@ -11,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "gridjit.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -41,6 +44,17 @@ static inline void gjf_offline(void) {
     setenv("GRIDJIT_NVRTC", "off", 1);
     setenv("GRIDJIT_DRIVER", "off", 1);
     setenv("GRIDJIT_CACHE_DISABLE", "1", 1);
+}
+
+/* For the LLVMFuzzerInitialize of a target that calls the library: a context that logs
+ * nothing (the targets provoke refusals by the thousand); aborts when none can be made. */
+static inline gj_context *gjf_quiet_context(void) {
+    gj_context *ctx = NULL;
+    if (gj_context_create(&ctx) != GJ_OK) {
+        abort();
+    }
+    gj_context_set_log(ctx, NULL, NULL);
+    return ctx;
 }
 
 /* ------------------------------------------------------------------ reader */

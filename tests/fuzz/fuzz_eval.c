@@ -54,10 +54,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     snprintf(path_dl_ddldx, sizeof path_dl_ddldx, "%s/dl_ddldx.f32", dir);
     snprintf(path_max_level, sizeof path_max_level, "%s/max_level.f32", dir);
     snprintf(path_out, sizeof path_out, "%s/out", dir);
-    if (gj_context_create(&ctx) != GJ_OK) {
-        abort();
-    }
-    gj_context_set_log(ctx, NULL, NULL);
+    ctx = gjf_quiet_context();
     return 0;
 }
 

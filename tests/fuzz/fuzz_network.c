@@ -22,10 +22,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     gjf_offline();
-    if (gj_context_create(&ctx) != GJ_OK) {
-        abort();
-    }
-    gj_context_set_log(ctx, NULL, NULL);
+    ctx = gjf_quiet_context();
     return 0;
 }
 
