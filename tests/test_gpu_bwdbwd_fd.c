@@ -260,7 +260,7 @@ static void run_case(void **state) {
     fd_state *s = calloc(1, sizeof *s);
     assert_non_null(s);
     s->ctx = suite->ctx;
-    gj_gpu_ok(s->ctx, gj_module_load(s->ctx, suite->enc[index], &suite->opts, job->prog, &s->m), "gj_module_load");
+    gj_gpu_ok(s->ctx, gj_gpu_module_for_job(s->ctx, job, &s->m), "the module");
     const gj_encoding *enc = suite->enc[index];
     gj_ref_from_encoding(&s->ref, enc);
     s->D = c->n_dims;

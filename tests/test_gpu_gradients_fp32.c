@@ -310,8 +310,8 @@ static void run_case(void **state) {
         }
     }
     gj_module *m32 = NULL, *m16 = NULL;
-    gj_gpu_ok(ctx, gj_module_load(ctx, c->enc, &c->jobs[0].opts, c->jobs[0].prog, &m32), "gj_module_load (fp32)");
-    gj_gpu_ok(ctx, gj_module_load(ctx, c->enc, &c->jobs[1].opts, c->jobs[1].prog, &m16), "gj_module_load (default)");
+    gj_gpu_ok(ctx, gj_gpu_module_for_job(ctx, &c->jobs[0], &m32), "the module (fp32)");
+    gj_gpu_ok(ctx, gj_gpu_module_for_job(ctx, &c->jobs[1], &m16), "the module (default)");
     assert_int_equal(gj_module_gradient_element_size(m32), 4);
     assert_int_equal(gj_module_gradient_element_size(m16), 2);
     assert_int_equal(gj_module_element_size(m32), 2);

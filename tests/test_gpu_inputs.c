@@ -327,7 +327,7 @@ static void run_case(void **state) {
         fail_msg("%s: compile failed: %s", c->name, s->jobs[index].message);
     }
     gj_module *m = NULL;
-    gj_gpu_ok(s->ctx, gj_module_load(s->ctx, s->enc[index], &s->opts[index], s->jobs[index].prog, &m), "gj_module_load");
+    gj_gpu_ok(s->ctx, gj_gpu_module_for_job(s->ctx, &s->jobs[index], &m), "the module");
     input_data d;
     make_data(index, s->enc[index], &d);
     outputs o;

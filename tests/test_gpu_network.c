@@ -160,6 +160,7 @@ static int check_shape(gj_context *ctx, const shape *s) {
     gj_gpu_ok(ctx, gj_network_init_params(m, NULL, &init), "gj_network_init_params");
     gj_ref_mlp ref;
     gj_ref_mlp_from_network(&ref, net);
+    ref.fp16_hidden = true; /* as the kernels keep h between layers */
     float *expected = malloc(n_params * sizeof *expected);
     gj_ref_pcg32 rng;
     gj_ref_pcg32_seed(&rng, 42, 1);
@@ -375,6 +376,7 @@ static int check_model(gj_context *ctx, const model_shape *s) {
     gj_ref_from_encoding(&eref, enc);
     gj_ref_mlp mref;
     gj_ref_mlp_from_network(&mref, net);
+    mref.fp16_hidden = true; /* as the kernels keep h between layers */
     double *y_ref = calloc(n * out, sizeof *y_ref), *dx_ref = calloc(n * D, sizeof *dx_ref);
     double *dw_ref = calloc(n_mlp, sizeof *dw_ref), *de_ref = calloc(n_enc, sizeof *de_ref);
     double f[GJ_NETWORK_MAX_INPUT_DIMS], yi[128], dyi[128] = {0}, df[GJ_NETWORK_MAX_INPUT_DIMS], dxi[GJ_REF_MAX_DIMS];

@@ -553,7 +553,7 @@ static void run_case(void **state) {
         fail_msg("%s: compile failed: %s: %s\n%s", c->name, gj_status_name(job->status), c->json, job->message);
     }
     gj_module *m = NULL;
-    gj_gpu_ok(s->ctx, gj_module_load(s->ctx, c->enc, &c->opts, job->prog, &m), "gj_module_load");
+    gj_gpu_ok(s->ctx, gj_gpu_module_for_job(s->ctx, job, &m), "the module");
     assert_int_equal(gj_module_output_width(m), c->opts.output_width_multiple == 16
                                                     ? (gj_encoding_n_output_dims(c->enc) + 15) / 16 * 16
                                                     : gj_encoding_n_output_dims(c->enc));

@@ -392,6 +392,51 @@ static void padding_input_columns(void **state) {
     free(ones.params);
 }
 
+/* fp16_hidden rounds each hidden layer's output to fp16 (as the library converts floats to
+ * halves) and nothing else: a one-hidden-layer network of weights 1 / 3 gives y = 16 h, h the
+ * hidden output; checked from fp16's subnormals to its overflow, both signs. */
+static void fp16_hidden_rounds_hidden_outputs_only(void **state) {
+    (void)state;
+    gj_ref_mlp ref;
+    assert_true(gj_ref_mlp_make(&ref, 1, 16, 1, 1, GJ_ACTIVATION_NONE, GJ_ACTIVATION_NONE, 0.0));
+    assert_false(ref.fp16_hidden); /* exact unless asked */
+    double *params = malloc(ref.n_params * sizeof *params), *grads = malloc(ref.n_params * sizeof *grads);
+    for (uint64_t i = 0; i < ref.n_params; i++) {
+        params[i] = 1.0 / 3.0;
+    }
+    int rounded_somewhere = 0;
+    for (int k = -70; k <= 40; k++) {
+        for (int sign = -1; sign <= 1; sign += 2) {
+            const double x = sign * pow(1.37, k);
+            const double exact_h = x * (1.0 / 3.0);
+            double y[16], y16[16], dy[16] = {1.0}, dx;
+            ref.fp16_hidden = false;
+            gj_ref_mlp_forward(&ref, params, &x, y);
+            ref.fp16_hidden = true;
+            gj_ref_mlp_forward(&ref, params, &x, y16);
+            const float h = (float)exact_h;
+            uint16_t bits;
+            float rounded;
+            gj_floats_to_halves(&h, &bits, 1);
+            gj_halves_to_floats(&bits, &rounded, 1);
+            rounded_somewhere |= rounded != h;
+            assert_true(fabs(y[0] - 16.0 * exact_h / 3.0) <= 1e-12 * fabs(y[0]));
+            if (isinf(rounded)) {
+                assert_true(isinf(y16[0]) && (y16[0] > 0) == (rounded > 0));
+            } else {
+                assert_true(fabs(y16[0] - 16.0 * (double)rounded / 3.0) <= 1e-12 * fabs(y16[0]));
+            }
+            /* The backward pass takes h from the same place: dL/dW of the output layer is h. */
+            memset(grads, 0, ref.n_params * sizeof *grads);
+            gj_ref_mlp_backward(&ref, params, &x, dy, grads, &dx);
+            assert_true(grads[ref.layers[1].offset] == (double)rounded);
+        }
+    }
+    assert_true(rounded_somewhere);
+    free(grads);
+    free(params);
+}
+
 /* ---------------------------------------------------------- initialisation */
 
 static void init_follows_tcnn_s_rule(void **state) {
@@ -468,6 +513,7 @@ int main(void) {
         cmocka_unit_test(gradients_every_activation_every_width),
         cmocka_unit_test(gradients_other_shapes),
         cmocka_unit_test(padding_outputs_are_computed_but_ignored),
+        cmocka_unit_test(fp16_hidden_rounds_hidden_outputs_only),
         cmocka_unit_test(padding_input_columns),
         cmocka_unit_test(init_follows_tcnn_s_rule),
         cmocka_unit_test(init_of_sine_networks_is_siren_s),

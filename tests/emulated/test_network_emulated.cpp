@@ -97,6 +97,7 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
     gj_ref_mlp ref;
     gj_ref_mlp_make(&ref, C::IN, C::W, C::NL - 1, C::OUT, (gj_activation)C::ACT, (gj_activation)C::OUT_ACT,
                     C::INPUT_PADDING);
+    ref.fp16_hidden = true; // the kernels store h as fp16 between layers
     gj_network_destroy(net);
 
     // Weights: tiny-cuda-nn's initialisation, rounded to fp16 (the reference takes the rounded values).
@@ -167,6 +168,9 @@ int main() {
     run<Cfg<8, 64, 1, 4, SIGMOID, SOFTPLUS, true, 1, false, false>>(96, 2, 2e-2);
     run<Cfg<4, 16, 2, 3, EXP, RELU, true, 1, true, true>>(20, 1, 2e-2);
     run<Cfg<6, 32, 1, 2, SQUAREPLUS, LEAKY, true, 2, true, true>>(50, 1, 2e-2);
+    // The GPU test's ReLU and LeakyReLU shapes, whose kinks need the reference's fp16 h.
+    run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, true>>(1000, 4, 2e-2);
+    run<Cfg<20, 128, 2, 4, LEAKY, TANH, true, 2, false, true>>(257, 2, 2e-2);
     std::printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
 }

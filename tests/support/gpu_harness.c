@@ -158,7 +158,13 @@ static void compile_one(gj_gpu_compile_job *job) {
     job->status = gj_context_create(&ctx);
     if (job->status == GJ_OK) {
         gj_context_set_log(ctx, NULL, NULL);
-        job->status = gj_compile(ctx, job->enc, &job->opts, job->arch, &job->prog);
+        if (job->opts.levels_per_thread > 1) {
+            /* gj_compile's whole unit has no level-group kernels: compile every module
+             * program into the test's disk cache, where gj_gpu_module_for_job finds them. */
+            job->status = gj_precompile(ctx, job->enc, &job->opts, job->arch, 1, NULL);
+        } else {
+            job->status = gj_compile(ctx, job->enc, &job->opts, job->arch, &job->prog);
+        }
         if (job->status != GJ_OK) {
             snprintf(job->message, sizeof job->message, "%s%s%s", gj_context_errmsg(ctx),
                      job->prog ? "\n" : "", job->prog ? gj_program_log(job->prog) : "");
@@ -180,6 +186,13 @@ static void *compile_worker(void *arg) {
         }
         compile_one(&pool->jobs[i]);
     }
+}
+
+gj_status gj_gpu_module_for_job(gj_context *ctx, const gj_gpu_compile_job *job, gj_module **out) {
+    if (job->prog) {
+        return gj_module_load(ctx, job->enc, &job->opts, job->prog, out);
+    }
+    return gj_module_create(ctx, job->enc, &job->opts, out);
 }
 
 void gj_gpu_compile_all(gj_gpu_compile_job *jobs, size_t n_jobs) {

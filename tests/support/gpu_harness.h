@@ -57,7 +57,13 @@ typedef struct gj_gpu_compile_job {
     char message[2048];         /* the context's message on failure */
 } gj_gpu_compile_job;
 
-/* Runs every job's gj_compile, on up to one thread per CPU, each with its own context. */
+/* Runs every job's gj_compile, on up to one thread per CPU, each with its own context.
+ * A job with more than one level per thread needs the level-group kernels, which only
+ * gj_module_create's module programs hold: it is gj_precompile'd into the disk cache
+ * instead (prog stays NULL). */
 void gj_gpu_compile_all(gj_gpu_compile_job *jobs, size_t n_jobs);
+/* The module of a compiled job: gj_module_load of its program, or gj_module_create (which
+ * finds the precompiled programs in the cache) for a job without one. */
+gj_status gj_gpu_module_for_job(gj_context *ctx, const gj_gpu_compile_job *job, gj_module **out);
 
 #endif

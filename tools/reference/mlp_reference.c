@@ -142,10 +142,31 @@ typedef struct trace {
     double z[GJ_REF_MLP_MAX_LAYERS][GJ_REF_MLP_MAX_WIDTH];
 } trace;
 
+/* v as the kernels store it: rounded to float, then to the nearest fp16 value (ties to
+ * even; subnormals below 2^-14; infinity from 65520 on). */
+static double round_to_half(double v) {
+    const float f = (float)v;
+    const float a = fabsf(f);
+    if (!isfinite(f) || a == 0.0f) {
+        return f;
+    }
+    if (a >= 65520.0f) {
+        return copysign(INFINITY, f);
+    }
+    int e;
+    frexpf(a, &e);                 /* a = m 2^e, m in [0.5, 1): 11 significant bits ... */
+    const int q = e - 11 < -24 ? -24 : e - 11; /* ... or the subnormals' fixed step 2^-24 */
+    const float step = ldexpf(1.0f, q);
+    return copysignf(nearbyintf(a / step) * step, f);
+}
+
 /* The input of layer l (fan_in values): the padded input, or the previous layer's h. */
 static void layer_input(const gj_ref_mlp *ref, const trace *t, uint32_t l, double *h) {
     for (uint32_t i = 0; i < ref->layers[l].fan_in; ++i) {
         h[i] = l == 0 ? t->in[i] : gj_ref_activation(ref->layers[l - 1].activation, t->z[l - 1][i]);
+        if (l > 0 && ref->fp16_hidden) {
+            h[i] = round_to_half(h[i]);
+        }
     }
 }
 

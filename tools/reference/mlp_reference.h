@@ -48,6 +48,12 @@ typedef struct gj_ref_mlp {
     uint32_t n_layers;
     gj_ref_mlp_layer layers[GJ_REF_MLP_MAX_LAYERS];
     uint64_t n_params;
+    /* false (what the constructors set): every value in double. true: each hidden layer's
+     * output h is rounded to fp16, as the fused kernels (and tiny-cuda-nn) store it between
+     * layers. A test of the kernels sets it: with exact h, a pre-activation within rounding
+     * error of a kink (ReLU's 0) lands on the other side for some points, and those points'
+     * gradients differ by a whole neuron's share. */
+    bool fp16_hidden;
 } gj_ref_mlp;
 
 /* The shape from tiny-cuda-nn's rules, computed here (independently of the library): widths
