@@ -117,6 +117,23 @@ def torch_or_skip(needs_cuda: bool = False):
     return gjt, torch
 
 
+def eager_copy(make, model, optimizer):
+    """A fresh (model, optimizer) from make() holding model's parameters and a deep copy of
+    optimizer's state, for running eagerly beside a CUDA graph that trains model. A deep
+    copy because Optimizer.load_state_dict keeps the very tensors it is given (Tensor.to
+    without a change of device or dtype): the graph's replays would otherwise advance the
+    copy's moments and step count too."""
+    import copy
+
+    eager_model, eager_optimizer = make()
+    eager_model.load_state_dict(model.state_dict())
+    eager_optimizer.load_state_dict(copy.deepcopy(optimizer.state_dict()))
+    for mine, theirs in zip(optimizer.state.values(), eager_optimizer.state.values()):
+        for a, b in zip(mine.values(), theirs.values()):
+            assert a.data_ptr() != b.data_ptr(), "the eager optimizer shares state with the graph's"
+    return eager_model, eager_optimizer
+
+
 def run_python_args(*args: str, env_update=None, **kwargs) -> subprocess.CompletedProcess:
     """Runs `python ARGS...` in a fresh interpreter with this process's sys.path (PYTHONPATH)."""
     env = dict(os.environ)

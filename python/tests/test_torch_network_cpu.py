@@ -557,6 +557,9 @@ def fake_net_launches(monkeypatch):
     monkeypatch.setattr(gjt._Native, "module", lambda self, index, stochastic: types.SimpleNamespace(handle=0x1000))
     monkeypatch.setattr(_torch_launch, "_raw_stream", lambda index: 0x7777)
     monkeypatch.setattr(_torch_launch, "_current_device", lambda: 0)
+    # Construction initialises the parameters on the host, as on a machine without CUDA:
+    # with CUDA it would launch the real initialisation on the fake stream above.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
 
     @contextlib.contextmanager
     def device(index):

@@ -21,7 +21,7 @@ import warnings
 
 import pytest
 
-from conftest import torch_or_skip
+from conftest import eager_copy, torch_or_skip
 
 gjt, torch = torch_or_skip(needs_cuda=True)
 
@@ -252,9 +252,7 @@ def test_cuda_graph_training_step_replays_like_eager():
     with torch.cuda.graph(graph):
         static_y, static_loss = step(model, optimizer, static_x)
     torch.cuda.synchronize()
-    eager_model, eager_optimizer = make()
-    eager_model.load_state_dict(model.state_dict())
-    eager_optimizer.load_state_dict(optimizer.state_dict())
+    eager_model, eager_optimizer = eager_copy(make, model, optimizer)
     replayed, eager = [], []
     for x in batches:
         static_x.copy_(x)

@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from conftest import torch_or_skip
+from conftest import eager_copy, torch_or_skip
 
 gjt, torch = torch_or_skip(needs_cuda=True)
 
@@ -139,9 +139,7 @@ def test_cuda_graph_training_step_replays_like_eager():
     torch.cuda.synchronize()
 
     # The captured step has not run yet: the state after the warm-up, for the eager run.
-    eager_model, eager_optimizer = make()
-    eager_model.load_state_dict(model.state_dict())
-    eager_optimizer.load_state_dict(optimizer.state_dict())
+    eager_model, eager_optimizer = eager_copy(make, model, optimizer)
 
     replayed, eager = [], []
     for x in batches:
