@@ -15,6 +15,12 @@ plot.py's figures come from, out of the raw outputs of one GPU session:
                    optional: the tqdm output of tiny-cuda-nn's scripts/test_grid_bwdbwd.py
                    run with each package
   --calls FILE     optional: `gridjit bench --json --calls C` of a tiny batch
+  --calls-before FILE
+                   optional: the same with the build before the hot-path change
+  --final FILE     optional: JSON lines of the final kernels, measured in a later session
+                   than --bench: tcnn/CX/rN, new/CX/LAYOUT/rN, pre/CX/LAYOUT/rN (the build
+                   before the kernel split), rays/CX/soa, and the backward's levels per
+                   thread: lpt/CX/soa/G and lptrays/CX/soa/G (--input rays)
 
 Several rounds of one label (r1, r2, ...) give their median. Times are in ms unless a
 key says otherwise. The sections named in HAND_ENTERED (figures measured with
@@ -144,6 +150,37 @@ def bench_compile(rows: dict) -> dict:
     return out
 
 
+def final_kernels(rows: dict) -> dict:
+    """The final kernels beside the reference and the build before the split, per config."""
+    out: dict = {}
+    kinds = [
+        ("reference", r"tcnn/(?P<name>C\d+)/(?P<variant>r\d+)"),
+        ("", r"new/(?P<name>C\d+)/(?P<variant>soa|aos)(/r\d+)?"),
+        ("presplit_", r"pre/(?P<name>C\d+)/(?P<variant>soa|aos)(/r\d+)?"),
+        ("rays_", r"rays/(?P<name>C\d+)/(?P<variant>soa|aos)"),
+    ]
+    for prefix, pattern in kinds:
+        for name, variants in group(rows, pattern).items():
+            entry = out.setdefault(name, {})
+            if prefix == "reference":
+                entry["reference"] = median_of([r for objs in variants.values() for r in objs])
+                entry["rounds"] = len(variants)
+            else:
+                for layout, objs in variants.items():
+                    entry[prefix + layout] = median_of(objs)
+    return dict(sorted(out.items()))
+
+
+def backward_levels(rows: dict) -> dict:
+    """The backward passes into feature-major dL/dy by levels per thread: config -> input -> G."""
+    out: dict = {}
+    for tag, inputs in (("lpt", "uniform"), ("lptrays", "rays")):
+        for name, variants in group(rows, tag + r"/(?P<name>[CS]\d+)/soa/(?P<variant>\d+)").items():
+            for g, objs in variants.items():
+                out.setdefault(name, {}).setdefault(inputs, {})[g] = median_of(objs)
+    return dict(sorted(out.items()))
+
+
 def sweeps(rows: dict) -> tuple:
     lpt: dict = {}
     for name, variants in group(rows, r"new/(?P<name>C\d+)/(?P<variant>(soa|aos)/(lpt\d+|auto))").items():
@@ -166,10 +203,12 @@ def sig(x, digits: int = 7):
 def pytorch(path: Path) -> dict:
     data = json.loads(path.read_text())
     keep = {
-        "eikonal": ("steps", "batch", "final_loss", "median_step_ms", "first_step_s"),
+        "eikonal": ("steps", "batch", "final_loss", "final_loss_mean", "median_step_ms", "first_step_s"),
         "image": ("steps", "batch", "final_loss", "psnr_db", "median_step_ms"),
         "percall": ("batch", "calls", "forward_no_grad_us", "forward_backward_us"),
         "throughput": ("points", "forward_ms", "forward_backward_ms", "rays_forward_ms", "rays_forward_backward_ms"),
+        "model": ("inference_ms_2^18", "train_step_ms_2^18", "inference_ms_2^18_jit", "train_step_ms_2^18_jit",
+                  "inference_ms_2^21", "train_step_ms_2^21", "inference_ms_2^21_jit", "train_step_ms_2^21_jit"),
     }
     packages = data["packages"]
     out: dict = {"torch": packages["gridjit"].get("torch"), "configs": {}}
@@ -228,6 +267,8 @@ def main() -> int:
     ap.add_argument("--pytorch", type=Path)
     ap.add_argument("--script-logs", type=Path, nargs=2, metavar=("TINYCUDANN_LOG", "GRIDJIT_LOG"))
     ap.add_argument("--calls", type=Path)
+    ap.add_argument("--calls-before", type=Path)
+    ap.add_argument("--final", type=Path)
     ap.add_argument("--out", type=Path, default=HERE / "results.json")
     args = ap.parse_args()
 
@@ -249,12 +290,17 @@ def main() -> int:
     out["compile_h200_bench_ms"] = bench_compile(rows)
     if args.sweeps:
         out["levels_per_thread"], out["aggregation"] = sweeps(read_lines(args.sweeps))
+    final = read_lines(args.final) if args.final else None
     for key, value in (("pytorch", args.pytorch and pytorch(args.pytorch)),
-                       ("launch_calls", args.calls and calls(args.calls))):
+                       ("launch_calls", args.calls and calls(args.calls)),
+                       ("final_kernels", final and final_kernels(final)),
+                       ("backward_levels_per_thread", final and backward_levels(final))):
         if value:
             out[key] = value
         elif key in old:
             out[key] = old[key]
+    if args.calls and args.calls_before:
+        out["launch_calls"]["before"] = calls(args.calls_before)
     if args.script_logs:
         out["bwdbwd_script"] = {"tinycudann": script_log(args.script_logs[0]), "gridjit": script_log(args.script_logs[1])}
     elif "bwdbwd_script" in old:

@@ -54,11 +54,19 @@ def bar_labels(ax, bars, fmt: str, size: float = 6.5, rotation: int = 0) -> None
                     ha="center", va="bottom", fontsize=size, xytext=(0, 1), textcoords="offset points")
 
 
+def current_kernels(r: dict) -> tuple:
+    """The latest kernel figures and their commit: the final kernels where measured."""
+    if "final_kernels" in r:
+        return r["final_kernels"], r["commits"]["final_measured"]
+    return r["kernels"], r["commits"]["kernels_measured"]
+
+
 def plot_ratio_by_pass(r: dict, plt, out: Path) -> None:
-    names = list(r["kernels"])
+    kernels, commit = current_kernels(r)
+    names = list(kernels)
     fig, axes = plt.subplots(1, len(names), figsize=(12, 3.6), sharey=True)
     for ax, name in zip(axes, names):
-        k = r["kernels"][name]
+        k = kernels[name]
         xs = range(len(r["passes"]))
         for i, layout in enumerate(("soa", "aos")):
             ratios = [k[layout][p] / k["reference"][p] for p in r["passes"]]
@@ -74,7 +82,7 @@ def plot_ratio_by_pass(r: dict, plt, out: Path) -> None:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=3, frameon=False)
     fig.suptitle(f"gridjit kernels / tiny-cuda-nn's, 2^21 uniform points, fp16 ({stamp(r)}, "
-                 f"kernels of {r['commits']['kernels_measured']})", fontsize=9)
+                 f"kernels of {commit})", fontsize=9)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(out, dpi=100)
 
@@ -157,6 +165,12 @@ def pytorch_rows(r: dict) -> list:
         ("2^21 points along rays: forward", "throughput", "rays_forward_ms", "ms", "time"),
         ("2^21 points along rays: forward + backward", "throughput", "rays_forward_backward_ms", "ms", "time"),
     ]
+    # The model (grid + FullyFusedMLP) where measured: gridjit.torch's against tinycudann's
+    # default (unfused) path.
+    for n in ("2^18", "2^21"):
+        for what, key in (("inference", "inference_ms"), ("training step", "train_step_ms")):
+            if f"{key}_{n}" in g.get("model", {}) and f"{key}_{n}" in t.get("model", {}):
+                rows.append((f"model, {n} points: {what}", "model", f"{key}_{n}", "ms", "time"))
     out = [(label, t[w][k], g[w][k], unit, kind) for label, w, k, unit, kind in rows]
     s = r.get("bwdbwd_script")
     if s:
@@ -180,7 +194,7 @@ def plot_pytorch(r: dict, plt, out: Path) -> None:
                     xytext=(2, 0), textcoords="offset points")
     ax.set_yticks(range(len(rows)), [label for label, _, _ in rows], fontsize=8)
     ax.axvline(1.0, color="black", lw=0.8, ls="--")
-    ax.set_xlim(0, 1.25)
+    ax.set_xlim(0, max(1.25, max(v for _, v, _ in rows) + 0.25))
     ax.set_xlabel("gridjit.torch / tinycudann (below 1: faster, or lower loss)", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     from matplotlib.patches import Patch
@@ -214,13 +228,25 @@ def tables(r: dict) -> dict:
     """The tables of docs/benchmarks.md by section, as markdown."""
     out = {}
     k, prev, now = r["kernels"], r["commits"]["previous_release"], r["commits"]["kernels_measured"]
-    rows = []
-    for name, e in k.items():
-        for p in r["passes"]:
-            rows.append([name, PASS_NAMES[p], ms(e["reference"][p]), ms(e["soa"][p]), ms(e["aos"][p]),
-                         ratio(e["soa"][p], e["reference"][p]), ratio(e["aos"][p], e["reference"][p])])
-    out["1 kernels, C1-C4"] = table(["~config", "~pass", "tiny-cuda-nn", "gridjit SoA", "gridjit AoS",
-                                     "SoA / tiny-cuda-nn", "AoS / tiny-cuda-nn"], rows)
+    if "final_kernels" in r:
+        fk, pre = r["final_kernels"], r["commits"]["presplit"]
+        rows = []
+        for name, e in fk.items():
+            for p in r["passes"]:
+                rows.append([name, PASS_NAMES[p], ms(e["reference"][p]), ms(e["soa"][p]), ms(e["aos"][p]),
+                             ratio(e["soa"][p], e["reference"][p]), ratio(e["aos"][p], e["reference"][p]),
+                             ratio(e["soa"][p], e["presplit_soa"][p]), ratio(e["aos"][p], e["presplit_aos"][p])])
+        out["1 kernels, C1-C4"] = table(["~config", "~pass", "tiny-cuda-nn", "gridjit SoA", "gridjit AoS",
+                                         "SoA / tiny-cuda-nn", "AoS / tiny-cuda-nn", f"SoA / {pre}",
+                                         f"AoS / {pre}"], rows)
+    else:
+        rows = []
+        for name, e in k.items():
+            for p in r["passes"]:
+                rows.append([name, PASS_NAMES[p], ms(e["reference"][p]), ms(e["soa"][p]), ms(e["aos"][p]),
+                             ratio(e["soa"][p], e["reference"][p]), ratio(e["aos"][p], e["reference"][p])])
+        out["1 kernels, C1-C4"] = table(["~config", "~pass", "tiny-cuda-nn", "gridjit SoA", "gridjit AoS",
+                                         "SoA / tiny-cuda-nn", "AoS / tiny-cuda-nn"], rows)
 
     rows = []
     for name, e in k.items():
@@ -236,6 +262,17 @@ def tables(r: dict) -> dict:
                  ms(lpt["soa"][g]["backward"])] for g in ("1", "2", "4", "8")]
         out["2 levels per thread, C1"] = table(["~levels per thread", "AoS forward", "AoS backward", "SoA forward",
                                                 "SoA backward"], rows)
+
+    if "backward_levels_per_thread" in r:
+        rows = []
+        for name, e in r["backward_levels_per_thread"].items():
+            for inputs in ("uniform", "rays"):
+                one, four = e[inputs]["1"], e[inputs]["4"]
+                rows.append([name, inputs, ms(one["backward"]), ms(four["backward"]), ratio(four["backward"], one["backward"]),
+                             ms(one["backward_input"]), ms(four["backward_input"]),
+                             ratio(four["backward_input"], one["backward_input"])])
+        out["2 backward levels per thread"] = table(["~config", "~points", "backward, 1", "backward, 4", "4 / 1",
+                                                     "with dL/dx, 1", "with dL/dx, 4", "4 / 1"], rows)
 
     rows = []
     for name, e in k.items():
@@ -285,7 +322,13 @@ def tables(r: dict) -> dict:
         c = r["launch_calls"]
         rows = [["host: until the last call returns", f"{c['forward']['host_us']:.2f} µs", f"{c['backward']['host_us']:.2f} µs"],
                 ["wall: until the GPU has finished", f"{c['forward']['wall_us']:.2f} µs", f"{c['backward']['wall_us']:.2f} µs"]]
-        out["6 launch overhead"] = table(["~per call", "gj_forward", "gj_backward"], rows)
+        header = ["~per call", "gj_forward", "gj_backward"]
+        if "before" in c:
+            b, before = c["before"], r["commits"]["launch_before"]
+            for row, key in zip(rows, ("host_us", "wall_us")):
+                row += [f"{b['forward'][key]:.2f} µs", f"{b['backward'][key]:.2f} µs"]
+            header += [f"gj_forward, {before}", f"gj_backward, {before}"]
+        out["6 launch overhead"] = table(header, rows)
 
     c2, c16 = r["compile_2_cores"], r["compile_16_cores_previous_release"]
     what = [("forward", "`gridjit compile --pass forward`"), ("forward,backward", "`gridjit compile --pass forward,backward`"),
