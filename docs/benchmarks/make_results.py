@@ -105,14 +105,10 @@ def configs(rows: dict) -> dict:
     return dict(sorted(out.items()))
 
 
-def kernels(rows: dict) -> dict:
+def kernel_table(rows: dict, kinds: list) -> dict:
+    """config -> {"reference": ..., "rounds": N, PREFIX + layout: ...} from the rows whose
+    labels match kinds' patterns: (prefix, pattern), "reference" for bench_tcnn's."""
     out: dict = {}
-    kinds = [
-        ("reference", r"tcnn/(?P<name>C\d+)/(?P<variant>r\d+)"),
-        ("", r"new/(?P<name>C\d+)/(?P<variant>soa|aos)(/r\d+)?"),
-        ("previous_", r"old/(?P<name>C\d+)/(?P<variant>soa|aos)"),
-        ("rays_", r"rays/(?P<name>C\d+)/(?P<variant>soa|aos)"),
-    ]
     for prefix, pattern in kinds:
         for name, variants in group(rows, pattern).items():
             entry = out.setdefault(name, {})
@@ -123,6 +119,15 @@ def kernels(rows: dict) -> dict:
                 for layout, objs in variants.items():
                     entry[prefix + layout] = median_of(objs)
     return dict(sorted(out.items()))
+
+
+REFERENCE = ("reference", r"tcnn/(?P<name>C\d+)/(?P<variant>r\d+)")
+NEW = ("", r"new/(?P<name>C\d+)/(?P<variant>soa|aos)(/r\d+)?")
+RAYS = ("rays_", r"rays/(?P<name>C\d+)/(?P<variant>soa|aos)")
+
+
+def kernels(rows: dict) -> dict:
+    return kernel_table(rows, [REFERENCE, NEW, ("previous_", r"old/(?P<name>C\d+)/(?P<variant>soa|aos)"), RAYS])
 
 
 def spread(rows: dict) -> dict:
@@ -152,23 +157,7 @@ def bench_compile(rows: dict) -> dict:
 
 def final_kernels(rows: dict) -> dict:
     """The final kernels beside the reference and the build before the split, per config."""
-    out: dict = {}
-    kinds = [
-        ("reference", r"tcnn/(?P<name>C\d+)/(?P<variant>r\d+)"),
-        ("", r"new/(?P<name>C\d+)/(?P<variant>soa|aos)(/r\d+)?"),
-        ("presplit_", r"pre/(?P<name>C\d+)/(?P<variant>soa|aos)(/r\d+)?"),
-        ("rays_", r"rays/(?P<name>C\d+)/(?P<variant>soa|aos)"),
-    ]
-    for prefix, pattern in kinds:
-        for name, variants in group(rows, pattern).items():
-            entry = out.setdefault(name, {})
-            if prefix == "reference":
-                entry["reference"] = median_of([r for objs in variants.values() for r in objs])
-                entry["rounds"] = len(variants)
-            else:
-                for layout, objs in variants.items():
-                    entry[prefix + layout] = median_of(objs)
-    return dict(sorted(out.items()))
+    return kernel_table(rows, [REFERENCE, NEW, ("presplit_", r"pre/(?P<name>C\d+)/(?P<variant>soa|aos)(/r\d+)?"), RAYS])
 
 
 def backward_levels(rows: dict) -> dict:
