@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import argparse
 import copy
-import socket
 import sys
+import tempfile
 
 import torch
 import torch.distributed as dist
@@ -77,13 +77,15 @@ def loss_of(model, x, scale=1.0):
     return (model(x) - target).square().sum() * scale
 
 
-def worker(rank: int, backend: str, port: int, cpu: bool, kind: str = "encoding") -> None:
+def worker(rank: int, backend: str, store: str, cpu: bool, kind: str = "encoding") -> None:
     if cpu:
         device = torch.device("cpu")
     else:
         device = torch.device("cuda", rank if backend == "nccl" else 0)
         torch.cuda.set_device(device)
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
+    # A file store, not a TCP port: a port found free and then bound by the first worker can
+    # be taken by another process in between.
+    dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=WORLD)
     try:
         check(rank, device, kind)
     finally:
@@ -149,12 +151,6 @@ def check(rank: int, device: torch.device, kind: str = "encoding") -> None:
         print(f"rank 0: gradients equal the whole batch's, hooks fired, 5 steps in sync (losses {losses})", flush=True)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", choices=("gloo", "nccl"), default="gloo")
@@ -173,11 +169,13 @@ def main() -> int:
     if args.backend == "nccl" and torch.cuda.device_count() < WORLD:
         print(f"SKIP nccl needs {WORLD} GPUs (found {torch.cuda.device_count()})")
         return 0
-    try:
-        mp.spawn(worker, args=(args.backend, free_port(), args.cpu_reference, args.model), nprocs=WORLD, join=True)
-    except Exception as exc:  # a worker failed: its FAIL lines are above
-        print(f"FAIL ddp ({'cpu reference' if args.cpu_reference else args.backend}): {exc}", flush=True)
-        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            mp.spawn(worker, args=(args.backend, f"{tmp}/store", args.cpu_reference, args.model), nprocs=WORLD,
+                     join=True)
+        except Exception as exc:  # a worker failed: its FAIL lines are above
+            print(f"FAIL ddp ({'cpu reference' if args.cpu_reference else args.backend}): {exc}", flush=True)
+            return 1
     where = "cpu reference" if args.cpu_reference else args.backend
     if args.model == "network":
         where += ", NetworkWithInputEncoding"
