@@ -281,11 +281,44 @@ static void other_commands_refuse_networks_plainly(void **state) {
         "--out-dir", "/nonexistent");
     assert_refused(&r, 1, "is a network configuration: `gridjit eval` takes encodings only so far");
     gj_cli_result_free(&r);
-    RUN(&r, "precompile", "--config", "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"n_neurons\": 16}}",
-        "--arch", "sm_80", "--cache-dir", "/nonexistent");
-    assert_refused(&r, 1, "a model configuration: `gridjit precompile --config` takes encodings only so far");
-    assert_null(strstr(r.err, "unknown key"));
+}
+
+/* precompile of a model, a network and an encoding together: the two programs of each
+ * network module and an encoding module's, for two architectures; again, all of them found
+ * in the cache. A network's errors name the configuration and the key. */
+static void precompile_takes_networks(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    char *dir = gj_test_scratch_dir("precompile_networks");
+    gj_cli_result r;
+    static const char small_model[] = "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 2}, \"network\": "
+                                "{\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 3}}";
+    static const char network[] = "{\"otype\": \"CutlassMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 0, "
+                                  "\"n_input_dims\": 5, \"n_output_dims\": 2}";
+    RUN(&r, "precompile", "--config", small_model, "--config", network, "--arch", "sm_80,sm_90", "--cache-dir", dir);
+    assert_success(&r);
+    assert_non_null(strstr(r.out, "precompiled 2 configurations x 2 architectures"));
+    assert_non_null(strstr(r.out, ": 8 programs compiled, 0 already cached, 0 failed"));
     gj_cli_result_free(&r);
+    RUN(&r, "precompile", "--config", network, "--config", small_model, "--arch", "sm_90,sm_80", "--cache-dir", dir);
+    assert_success(&r);
+    assert_non_null(strstr(r.out, ": 0 programs compiled, 8 already cached, 0 failed"));
+    gj_cli_result_free(&r);
+    /* --output-dims gives a model its width; a width given both ways must agree. */
+    RUN(&r, "precompile", "--config", network, "--output-dims", "4", "--arch", "sm_90", "--cache-dir", dir);
+    assert_refused(&r, 1, "n_output_dims: the configuration says 2 but the caller passed n_output_dims = 4");
+    gj_cli_result_free(&r);
+    RUN(&r, "precompile", "--config", "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"n_neurons\": 16}}",
+        "--arch", "sm_80", "--cache-dir", dir);
+    assert_refused(&r, 1, "network: n_output_dims");
+    gj_cli_result_free(&r);
+    RUN(&r, "precompile", "--config", "{\"otype\": \"HashGrid\"}", "--output-dims", "2", "--arch", "sm_80",
+        "--cache-dir", dir);
+    assert_refused(&r, 2, "--output-dims: only for a network or model configuration");
+    gj_cli_result_free(&r);
+    free(dir);
 }
 
 /* dump prints a network's unit (device functions and kernels) and a model's (the encoding's
@@ -422,6 +455,7 @@ int main(void) {
         cmocka_unit_test(info_reads_a_model_file),
         cmocka_unit_test(info_refuses_bad_networks),
         cmocka_unit_test(other_commands_refuse_networks_plainly),
+        cmocka_unit_test(precompile_takes_networks),
         cmocka_unit_test(dump_prints_networks_and_models),
         cmocka_unit_test(sources_take_networks),
         cmocka_unit_test(compile_takes_networks),

@@ -205,9 +205,19 @@ static void precompiled_programs_serve_without_nvrtc(void **state) {
     assert_int_equal(gj_context_create(&ctx), GJ_OK);
     gj_network *net = NULL;
     assert_int_equal(gj_network_create(ctx, json, 7, 3, &net), GJ_OK);
-    assert_int_equal(gj_network_precompile(ctx, net, "sm_90"), GJ_OK);
-    assert_int_equal(gj_network_precompile(ctx, NULL, "sm_90"), GJ_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(gj_network_precompile(ctx, net, "sm90"), GJ_ERROR_INVALID_ARGUMENT);
+    gj_precompile_report report;
+    memset(&report, 0xFF, sizeof report);
+    assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_OK);
+    assert_int_equal(report.programs, 2); /* inference, training */
+    assert_int_equal(report.compiled + report.cached, 2);
+    assert_true(report.ms >= 0.0);
+    /* Again: both found in the cache, nothing compiled. */
+    assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_OK);
+    assert_int_equal(report.programs, 2);
+    assert_int_equal(report.cached, 2);
+    assert_int_equal(report.compiled, 0);
+    assert_int_equal(gj_network_precompile(ctx, NULL, "sm_90", NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj_network_precompile(ctx, net, "sm90", NULL), GJ_ERROR_INVALID_ARGUMENT);
     gj_network_destroy(net);
     gj_context_destroy(ctx);
 

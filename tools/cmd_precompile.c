@@ -22,8 +22,8 @@
 static const char *const CMD = "precompile";
 
 static void usage(void) {
-    printf("Usage: gridjit precompile --config C [--config C ...] [--dims D] --arch A[,A...] [--ptx]\n"
-           "                          [--pass P] [--gradients fp32|auto] [--cache-dir DIR] [--jobs N]\n"
+    printf("Usage: gridjit precompile --config C [--config C ...] [--dims D] [--output-dims N] --arch A[,A...]\n"
+           "                          [--ptx] [--pass P] [--gradients fp32|auto] [--cache-dir DIR] [--jobs N]\n"
            "                          [--keep-source]\n"
            "       gridjit precompile --source FILE --encoding NAME=CONFIG[:DIMS]... --kernel K...\n"
            "                          [--network NAME=CONFIG[:IN:OUT]]...\n"
@@ -32,24 +32,26 @@ static void usage(void) {
            "Compiles, for every architecture, every program a module of each encoding\n"
            "configuration needs (one per part: forward, forward with dy/dx, backward,\n"
            "backward with dL/dx, dL/dx alone, the level-group _rows forms of those five,\n"
-           "backward-of-backward, the helpers; docs/cli.md), or a source of your own, into\n"
+           "backward-of-backward, the helpers; docs/cli.md), the two programs (inference,\n"
+           "training) a network's or model's module needs, or a source of your own, into\n"
            "the cache directory, so that gridjit (or an application using the library) later\n"
            "loads the binaries without compiling, even where NVRTC is absent: ship DIR and\n"
            "list it in GRIDJIT_CACHE_PATH, or use it as GRIDJIT_CACHE_DIR. Entries already\n"
            "there are verified and kept. Prints its progress on a terminal and a summary\n"
-           "line; the exit status is 1 when any compilation failed. --config takes encodings\n"
-           "only so far (a network's or model's programs: gj_network_precompile from C);\n"
-           "--network offers networks to a --source as headers.\n"
+           "line; the exit status is 1 when any compilation failed. --network offers networks\n"
+           "to a --source as headers.\n"
            "\n"
            "Options:\n"
            "  -c, --config C   a JSON file, inline JSON starting with '{' (or '[' for a list of\n"
            "                   configurations), or a directory whose *.json files are each one;\n"
            "                   may be repeated\n"
            "  -d, --dims D     number of input dimensions (default: each configuration's\n"
-           "                   \"n_dims_to_encode\", else 3)\n"
+           "                   \"n_dims_to_encode\", else 3; a network alone's \"n_input_dims\")\n"
+           "      --output-dims N  a network's or model's output width (default: the network\n"
+           "                   object's \"n_output_dims\")\n"
            "  -a, --arch LIST  comma-separated targets (sm_80,sm_90,sm_90a,...); may be repeated\n"
            "      --ptx        PTX instead of cubins (sm_90 becomes compute_90)\n"
-           "  -p, --pass P     passes to generate, as for gridjit compile (default all)\n"
+           "  -p, --pass P     an encoding's passes, as for gridjit compile (default all)\n"
            GJ_CLI_GRADIENTS_HELP
            "      --cache-dir DIR  the directory to fill (default: GRIDJIT_CACHE_DIR, else\n"
            "                   $XDG_CACHE_HOME/gridjit, else ~/.cache/gridjit)\n"
@@ -61,7 +63,7 @@ static void usage(void) {
 }
 
 /* --jobs has no -j: -j is --json in every command (docs/cli.md). */
-enum { OPT_PTX = 256, OPT_CACHE_DIR, OPT_KEEP_SOURCE, OPT_JOBS, OPT_GRADIENTS };
+enum { OPT_PTX = 256, OPT_CACHE_DIR, OPT_KEEP_SOURCE, OPT_JOBS, OPT_GRADIENTS, OPT_OUTPUT_DIMS };
 
 #define MAX_ITEMS 4096
 
@@ -72,6 +74,7 @@ typedef struct precompile_args {
     const char *archs[MAX_ITEMS];
     size_t n_archs;
     const char *dims;
+    const char *outputs; /* --output-dims */
     const char *passes;
     const char *gradients;
     const char *cache_dir;
@@ -92,6 +95,7 @@ static int parse_args(int argc, char **argv, precompile_args *args) {
     static const struct option options[] = {
         {"config", required_argument, NULL, 'c'},
         {"dims", required_argument, NULL, 'd'},
+        {"output-dims", required_argument, NULL, OPT_OUTPUT_DIMS},
         {"arch", required_argument, NULL, 'a'},
         {"ptx", no_argument, NULL, OPT_PTX},
         {"pass", required_argument, NULL, 'p'},
@@ -114,6 +118,7 @@ static int parse_args(int argc, char **argv, precompile_args *args) {
         case 'O': rc = gj_cli_source_add(CMD, &args->source, opt, optarg); break;
         case 'c': rc = add_item(args->configs, &args->n_configs, optarg, "--config"); break;
         case 'd': args->dims = optarg; break;
+        case OPT_OUTPUT_DIMS: args->outputs = optarg; break;
         case 'a': rc = add_item(args->archs, &args->n_archs, optarg, "--arch"); break;
         case OPT_PTX: args->ptx = 1; break;
         case 'p': args->passes = optarg; break;
@@ -149,12 +154,15 @@ typedef struct work {
     char **configs; /* JSON texts */
     char **origins; /* where each came from, for messages */
     size_t n_configs;
-    /* The encoding of each configuration, made once before the threads start and read by
-     * every job of it (an encoding is immutable, so the threads share it). */
+    /* The encoding, or the network (a network or model configuration), of each
+     * configuration, made once before the threads start and read by every job of it (both
+     * are immutable, so the threads share them). */
     gj_encoding **encodings;
+    gj_network **networks;
     char **archs; /* canonical target spellings */
     size_t n_archs;
     uint32_t n_dims;
+    uint32_t n_outputs; /* --output-dims; 0: the configuration's */
     uint32_t n_workers; /* -j; 0: the number of CPUs */
     gj_codegen_options opts;
 } work;
@@ -165,6 +173,7 @@ static void free_work(work *w) {
         free(w->configs[i]);
         free(w->origins[i]);
         gj_encoding_destroy(w->encodings ? w->encodings[i] : NULL);
+        gj_network_destroy(w->networks ? w->networks[i] : NULL);
     }
     for (size_t i = 0; i < w->n_archs; i++) {
         free(w->archs[i]);
@@ -172,6 +181,7 @@ static void free_work(work *w) {
     free(w->configs);
     free(w->origins);
     free(w->encodings);
+    free(w->networks);
     free(w->archs);
 }
 
@@ -315,26 +325,28 @@ static int add_archs(work *w, const char *list, int ptx) {
     return GJ_CLI_OK;
 }
 
-/* Every configuration must make an encoding before any thread starts. */
-static int make_encodings(gj_context *ctx, work *w) {
+/* Every configuration must make its encoding or network before any thread starts. */
+static int make_configs(gj_context *ctx, work *w) {
     w->encodings = calloc(w->n_configs, sizeof *w->encodings);
-    if (!w->encodings && w->n_configs) {
+    w->networks = calloc(w->n_configs, sizeof *w->networks);
+    if ((!w->encodings || !w->networks) && w->n_configs) {
         gj_cli_error(CMD, "out of memory");
         return GJ_CLI_FAILURE;
     }
+    size_t n_networks = 0;
     for (size_t i = 0; i < w->n_configs; i++) {
-        const gj_cli_config_kind kind = gj_cli_classify_config(w->configs[i]);
-        if (kind != GJ_CLI_CONFIG_ENCODING) {
-            /* Said plainly, rather than the encoding parser's complaint about "network". */
-            gj_cli_error(CMD, "%s: a %s configuration: `gridjit precompile --config` takes encodings only so far "
-                              "(a network's or model's programs: gj_network_precompile from C)",
-                         w->origins[i], kind == GJ_CLI_CONFIG_MODEL ? "model" : "network");
-            return GJ_CLI_FAILURE;
-        }
-        if (gj_encoding_create(ctx, w->configs[i], w->n_dims, &w->encodings[i]) != GJ_OK) {
+        const int network = gj_cli_classify_config(w->configs[i]) != GJ_CLI_CONFIG_ENCODING;
+        const gj_status status = network
+                                     ? gj_network_create(ctx, w->configs[i], w->n_dims, w->n_outputs, &w->networks[i])
+                                     : gj_encoding_create(ctx, w->configs[i], w->n_dims, &w->encodings[i]);
+        if (status != GJ_OK) {
             gj_cli_error(CMD, "%s: %s", w->origins[i], gj_context_errmsg(ctx));
             return GJ_CLI_FAILURE;
         }
+        n_networks += network;
+    }
+    if (w->n_outputs && n_networks == 0) {
+        return gj_cli_usage_error(CMD, "--output-dims: only for a network or model configuration");
     }
     return GJ_CLI_OK;
 }
@@ -385,6 +397,8 @@ static void run_job(crew *c, size_t j, job_result *r) {
             snprintf(r->message, sizeof r->message, "%s\n%s", gj_context_errmsg(c->ctx), gj_program_log(prog));
         }
         gj_program_destroy(prog);
+    } else if (w->networks[j / w->n_archs]) {
+        r->status = gj_network_precompile(c->ctx, w->networks[j / w->n_archs], arch, &r->report);
     } else {
         r->status = gj_precompile(c->ctx, w->encodings[j / w->n_archs], &w->opts, arch, c->inner_threads, &r->report);
     }
@@ -501,6 +515,9 @@ static int precompile(gj_context *ctx, work *w, const gj_source_desc *desc) {
 
 static int gather(const precompile_args *args, work *w) {
     int rc = gj_cli_parse_dims(CMD, args->dims, &w->n_dims);
+    if (rc == GJ_CLI_OK && args->outputs) {
+        rc = gj_cli_parse_u32(CMD, "--output-dims", args->outputs, 1, GJ_NETWORK_MAX_OUTPUT_DIMS, &w->n_outputs);
+    }
     gj_codegen_options_init(&w->opts);
     if (rc == GJ_CLI_OK && args->passes) {
         rc = gj_cli_parse_passes(CMD, args->passes, &w->opts.passes);
@@ -542,7 +559,7 @@ int gj_cli_precompile(int argc, char **argv) {
         rc = setup_context(ctx, &args);
     }
     if (rc == GJ_CLI_OK) {
-        rc = args.source.file ? gj_cli_source_open(CMD, ctx, &args.source) : make_encodings(ctx, &w);
+        rc = args.source.file ? gj_cli_source_open(CMD, ctx, &args.source) : make_configs(ctx, &w);
     }
     if (rc == GJ_CLI_OK) {
         rc = precompile(ctx, &w, args.source.file ? &args.source.desc : NULL);

@@ -6,6 +6,7 @@
  * shared memory. The launch geometry is the block plan the unit states (network_plan.c).
  */
 #include "api/context.h"
+#include "base/clock.h"
 
 #include "codegen/facts.h"
 #include "codegen/network_codegen.h"
@@ -154,14 +155,20 @@ static gj_status make_part_source(gj_context *ctx, const struct gj_network *net,
     return GJ_OK;
 }
 
-gj_status gj_network_precompile(gj_context *ctx, const gj_network *net, const char *arch) {
+gj_status gj_network_precompile(gj_context *ctx, const gj_network *net, const char *arch,
+                                 gj_precompile_report *report) {
     static const char call[] = "gj_network_precompile";
+    gj_precompile_report ignored;
+    report = report ? report : &ignored;
+    memset(report, 0, sizeof *report);
     GJ__ENTER(ctx);
     if (!net || !arch) {
         return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: net and arch must not be NULL", call);
     }
+    const double start = gj__now_ms();
     gj_codegen_options opts;
     module_options(&opts);
+    report->programs = GJ__NETWORK_PART_COUNT - GJ__NETWORK_PART_INFERENCE;
     gj_status status = GJ_OK;
     for (int part = GJ__NETWORK_PART_INFERENCE; status == GJ_OK && part < GJ__NETWORK_PART_COUNT; ++part) {
         part_source p;
@@ -171,8 +178,12 @@ gj_status gj_network_precompile(gj_context *ctx, const gj_network *net, const ch
             status = gj_compile_user(ctx, &p.desc, arch, &prog);
             free_part_source(&p);
         }
+        if (status == GJ_OK) {
+            *(gj_program_cache_status(prog) == GJ_CACHE_HIT ? &report->cached : &report->compiled) += 1;
+        }
         gj_program_destroy(prog);
     }
+    report->ms = gj__now_ms() - start;
     return status;
 }
 
