@@ -42,6 +42,27 @@ static void module_options(gj_codegen_options *opts) {
     opts->name = GJ__NETWORK_DEFAULT_NAME;
 }
 
+/* An environment variable as 1, 2, 4 or 8 (warps), or as 0 / 1 (-1 / 1); 0 when unset or
+ * anything else. */
+static uint32_t env_warps(const char *name) {
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "1") || !strcmp(v, "2") || !strcmp(v, "4") || !strcmp(v, "8")) ? (uint32_t)atoi(v) : 0u;
+}
+
+static int env_switch(const char *name) {
+    const char *v = getenv(name);
+    return !v ? 0 : !strcmp(v, "1") ? 1 : !strcmp(v, "0") ? -1 : 0;
+}
+
+/* Overrides of the kernels' block plan for measuring launch shapes (docs/networks.md,
+ * "Launch shapes"), read once per module. They change the generated code, hence the
+ * programs' cache keys. */
+static void plan_hints_from_env(gj__network_plan_hints *hints) {
+    hints->warps = env_warps("GRIDJIT_NETWORK_WARPS");
+    hints->stage = env_switch("GRIDJIT_NETWORK_STAGE");
+    hints->smem_grads = env_switch("GRIDJIT_NETWORK_BLOCK_SUMS");
+}
+
 gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_network_module **out) {
     if (out) {
         *out = NULL;
@@ -62,7 +83,8 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     }
     m->ctx = ctx;
     module_options(&m->opts);
-    gj__network_plan_make(&m->net->layout, &m->plan);
+    plan_hints_from_env(&m->net->hints); /* the module's own copy of the network */
+    gj__network_plan_make(&m->net->layout, &m->net->hints, &m->plan);
     pthread_mutex_init(&m->lock, NULL);
     *out = m;
     return GJ_OK;
@@ -168,11 +190,15 @@ gj_status gj_network_precompile(gj_context *ctx, const gj_network *net, const ch
     const double start = gj__now_ms();
     gj_codegen_options opts;
     module_options(&opts);
+    /* What a module made now would compile: the same plan hints (a shallow copy that only
+     * generates source; the caller's network is not changed). */
+    struct gj_network hinted = *net;
+    plan_hints_from_env(&hinted.hints);
     report->programs = GJ__NETWORK_PART_COUNT - GJ__NETWORK_PART_INFERENCE;
     gj_status status = GJ_OK;
     for (int part = GJ__NETWORK_PART_INFERENCE; status == GJ_OK && part < GJ__NETWORK_PART_COUNT; ++part) {
         part_source p;
-        status = make_part_source(ctx, net, &opts, (gj__network_part)part, call, &p);
+        status = make_part_source(ctx, &hinted, &opts, (gj__network_part)part, call, &p);
         gj_program *prog = NULL;
         if (status == GJ_OK) {
             status = gj_compile_user(ctx, &p.desc, arch, &prog);

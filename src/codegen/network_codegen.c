@@ -223,7 +223,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
                           const char *options_text) {
     const char *name = gj__network_name(opts);
     gj__network_plan plan;
-    gj__network_plan_make(&net->layout, &plan);
+    gj__network_plan_make(&net->layout, &net->hints, &plan);
     gj__strbuf sb;
     gj__sb_init(&sb);
     emit_header(&sb, net, opts, part, &plan, options_text);

@@ -24,7 +24,30 @@ static uint32_t fit_warps(gj__network_plan *p, uint64_t n_params, uint64_t budge
     return 0;
 }
 
-void gj__network_plan_make(const gj__network_layout *layout, gj__network_plan *out) {
+/* The hints that fit: each applied, unless the backward block they make exceeds what a
+ * plan may ask for (then the plan stays as it was). */
+static void apply_hints(const gj__network_plan_hints *hints, uint64_t staged, uint64_t n_params, gj__network_plan *p) {
+    if (!hints || !(hints->warps || hints->stage || hints->smem_grads)) {
+        return;
+    }
+    gj__network_plan h = *p;
+    if (hints->stage) {
+        h.stage = hints->stage > 0;
+        h.staged_halves = h.stage ? staged : 0;
+    }
+    if (hints->smem_grads) {
+        h.smem_grads = hints->smem_grads > 0;
+    }
+    if (hints->warps == 1 || hints->warps == 2 || hints->warps == 4 || hints->warps == 8) {
+        h.warps = hints->warps;
+    }
+    if (backward_bytes(&h, n_params) <= GJ__NETWORK_MAX_SMEM) {
+        *p = h;
+    }
+}
+
+void gj__network_plan_make(const gj__network_layout *layout, const gj__network_plan_hints *hints,
+                           gj__network_plan *out) {
     gj__network_plan p = {0};
     uint32_t widest = layout->padded_input_width > layout->padded_output_width ? layout->padded_input_width
                                                                                : layout->padded_output_width;
@@ -55,6 +78,7 @@ void gj__network_plan_make(const gj__network_layout *layout, gj__network_plan *o
             }
         }
     }
+    apply_hints(hints, staged, layout->n_params, &p);
     p.forward_bytes = (uint32_t)(2 * p.staged_halves + p.scratch_halves * p.warps); /* one buffer a warp */
     p.backward_bytes = (uint32_t)backward_bytes(&p, layout->n_params);
     *out = p;

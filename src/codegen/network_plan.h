@@ -1,7 +1,8 @@
 /* How the network kernels use a block (templates/network_kernels.cuh): warps, whether the
  * weights are staged in shared memory, whether the backward kernel sums dL/dparams in shared
- * memory, and the bytes of dynamic shared memory each kernel takes. Fixed by the layout; the
- * generated code states it as constants and the runtime launches with the same numbers. */
+ * memory, and the bytes of dynamic shared memory each kernel takes. Fixed by the layout (and
+ * a module's hints); the generated code states it as constants and the runtime launches
+ * with the same numbers. */
 #ifndef GJ_CODEGEN_NETWORK_PLAN_H
 #define GJ_CODEGEN_NETWORK_PLAN_H
 
@@ -24,6 +25,9 @@ typedef struct gj__network_plan {
 /* The most dynamic shared memory a plan asks for (sm_80's 163 KiB opt-in limit, rounded down). */
 #define GJ__NETWORK_MAX_SMEM (160u * 1024u)
 
-void gj__network_plan_make(const gj__network_layout *layout, gj__network_plan *out);
+/* The plan of layout; hints (may be NULL) override its choices where the block they make
+ * still fits (GJ__NETWORK_MAX_SMEM). */
+void gj__network_plan_make(const gj__network_layout *layout, const gj__network_plan_hints *hints,
+                           gj__network_plan *out);
 
 #endif

@@ -13,6 +13,8 @@ struct gj_network {
     gj_encoding *encoding; /* owned; NULL for a network alone */
     uint32_t n_input_dims; /* the width of what the caller feeds */
     float input_padding;   /* what the MLP's padding input columns hold */
+    gj__network_plan_hints hints; /* zero (the plan's own choices) but in a module's private
+                                     copy, set before its first use */
 };
 
 /* Parses json (gj__model_config_parse_ex) and computes the layouts. On failure *out is

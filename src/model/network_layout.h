@@ -26,6 +26,14 @@ typedef struct gj__network_layout {
     uint64_t n_params;                          /* the sum of every layer's fan_in * fan_out */
 } gj__network_layout;
 
+/* Overrides of the network kernels' block plan (codegen/network_plan.h), for measuring
+ * launch shapes (docs/networks.md, "Launch shapes"): zero leaves each to the plan. */
+typedef struct gj__network_plan_hints {
+    uint32_t warps; /* warps per block: 1, 2, 4 or 8 */
+    int stage;      /* 1: weights staged in shared memory, -1: read from global memory */
+    int smem_grads; /* 1: the backward sums dL/dparams per block in shared memory, -1: not */
+} gj__network_plan_hints;
+
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */
 uint32_t gj__network_pad(uint32_t value);
 

@@ -86,7 +86,7 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
         return;
     }
     gj__network_plan plan;
-    gj__network_plan_make(&net->layout, &plan);
+    gj__network_plan_make(&net->layout, nullptr, &plan);
     if (plan.stride != (unsigned)C::S || plan.scratch_halves != C::SCRATCH_HALVES || plan.ctx_halves != C::CTX_HALVES ||
         net->layout.n_params != C::N_PARAMS) {
         std::printf("FAIL plan %s: stride %u, scratch %llu, ctx %llu, params %llu\n", shape, plan.stride,

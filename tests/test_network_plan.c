@@ -1,0 +1,133 @@
+/* The network kernels' block plan (src/codegen/network_plan.c) and its hints: the choices a
+ * layout gets, hints that replace them where the block still fits, and the generated code
+ * stating what the plan says (the runtime launches with the same numbers). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gridjit.h"
+#include "codegen/network_codegen.h"
+#include "codegen/network_plan.h"
+#include "model/network.h"
+
+static struct gj_network *make(const char *json, uint32_t in, uint32_t out) {
+    struct gj_network *net = NULL;
+    char err[512] = "";
+    if (gj__network_make_ex(json, in, out, 0, NULL, &net, err, sizeof err) != GJ_OK) {
+        fail_msg("%s: %s", json, err);
+    }
+    return net;
+}
+
+/* Field by field (the struct has padding). */
+static void assert_same_plan(const gj__network_plan *a, const gj__network_plan *b) {
+    assert_int_equal(a->stride, b->stride);
+    assert_int_equal(a->scratch_halves, b->scratch_halves);
+    assert_int_equal(a->ctx_halves, b->ctx_halves);
+    assert_int_equal(a->staged_halves, b->staged_halves);
+    assert_int_equal(a->warps, b->warps);
+    assert_int_equal(a->stage, b->stage);
+    assert_int_equal(a->smem_grads, b->smem_grads);
+    assert_int_equal(a->forward_bytes, b->forward_bytes);
+    assert_int_equal(a->backward_bytes, b->backward_bytes);
+}
+
+/* The 32 -> 64 -> 64 -> 16 MLP behind tiny-cuda-nn's default HashGrid (7168 parameters):
+ * staged weights, block sums, and the most warps whose backward block leaves room for a
+ * second block (96 KiB): 4. */
+static const char small[] = "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 2}";
+
+static void a_layout_gets_the_plan_s_choices(void **state) {
+    (void)state;
+    struct gj_network *net = make(small, 32, 16);
+    gj__network_plan p;
+    gj__network_plan_make(&net->layout, NULL, &p);
+    assert_int_equal(p.stride, 72);
+    assert_int_equal(p.warps, 4);
+    assert_true(p.stage && p.smem_grads);
+    assert_int_equal(p.staged_halves, (32 + 8) * 64 + (64 + 8) * 64 + (64 + 8) * 16);
+    assert_int_equal(p.backward_bytes, 2 * p.staged_halves + 4 * 7168 + 2 * 64 * 72 * 4);
+    assert_true(p.backward_bytes <= 96 * 1024);
+    /* Zero hints are no hints. */
+    gj__network_plan_hints none = {0, 0, 0};
+    gj__network_plan q;
+    gj__network_plan_make(&net->layout, &none, &q);
+    assert_same_plan(&p, &q);
+    gj_network_destroy(net);
+}
+
+static void hints_replace_the_choices(void **state) {
+    (void)state;
+    struct gj_network *net = make(small, 32, 16);
+    gj__network_plan_hints hints = {2, -1, -1};
+    gj__network_plan p;
+    gj__network_plan_make(&net->layout, &hints, &p);
+    assert_int_equal(p.warps, 2);
+    assert_false(p.stage);
+    assert_int_equal(p.staged_halves, 0);
+    assert_false(p.smem_grads);
+    assert_int_equal(p.forward_bytes, 64 * 72 * 2);     /* one buffer a warp, 2 warps */
+    assert_int_equal(p.backward_bytes, 2 * 64 * 72 * 2); /* two buffers a warp */
+    /* One at a time: 8 warps alone keeps the plan's staging and block sums. */
+    gj__network_plan_hints eight = {8, 0, 0};
+    gj__network_plan_make(&net->layout, &eight, &p);
+    assert_int_equal(p.warps, 8);
+    assert_true(p.stage && p.smem_grads);
+    /* A warp count that is not 1, 2, 4 or 8 is no hint. */
+    gj__network_plan_hints three = {3, 0, 0};
+    gj__network_plan_make(&net->layout, &three, &p);
+    assert_int_equal(p.warps, 4);
+    gj_network_destroy(net);
+}
+
+/* 128 wide, 8 hidden layers: block sums (532 KiB) cannot fit, so a hint asking for them is
+ * dropped whole and the plan stays as it was. */
+static void hints_that_do_not_fit_are_dropped(void **state) {
+    (void)state;
+    struct gj_network *net =
+        make("{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 8}", 32, 16);
+    gj__network_plan plain, hinted;
+    gj__network_plan_make(&net->layout, NULL, &plain);
+    assert_false(plain.smem_grads);
+    gj__network_plan_hints hints = {8, 0, 1};
+    gj__network_plan_make(&net->layout, &hints, &hinted);
+    assert_same_plan(&plain, &hinted);
+    gj_network_destroy(net);
+}
+
+/* The generated configuration states the hinted plan. */
+static void generated_code_follows_the_hints(void **state) {
+    (void)state;
+    struct gj_network *net = make(small, 32, 16);
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.name = "net";
+    char *plain = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
+    assert_non_null(plain);
+    assert_non_null(strstr(plain, "WARPS = 4;"));
+    assert_non_null(strstr(plain, "STAGE = true;"));
+    net->hints = (gj__network_plan_hints){2, -1, -1};
+    char *hinted = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
+    assert_non_null(hinted);
+    assert_non_null(strstr(hinted, "WARPS = 2;"));
+    assert_non_null(strstr(hinted, "STAGE = false;"));
+    assert_non_null(strstr(hinted, "SMEM_GRADS = false;"));
+    free(plain);
+    free(hinted);
+    gj_network_destroy(net);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_layout_gets_the_plan_s_choices),
+        cmocka_unit_test(hints_replace_the_choices),
+        cmocka_unit_test(hints_that_do_not_fit_are_dropped),
+        cmocka_unit_test(generated_code_follows_the_hints),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
