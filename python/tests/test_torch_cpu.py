@@ -626,6 +626,38 @@ def test_eikonal_style_second_order_matches_the_reference(kernel_params):
         assert b.abs().max() > 0
 
 
+def test_a_backward_pass_computes_only_the_gradients_it_uses():
+    """torch.autograd.grad(y, x, create_graph=True), an eikonal term's pass, uses dL/dx
+    only: the parameters' gradient (a pass over every point and level, and a buffer of
+    every parameter) is left out. A later pass computes what it uses: both for a loss on
+    y and dL/dx with respect to (x, params), only dL/dparams with respect to params. The
+    results are the reference's either way."""
+    ops, x, params = _ops_and_inputs(HASH, seed=3)
+    asked = []
+    backward = ops.backward
+
+    def spy(x_, p_, mlpp, ml, dy, want_dx, want_dparams, stochastic):
+        asked.append((want_dx, want_dparams))
+        return backward(x_, p_, mlpp, ml, dy, want_dx, want_dparams, stochastic)
+
+    ops.backward = spy
+
+    def grads(forward):
+        y = forward(x, params)
+        (dx,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+        loss = ((dx.norm(dim=1) - 1) ** 2).sum() + y.square().sum()
+        return torch.autograd.grad(loss, (x, params))
+
+    ours = grads(lambda x_, p_: _apply(ops, x_, p_, "alias"))
+    assert asked == [(True, False), (True, True)]
+    theirs = grads(lambda x_, p_: ops.reference.forward(x_, p_))
+    for a, b in zip(ours, theirs):
+        assert torch.allclose(a, b, rtol=1e-10, atol=1e-12) and b.abs().max() > 0
+    asked.clear()
+    (g,) = torch.autograd.grad(_apply(ops, x, params, "alias").sum(), params)
+    assert asked == [(False, True)] and g.abs().max() > 0
+
+
 def test_backward_with_no_gradient_needed_returns_nothing():
     ops, x, params = _ops_and_inputs(HASH)
     y = _apply(ops, x.detach(), params, "same")
