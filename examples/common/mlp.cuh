@@ -15,8 +15,9 @@
 // into distinct banks.
 //
 // This file is not a header NVRTC can find: the example programs splice it into their
-// kernel files where they say #include "mlp.cuh" (gridjit offers only the encodings as
-// headers). It needs the device types of an encoding header (gj_u32, gj_half, ...) first.
+// kernel files where they say #include "mlp.cuh". It needs the device types of an encoding
+// header (gj_u32, gj_half, ...) first. gridjit generates this network too (examples/README.md
+// says why the examples keep this one).
 //
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), g = lane / 4, t = lane % 4:
 //   A (16 x 16, row-major), 4 registers of 2 halves: (row g, cols 2t, 2t+1), (row g+8, same),
