@@ -33,6 +33,19 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* A pass over n points with its arrays at fixed offsets of one device buffer b (nothing
+ * runs: the fake driver only takes the pointers): the parameters, input, output and context. */
+static gj_network_pass_desc desc_over(char *b, uint64_t n) {
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = n;
+    d.params = b;
+    d.input = (const float *)(b + 4096);
+    d.output = (float *)(b + 8192);
+    d.context = b + 16384;
+    return d;
+}
+
 static void passes_launch_their_kernels(void **state) {
     (void)state;
     if (!gj_test_have_nvrtc()) {
@@ -52,13 +65,7 @@ static void passes_launch_their_kernels(void **state) {
     void *buffer = NULL;
     assert_int_equal(gj_device_alloc(ctx, 1 << 20, &buffer), GJ_OK);
     char *b = buffer;
-    gj_network_pass_desc d;
-    gj_network_pass_desc_init(&d);
-    d.n = 100;
-    d.params = b;
-    d.input = (const float *)(b + 4096);
-    d.output = (float *)(b + 8192);
-    d.context = b + 16384;
+    gj_network_pass_desc d = desc_over(b, 100);
     d.dL_doutput = (const float *)(b + 65536);
     d.dL_dparams = (float *)(b + 131072);
     d.dL_dinput = (float *)(b + 196608);
@@ -154,13 +161,7 @@ static void a_model_launches_fused_kernels(void **state) {
     void *buffer = NULL;
     assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
     char *b = buffer;
-    gj_network_pass_desc d;
-    gj_network_pass_desc_init(&d);
-    d.n = 50;
-    d.params = b;
-    d.input = (const float *)(b + 4096);
-    d.output = (float *)(b + 8192);
-    d.context = b + 16384;
+    gj_network_pass_desc d = desc_over(b, 50);
     assert_int_equal(gj_network_inference(m, NULL, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(gj_context_errmsg(ctx), "encoding_params must not be NULL"));
     d.encoding_params = b + (1 << 20);
@@ -231,13 +232,7 @@ static void precompiled_programs_serve_without_nvrtc(void **state) {
     void *buffer = NULL;
     assert_int_equal(gj_device_alloc(ctx, 1 << 20, &buffer), GJ_OK);
     char *b = buffer;
-    gj_network_pass_desc d;
-    gj_network_pass_desc_init(&d);
-    d.n = 40;
-    d.params = b;
-    d.input = (const float *)(b + 4096);
-    d.output = (float *)(b + 8192);
-    d.context = b + 16384;
+    gj_network_pass_desc d = desc_over(b, 40);
     d.dL_doutput = (const float *)(b + 65536);
     d.dL_dparams = (float *)(b + 131072);
     fake.reset_counts();

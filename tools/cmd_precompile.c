@@ -387,6 +387,7 @@ static int setup_context(gj_context *ctx, const precompile_args *args) {
 static void run_job(crew *c, size_t j, job_result *r) {
     const work *w = c->w;
     const char *arch = w->archs[j % w->n_archs];
+    const size_t config = j / w->n_archs;
     if (c->desc) {
         gj_program *prog = NULL;
         r->status = gj_compile_user(c->ctx, c->desc, arch, &prog);
@@ -397,10 +398,10 @@ static void run_job(crew *c, size_t j, job_result *r) {
             snprintf(r->message, sizeof r->message, "%s\n%s", gj_context_errmsg(c->ctx), gj_program_log(prog));
         }
         gj_program_destroy(prog);
-    } else if (w->networks[j / w->n_archs]) {
-        r->status = gj_network_precompile(c->ctx, w->networks[j / w->n_archs], arch, &r->report);
+    } else if (w->networks[config]) {
+        r->status = gj_network_precompile(c->ctx, w->networks[config], arch, &r->report);
     } else {
-        r->status = gj_precompile(c->ctx, w->encodings[j / w->n_archs], &w->opts, arch, c->inner_threads, &r->report);
+        r->status = gj_precompile(c->ctx, w->encodings[config], &w->opts, arch, c->inner_threads, &r->report);
     }
     if (r->status != GJ_OK && !r->message[0]) {
         snprintf(r->message, sizeof r->message, "%s", gj_context_errmsg(c->ctx));
@@ -515,8 +516,9 @@ static int precompile(gj_context *ctx, work *w, const gj_source_desc *desc) {
 
 static int gather(const precompile_args *args, work *w) {
     int rc = gj_cli_parse_dims(CMD, args->dims, &w->n_dims);
-    if (rc == GJ_CLI_OK && args->outputs) {
-        rc = gj_cli_parse_u32(CMD, "--output-dims", args->outputs, 1, GJ_NETWORK_MAX_OUTPUT_DIMS, &w->n_outputs);
+    uint32_t unused = 0; /* --dims is the encodings' range here (gj_cli_parse_dims) */
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_parse_network_widths(CMD, NULL, args->outputs, &unused, &w->n_outputs);
     }
     gj_codegen_options_init(&w->opts);
     if (rc == GJ_CLI_OK && args->passes) {

@@ -107,17 +107,23 @@ _PRECISIONS = {torch.float16: "fp16", torch.float32: "fp32"}
 _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
 _grad_enabled = torch.is_grad_enabled
 _will_execute = getattr(torch._C, "_will_engine_execute_node", None)
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
+
+
+def _wanted_gradients(ctx) -> tuple:
+    """(want dL/dx, want dL/dparams) in the backward of a Function whose arguments begin
+    (ops, x, params): whether the running backward pass uses each. needs_input_grad says
+    whether it could; the engine knows whether the node the gradient goes to runs:
+    torch.autograd.grad(y, x, create_graph=True), an eikonal term's pass, leaves the
+    parameters out, and their gradient (a pass over every point and level, and a
+    parameter-sized buffer) is then not computed. Where the engine cannot say (an older
+    torch; an input of autograd.grad itself, which it refuses to answer for; compiled
+    autograd), needs_input_grad decides."""
+    return _wanted(ctx, 1, 0), _wanted(ctx, 2, 1)  # next_functions lists tensor arguments only
 
 
 def _wanted(ctx, i: int, edge: int) -> bool:
-    """Whether the running backward pass uses the gradient of the forward's argument i,
-    the edge-th tensor argument (next_functions lists tensor arguments only).
-    needs_input_grad says whether it could; the engine knows whether the node the gradient
-    goes to runs: torch.autograd.grad(y, x, create_graph=True), an eikonal term's pass,
-    leaves the parameters out, and their gradient (a pass over every point and level, and
-    a parameter-sized buffer) is then not computed. Where the engine cannot say (an older
-    torch; an input of autograd.grad itself, which it refuses to answer for; compiled
-    autograd), needs_input_grad decides."""
+    """_wanted_gradients for argument i, the edge-th tensor argument."""
     if not ctx.needs_input_grad[i]:
         return False
     if _will_execute is None:
@@ -127,7 +133,6 @@ def _wanted(ctx, i: int, edge: int) -> bool:
         return node is None or bool(_will_execute(node))
     except Exception:  # noqa: BLE001 - the engine cannot say: keep the static answer
         return True
-_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
 
 
 def context() -> Context:
@@ -339,7 +344,7 @@ class _EncodeFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dy):
-        want_dx, want_dparams = _wanted(ctx, 1, 0), _wanted(ctx, 2, 1)  # x, params: the first tensors
+        want_dx, want_dparams = _wanted_gradients(ctx)
         if dy is None or not (want_dx or want_dparams):
             return None, None, None, None, None, None, None
         x, kparams, mlpp = ctx.saved_tensors
@@ -737,7 +742,7 @@ class _NetworkFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dy):
-        want_dx, want_dparams = _wanted(ctx, 1, 0), _wanted(ctx, 2, 1)  # x, params: the first tensors
+        want_dx, want_dparams = _wanted_gradients(ctx)
         if dy is None or not (want_dx or want_dparams):
             return None, None, None, None, None, None
         x, kparams, *saved = ctx.saved_tensors
