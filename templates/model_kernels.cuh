@@ -64,15 +64,14 @@ GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, co
     typedef typename E::config EC;
     constexpr int D = EC::D;
     const int lane = gj_nn_lane();
-    const gj_u64 n_tiles = (n + 31) / 32;
     const bool encoding_grads = dL_deparams != nullptr || dL_dx != nullptr;
 #pragma unroll 1
-    for (gj_u64 tile = (gj_u64)blockIdx.x * C::WARPS + threadIdx.x / 32; tile < n_tiles;
-         tile += (gj_u64)gridDim.x * C::WARPS) {
-        const gj_u64 i = tile * 32 + lane;
+    for (gj_u64 round = blockIdx.x; round < gj_nn_rounds<C>(n); round += gridDim.x) {
+        const gj_nn_round<C> r(round, n, ctx, grads);
+        const gj_u64 i = r.tile * 32 + lane;
         const bool active = i < n;
-        const gj_u16* g = gj_nn_backward_warp<C, PAD, true>(active ? dL_dy + i * C::OUT : nullptr, w, scratch,
-                                                            ctx + tile * C::CTX_HALVES, grads);
+        const gj_u16* g =
+            gj_nn_backward_warp<C, PAD, true>(active ? dL_dy + i * C::OUT : nullptr, w, scratch, r.ctx, r.wg);
         if (active && encoding_grads) {
             // dL/d(features), rounded to fp16 as tiny-cuda-nn passes it, into the encoding.
             typename E::out_t dy;

@@ -137,6 +137,11 @@ GJ_INLINE void gj_nn_mma(float (&c)[4], const gj_u32 (&a)[4], gj_u32 b0, gj_u32 
 
 GJ_INLINE int gj_nn_lane() { return threadIdx.x & 31; }
 
+// Four floats for 16-byte loads and stores of the block's gradient sums.
+struct __align__(16) gj_f32x4 {
+    float x, y, z, w;
+};
+
 GJ_INLINE float gj_nn_lo(gj_u32 pair) { return gj_half_to_float((gj_u16)(pair & 0xFFFFu)); }
 GJ_INLINE float gj_nn_hi(gj_u32 pair) { return gj_half_to_float((gj_u16)(pair >> 16)); }
 
@@ -470,14 +475,114 @@ GJ_INLINE void gj_nn_backprop(gj_u16* out, const gj_u16* d, const gj_u16* w, con
     }
 }
 
+// ---- where a backward pass adds dL/dW -------------------------------------------------------
+// gj_nn_backward_warp hands each layer's delta D and input X (both in the warp's scratch) to a
+// weight-gradient sink WG: WG::on() (uniform over the warp, and over the block for the block
+// sink) says whether parameter gradients are wanted, WG::layer<K, N, S>(offset, d, x) adds
+// dL/dW of the layer whose weights start at `offset` in tiny-cuda-nn's layout.
+
+// The warp's own 32 points, added with atomics: the per-point entry points, which know
+// nothing of the block around them.
+struct gj_nn_wgrad_warp {
+    float* dparams; // fp32, tiny-cuda-nn's layout (global or shared); null: none
+    GJ_INLINE bool on() const { return dparams != nullptr; }
+    template <int K, int N, int S> GJ_INLINE void layer(gj_u64 offset, const gj_u16* d, const gj_u16* x) const {
+        gj_nn_weight_grad<K, N, S>(dparams + offset, d, x);
+    }
+};
+
+// The kernels' sink: the block's WARPS warps hand in their tiles together (a round), and
+// dL/dW is summed over all the round's points (K = 32 * warps along the mma's K) before
+// anything is added: per round each weight gets one addition, not one per warp. The 16 x 16
+// blocks of dW are split into tasks (a row block and NB column blocks) dealt to the warps. SUMS:
+// the block's sums in shared memory in fragment order (the 16 x 16 block b of a layer at
+// offset + 256 b, lane l's eight values at 8 l: plain conflict-free loads and stores, each task
+// owned by one warp; gj_nn_block_sums_flush puts them in tiny-cuda-nn's layout); otherwise
+// atomics into the caller's dL/dparams. Two barriers per layer: every warp's D and X written
+// before the sums, read before they are overwritten. `warps`: the warps of the round that hold
+// points (their scratch is read; the others' is not).
+template <int WARPS, gj_u64 SCRATCH, bool SUMS> struct gj_nn_wgrad_block {
+    float* dparams; // SUMS: the shared fragment-order sums; else dL/dparams; null: none
+    int warps;
+    GJ_INLINE bool on() const { return dparams != nullptr; }
+
+    template <int K, int N, int S> GJ_INLINE void layer(gj_u64 offset, const gj_u16* d, const gj_u16* x) const {
+        constexpr int KB = K / 16, MB = N / 16;
+        // Column blocks per task: as many as leave every warp a task (a row fragment of D^T is
+        // loaded once per task and K step and serves all NB of them).
+        constexpr int NB = (KB % 4 == 0 && MB * KB >= 4 * WARPS) ? 4 : (KB % 2 == 0 && MB * KB >= 2 * WARPS) ? 2 : 1;
+        constexpr int GROUPS = KB / NB, TASKS = MB * GROUPS;
+        const int me = threadIdx.x / 32, l = gj_nn_lane(), g = l >> 2, t = l & 3;
+        __syncthreads();
+#pragma unroll 1
+        for (int task = me; task < TASKS; task += WARPS) {
+            const int mb = task / GROUPS, nb0 = (task % GROUPS) * NB;
+            float c[NB][2][4];
+#pragma unroll
+            for (int j = 0; j < NB; ++j) gj_nn_zero(c[j]);
+#pragma unroll 1
+            for (int w = 0; w < warps; ++w) {
+                const long long to_w = (long long)(w - me) * (long long)SCRATCH;
+                const gj_u16 *dw = d + to_w, *xw = x + to_w;
+#pragma unroll
+                for (int kp = 0; kp < 2; ++kp) {
+                    gj_u32 a[4];
+                    gj_nn_frag_a_t<S>(a, dw, 16 * mb, 16 * kp);
+#pragma unroll
+                    for (int j = 0; j < NB; ++j) {
+                        gj_u32 b[4];
+                        gj_nn_frag_b_t<S>(b, xw, 16 * kp, 16 * (nb0 + j));
+                        gj_nn_mma(c[j][0], a, b[0], b[1]);
+                        gj_nn_mma(c[j][1], a, b[2], b[3]);
+                    }
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < NB; ++j) {
+                if constexpr (SUMS) {
+                    gj_f32x4* p = (gj_f32x4*)(dparams + offset + 256ull * (mb * KB + nb0 + j) + 8 * l);
+                    gj_f32x4 lo = p[0], hi = p[1];
+                    lo.x += c[j][0][0], lo.y += c[j][0][1], lo.z += c[j][0][2], lo.w += c[j][0][3];
+                    hi.x += c[j][1][0], hi.y += c[j][1][1], hi.z += c[j][1][2], hi.w += c[j][1][3];
+                    p[0] = lo;
+                    p[1] = hi;
+                } else {
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        float* p = dparams + offset + (gj_u64)(16 * mb + g) * K + 16 * (nb0 + j) + 8 * h + 2 * t;
+                        atomicAdd(p, c[j][h][0]);
+                        atomicAdd(p + 1, c[j][h][1]);
+                        atomicAdd(p + 8 * K, c[j][h][2]);
+                        atomicAdd(p + 8 * K + 1, c[j][h][3]);
+                    }
+                }
+            }
+        }
+        __syncthreads();
+    }
+};
+
+// Where value e of the fragment-order sums of a layer (K columns, weights at `offset`) goes
+// in tiny-cuda-nn's row-major layout: block b = e / 256, lane l, fragment h (left or right 8
+// columns), register r (the accumulator order of gj_nn_mma: (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)).
+GJ_INLINE gj_u64 gj_nn_sums_to_layout(gj_u64 offset, int K, gj_u64 e) {
+    const gj_u64 local = e - offset, b = local / 256;
+    const int within = (int)(local % 256), l = within / 8, h = (within / 4) & 1, r = within & 3;
+    const gj_u64 row = 16 * (b / (gj_u64)(K / 16)) + (l >> 2) + 8 * (r >> 1);
+    const gj_u64 col = 16 * (b % (gj_u64)(K / 16)) + 8 * h + 2 * (l & 3) + (r & 1);
+    return offset + row * (gj_u64)K + col;
+}
+
 // The warp's tile backwards. dL_dy: lane p's C::OUT values of dL/dy (floats or halves; the
 // padding outputs get none), null when its point is inactive. x, d: the warp's two scratch
-// buffers (C::SCRATCH_HALVES from x). ctx: the forward context. dL_dparams: fp32, in
-// tiny-cuda-nn's layout (null: none). WITH_DX: also dL/dx, left as fp16 in row p of the
-// returned buffer (columns < C::IN). Returns the buffer holding dL/dx (or null).
-template <class C, int PAD, bool WITH_DX, class T>
+// buffers (C::SCRATCH_HALVES from x). ctx: the forward context (read only for active points,
+// and for the activation derivatives of every row, which inactive rows then mask: it must
+// point at some tile's context). wg: where dL/dW goes (above). WITH_DX: also dL/dx, left as
+// fp16 in row p of the returned buffer (columns < C::IN). Returns the buffer holding dL/dx
+// (or null).
+template <class C, int PAD, bool WITH_DX, class T, class WG>
 GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, const gj_u16* w, gj_u16* x, const gj_u16* ctx,
-                                            float* dL_dparams) {
+                                            const WG& wg) {
     typedef gj_nn<C> L;
     constexpr int S = C::S;
     const int p = gj_nn_lane();
@@ -506,11 +611,11 @@ GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, const gj_u16* w, gj_
         const gj_u16* wl = w + L::template offset<PAD>(l);
         __syncwarp();
         if (l == 0) {
-            if (dL_dparams) {
+            if (wg.on()) {
                 gj_nn_rows_from_ctx<C::IN_P, S, GJ_NN_NONE>(x, ctx, active);
                 __syncwarp();
-                if constexpr (C::NL == 1) gj_nn_weight_grad<C::IN_P, C::OUT_P, S>(dL_dparams, d, x);
-                else gj_nn_weight_grad<C::IN_P, C::W, S>(dL_dparams, d, x);
+                if constexpr (C::NL == 1) wg.template layer<C::IN_P, C::OUT_P, S>(0, d, x);
+                else wg.template layer<C::IN_P, C::W, S>(0, d, x);
                 __syncwarp();
             }
             if constexpr (WITH_DX) {
@@ -523,11 +628,11 @@ GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, const gj_u16* w, gj_
             return nullptr;
         }
         const gj_u16* kept = ctx + L::ctx_offset(l); // the kept value of layer l - 1: layer l's input
-        if (dL_dparams) {
+        if (wg.on()) {
             gj_nn_rows_from_ctx<C::W, S, C::ACT>(x, kept, active);
             __syncwarp();
-            if (l == C::NL - 1) gj_nn_weight_grad<C::W, C::OUT_P, S>(dL_dparams + L::template offset<0>(l), d, x);
-            else gj_nn_weight_grad<C::W, C::W, S>(dL_dparams + L::template offset<0>(l), d, x);
+            if (l == C::NL - 1) wg.template layer<C::W, C::OUT_P, S>(L::template offset<0>(l), d, x);
+            else wg.template layer<C::W, C::W, S>(L::template offset<0>(l), d, x);
             __syncwarp();
         }
         if (l == C::NL - 1) gj_nn_backprop<C::W, C::OUT_P, C::W, S, PAD, C::ACT>(x, d, wl, kept, mask);
@@ -561,14 +666,14 @@ GJ_INLINE void gj_nn_eval_bwd(const T* dL_dy, const gj_half* params, gj_u16* scr
                               float* dL_dparams, float* dL_dx) {
     const gj_u16* w = (const gj_u16*)params;
     if (__any_sync(0xFFFFFFFFu, dL_dx != nullptr)) {
-        const gj_u16* g = gj_nn_backward_warp<C, 0, true>(dL_dy, w, scratch, ctx, dL_dparams);
+        const gj_u16* g = gj_nn_backward_warp<C, 0, true>(dL_dy, w, scratch, ctx, gj_nn_wgrad_warp{dL_dparams});
         if (dL_dx) {
             const gj_u16* row = g + gj_nn_lane() * C::S;
 #pragma unroll 4
             for (int c = 0; c < C::IN; ++c) dL_dx[c] = gj_half_to_float(row[c]);
         }
     } else {
-        gj_nn_backward_warp<C, 0, false>(dL_dy, w, scratch, ctx, dL_dparams);
+        gj_nn_backward_warp<C, 0, false>(dL_dy, w, scratch, ctx, gj_nn_wgrad_warp{dL_dparams});
     }
     __syncwarp();
 }

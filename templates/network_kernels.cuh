@@ -79,18 +79,37 @@ GJ_INLINE void gj_nn_forward_kernel(gj_u64 n, const float* __restrict__ x, float
     }
 }
 
+// The backward kernels go through the points in rounds: round r gives warp k of the block tile
+// r * WARPS + k, and the block's warps meet at the weight-gradient barriers (gj_nn_wgrad_block),
+// so every warp of a block runs every round of it, a warp past the last tile with no point.
+template <class C> GJ_INLINE gj_u64 gj_nn_rounds(gj_u64 n) { return ((n + 31) / 32 + C::WARPS - 1) / C::WARPS; }
+
+// The round's tile of this warp, its context (a warp past the last tile gets the last tile's:
+// gj_nn_backward_warp reads it and masks what it read) and the sink for the round.
+template <class C> struct gj_nn_round {
+    gj_u64 tile;
+    const gj_u16* ctx;
+    gj_nn_wgrad_block<C::WARPS, C::SCRATCH_HALVES, C::SMEM_GRADS> wg;
+    GJ_INLINE gj_nn_round(gj_u64 round, gj_u64 n, const gj_u16* contexts, float* grads) {
+        const gj_u64 n_tiles = (n + 31) / 32, first = round * C::WARPS;
+        tile = first + threadIdx.x / 32;
+        ctx = contexts + (tile < n_tiles ? tile : n_tiles - 1) * C::CTX_HALVES;
+        wg.dparams = grads;
+        wg.warps = (int)(n_tiles - first < (gj_u64)C::WARPS ? n_tiles - first : (gj_u64)C::WARPS);
+    }
+};
+
 template <class C, int PAD, bool WITH_DX>
 GJ_INLINE void gj_nn_backward_tiles(gj_u64 n, const float* __restrict__ dL_dy, const gj_u16* w, gj_u16* scratch,
                                     const gj_u16* ctx, float* grads, float* __restrict__ dL_dx) {
     const int lane = gj_nn_lane();
-    const gj_u64 n_tiles = (n + 31) / 32;
 #pragma unroll 1
-    for (gj_u64 tile = (gj_u64)blockIdx.x * C::WARPS + threadIdx.x / 32; tile < n_tiles;
-         tile += (gj_u64)gridDim.x * C::WARPS) {
-        const gj_u64 i = tile * 32 + lane;
+    for (gj_u64 round = blockIdx.x; round < gj_nn_rounds<C>(n); round += gridDim.x) {
+        const gj_nn_round<C> r(round, n, ctx, grads);
+        const gj_u64 i = r.tile * 32 + lane;
         const bool active = i < n;
         const gj_u16* g = gj_nn_backward_warp<C, PAD, WITH_DX>(active ? dL_dy + i * C::OUT : nullptr, w, scratch,
-                                                               ctx + tile * C::CTX_HALVES, grads);
+                                                               r.ctx, r.wg);
         if constexpr (WITH_DX) {
             if (active) {
                 const gj_u16* row = g + lane * C::S;
@@ -127,14 +146,19 @@ template <class C> GJ_INLINE gj_u16* gj_nn_backward_smem(float* dL_dparams, floa
     return gj_nn_smem + staged + grad_halves + (threadIdx.x / 32) * (gj_u64)C::SCRATCH_HALVES;
 }
 
-// With SMEM_GRADS, adds the block's parameter-gradient sums to dL_dparams (the nonzero ones).
+// With SMEM_GRADS, adds the block's parameter-gradient sums (fragment order, gj_nn_wgrad_block)
+// to dL_dparams in tiny-cuda-nn's layout (the nonzero ones).
 template <class C> GJ_INLINE void gj_nn_backward_flush(const float* grads, float* __restrict__ dL_dparams) {
+    typedef gj_nn<C> L;
     if constexpr (C::SMEM_GRADS) {
         if (dL_dparams) {
             __syncthreads();
             for (gj_u64 e = threadIdx.x; e < C::N_PARAMS; e += blockDim.x) {
                 const float v = grads[e];
-                if (v != 0.0f) atomicAdd(dL_dparams + e, v);
+                if (v == 0.0f) continue;
+                int l = 0;
+                while (l + 1 < C::NL && L::template offset<0>(l + 1) <= e) ++l;
+                atomicAdd(dL_dparams + gj_nn_sums_to_layout(L::template offset<0>(l), L::fan_in(l), e), v);
             }
         }
     }
