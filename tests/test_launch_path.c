@@ -17,6 +17,7 @@
  * The module's programs are compiled with NVRTC (the fake reports sm_90): without NVRTC
  * the tests are skipped.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -196,6 +197,42 @@ static void a_new_context_is_asked_once(void **state) {
     expect_calls("later launches in that context", next, (const long[]){K, K, K, K, K, K}, 6);
 }
 
+/* A thread with no current context (a PyTorch autograd worker) launching on a stream: the
+ * stream's context is made current and left so, not pushed and popped (which would leave
+ * the thread without one, and the CUDA runtime's next call there to warn). */
+typedef struct thread_launch {
+    fixture *f;
+    CUstream stream;
+    gj_status status;
+    CUcontext before, after;
+} thread_launch;
+
+static void *launch_from_a_bare_thread(void *arg) {
+    thread_launch *t = arg;
+    t->before = fake.current();
+    t->status = forward(t->f, (gj_stream)t->stream);
+    t->after = fake.current();
+    return NULL;
+}
+
+static void a_thread_without_a_context_keeps_the_stream_s(void **state) {
+    fixture *f = *state;
+    ok(f, forward(f, NULL)); /* compiled and known in device 0's primary context */
+    CUcontext other = fake.context_create(0);
+    thread_launch t = {f, fake.stream_create(other), GJ_OK, NULL, NULL};
+    ok(f, forward(f, (gj_stream)t.stream)); /* known in that context too */
+    fake.reset_counts();
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, launch_from_a_bare_thread, &t), 0);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    ok(f, t.status);
+    assert_null(t.before);
+    assert_ptr_equal(t.after, other);
+    static const char *const calls[] = {"cuCtxGetCurrent", "cuStreamGetCtx", "cuCtxSetCurrent", "cuCtxGetId",
+                                        "cuLaunchKernel"};
+    expect_calls("a launch from a thread without a context", calls, (const long[]){1, 1, 1, 1, 1}, 5);
+}
+
 static void a_renewed_context_is_not_taken_for_the_old_one(void **state) {
     fixture *f = *state;
     ok(f, forward(f, NULL));
@@ -339,6 +376,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(launches_ask_only_for_the_context, setup, teardown),
         cmocka_unit_test_setup_teardown(a_new_context_is_asked_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_thread_without_a_context_keeps_the_stream_s, setup, teardown),
         cmocka_unit_test_setup_teardown(a_renewed_context_is_not_taken_for_the_old_one, setup, teardown),
         cmocka_unit_test_setup_teardown(a_failed_launch_names_the_call, setup, teardown),
         cmocka_unit_test_setup_teardown(user_kernel_launches_ask_only_for_the_context, setup, teardown),

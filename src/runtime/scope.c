@@ -29,7 +29,13 @@ gj_status gj__scope_enter(const gj__diag *d, gj__driver *drv, gj_stream stream, 
     if (status == GJ_OK && stream) {
         CUcontext owner = NULL;
         status = gj__cuda_checkf(d, drv, drv->StreamGetCtx((CUstream)stream, &owner), "%s: cuStreamGetCtx", call);
-        if (status == GJ_OK && owner != current) {
+        if (status == GJ_OK && owner != current && !current) {
+            /* A thread without a context (a PyTorch autograd worker, say) keeps the stream's,
+             * as the CUDA runtime's first call on a thread would leave it: popping it would
+             * leave the runtime's next call there to find none (and torch to warn). */
+            status = gj__cuda_checkf(d, drv, drv->CtxSetCurrent(owner), "%s: cuCtxSetCurrent", call);
+            current = owner;
+        } else if (status == GJ_OK && owner != current) {
             status = gj__cuda_checkf(d, drv, drv->CtxPushCurrent(owner), "%s: cuCtxPushCurrent", call);
             scope->pushed = status == GJ_OK;
             current = owner;

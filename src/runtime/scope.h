@@ -1,6 +1,7 @@
 /* Where a launch runs (docs/runtime.md, "Contexts and devices"): in the context of the
- * stream it is given (made current for the call when another one is), else the current
- * context, else device 0's primary context (loader/driver.h). Entering asks the driver
+ * stream it is given (made current for the call when another one is; left current on a
+ * thread that had none), else the current context, else device 0's primary context
+ * (loader/driver.h). Entering asks the driver
  * for the context and its identity only; what depends on the context's device is
  * looked up once per context (runtime/context_cache.h), not per launch. */
 #ifndef GJ_RUNTIME_SCOPE_H

@@ -169,6 +169,11 @@ FAKE_API CUcontext gjfake_primary(int device) {
     return &contexts[device];
 }
 
+/* The calling thread's current context (cuCtxGetCurrent), without counting. */
+FAKE_API CUcontext gjfake_current(void) {
+    return current();
+}
+
 /* Makes c current on the calling thread (cuCtxSetCurrent), without counting. */
 FAKE_API void gjfake_set_current(CUcontext c) {
     if (depth == 0) {

@@ -30,6 +30,7 @@ int gj_fake_driver_open(gj_fake_driver *fake) {
         {"gjfake_stream_create", (void **)&fake->stream_create},
         {"gjfake_primary", (void **)&fake->primary},
         {"gjfake_set_current", (void **)&fake->set_current},
+        {"gjfake_current", (void **)&fake->current},
         {"gjfake_fail_next_launch", (void **)&fake->fail_next_launch},
     };
     for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; ++i) {

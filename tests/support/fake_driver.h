@@ -15,6 +15,7 @@ typedef struct gj_fake_driver {
     CUstream (*stream_create)(CUcontext context);
     CUcontext (*primary)(int device);
     void (*set_current)(CUcontext context);
+    CUcontext (*current)(void); /* the calling thread's */
     void (*fail_next_launch)(CUresult error);
 } gj_fake_driver;
 
