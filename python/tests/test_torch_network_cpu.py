@@ -10,6 +10,7 @@ optimisers, the refused second order, torch.compile; and the network launch laye
 from __future__ import annotations
 
 import copy
+import ctypes
 import pickle
 import subprocess
 import types
@@ -567,10 +568,17 @@ def fake_net_launches(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "device", device)
 
-    def make(module):
+    def make(module, fused=False):
         native = module._native
-        ops = (_torch_launch._NetOps if native.encoding is None else _torch_launch._ModelOps)(native, 0)
-        parts = [ops] if native.encoding is None else [ops, ops.network, ops.encoding]
+        if fused:
+            ops = _torch_launch._FusedModelOps(native, 0)
+            parts = [ops, ops._composed, ops._composed.network, ops._composed.encoding]
+        elif native.encoding is None:
+            ops = _torch_launch._NetOps(native, 0)
+            parts = [ops]
+        else:
+            ops = _torch_launch._ModelOps(native, 0)
+            parts = [ops, ops.network, ops.encoding]
         for part in parts:  # tensors on the CPU; the fake launches only read pointers
             part.device = torch.device("cpu")
             if isinstance(part, _torch_launch._NetOps):
@@ -606,6 +614,66 @@ def test_network_launch_layer_sets_every_pointer(fake_net_launches):
     count = len(fake_net_launches.records)
     dx, dparams = ops.backward(x[:0], params, (context,), dy[:0], True, True)
     assert len(fake_net_launches.records) == count and (dparams == 0).all() and dx.shape == (0, 3)
+
+
+def test_model_ops_are_fused_unless_the_encoding_is_stochastic(monkeypatch):
+    for name in ("_NetOps", "_ModelOps", "_FusedModelOps"):
+        monkeypatch.setattr(gjt, name, lambda native, index, name=name: name)
+    model = gjt.NetworkWithInputEncoding(3, 2, GRID, MLP)
+    assert model._native.model_module is not None and model._native._make_ops(0) == "_FusedModelOps"
+    stochastic = gjt.NetworkWithInputEncoding(3, 2, dict(GRID, stochastic_interpolation=True), MLP)
+    assert stochastic._native._make_ops(0) == "_ModelOps"
+    net = gjt.Network(3, 2, MLP)
+    assert net._native.model_module is None and net._native._make_ops(0) == "_NetOps"
+
+
+@pytest.mark.parametrize("fp16_gradients", [True, False])
+def test_fused_model_launch_layer_passes_both_parts_in_one_launch(fake_net_launches, monkeypatch, fp16_gradients):
+    model = gjt.NetworkWithInputEncoding(3, 2, GRID, MLP)
+    ops = fake_net_launches.make(model, fused=True)
+    ops._fp16_gradients = fp16_gradients
+    module = model._native.model_module
+    n_mlp, records = model.n_mlp_params, fake_net_launches.records
+    x, params = torch.rand(40, 3), torch.rand(model.n_params).half()
+    y = ops.inference(x, params)
+    name, handle, stream, d = records[-1]
+    assert (name, handle, stream) == ("gj_network_inference", module.handle, 0x7777)
+    assert d["params"] == params.data_ptr() and d["encoding_params"] == params.data_ptr() + 2 * n_mlp
+    assert d["input"] == x.data_ptr() and d["output"] == y.data_ptr() and y.shape == (40, 2)
+    y, (context,) = ops.forward(x, params)
+    name, _, _, d = records[-1]
+    assert name == "gj_network_forward" and d["encoding_params"] == params.data_ptr() + 2 * n_mlp
+    assert context.numel() == module.context_bytes(40) and d["context"] == context.data_ptr()
+
+    # The backward launch writes the encoding's gradients where the descriptor says: 0.5 in
+    # the element size the module sums in.
+    element = torch.float16 if fp16_gradients else torch.float32
+    n_enc = model.n_params - n_mlp
+
+    def backward(handle, stream, desc_ref):
+        desc = desc_ref._obj
+        records.append(("gj_network_backward", handle, stream, {f: getattr(desc, f) for f, _ in desc._fields_}))
+        if desc.dL_dencoding_params:
+            size = torch.finfo(element).bits // 8
+            values = torch.full((n_enc,), 0.5, dtype=element)
+            ctypes.memmove(desc.dL_dencoding_params, values.data_ptr(), n_enc * size)
+        return 0
+
+    monkeypatch.setattr(ops, "_gj_backward", backward)
+    count = len(records)
+    dy = torch.rand(40, 2)
+    dx, dparams = ops.backward(x, params, (context,), dy, True, True)
+    assert len(records) == count + 1  # one launch for both parts
+    name, _, _, d = records[-1]
+    assert d["input"] == x.data_ptr() and d["encoding_params"] == params.data_ptr() + 2 * n_mlp
+    assert d["dL_dparams"] == dparams.data_ptr() and d["dL_dinput"] == dx.data_ptr() and dx.shape == (40, 3)
+    if fp16_gradients:  # a staging buffer, then copied
+        assert not dparams.data_ptr() <= d["dL_dencoding_params"] < dparams.data_ptr() + 4 * model.n_params
+    else:
+        assert d["dL_dencoding_params"] == dparams.data_ptr() + 4 * n_mlp
+    assert dparams.dtype == torch.float32 and (dparams[n_mlp:] == 0.5).all()
+    dx, dparams = ops.backward(x, params, (context,), dy, True, False)
+    assert records[-1][3]["dL_dencoding_params"] is None and dparams is None
 
 
 def test_model_launch_layer_composes_encoding_and_network(fake_net_launches):

@@ -387,3 +387,64 @@ class _ModelOps:
             None if dparams is None else dparams[n_mlp:],
         )
         return dx, dparams
+
+
+class _FusedModelOps(_NetOps):
+    """A model (an encoding followed by a network) on one CUDA device through the library's
+    fused model kernels (its gj_network_module: one kernel per pass, the features never in
+    memory, docs/networks.md §9), with _NetOps's interface. The parameters are one vector,
+    the network's first, then the encoding's (as tiny-cuda-nn). The module sums the
+    encoding's gradients in the precision docs/design.md §8.3 gives it: in fp32 they go
+    straight into dparams; in fp16 (an fp16 encoding with two or more features a level) into
+    a buffer copied into dparams after the launch, one pass, as tinycudann converts its own
+    fp16 gradients. An encoding with stochastic interpolation keeps the composed path
+    (_ModelOps), whose backward pass can sample."""
+
+    def __init__(self, native: "_NetNative", index: int):
+        _DeviceOps.__init__(self, native, index)
+        self.n_in = native.n_input_dims
+        self.n_out = native.n_output_dims
+        self.n_params = native.n_params
+        self.n_mlp = native.n_mlp_params
+        module = native.model_module
+        self._module = module
+        self._handle = module.handle
+        self._tile_bytes = module.context_bytes(32)
+        self._encoding_offset = 2 * self.n_mlp  # bytes: the fp16 network parameters come first
+        self._fp16_gradients = module.encoding_gradient_size() == 2
+        self._composed = _ModelOps(native, index)  # the initialisation, part by part
+        lib = _capi.lib
+        self._gj_inference = lib.gj_network_inference
+        self._gj_forward = lib.gj_network_forward
+        self._gj_backward = lib.gj_network_backward
+
+    def init(self, params: torch.Tensor, seed: int) -> None:
+        self._composed.init(params, seed)
+
+    def inference(self, x, params):
+        self._descriptors().inf.encoding_params = params.data_ptr() + self._encoding_offset
+        return super().inference(x, params)
+
+    def forward(self, x, params):
+        self._descriptors().fwd.encoding_params = params.data_ptr() + self._encoding_offset
+        return super().forward(x, params)
+
+    def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None):
+        n = x.shape[0]
+        d = self._descriptors().bwd
+        d.input = x.data_ptr()
+        d.encoding_params = params.data_ptr() + self._encoding_offset
+        d.dL_dencoding_params = None
+        staged = None
+        if want_dparams and n:
+            if dparams_out is None:
+                dparams_out = _empty(self.n_params, dtype=_F32, device=self.device)
+            if self._fp16_gradients:
+                staged = _empty(self.n_params - self.n_mlp, dtype=torch.float16, device=self.device)
+                d.dL_dencoding_params = staged.data_ptr()
+            else:
+                d.dL_dencoding_params = dparams_out.data_ptr() + 4 * self.n_mlp
+        dx, dparams = super().backward(x, params, saved, dy, want_dx, want_dparams, stochastic, dparams_out)
+        if staged is not None:
+            dparams[self.n_mlp :].copy_(staged)
+        return dx, dparams

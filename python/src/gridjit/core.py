@@ -1045,8 +1045,9 @@ class NetworkModule(_Owned):
     kernels, each program (inference; training) compiled through the disk cache on first
     use, launched on the caller's stream with the caller's device pointers (integers).
     Making one needs no driver; a launch does. A model's module runs the fused encoding +
-    network kernels (§9), whose encoding parameters these wrappers do not pass yet: they
-    serve networks alone.
+    network kernels (§9), whose encoding parameters these wrappers do not pass: they serve
+    networks alone (gridjit.torch's NetworkWithInputEncoding fills the pass descriptor
+    itself).
 
     params: fp16, n_params, in tiny-cuda-nn's layout; input (n x n_input_dims), output and
     dL_doutput (n x n_output_dims), dL_dinput (n x n_input_dims) and dL_dparams (n_params):
@@ -1070,6 +1071,11 @@ class NetworkModule(_Owned):
     def context_bytes(self, n: int) -> int:
         """Bytes of the forward context for n points."""
         return int(lib.gj_network_module_context_bytes(self.handle, int(n)))
+
+    def encoding_gradient_size(self) -> int:
+        """A model's encoding gradient element in bytes: 2 (fp16) or 4 (fp32); 0 for a
+        network alone."""
+        return int(lib.gj_network_module_encoding_gradient_size(self.handle))
 
     def _desc(self, n, input, params, output, context, dL_doutput, dL_dparams, accumulate, dL_dinput):
         desc = _capi.NetworkPassDesc.from_buffer_copy(self._pass)

@@ -85,7 +85,7 @@ import weakref
 from typing import Mapping, Optional, Union
 
 from . import _capi, _pcg
-from ._torch_launch import _F32, _ModelOps, _NetOps, _Ops
+from ._torch_launch import _F32, _FusedModelOps, _ModelOps, _NetOps, _Ops
 from .core import CodegenOptions, Context, Encoding as _GridEncoding, Module as _GridModule, default_context
 from .core import Network as _GridNetwork, NetworkModule as _GridNetworkModule
 
@@ -648,11 +648,10 @@ class _NetNative(_PerDevice):
     the layout is the model's), its gj_network_module (one for every device: its programs
     are per architecture, its launches on the caller's stream) and, for a model, the
     encoding's _Native (fp16, output padded with zeros to the network's input width, as
-    tiny-cuda-nn pads it). Launch layers per device index, made on first use. Pickled as its
-    canonical configuration.
-
-    This is the seam for fused model kernels: only ops() (and the _ModelOps it makes) need
-    to change when a C model object exists."""
+    tiny-cuda-nn pads it), and the module of the whole model (``model_module``: the fused
+    encoding + network kernels the launches use; the network's module and the encoding's
+    serve the initialisation and stochastic interpolation). Launch layers per device index,
+    made on first use. Pickled as its canonical configuration."""
 
     def __init__(self, n_input_dims: int, n_output_dims: int, network_json: str, encoding_json: Optional[str] = None):
         self.n_input_dims = n_input_dims
@@ -692,20 +691,27 @@ class _NetNative(_PerDevice):
         # Whether the backward pass interpolates stochastically in training (a model's encoding may).
         self.stochastic = self.encoding is not None and self.encoding.stochastic
         self.module = _GridNetworkModule(self.mlp)
+        # A model's fused kernels: the module of the whole model (compiled on first use).
+        self.model_module = None if self.encoding is None else _GridNetworkModule(self.model)
         self._ops = {}
         self._lock = threading.Lock()
 
     def _make_ops(self, index: int):
-        """_NetOps for a network alone, _ModelOps for a model."""
-        return (_NetOps if self.encoding is None else _ModelOps)(self, index)
+        """_NetOps for a network alone; for a model _FusedModelOps (the fused kernels), or
+        _ModelOps (encoding and network composed) where the encoding interpolates
+        stochastically in training."""
+        if self.encoding is None:
+            return _NetOps(self, index)
+        return (_ModelOps if self.stochastic else _FusedModelOps)(self, index)
 
     def close(self) -> None:
         """Destroys the network module, after the devices that ran it have finished."""
         ops, self._ops = getattr(self, "_ops", {}), {}
         _synchronize(ops)
-        module = getattr(self, "module", None)
-        if module is not None:
-            module.close()
+        for name in ("module", "model_module"):
+            module = getattr(self, name, None)
+            if module is not None:
+                module.close()
 
     def __del__(self) -> None:
         self.close()
@@ -909,8 +915,9 @@ class NetworkWithInputEncoding(_NetworkModule):
 
     ``params``: one fp32 parameter, the network's weights first, then the encoding's, as
     tiny-cuda-nn orders them (a tinycudann checkpoint loads). The encoding runs in fp16 and
-    pads its output with zeros to a multiple of 16, the network's input width. The two run
-    as separate kernels (see _ModelOps), not yet as the library's fused model kernels.
+    pads its output with zeros to a multiple of 16, the network's input width. Each pass is
+    one fused kernel of the library (the features stay on chip, docs/networks.md §9); an
+    encoding with stochastic interpolation runs as two kernels (encoding, then network).
     """
 
     _where = "gridjit.torch.NetworkWithInputEncoding"
