@@ -617,13 +617,13 @@ def test_network_launch_layer_sets_every_pointer(fake_net_launches):
 
 
 def test_model_ops_are_fused_unless_the_encoding_is_stochastic(monkeypatch):
-    for name in ("_NetOps", "_ModelOps", "_FusedModelOps"):
-        monkeypatch.setattr(gjt, name, lambda native, index, name=name: name)
     model = gjt.NetworkWithInputEncoding(3, 2, GRID, MLP)
-    assert model._native.model_module is not None and model._native._make_ops(0) == "_FusedModelOps"
     stochastic = gjt.NetworkWithInputEncoding(3, 2, dict(GRID, stochastic_interpolation=True), MLP)
-    assert stochastic._native._make_ops(0) == "_ModelOps"
     net = gjt.Network(3, 2, MLP)
+    for name in ("_NetOps", "_ModelOps", "_FusedModelOps"):  # after construction, which may launch
+        monkeypatch.setattr(gjt, name, lambda native, index, name=name: name)
+    assert model._native.model_module is not None and model._native._make_ops(0) == "_FusedModelOps"
+    assert stochastic._native._make_ops(0) == "_ModelOps"
     assert net._native.model_module is None and net._native._make_ops(0) == "_NetOps"
 
 
