@@ -21,8 +21,11 @@
 //
 // The forward context (what backward needs) of a warp tile: C::CTX_HALVES halves, regions
 // r = 0 .. NL, region r holding 32 rows (one per point) of width C::ctx_width(r):
-//   r = 0: the padded input (fp16); r = 1 .. NL: the kept value of layer r - 1, which is its
-//   output h (fp16), or for Sine and SiLU (not invertible) its pre-activation z.
+//   r = 0: the padded input (fp16), row-major; r = 1 .. NL: the kept value of layer r - 1,
+//   which is its output h (fp16), or for Sine and SiLU (not invertible) its pre-activation z,
+//   in fragment order (gj_nn_ctx_frag: the order the mma accumulators hold it, so that every
+//   store and load of a region is a whole 128-byte line per warp instruction). The output
+//   region is written and read only where the output activation's derivative needs it.
 //
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), g = lane / 4, t = lane % 4:
 //   A (16 x 16, row-major), 4 registers of 2 halves: (row g, cols 2t, 2t+1), (row g+8, same),
@@ -296,35 +299,78 @@ GJ_INLINE void gj_nn_put_input(gj_u16* x, const T* in, bool active) {
     }
 }
 
-// Copies a WIDTH-wide region of 32 rows between the context and shared memory, lane p its
-// row p, 8 halves at a time. To shared memory, KEPT_ACT converts a kept z to h (Sine, SiLU);
-// inactive rows become zeros.
+// ---- the forward context ------------------------------------------------------------------
+// Region 0 (the padded input, 32 rows of WIDTH halves, row-major) and shared rows (stride S),
+// copied 16 bytes a lane over the region as one flat array: each warp instruction moves 512
+// consecutive bytes of the context. To shared memory, rows whose bit of mask is clear become
+// zeros.
 template <int WIDTH, int S>
 GJ_INLINE void gj_nn_rows_to_ctx(gj_u16* ctx, const gj_u16* x) {
-    const int p = gj_nn_lane();
+    constexpr int PER_ROW = WIDTH / 8;
 #pragma unroll 4
-    for (int c = 0; c < WIDTH; c += 8) *(gj_u32x4*)(ctx + p * WIDTH + c) = *(const gj_u32x4*)(x + p * S + c);
+    for (int q = gj_nn_lane(); q < 32 * PER_ROW; q += 32)
+        ((gj_u32x4*)ctx)[q] = *(const gj_u32x4*)(x + (q / PER_ROW) * S + 8 * (q % PER_ROW));
 }
 
-template <int WIDTH, int S, int KEPT_ACT>
-GJ_INLINE void gj_nn_rows_from_ctx(gj_u16* x, const gj_u16* ctx, bool active) {
-    const int p = gj_nn_lane();
+template <int WIDTH, int S>
+GJ_INLINE void gj_nn_rows_from_ctx(gj_u16* x, const gj_u16* ctx, gj_u32 mask) {
+    constexpr int PER_ROW = WIDTH / 8;
 #pragma unroll 4
-    for (int c = 0; c < WIDTH; c += 8) {
-        gj_u32x4 q = {0u, 0u, 0u, 0u};
-        if (active) {
-            q = *(const gj_u32x4*)(ctx + p * WIDTH + c);
-            if constexpr (gj_nn_keeps_z<KEPT_ACT>()) {
-                gj_u32* w = &q.x;
-#pragma unroll
-                for (int i = 0; i < 4; ++i)
-                    w[i] = gj_pack_half2(gj_nn_h_from_kept<KEPT_ACT>(gj_nn_lo(w[i])),
-                                         gj_nn_h_from_kept<KEPT_ACT>(gj_nn_hi(w[i])));
-            }
-        }
-        *(gj_u32x4*)(x + p * S + c) = q;
+    for (int q = gj_nn_lane(); q < 32 * PER_ROW; q += 32) {
+        const int row = q / PER_ROW;
+        gj_u32x4 v = {0u, 0u, 0u, 0u};
+        if ((mask >> row) & 1u) v = ((const gj_u32x4*)ctx)[q];
+        *(gj_u32x4*)(x + row * S + 8 * (q % PER_ROW)) = v;
     }
 }
+
+// Regions r >= 1 (WR wide) in fragment order: the two halves (columns 8 j + 2t, + 1) of row
+// 16 mb + g + 8 h are 32-bit word ((mb * WR / 8 + j) * 2 + h) * 32 + lane, the lane (g, t)
+// whose mma accumulator holds them.
+template <int WR> GJ_INLINE gj_u32* gj_nn_ctx_frag(gj_u16* region, int mb, int j, int h) {
+    return (gj_u32*)region + ((mb * (WR / 8) + j) * 2 + h) * 32 + gj_nn_lane();
+}
+template <int WR> GJ_INLINE gj_u32 gj_nn_ctx_load(const gj_u16* region, int mb, int j, int h) {
+    return *gj_nn_ctx_frag<WR>((gj_u16*)region, mb, j, h);
+}
+
+// Stores f(accumulators) of a 16 x N product (rows r0 .. r0 + 15) into a fragment-order region.
+template <int N, class F>
+GJ_INLINE void gj_nn_store_ctx(gj_u16* region, int r0, const float (&c)[N / 8][4], F f) {
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+        *gj_nn_ctx_frag<N>(region, r0 / 16, j, 0) = gj_pack_half2(f(c[j][0]), f(c[j][1]));
+        *gj_nn_ctx_frag<N>(region, r0 / 16, j, 1) = gj_pack_half2(f(c[j][2]), f(c[j][3]));
+    }
+}
+
+// A fragment-order region (WR wide) into shared rows (stride S) as h (KEPT_ACT converts a kept
+// z, Sine and SiLU); rows whose bit of mask is clear become zeros. The stores of a warp
+// instruction fall into 32 distinct banks (8 rows of an odd number of 16-byte words apart, 4
+// words each).
+template <int WR, int S, int KEPT_ACT>
+GJ_INLINE void gj_nn_kept_to_rows(gj_u16* x, const gj_u16* region, gj_u32 mask) {
+    const int l = gj_nn_lane(), g = l >> 2, t = l & 3;
+#pragma unroll
+    for (int mb = 0; mb < 2; ++mb) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = 16 * mb + g + 8 * h;
+            const bool on = (mask >> row) & 1u;
+#pragma unroll 4
+            for (int j = 0; j < WR / 8; ++j) {
+                gj_u32 v = on ? gj_nn_ctx_load<WR>(region, mb, j, h) : 0u;
+                if constexpr (gj_nn_keeps_z<KEPT_ACT>()) {
+                    if (on) v = gj_pack_half2(gj_nn_h_from_kept<KEPT_ACT>(gj_nn_lo(v)), gj_nn_h_from_kept<KEPT_ACT>(gj_nn_hi(v)));
+                }
+                *(gj_u32*)(x + row * S + 8 * j + 2 * t) = v;
+            }
+        }
+    }
+}
+
+// Whether act'(z) depends on the kept value (every activation but None).
+template <int A> __host__ __device__ constexpr bool gj_nn_derivative_reads_kept() { return A != GJ_NN_NONE; }
 
 // ---- forward ---------------------------------------------------------------------------------
 // The warp's tile through the network. In: the padded input rows in X (gj_nn_put_input).
@@ -346,7 +392,8 @@ GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
             __syncwarp();
 #pragma unroll
             for (int m = 0; m < MT; ++m) {
-                if (ctx) gj_nn_store_c<C::OUT_P, C::OUT_P>(ctx + L::ctx_offset(1), r0 + 16 * m, out[m], gj_nn_kept_f<C::OUT_ACT>());
+                if (ctx && gj_nn_derivative_reads_kept<C::OUT_ACT>())
+                    gj_nn_store_ctx<C::OUT_P>(ctx + L::ctx_offset(1), r0 + 16 * m, out[m], gj_nn_kept_f<C::OUT_ACT>());
                 gj_nn_store_c<C::OUT_P, S>(x, r0 + 16 * m, out[m], gj_nn_act_f<C::OUT_ACT>());
             }
         } else {
@@ -356,7 +403,7 @@ GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
             if (ctx) {
 #pragma unroll
                 for (int m = 0; m < MT; ++m)
-                    gj_nn_store_c<C::W, C::W>(ctx + L::ctx_offset(1), r0 + 16 * m, acc[m], gj_nn_kept_f<C::ACT>());
+                    gj_nn_store_ctx<C::W>(ctx + L::ctx_offset(1), r0 + 16 * m, acc[m], gj_nn_kept_f<C::ACT>());
             }
 #pragma unroll 1
             for (int l = 1; l < C::NL - 1; ++l) {
@@ -366,7 +413,7 @@ GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
                 if (ctx) {
 #pragma unroll
                     for (int m = 0; m < MT; ++m)
-                        gj_nn_store_c<C::W, C::W>(ctx + L::ctx_offset(l + 1), r0 + 16 * m, acc[m], gj_nn_kept_f<C::ACT>());
+                        gj_nn_store_ctx<C::W>(ctx + L::ctx_offset(l + 1), r0 + 16 * m, acc[m], gj_nn_kept_f<C::ACT>());
                 }
             }
 #pragma unroll
@@ -376,7 +423,8 @@ GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
             __syncwarp();
 #pragma unroll
             for (int m = 0; m < MT; ++m) {
-                if (ctx) gj_nn_store_c<C::OUT_P, C::OUT_P>(ctx + L::ctx_offset(C::NL), r0 + 16 * m, out[m], gj_nn_kept_f<C::OUT_ACT>());
+                if (ctx && gj_nn_derivative_reads_kept<C::OUT_ACT>())
+                    gj_nn_store_ctx<C::OUT_P>(ctx + L::ctx_offset(C::NL), r0 + 16 * m, out[m], gj_nn_kept_f<C::OUT_ACT>());
                 gj_nn_store_c<C::OUT_P, S>(x, r0 + 16 * m, out[m], gj_nn_act_f<C::OUT_ACT>());
             }
         }
@@ -418,7 +466,8 @@ GJ_INLINE void gj_nn_weight_grad(float* dw, const gj_u16* d, const gj_u16* x) {
 }
 
 // Out (32 x NCOLS of K) = D (32 x N) . W (N x K, rows of K + PAD), times act'(kept) of the
-// layer below (KEPT: its context region, 32 x K; null for the input, which has none), as fp16
+// layer below (KEPT: its context region, 32 x K in fragment order; null for the input, which
+// has none), as fp16
 // into OUT (stride S); rows whose point is inactive (bit clear in mask) are zeros. Both
 // m-tiles share each weight fragment where their A fragments fit in registers (N <= 64).
 template <int K, int N, int NCOLS, int S, int PAD, int ACT>
@@ -460,8 +509,8 @@ GJ_INLINE void gj_nn_backprop(gj_u16* out, const gj_u16* d, const gj_u16* w, con
                     const int col = nb + 8 * j + 2 * t;
                     float v[4] = {c[m][j][0], c[m][j][1], c[m][j][2], c[m][j][3]};
                     if (kept) {
-                        const gj_u32 k0 = *(const gj_u32*)(kept + (rm + g) * K + col);
-                        const gj_u32 k1 = *(const gj_u32*)(kept + (rm + g + 8) * K + col);
+                        const gj_u32 k0 = gj_nn_ctx_load<K>(kept, rm / 16, (nb + 8 * j) / 8, 0);
+                        const gj_u32 k1 = gj_nn_ctx_load<K>(kept, rm / 16, (nb + 8 * j) / 8, 1);
                         v[0] *= gj_nn_grad_from_kept<ACT>(gj_nn_lo(k0));
                         v[1] *= gj_nn_grad_from_kept<ACT>(gj_nn_hi(k0));
                         v[2] *= gj_nn_grad_from_kept<ACT>(gj_nn_lo(k1));
@@ -590,19 +639,38 @@ GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, const gj_u16* w, gj_
     const gj_u32 mask = __ballot_sync(0xFFFFFFFFu, active);
     gj_u16* d = x + 32 * S;
     __syncwarp();
-    // delta of the output layer: dL/dy times the output activation's derivative.
+    // delta of the output layer: dL/dy (lane p its point's row), times the output activation's
+    // derivative at the context's fragment positions where it reads the kept value.
     {
-        const gj_u16* kept = ctx + L::ctx_offset(C::NL) + p * C::OUT_P;
         gj_u16* row = d + p * S;
 #pragma unroll 4
         for (int c = 0; c < C::OUT_P; c += 2) {
             float v[2] = {0.0f, 0.0f};
             if (active) {
-                const gj_u32 k = *(const gj_u32*)(kept + c);
-                if (c < C::OUT) v[0] = gj_to_float(dL_dy[c]) * gj_nn_grad_from_kept<C::OUT_ACT>(gj_nn_lo(k));
-                if (c + 1 < C::OUT) v[1] = gj_to_float(dL_dy[c + 1]) * gj_nn_grad_from_kept<C::OUT_ACT>(gj_nn_hi(k));
+                if (c < C::OUT) v[0] = gj_to_float(dL_dy[c]);
+                if (c + 1 < C::OUT) v[1] = gj_to_float(dL_dy[c + 1]);
             }
             *(gj_u32*)(row + c) = gj_pack_half2(v[0], v[1]);
+        }
+        if constexpr (gj_nn_derivative_reads_kept<C::OUT_ACT>()) {
+            const gj_u16* kept = ctx + L::ctx_offset(C::NL);
+            const int g = p >> 2, t = p & 3;
+            __syncwarp();
+#pragma unroll
+            for (int mb = 0; mb < 2; ++mb) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int r = 16 * mb + g + 8 * h;
+                    if (!((mask >> r) & 1u)) continue;
+#pragma unroll 4
+                    for (int j = 0; j < C::OUT_P / 8; ++j) {
+                        const gj_u32 k = gj_nn_ctx_load<C::OUT_P>(kept, mb, j, h);
+                        gj_u32* q = (gj_u32*)(d + r * S + 8 * j + 2 * t);
+                        *q = gj_pack_half2(gj_nn_lo(*q) * gj_nn_grad_from_kept<C::OUT_ACT>(gj_nn_lo(k)),
+                                           gj_nn_hi(*q) * gj_nn_grad_from_kept<C::OUT_ACT>(gj_nn_hi(k)));
+                    }
+                }
+            }
         }
     }
     // Layers NL-1 .. 1 (all with a hidden layer below), then layer 0.
@@ -612,7 +680,7 @@ GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, const gj_u16* w, gj_
         __syncwarp();
         if (l == 0) {
             if (wg.on()) {
-                gj_nn_rows_from_ctx<C::IN_P, S, GJ_NN_NONE>(x, ctx, active);
+                gj_nn_rows_from_ctx<C::IN_P, S>(x, ctx, mask);
                 __syncwarp();
                 if constexpr (C::NL == 1) wg.template layer<C::IN_P, C::OUT_P, S>(0, d, x);
                 else wg.template layer<C::IN_P, C::W, S>(0, d, x);
@@ -629,7 +697,7 @@ GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, const gj_u16* w, gj_
         }
         const gj_u16* kept = ctx + L::ctx_offset(l); // the kept value of layer l - 1: layer l's input
         if (wg.on()) {
-            gj_nn_rows_from_ctx<C::W, S, C::ACT>(x, kept, active);
+            gj_nn_kept_to_rows<C::W, S, C::ACT>(x, kept, mask);
             __syncwarp();
             if (l == C::NL - 1) wg.template layer<C::W, C::OUT_P, S>(L::template offset<0>(l), d, x);
             else wg.template layer<C::W, C::W, S>(L::template offset<0>(l), d, x);
