@@ -291,11 +291,18 @@ template <class C, class T>
 GJ_INLINE void gj_nn_put_input(gj_u16* x, const T* in, bool active) {
     gj_u16* row = x + gj_nn_lane() * C::S;
     const float pad = active ? C::INPUT_PADDING : 0.0f;
-#pragma unroll 4
-    for (int c = 0; c < C::IN_P; c += 2) {
+    const auto pair = [&](int c) {
         const float a = c < C::IN ? (active ? gj_to_float(in[c]) : 0.0f) : pad;
         const float b = c + 1 < C::IN ? (active ? gj_to_float(in[c + 1]) : 0.0f) : pad;
         *(gj_u32*)(row + c) = gj_pack_half2(a, b);
+    };
+    if constexpr (C::IN_P <= 64) {
+        // Every index constant: an input in registers (a model's features) stays there.
+#pragma unroll
+        for (int c = 0; c < C::IN_P; c += 2) pair(c);
+    } else {
+#pragma unroll 4
+        for (int c = 0; c < C::IN_P; c += 2) pair(c);
     }
 }
 
