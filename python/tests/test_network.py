@@ -165,6 +165,26 @@ def test_module_of_a_network_and_its_context_size():
     model = gridjit.Network({"encoding": GRID, "network": MLP}, 3, 1).module()
     assert model.context_bytes(32) > 0
     model.close()
+
+
+def test_a_model_module_says_how_it_sums_the_encoding_gradients():
+    """design.md §8.3: fp16 for an fp16 encoding with F >= 2, else fp32; 0 for a network."""
+    def size(encoding):
+        module = gridjit.Network({"encoding": encoding, "network": MLP}, 3, 1).module()
+        try:
+            return module.encoding_gradient_size()
+        finally:
+            module.close()
+
+    half = {"otype": "HashGrid", "n_levels": 4, "n_features_per_level": 2, "log2_hashmap_size": 12,
+            "precision": "fp16"}
+    assert size(half) == 2
+    assert size(dict(half, n_features_per_level=1)) == 4
+    assert size(dict(half, precision="fp32")) == 4
+    net = gridjit.Network({"otype": "FullyFusedMLP", "n_neurons": 16, "n_hidden_layers": 1}, 3, 2).module()
+    assert net.encoding_gradient_size() == 0
+    net.close()
+    assert _capi.lib.gj_network_module_encoding_gradient_size(None) == 0
     with pytest.raises(TypeError):
         gridjit.NetworkModule(gridjit.Encoding(GRID, 3))
 
