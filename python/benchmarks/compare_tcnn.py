@@ -6,6 +6,12 @@ one JSON with both results and the ratios gridjit / tinycudann (below 1: gridjit
     python3 python/benchmarks/compare_tcnn.py --json tcnn_compare.json
     python3 python/benchmarks/compare_tcnn.py --steps 300 --image-steps 200   # shorter
     python3 python/benchmarks/compare_tcnn.py --workload model,checkpoint --json model.json   # issue 18's
+    python3 python/benchmarks/compare_tcnn.py --workload eikonal,percall,throughput --repeat 3
+
+--repeat N runs the two packages N times, alternating (tinycudann, gridjit, tinycudann, ...),
+and compares the median of each timing over the runs (a host-bound step such as the eikonal
+one moves by a quarter between runs of the same build); the losses and checks that are not
+timings are the first run's, and the JSON keeps every run's timings under "repeats".
 
 The packages must be importable by the running Python (gridjit from the installed package
 or PYTHONPATH; tinycudann as built by its bindings/torch/setup.py). When tinycudann cannot
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -82,6 +89,36 @@ def run_package(package: str, args, directory: Path) -> tuple:
     result["exit_status"] = status
     result["wall_s"] = seconds
     return result, status
+
+
+def is_timing(key: str, value) -> bool:
+    """A workload's timing: a number whose key says milliseconds or microseconds
+    (median_step_ms, forward_no_grad_us, train_step_ms_2^21_jit, ...)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and ("_ms" in key or key.endswith("_us")))
+
+
+def combine_repeats(runs: list) -> dict:
+    """The workloads of several runs of one package as one: every timing that all runs have
+    is their median, everything else the first run's; "repeats" lists each timing per run."""
+    if not runs:
+        return {}
+    combined = json.loads(json.dumps(runs[0]))  # a deep copy
+    if len(runs) == 1:
+        return combined
+    repeats = {}
+    for workload, first in runs[0].items():
+        if not isinstance(first, dict):
+            continue
+        for key, value in first.items():
+            if not is_timing(key, value):
+                continue
+            values = [run.get(workload, {}).get(key) for run in runs]
+            if all(is_timing(key, v) for v in values):
+                combined[workload][key] = statistics.median(values)
+                repeats.setdefault(workload, {})[key] = values
+    combined["repeats"] = repeats
+    return combined
 
 
 def ratios(ours: dict, theirs: dict) -> dict:
@@ -153,15 +190,28 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=2000, help="per-call measurement calls (default 2000)")
     parser.add_argument("--model-iterations", type=int, default=30, help="model workload iterations (default 30)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of each package, alternating; timings compared as medians (default 1)")
     parser.add_argument("--json", default="tcnn_compare.json", help="output (default tcnn_compare.json)")
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1 (got {args.repeat})")
 
+    runs = {package: [] for package in PACKAGES}
     results, statuses = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
-        for package in PACKAGES:
-            print(f"== {package}", flush=True)
-            results[package], statuses[package] = run_package(package, args, Path(tmp))
-    combined = {"packages": results}
+        for r in range(args.repeat):
+            for package in PACKAGES:
+                print(f"== {package}" + (f" (run {r + 1} of {args.repeat})" if args.repeat > 1 else ""), flush=True)
+                result, status = run_package(package, args, Path(tmp))
+                runs[package].append(result)
+                statuses[package] = max(statuses.get(package, 0), status)
+    for package in PACKAGES:
+        results[package] = runs[package][0]
+        workloads = [run.get("workloads", {}) for run in runs[package] if "workloads" in run]
+        if workloads:
+            results[package]["workloads"] = combine_repeats(workloads)
+    combined = {"packages": results, "repeat": args.repeat}
     ours = results["gridjit"].get("workloads", {})
     theirs = results["tinycudann"].get("workloads", {})
     ratio = ratios(ours, theirs)
@@ -171,7 +221,14 @@ def main() -> int:
     combined["checks"] = [{"pass": bool(ok), "what": what} for ok, what in lines]
     Path(args.json).write_text(json.dumps(combined, indent=1) + "\n")
 
-    print("== ratios gridjit / tinycudann (below 1: gridjit faster or lower)")
+    print("== ratios gridjit / tinycudann (below 1: gridjit faster or lower)"
+          + (f", timings as medians of {args.repeat} runs" if args.repeat > 1 else ""))
+    for workload, keys in ours.get("repeats", {}).items():
+        for key, values in keys.items():
+            other = theirs.get("repeats", {}).get(workload, {}).get(key)
+            if other:
+                print(f"  runs of {workload} {key}: gridjit {', '.join(f'{v:.4g}' for v in values)}; "
+                      f"tinycudann {', '.join(f'{v:.4g}' for v in other)}")
     for workload, values in ratio.items():
         print(f"  {workload}: " + ", ".join(f"{k} {v:.3f}" for k, v in values.items() if v is not None))
     for package in PACKAGES:
