@@ -171,6 +171,9 @@ int main() {
     // The GPU test's ReLU and LeakyReLU shapes, whose kinks need the reference's fp16 h.
     run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, true>>(1000, 4, 2e-2);
     run<Cfg<20, 128, 2, 4, LEAKY, TANH, true, 2, false, true>>(257, 2, 2e-2);
+    // Staged weights whose first layer's rows (48 halves) are not a power of two wide, and
+    // whose output layer is wider than one mma tile (OUT_P 32).
+    run<Cfg<40, 32, 1, 20, RELU, NONE, true, 2, true, true>>(70, 1, 2e-2);
     std::printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
 }
