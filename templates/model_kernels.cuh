@@ -47,13 +47,9 @@ GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, fl
                                        const gj_half* __restrict__ params,
                                        const typename E::config::param_t* __restrict__ eparams, gj_u16* __restrict__ ctx) {
     gj_u16* scratch = gj_nn_forward_scratch<C>();
-    if constexpr (C::STAGE) {
-        gj_nn_stage_weights<C>(gj_nn_smem, params);
-        __syncthreads();
-        gj_model_forward_tiles<C, E, 8>(n, x, y, gj_nn_smem, eparams, scratch, ctx);
-    } else {
-        gj_model_forward_tiles<C, E, 0>(n, x, y, (const gj_u16*)params, eparams, scratch, ctx);
-    }
+    gj_nn_with_weights<C, false>(params, [&](const gj_u16* w, auto pad) {
+        gj_model_forward_tiles<C, E, decltype(pad)::value>(n, x, y, w, eparams, scratch, ctx);
+    });
 }
 
 template <class C, class E, int PAD>
@@ -104,15 +100,10 @@ GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, c
                                         float* __restrict__ dL_dx) {
     float* grads;
     gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
-    if constexpr (C::STAGE) {
-        gj_nn_stage_weights<C>(gj_nn_smem, params);
-        __syncthreads();
-        gj_model_backward_tiles<C, E, 8>(n, x, dL_dy, gj_nn_smem, eparams, scratch, ctx, grads, dL_deparams, dL_dx);
-    } else {
-        if constexpr (C::SMEM_GRADS) __syncthreads();
-        gj_model_backward_tiles<C, E, 0>(n, x, dL_dy, (const gj_u16*)params, eparams, scratch, ctx, grads, dL_deparams,
-                                         dL_dx);
-    }
+    gj_nn_with_weights<C, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
+        gj_model_backward_tiles<C, E, decltype(pad)::value>(n, x, dL_dy, w, eparams, scratch, ctx, grads, dL_deparams,
+                                                            dL_dx);
+    });
     gj_nn_backward_flush<C>(grads, dL_dparams);
 }
 

@@ -351,12 +351,10 @@ GJ_INLINE void gj_nn_store_ctx(gj_u16* region, int r0, const float (&c)[N / 8][4
     }
 }
 
-// A fragment-order region (WR wide) into shared rows (stride S) as h (KEPT_ACT converts a kept
-// z, Sine and SiLU); rows whose bit of mask is clear become zeros. The stores of a warp
-// instruction fall into 32 distinct banks (8 rows of an odd number of 16-byte words apart, 4
-// words each).
-template <int WR, int S, int KEPT_ACT>
-GJ_INLINE void gj_nn_kept_to_rows(gj_u16* x, const gj_u16* region, gj_u32 mask) {
+// Calls f(mb, j, h, on, row, col) for each 32-bit word the lane holds of a fragment-order
+// region WR wide: rows g, g + 8, 16 + g, 24 + g of the tile (row = 16 mb + g + 8 h), columns
+// col = 8 j + 2t; on: the row's bit of mask.
+template <int WR, class F> GJ_INLINE void gj_nn_each_ctx_word(gj_u32 mask, F f) {
     const int l = gj_nn_lane(), g = l >> 2, t = l & 3;
 #pragma unroll
     for (int mb = 0; mb < 2; ++mb) {
@@ -365,15 +363,24 @@ GJ_INLINE void gj_nn_kept_to_rows(gj_u16* x, const gj_u16* region, gj_u32 mask) 
             const int row = 16 * mb + g + 8 * h;
             const bool on = (mask >> row) & 1u;
 #pragma unroll 4
-            for (int j = 0; j < WR / 8; ++j) {
-                gj_u32 v = on ? gj_nn_ctx_load<WR>(region, mb, j, h) : 0u;
-                if constexpr (gj_nn_keeps_z<KEPT_ACT>()) {
-                    if (on) v = gj_pack_half2(gj_nn_h_from_kept<KEPT_ACT>(gj_nn_lo(v)), gj_nn_h_from_kept<KEPT_ACT>(gj_nn_hi(v)));
-                }
-                *(gj_u32*)(x + row * S + 8 * j + 2 * t) = v;
-            }
+            for (int j = 0; j < WR / 8; ++j) f(mb, j, h, on, row, 8 * j + 2 * t);
         }
     }
+}
+
+// A fragment-order region (WR wide) into shared rows (stride S) as h (KEPT_ACT converts a kept
+// z, Sine and SiLU); rows whose bit of mask is clear become zeros. The stores of a warp
+// instruction fall into 32 distinct banks (8 rows of an odd number of 16-byte words apart, 4
+// words each).
+template <int WR, int S, int KEPT_ACT>
+GJ_INLINE void gj_nn_kept_to_rows(gj_u16* x, const gj_u16* region, gj_u32 mask) {
+    gj_nn_each_ctx_word<WR>(mask, [&](int mb, int j, int h, bool on, int row, int col) {
+        gj_u32 v = on ? gj_nn_ctx_load<WR>(region, mb, j, h) : 0u;
+        if constexpr (gj_nn_keeps_z<KEPT_ACT>()) {
+            if (on) v = gj_pack_half2(gj_nn_h_from_kept<KEPT_ACT>(gj_nn_lo(v)), gj_nn_h_from_kept<KEPT_ACT>(gj_nn_hi(v)));
+        }
+        *(gj_u32*)(x + row * S + col) = v;
+    });
 }
 
 // Whether act'(z) depends on the kept value (every activation but None).
@@ -440,38 +447,6 @@ GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
 }
 
 // ---- backward --------------------------------------------------------------------------------
-// dL/dW of layer l += D^T X over the tile: D (32 x N, the layer's delta), X (32 x K, its input).
-// Added to dL_dparams (generic: global or shared fp32, in tiny-cuda-nn's layout) with atomics.
-template <int K, int N, int S>
-GJ_INLINE void gj_nn_weight_grad(float* dw, const gj_u16* d, const gj_u16* x) {
-    const int l = gj_nn_lane(), g = l >> 2, t = l & 3;
-#pragma unroll 1
-    for (int mb = 0; mb < N / 16; ++mb) {
-        gj_u32 a[2][4];
-        gj_nn_frag_a_t<S>(a[0], d, 16 * mb, 0);
-        gj_nn_frag_a_t<S>(a[1], d, 16 * mb, 16);
-#pragma unroll 2
-        for (int nb = 0; nb < K / 16; ++nb) {
-            float c[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-#pragma unroll
-            for (int kp = 0; kp < 2; ++kp) {
-                gj_u32 b[4];
-                gj_nn_frag_b_t<S>(b, x, 16 * kp, 16 * nb);
-                gj_nn_mma(c[0], a[kp], b[0], b[1]);
-                gj_nn_mma(c[1], a[kp], b[2], b[3]);
-            }
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                float* p = dw + (gj_u64)(16 * mb + g) * K + 16 * nb + 8 * j + 2 * t;
-                atomicAdd(p, c[j][0]);
-                atomicAdd(p + 1, c[j][1]);
-                atomicAdd(p + 8 * K, c[j][2]);
-                atomicAdd(p + 8 * K + 1, c[j][3]);
-            }
-        }
-    }
-}
-
 // Out (32 x NCOLS of K) = D (32 x N) . W (N x K, rows of K + PAD), times act'(kept) of the
 // layer below (KEPT: its context region, 32 x K in fragment order; null for the input, which
 // has none), as fp16
@@ -532,88 +507,100 @@ GJ_INLINE void gj_nn_backprop(gj_u16* out, const gj_u16* d, const gj_u16* w, con
 }
 
 // ---- where a backward pass adds dL/dW -------------------------------------------------------
-// gj_nn_backward_warp hands each layer's delta D and input X (both in the warp's scratch) to a
-// weight-gradient sink WG: WG::on() (uniform over the warp, and over the block for the block
-// sink) says whether parameter gradients are wanted, WG::layer<K, N, S>(offset, d, x) adds
-// dL/dW of the layer whose weights start at `offset` in tiny-cuda-nn's layout.
+// dL/dW of a layer is D^T X summed over points: D (32 x N per tile, the layer's delta) and X
+// (32 x K, its input), both in shared memory (stride S). gj_nn_wgrad_layer sums over `tiles`
+// tiles, the calling warp's and those of the warps after it in the block (their scratch
+// SCRATCH halves apart), with the points along the mma's K. The 16 x 16 blocks of dW are split
+// into tasks (a row block and NB column blocks: a row fragment of D^T, loaded once per task and
+// K step, serves all NB) dealt to warps me, me + WARPS, ...; each task's sums go, once:
+//   SUMS: to a block's sums in shared memory in fragment order (the 16 x 16 block b of a layer
+//     at offset + 256 b, lane l's eight values at 8 l: plain conflict-free loads and stores, a
+//     task owned by one warp; gj_nn_sums_to_layout gives tiny-cuda-nn's layout);
+//   else: to dparams in tiny-cuda-nn's layout with atomics.
+template <int WARPS, gj_u64 SCRATCH, bool SUMS, int MAX_NB, int K, int N, int S>
+GJ_INLINE void gj_nn_wgrad_layer(float* dparams, gj_u64 offset, const gj_u16* d, const gj_u16* x, int me, int tiles) {
+    constexpr int KB = K / 16, MB = N / 16;
+    // Column blocks per task: as many as leave every warp a task, at most MAX_NB.
+    constexpr int NB = (MAX_NB >= 4 && KB % 4 == 0 && MB * KB >= 4 * WARPS)   ? 4
+                       : (MAX_NB >= 2 && KB % 2 == 0 && MB * KB >= 2 * WARPS) ? 2
+                                                                              : 1;
+    constexpr int GROUPS = KB / NB, TASKS = MB * GROUPS;
+    const int l = gj_nn_lane(), g = l >> 2, t = l & 3;
+#pragma unroll 1
+    for (int task = me; task < TASKS; task += WARPS) {
+        const int mb = task / GROUPS, nb0 = (task % GROUPS) * NB;
+        float c[NB][2][4];
+#pragma unroll
+        for (int j = 0; j < NB; ++j) gj_nn_zero(c[j]);
+#pragma unroll 1
+        for (int w = 0; w < tiles; ++w) {
+            const long long to_w = (long long)(w - me) * (long long)SCRATCH;
+            const gj_u16 *dw = d + to_w, *xw = x + to_w;
+#pragma unroll
+            for (int kp = 0; kp < 2; ++kp) {
+                gj_u32 a[4];
+                gj_nn_frag_a_t<S>(a, dw, 16 * mb, 16 * kp);
+#pragma unroll
+                for (int j = 0; j < NB; ++j) {
+                    gj_u32 b[4];
+                    gj_nn_frag_b_t<S>(b, xw, 16 * kp, 16 * (nb0 + j));
+                    gj_nn_mma(c[j][0], a, b[0], b[1]);
+                    gj_nn_mma(c[j][1], a, b[2], b[3]);
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < NB; ++j) {
+            if constexpr (SUMS) {
+                gj_f32x4* p = (gj_f32x4*)(dparams + offset + 256ull * (mb * KB + nb0 + j) + 8 * l);
+                gj_f32x4 lo = p[0], hi = p[1];
+                lo.x += c[j][0][0], lo.y += c[j][0][1], lo.z += c[j][0][2], lo.w += c[j][0][3];
+                hi.x += c[j][1][0], hi.y += c[j][1][1], hi.z += c[j][1][2], hi.w += c[j][1][3];
+                p[0] = lo;
+                p[1] = hi;
+            } else {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    float* p = dparams + offset + (gj_u64)(16 * mb + g) * K + 16 * (nb0 + j) + 8 * h + 2 * t;
+                    atomicAdd(p, c[j][h][0]);
+                    atomicAdd(p + 1, c[j][h][1]);
+                    atomicAdd(p + 8 * K, c[j][h][2]);
+                    atomicAdd(p + 8 * K + 1, c[j][h][3]);
+                }
+            }
+        }
+    }
+}
 
-// The warp's own 32 points, added with atomics: the per-point entry points, which know
-// nothing of the block around them.
+// gj_nn_backward_warp hands each layer's D and X to a weight-gradient sink WG: WG::on()
+// (uniform over the warp, and over the block for the block sink) says whether parameter
+// gradients are wanted, WG::layer<K, N, S>(offset, d, x) adds dL/dW of the layer whose weights
+// start at `offset` in tiny-cuda-nn's layout.
+
+// The warp's own 32 points, added with atomics: the per-point entry points, which know nothing
+// of the block around them (at most two column blocks a task: they run inside callers' kernels).
 struct gj_nn_wgrad_warp {
     float* dparams; // fp32, tiny-cuda-nn's layout (global or shared); null: none
     GJ_INLINE bool on() const { return dparams != nullptr; }
     template <int K, int N, int S> GJ_INLINE void layer(gj_u64 offset, const gj_u16* d, const gj_u16* x) const {
-        gj_nn_weight_grad<K, N, S>(dparams + offset, d, x);
+        gj_nn_wgrad_layer<1, 0, false, 2, K, N, S>(dparams, offset, d, x, 0, 1);
     }
 };
 
-// The kernels' sink: the block's WARPS warps hand in their tiles together (a round), and
-// dL/dW is summed over all the round's points (K = 32 * warps along the mma's K) before
-// anything is added: per round each weight gets one addition, not one per warp. The 16 x 16
-// blocks of dW are split into tasks (a row block and NB column blocks) dealt to the warps. SUMS:
-// the block's sums in shared memory in fragment order (the 16 x 16 block b of a layer at
-// offset + 256 b, lane l's eight values at 8 l: plain conflict-free loads and stores, each task
-// owned by one warp; gj_nn_block_sums_flush puts them in tiny-cuda-nn's layout); otherwise
-// atomics into the caller's dL/dparams. Two barriers per layer: every warp's D and X written
-// before the sums, read before they are overwritten. `warps`: the warps of the round that hold
-// points (their scratch is read; the others' is not).
+// The kernels' sink: the block's WARPS warps hand in their tiles together (a round) and the
+// layer is summed over all the round's points before anything is added: per round each weight
+// gets one addition, not one per warp. SUMS: dparams is the block's shared fragment-order
+// sums (gj_nn_backward_flush puts them in tiny-cuda-nn's layout); else the caller's
+// dL/dparams. Two barriers per layer: every warp's D and X written before the sums, read before
+// they are overwritten. `warps`: the warps of the round that hold points (their scratch is
+// read; the others' is not).
 template <int WARPS, gj_u64 SCRATCH, bool SUMS> struct gj_nn_wgrad_block {
     float* dparams; // SUMS: the shared fragment-order sums; else dL/dparams; null: none
     int warps;
     GJ_INLINE bool on() const { return dparams != nullptr; }
-
     template <int K, int N, int S> GJ_INLINE void layer(gj_u64 offset, const gj_u16* d, const gj_u16* x) const {
-        constexpr int KB = K / 16, MB = N / 16;
-        // Column blocks per task: as many as leave every warp a task (a row fragment of D^T is
-        // loaded once per task and K step and serves all NB of them).
-        constexpr int NB = (KB % 4 == 0 && MB * KB >= 4 * WARPS) ? 4 : (KB % 2 == 0 && MB * KB >= 2 * WARPS) ? 2 : 1;
-        constexpr int GROUPS = KB / NB, TASKS = MB * GROUPS;
-        const int me = threadIdx.x / 32, l = gj_nn_lane(), g = l >> 2, t = l & 3;
         __syncthreads();
-#pragma unroll 1
-        for (int task = me; task < TASKS; task += WARPS) {
-            const int mb = task / GROUPS, nb0 = (task % GROUPS) * NB;
-            float c[NB][2][4];
-#pragma unroll
-            for (int j = 0; j < NB; ++j) gj_nn_zero(c[j]);
-#pragma unroll 1
-            for (int w = 0; w < warps; ++w) {
-                const long long to_w = (long long)(w - me) * (long long)SCRATCH;
-                const gj_u16 *dw = d + to_w, *xw = x + to_w;
-#pragma unroll
-                for (int kp = 0; kp < 2; ++kp) {
-                    gj_u32 a[4];
-                    gj_nn_frag_a_t<S>(a, dw, 16 * mb, 16 * kp);
-#pragma unroll
-                    for (int j = 0; j < NB; ++j) {
-                        gj_u32 b[4];
-                        gj_nn_frag_b_t<S>(b, xw, 16 * kp, 16 * (nb0 + j));
-                        gj_nn_mma(c[j][0], a, b[0], b[1]);
-                        gj_nn_mma(c[j][1], a, b[2], b[3]);
-                    }
-                }
-            }
-#pragma unroll
-            for (int j = 0; j < NB; ++j) {
-                if constexpr (SUMS) {
-                    gj_f32x4* p = (gj_f32x4*)(dparams + offset + 256ull * (mb * KB + nb0 + j) + 8 * l);
-                    gj_f32x4 lo = p[0], hi = p[1];
-                    lo.x += c[j][0][0], lo.y += c[j][0][1], lo.z += c[j][0][2], lo.w += c[j][0][3];
-                    hi.x += c[j][1][0], hi.y += c[j][1][1], hi.z += c[j][1][2], hi.w += c[j][1][3];
-                    p[0] = lo;
-                    p[1] = hi;
-                } else {
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        float* p = dparams + offset + (gj_u64)(16 * mb + g) * K + 16 * (nb0 + j) + 8 * h + 2 * t;
-                        atomicAdd(p, c[j][h][0]);
-                        atomicAdd(p + 1, c[j][h][1]);
-                        atomicAdd(p + 8 * K, c[j][h][2]);
-                        atomicAdd(p + 8 * K + 1, c[j][h][3]);
-                    }
-                }
-            }
-        }
+        gj_nn_wgrad_layer<WARPS, SCRATCH, SUMS, 4, K, N, S>(dparams, offset, d, x, threadIdx.x / 32, warps);
         __syncthreads();
     }
 };
@@ -661,23 +648,14 @@ GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, const gj_u16* w, gj_
         }
         if constexpr (gj_nn_derivative_reads_kept<C::OUT_ACT>()) {
             const gj_u16* kept = ctx + L::ctx_offset(C::NL);
-            const int g = p >> 2, t = p & 3;
             __syncwarp();
-#pragma unroll
-            for (int mb = 0; mb < 2; ++mb) {
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int r = 16 * mb + g + 8 * h;
-                    if (!((mask >> r) & 1u)) continue;
-#pragma unroll 4
-                    for (int j = 0; j < C::OUT_P / 8; ++j) {
-                        const gj_u32 k = gj_nn_ctx_load<C::OUT_P>(kept, mb, j, h);
-                        gj_u32* q = (gj_u32*)(d + r * S + 8 * j + 2 * t);
-                        *q = gj_pack_half2(gj_nn_lo(*q) * gj_nn_grad_from_kept<C::OUT_ACT>(gj_nn_lo(k)),
-                                           gj_nn_hi(*q) * gj_nn_grad_from_kept<C::OUT_ACT>(gj_nn_hi(k)));
-                    }
-                }
-            }
+            gj_nn_each_ctx_word<C::OUT_P>(mask, [&](int mb, int j, int h, bool on, int row, int col) {
+                if (!on) return;
+                const gj_u32 k = gj_nn_ctx_load<C::OUT_P>(kept, mb, j, h);
+                gj_u32* q = (gj_u32*)(d + row * S + col);
+                *q = gj_pack_half2(gj_nn_lo(*q) * gj_nn_grad_from_kept<C::OUT_ACT>(gj_nn_lo(k)),
+                                   gj_nn_hi(*q) * gj_nn_grad_from_kept<C::OUT_ACT>(gj_nn_hi(k)));
+            });
         }
     }
     // Layers NL-1 .. 1 (all with a hidden layer below), then layer 0.

@@ -39,6 +39,25 @@ template <class C> GJ_INLINE gj_u64 gj_nn_staged_halves() {
     return C::STAGE ? (gj_nn<C>::template total<8>() + 7) / 8 * 8 : 0;
 }
 
+// Runs body(w, pad) with the weights as every kernel reads them: staged into shared memory
+// (C::STAGE; pad a gj_nn_pad<8>, the halves added to each row) or the caller's array (pad a
+// gj_nn_pad<0>). The block meets at a barrier before body where it staged, and where SYNC asks
+// (the backward kernels' block sums, zeroed before).
+template <int P> struct gj_nn_pad {
+    static constexpr int value = P;
+};
+
+template <class C, bool SYNC, class F> GJ_INLINE void gj_nn_with_weights(const gj_half* params, F body) {
+    if constexpr (C::STAGE) {
+        gj_nn_stage_weights<C>(gj_nn_smem, params);
+        __syncthreads();
+        body((const gj_u16*)gj_nn_smem, gj_nn_pad<8>{});
+    } else {
+        if constexpr (SYNC) __syncthreads();
+        body((const gj_u16*)params, gj_nn_pad<0>{});
+    }
+}
+
 // Inference (ctx null) or forward for training (ctx: the forward context of every tile).
 template <class C, int PAD>
 GJ_INLINE void gj_nn_forward_tiles(gj_u64 n, const float* __restrict__ x, float* __restrict__ y, const gj_u16* w,
@@ -70,13 +89,9 @@ template <class C>
 GJ_INLINE void gj_nn_forward_kernel(gj_u64 n, const float* __restrict__ x, float* __restrict__ y,
                                     const gj_half* __restrict__ params, gj_u16* __restrict__ ctx) {
     gj_u16* scratch = gj_nn_forward_scratch<C>();
-    if constexpr (C::STAGE) {
-        gj_nn_stage_weights<C>(gj_nn_smem, params);
-        __syncthreads();
-        gj_nn_forward_tiles<C, 8>(n, x, y, gj_nn_smem, scratch, ctx);
-    } else {
-        gj_nn_forward_tiles<C, 0>(n, x, y, (const gj_u16*)params, scratch, ctx);
-    }
+    gj_nn_with_weights<C, false>(params, [&](const gj_u16* w, auto pad) {
+        gj_nn_forward_tiles<C, decltype(pad)::value>(n, x, y, w, scratch, ctx);
+    });
 }
 
 // The backward kernels go through the points in rounds: round r gives warp k of the block tile
@@ -171,14 +186,9 @@ GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, 
                                      float* __restrict__ dL_dx) {
     float* grads;
     gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
-    if constexpr (C::STAGE) {
-        gj_nn_stage_weights<C>(gj_nn_smem, params);
-        __syncthreads();
-        gj_nn_backward_dispatch<C, 8>(n, dL_dy, gj_nn_smem, scratch, ctx, grads, dL_dx);
-    } else {
-        if constexpr (C::SMEM_GRADS) __syncthreads();
-        gj_nn_backward_dispatch<C, 0>(n, dL_dy, (const gj_u16*)params, scratch, ctx, grads, dL_dx);
-    }
+    gj_nn_with_weights<C, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
+        gj_nn_backward_dispatch<C, decltype(pad)::value>(n, dL_dy, w, scratch, ctx, grads, dL_dx);
+    });
     gj_nn_backward_flush<C>(grads, dL_dparams);
 }
 

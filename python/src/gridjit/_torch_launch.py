@@ -260,17 +260,20 @@ class _NetOps(_DeviceOps):
 
     def __init__(self, native: "_NetNative", index: int):
         super().__init__(native, index)
-        network = native.mlp
-        self.n_in = network.n_input_dims
-        self.n_out = network.n_output_dims
-        self.n_params = network.n_params
-        self._module = native.module
-        self._handle = native.module.handle
-        self._tile_bytes = native.module.context_bytes(32)  # the context of one 32-point tile
+        self.n_in, self.n_out, self.n_params, module = self._parts(native)
+        self._module = module
+        self._handle = module.handle
+        self._tile_bytes = module.context_bytes(32)  # the context of one 32-point tile
         lib = _capi.lib
         self._gj_inference = lib.gj_network_inference
         self._gj_forward = lib.gj_network_forward
         self._gj_backward = lib.gj_network_backward
+
+    @staticmethod
+    def _parts(native: "_NetNative") -> tuple:
+        """(input width, output width, parameters, the gj_network_module) this layer runs."""
+        network = native.mlp
+        return network.n_input_dims, network.n_output_dims, network.n_params, native.module
 
     def init(self, params: torch.Tensor, seed: int) -> None:
         """Fills the fp32 params (n_params elements on this device, contiguous) with
@@ -401,22 +404,15 @@ class _FusedModelOps(_NetOps):
     (_ModelOps), whose backward pass can sample."""
 
     def __init__(self, native: "_NetNative", index: int):
-        _DeviceOps.__init__(self, native, index)
-        self.n_in = native.n_input_dims
-        self.n_out = native.n_output_dims
-        self.n_params = native.n_params
+        super().__init__(native, index)
         self.n_mlp = native.n_mlp_params
-        module = native.model_module
-        self._module = module
-        self._handle = module.handle
-        self._tile_bytes = module.context_bytes(32)
         self._encoding_offset = 2 * self.n_mlp  # bytes: the fp16 network parameters come first
-        self._fp16_gradients = module.encoding_gradient_size() == 2
+        self._fp16_gradients = self._module.encoding_gradient_size() == 2
         self._composed = _ModelOps(native, index)  # the initialisation, part by part
-        lib = _capi.lib
-        self._gj_inference = lib.gj_network_inference
-        self._gj_forward = lib.gj_network_forward
-        self._gj_backward = lib.gj_network_backward
+
+    @staticmethod
+    def _parts(native: "_NetNative") -> tuple:
+        return native.n_input_dims, native.n_output_dims, native.n_params, native.model_module
 
     def init(self, params: torch.Tensor, seed: int) -> None:
         self._composed.init(params, seed)
