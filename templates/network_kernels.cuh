@@ -19,19 +19,28 @@
 
 extern __shared__ __align__(16) gj_u16 gj_nn_smem[];
 
-// Copies the weights (tiny-cuda-nn's layout) into s with rows padded by 8 halves.
+// Copies one layer's weights (FAN_OUT rows of K halves, tiny-cuda-nn's layout) into rows
+// padded by 8 halves, 16 bytes a thread at a time (rows are multiples of 16 halves: a chunk
+// never straddles two); the widths are constants, so the row of a chunk costs no division.
+template <int K, int FAN_OUT> GJ_INLINE void gj_nn_stage_layer(gj_u16* to, const gj_u16* from) {
+    constexpr int PER_ROW = K / 8, CHUNKS = PER_ROW * FAN_OUT;
+    for (int q = threadIdx.x; q < CHUNKS; q += blockDim.x)
+        *(gj_u32x4*)(to + (q / PER_ROW) * (K + 8) + 8 * (q % PER_ROW)) = ((const gj_u32x4*)from)[q];
+}
+
+// Copies the weights (tiny-cuda-nn's layout, 16-byte aligned) into s with rows padded by 8
+// halves.
 template <class C> GJ_INLINE void gj_nn_stage_weights(gj_u16* s, const gj_half* params) {
     typedef gj_nn<C> L;
-    const gj_u32* src = (const gj_u32*)params;
+    const gj_u16* p = (const gj_u16*)params;
+    if constexpr (C::NL == 1) {
+        gj_nn_stage_layer<C::IN_P, C::OUT_P>(s, p);
+    } else {
+        gj_nn_stage_layer<C::IN_P, C::W>(s, p);
 #pragma unroll 1
-    for (int l = 0; l < C::NL; ++l) {
-        const int k = L::fan_in(l), pairs = k * L::fan_out(l) / 2;
-        const gj_u32* from = src + L::template offset<0>(l) / 2;
-        gj_u16* to = s + L::template offset<8>(l);
-        for (int i = threadIdx.x; i < pairs; i += blockDim.x) {
-            const int e = 2 * i; // rows have even length: a pair never straddles two rows
-            *(gj_u32*)(to + (e / k) * (k + 8) + e % k) = from[i];
-        }
+        for (int l = 1; l < C::NL - 1; ++l)
+            gj_nn_stage_layer<C::W, C::W>(s + L::template offset<8>(l), p + L::template offset<0>(l));
+        gj_nn_stage_layer<C::W, C::OUT_P>(s + L::template offset<8>(C::NL - 1), p + L::template offset<0>(C::NL - 1));
     }
 }
 
