@@ -135,6 +135,73 @@ static void passes_launch_their_kernels(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* The grid of each pass over n points with GRIDJIT_NETWORK_WAVES set to waves (NULL: unset):
+ * inference, forward, backward (accumulating: no zeroing launch). */
+static void grids_with_waves(gj_context *ctx, gj_network *net, const char *waves, char *b, uint64_t n,
+                             unsigned grids[3]) {
+    if (waves) {
+        setenv("GRIDJIT_NETWORK_WAVES", waves, 1);
+    } else {
+        unsetenv("GRIDJIT_NETWORK_WAVES");
+    }
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    unsetenv("GRIDJIT_NETWORK_WAVES"); /* read when the module is made */
+    gj_network_pass_desc d = desc_over(b, n);
+    d.dL_doutput = (const float *)(b + 65536);
+    d.dL_dparams = (float *)(b + 131072);
+    d.dL_dparams_mode = GJ_GRAD_ACCUMULATE;
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
+    grids[0] = fake.last_grid_x();
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    grids[1] = fake.last_grid_x();
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    grids[2] = fake.last_grid_x();
+    gj_network_module_destroy(m);
+}
+
+/* The forward passes' grids stop at 8 waves (the kernels walk the remaining tiles), the
+ * backward's at one; GRIDJIT_NETWORK_WAVES (1 ... 64) changes the former, anything else is
+ * ignored. Nothing runs: the fake driver records the grid. */
+static void forward_grids_stop_at_the_waves_asked_for(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1}",
+                                       3, 2, &net),
+                     GJ_OK);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 20, &buffer), GJ_OK);
+    const uint64_t n = 1ull << 26; /* far more tiles than 64 waves of blocks take */
+    unsigned def[3], two[3], one[3], bad[3];
+    grids_with_waves(ctx, net, NULL, buffer, n, def);
+    const unsigned wave = def[2];
+    assert_true(wave > 0);
+    assert_int_equal(def[0], 8 * wave);
+    assert_int_equal(def[1], 8 * wave);
+    grids_with_waves(ctx, net, "2", buffer, n, two);
+    assert_int_equal(two[0], 2 * wave);
+    assert_int_equal(two[1], 2 * wave);
+    assert_int_equal(two[2], wave);
+    grids_with_waves(ctx, net, "64", buffer, n, one);
+    assert_int_equal(one[1], 64 * wave);
+    const char *ignored[] = {"0", "65", "-1", "2x", ""};
+    for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; ++i) {
+        grids_with_waves(ctx, net, ignored[i], buffer, n, bad);
+        assert_int_equal(bad[1], 8 * wave);
+    }
+    /* A small batch needs fewer blocks than any cap. */
+    grids_with_waves(ctx, net, "1", buffer, 100, one);
+    assert_true(one[0] >= 1 && one[0] < wave);
+    gj_device_free(ctx, buffer);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
 /* A model: its fused programs, the encoding's parameters and gradients, its errors. */
 static void a_model_launches_fused_kernels(void **state) {
     (void)state;
@@ -254,6 +321,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(passes_launch_their_kernels),
         cmocka_unit_test(a_model_launches_fused_kernels),
+        cmocka_unit_test(forward_grids_stop_at_the_waves_asked_for),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

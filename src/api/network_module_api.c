@@ -32,7 +32,19 @@ struct gj_network_module {
     gj_user_module *programs[GJ__NETWORK_PART_COUNT];
     gj_kernel *kernels[K_COUNT];
     uint64_t wave[K_COUNT]; /* blocks of a full wave on the first device launched on (0: not known yet) */
+    uint32_t forward_waves; /* the inference and forward kernels' grid: at most this many waves */
 };
+
+/* The forward passes' grid, in waves, unless GRIDJIT_NETWORK_WAVES (1 ... 64) says otherwise:
+ * a measuring knob (docs/networks.md §8), read when a module is made; it changes no code. */
+#define FORWARD_WAVES 8u
+
+static uint32_t env_waves(const char *name) {
+    const char *v = getenv(name);
+    char *end = NULL;
+    const long w = v ? strtol(v, &end, 10) : 0;
+    return v && *v && end && !*end && w >= 1 && w <= 64 ? (uint32_t)w : FORWARD_WAVES;
+}
 
 static const char *const kernel_suffix[K_COUNT] = {"inference", "forward", "backward", "zero"};
 
@@ -85,6 +97,7 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     module_options(&m->opts);
     plan_hints_from_env(&m->net->hints); /* the module's own copy of the network */
     gj__network_plan_make(&m->net->layout, &m->net->hints, &m->plan);
+    m->forward_waves = env_waves("GRIDJIT_NETWORK_WAVES");
     pthread_mutex_init(&m->lock, NULL);
     *out = m;
     return GJ_OK;
@@ -244,7 +257,7 @@ static gj_status need_part(gj_network_module *m, gj__network_part part, const ch
 }
 
 /* Launches kernel k over n points: a block of the plan's warps, as many blocks as the tiles
- * need, at most a few waves (the kernels walk the tiles), the backward one wave. */
+ * need, at most forward_waves waves (the kernels walk the tiles), the backward one wave. */
 static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t n, uint32_t shared_bytes, void **args,
                         const char *call) {
     const uint32_t threads = 32 * m->plan.warps;
@@ -267,7 +280,7 @@ static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t 
         m->wave[k] = wave;
         pthread_mutex_unlock(&m->lock);
     }
-    const uint64_t cap = k == K_BACKWARD ? wave : 8 * wave;
+    const uint64_t cap = k == K_BACKWARD ? wave : (uint64_t)m->forward_waves * wave;
     gj_launch_config cfg;
     gj_launch_config_init(&cfg);
     cfg.grid[0] = (uint32_t)(needed < cap ? needed : cap);

@@ -376,6 +376,7 @@ static CUresult fake_KernelGetFunction(CUfunction *out, CUkernel kernel) {
 }
 
 static atomic_int next_launch_error;
+static atomic_uint last_grid_x; /* the x dimension of the last successful launch's grid */
 
 /* The next cuLaunchKernel (of any thread) fails with error. */
 FAKE_API void gjfake_fail_next_launch(CUresult error) {
@@ -385,7 +386,7 @@ FAKE_API void gjfake_fail_next_launch(CUresult error) {
 static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                   unsigned bz, unsigned shared, CUstream stream, void **params, void **extra) {
     COUNT(LaunchKernel);
-    (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)params, (void)extra;
+    (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)params, (void)extra;
     const int injected = atomic_exchange(&next_launch_error, 0);
     if (injected) {
         return (CUresult)injected;
@@ -397,7 +398,13 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
     if (!f || f->context != c || f->context_id != atomic_load(&c->id) || !f->kernel->library->loaded) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
+    atomic_store(&last_grid_x, gx);
     return CUDA_SUCCESS;
+}
+
+/* The grid's x dimension of the last successful cuLaunchKernel (of any thread). */
+FAKE_API unsigned gjfake_last_grid_x(void) {
+    return atomic_load(&last_grid_x);
 }
 
 static CUresult fake_MemAlloc(CUdeviceptr *out, size_t bytes) {

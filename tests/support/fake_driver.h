@@ -17,6 +17,7 @@ typedef struct gj_fake_driver {
     void (*set_current)(CUcontext context);
     CUcontext (*current)(void); /* the calling thread's */
     void (*fail_next_launch)(CUresult error);
+    unsigned (*last_grid_x)(void); /* the last successful launch's grid.x */
 } gj_fake_driver;
 
 /* Loads $GRIDJIT_FAKE_DRIVER (set by tests/CMakeLists.txt) and sets GRIDJIT_DRIVER to it
