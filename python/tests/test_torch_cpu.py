@@ -777,3 +777,108 @@ def test_launch_layer_raises_the_status_error_with_the_call(fake_launches):
     with pytest.raises(gridjit.InvalidArgumentError) as info:
         ops.forward(torch.rand(3, 2), torch.rand(ops.n_params).half(), None, 1.0)
     assert info.value.call == "gj_forward"
+
+
+# ----------------------------------------------------------------------------- programs compiled ahead
+
+SMALL_GRID = {"otype": "HashGrid", "n_levels": 2, "n_features_per_level": 2, "log2_hashmap_size": 8,
+              "base_resolution": 4}
+
+
+class _FakeEncoding:
+    """What _Precompiler reads of a gridjit Encoding, recording its precompile calls."""
+
+    def __init__(self, name, calls, fail=False):
+        self.hyperparams_json, self.n_dims, self.calls, self.fail = name, 3, calls, fail
+
+    def precompile(self, arch, options):
+        self.calls.append((self.hyperparams_json, arch, options.gradients_fp32))
+        if self.fail:
+            raise gridjit.GridJitError("NVRTC failed")
+
+
+def _wait_idle(worker):
+    """Until the precompiler's thread has emptied its queue and ended (at most 5 s)."""
+    import time
+
+    for _ in range(500):
+        with worker._lock:
+            if worker._thread is None:
+                return
+        time.sleep(0.01)
+    raise AssertionError("the precompiler did not finish its jobs")
+
+
+def test_the_precompiler_compiles_each_configuration_once_in_the_background():
+    import threading
+
+    calls, gate = [], threading.Event()
+    blocker = _FakeEncoding("first", calls)
+    blocker.precompile = lambda arch, options: (gate.wait(5), calls.append(("first", arch, True)))
+    worker = gjt._Precompiler()
+    options = gridjit.CodegenOptions(gradients_fp32=True)
+    worker.submit([(blocker, options, "sm_90")])
+    failing, other = _FakeEncoding("failing", calls, fail=True), _FakeEncoding("other", calls)
+    # Queued behind the first job; a configuration submitted twice is compiled once.
+    worker.submit([(failing, options, "sm_90"), (other, options, "sm_90"), (other, options, "sm_90")])
+    assert calls == []  # the caller did not wait
+    gate.set()
+    _wait_idle(worker)
+    assert [c[0] for c in calls] == ["first", "failing", "other"]  # the failure was dropped
+    worker.submit([(other, options, "sm_80")])  # another architecture is another program
+    _wait_idle(worker)
+    assert calls[-1] == ("other", "sm_80", True)
+    worker.close()
+    count = len(calls)
+    worker.submit([(_FakeEncoding("late", calls), options, "sm_90")])  # closed: nothing more
+    worker.close()
+    assert len(calls) == count and worker._thread is None
+
+
+def test_close_drops_the_queue_and_waits_for_the_job_under_way():
+    import threading
+
+    calls, started, gate = [], threading.Event(), threading.Event()
+    slow = _FakeEncoding("slow", calls)
+
+    def precompile(arch, options):
+        started.set()
+        gate.wait(5)
+        calls.append(("slow", arch, True))
+
+    slow.precompile = precompile
+    worker = gjt._Precompiler()
+    options = gridjit.CodegenOptions()
+    worker.submit([(slow, options, "sm_90"), (_FakeEncoding("queued", calls), options, "sm_90")])
+    assert started.wait(5)
+    threading.Timer(0.05, gate.set).start()
+    worker.close()  # returns once the slow job is done; the queued one never runs
+    assert calls == [("slow", "sm_90", True)] and worker._thread is None
+
+
+def test_an_encoding_asks_for_its_programs_for_its_device(monkeypatch):
+    submitted = []
+    monkeypatch.setattr(gjt, "_precompiler", types.SimpleNamespace(submit=submitted.extend))
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index: (9, 0))
+    enc = gjt.Encoding(3, SMALL_GRID, dtype=torch.float)  # no CUDA here: construction asks nothing
+    assert submitted == []
+    enc._native.precompile_soon(0)
+    (encoding, options, arch), = submitted
+    assert encoding is enc._native.exact_encoding and arch == "sm_90" and options.gradients_fp32
+    # A stochastic encoding's modules are two: the exact one and the sampling one.
+    stochastic = gjt.Encoding(3, dict(SMALL_GRID, stochastic_interpolation=True), dtype=torch.float)
+    submitted.clear()
+    stochastic._native.precompile_soon(0)
+    assert [e for e, _, _ in submitted] == [stochastic._native.exact_encoding, stochastic._native.encoding]
+    # Off by the environment, or where the device cannot be asked.
+    submitted.clear()
+    monkeypatch.setenv("GRIDJIT_TORCH_PRECOMPILE", "0")
+    enc._native.precompile_soon(0)
+    monkeypatch.delenv("GRIDJIT_TORCH_PRECOMPILE")
+
+    def no_device(index):
+        raise RuntimeError("no CUDA device")
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", no_device)
+    enc._native.precompile_soon(0)
+    assert submitted == []
