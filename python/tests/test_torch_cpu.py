@@ -783,18 +783,7 @@ def test_launch_layer_raises_the_status_error_with_the_call(fake_launches):
 
 SMALL_GRID = {"otype": "HashGrid", "n_levels": 2, "n_features_per_level": 2, "log2_hashmap_size": 8,
               "base_resolution": 4}
-
-
-class _FakeEncoding:
-    """What _Precompiler reads of a gridjit Encoding, recording its precompile calls."""
-
-    def __init__(self, name, calls, fail=False):
-        self.hyperparams_json, self.n_dims, self.calls, self.fail = name, 3, calls, fail
-
-    def precompile(self, arch, options):
-        self.calls.append((self.hyperparams_json, arch, options.gradients_fp32))
-        if self.fail:
-            raise gridjit.GridJitError("NVRTC failed")
+SMALL_MLP = {"otype": "FullyFusedMLP", "n_neurons": 16, "n_hidden_layers": 1}
 
 
 def _wait_idle(worker):
@@ -809,67 +798,81 @@ def _wait_idle(worker):
     raise AssertionError("the precompiler did not finish its jobs")
 
 
-def test_the_precompiler_compiles_each_configuration_once_in_the_background():
+def test_the_precompiler_compiles_each_key_once_in_the_background():
     import threading
 
     calls, gate = [], threading.Event()
-    blocker = _FakeEncoding("first", calls)
-    blocker.precompile = lambda arch, options: (gate.wait(5), calls.append(("first", arch, True)))
+
+    def job(name, fail=False):
+        def compile_():
+            if name == "first":
+                gate.wait(5)
+            calls.append(name)
+            if fail:
+                raise gridjit.GridJitError("NVRTC failed")
+
+        return name, compile_
+
     worker = gjt._Precompiler()
-    options = gridjit.CodegenOptions(gradients_fp32=True)
-    worker.submit([(blocker, options, "sm_90")])
-    failing, other = _FakeEncoding("failing", calls, fail=True), _FakeEncoding("other", calls)
-    # Queued behind the first job; a configuration submitted twice is compiled once.
-    worker.submit([(failing, options, "sm_90"), (other, options, "sm_90"), (other, options, "sm_90")])
+    worker.submit([job("first")])
+    # Queued behind the first job; a key submitted twice is compiled once; a failure is dropped.
+    worker.submit([job("failing", fail=True), job("other"), job("other")])
     assert calls == []  # the caller did not wait
     gate.set()
     _wait_idle(worker)
-    assert [c[0] for c in calls] == ["first", "failing", "other"]  # the failure was dropped
-    worker.submit([(other, options, "sm_80")])  # another architecture is another program
+    assert calls == ["first", "failing", "other"]
+    worker.submit([job("again")])  # the thread starts again for later work
     _wait_idle(worker)
-    assert calls[-1] == ("other", "sm_80", True)
+    assert calls[-1] == "again"
     worker.close()
-    count = len(calls)
-    worker.submit([(_FakeEncoding("late", calls), options, "sm_90")])  # closed: nothing more
+    worker.submit([job("late")])  # closed: nothing more
     worker.close()
-    assert len(calls) == count and worker._thread is None
+    assert calls[-1] == "again" and worker._thread is None
 
 
 def test_close_drops_the_queue_and_waits_for_the_job_under_way():
     import threading
 
     calls, started, gate = [], threading.Event(), threading.Event()
-    slow = _FakeEncoding("slow", calls)
 
-    def precompile(arch, options):
+    def slow():
         started.set()
         gate.wait(5)
-        calls.append(("slow", arch, True))
+        calls.append("slow")
 
-    slow.precompile = precompile
     worker = gjt._Precompiler()
-    options = gridjit.CodegenOptions()
-    worker.submit([(slow, options, "sm_90"), (_FakeEncoding("queued", calls), options, "sm_90")])
+    worker.submit([("slow", slow), ("queued", lambda: calls.append("queued"))])
     assert started.wait(5)
     threading.Timer(0.05, gate.set).start()
     worker.close()  # returns once the slow job is done; the queued one never runs
-    assert calls == [("slow", "sm_90", True)] and worker._thread is None
+    assert calls == ["slow"] and worker._thread is None
 
 
-def test_an_encoding_asks_for_its_programs_for_its_device(monkeypatch):
-    submitted = []
-    monkeypatch.setattr(gjt, "_precompiler", types.SimpleNamespace(submit=submitted.extend))
+@pytest.fixture
+def submitted(monkeypatch):
+    """The jobs modules ask the precompiler for, on a device of compute capability 9.0."""
+    jobs = []
+    monkeypatch.setattr(gjt, "_precompiler", types.SimpleNamespace(submit=jobs.extend))
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index: (9, 0))
+    return jobs
+
+
+def test_an_encoding_asks_for_its_programs_for_its_device(submitted, monkeypatch):
     enc = gjt.Encoding(3, SMALL_GRID, dtype=torch.float)  # no CUDA here: construction asks nothing
     assert submitted == []
     enc._native.precompile_soon(0)
-    (encoding, options, arch), = submitted
-    assert encoding is enc._native.exact_encoding and arch == "sm_90" and options.gradients_fp32
+    (key, compile_), = submitted
+    assert key[0] == "encoding" and key[1] == enc._native.exact_encoding.hyperparams_json and key[-1] == "sm_90"
+    calls = []
+    monkeypatch.setattr(type(enc._native.exact_encoding), "precompile",
+                        lambda self, arch, options: calls.append((self, arch, options.gradients_fp32)))
+    compile_()
+    assert calls == [(enc._native.exact_encoding, "sm_90", True)]
     # A stochastic encoding's modules are two: the exact one and the sampling one.
     stochastic = gjt.Encoding(3, dict(SMALL_GRID, stochastic_interpolation=True), dtype=torch.float)
     submitted.clear()
     stochastic._native.precompile_soon(0)
-    assert [e for e, _, _ in submitted] == [stochastic._native.exact_encoding, stochastic._native.encoding]
+    assert len({key for key, _ in submitted}) == 2
     # Off by the environment, or where the device cannot be asked.
     submitted.clear()
     monkeypatch.setenv("GRIDJIT_TORCH_PRECOMPILE", "0")
@@ -882,3 +885,26 @@ def test_an_encoding_asks_for_its_programs_for_its_device(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_capability", no_device)
     enc._native.precompile_soon(0)
     assert submitted == []
+
+
+def test_networks_and_models_ask_for_the_programs_their_launches_use(submitted, monkeypatch):
+    calls = []
+    monkeypatch.setattr(gridjit.Network, "precompile", lambda self, arch: calls.append((self, arch)))
+    net = gjt.Network(3, 2, SMALL_MLP)
+    net._native.precompile_soon(0)
+    for _, compile_ in submitted:
+        compile_()
+    assert calls == [(net._native.mlp, "sm_90")]  # the network alone
+    submitted.clear()
+    calls.clear()
+    model = gjt.NetworkWithInputEncoding(3, 2, SMALL_GRID, SMALL_MLP)
+    model._native.precompile_soon(0)
+    for _, compile_ in submitted:
+        compile_()
+    assert calls == [(model._native.model, "sm_90")]  # the fused model's module
+    submitted.clear()
+    calls.clear()
+    stochastic = gjt.NetworkWithInputEncoding(3, 2, dict(SMALL_GRID, stochastic_interpolation=True), SMALL_MLP)
+    stochastic._native.precompile_soon(0)
+    keys = [key[0] for key, _ in submitted]
+    assert keys == ["network", "encoding", "encoding"]  # the composed path: network part, both encodings

@@ -232,8 +232,9 @@ def _synchronize(indices) -> None:
 
 
 class _Precompiler:
-    """Compiles encodings' programs into the disk cache on one background thread, a job at
-    a time (each on every CPU: gj_precompile), so that a module's first launches find them
+    """Compiles modules' programs into the disk cache on one background thread, a job at a
+    time (an encoding's on every CPU: gj_precompile; a network's or model's two programs:
+    gj_network_precompile), so that a module's first launches find them
     there instead of compiling each pass when it is first launched, one after the other (an
     eikonal step's forward, backward and second-order backward: about 2 s on an H200 host
     with nothing cached; tinycudann compiles its kernels when it is built). A launch that
@@ -250,15 +251,14 @@ class _Precompiler:
         self._closed = False
 
     def submit(self, jobs) -> None:
-        """jobs: (encoding, options, arch) triples; each configuration once per process."""
+        """jobs: (key, compile) pairs, compile() filling the cache; each key once per process."""
         with self._lock:
             if self._closed:
                 return
-            for encoding, options, arch in jobs:
-                key = (encoding.hyperparams_json, encoding.n_dims, options.output_width_multiple, arch)
+            for key, compile_ in jobs:
                 if key not in self._seen:
                     self._seen.add(key)
-                    self._jobs.append((encoding, options, arch))
+                    self._jobs.append(compile_)
             if self._jobs and self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="gridjit-precompile", daemon=True)
                 self._thread.start()
@@ -269,9 +269,9 @@ class _Precompiler:
                 if not self._jobs or self._closed:
                     self._thread = None
                     return
-                encoding, options, arch = self._jobs.pop(0)
+                compile_ = self._jobs.pop(0)
             try:
-                encoding.precompile(arch, options)
+                compile_()
             except Exception:  # noqa: BLE001 - see the class docstring
                 pass
 
@@ -287,6 +287,28 @@ class _Precompiler:
 
 _precompiler = _Precompiler()
 atexit.register(_precompiler.close)
+
+
+def _precompile_arch(context: Context, index: int) -> Optional[str]:
+    """The architecture to compile ahead for on device index, or None: not wanted
+    (GRIDJIT_TORCH_PRECOMPILE=0), no disk cache to put the programs in, or no device to ask."""
+    if os.environ.get("GRIDJIT_TORCH_PRECOMPILE", "1") == "0" or context.cache_dir is None:
+        return None
+    try:
+        major, minor = torch.cuda.get_device_capability(index)
+    except Exception:  # noqa: BLE001 - the launches compile as they go
+        return None
+    return f"sm_{major}{minor}"
+
+
+def _encoding_job(encoding: _GridEncoding, options: CodegenOptions, arch: str) -> tuple:
+    key = ("encoding", encoding.hyperparams_json, encoding.n_dims, options.output_width_multiple, arch)
+    return key, lambda: encoding.precompile(arch, options)
+
+
+def _network_job(network: _GridNetwork, arch: str) -> tuple:
+    key = ("network", network.hyperparams_json, network.n_input_dims, network.n_output_dims, arch)
+    return key, lambda: network.precompile(arch)
 
 
 class _PerDevice:
@@ -357,16 +379,14 @@ class _Native(_PerDevice):
 
     def precompile_soon(self, index: int) -> None:
         """Has the programs of this encoding's modules for device index compiled into the
-        disk cache in the background (_precompiler), unless GRIDJIT_TORCH_PRECOMPILE=0 or
-        the context has no disk cache to put them in."""
-        if os.environ.get("GRIDJIT_TORCH_PRECOMPILE", "1") == "0" or self.context.cache_dir is None:
-            return
-        try:
-            major, minor = torch.cuda.get_device_capability(index)
-        except Exception:  # noqa: BLE001 - no device to ask: the launches compile as they go
-            return
+        disk cache in the background (_precompiler, _precompile_arch)."""
+        arch = _precompile_arch(self.context, index)
+        if arch is not None:
+            _precompiler.submit(self.precompile_jobs(arch))
+
+    def precompile_jobs(self, arch: str) -> list:
         encodings = [self.exact_encoding] + ([self.encoding] if self.stochastic else [])
-        _precompiler.submit([(encoding, self._options(), f"sm_{major}{minor}") for encoding in encodings])
+        return [_encoding_job(encoding, self._options(), arch) for encoding in encodings]
 
     def _make_ops(self, index: int) -> _Ops:
         return _Ops(self, index)
@@ -775,6 +795,22 @@ class _NetNative(_PerDevice):
         self._ops = {}
         self._lock = threading.Lock()
 
+    def precompile_soon(self, index: int) -> None:
+        """Has the programs its launches use on device index compiled into the disk cache in
+        the background (_precompiler): a network's module's, a model's fused module's, or for
+        a model whose encoding interpolates stochastically (the composed path) the network
+        part's and the encoding's."""
+        arch = _precompile_arch(self.context, index)
+        if arch is None:
+            return
+        if self.encoding is None:
+            jobs = [_network_job(self.mlp, arch)]
+        elif not self.stochastic:
+            jobs = [_network_job(self.model, arch)]
+        else:
+            jobs = [_network_job(self.mlp, arch)] + self.encoding.precompile_jobs(arch)
+        _precompiler.submit(jobs)
+
     def _make_ops(self, index: int):
         """_NetOps for a network alone; for a model _FusedModelOps (the fused kernels), or
         _ModelOps (encoding and network composed) where the encoding interpolates
@@ -892,6 +928,8 @@ class _NetworkModule(Module):
         self.loss_scale = 128.0
         self.n_params = native.n_params
         self._start(seed)
+        if torch.cuda.is_available():  # the programs for the device the parameters are on
+            native.precompile_soon(self.params.get_device())
 
     def _host_initial_params(self, seed: int) -> torch.Tensor:
         """tiny-cuda-nn's initialisation of the MLP (gj_network_init_params: Xavier uniform,
