@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import gridjit
-from conftest import run_python
+from conftest import needs_nvrtc, run_python
 from gridjit import _capi
 
 MLP = {"otype": "FullyFusedMLP", "n_neurons": 64, "n_hidden_layers": 2}
@@ -270,3 +270,19 @@ def test_struct_mirrors_include_the_network_descriptors():
     for name in ("NetworkLayerInfo", "NetworkPassDesc", "NetworkInitDesc"):
         assert sizes[name][0] == sizes[name][1]
     assert json.loads(gridjit.Network(MLP, 3, 1).hyperparams_json)["n_neurons"] == 64
+
+
+@needs_nvrtc
+def test_a_network_precompiles_its_module_programs_into_the_cache(tmp_path):
+    """gj_network_precompile through Network.precompile: both programs (inference, training)
+    compiled with NVRTC into the context's cache, then found there; an unknown architecture
+    is an error that names it. Needs NVRTC, not a GPU."""
+    ctx = gridjit.Context()
+    ctx.set_cache_dir(str(tmp_path))
+    net = gridjit.Network({"otype": "FullyFusedMLP", "n_neurons": 16, "n_hidden_layers": 1}, 3, 2, context=ctx)
+    first = net.precompile("sm_80")
+    assert first["programs"] == 2 and first["compiled"] == 2 and first["cached"] == 0
+    again = net.precompile("sm_80")
+    assert again["compiled"] == 0 and again["cached"] == 2
+    with pytest.raises(gridjit.GridJitError, match="sm_1"):
+        net.precompile("sm_1")

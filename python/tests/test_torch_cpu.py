@@ -777,3 +777,134 @@ def test_launch_layer_raises_the_status_error_with_the_call(fake_launches):
     with pytest.raises(gridjit.InvalidArgumentError) as info:
         ops.forward(torch.rand(3, 2), torch.rand(ops.n_params).half(), None, 1.0)
     assert info.value.call == "gj_forward"
+
+
+# ----------------------------------------------------------------------------- programs compiled ahead
+
+SMALL_GRID = {"otype": "HashGrid", "n_levels": 2, "n_features_per_level": 2, "log2_hashmap_size": 8,
+              "base_resolution": 4}
+SMALL_MLP = {"otype": "FullyFusedMLP", "n_neurons": 16, "n_hidden_layers": 1}
+
+
+def _wait_idle(worker):
+    """Until the precompiler's thread has emptied its queue and ended (at most 5 s)."""
+    import time
+
+    for _ in range(500):
+        with worker._lock:
+            if worker._thread is None:
+                return
+        time.sleep(0.01)
+    raise AssertionError("the precompiler did not finish its jobs")
+
+
+def test_the_precompiler_compiles_each_key_once_in_the_background():
+    import threading
+
+    calls, gate = [], threading.Event()
+
+    def job(name, fail=False):
+        def compile_():
+            if name == "first":
+                gate.wait(5)
+            calls.append(name)
+            if fail:
+                raise gridjit.GridJitError("NVRTC failed")
+
+        return name, compile_
+
+    worker = gjt._Precompiler()
+    worker.submit([job("first")])
+    # Queued behind the first job; a key submitted twice is compiled once; a failure is dropped.
+    worker.submit([job("failing", fail=True), job("other"), job("other")])
+    assert calls == []  # the caller did not wait
+    gate.set()
+    _wait_idle(worker)
+    assert calls == ["first", "failing", "other"]
+    worker.submit([job("again")])  # the thread starts again for later work
+    _wait_idle(worker)
+    assert calls[-1] == "again"
+    worker.close()
+    worker.submit([job("late")])  # closed: nothing more
+    worker.close()
+    assert calls[-1] == "again" and worker._thread is None
+
+
+def test_close_drops_the_queue_and_waits_for_the_job_under_way():
+    import threading
+
+    calls, started, gate = [], threading.Event(), threading.Event()
+
+    def slow():
+        started.set()
+        gate.wait(5)
+        calls.append("slow")
+
+    worker = gjt._Precompiler()
+    worker.submit([("slow", slow), ("queued", lambda: calls.append("queued"))])
+    assert started.wait(5)
+    threading.Timer(0.05, gate.set).start()
+    worker.close()  # returns once the slow job is done; the queued one never runs
+    assert calls == ["slow"] and worker._thread is None
+
+
+@pytest.fixture
+def submitted(monkeypatch):
+    """The jobs modules ask the precompiler for, on a device of compute capability 9.0."""
+    jobs = []
+    monkeypatch.setattr(gjt, "_precompiler", types.SimpleNamespace(submit=jobs.extend))
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index: (9, 0))
+    return jobs
+
+
+def test_an_encoding_asks_for_its_programs_for_its_device(submitted, monkeypatch):
+    enc = gjt.Encoding(3, SMALL_GRID, dtype=torch.float)  # no CUDA here: construction asks nothing
+    assert submitted == []
+    enc._native.precompile_soon(0)
+    (key, compile_), = submitted
+    assert key[0] == "encoding" and key[1] == enc._native.exact_encoding.hyperparams_json and key[-1] == "sm_90"
+    calls = []
+    monkeypatch.setattr(type(enc._native.exact_encoding), "precompile",
+                        lambda self, arch, options: calls.append((self, arch, options.gradients_fp32)))
+    compile_()
+    assert calls == [(enc._native.exact_encoding, "sm_90", True)]
+    # A stochastic encoding's modules are two: the exact one and the sampling one.
+    stochastic = gjt.Encoding(3, dict(SMALL_GRID, stochastic_interpolation=True), dtype=torch.float)
+    submitted.clear()
+    stochastic._native.precompile_soon(0)
+    assert len({key for key, _ in submitted}) == 2
+    # Off by the environment, or where the device cannot be asked.
+    submitted.clear()
+    monkeypatch.setenv("GRIDJIT_TORCH_PRECOMPILE", "0")
+    enc._native.precompile_soon(0)
+    monkeypatch.delenv("GRIDJIT_TORCH_PRECOMPILE")
+
+    def no_device(index):
+        raise RuntimeError("no CUDA device")
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", no_device)
+    enc._native.precompile_soon(0)
+    assert submitted == []
+
+
+def test_networks_and_models_ask_for_the_programs_their_launches_use(submitted, monkeypatch):
+    calls = []
+    monkeypatch.setattr(gridjit.Network, "precompile", lambda self, arch: calls.append((self, arch)))
+    net = gjt.Network(3, 2, SMALL_MLP)
+    net._native.precompile_soon(0)
+    for _, compile_ in submitted:
+        compile_()
+    assert calls == [(net._native.mlp, "sm_90")]  # the network alone
+    submitted.clear()
+    calls.clear()
+    model = gjt.NetworkWithInputEncoding(3, 2, SMALL_GRID, SMALL_MLP)
+    model._native.precompile_soon(0)
+    for _, compile_ in submitted:
+        compile_()
+    assert calls == [(model._native.model, "sm_90")]  # the fused model's module
+    submitted.clear()
+    calls.clear()
+    stochastic = gjt.NetworkWithInputEncoding(3, 2, dict(SMALL_GRID, stochastic_interpolation=True), SMALL_MLP)
+    stochastic._native.precompile_soon(0)
+    keys = [key[0] for key, _ in submitted]
+    assert keys == ["network", "encoding", "encoding"]  # the composed path: network part, both encodings

@@ -1036,6 +1036,15 @@ class Network(_Owned):
         """A runtime module of this network alone: see :class:`NetworkModule`."""
         return NetworkModule(self)
 
+    def precompile(self, arch: str) -> dict:
+        """Fills the disk cache with the programs a NetworkModule of this network (or model)
+        needs on arch (inference and training; gj_network_precompile), so that modules made
+        later load them without compiling. Returns {"programs", "compiled", "cached", "ms"}."""
+        report = _capi.PrecompileReport()
+        status = lib.gj_network_precompile(self.context.handle, self.handle, arch.encode(), byref(report))
+        self.context.check(status, "gj_network_precompile")
+        return {"programs": report.programs, "compiled": report.compiled, "cached": report.cached, "ms": report.ms}
+
     def __repr__(self) -> str:
         return f"gridjit.Network({self.hyperparams_json}, n_params={self.n_params})"
 

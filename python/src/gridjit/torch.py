@@ -75,6 +75,7 @@ except ImportError as _exc:  # say what is needed, whatever the import failed on
         f"({_exc}): install it, e.g. `pip install torch` or `pip install './python[torch]'`"
     ) from _exc
 
+import atexit
 import gc
 import json
 import os
@@ -230,6 +231,86 @@ def _synchronize(indices) -> None:
             pass
 
 
+class _Precompiler:
+    """Compiles modules' programs into the disk cache on one background thread, a job at a
+    time (an encoding's on every CPU: gj_precompile; a network's or model's two programs:
+    gj_network_precompile), so that a module's first launches find them
+    there instead of compiling each pass when it is first launched, one after the other (an
+    eikonal step's forward, backward and second-order backward: about 2 s on an H200 host
+    with nothing cached; tinycudann compiles its kernels when it is built). A launch that
+    needs a program while it is being compiled waits for it (the cache lets one compile a
+    key at a time) instead of compiling it again. A job's errors are dropped: the launch
+    that needs the program compiles it and reports them. At exit the queue is dropped and
+    the job under way finished, so that the interpreter never ends during a compile."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._jobs = []
+        self._seen = set()
+        self._thread = None
+        self._closed = False
+
+    def submit(self, jobs) -> None:
+        """jobs: (key, compile) pairs, compile() filling the cache; each key once per process."""
+        with self._lock:
+            if self._closed:
+                return
+            for key, compile_ in jobs:
+                if key not in self._seen:
+                    self._seen.add(key)
+                    self._jobs.append(compile_)
+            if self._jobs and self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="gridjit-precompile", daemon=True)
+                self._thread.start()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                if not self._jobs or self._closed:
+                    self._thread = None
+                    return
+                compile_ = self._jobs.pop(0)
+            try:
+                compile_()
+            except Exception:  # noqa: BLE001 - see the class docstring
+                pass
+
+    def close(self) -> None:
+        """Drops the queue and waits for the job under way."""
+        with self._lock:
+            self._closed = True
+            self._jobs = []
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+
+_precompiler = _Precompiler()
+atexit.register(_precompiler.close)
+
+
+def _precompile_arch(context: Context, index: int) -> Optional[str]:
+    """The architecture to compile ahead for on device index, or None: not wanted
+    (GRIDJIT_TORCH_PRECOMPILE=0), no disk cache to put the programs in, or no device to ask."""
+    if os.environ.get("GRIDJIT_TORCH_PRECOMPILE", "1") == "0" or context.cache_dir is None:
+        return None
+    try:
+        major, minor = torch.cuda.get_device_capability(index)
+    except Exception:  # noqa: BLE001 - the launches compile as they go
+        return None
+    return f"sm_{major}{minor}"
+
+
+def _encoding_job(encoding: _GridEncoding, options: CodegenOptions, arch: str) -> tuple:
+    key = ("encoding", encoding.hyperparams_json, encoding.n_dims, options.output_width_multiple, arch)
+    return key, lambda: encoding.precompile(arch, options)
+
+
+def _network_job(network: _GridNetwork, arch: str) -> tuple:
+    key = ("network", network.hyperparams_json, network.n_input_dims, network.n_output_dims, arch)
+    return key, lambda: network.precompile(arch)
+
+
 class _PerDevice:
     """What _Native and _NetNative share: their launch layers, one per CUDA device index,
     made on first use by _make_ops (in ``_ops``, guarded by ``_lock``)."""
@@ -284,12 +365,28 @@ class _Native(_PerDevice):
                 module = self._modules.get(key)
                 if module is None:
                     encoding = self.encoding if key[1] else self.exact_encoding
-                    options = CodegenOptions(gradients_fp32=True)
-                    if self.output_width != self.encoding.n_output_dims:  # else: an Encoding's programs
-                        options.output_width_multiple = self.pad_to
-                    module = _GridModule(encoding, options)
+                    module = _GridModule(encoding, self._options())
                     self._modules[key] = module
         return module
+
+    def _options(self) -> CodegenOptions:
+        """The code-generation options of this encoding's modules (and of their programs
+        compiled ahead, precompile_soon)."""
+        options = CodegenOptions(gradients_fp32=True)
+        if self.output_width != self.encoding.n_output_dims:  # else: an Encoding's programs
+            options.output_width_multiple = self.pad_to
+        return options
+
+    def precompile_soon(self, index: int) -> None:
+        """Has the programs of this encoding's modules for device index compiled into the
+        disk cache in the background (_precompiler, _precompile_arch)."""
+        arch = _precompile_arch(self.context, index)
+        if arch is not None:
+            _precompiler.submit(self.precompile_jobs(arch))
+
+    def precompile_jobs(self, arch: str) -> list:
+        encodings = [self.exact_encoding] + ([self.encoding] if self.stochastic else [])
+        return [_encoding_job(encoding, self._options(), arch) for encoding in encodings]
 
     def _make_ops(self, index: int) -> _Ops:
         return _Ops(self, index)
@@ -556,6 +653,8 @@ class Encoding(Module):
         self.n_params = native.encoding.n_params
         self.loss_scale = 128.0 if dtype == torch.half else 1.0
         self._start(seed)
+        if torch.cuda.is_available():  # the programs for the device the parameters are on
+            native.precompile_soon(self.params.get_device())
 
     def _host_initial_params(self, seed: int) -> torch.Tensor:
         return torch.from_numpy(_pcg.init_params(self.n_params, seed))
@@ -696,6 +795,22 @@ class _NetNative(_PerDevice):
         self._ops = {}
         self._lock = threading.Lock()
 
+    def precompile_soon(self, index: int) -> None:
+        """Has the programs its launches use on device index compiled into the disk cache in
+        the background (_precompiler): a network's module's, a model's fused module's, or for
+        a model whose encoding interpolates stochastically (the composed path) the network
+        part's and the encoding's."""
+        arch = _precompile_arch(self.context, index)
+        if arch is None:
+            return
+        if self.encoding is None:
+            jobs = [_network_job(self.mlp, arch)]
+        elif not self.stochastic:
+            jobs = [_network_job(self.model, arch)]
+        else:
+            jobs = [_network_job(self.mlp, arch)] + self.encoding.precompile_jobs(arch)
+        _precompiler.submit(jobs)
+
     def _make_ops(self, index: int):
         """_NetOps for a network alone; for a model _FusedModelOps (the fused kernels), or
         _ModelOps (encoding and network composed) where the encoding interpolates
@@ -813,6 +928,8 @@ class _NetworkModule(Module):
         self.loss_scale = 128.0
         self.n_params = native.n_params
         self._start(seed)
+        if torch.cuda.is_available():  # the programs for the device the parameters are on
+            native.precompile_soon(self.params.get_device())
 
     def _host_initial_params(self, seed: int) -> torch.Tensor:
         """tiny-cuda-nn's initialisation of the MLP (gj_network_init_params: Xavier uniform,
