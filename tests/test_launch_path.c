@@ -309,6 +309,62 @@ static void user_kernel_launches_ask_only_for_the_context(void **state) {
     gj_user_module_destroy(um);
 }
 
+/* gj_kernel_set_shared_carveout: the preference reaches the driver on the kernel's next
+ * launch in each context (set once there, not per launch); -1 hands the choice back to the
+ * driver; a percent outside -1 ... 100 is refused by name. */
+static void a_kernel_carveout_is_set_once_per_context(void **state) {
+    fixture *f = *state;
+    static const char source[] = "__global__ void scale(float *p, int n) { if (threadIdx.x < n) p[threadIdx.x] *= 2; }\n";
+    static const char *const names[] = {"scale"};
+    gj_source_desc desc;
+    gj_source_desc_init(&desc);
+    desc.source = source;
+    desc.kernels = names;
+    desc.n_kernels = 1;
+    gj_user_module *um = NULL;
+    ok(f, gj_user_module_create(f->ctx, &desc, &um));
+    gj_kernel *scale = NULL;
+    ok(f, gj_user_module_kernel(um, "scale", &scale));
+    gj_launch_config config;
+    gj_launch_config_init(&config);
+    config.block[0] = 128;
+    int n = 100;
+    void *p = f->y;
+    void *args[] = {&p, &n};
+    fake.reset_carveout();
+    ok(f, gj_kernel_launch(scale, &config, args));
+    assert_int_equal(fake.last_carveout(), GJ_FAKE_NO_CARVEOUT); /* never asked: the driver's choice */
+
+    ok(f, gj_kernel_set_shared_carveout(scale, 48));
+    assert_int_equal(fake.last_carveout(), GJ_FAKE_NO_CARVEOUT); /* not before a launch */
+    fake.reset_counts();
+    ok(f, gj_kernel_launch(scale, &config, args));
+    assert_int_equal(fake.last_carveout(), 48);
+    assert_int_equal(fake.count("cuFuncSetAttribute"), 1);
+    ok(f, gj_kernel_launch(scale, &config, args));
+    assert_int_equal(fake.count("cuFuncSetAttribute"), 1); /* once per context */
+
+    /* Another context gets it on its first launch. */
+    fake.reset_carveout();
+    config.stream = (gj_stream)fake.stream_create(fake.context_create(0));
+    ok(f, gj_kernel_launch(scale, &config, args));
+    assert_int_equal(fake.last_carveout(), 48);
+    config.stream = NULL;
+
+    ok(f, gj_kernel_set_shared_carveout(scale, -1));
+    ok(f, gj_kernel_launch(scale, &config, args));
+    assert_int_equal(fake.last_carveout(), -1);
+
+    assert_int_equal(gj_kernel_set_shared_carveout(scale, 101), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(f->ctx), "gj_kernel_set_shared_carveout(&scale): percent is 101"));
+    assert_int_equal(gj_kernel_set_shared_carveout(scale, -2), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj_kernel_set_shared_carveout(NULL, 50), GJ_ERROR_INVALID_ARGUMENT);
+    fake.reset_carveout();
+    ok(f, gj_kernel_launch(scale, &config, args));
+    assert_int_equal(fake.last_carveout(), GJ_FAKE_NO_CARVEOUT); /* the refused calls changed nothing */
+    gj_user_module_destroy(um);
+}
+
 /* Nanoseconds per call of pass, over calls calls on the NULL stream. */
 static double ns_per_call(fixture *f, gj_status (*pass)(fixture *, gj_stream), long calls) {
     struct timespec a, b;
@@ -380,6 +436,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(a_renewed_context_is_not_taken_for_the_old_one, setup, teardown),
         cmocka_unit_test_setup_teardown(a_failed_launch_names_the_call, setup, teardown),
         cmocka_unit_test_setup_teardown(user_kernel_launches_ask_only_for_the_context, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_kernel_carveout_is_set_once_per_context, setup, teardown),
         cmocka_unit_test_setup_teardown(host_time_per_launch, setup, teardown),
         cmocka_unit_test(bench_reports_the_time_per_call),
     };

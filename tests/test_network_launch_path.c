@@ -260,6 +260,79 @@ static void a_model_launches_fused_kernels(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* The carveout set on the first inference launch of a module made with
+ * GRIDJIT_NETWORK_CARVEOUT = env (NULL: unset); then what a forward pass set. */
+static void carveouts_with(gj_context *ctx, gj_network *net, const char *env, char *b, int got[2]) {
+    if (env) {
+        setenv("GRIDJIT_NETWORK_CARVEOUT", env, 1);
+    } else {
+        unsetenv("GRIDJIT_NETWORK_CARVEOUT");
+    }
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    unsetenv("GRIDJIT_NETWORK_CARVEOUT"); /* read when the module is made */
+    gj_network_pass_desc d = desc_over(b, 1000);
+    d.encoding_params = b + (1 << 20);
+    fake.reset_carveout();
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
+    got[0] = fake.last_carveout();
+    fake.reset_carveout();
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK); /* set once */
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    got[1] = fake.last_carveout();
+    gj_network_module_destroy(m);
+}
+
+/* A model's inference kernel asks for shared memory for at most half of a multiprocessor's
+ * (the fake's 228 KiB), leaving the rest to L1; its forward pass and a network alone leave
+ * the choice to the driver; GRIDJIT_NETWORK_CARVEOUT gives a percent, -1 the driver's
+ * choice, and anything else is ignored. Nothing runs: the fake driver records the value. */
+static void a_model_inference_leaves_l1_to_its_encoding(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_network *model = NULL, *alone = NULL;
+    assert_int_equal(gj_network_create(ctx, "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4}, \"network\": "
+                                            "{\"n_neurons\": 64, \"n_hidden_layers\": 4, \"n_output_dims\": 1}}", 3, 0, &model),
+                     GJ_OK);
+    assert_int_equal(gj_network_create(ctx, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 4}",
+                                       8, 1, &alone),
+                     GJ_OK);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
+    int got[2];
+    carveouts_with(ctx, model, NULL, buffer, got);
+    const int rule = got[0];
+    assert_true(rule >= 1 && rule <= 50);
+    assert_int_equal(got[1], GJ_FAKE_NO_CARVEOUT);
+    carveouts_with(ctx, model, "75", buffer, got);
+    assert_int_equal(got[0], 75);
+    carveouts_with(ctx, model, "-1", buffer, got);
+    assert_int_equal(got[0], -1);
+    carveouts_with(ctx, model, "0", buffer, got);
+    assert_int_equal(got[0], 0);
+    const char *ignored[] = {"101", "-2", "50%", ""};
+    for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; ++i) {
+        carveouts_with(ctx, model, ignored[i], buffer, got);
+        assert_int_equal(got[0], rule);
+    }
+    /* A network alone: no encoding gathers to keep L1 for. */
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, alone, &m), GJ_OK);
+    gj_network_pass_desc d = desc_over(buffer, 1000);
+    fake.reset_carveout();
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.last_carveout(), GJ_FAKE_NO_CARVEOUT);
+    gj_network_module_destroy(m);
+    gj_device_free(ctx, buffer);
+    gj_network_destroy(alone);
+    gj_network_destroy(model);
+    gj_context_destroy(ctx);
+}
+
 /* gj_network_precompile fills the cache with what a module needs: a module made afterwards
  * without NVRTC loads both programs from it. */
 static void precompiled_programs_serve_without_nvrtc(void **state) {
@@ -322,6 +395,7 @@ int main(void) {
         cmocka_unit_test(passes_launch_their_kernels),
         cmocka_unit_test(a_model_launches_fused_kernels),
         cmocka_unit_test(forward_grids_stop_at_the_waves_asked_for),
+        cmocka_unit_test(a_model_inference_leaves_l1_to_its_encoding),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -17,6 +17,7 @@
 #include "base/templates.h"
 #include "codegen/kernels.h"
 #include "codegen/options.h"
+#include "runtime/l1_carveout.h"
 #include "runtime/module.h"
 #include "api/context.h"
 #include "run_cli.h"
@@ -1086,6 +1087,30 @@ static void bench_without_a_gpu_says_so(void **state) {
     free(err);
 }
 
+/* The carveout rule on the H200's figures (228 KiB of shared memory a multiprocessor, 1 KiB
+ * reserved a block) and the model blocks measured there: 64 x 4 (53.5 KiB: 2 blocks of the 4
+ * the registers allow), 64 x 2 (35.1 KiB: all 3), 128 x 2 with staged weights (119 KiB: one
+ * block past the half); unknown figures leave it to the driver. */
+static void l1_carveout_holds_blocks_within_half(void **state) {
+    (void)state;
+    const uint32_t smem = 228 * 1024, reserved = 1024;
+    int blocks = 0;
+    assert_int_equal(gj__l1_carveout(smem, reserved, 54784, 4, &blocks), 48); /* 2 * 55808 / 233472 = 47.8 % */
+    assert_int_equal(blocks, 2);
+    assert_int_equal(gj__l1_carveout(smem, reserved, 35912, 3, &blocks), 48);
+    assert_int_equal(blocks, 3);
+    assert_int_equal(gj__l1_carveout(smem, reserved, 35912, 2, &blocks), 32); /* the registers' limit stands */
+    assert_int_equal(blocks, 2);
+    assert_int_equal(gj__l1_carveout(smem, reserved, 121856, 1, &blocks), 53);
+    assert_int_equal(blocks, 1);
+    assert_int_equal(gj__l1_carveout(smem, reserved, 240000, 1, &blocks), 100); /* past the device: capped */
+    assert_int_equal(gj__l1_carveout(smem, reserved, 0, 8, &blocks), 4); /* only the reserved bytes */
+    assert_int_equal(blocks, 8);
+    assert_int_equal(gj__l1_carveout(0, reserved, 54784, 4, &blocks), -1);
+    assert_int_equal(blocks, 4);
+    assert_int_equal(gj__l1_carveout(smem, reserved, 54784, 0, &blocks), -1);
+}
+
 int main(void) {
     setenv("GRIDJIT_DRIVER", "off", 1);
     const struct CMUnitTest tests[] = {
@@ -1111,6 +1136,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(kernel_args_have_one_layout, setup, teardown),
         cmocka_unit_test(eval_refuses_files_that_do_not_fit),
         cmocka_unit_test(bench_without_a_gpu_says_so),
+        cmocka_unit_test(l1_carveout_holds_blocks_within_half),
         cmocka_unit_test(fp16_conversion_round_trips),
 #if defined(__FLT16_MAX__)
         cmocka_unit_test(fp16_conversion_matches_the_compiler),

@@ -14,6 +14,7 @@
 #include "compile/network_unit.h"
 #include "model/network.h"
 #include "model/network_init.h"
+#include "runtime/l1_carveout.h"
 #include "runtime/stream_device.h"
 
 #include <pthread.h>
@@ -33,6 +34,7 @@ struct gj_network_module {
     gj_kernel *kernels[K_COUNT];
     uint64_t wave[K_COUNT]; /* blocks of a full wave on the first device launched on (0: not known yet) */
     uint32_t forward_waves; /* the inference and forward kernels' grid: at most this many waves */
+    int carveout;           /* a model's inference kernel: CARVEOUT_RULE, or a percent (-1: the driver's) */
 };
 
 /* The forward passes' grid, in waves, unless GRIDJIT_NETWORK_WAVES (1 ... 64) says otherwise:
@@ -44,6 +46,18 @@ static uint32_t env_waves(const char *name) {
     char *end = NULL;
     const long w = v ? strtol(v, &end, 10) : 0;
     return v && *v && end && !*end && w >= 1 && w <= 64 ? (uint32_t)w : FORWARD_WAVES;
+}
+
+/* A model's inference kernel prefers shared memory for at most half of a multiprocessor's
+ * capacity (l1_carveout.h), unless GRIDJIT_NETWORK_CARVEOUT gives a percent (0 ... 100) or -1
+ * (the driver's choice): a measuring knob (docs/networks.md §8), read when a module is made. */
+#define CARVEOUT_RULE (-2)
+
+static int env_carveout(const char *name) {
+    const char *v = getenv(name);
+    char *end = NULL;
+    const long c = v ? strtol(v, &end, 10) : 0;
+    return v && *v && end && !*end && c >= -1 && c <= 100 ? (int)c : CARVEOUT_RULE;
 }
 
 static const char *const kernel_suffix[K_COUNT] = {"inference", "forward", "backward", "zero"};
@@ -98,6 +112,7 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     plan_hints_from_env(&m->net->hints); /* the module's own copy of the network */
     gj__network_plan_make(&m->net->layout, &m->net->hints, &m->plan);
     m->forward_waves = env_waves("GRIDJIT_NETWORK_WAVES");
+    m->carveout = env_carveout("GRIDJIT_NETWORK_CARVEOUT");
     pthread_mutex_init(&m->lock, NULL);
     *out = m;
     return GJ_OK;
@@ -256,6 +271,39 @@ static gj_status need_part(gj_network_module *m, gj__network_part part, const ch
     return status;
 }
 
+/* A model's inference kernel gathers its encoding's table entries through L1, and misses in
+ * flight hold L1 lines: with the shared memory that the most resident blocks would take, a
+ * 64 x 4 model's kernel kept 23 KiB of L1 on the H200 and ran at half speed (docs/networks.md,
+ * "Shared memory against L1"). So it prefers fewer blocks and half the capacity as L1;
+ * *per_sm becomes the blocks that then fit. */
+static gj_status prefer_l1(gj_network_module *m, gj_stream stream, uint32_t shared_bytes, int *per_sm,
+                           const char *call) {
+    int percent = m->carveout, blocks = *per_sm;
+    if (percent == CARVEOUT_RULE) {
+        int smem = 0, reserved = 0;
+        gj_status status = gj__stream_device_attribute(
+            &m->ctx->runtime, stream, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, call, &smem);
+        if (status == GJ_OK) {
+            status = gj__stream_device_attribute(&m->ctx->runtime, stream,
+                                                 CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, call, &reserved);
+        }
+        if (status != GJ_OK) {
+            return status;
+        }
+        percent = gj__l1_carveout(smem > 0 ? (uint32_t)smem : 0u, reserved > 0 ? (uint32_t)reserved : 0u,
+                                  shared_bytes, *per_sm, &blocks);
+    }
+    if (percent == -1 && m->carveout == CARVEOUT_RULE) {
+        return GJ_OK; /* nothing known: the driver's choice stands */
+    }
+    gj_status status = gj_kernel_set_shared_carveout(m->kernels[K_INFERENCE], percent);
+    if (status != GJ_OK) {
+        return status;
+    }
+    *per_sm = blocks;
+    return GJ_OK;
+}
+
 /* Launches kernel k over n points: a block of the plan's warps, as many blocks as the tiles
  * need, at most forward_waves waves (the kernels walk the tiles), the backward one wave. */
 static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t n, uint32_t shared_bytes, void **args,
@@ -271,6 +319,9 @@ static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t 
         gj_status status = gj__stream_multiprocessors(&m->ctx->runtime, stream, call, &sms);
         if (status == GJ_OK) {
             status = gj_kernel_occupancy(m->kernels[k], threads, shared_bytes, &per_sm);
+        }
+        if (status == GJ_OK && k == K_INFERENCE && m->net->encoding) {
+            status = prefer_l1(m, stream, shared_bytes, &per_sm, call);
         }
         if (status != GJ_OK) {
             return status;

@@ -3,8 +3,9 @@
 
 #include "runtime/scope.h"
 
-gj_status gj__stream_multiprocessors(gj__runtime *rt, gj_stream stream, const char *call, int *count) {
-    *count = 0;
+gj_status gj__stream_device_attribute(gj__runtime *rt, gj_stream stream, CUdevice_attribute attribute,
+                                      const char *call, int *value) {
+    *value = 0;
     gj__driver *drv = NULL;
     gj_status status = gj__driver_get(rt->driver, rt->diag, &drv);
     if (status != GJ_OK) {
@@ -19,10 +20,13 @@ gj_status gj__stream_multiprocessors(gj__runtime *rt, gj_stream stream, const ch
     int sm = 0;
     status = gj__scope_device(rt->diag, drv, call, &device, &sm);
     if (status == GJ_OK) {
-        status = gj__cuda_checkf(rt->diag, drv,
-                                 drv->DeviceGetAttribute(count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
-                                 "%s: cuDeviceGetAttribute", call);
+        status = gj__cuda_checkf(rt->diag, drv, drv->DeviceGetAttribute(value, attribute, device),
+                                 "%s: cuDeviceGetAttribute(%d)", call, (int)attribute);
     }
     gj__scope_leave(drv, &where);
     return status;
+}
+
+gj_status gj__stream_multiprocessors(gj__runtime *rt, gj_stream stream, const char *call, int *count) {
+    return gj__stream_device_attribute(rt, stream, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, call, count);
 }

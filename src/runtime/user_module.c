@@ -38,6 +38,7 @@ static gj_status name_kernels(struct gj_user_module *m, const gj_program *prog) 
     for (size_t i = 0; i < m->n_kernels; ++i) {
         m->kernels[i].module = m;
         m->kernels[i].index = i;
+        m->kernels[i].carveout = -1;
         m->kernels[i].expression = strdup(gj_program_kernel_name(prog, i));
         m->kernels[i].lowered = strdup(gj_program_lowered_name(prog, i));
         if (!m->kernels[i].expression || !m->kernels[i].lowered) {
@@ -250,6 +251,13 @@ static gj_status function_locked(gj_kernel *k, const gj__scope *where, const cha
         status = gj__cuda_checkf(m->diag, m->drv, m->drv->KernelGetFunction(out, p->kernels[k->index]),
                                  "%s(%s): cuKernelGetFunction", call, k->expression);
     }
+    if (status == GJ_OK && k->carveout_set) {
+        status = gj__cuda_checkf(m->diag, m->drv,
+                                 m->drv->FuncSetAttribute(*out, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                                          k->carveout),
+                                 "%s(%s): cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT, %d)", call,
+                                 k->expression, k->carveout);
+    }
     if (status == GJ_OK) {
         slot->functions[k->index] = *out;
         if (!k->param_extent_known) {
@@ -257,6 +265,31 @@ static gj_status function_locked(gj_kernel *k, const gj__scope *where, const cha
         }
     }
     return status;
+}
+
+gj_status gj_kernel_set_shared_carveout(gj_kernel *kernel, int percent) {
+    if (!kernel) {
+        return GJ_ERROR_INVALID_ARGUMENT;
+    }
+    struct gj_user_module *m = kernel->module;
+    gj__diag_clear(m->diag);
+    if (percent < -1 || percent > 100) {
+        return gj__fail(m->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "gj_kernel_set_shared_carveout(%s): percent is %d (must be -1, the driver's choice, or 0 to 100)",
+                        kernel->expression, percent);
+    }
+    pthread_mutex_lock(&m->lock);
+    kernel->carveout = percent;
+    kernel->carveout_set = 1;
+    /* Each context resolves the function again on its next launch and sets the preference
+     * there (function_locked): no context need be current here. */
+    for (size_t i = 0; i < GJ__CONTEXT_SLOTS; ++i) {
+        if (m->contexts.slots[i].functions) {
+            m->contexts.slots[i].functions[kernel->index] = NULL;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return GJ_OK;
 }
 
 gj_status gj__kernel_function(gj_kernel *k, const gj__scope *where, const char *call, CUfunction *out,

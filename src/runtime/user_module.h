@@ -25,6 +25,10 @@ struct gj_kernel {
      * lock: what packed launches are checked and trimmed to. 0: not known (yet). */
     size_t param_extent;
     int param_extent_known;
+    /* gj_kernel_set_shared_carveout's percent (-1: the driver's choice), set on the kernel's
+     * function in each context where it is resolved once carveout_set is nonzero. */
+    int carveout;
+    int carveout_set;
 };
 
 struct gj_user_module {

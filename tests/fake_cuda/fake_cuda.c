@@ -250,6 +250,8 @@ static CUresult fake_DeviceGetAttribute(int *value, CUdevice_attribute attribute
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 228 * 1024; break; /* sm_90's */
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *value = 1024; break;
     default: *value = 0; break;
     }
     return CUDA_SUCCESS;
@@ -402,6 +404,32 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
     return CUDA_SUCCESS;
 }
 
+/* The value of the last cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT) (of any thread and
+ * function), and the function it was set on; GJFAKE_NO_CARVEOUT until the first or after
+ * gjfake_reset_carveout. */
+#define GJFAKE_NO_CARVEOUT (-1000)
+static _Atomic int last_carveout = GJFAKE_NO_CARVEOUT;
+
+static CUresult fake_FuncSetAttribute(CUfunction f, CUfunction_attribute attribute, int value) {
+    COUNT(FuncSetAttribute);
+    (void)f;
+    if (attribute == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
+        if (value < -1 || value > 100) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        atomic_store(&last_carveout, value);
+    }
+    return CUDA_SUCCESS;
+}
+
+FAKE_API int gjfake_last_carveout(void) {
+    return atomic_load(&last_carveout);
+}
+
+FAKE_API void gjfake_reset_carveout(void) {
+    atomic_store(&last_carveout, GJFAKE_NO_CARVEOUT);
+}
+
 /* The grid's x dimension of the last successful cuLaunchKernel (of any thread). */
 FAKE_API unsigned gjfake_last_grid_x(void) {
     return atomic_load(&last_grid_x);
@@ -438,7 +466,6 @@ FAKE_NOOP(EventRecord, (CUevent e, CUstream s))
 FAKE_NOOP(EventSynchronize, (CUevent e))
 FAKE_NOOP(EventDestroy, (CUevent e))
 FAKE_NOOP(EventQuery, (CUevent e))
-FAKE_NOOP(FuncSetAttribute, (CUfunction f, CUfunction_attribute a, int v))
 FAKE_NOOP(CtxEnablePeerAccess, (CUcontext c, unsigned flags))
 FAKE_NOOP(MemcpyPeerAsync, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st))
 FAKE_NOOP(MemcpyDtoDAsync, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st))

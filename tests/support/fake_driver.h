@@ -5,6 +5,8 @@
 
 #include <cuda.h>
 
+#define GJ_FAKE_NO_CARVEOUT (-1000)
+
 typedef struct gj_fake_driver {
     void *handle;
     long (*count)(const char *name); /* calls of "cuNAME" since the last reset */
@@ -18,6 +20,8 @@ typedef struct gj_fake_driver {
     CUcontext (*current)(void); /* the calling thread's */
     void (*fail_next_launch)(CUresult error);
     unsigned (*last_grid_x)(void); /* the last successful launch's grid.x */
+    int (*last_carveout)(void);    /* the last PREFERRED_SHARED_MEMORY_CARVEOUT set, or GJ_FAKE_NO_CARVEOUT */
+    void (*reset_carveout)(void);
 } gj_fake_driver;
 
 /* Loads $GRIDJIT_FAKE_DRIVER (set by tests/CMakeLists.txt) and sets GRIDJIT_DRIVER to it
