@@ -47,7 +47,7 @@ GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, fl
                                        const gj_half* __restrict__ params,
                                        const typename E::config::param_t* __restrict__ eparams, gj_u16* __restrict__ ctx) {
     gj_u16* scratch = gj_nn_forward_scratch<C>();
-    gj_nn_with_weights<C, false>(params, [&](const gj_u16* w, auto pad) {
+    gj_nn_with_weights<C, C::STAGE, false>(params, [&](const gj_u16* w, auto pad) {
         gj_model_forward_tiles<C, E, decltype(pad)::value>(n, x, y, w, eparams, scratch, ctx);
     });
 }
@@ -100,7 +100,7 @@ GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, c
                                         float* __restrict__ dL_dx) {
     float* grads;
     gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
-    gj_nn_with_weights<C, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
+    gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
         gj_model_backward_tiles<C, E, decltype(pad)::value>(n, x, dL_dy, w, eparams, scratch, ctx, grads, dL_deparams,
                                                             dL_dx);
     });

@@ -3,8 +3,10 @@
 // the warp functions of network.cuh. Generic over the configuration C, which adds the launch
 // plan the host computed (src/codegen/network_plan.c) and repeats here:
 //   C::WARPS          warps per block (the block is 32 * WARPS threads)
-//   C::STAGE          1: the block copies the weights into shared memory first, rows padded
-//                     by 8 halves (bank-conflict free fragments); 0: read from global memory
+//   C::STAGE          1: the inference and forward kernels' blocks copy the weights into shared
+//                     memory first, rows padded by 8 halves (bank-conflict free fragments);
+//                     0: read from global memory
+//   C::STAGE_BWD      the same for the backward kernel (only where C::STAGE is 1)
 //   C::SMEM_GRADS     1: the backward kernel sums dL/dparams per block in shared memory and
 //                     adds the block's sums to the caller's array once at the end
 // Dynamic shared memory, in this order: [staged weights] [fp32 gradients] [per-warp scratch]
@@ -44,20 +46,20 @@ template <class C> GJ_INLINE void gj_nn_stage_weights(gj_u16* s, const gj_half* 
     }
 }
 
-template <class C> GJ_INLINE gj_u64 gj_nn_staged_halves() {
-    return C::STAGE ? (gj_nn<C>::template total<8>() + 7) / 8 * 8 : 0;
+template <class C, bool STAGE> GJ_INLINE gj_u64 gj_nn_staged_halves() {
+    return STAGE ? (gj_nn<C>::template total<8>() + 7) / 8 * 8 : 0;
 }
 
-// Runs body(w, pad) with the weights as every kernel reads them: staged into shared memory
-// (C::STAGE; pad a gj_nn_pad<8>, the halves added to each row) or the caller's array (pad a
-// gj_nn_pad<0>). The block meets at a barrier before body where it staged, and where SYNC asks
+// Runs body(w, pad) with the weights as a kernel reads them: staged into shared memory
+// (STAGE: C::STAGE or C::STAGE_BWD; pad a gj_nn_pad<8>, the halves added to each row) or the
+// caller's array (pad a gj_nn_pad<0>). The block meets at a barrier before body where it staged, and where SYNC asks
 // (the backward kernels' block sums, zeroed before).
 template <int P> struct gj_nn_pad {
     static constexpr int value = P;
 };
 
-template <class C, bool SYNC, class F> GJ_INLINE void gj_nn_with_weights(const gj_half* params, F body) {
-    if constexpr (C::STAGE) {
+template <class C, bool STAGE, bool SYNC, class F> GJ_INLINE void gj_nn_with_weights(const gj_half* params, F body) {
+    if constexpr (STAGE) {
         gj_nn_stage_weights<C>(gj_nn_smem, params);
         __syncthreads();
         body((const gj_u16*)gj_nn_smem, gj_nn_pad<8>{});
@@ -91,14 +93,14 @@ GJ_INLINE void gj_nn_forward_tiles(gj_u64 n, const float* __restrict__ x, float*
 
 // The forward passes use one of a warp's two scratch buffers: they take half the shared memory.
 template <class C> GJ_INLINE gj_u16* gj_nn_forward_scratch() {
-    return gj_nn_smem + gj_nn_staged_halves<C>() + (threadIdx.x / 32) * (C::SCRATCH_HALVES / 2);
+    return gj_nn_smem + gj_nn_staged_halves<C, C::STAGE>() + (threadIdx.x / 32) * (C::SCRATCH_HALVES / 2);
 }
 
 template <class C>
 GJ_INLINE void gj_nn_forward_kernel(gj_u64 n, const float* __restrict__ x, float* __restrict__ y,
                                     const gj_half* __restrict__ params, gj_u16* __restrict__ ctx) {
     gj_u16* scratch = gj_nn_forward_scratch<C>();
-    gj_nn_with_weights<C, false>(params, [&](const gj_u16* w, auto pad) {
+    gj_nn_with_weights<C, C::STAGE, false>(params, [&](const gj_u16* w, auto pad) {
         gj_nn_forward_tiles<C, decltype(pad)::value>(n, x, y, w, scratch, ctx);
     });
 }
@@ -157,7 +159,7 @@ GJ_INLINE void gj_nn_backward_dispatch(gj_u64 n, const float* dL_dy, const gj_u1
 // parameter gradients: the shared sums, zeroed here (the caller syncs before use), or
 // dL_dparams itself. Returns the warp's scratch.
 template <class C> GJ_INLINE gj_u16* gj_nn_backward_smem(float* dL_dparams, float** grads) {
-    const gj_u64 staged = gj_nn_staged_halves<C>();
+    const gj_u64 staged = gj_nn_staged_halves<C, C::STAGE_BWD>();
     *grads = dL_dparams;
     gj_u64 grad_halves = 0;
     if constexpr (C::SMEM_GRADS) {
@@ -195,7 +197,7 @@ GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, 
                                      float* __restrict__ dL_dx) {
     float* grads;
     gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
-    gj_nn_with_weights<C, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
+    gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
         gj_nn_backward_dispatch<C, decltype(pad)::value>(n, dL_dy, w, scratch, ctx, grads, dL_dx);
     });
     gj_nn_backward_flush<C>(grads, dL_dparams);

@@ -32,6 +32,7 @@ static void assert_same_plan(const gj__network_plan *a, const gj__network_plan *
     assert_int_equal(a->staged_halves, b->staged_halves);
     assert_int_equal(a->warps, b->warps);
     assert_int_equal(a->stage, b->stage);
+    assert_int_equal(a->stage_backward, b->stage_backward);
     assert_int_equal(a->smem_grads, b->smem_grads);
     assert_int_equal(a->forward_bytes, b->forward_bytes);
     assert_int_equal(a->backward_bytes, b->backward_bytes);
@@ -49,7 +50,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
     gj__network_plan_make(&net->layout, NULL, &p);
     assert_int_equal(p.stride, 72);
     assert_int_equal(p.warps, 4);
-    assert_true(p.stage && p.smem_grads);
+    assert_true(p.stage && p.stage_backward && p.smem_grads);
     assert_int_equal(p.staged_halves, (32 + 8) * 64 + (64 + 8) * 64 + (64 + 8) * 16);
     assert_int_equal(p.backward_bytes, 2 * p.staged_halves + 4 * 7168 + 2 * 64 * 72 * 4);
     assert_true(p.backward_bytes <= 96 * 1024);
@@ -69,6 +70,7 @@ static void hints_replace_the_choices(void **state) {
     gj__network_plan_make(&net->layout, &hints, &p);
     assert_int_equal(p.warps, 2);
     assert_false(p.stage);
+    assert_false(p.stage_backward);
     assert_int_equal(p.staged_halves, 0);
     assert_false(p.smem_grads);
     assert_int_equal(p.forward_bytes, 64 * 72 * 2);     /* one buffer a warp, 2 warps */
@@ -82,6 +84,39 @@ static void hints_replace_the_choices(void **state) {
     gj__network_plan_hints three = {3, 0, 0};
     gj__network_plan_make(&net->layout, &three, &p);
     assert_int_equal(p.warps, 4);
+    gj_network_destroy(net);
+}
+
+/* 128 wide, 2 hidden layers (49 KiB of weights): the forward passes stage them, the backward,
+ * whose block also holds the block sums and two buffers a warp, reads them from global memory;
+ * the hint 1 stages them in both, 0 in neither. */
+static void wide_weights_are_staged_by_the_forward_passes(void **state) {
+    (void)state;
+    struct gj_network *net =
+        make("{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 2}", 32, 16);
+    gj__network_plan p;
+    gj__network_plan_make(&net->layout, NULL, &p);
+    const uint64_t staged = (32 + 8) * 128 + (128 + 8) * 128 + (128 + 8) * 16;
+    assert_true(p.stage);
+    assert_false(p.stage_backward);
+    assert_int_equal(p.staged_halves, staged);
+    assert_int_equal(p.forward_bytes, 2 * staged + p.scratch_halves * p.warps);
+    assert_int_equal(p.backward_bytes, (p.smem_grads ? 4 * net->layout.n_params : 0) + 2 * p.scratch_halves * p.warps);
+    gj__network_plan_hints on = {0, 1, 0}, off = {0, -1, 0};
+    gj__network_plan both, neither;
+    gj__network_plan_make(&net->layout, &on, &both);
+    assert_true(both.stage && both.stage_backward);
+    assert_int_equal(both.backward_bytes, 2 * staged + (both.smem_grads ? 4 * net->layout.n_params : 0) +
+                                              2 * both.scratch_halves * both.warps);
+    gj__network_plan_make(&net->layout, &off, &neither);
+    assert_false(neither.stage || neither.stage_backward);
+    assert_int_equal(neither.forward_bytes, neither.scratch_halves * neither.warps);
+    /* Past the forward limit (128 x 4: 116 KiB), nothing is staged. */
+    struct gj_network *deep =
+        make("{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 4}", 32, 16);
+    gj__network_plan_make(&deep->layout, NULL, &p);
+    assert_false(p.stage || p.stage_backward);
+    gj_network_destroy(deep);
     gj_network_destroy(net);
 }
 
@@ -111,11 +146,13 @@ static void generated_code_follows_the_hints(void **state) {
     assert_non_null(plain);
     assert_non_null(strstr(plain, "WARPS = 4;"));
     assert_non_null(strstr(plain, "STAGE = true;"));
+    assert_non_null(strstr(plain, "STAGE_BWD = true;"));
     net->hints = (gj__network_plan_hints){2, -1, -1};
     char *hinted = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
     assert_non_null(hinted);
     assert_non_null(strstr(hinted, "WARPS = 2;"));
     assert_non_null(strstr(hinted, "STAGE = false;"));
+    assert_non_null(strstr(hinted, "STAGE_BWD = false;"));
     assert_non_null(strstr(hinted, "SMEM_GRADS = false;"));
     free(plain);
     free(hinted);
@@ -127,6 +164,7 @@ int main(void) {
         cmocka_unit_test(a_layout_gets_the_plan_s_choices),
         cmocka_unit_test(hints_replace_the_choices),
         cmocka_unit_test(hints_that_do_not_fit_are_dropped),
+        cmocka_unit_test(wide_weights_are_staged_by_the_forward_passes),
         cmocka_unit_test(generated_code_follows_the_hints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

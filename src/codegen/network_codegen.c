@@ -59,7 +59,10 @@ static void emit_header(gj__strbuf *sb, const struct gj_network *net, const gj_c
         gj__sb_printf(sb,
                       "// Kernels: %u warps per block, weights %s, parameter gradients summed %s; shared memory "
                       "%u bytes (forward), %u (backward).\n",
-                      plan->warps, plan->stage ? "staged in shared memory" : "read from global memory",
+                      plan->warps,
+                      plan->stage_backward ? "staged in shared memory"
+                      : plan->stage        ? "staged in shared memory by the forward passes, read from global memory by the backward"
+                                           : "read from global memory",
                       plan->smem_grads ? "per block in shared memory" : "in global memory", plan->forward_bytes,
                       plan->backward_bytes);
     }
@@ -93,8 +96,10 @@ static void emit_config(gj__strbuf *sb, const struct gj_network *net, const char
     gj__sb_printf(sb, "    static constexpr gj_u64 CTX_HALVES = %lluull;     // forward context of one warp's 32 points\n",
                   (unsigned long long)plan->ctx_halves);
     gj__sb_printf(sb, "    static constexpr int WARPS = %u;                // kernels: warps per block\n", plan->warps);
-    gj__sb_printf(sb, "    static constexpr bool STAGE = %s;           // kernels: weights in shared memory\n",
+    gj__sb_printf(sb, "    static constexpr bool STAGE = %s;           // inference, forward: weights in shared memory\n",
                   plan->stage ? "true" : "false");
+    gj__sb_printf(sb, "    static constexpr bool STAGE_BWD = %s;       // backward: weights in shared memory\n",
+                  plan->stage_backward ? "true" : "false");
     gj__sb_printf(sb, "    static constexpr bool SMEM_GRADS = %s;      // backward kernel: block sums of dL/dparams\n",
                   plan->smem_grads ? "true" : "false");
     gj__sb_append(sb, "};\n");

@@ -3,15 +3,19 @@
 
 /* Below this a block leaves room for a second one on a multiprocessor of 227 KiB (sm_90). */
 #define BLOCK_BUDGET (96u * 1024u)
-/* Staged weights and block gradient sums are each worth it up to this much. */
+/* Staged weights and block gradient sums are each worth it up to this much in the backward
+ * block, which holds both and two scratch buffers a warp. */
 #define PART_LIMIT (48u * 1024u)
+/* The forward passes' blocks hold only the weights and one buffer a warp: they stage up to
+ * this much (128 x 2's 49 KiB halved its inference time on the H200, docs/networks.md §8). */
+#define FORWARD_STAGE_LIMIT (64u * 1024u)
 
 static uint64_t round_up(uint64_t v, uint64_t m) {
     return (v + m - 1) / m * m;
 }
 
 static uint64_t backward_bytes(const gj__network_plan *p, uint64_t n_params) {
-    return 2 * p->staged_halves + (p->smem_grads ? 4 * round_up(n_params, 4) : 0) + 2 * p->scratch_halves * p->warps;
+    return 2 * (p->stage_backward ? p->staged_halves : 0) + (p->smem_grads ? 4 * round_up(n_params, 4) : 0) + 2 * p->scratch_halves * p->warps;
 }
 
 /* The most warps (8, 4, 2, 1) whose backward block stays within budget; 0 if none. */
@@ -32,7 +36,7 @@ static void apply_hints(const gj__network_plan_hints *hints, uint64_t staged, ui
     }
     gj__network_plan h = *p;
     if (hints->stage) {
-        h.stage = hints->stage > 0;
+        h.stage = h.stage_backward = hints->stage > 0;
         h.staged_halves = h.stage ? staged : 0;
     }
     if (hints->smem_grads) {
@@ -64,20 +68,22 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
     p.stride = widest + 8;
     p.scratch_halves = 64ull * p.stride;
     staged = round_up(staged, 8);
-    p.stage = 2 * staged <= PART_LIMIT;
-    p.staged_halves = p.stage ? staged : 0;
+    p.staged_halves = staged;
+    p.stage_backward = 2 * staged <= PART_LIMIT;
     p.smem_grads = 4 * layout->n_params <= PART_LIMIT;
     /* Give up the block sums first, then the staging, before going below two blocks. */
     if (!fit_warps(&p, layout->n_params, BLOCK_BUDGET)) {
         p.smem_grads = 0;
         if (!fit_warps(&p, layout->n_params, BLOCK_BUDGET)) {
-            p.stage = 0;
-            p.staged_halves = 0;
+            p.stage_backward = 0;
             if (!fit_warps(&p, layout->n_params, BLOCK_BUDGET)) {
                 p.warps = 1; /* 1024 inputs: one warp, up to 132 KiB */
             }
         }
     }
+    p.stage = p.stage_backward || (2 * staged <= FORWARD_STAGE_LIMIT &&
+                                   2 * staged + p.scratch_halves * p.warps <= GJ__NETWORK_MAX_SMEM);
+    p.staged_halves = p.stage ? staged : 0;
     apply_hints(hints, staged, layout->n_params, &p);
     p.forward_bytes = (uint32_t)(2 * p.staged_halves + p.scratch_halves * p.warps); /* one buffer a warp */
     p.backward_bytes = (uint32_t)backward_bytes(&p, layout->n_params);

@@ -16,7 +16,8 @@ typedef struct gj__network_plan {
     uint64_t ctx_halves;     /* forward context of one 32-point tile */
     uint64_t staged_halves;  /* the weights with rows padded by 8, rounded to 8 (0: not staged) */
     uint32_t warps;          /* per block */
-    int stage;               /* weights copied to shared memory */
+    int stage;               /* inference and forward kernels copy the weights to shared memory */
+    int stage_backward;      /* the backward kernel does too (only where stage is set) */
     int smem_grads;          /* backward sums dL/dparams per block in shared memory */
     uint32_t forward_bytes;  /* dynamic shared memory of the inference and forward kernels */
     uint32_t backward_bytes; /* of the backward kernel */

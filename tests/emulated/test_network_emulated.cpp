@@ -24,7 +24,8 @@ extern "C" {
 
 // A configuration as the generated NAME_config states it; the plan's derived numbers are
 // computed here and compared with src/codegen/network_plan.c's below.
-template <int IN_, int W_, int H_, int OUT_, int ACT_, int OUT_ACT_, bool ONES, int WARPS_, bool STAGE_, bool GRADS_>
+template <int IN_, int W_, int H_, int OUT_, int ACT_, int OUT_ACT_, bool ONES, int WARPS_, bool STAGE_, bool GRADS_,
+          bool STAGE_BWD_ = STAGE_>
 struct Cfg {
     static constexpr int IN = IN_, IN_P = (IN_ + 15) / 16 * 16, W = W_, OUT = OUT_, OUT_P = (OUT_ + 15) / 16 * 16;
     static constexpr int NL = H_ + 1, ACT = ACT_, OUT_ACT = OUT_ACT_;
@@ -36,7 +37,7 @@ struct Cfg {
     static constexpr gj_u64 N_PARAMS =
         H_ == 0 ? (gj_u64)IN_P * OUT_P : (gj_u64)IN_P * W_ + (gj_u64)(H_ - 1) * W_ * W_ + (gj_u64)W_ * OUT_P;
     static constexpr int WARPS = WARPS_;
-    static constexpr bool STAGE = STAGE_, SMEM_GRADS = GRADS_;
+    static constexpr bool STAGE = STAGE_, STAGE_BWD = STAGE_BWD_, SMEM_GRADS = GRADS_;
 };
 
 static const char* const names[] = {"None", "ReLU", "LeakyReLU", "Exponential", "Sine", "Sigmoid", "Squareplus",
@@ -71,7 +72,8 @@ static void report(const char* what, const char* shape, double err, double tol) 
 template <class C> static void run(unsigned n, unsigned grid, double tol) {
     char shape[256], json[512];
     std::snprintf(shape, sizeof shape, "%d-%dx%d-%d %s/%s pad %g, %u points, %d warps%s%s", C::IN, C::W, C::NL - 1, C::OUT,
-                  names[C::ACT], names[C::OUT_ACT], C::INPUT_PADDING, n, C::WARPS, C::STAGE ? ", staged" : "",
+                  names[C::ACT], names[C::OUT_ACT], C::INPUT_PADDING, n, C::WARPS,
+                  C::STAGE ? (C::STAGE_BWD ? ", staged" : ", staged forward only") : "",
                   C::SMEM_GRADS ? ", block sums" : "");
     std::snprintf(json, sizeof json,
                   "{\"otype\": \"%s\", \"n_neurons\": %d, \"n_hidden_layers\": %d, \"activation\": \"%s\", "
@@ -174,6 +176,10 @@ int main() {
     // Staged weights whose first layer's rows (48 halves) are not a power of two wide, and
     // whose output layer is wider than one mma tile (OUT_P 32).
     run<Cfg<40, 32, 1, 20, RELU, NONE, true, 2, true, true>>(70, 1, 2e-2);
+    // Weights staged by the forward passes and read from global memory by the backward
+    // (the plan of 128 x 2: 49 KiB of weights).
+    run<Cfg<20, 128, 2, 4, LEAKY, TANH, true, 2, true, true, false>>(257, 2, 2e-2);
+    run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, false, false>>(300, 2, 2e-2);
     std::printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
 }
