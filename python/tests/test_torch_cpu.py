@@ -850,15 +850,18 @@ def test_close_drops_the_queue_and_waits_for_the_job_under_way():
 
 @pytest.fixture
 def submitted(monkeypatch):
-    """The jobs modules ask the precompiler for, on a device of compute capability 9.0."""
+    """The jobs modules ask the precompiler for, on a device of compute capability 9.0, when
+    asked by the test: CUDA reads as unavailable, so that construction asks nothing on a GPU
+    host either (and puts the parameters on the CPU)."""
     jobs = []
     monkeypatch.setattr(gjt, "_precompiler", types.SimpleNamespace(submit=jobs.extend))
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index: (9, 0))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     return jobs
 
 
 def test_an_encoding_asks_for_its_programs_for_its_device(submitted, monkeypatch):
-    enc = gjt.Encoding(3, SMALL_GRID, dtype=torch.float)  # no CUDA here: construction asks nothing
+    enc = gjt.Encoding(3, SMALL_GRID, dtype=torch.float)  # no CUDA (the fixture): construction asks nothing
     assert submitted == []
     enc._native.precompile_soon(0)
     (key, compile_), = submitted
