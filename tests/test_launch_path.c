@@ -262,19 +262,25 @@ static void a_failed_launch_names_the_call(void **state) {
     assert_string_equal(gj_context_errmsg(f->ctx), "");
 }
 
+/* A user module of source with its n kernels names. */
+static gj_user_module *user_module_of(fixture *f, const char *source, const char *const *names, size_t n) {
+    gj_source_desc desc;
+    gj_source_desc_init(&desc);
+    desc.source = source;
+    desc.kernels = names;
+    desc.n_kernels = n;
+    gj_user_module *um = NULL;
+    ok(f, gj_user_module_create(f->ctx, &desc, &um));
+    return um;
+}
+
 static void user_kernel_launches_ask_only_for_the_context(void **state) {
     fixture *f = *state;
     static const char source[] = "struct args { float *p; int n; };\n"
                                  "__global__ void scale(float *p, int n) { if (threadIdx.x < n) p[threadIdx.x] *= 2; }\n"
                                  "__global__ void packed(args a) { if (threadIdx.x < a.n) a.p[threadIdx.x] = 0; }\n";
     static const char *const names[] = {"scale", "packed"};
-    gj_source_desc desc;
-    gj_source_desc_init(&desc);
-    desc.source = source;
-    desc.kernels = names;
-    desc.n_kernels = 2;
-    gj_user_module *um = NULL;
-    ok(f, gj_user_module_create(f->ctx, &desc, &um));
+    gj_user_module *um = user_module_of(f, source, names, 2);
     gj_kernel *scale = NULL, *packed = NULL;
     ok(f, gj_user_module_kernel(um, "scale", &scale));
     ok(f, gj_user_module_kernel(um, "packed", &packed));
@@ -316,13 +322,7 @@ static void a_kernel_carveout_is_set_once_per_context(void **state) {
     fixture *f = *state;
     static const char source[] = "__global__ void scale(float *p, int n) { if (threadIdx.x < n) p[threadIdx.x] *= 2; }\n";
     static const char *const names[] = {"scale"};
-    gj_source_desc desc;
-    gj_source_desc_init(&desc);
-    desc.source = source;
-    desc.kernels = names;
-    desc.n_kernels = 1;
-    gj_user_module *um = NULL;
-    ok(f, gj_user_module_create(f->ctx, &desc, &um));
+    gj_user_module *um = user_module_of(f, source, names, 1);
     gj_kernel *scale = NULL;
     ok(f, gj_user_module_kernel(um, "scale", &scale));
     gj_launch_config config;

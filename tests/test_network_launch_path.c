@@ -135,18 +135,25 @@ static void passes_launch_their_kernels(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* A module of net made with the environment variable name set to value (NULL: unset); the
+ * module reads it when made, so it is unset again afterwards. */
+static gj_network_module *module_with_env(gj_context *ctx, gj_network *net, const char *name, const char *value) {
+    if (value) {
+        setenv(name, value, 1);
+    } else {
+        unsetenv(name);
+    }
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    unsetenv(name);
+    return m;
+}
+
 /* The grid of each pass over n points with GRIDJIT_NETWORK_WAVES set to waves (NULL: unset):
  * inference, forward, backward (accumulating: no zeroing launch). */
 static void grids_with_waves(gj_context *ctx, gj_network *net, const char *waves, char *b, uint64_t n,
                              unsigned grids[3]) {
-    if (waves) {
-        setenv("GRIDJIT_NETWORK_WAVES", waves, 1);
-    } else {
-        unsetenv("GRIDJIT_NETWORK_WAVES");
-    }
-    gj_network_module *m = NULL;
-    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
-    unsetenv("GRIDJIT_NETWORK_WAVES"); /* read when the module is made */
+    gj_network_module *m = module_with_env(ctx, net, "GRIDJIT_NETWORK_WAVES", waves);
     gj_network_pass_desc d = desc_over(b, n);
     d.dL_doutput = (const float *)(b + 65536);
     d.dL_dparams = (float *)(b + 131072);
@@ -263,14 +270,7 @@ static void a_model_launches_fused_kernels(void **state) {
 /* The carveout set on the first inference launch of a module made with
  * GRIDJIT_NETWORK_CARVEOUT = env (NULL: unset); then what a forward pass set. */
 static void carveouts_with(gj_context *ctx, gj_network *net, const char *env, char *b, int got[2]) {
-    if (env) {
-        setenv("GRIDJIT_NETWORK_CARVEOUT", env, 1);
-    } else {
-        unsetenv("GRIDJIT_NETWORK_CARVEOUT");
-    }
-    gj_network_module *m = NULL;
-    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
-    unsetenv("GRIDJIT_NETWORK_CARVEOUT"); /* read when the module is made */
+    gj_network_module *m = module_with_env(ctx, net, "GRIDJIT_NETWORK_CARVEOUT", env);
     gj_network_pass_desc d = desc_over(b, 1000);
     d.encoding_params = b + (1 << 20);
     fake.reset_carveout();
