@@ -39,25 +39,19 @@ struct gj_network_module {
 
 /* The forward passes' grid, in waves, unless GRIDJIT_NETWORK_WAVES (1 ... 64) says otherwise:
  * a measuring knob (docs/networks.md §8), read when a module is made; it changes no code. */
-#define FORWARD_WAVES 8u
-
-static uint32_t env_waves(const char *name) {
-    const char *v = getenv(name);
-    char *end = NULL;
-    const long w = v ? strtol(v, &end, 10) : 0;
-    return v && *v && end && !*end && w >= 1 && w <= 64 ? (uint32_t)w : FORWARD_WAVES;
-}
+#define FORWARD_WAVES 8
 
 /* A model's inference kernel prefers shared memory for at most half of a multiprocessor's
  * capacity (l1_carveout.h), unless GRIDJIT_NETWORK_CARVEOUT gives a percent (0 ... 100) or -1
  * (the driver's choice): a measuring knob (docs/networks.md §8), read when a module is made. */
 #define CARVEOUT_RULE (-2)
 
-static int env_carveout(const char *name) {
+/* An environment variable as a whole number from lo to hi; fallback when unset or anything else. */
+static long env_in_range(const char *name, long lo, long hi, long fallback) {
     const char *v = getenv(name);
     char *end = NULL;
-    const long c = v ? strtol(v, &end, 10) : 0;
-    return v && *v && end && !*end && c >= -1 && c <= 100 ? (int)c : CARVEOUT_RULE;
+    const long x = v ? strtol(v, &end, 10) : 0;
+    return v && *v && end && !*end && x >= lo && x <= hi ? x : fallback;
 }
 
 static const char *const kernel_suffix[K_COUNT] = {"inference", "forward", "backward", "zero"};
@@ -111,8 +105,8 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     module_options(&m->opts);
     plan_hints_from_env(&m->net->hints); /* the module's own copy of the network */
     gj__network_plan_make(&m->net->layout, &m->net->hints, &m->plan);
-    m->forward_waves = env_waves("GRIDJIT_NETWORK_WAVES");
-    m->carveout = env_carveout("GRIDJIT_NETWORK_CARVEOUT");
+    m->forward_waves = (uint32_t)env_in_range("GRIDJIT_NETWORK_WAVES", 1, 64, FORWARD_WAVES);
+    m->carveout = (int)env_in_range("GRIDJIT_NETWORK_CARVEOUT", -1, 100, CARVEOUT_RULE);
     pthread_mutex_init(&m->lock, NULL);
     *out = m;
     return GJ_OK;
