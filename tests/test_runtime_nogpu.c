@@ -1089,8 +1089,9 @@ static void bench_without_a_gpu_says_so(void **state) {
 
 /* The carveout rule on the H200's figures (228 KiB of shared memory a multiprocessor, 1 KiB
  * reserved a block) and the model blocks measured there: 64 x 4 (53.5 KiB: 2 blocks of the 4
- * the registers allow), 64 x 2 (35.1 KiB: all 3), 128 x 2 with staged weights (119 KiB: one
- * block past the half); unknown figures leave it to the driver. */
+ * the registers allow), 64 x 2 (35.1 KiB: all 3), 128 x 2 with its forward passes staged
+ * (82.3 KiB: two blocks, past the half, as one block ran 1.4x slower); a block that fits only
+ * once; unknown figures leave it to the driver. */
 static void l1_carveout_holds_blocks_within_half(void **state) {
     (void)state;
     const uint32_t smem = 228 * 1024, reserved = 1024;
@@ -1100,6 +1101,10 @@ static void l1_carveout_holds_blocks_within_half(void **state) {
     assert_int_equal(gj__l1_carveout(smem, reserved, 35912, 3, &blocks), 48);
     assert_int_equal(blocks, 3);
     assert_int_equal(gj__l1_carveout(smem, reserved, 35912, 2, &blocks), 32); /* the registers' limit stands */
+    assert_int_equal(blocks, 2);
+    assert_int_equal(gj__l1_carveout(smem, reserved, 84224, 2, &blocks), 74); /* 2 * 85248 / 233472 = 73.03 % */
+    assert_int_equal(blocks, 2);
+    assert_int_equal(gj__l1_carveout(smem, reserved, 84224, 3, &blocks), 74); /* not 3: past the half already */
     assert_int_equal(blocks, 2);
     assert_int_equal(gj__l1_carveout(smem, reserved, 121856, 1, &blocks), 53);
     assert_int_equal(blocks, 1);
