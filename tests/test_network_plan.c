@@ -55,7 +55,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
     assert_int_equal(p.backward_bytes, 2 * p.staged_halves + 4 * 7168 + 2 * 64 * 72 * 4);
     assert_true(p.backward_bytes <= 96 * 1024);
     /* Zero hints are no hints. */
-    gj__network_plan_hints none = {0, 0, 0};
+    gj__network_plan_hints none = {0, 0, 0, 0};
     gj__network_plan q;
     gj__network_plan_make(&net->layout, &none, &q);
     assert_same_plan(&p, &q);
@@ -65,7 +65,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
 static void hints_replace_the_choices(void **state) {
     (void)state;
     struct gj_network *net = make(small, 32, 16);
-    gj__network_plan_hints hints = {2, -1, -1};
+    gj__network_plan_hints hints = {2, -1, -1, 0};
     gj__network_plan p;
     gj__network_plan_make(&net->layout, &hints, &p);
     assert_int_equal(p.warps, 2);
@@ -76,12 +76,12 @@ static void hints_replace_the_choices(void **state) {
     assert_int_equal(p.forward_bytes, 64 * 72 * 2);     /* one buffer a warp, 2 warps */
     assert_int_equal(p.backward_bytes, 2 * 64 * 72 * 2); /* two buffers a warp */
     /* One at a time: 8 warps alone keeps the plan's staging and block sums. */
-    gj__network_plan_hints eight = {8, 0, 0};
+    gj__network_plan_hints eight = {8, 0, 0, 0};
     gj__network_plan_make(&net->layout, &eight, &p);
     assert_int_equal(p.warps, 8);
     assert_true(p.stage && p.smem_grads);
     /* A warp count that is not 1, 2, 4 or 8 is no hint. */
-    gj__network_plan_hints three = {3, 0, 0};
+    gj__network_plan_hints three = {3, 0, 0, 0};
     gj__network_plan_make(&net->layout, &three, &p);
     assert_int_equal(p.warps, 4);
     gj_network_destroy(net);
@@ -102,7 +102,7 @@ static void wide_weights_are_staged_by_the_forward_passes(void **state) {
     assert_int_equal(p.staged_halves, staged);
     assert_int_equal(p.forward_bytes, 2 * staged + p.scratch_halves * p.warps);
     assert_int_equal(p.backward_bytes, (p.smem_grads ? 4 * net->layout.n_params : 0) + 2 * p.scratch_halves * p.warps);
-    gj__network_plan_hints on = {0, 1, 0}, off = {0, -1, 0};
+    gj__network_plan_hints on = {0, 1, 0, 0}, off = {0, -1, 0, 0};
     gj__network_plan both, neither;
     gj__network_plan_make(&net->layout, &on, &both);
     assert_true(both.stage && both.stage_backward);
@@ -129,7 +129,7 @@ static void hints_that_do_not_fit_are_dropped(void **state) {
     gj__network_plan plain, hinted;
     gj__network_plan_make(&net->layout, NULL, &plain);
     assert_false(plain.smem_grads);
-    gj__network_plan_hints hints = {8, 0, 1};
+    gj__network_plan_hints hints = {8, 0, 1, 0};
     gj__network_plan_make(&net->layout, &hints, &hinted);
     assert_same_plan(&plain, &hinted);
     gj_network_destroy(net);
@@ -147,15 +147,29 @@ static void generated_code_follows_the_hints(void **state) {
     assert_non_null(strstr(plain, "WARPS = 4;"));
     assert_non_null(strstr(plain, "STAGE = true;"));
     assert_non_null(strstr(plain, "STAGE_BWD = true;"));
-    net->hints = (gj__network_plan_hints){2, -1, -1};
+    net->hints = (gj__network_plan_hints){2, -1, -1, 0};
     char *hinted = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
     assert_non_null(hinted);
     assert_non_null(strstr(hinted, "WARPS = 2;"));
     assert_non_null(strstr(hinted, "STAGE = false;"));
     assert_non_null(strstr(hinted, "STAGE_BWD = false;"));
     assert_non_null(strstr(hinted, "SMEM_GRADS = false;"));
+    /* No minimum of blocks unless asked for; then every kernel's bounds state it. */
+    assert_non_null(strstr(plain, "void __launch_bounds__(32 * net_config::WARPS)\nnet_forward("));
+    assert_null(strstr(plain, "__launch_bounds__(32 * net_config::WARPS, "));
+    net->hints = (gj__network_plan_hints){0, 0, 0, 2};
+    char *bounded = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
+    assert_non_null(bounded);
+    assert_non_null(strstr(bounded, "void __launch_bounds__(32 * net_config::WARPS, 2)\nnet_forward("));
+    assert_non_null(strstr(bounded, "void __launch_bounds__(32 * net_config::WARPS, 2)\nnet_backward("));
+    net->hints = (gj__network_plan_hints){0, 0, 0, 9}; /* out of range: no hint */
+    char *unbounded = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
+    assert_non_null(unbounded);
+    assert_string_equal(unbounded, plain);
     free(plain);
     free(hinted);
+    free(bounded);
+    free(unbounded);
     gj_network_destroy(net);
 }
 

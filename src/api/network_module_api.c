@@ -81,6 +81,7 @@ static void plan_hints_from_env(gj__network_plan_hints *hints) {
     hints->warps = env_warps("GRIDJIT_NETWORK_WARPS");
     hints->stage = env_switch("GRIDJIT_NETWORK_STAGE");
     hints->smem_grads = env_switch("GRIDJIT_NETWORK_BLOCK_SUMS");
+    hints->min_blocks = (uint32_t)env_in_range("GRIDJIT_NETWORK_MIN_BLOCKS", 1, 8, 0);
 }
 
 gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_network_module **out) {

@@ -139,7 +139,17 @@ static void emit_functions(gj__strbuf *sb, const char *name) {
 
 /* The model's kernels (templates/model_kernels.cuh): the encoding's device functions behind
  * NAME_encoding_ops, the network's warp functions. */
-static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part) {
+/* The kernels' __launch_bounds__: the block's threads, and the plan's minimum of blocks a
+ * multiprocessor where a hint asked for one. */
+static void launch_bounds(char *out, size_t size, const char *name, const gj__network_plan *plan) {
+    if (plan->min_blocks) {
+        snprintf(out, size, "__launch_bounds__(32 * %s_config::WARPS, %u)", name, plan->min_blocks);
+    } else {
+        snprintf(out, size, "__launch_bounds__(32 * %s_config::WARPS)", name);
+    }
+}
+
+static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const char *bounds) {
     gj__sb_printf(sb, "// The encoding as templates/model_kernels.cuh calls it.\n"
                       "struct %s_encoding_ops {\n"
                       "    typedef %s_encoding_config config;\n"
@@ -160,30 +170,30 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
     gj__sb_append(sb, "// Kernels (templates/model_kernels.cuh): point-major float arrays, any grid size.\n");
     if (part != GJ__NETWORK_PART_TRAINING) {
         gj__sb_printf(sb,
-                      "extern \"C\" __global__ void __launch_bounds__(32 * %s_config::WARPS)\n"
+                      "extern \"C\" __global__ void %s\n"
                       "%s_inference(gj_u64 n, const float* x, float* y, const gj_half* params,\n"
                       "             const %s_encoding_config::param_t* eparams) {\n"
                       "    gj_model_forward_kernel<%s_config, %s_encoding_ops>(n, x, y, params, eparams, nullptr);\n"
                       "}\n\n",
-                      name, name, name, name, name);
+                      bounds, name, name, name, name);
     }
     if (part != GJ__NETWORK_PART_INFERENCE) {
         gj__sb_printf(sb,
-                      "extern \"C\" __global__ void __launch_bounds__(32 * %s_config::WARPS)\n"
+                      "extern \"C\" __global__ void %s\n"
                       "%s_forward(gj_u64 n, const float* x, float* y, const gj_half* params,\n"
                       "           const %s_encoding_config::param_t* eparams, gj_u16* ctx) {\n"
                       "    gj_model_forward_kernel<%s_config, %s_encoding_ops>(n, x, y, params, eparams, ctx);\n"
                       "}\n\n",
-                      name, name, name, name, name);
+                      bounds, name, name, name, name);
         gj__sb_printf(sb,
-                      "extern \"C\" __global__ void __launch_bounds__(32 * %s_config::WARPS)\n"
+                      "extern \"C\" __global__ void %s\n"
                       "%s_backward(gj_u64 n, const float* x, const float* dL_dy, const gj_half* params,\n"
                       "            const %s_encoding_config::param_t* eparams, const gj_u16* ctx, float* dL_dparams,\n"
                       "            %s_encoding_config::grad_t* dL_deparams, float* dL_dx) {\n"
                       "    gj_model_backward_kernel<%s_config, %s_encoding_ops>(n, x, dL_dy, params, eparams, ctx, dL_dparams,\n"
                       "                                                        dL_deparams, dL_dx);\n"
                       "}\n\n",
-                      name, name, name, name, name, name);
+                      bounds, name, name, name, name, name);
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s_zero(gj_u64 n, gj_u32* p) {\n"
                       "    gj_nn_zero_kernel(n, p);\n"
@@ -192,30 +202,30 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
     }
 }
 
-static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part) {
+static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const char *bounds) {
     gj__sb_append(sb, "// Kernels (templates/network_kernels.cuh): point-major float arrays, any grid size.\n");
     if (part != GJ__NETWORK_PART_TRAINING) {
         gj__sb_printf(sb,
-                      "extern \"C\" __global__ void __launch_bounds__(32 * %s_config::WARPS)\n"
+                      "extern \"C\" __global__ void %s\n"
                       "%s_inference(gj_u64 n, const float* x, float* y, const gj_half* params) {\n"
                       "    gj_nn_forward_kernel<%s_config>(n, x, y, params, nullptr);\n"
                       "}\n\n",
-                      name, name, name);
+                      bounds, name, name);
     }
     if (part != GJ__NETWORK_PART_INFERENCE) {
         gj__sb_printf(sb,
-                      "extern \"C\" __global__ void __launch_bounds__(32 * %s_config::WARPS)\n"
+                      "extern \"C\" __global__ void %s\n"
                       "%s_forward(gj_u64 n, const float* x, float* y, const gj_half* params, gj_u16* ctx) {\n"
                       "    gj_nn_forward_kernel<%s_config>(n, x, y, params, ctx);\n"
                       "}\n\n",
-                      name, name, name);
+                      bounds, name, name);
         gj__sb_printf(sb,
-                      "extern \"C\" __global__ void __launch_bounds__(32 * %s_config::WARPS)\n"
+                      "extern \"C\" __global__ void %s\n"
                       "%s_backward(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx, float* dL_dparams,\n"
                       "            float* dL_dx) {\n"
                       "    gj_nn_backward_kernel<%s_config>(n, dL_dy, params, ctx, dL_dparams, dL_dx);\n"
                       "}\n\n",
-                      name, name, name);
+                      bounds, name, name);
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s_zero(gj_u64 n, gj_u32* p) {\n"
                       "    gj_nn_zero_kernel(n, p);\n"
@@ -270,10 +280,12 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         emit_functions(&sb, name);
     }
     if (has_kernels(net, opts)) {
+        char bounds[256];
+        launch_bounds(bounds, sizeof bounds, name, &plan);
         if (net->encoding) {
-            emit_model_kernels(&sb, name, part);
+            emit_model_kernels(&sb, name, part, bounds);
         } else {
-            emit_kernels(&sb, name, part);
+            emit_kernels(&sb, name, part, bounds);
         }
     }
     return gj__sb_take(&sb);

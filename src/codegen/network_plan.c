@@ -31,10 +31,13 @@ static uint32_t fit_warps(gj__network_plan *p, uint64_t n_params, uint64_t budge
 /* The hints that fit: each applied, unless the backward block they make exceeds what a
  * plan may ask for (then the plan stays as it was). */
 static void apply_hints(const gj__network_plan_hints *hints, uint64_t staged, uint64_t n_params, gj__network_plan *p) {
-    if (!hints || !(hints->warps || hints->stage || hints->smem_grads)) {
+    if (!hints || !(hints->warps || hints->stage || hints->smem_grads || hints->min_blocks)) {
         return;
     }
     gj__network_plan h = *p;
+    if (hints->min_blocks >= 1 && hints->min_blocks <= 8) {
+        h.min_blocks = hints->min_blocks;
+    }
     if (hints->stage) {
         h.stage = h.stage_backward = hints->stage > 0;
         h.staged_halves = h.stage ? staged : 0;

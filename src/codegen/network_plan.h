@@ -19,6 +19,7 @@ typedef struct gj__network_plan {
     int stage;               /* inference and forward kernels copy the weights to shared memory */
     int stage_backward;      /* the backward kernel does too (only where stage is set) */
     int smem_grads;          /* backward sums dL/dparams per block in shared memory */
+    uint32_t min_blocks;     /* the kernels' __launch_bounds__ minimum of blocks a multiprocessor (0: none) */
     uint32_t forward_bytes;  /* dynamic shared memory of the inference and forward kernels */
     uint32_t backward_bytes; /* of the backward kernel */
 } gj__network_plan;

@@ -32,6 +32,8 @@ typedef struct gj__network_plan_hints {
     uint32_t warps; /* warps per block: 1, 2, 4 or 8 */
     int stage;      /* 1: weights staged in shared memory, -1: read from global memory */
     int smem_grads; /* 1: the backward sums dL/dparams per block in shared memory, -1: not */
+    uint32_t min_blocks; /* 1 ... 8: the kernels' __launch_bounds__ ask for that many blocks a
+                            multiprocessor (registers capped to fit); 0: no such bound */
 } gj__network_plan_hints;
 
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */
