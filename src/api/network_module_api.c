@@ -266,10 +266,10 @@ static gj_status need_part(gj_network_module *m, gj__network_part part, const ch
     return status;
 }
 
-/* A model's inference kernel gathers its encoding's table entries through L1, and misses in
- * flight hold L1 lines: with the shared memory that the most resident blocks would take, a
- * 64 x 4 model's kernel kept 23 KiB of L1 on the H200 and ran at half speed (docs/networks.md,
- * "Shared memory against L1"). So it prefers fewer blocks and half the capacity as L1;
+/* A model's inference kernel gathers its encoding's table entries through L1: with the shared
+ * memory that the most resident blocks would take, a 64 x 4 model's kernel kept 23 KiB of L1 on
+ * the H200 and ran at half speed (docs/networks.md, "Shared memory against L1"). So it prefers
+ * fewer blocks (l1_carveout.h: within half the capacity, at least two) and the rest as L1;
  * *per_sm becomes the blocks that then fit. */
 static gj_status prefer_l1(gj_network_module *m, gj_stream stream, uint32_t shared_bytes, int *per_sm,
                            const char *call) {
