@@ -229,7 +229,7 @@ gpu_python_tests() {
     "$python" -c 'import torch' 2>/dev/null || say "warning: no torch in $python: the gridjit.torch tests will skip"
     say "python tests: $python, python/src with GRIDJIT_LIBRARY=$library"
     PYTHONPATH="$PWD/python/src${PYTHONPATH:+:$PYTHONPATH}" GRIDJIT_LIBRARY="$library" \
-        "$python" -m pytest python/tests -q -rs -p no:cacheprovider || die "python tests failed"
+        "$python" -m pytest python/tests -q -rs -p no:cacheprovider --durations=10 || die "python tests failed"
     timings+="; python $((SECONDS - start)) s"
 }
 
