@@ -50,14 +50,15 @@ template <class C, bool STAGE> GJ_INLINE gj_u64 gj_nn_staged_halves() {
     return STAGE ? (gj_nn<C>::template total<8>() + 7) / 8 * 8 : 0;
 }
 
-// Runs body(w, pad) with the weights as a kernel reads them: staged into shared memory
-// (STAGE: C::STAGE or C::STAGE_BWD; pad a gj_nn_pad<8>, the halves added to each row) or the
-// caller's array (pad a gj_nn_pad<0>). The block meets at a barrier before body where it staged, and where SYNC asks
-// (the backward kernels' block sums, zeroed before).
+// The halves added to each row of the weights a kernel reads (8 staged, 0 in place).
 template <int P> struct gj_nn_pad {
     static constexpr int value = P;
 };
 
+// Runs body(w, pad) with the weights as a kernel reads them: staged into shared memory
+// (STAGE: C::STAGE or C::STAGE_BWD; pad a gj_nn_pad<8>) or the caller's array (pad a
+// gj_nn_pad<0>). The block meets at a barrier before body where it staged, and where SYNC
+// asks (the backward kernels' block sums, zeroed before).
 template <class C, bool STAGE, bool SYNC, class F> GJ_INLINE void gj_nn_with_weights(const gj_half* params, F body) {
     if constexpr (STAGE) {
         gj_nn_stage_weights<C>(gj_nn_smem, params);

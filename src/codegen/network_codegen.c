@@ -30,6 +30,15 @@ static int has_kernels(const struct gj_network *net, const gj_codegen_options *o
 
 static const char *const part_words[] = {"the whole unit", "the inference kernel", "the training kernels"};
 
+/* Where the kernels read the weights from, as the header comment says it. */
+static const char *weights_words(const gj__network_plan *plan) {
+    if (plan->stage_backward) {
+        return "staged in shared memory";
+    }
+    return plan->stage ? "staged in shared memory by the forward passes, read from global memory by the backward"
+                       : "read from global memory";
+}
+
 static void emit_header(gj__strbuf *sb, const struct gj_network *net, const gj_codegen_options *opts,
                         gj__network_part part, const gj__network_plan *plan, const char *options_text) {
     const gj__network_layout *lay = &net->layout;
@@ -59,10 +68,7 @@ static void emit_header(gj__strbuf *sb, const struct gj_network *net, const gj_c
         gj__sb_printf(sb,
                       "// Kernels: %u warps per block, weights %s, parameter gradients summed %s; shared memory "
                       "%u bytes (forward), %u (backward).\n",
-                      plan->warps,
-                      plan->stage_backward ? "staged in shared memory"
-                      : plan->stage        ? "staged in shared memory by the forward passes, read from global memory by the backward"
-                                           : "read from global memory",
+                      plan->warps, weights_words(plan),
                       plan->smem_grads ? "per block in shared memory" : "in global memory", plan->forward_bytes,
                       plan->backward_bytes);
     }
@@ -137,8 +143,6 @@ static void emit_functions(gj__strbuf *sb, const char *name) {
                   name, name, name, name);
 }
 
-/* The model's kernels (templates/model_kernels.cuh): the encoding's device functions behind
- * NAME_encoding_ops, the network's warp functions. */
 /* The kernels' __launch_bounds__: the block's threads, and the plan's minimum of blocks a
  * multiprocessor where a hint asked for one. */
 static void launch_bounds(char *out, size_t size, const char *name, const gj__network_plan *plan) {
@@ -149,6 +153,8 @@ static void launch_bounds(char *out, size_t size, const char *name, const gj__ne
     }
 }
 
+/* The model's kernels (templates/model_kernels.cuh): the encoding's device functions behind
+ * NAME_encoding_ops, the network's warp functions; bounds: launch_bounds'. */
 static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const char *bounds) {
     gj__sb_printf(sb, "// The encoding as templates/model_kernels.cuh calls it.\n"
                       "struct %s_encoding_ops {\n"

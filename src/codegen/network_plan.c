@@ -15,7 +15,8 @@ static uint64_t round_up(uint64_t v, uint64_t m) {
 }
 
 static uint64_t backward_bytes(const gj__network_plan *p, uint64_t n_params) {
-    return 2 * (p->stage_backward ? p->staged_halves : 0) + (p->smem_grads ? 4 * round_up(n_params, 4) : 0) + 2 * p->scratch_halves * p->warps;
+    const uint64_t staged = p->stage_backward ? p->staged_halves : 0;
+    return 2 * staged + (p->smem_grads ? 4 * round_up(n_params, 4) : 0) + 2 * p->scratch_halves * p->warps;
 }
 
 /* The most warps (8, 4, 2, 1) whose backward block stays within budget; 0 if none. */

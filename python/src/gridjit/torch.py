@@ -76,6 +76,7 @@ except ImportError as _exc:  # say what is needed, whatever the import failed on
     ) from _exc
 
 import atexit
+import collections
 import gc
 import json
 import os
@@ -245,7 +246,7 @@ class _Precompiler:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._jobs = []
+        self._jobs = collections.deque()
         self._seen = set()
         self._thread = None
         self._closed = False
@@ -269,7 +270,7 @@ class _Precompiler:
                 if not self._jobs or self._closed:
                     self._thread = None
                     return
-                compile_ = self._jobs.pop(0)
+                compile_ = self._jobs.popleft()
             try:
                 compile_()
             except Exception:  # noqa: BLE001 - see the class docstring
@@ -279,7 +280,7 @@ class _Precompiler:
         """Drops the queue and waits for the job under way."""
         with self._lock:
             self._closed = True
-            self._jobs = []
+            self._jobs.clear()
             thread = self._thread
         if thread is not None:
             thread.join()
@@ -577,12 +578,15 @@ class Module(torch.nn.Module):
     # -- construction (the end of every constructor: _native, seed, dtype and n_params set)
     def _start(self, seed: int) -> None:
         """Warns about the configuration keys the library skipped, makes ``params`` from the
-        seed and registers the module (free_temporary_memory, the optimizer step hook)."""
+        seed, registers the module (free_temporary_memory, the optimizer step hook) and, with
+        CUDA, has the programs of its launches compiled ahead for the parameters' device."""
         for message in self._native.ignored:
             _warn(f"{self._where}: ignoring a configuration key gridjit does not know: {message}")
         self._reset_cache()
         self.params = torch.nn.Parameter(self._initial_params(seed), requires_grad=True)
         _live.add(self)
+        if torch.cuda.is_available():
+            self._native.precompile_soon(self.params.get_device())
         if "torch._dynamo" in sys.modules:
             _make_eager_forward_disabled()
 
@@ -653,8 +657,6 @@ class Encoding(Module):
         self.n_params = native.encoding.n_params
         self.loss_scale = 128.0 if dtype == torch.half else 1.0
         self._start(seed)
-        if torch.cuda.is_available():  # the programs for the device the parameters are on
-            native.precompile_soon(self.params.get_device())
 
     def _host_initial_params(self, seed: int) -> torch.Tensor:
         return torch.from_numpy(_pcg.init_params(self.n_params, seed))
@@ -928,8 +930,6 @@ class _NetworkModule(Module):
         self.loss_scale = 128.0
         self.n_params = native.n_params
         self._start(seed)
-        if torch.cuda.is_available():  # the programs for the device the parameters are on
-            native.precompile_soon(self.params.get_device())
 
     def _host_initial_params(self, seed: int) -> torch.Tensor:
         """tiny-cuda-nn's initialisation of the MLP (gj_network_init_params: Xavier uniform,
