@@ -88,6 +88,17 @@ typedef struct gj_init_args {
     unsigned int pad0;
 } gj_init_args;
 
+/* dL/dx_d of point i = sum over outputs k < N_OUT of dL/dy_k * dy_k/dx_d, from the dy/dx
+ * the forward pass wrote ([(k * n + i) * D + d]). */
+typedef struct gj_dx_from_dydx_args {
+    unsigned long long n;
+    const float *dy_dx;
+    const void *dL_dy;                    /* param_t, padded width (padding ignored) */
+    unsigned long long dy_stride_point, dy_stride_feature;
+    float *dL_dx;                         /* written */
+    unsigned long long dx_stride_point, dx_stride_dim;
+} gj_dx_from_dydx_args;
+
 /* dst[i] = (accumulate ? dst[i] : 0) + src[i], fp32 -> param_t: for gradients that
  * are accumulated in fp32 (F = 1 with fp16 parameters). */
 typedef struct gj_cast_args {

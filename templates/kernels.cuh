@@ -573,4 +573,28 @@ GJ_INLINE void gj_cast_gradients_kernel(const gj_cast_args& a) {
     dst[i] = gj_from_float<T>(previous + a.src[i]);
 }
 
+// ---- dL/dx from the forward's dy/dx -------------------------------------------------
+// A streaming pass for callers whose forward pass wrote dy/dx anyway (training with dL/dx,
+// as tiny-cuda-nn's): D * N_OUT floats and N_OUT dL/dy values read once per point, instead
+// of the backward pass gathering every level's corners again. Grid-stride, so that any n
+// fits the grid the runtime picks.
+template <class C>
+GJ_INLINE void gj_dx_from_dydx_kernel(const gj_dx_from_dydx_args& a) {
+    typedef typename C::param_t T;
+    const T* dl_dy = (const T*)a.dL_dy;
+    const gj_u64 per_output = a.n * C::D; // floats from output k's dy/dx to output k + 1's
+    for (gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += (gj_u64)gridDim.x * blockDim.x) {
+        float sum[C::D];
+        gj_zero(sum);
+        const float* dydx = a.dy_dx + i * C::D;
+#pragma unroll 8
+        for (int k = 0; k < C::N_OUT; ++k) {
+            const float g = gj_to_float(dl_dy[i * a.dy_stride_point + (gj_u64)k * a.dy_stride_feature]);
+#pragma unroll
+            for (int d = 0; d < C::D; ++d) sum[d] += g * dydx[(gj_u64)k * per_output + d];
+        }
+        gj_store_point<C>(a.dL_dx, a.dx_stride_point, a.dx_stride_dim, i, sum);
+    }
+}
+
 #endif // GJ_KERNELS_CUH

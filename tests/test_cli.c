@@ -151,6 +151,7 @@ static void bad_command_lines_are_usage_errors(void **state) {
         {"demo", "stray", NULL},
         {"precompile", "-j", "4", NULL}, /* -j is --json everywhere; precompile has --jobs */
         {"bench", "-n", "4", NULL},      /* --points is -P, as in eval */
+        {"bench", "--config", "{}", "--dx-from", "corners"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         gj_cli_result r;
@@ -168,6 +169,9 @@ static void bad_command_lines_are_usage_errors(void **state) {
     gj_cli_result_free(&r);
     RUN(&r, NULL, "frobnicate");
     assert_non_null(strstr(r.err, "frobnicate"));
+    gj_cli_result_free(&r);
+    RUN(&r, NULL, "bench", "--config", "{}", "--dx-from", "corners");
+    assert_non_null(strstr(r.err, "--dx-from: must be dydx or params (got 'corners')"));
     gj_cli_result_free(&r);
 }
 

@@ -133,7 +133,7 @@ static void compile_shard(void **state) {
         const unsigned char *binary = gj_program_binary(prog, &size);
         assert_int_equal(gj_program_kind(prog), GJ_BINARY_CUBIN);
         assert_true(size > 4 && memcmp(binary, "\x7f" "ELF", 4) == 0);
-        assert_int_equal(gj_program_n_kernels(prog), 10); /* every kernel of every pass (not the _rows forms) */
+        assert_int_equal(gj_program_n_kernels(prog), 11); /* every kernel of every pass (not the _rows forms) */
         for (size_t k = 0; k < gj_program_n_kernels(prog); ++k) {
             const char *lowered = gj_program_lowered_name(prog, k);
             assert_non_null(lowered);

@@ -288,6 +288,25 @@ static void bench_json(void **state) {
         assert_true(ms > 0.0 && ms < 1000.0);
         assert_true(fabs(rate * ms * 1e-3 / 100000.0 - 1.0) < 1e-2); /* both printed rounded */
     }
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(root, "dx_from")), "dydx");
+    cJSON_Delete(root);
+    gj_cli_result_free(&result);
+
+    /* --dx-from params: the gradient kernels compute dL/dx themselves. */
+    const char *params_args[] = {"bench", "--config",
+                                 "{\"otype\": \"HashGrid\", \"n_levels\": 8, \"log2_hashmap_size\": 16}", "--points",
+                                 "100000", "--iterations", "20", "--pass", "backward_input,step", "--dx-from", "params",
+                                 "--json", NULL};
+    assert_int_equal(gj_test_run_cli(NULL, params_args, &result), 0);
+    if (result.status != 0) {
+        fail_msg("gridjit bench --dx-from params exited %d: %s", result.status, result.err);
+    }
+    root = cJSON_Parse(result.out);
+    assert_non_null(root);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(root, "dx_from")), "params");
+    passes = cJSON_GetObjectItem(root, "passes");
+    assert_non_null(cJSON_GetObjectItem(passes, "step"));
+    assert_null(cJSON_GetObjectItem(passes, "forward"));
     cJSON_Delete(root);
     gj_cli_result_free(&result);
 }

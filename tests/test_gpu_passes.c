@@ -307,6 +307,7 @@ static void compare(const gpu_case *c, const char *what, const double *gpu, cons
 typedef struct device_data {
     void *x, *params, *max_level, *dl_dy, *h;
     void *y, *y2, *dy_dx, *dparams, *dparams_only, *dx, *dx_only, *bb_dparams, *bb_ddldy, *bb_dx, *bb_dx_only;
+    void *dparams_dydx, *dx_dydx, *dx_dydx_only; /* backward with the forward's dy/dx */
 } device_data;
 
 static void upload_case(gj_context *ctx, const gpu_case *c, const case_data *d, device_data *dev) {
@@ -337,12 +338,15 @@ static void upload_case(gj_context *ctx, const gpu_case *c, const case_data *d, 
     dev->dparams = gj_gpu_upload(ctx, start, d->n_params, d->precision);
     dev->dparams_only = gj_gpu_upload(ctx, start, d->n_params, d->precision);
     dev->bb_dparams = gj_gpu_upload(ctx, start, d->n_params, d->precision);
+    dev->dparams_dydx = gj_gpu_upload(ctx, start, d->n_params, d->precision);
     free(start);
     dev->dx = gj_gpu_alloc(ctx, nD * sizeof(float));
     dev->dx_only = gj_gpu_alloc(ctx, nD * sizeof(float));
     dev->bb_ddldy = gj_gpu_alloc(ctx, nW * e);
     dev->bb_dx = gj_gpu_alloc(ctx, nD * sizeof(float));
     dev->bb_dx_only = gj_gpu_alloc(ctx, nD * sizeof(float));
+    dev->dx_dydx = gj_gpu_alloc(ctx, nD * sizeof(float));
+    dev->dx_dydx_only = gj_gpu_alloc(ctx, nD * sizeof(float));
     /* Outputs that are written (not accumulated) start as NaN patterns: a skipped element shows. */
     const size_t junk_size = (size_t)d->n_out * nD * sizeof(float) > nW * 4 ? (size_t)d->n_out * nD * sizeof(float) : nW * 4;
     void *junk = malloc(junk_size);
@@ -355,6 +359,8 @@ static void upload_case(gj_context *ctx, const gpu_case *c, const case_data *d, 
     gj_gpu_put(ctx, dev->dx_only, junk, nD * sizeof(float));
     gj_gpu_put(ctx, dev->bb_dx, junk, nD * sizeof(float));
     gj_gpu_put(ctx, dev->bb_dx_only, junk, nD * sizeof(float));
+    gj_gpu_put(ctx, dev->dx_dydx, junk, nD * sizeof(float));
+    gj_gpu_put(ctx, dev->dx_dydx_only, junk, nD * sizeof(float));
     gj_gpu_put(ctx, dev->dy_dx, junk, (size_t)d->n_out * nD * sizeof(float));
     free(junk);
 }
@@ -362,7 +368,7 @@ static void upload_case(gj_context *ctx, const gpu_case *c, const case_data *d, 
 static void free_device(gj_context *ctx, device_data *dev) {
     void **all[] = {&dev->x, &dev->params, &dev->max_level, &dev->dl_dy, &dev->h, &dev->y, &dev->y2, &dev->dy_dx,
                     &dev->dparams, &dev->dparams_only, &dev->dx, &dev->dx_only, &dev->bb_dparams, &dev->bb_ddldy,
-                    &dev->bb_dx, &dev->bb_dx_only};
+                    &dev->bb_dx, &dev->bb_dx_only, &dev->dparams_dydx, &dev->dx_dydx, &dev->dx_dydx_only};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) {
         gj_gpu_free(ctx, *all[i]);
         *all[i] = NULL;
@@ -403,6 +409,13 @@ static void run_gpu(gj_context *ctx, gj_module *m, const gpu_case *c, const case
     b.dL_dparams = NULL;
     b.dL_dx = dev->dx_only;
     gj_gpu_ok(ctx, gj_backward(m, NULL, &b), "gj_backward (input)");
+    /* dL/dx from the dy/dx of the forward pass above (same x, params, max level). */
+    b.dy_dx = dev->dy_dx;
+    b.dL_dx = dev->dx_dydx_only;
+    gj_gpu_ok(ctx, gj_backward(m, NULL, &b), "gj_backward (input from dy/dx)");
+    b.dL_dparams = dev->dparams_dydx;
+    b.dL_dx = dev->dx_dydx;
+    gj_gpu_ok(ctx, gj_backward(m, NULL, &b), "gj_backward (params, input from dy/dx)");
 
     gj_backward_backward_desc bb;
     gj_backward_backward_desc_init(&bb);
@@ -579,6 +592,9 @@ static void run_case(void **state) {
     check_dx(s->ctx, c, &d, &b, dev.dx_only, r.dx, 0, "dx (alone)");
     check_dparams(s->ctx, c, &d, &b, dev.dparams, r.dparams, 0, "dparams (fused)");
     check_dparams(s->ctx, c, &d, &b, dev.dparams_only, r.dparams, 0, "dparams (alone)");
+    check_dx(s->ctx, c, &d, &b, dev.dx_dydx, r.dx, 0, "dx (from dy/dx)");
+    check_dx(s->ctx, c, &d, &b, dev.dx_dydx_only, r.dx, 0, "dx (from dy/dx, alone)");
+    check_dparams(s->ctx, c, &d, &b, dev.dparams_dydx, r.dparams, 0, "dparams (beside dx from dy/dx)");
     check_ddldy(s->ctx, c, &d, &r, &b, &dev);
     check_dx(s->ctx, c, &d, &b, dev.bb_dx, r.bb_dx, 1, "bb_dx");
     check_dx(s->ctx, c, &d, &b, dev.bb_dx_only, r.bb_dx, 1, "bb_dx (alone)");

@@ -114,6 +114,21 @@ static gj_status backward(fixture *f, gj_stream stream) {
     return gj_backward(f->module, stream, &d);
 }
 
+/* dL/dx (with dL/dparams when with_params) from dy/dx: the point-array buffers stand in
+ * for dy/dx (nothing runs). */
+static gj_status backward_from_dydx(fixture *f, int with_params) {
+    gj_backward_desc d;
+    gj_backward_desc_init(&d);
+    d.n = N;
+    d.x = f->x;
+    d.params = f->params;
+    d.dL_dy = f->dl_dy;
+    d.dL_dparams = with_params ? f->dparams : NULL;
+    d.dL_dx = f->dx;
+    d.dy_dx = f->y;
+    return gj_backward(f->module, NULL, &d);
+}
+
 static void ok(fixture *f, gj_status status) {
     if (status != GJ_OK) {
         fail_msg("%s: %s", gj_status_name(status), gj_context_errmsg(f->ctx));
@@ -171,6 +186,27 @@ static void launches_ask_only_for_the_context(void **state) {
     }
     static const char *const bwd[] = {"cuCtxGetCurrent", "cuCtxGetId", "cuMemsetD32Async", "cuLaunchKernel"};
     expect_calls("gj_backward", bwd, (const long[]){K, K, K, 2 * K}, 4);
+}
+
+/* With the forward's dy/dx, dL/dx is one streaming launch after the dL/dparams kernels
+ * (the level-major kernels then neither take dL/dx nor need it zeroed); alone, it is the
+ * only launch. */
+static void backward_with_dydx_adds_one_launch(void **state) {
+    fixture *f = *state;
+    ok(f, backward_from_dydx(f, 1)); /* compiles and loads the backward and helpers programs */
+    fake.reset_counts();
+    for (int i = 0; i < K; ++i) {
+        ok(f, backward_from_dydx(f, 1));
+    }
+    static const char *const both[] = {"cuCtxGetCurrent", "cuCtxGetId", "cuMemsetD32Async", "cuLaunchKernel"};
+    expect_calls("gj_backward, dL/dx from dy/dx", both, (const long[]){K, K, K, 3 * K}, 4);
+    assert_int_equal(fake.last_grid_x(), (N + 255) / 256); /* one thread per point */
+    fake.reset_counts();
+    for (int i = 0; i < K; ++i) {
+        ok(f, backward_from_dydx(f, 0));
+    }
+    static const char *const alone[] = {"cuCtxGetCurrent", "cuCtxGetId", "cuLaunchKernel"};
+    expect_calls("gj_backward, dL/dx alone from dy/dx", alone, (const long[]){K, K, K}, 3);
 }
 
 static void a_new_context_is_asked_once(void **state) {
@@ -431,6 +467,7 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(launches_ask_only_for_the_context, setup, teardown),
+        cmocka_unit_test_setup_teardown(backward_with_dydx_adds_one_launch, setup, teardown),
         cmocka_unit_test_setup_teardown(a_new_context_is_asked_once, setup, teardown),
         cmocka_unit_test_setup_teardown(a_thread_without_a_context_keeps_the_stream_s, setup, teardown),
         cmocka_unit_test_setup_teardown(a_renewed_context_is_not_taken_for_the_old_one, setup, teardown),

@@ -373,6 +373,41 @@ static void backward_checks(void **state) {
     d = valid_backward();
     d.dL_dy_layout = (gj_data_layout)-1;
     assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    d = valid_backward();
+    d.dL_dx = ADDR(0x70000);
+    d.dy_dx = ADDR(0x80000);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_OK);
+    d.dy_dx = ADDR(0x80002);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "dy_dx must be aligned");
+}
+
+/* A gj_backward_desc of 0.1.0's layout (no dy_dx) keeps its meaning: read up to its
+ * struct_size, the rest at defaults; sizes outside the known layouts stay refused. */
+static void backward_desc_of_the_older_layout(void **state) {
+    fixture *f = *state;
+    gj__module_shape s = shape_of(f, NULL);
+    gj_backward_desc d = valid_backward();
+    d.dL_dx = ADDR(0x70000);
+    d.dy_dx = ADDR(0x80000); /* beyond the older struct_size: must not be read */
+    d.struct_size = (uint32_t)offsetof(gj_backward_desc, dy_dx);
+    gj_backward_desc full;
+    const gj_backward_desc *w = gj__backward_desc_widened(&d, &full);
+    assert_ptr_equal(w, &full);
+    assert_int_equal(w->struct_size, sizeof(gj_backward_desc));
+    assert_null(w->dy_dx);
+    assert_ptr_equal(w->dL_dx, d.dL_dx);
+    assert_ptr_equal(w->dL_dparams, d.dL_dparams);
+    assert_true(w->max_level == d.max_level);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, w), GJ_OK);
+    /* The current size is used as it is; a size below the first layout is refused. */
+    d.struct_size = sizeof d;
+    assert_ptr_equal(gj__backward_desc_widened(&d, &full), &d);
+    d.struct_size = 8;
+    assert_ptr_equal(gj__backward_desc_widened(&d, &full), &d);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "struct_size");
+    assert_null(gj__backward_desc_widened(NULL, &full));
 }
 
 static void backward_backward_checks(void **state) {
@@ -585,6 +620,30 @@ static void backward_geometry(void **state) {
     assert_int_equal(ba.ddy_stride_feature, 70000);
     assert_int_equal(ba.ddx_stride_point, 3);
 
+    /* dL/dx from dy/dx: one thread per point over the same dL/dy strides, grid-stride
+     * beyond 2^20 blocks. */
+    d.dy_dx = ADDR(0x80000);
+    gj_dx_from_dydx_args xa;
+    gj__dx_from_dydx_args(&s, &d, &xa, &dims);
+    assert_int_equal(dims.grid_x, 274);
+    assert_int_equal(dims.grid_y, 1);
+    assert_int_equal(dims.block, 256);
+    assert_int_equal(dims.shared_bytes, 0);
+    assert_ptr_equal(xa.dy_dx, d.dy_dx);
+    assert_ptr_equal(xa.dL_dx, d.dL_dx);
+    assert_int_equal(xa.dy_stride_point, 1);
+    assert_int_equal(xa.dy_stride_feature, 70000);
+    assert_int_equal(xa.dx_stride_point, 3);
+    assert_int_equal(xa.dx_stride_dim, 1);
+    gj_backward_desc big = d;
+    big.n = 1ull << 32;
+    big.dL_dy_layout = GJ_LAYOUT_AOS;
+    gj__dx_from_dydx_args(&s, &big, &xa, &dims);
+    assert_int_equal(dims.grid_x, 1u << 20);
+    assert_int_equal(xa.dy_stride_point, 8);
+    assert_int_equal(xa.dy_stride_feature, 1);
+    d.dy_dx = NULL;
+
     gj__elementwise_dims(&s, &dims);
     assert_int_equal(dims.grid_x, (s.n_params + 255) / 256);
     assert_int_equal(dims.grid_y, 1);
@@ -620,6 +679,10 @@ static void kernel_names_follow_the_contract(void **state) {
     assert_string_equal(gj__kernel_suffix(GJ__KERNEL_BACKWARD_BACKWARD), "backward_backward");
     assert_string_equal(gj__kernel_suffix(GJ__KERNEL_CAST_GRADIENTS), "cast_gradients");
     assert_true(gj__kernel_present(GJ__KERNEL_INIT_PARAMS, &forward));
+    /* dL/dx from dy/dx is a helper: present whatever the passes, in the helpers program. */
+    assert_string_equal(gj__kernel_suffix(GJ__KERNEL_DX_FROM_DYDX), "dx_from_dydx");
+    assert_true(gj__kernel_present(GJ__KERNEL_DX_FROM_DYDX, &forward));
+    assert_int_equal(gj__kernel(GJ__KERNEL_DX_FROM_DYDX)->part, GJ__PART_HELPERS);
     assert_false(gj__kernel_present(GJ__KERNEL_BACKWARD, &forward));
     /* Each level-major kernel has a level-group (_rows) form, in a program of its own; a
      * point-major unit has none. */
@@ -642,7 +705,7 @@ static void kernel_names_follow_the_contract(void **state) {
     size_t count = 0;
     char **names = gj__codegen_kernel_names(&opts, GJ__PART_ALL, &count);
     assert_non_null(names);
-    assert_int_equal(count, 10);
+    assert_int_equal(count, 11);
     for (int k = 0; k < GJ__KERNEL_COUNT; ++k) {
         if (gj__kernel(k)->rows) {
             continue;
@@ -1135,6 +1198,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(gradient_plans, setup, teardown),
         cmocka_unit_test_setup_teardown(forward_geometry, setup, teardown),
         cmocka_unit_test_setup_teardown(backward_geometry, setup, teardown),
+        cmocka_unit_test_setup_teardown(backward_desc_of_the_older_layout, setup, teardown),
         cmocka_unit_test(kernel_names_follow_the_contract),
         cmocka_unit_test_setup_teardown(load_refuses_a_program_of_other_options, setup, teardown),
         cmocka_unit_test_setup_teardown(level_groups_and_staging, setup, teardown),

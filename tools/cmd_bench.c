@@ -40,7 +40,7 @@ static void usage(void) {
            "                     [--block B] [--ppt P] [--order level|point] [--layout soa|aos]\n"
            "                     [--levels-per-thread G] [--iterations K] [--gradients fp32|auto]\n"
            "                     [--calls C] [--input uniform|rays|file:PATH] [--rays R] [--samples S]\n"
-           "                     [--seed X]\n"
+           "                     [--seed X] [--dx-from dydx|params]\n"
            "       gridjit bench --config NETWORK_OR_MODEL --dims IN [--output-dims OUT] [--points N]\n"
            "                     [--iterations K] [--json]\n"
            "\n"
@@ -58,8 +58,9 @@ static void usage(void) {
            "  forward         y\n"
            "  forward_dydx    y and dy/dx\n"
            "  backward        dL/dparams (overwrite: includes zeroing the gradient)\n"
-           "  backward_input  dL/dparams and dL/dx, fused in one launch\n"
-           "  step            forward, then backward with dL/dparams and dL/dx\n"
+           "  backward_input  dL/dparams and dL/dx (see --dx-from)\n"
+           "  step            forward, then backward with dL/dparams and dL/dx (with\n"
+           "                  --dx-from dydx the forward writes dy/dx, as tiny-cuda-nn's step)\n"
            "  all             every one of the above (default)\n"
            "\n"
            "Options:\n"
@@ -69,7 +70,7 @@ static void usage(void) {
            "  -p, --pass P         a pass above, or a comma-separated list of them\n"
            "  -j, --json           print one JSON object: {\"config\", \"n_dims\", \"n_points\",\n"
            "                       \"device\", \"block\", \"points_per_thread\", \"order\", \"layout\",\n"
-           "                       \"gradients\", \"compile_ms\",\n"
+           "                       \"gradients\", \"dx_from\", \"compile_ms\",\n"
            "                       \"iterations\", \"passes\": {PASS: {\"median_ms\", \"points_per_s\"}},\n"
            "                       \"calls\": {\"count\", \"forward\": {\"host_us\", \"wall_us\"},\n"
            "                       \"backward\": {...}} (with --calls C > 0)}\n"
@@ -97,6 +98,11 @@ static void usage(void) {
            "      --rays R         rays of --input rays (default 8192)\n"
            "      --samples S      samples per ray (default 256; R x S replaces --points)\n"
            "      --seed X         seed of the random inputs (default fixed)\n"
+           "      --dx-from F      how backward_input and step get dL/dx: dydx (default, as\n"
+           "                       tiny-cuda-nn's): from the dy/dx of a forward pass (step: its\n"
+           "                       own; backward_input: one made before timing), a streaming\n"
+           "                       launch after the dL/dparams kernels; params: fused into the\n"
+           "                       gradient kernels, from the parameters (no dy/dx needed)\n"
            "  -h, --help           show this help\n",
            MIN_ITERATIONS);
 }
@@ -110,6 +116,7 @@ typedef struct bench_args {
     gj_data_layout layout;
     int json;
     int gradients_fp32;
+    int dx_from_params; /* --dx-from params: dL/dx from the parameters, not from dy/dx */
     uint32_t calls; /* --calls: host timing of back-to-back calls; 0: off */
 } bench_args;
 
@@ -161,7 +168,28 @@ static int parse_layout(const char *text, gj_data_layout *layout) {
 
 /* Long options without a short form (--order: -o is where output goes in the other
  * commands, docs/cli.md). */
-enum { OPT_ORDER = 256, OPT_LEVELS_PER_THREAD, OPT_INPUT, OPT_RAYS, OPT_SAMPLES, OPT_SEED, OPT_GRADIENTS, OPT_CALLS };
+enum {
+    OPT_ORDER = 256,
+    OPT_LEVELS_PER_THREAD,
+    OPT_INPUT,
+    OPT_RAYS,
+    OPT_SAMPLES,
+    OPT_SEED,
+    OPT_GRADIENTS,
+    OPT_CALLS,
+    OPT_DX_FROM
+};
+
+static int parse_dx_from(const char *text, int *from_params) {
+    if (strcmp(text, "dydx") == 0) {
+        *from_params = 0;
+    } else if (strcmp(text, "params") == 0) {
+        *from_params = 1;
+    } else {
+        return gj_cli_usage_error(CMD, "--dx-from: must be dydx or params (got '%s')", text);
+    }
+    return GJ_CLI_OK;
+}
 
 static int parse_seed(const char *text, uint64_t *seed) {
     char *end = NULL;
@@ -187,6 +215,7 @@ static int parse_args(int argc, char **argv, bench_args *args) {
         {"samples", required_argument, NULL, OPT_SAMPLES}, {"seed", required_argument, NULL, OPT_SEED},
         {"gradients", required_argument, NULL, OPT_GRADIENTS},
         {"calls", required_argument, NULL, OPT_CALLS},
+        {"dx-from", required_argument, NULL, OPT_DX_FROM},
         {NULL, 0, NULL, 0},
     };
     int opt, rc = GJ_CLI_OK;
@@ -211,6 +240,7 @@ static int parse_args(int argc, char **argv, bench_args *args) {
         case OPT_SEED: rc = parse_seed(optarg, &args->input.seed); break;
         case OPT_GRADIENTS: rc = gj_cli_parse_gradients(CMD, optarg, &args->gradients_fp32); break;
         case OPT_CALLS: rc = gj_cli_parse_u32(CMD, "--calls", optarg, 0, 1000000, &args->calls); break;
+        case OPT_DX_FROM: rc = parse_dx_from(optarg, &args->dx_from_params); break;
         case 'h': usage(); return -1;
         default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
@@ -228,6 +258,7 @@ static int parse_args(int argc, char **argv, bench_args *args) {
 
 typedef struct bench_buffers {
     void *x, *params, *y, *dy_dx, *dl_dy, *dparams, *dx;
+    float *dx_from; /* the dy/dx that backward_input and step take dL/dx from, or NULL (--dx-from params) */
 } bench_buffers;
 
 /* count floats uniform in [lo, hi) from their own fixed seed: the same data every run. */
@@ -271,7 +302,8 @@ static int prepare(gj_cli_gpu *gpu, gj_module *m, const gj_encoding *enc, const 
     rc = rc ? rc : upload_random(gpu, n * width, 0xD1B54A32D192ED03ull, -1.0f, 1.0f, precision, &b->dl_dy);
     rc = rc ? rc : gj_cli_gpu_alloc(gpu, (size_t)gj_module_n_params(m) * gj_module_gradient_element_size(m), &b->dparams);
     rc = rc ? rc : gj_cli_gpu_alloc(gpu, n * d * sizeof(float), &b->dx);
-    if (rc == GJ_CLI_OK && (args->passes & PASS_FORWARD_DYDX)) {
+    const unsigned dx_passes = args->dx_from_params ? 0u : (unsigned)(PASS_BACKWARD_INPUT | PASS_STEP);
+    if (rc == GJ_CLI_OK && (args->passes & (PASS_FORWARD_DYDX | dx_passes))) {
         rc = gj_cli_gpu_alloc(gpu, dydx, &b->dy_dx);
     }
     if (rc == GJ_CLI_OK) {
@@ -282,11 +314,25 @@ static int prepare(gj_cli_gpu *gpu, gj_module *m, const gj_encoding *enc, const 
         gj_status status = gj_init_params(m, NULL, &init);
         rc = status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, gpu->ctx, status, "cannot initialise parameters");
     }
+    if (rc == GJ_CLI_OK && !args->dx_from_params) {
+        b->dx_from = b->dy_dx;
+    }
+    if (rc == GJ_CLI_OK && b->dx_from) { /* the dy/dx backward_input reads: a forward pass's */
+        gj_forward_desc f;
+        gj_forward_desc_init(&f);
+        f.n = n;
+        f.x = b->x;
+        f.params = b->params;
+        f.dy_dx = b->dx_from;
+        gj_status status = gj_forward(m, NULL, &f);
+        rc = status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, gpu->ctx, status, "cannot compute dy/dx");
+    }
     return rc;
 }
 
 /* ---------------------------------------------------------------- timing */
 
+/* b->dx_from is set when backward_input and step take dL/dx from dy/dx (--dx-from dydx). */
 static gj_status run_pass(gj_module *m, unsigned pass, uint64_t n, gj_data_layout layout, const bench_buffers *b) {
     gj_forward_desc f;
     gj_forward_desc_init(&f);
@@ -307,9 +353,11 @@ static gj_status run_pass(gj_module *m, unsigned pass, uint64_t n, gj_data_layou
     case PASS_FORWARD: return gj_forward(m, NULL, &f);
     case PASS_FORWARD_DYDX: f.dy_dx = b->dy_dx; return gj_forward(m, NULL, &f);
     case PASS_BACKWARD: return gj_backward(m, NULL, &g);
-    case PASS_BACKWARD_INPUT: g.dL_dx = b->dx; return gj_backward(m, NULL, &g);
+    case PASS_BACKWARD_INPUT: g.dL_dx = b->dx; g.dy_dx = b->dx_from; return gj_backward(m, NULL, &g);
     default: {
         g.dL_dx = b->dx;
+        f.dy_dx = b->dx_from;
+        g.dy_dx = b->dx_from;
         gj_status status = gj_forward(m, NULL, &f);
         return status == GJ_OK ? gj_backward(m, NULL, &g) : status;
     }
@@ -402,11 +450,12 @@ static int print_text(const bench_args *args, const gj_cli_gpu *gpu, const gj_en
         snprintf(levels, sizeof levels, "%u", args->levels_per_thread);
     }
     printf("gridjit bench on %s (%s): N = %u %s points, D = %u, %s%s, block %u, %u point%s per thread, %s-major, "
-           "levels per thread %s, %s outputs\n",
+           "levels per thread %s, %s outputs, dL/dx from %s\n",
            gpu->info.device_name, gpu->info.arch, args->n_points, gj_bench_input_name(args->input.kind),
            gj_encoding_n_dims(enc), gj_encoding_precision(enc) == GJ_PRECISION_FP16 ? "fp16" : "fp32",
            args->gradients_fp32 ? " (fp32 gradients)" : "", args->block, args->ppt, args->ppt == 1 ? "" : "s",
-           args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point", levels, args->layout == GJ_LAYOUT_SOA ? "SoA" : "AoS");
+           args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point", levels, args->layout == GJ_LAYOUT_SOA ? "SoA" : "AoS",
+           args->dx_from_params ? "the parameters" : "dy/dx");
     printf("compile          %10.1f ms (generate + NVRTC + load, CUDA_CACHE_DISABLE=1)\n", r->compile_ms);
     printf("%-16s %10s %14s   (median of %u launches)\n", "pass", "ms", "points/s", args->iterations);
     for (size_t i = 0; i < N_PASSES; ++i) {
@@ -460,6 +509,7 @@ static int print_json(const bench_args *args, const gj_cli_gpu *gpu, const gj_en
              cJSON_AddStringToObject(root, "layout", args->layout == GJ_LAYOUT_SOA ? "soa" : "aos") &&
              add_number(root, "levels_per_thread", args->levels_per_thread, "%.0f") && add_input(root, &args->input) &&
              cJSON_AddStringToObject(root, "gradients", args->gradients_fp32 ? "fp32" : "auto") &&
+             cJSON_AddStringToObject(root, "dx_from", args->dx_from_params ? "params" : "dydx") &&
              add_number(root, "compile_ms", r->compile_ms, "%.3f") &&
              add_number(root, "iterations", args->iterations, "%.0f") &&
              (passes = cJSON_AddObjectToObject(root, "passes")) != NULL;

@@ -395,6 +395,9 @@ static void grid_comment(gj__strbuf *sb, const struct gj_encoding *enc, const gj
     case GJ__KERNEL_BACKWARD_BACKWARD:
         gj__sb_append(sb, "// Grid y: 1 (point-major: dL_dx sums over levels in registers).\n");
         break;
+    case GJ__KERNEL_DX_FROM_DYDX:
+        gj__sb_append(sb, "// One thread per point, grid-stride (any grid x); grid y: 1.\n");
+        break;
     default:
         gj__sb_append(sb, "// One thread per parameter; grid y: 1.\n");
         break;

@@ -47,10 +47,13 @@ static const gj__kernel_info kernel_table[GJ__KERNEL_COUNT] = {
                GJ__PART_BACKWARD_DX_ROWS, 1),
     GJ__KERNEL(GJ__KERNEL_BACKWARD_BACKWARD, "backward_backward", GJ_PASS_BACKWARD_BACKWARD, "backward_backward",
                "backward_backward", GJ__PART_BACKWARD_BACKWARD, 0),
-    /* Initialisation and the fp32 -> fp16 gradient cast come with every kernel set. */
+    /* Initialisation, the fp32 -> fp16 gradient cast and dL/dx from dy/dx (a streaming
+     * pass) come with every kernel set. */
     GJ__KERNEL(GJ__KERNEL_INIT_PARAMS, "init_params", GJ_PASS_ALL, "init", "init_params", GJ__PART_HELPERS, 0),
     GJ__KERNEL(GJ__KERNEL_CAST_GRADIENTS, "cast_gradients", GJ_PASS_ALL, "cast", "cast_gradients", GJ__PART_HELPERS,
                0),
+    GJ__KERNEL(GJ__KERNEL_DX_FROM_DYDX, "dx_from_dydx", GJ_PASS_ALL, "dx_from_dydx", "dx_from_dydx",
+               GJ__PART_HELPERS, 0),
 };
 #undef GJ__KERNEL
 

@@ -25,7 +25,8 @@ typedef enum gj__kernel_id {
     GJ__KERNEL_BACKWARD_BACKWARD = 14,
     GJ__KERNEL_INIT_PARAMS = 15,
     GJ__KERNEL_CAST_GRADIENTS = 16,
-    GJ__KERNEL_COUNT = 17
+    GJ__KERNEL_DX_FROM_DYDX = 17,              /* dL/dx from the forward's dy/dx (a helper) */
+    GJ__KERNEL_COUNT = 18
 } gj__kernel_id;
 
 /* The NVRTC units of a module, one program each, compiled on first use: a kernel and the

@@ -93,6 +93,10 @@ gj_status gj__check_backward_backward(const gj__diag *d, const gj__module_shape 
                                       const gj_backward_backward_desc *desc);
 gj_status gj__check_init(const gj__diag *d, const gj__module_shape *shape, const gj_init_desc *desc);
 
+/* desc, or where it is an older (shorter) layout of gj_backward_desc, *full: a copy with
+ * the fields it lacks at their defaults (docs/ABI.md: the library reads struct_size bytes). */
+const gj_backward_desc *gj__backward_desc_widened(const gj_backward_desc *desc, gj_backward_desc *full);
+
 /* Kernel arguments and grid of a checked descriptor (n > 0). dL_dparams in the backward
  * structs is the descriptor's; the launcher swaps in the fp32 scratch where needed. */
 void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc, gj_forward_args *args,
@@ -101,6 +105,13 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
                        gj__launch_dims *dims);
 void gj__backward_backward_args(const gj__module_shape *shape, const gj_backward_backward_desc *desc,
                                 gj_backward_backward_args *args, gj__launch_dims *dims);
+/* Whether a backward launch of desc takes dL/dx from desc->dy_dx (NAME_dx_from_dydx, after
+ * the gradient kernels); *grads: the descriptor the gradient kernels run, without dL_dx
+ * then (nothing to run when it has neither output). */
+int gj__backward_split(const gj_backward_desc *desc, gj_backward_desc *grads);
+/* dL/dx from desc->dy_dx (a grid-stride launch: grid x at most 2^20 blocks). */
+void gj__dx_from_dydx_args(const gj__module_shape *shape, const gj_backward_desc *desc, gj_dx_from_dydx_args *args,
+                           gj__launch_dims *dims);
 /* Levels per thread of a level-major launch, with or without point-major rows (y or dL/dy)
  * (docs/runtime.md, "Launch shapes"), and the dynamic shared memory of staging rows with
  * that many levels per thread (0: not staged). */

@@ -5,6 +5,7 @@
 #include "codegen/facts.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #define GJ__MAX_GRID_X 2147483647ull /* CUDA's limit on gridDim.x */
@@ -91,6 +92,20 @@ void gj_init_desc_init(gj_init_desc *desc) {
     }
 }
 
+/* ------------------------------------------------------- older descriptors */
+
+const gj_backward_desc *gj__backward_desc_widened(const gj_backward_desc *desc, gj_backward_desc *full) {
+    /* 0.1.0 published gj_backward_desc without its trailing dy_dx (docs/ABI.md). */
+    const size_t first = offsetof(gj_backward_desc, dy_dx);
+    if (!desc || desc->struct_size < first || desc->struct_size >= sizeof *desc) {
+        return desc; /* the current size, or one the check refuses */
+    }
+    memset(full, 0, sizeof *full);
+    memcpy(full, desc, desc->struct_size);
+    full->struct_size = (uint32_t)sizeof *full;
+    return full;
+}
+
 /* ------------------------------------------------------------------ checks */
 
 /* A required (or, with optional set, possibly NULL) device pointer with its alignment. */
@@ -168,7 +183,8 @@ static gj_status check_common(const gj__diag *ctx, const char *call, const gj__m
     return status;
 }
 
-/* A descriptor its _init prepared (all of them were first published at their present size). */
+/* A descriptor its _init prepared (each was first published at its present size, but for
+ * gj_backward_desc, whose older layout gj__backward_desc_widened has widened before). */
 static gj_status check_struct_size(const gj__diag *ctx, const char *call, const char *type, uint32_t size,
                                    size_t expected) {
     if (size != expected) {
@@ -235,6 +251,9 @@ gj_status gj__check_backward(const gj__diag *ctx, const gj__module_shape *shape,
     }
     if (status == GJ_OK) {
         status = check_pointer(ctx, call, "dL_dx", desc->dL_dx, 4, 1);
+    }
+    if (status == GJ_OK) {
+        status = check_pointer(ctx, call, "dy_dx", desc->dy_dx, 4, 1);
     }
     return status;
 }
@@ -408,6 +427,36 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
     if (shape->level_major) {
         level_groups(shape, desc->dL_dy, desc->dL_dy_layout, &args->levels_per_thread, &args->stage, dims);
     }
+}
+
+int gj__backward_split(const gj_backward_desc *desc, gj_backward_desc *grads) {
+    *grads = *desc;
+    const int from_dydx = desc->dy_dx != NULL && desc->dL_dx != NULL;
+    if (from_dydx) {
+        grads->dL_dx = NULL;
+    }
+    return from_dydx;
+}
+
+/* Threads of a grid-stride launch: enough blocks to fill any GPU many times over; the
+ * kernels loop over the points beyond them. */
+#define GJ__STREAM_MAX_BLOCKS (1u << 20)
+
+void gj__dx_from_dydx_args(const gj__module_shape *shape, const gj_backward_desc *desc, gj_dx_from_dydx_args *args,
+                           gj__launch_dims *dims) {
+    memset(args, 0, sizeof *args);
+    args->n = desc->n;
+    args->dy_dx = desc->dy_dx;
+    args->dL_dy = desc->dL_dy;
+    strides(desc->dL_dy_layout, desc->n, shape->padded_width, &args->dy_stride_point, &args->dy_stride_feature);
+    args->dL_dx = desc->dL_dx;
+    args->dx_stride_point = shape->n_dims;
+    args->dx_stride_dim = 1;
+    const uint64_t blocks = (desc->n + shape->block_size - 1) / shape->block_size;
+    dims->block = shape->block_size;
+    dims->grid_x = blocks < GJ__STREAM_MAX_BLOCKS ? (uint32_t)blocks : GJ__STREAM_MAX_BLOCKS;
+    dims->grid_y = 1;
+    dims->shared_bytes = 0;
 }
 
 void gj__backward_backward_args(const gj__module_shape *shape, const gj_backward_backward_desc *desc,

@@ -124,15 +124,17 @@ gj_status gj_forward(gj_module *module, gj_stream stream, const gj_forward_desc 
     return status;
 }
 
-gj_status gj_backward(gj_module *module, gj_stream stream, const gj_backward_desc *desc) {
-    static const char call[] = "gj_backward";
-    GJ__BEGIN(module, desc, gj__check_backward, call, status, scope)
+/* The gradient kernels of a backward launch: dL/dparams and/or dL/dx from the parameters
+ * (the main kernel, its small levels, the fp16 gradient cast). */
+static gj_status gradient_kernels(gj_module *module, gj__launch_scope *scope, const gj_backward_desc *desc,
+                                  gj_stream stream, const char *call) {
+    gj_status status = GJ_OK;
     gj_backward_args args;
     gj__launch_dims dims;
     gj__backward_args(&module->shape, desc, &args, &dims);
     gj__grad_plan plan;
     gj__gradient_plan(&module->shape, desc->dL_dparams != NULL, desc->dL_dparams_mode, &plan);
-    status = prepare_gradients(module, &scope, &plan, desc->dL_dparams, stream, call, &args.dL_dparams);
+    status = prepare_gradients(module, scope, &plan, desc->dL_dparams, stream, call, &args.dL_dparams);
     if (status == GJ_OK && desc->dL_dx && module->shape.level_major) {
         /* Level-major blocks add their level's share of dL/dx atomically. */
         status = zero(module, device_address(desc->dL_dx), (size_t)desc->n * module->shape.n_dims * sizeof(float),
@@ -142,20 +144,46 @@ gj_status gj_backward(gj_module *module, gj_stream stream, const gj_backward_des
      * them, and the first one leaves them out. Not enough points for more blocks: fewer. */
     const int coarse = gj__backward_uses_coarse(&module->shape, desc);
     if (coarse) {
-        args.coarse_blocks = gj__coarse_blocks(&module->shape, desc->n, scope.device->coarse_blocks);
+        args.coarse_blocks = gj__coarse_blocks(&module->shape, desc->n, scope->device->coarse_blocks);
     }
     gj__kernel_id main_kernel, coarse_kernel;
     gj__backward_kernels(desc, &args, &main_kernel, &coarse_kernel);
     if (status == GJ_OK) {
-        status = launch(module, &scope, main_kernel, &dims, &args, stream, call);
+        status = launch(module, scope, main_kernel, &dims, &args, stream, call);
     }
     if (status == GJ_OK && coarse) {
         gj__launch_dims coarse_dims;
         gj__coarse_dims(&module->shape, args.coarse_blocks, &coarse_dims);
-        status = launch(module, &scope, coarse_kernel, &coarse_dims, &args, stream, call);
+        status = launch(module, scope, coarse_kernel, &coarse_dims, &args, stream, call);
     }
     if (status == GJ_OK) {
-        status = finish_gradients(module, &scope, &plan, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
+        status = finish_gradients(module, scope, &plan, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
+    }
+    return status;
+}
+
+/* dL/dx from the forward's dy/dx (desc->dy_dx), a streaming launch of its own. */
+static gj_status dx_from_dydx(gj_module *m, gj__launch_scope *scope, const gj_backward_desc *desc, gj_stream stream,
+                              const char *call) {
+    gj_dx_from_dydx_args args;
+    gj__launch_dims dims;
+    gj__dx_from_dydx_args(&m->shape, desc, &args, &dims);
+    return launch(m, scope, GJ__KERNEL_DX_FROM_DYDX, &dims, &args, stream, call);
+}
+
+gj_status gj_backward(gj_module *module, gj_stream stream, const gj_backward_desc *desc) {
+    static const char call[] = "gj_backward";
+    gj_backward_desc widened;
+    desc = gj__backward_desc_widened(desc, &widened);
+    GJ__BEGIN(module, desc, gj__check_backward, call, status, scope)
+    /* With the forward's dy/dx, the gradient kernels compute dL/dparams alone (if asked). */
+    gj_backward_desc grads;
+    const int dx_from_dydx_pass = gj__backward_split(desc, &grads);
+    if (grads.dL_dparams || grads.dL_dx) {
+        status = gradient_kernels(module, &scope, &grads, stream, call);
+    }
+    if (status == GJ_OK && dx_from_dydx_pass) {
+        status = dx_from_dydx(module, &scope, desc, stream, call);
     }
     gj__module_leave(module, &scope);
     return status;

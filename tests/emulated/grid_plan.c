@@ -109,6 +109,17 @@ int gj_emu_plan_backward(const gj_emu_shape *shape, const gj_backward_desc *desc
     return 0;
 }
 
+int gj_emu_plan_dx_from_dydx(const gj_emu_shape *shape, const gj_backward_desc *desc, gj_backward_desc *grads,
+                             gj_dx_from_dydx_args *args, gj_emu_plan_launch *launch) {
+    if (!gj__backward_split(desc, grads)) {
+        return 0;
+    }
+    gj__launch_dims dims;
+    gj__dx_from_dydx_args(&shape->shape, desc, args, &dims);
+    copy_dims(launch, GJ__KERNEL_DX_FROM_DYDX, &dims);
+    return 1;
+}
+
 int gj_emu_plan_backward_backward(const gj_emu_shape *shape, const gj_backward_backward_desc *desc,
                                   gj_backward_backward_args *args, gj_emu_plan_launch *launch, int *grad_scratch,
                                   size_t *grad_zero_bytes, gj_emu_plan_launch *cast, char *err, size_t err_size) {

@@ -45,6 +45,11 @@ int gj_emu_plan_backward(const gj_emu_shape *shape, const gj_backward_desc *desc
                          gj_backward_args *args, gj_emu_plan_launch *main, gj_emu_plan_launch *coarse, int *zero_dx,
                          int *grad_scratch, size_t *grad_zero_bytes, gj_emu_plan_launch *cast, char *err,
                          size_t err_size);
+/* A backward launch with desc->dy_dx: *grads is the descriptor of its gradient kernels
+ * (plan them with gj_emu_plan_backward when it has an output), and with dL/dx from dy/dx
+ * (return 1) args and launch are that launch's. */
+int gj_emu_plan_dx_from_dydx(const gj_emu_shape *shape, const gj_backward_desc *desc, gj_backward_desc *grads,
+                             gj_dx_from_dydx_args *args, gj_emu_plan_launch *launch);
 int gj_emu_plan_backward_backward(const gj_emu_shape *shape, const gj_backward_backward_desc *desc,
                                   gj_backward_backward_args *args, gj_emu_plan_launch *launch, int *grad_scratch,
                                   size_t *grad_zero_bytes, gj_emu_plan_launch *cast, char *err, size_t err_size);

@@ -291,6 +291,7 @@ bool planned(case_run& c, int status, const char* what, const char* err) {
 struct device {
     buffer x, params, max_level, dl_dy, h;
     buffer y, y2, dy_dx, dparams, dparams_only, dx, dx_only, bb_dparams, bb_ddldy, bb_dx, bb_dx_only;
+    buffer dparams_dydx, dx_dydx, dx_dydx_only; // backward with the forward's dy/dx
     std::vector<std::string> kernels_run;
 };
 
@@ -351,10 +352,9 @@ template <class Desc> void describe_gradients(Desc& d, case_run& c, device& dev,
     d.max_level = c.per_point() ? 1.0f : c.max_level;
 }
 
-void run_backward(case_run& c, device& dev, void* dparams, float* dx, const char* what) {
-    gj_backward_desc b;
-    gj_backward_desc_init(&b);
-    describe_gradients(b, c, dev, dparams, dx);
+void run_gradient_kernels(case_run& c, device& dev, const gj_backward_desc& b, const char* what) {
+    void* dparams = b.dL_dparams;
+    float* dx = b.dL_dx;
     gj_backward_args args;
     gj_emu_plan_launch main, coarse, cast;
     int zero_dx = 0, scratch = 0;
@@ -377,6 +377,24 @@ void run_backward(case_run& c, device& dev, void* dparams, float* dx, const char
         }
         return true;
     });
+}
+
+// gj_backward: with dy_dx (the forward's), the gradient kernels without dL/dx, then dL/dx
+// from dy/dx in a launch of its own.
+void run_backward(case_run& c, device& dev, void* dparams, float* dx, const char* what, const float* dy_dx = nullptr) {
+    gj_backward_desc b;
+    gj_backward_desc_init(&b);
+    describe_gradients(b, c, dev, dparams, dx);
+    b.dy_dx = dy_dx;
+    gj_backward_desc grads;
+    gj_dx_from_dydx_args args;
+    gj_emu_plan_launch l;
+    const int split = gj_emu_plan_dx_from_dydx(c.shape, &b, &grads, &args, &l);
+    if (grads.dL_dparams || grads.dL_dx) run_gradient_kernels(c, dev, grads, what);
+    if (split) {
+        dev.kernels_run.push_back(describe(l));
+        launch(c, l, args, what);
+    }
 }
 
 void run_backward_backward(case_run& c, device& dev, void* dparams, void* ddldy, float* dx, const char* what) {
@@ -418,12 +436,16 @@ void upload(case_run& c, device& dev) {
     dev.h.alloc(nD * sizeof(float));
     std::memcpy(dev.h.get(), h.data(), nD * sizeof(float));
     for (buffer* b : {&dev.y, &dev.y2, &dev.bb_ddldy}) b->alloc(nW * e);
-    for (buffer* b : {&dev.dx, &dev.dx_only, &dev.bb_dx, &dev.bb_dx_only}) b->alloc(nD * sizeof(float));
+    for (buffer* b : {&dev.dx, &dev.dx_only, &dev.bb_dx, &dev.bb_dx_only, &dev.dx_dydx, &dev.dx_dydx_only}) {
+        b->alloc(nD * sizeof(float));
+    }
     dev.dy_dx.alloc((size_t)c.n_out * nD * sizeof(float));
     // Gradient arrays start as the prefill (garbage for overwrite: it must go).
     std::vector<double> start(c.n_params);
     for (uint64_t p = 0; p < c.n_params; ++p) start[p] = c.v->mode == GJ_GRAD_ACCUMULATE ? c.prefill[p] : 1234.0;
-    for (buffer* b : {&dev.dparams, &dev.dparams_only, &dev.bb_dparams}) put(*b, start.data(), c.n_params, c.precision);
+    for (buffer* b : {&dev.dparams, &dev.dparams_only, &dev.bb_dparams, &dev.dparams_dydx}) {
+        put(*b, start.data(), c.n_params, c.precision);
+    }
 }
 
 // ---- checks (the GPU tests' tolerances) --------------------------------------------------------
@@ -530,6 +552,10 @@ size_t run_case(gj_context* ctx, const gj_emu_unit* u, const variant* v, uint64_
     run_backward(c, dev, dev.dparams.get(), (float*)dev.dx.get(), "backward (params, input)");
     run_backward(c, dev, dev.dparams_only.get(), nullptr, "backward (params)");
     run_backward(c, dev, nullptr, (float*)dev.dx_only.get(), "backward (input)");
+    const float* dy_dx = (const float*)dev.dy_dx.get();
+    run_backward(c, dev, dev.dparams_dydx.get(), (float*)dev.dx_dydx.get(), "backward (params, input from dy/dx)",
+                 dy_dx);
+    run_backward(c, dev, nullptr, (float*)dev.dx_dydx_only.get(), "backward (input from dy/dx)", dy_dx);
     run_backward_backward(c, dev, dev.bb_dparams.get(), dev.bb_ddldy.get(), (float*)dev.bb_dx.get(),
                           "backward_backward (all)");
     run_backward_backward(c, dev, nullptr, nullptr, (float*)dev.bb_dx_only.get(), "backward_backward (input)");
@@ -563,6 +589,9 @@ size_t run_case(gj_context* ctx, const gj_emu_unit* u, const variant* v, uint64_
     check_dx(c, "dx (alone)", dev.dx_only, r.dx, bd, false);
     check_dparams(c, "dparams (fused)", dev.dparams, r.dparams, bd, false);
     check_dparams(c, "dparams (alone)", dev.dparams_only, r.dparams, bd, false);
+    check_dx(c, "dx (from dy/dx)", dev.dx_dydx, r.dx, bd, false);
+    check_dx(c, "dx (dy/dx, alone)", dev.dx_dydx_only, r.dx, bd, false);
+    check_dparams(c, "dparams (dy/dx)", dev.dparams_dydx, r.dparams, bd, false);
     check_outputs(c, "bb_ddldy", dev.bb_ddldy, r.bb_ddldy, bd, true);
     check_dx(c, "bb_dx", dev.bb_dx, r.bb_dx, bd, true);
     check_dx(c, "bb_dx (alone)", dev.bb_dx_only, r.bb_dx, bd, true);

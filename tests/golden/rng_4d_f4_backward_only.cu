@@ -1099,6 +1099,17 @@ typedef struct gj_init_args {
     unsigned int pad0;
 } gj_init_args;
 
+/* dL/dx_d of point i = sum over outputs k < N_OUT of dL/dy_k * dy_k/dx_d, from the dy/dx
+ * the forward pass wrote ([(k * n + i) * D + d]). */
+typedef struct gj_dx_from_dydx_args {
+    unsigned long long n;
+    const float *dy_dx;
+    const void *dL_dy;                    /* param_t, padded width (padding ignored) */
+    unsigned long long dy_stride_point, dy_stride_feature;
+    float *dL_dx;                         /* written */
+    unsigned long long dx_stride_point, dx_stride_dim;
+} gj_dx_from_dydx_args;
+
 /* dst[i] = (accumulate ? dst[i] : 0) + src[i], fp32 -> param_t: for gradients that
  * are accumulated in fp32 (F = 1 with fp16 parameters). */
 typedef struct gj_cast_args {
@@ -1687,6 +1698,30 @@ GJ_INLINE void gj_cast_gradients_kernel(const gj_cast_args& a) {
     dst[i] = gj_from_float<T>(previous + a.src[i]);
 }
 
+// ---- dL/dx from the forward's dy/dx -------------------------------------------------
+// A streaming pass for callers whose forward pass wrote dy/dx anyway (training with dL/dx,
+// as tiny-cuda-nn's): D * N_OUT floats and N_OUT dL/dy values read once per point, instead
+// of the backward pass gathering every level's corners again. Grid-stride, so that any n
+// fits the grid the runtime picks.
+template <class C>
+GJ_INLINE void gj_dx_from_dydx_kernel(const gj_dx_from_dydx_args& a) {
+    typedef typename C::param_t T;
+    const T* dl_dy = (const T*)a.dL_dy;
+    const gj_u64 per_output = a.n * C::D; // floats from output k's dy/dx to output k + 1's
+    for (gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += (gj_u64)gridDim.x * blockDim.x) {
+        float sum[C::D];
+        gj_zero(sum);
+        const float* dydx = a.dy_dx + i * C::D;
+#pragma unroll 8
+        for (int k = 0; k < C::N_OUT; ++k) {
+            const float g = gj_to_float(dl_dy[i * a.dy_stride_point + (gj_u64)k * a.dy_stride_feature]);
+#pragma unroll
+            for (int d = 0; d < C::D; ++d) sum[d] += g * dydx[(gj_u64)k * per_output + d];
+        }
+        gj_store_point<C>(a.dL_dx, a.dx_stride_point, a.dx_stride_dim, i, sum);
+    }
+}
+
 #endif // GJ_KERNELS_CUH
 
 // ===========================================================================
@@ -1788,4 +1823,9 @@ __global__ void __launch_bounds__(256) gj_encode_init_params(const gj_init_args 
 // One thread per parameter; grid y: 1.
 __global__ void __launch_bounds__(256) gj_encode_cast_gradients(const gj_cast_args args) {
     gj_cast_gradients_kernel<gj_encode_config>(args);
+}
+
+// One thread per point, grid-stride (any grid x); grid y: 1.
+__global__ void __launch_bounds__(256) gj_encode_dx_from_dydx(const gj_dx_from_dydx_args args) {
+    gj_dx_from_dydx_kernel<gj_encode_config>(args);
 }

@@ -195,6 +195,7 @@ class BackwardDesc(Structure):
         ("dL_dx", c_void_p),
         ("max_level_per_point", c_void_p),
         ("max_level", c_float),
+        ("dy_dx", c_void_p),
     ]
 
 
