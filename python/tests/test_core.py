@@ -433,3 +433,32 @@ def test_precompile(context):
     assert report["ms"] > 0
     again = enc.precompile("sm_90", passes=["forward"], threads=2)
     assert again["cached"] == again["programs"] and again["compiled"] == 0
+
+
+def test_module_backward_passes_dy_dx(monkeypatch):
+    """Module.backward hands dy_dx to gj_backward (dL/dx from the forward's dy/dx), and
+    leaves it NULL when not given. The launch itself is the C library's (its GPU tests)."""
+    import ctypes
+    from types import SimpleNamespace
+
+    from gridjit import _capi, core
+
+    module = object.__new__(core.Module)
+    module._handle = 1
+    module._bwd = _capi.init_struct(_capi.BackwardDesc, "gj_backward_desc_init")
+    module.context = SimpleNamespace(check=lambda status, call: None)
+    seen = []
+
+    def fake_backward(handle, stream, desc_ref):
+        seen.append(_capi.BackwardDesc.from_buffer_copy(desc_ref._obj))
+        return 0
+
+    monkeypatch.setattr(core.lib, "gj_backward", fake_backward)
+    try:
+        module.backward(8, 0x1000, 0x2000, 0x3000, dL_dx=0x4000, dy_dx=0x5000)
+        module.backward(8, 0x1000, 0x2000, 0x3000, dL_dparams=0x6000)
+    finally:
+        module._handle = None  # nothing to destroy: the handle was never the library's
+    assert seen[0].dy_dx == 0x5000 and seen[0].dL_dx == 0x4000
+    assert seen[1].dy_dx is None and seen[1].dL_dparams == 0x6000
+    assert seen[0].struct_size == ctypes.sizeof(_capi.BackwardDesc)

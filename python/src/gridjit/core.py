@@ -825,16 +825,20 @@ class Module(_Owned):
         dL_dparams: Optional[int] = None,
         accumulate: bool = False,
         dL_dx: Optional[int] = None,
+        dy_dx: Optional[int] = None,
         max_level: float = 1.0,
         max_level_per_point: Optional[int] = None,
         stream: Optional[int] = None,
     ) -> None:
-        """gj_backward: dL/dparams (overwritten, or added to with accumulate) and/or dL/dx."""
+        """gj_backward: dL/dparams (overwritten, or added to with accumulate) and/or dL/dx;
+        with dy_dx (what forward wrote for the same x, params and max level), dL/dx comes
+        from it instead of from the parameters."""
         desc = _capi.BackwardDesc.from_buffer_copy(self._bwd)
         desc.n, desc.x, desc.params, desc.dL_dy, desc.dL_dy_layout = n, x, params, dL_dy, _layout(dL_dy_layout)
         desc.dL_dparams = dL_dparams or None
         desc.dL_dparams_mode = _capi.GRAD_ACCUMULATE if accumulate else _capi.GRAD_OVERWRITE
         desc.dL_dx = dL_dx or None
+        desc.dy_dx = dy_dx or None
         self._max_level(desc, max_level, max_level_per_point)
         self.context.check(lib.gj_backward(self.handle, stream or None, byref(desc)), "gj_backward")
 
