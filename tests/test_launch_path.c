@@ -103,7 +103,8 @@ static gj_status forward(fixture *f, gj_stream stream) {
     return gj_forward(f->module, stream, &d);
 }
 
-static gj_status backward(fixture *f, gj_stream stream) {
+/* dL/dparams of the fixture's points. */
+static gj_backward_desc backward_desc(fixture *f) {
     gj_backward_desc d;
     gj_backward_desc_init(&d);
     d.n = N;
@@ -111,18 +112,18 @@ static gj_status backward(fixture *f, gj_stream stream) {
     d.params = f->params;
     d.dL_dy = f->dl_dy;
     d.dL_dparams = f->dparams;
+    return d;
+}
+
+static gj_status backward(fixture *f, gj_stream stream) {
+    gj_backward_desc d = backward_desc(f);
     return gj_backward(f->module, stream, &d);
 }
 
 /* dL/dx (with dL/dparams when with_params) from dy/dx: the point-array buffers stand in
  * for dy/dx (nothing runs). */
 static gj_status backward_from_dydx(fixture *f, int with_params) {
-    gj_backward_desc d;
-    gj_backward_desc_init(&d);
-    d.n = N;
-    d.x = f->x;
-    d.params = f->params;
-    d.dL_dy = f->dl_dy;
+    gj_backward_desc d = backward_desc(f);
     d.dL_dparams = with_params ? f->dparams : NULL;
     d.dL_dx = f->dx;
     d.dy_dx = f->y;
