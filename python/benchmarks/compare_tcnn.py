@@ -12,6 +12,9 @@ one JSON with both results and the ratios gridjit / tinycudann (below 1: gridjit
 and compares the median of each timing over the runs (a host-bound step such as the eikonal
 one moves by a quarter between runs of the same build); the losses and checks that are not
 timings are the first run's, and the JSON keeps every run's timings under "repeats".
+--budget S starts no round (one run of each package) that the longest round so far says
+would end after S seconds; a SIGTERM (`timeout`) stops the running round. Either way the
+report covers the complete rounds, and says how many.
 
 The packages must be importable by the running Python (gridjit from the installed package
 or PYTHONPATH; tinycudann as built by its bindings/torch/setup.py). When tinycudann cannot
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import subprocess
 import sys
@@ -182,6 +186,40 @@ def checks(ours: dict, theirs: dict, ratio: dict) -> list:
     return lines
 
 
+class _Stopped(Exception):
+    """SIGTERM while the packages run: the current round is abandoned."""
+
+
+def _stop(signum, frame):
+    raise _Stopped()
+
+
+def run_rounds(repeat: int, budget, run_one, clock=time.perf_counter) -> tuple:
+    """Up to repeat rounds of run_one(package) -> (result, status) for each package in
+    turn; returns ({package: [results of the complete rounds]}, {package: worst status},
+    why it stopped early or None). With budget (seconds), no round starts that the longest
+    one so far says would end past it. _Stopped (SIGTERM) ends the running round."""
+    runs = {package: [] for package in PACKAGES}
+    statuses = {}
+    start, longest, stopped = clock(), 0.0, None
+    try:
+        for r in range(repeat):
+            if budget is not None and r and clock() - start + longest > budget:
+                stopped = f"the budget of {budget:g} s would be passed by round {r + 1}"
+                break
+            round_start = clock()
+            for package in PACKAGES:
+                print(f"== {package}" + (f" (run {r + 1} of {repeat})" if repeat > 1 else ""), flush=True)
+                result, status = run_one(package)
+                runs[package].append(result)
+                statuses[package] = max(statuses.get(package, 0), status)
+            longest = max(longest, clock() - round_start)
+    except _Stopped:
+        stopped = "stopped by SIGTERM"
+    complete = min(len(results) for results in runs.values())
+    return {package: results[:complete] for package, results in runs.items()}, statuses, stopped
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workload", default="all", help="passed to tcnn_workloads.py (default all)")
@@ -192,26 +230,29 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs of each package, alternating; timings compared as medians (default 1)")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds: start no round that would end after them (default: no limit)")
     parser.add_argument("--json", default="tcnn_compare.json", help="output (default tcnn_compare.json)")
     args = parser.parse_args()
     if args.repeat < 1:
         parser.error(f"--repeat must be at least 1 (got {args.repeat})")
 
-    runs = {package: [] for package in PACKAGES}
-    results, statuses = {}, {}
+    signal.signal(signal.SIGTERM, _stop)
+    results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for r in range(args.repeat):
-            for package in PACKAGES:
-                print(f"== {package}" + (f" (run {r + 1} of {args.repeat})" if args.repeat > 1 else ""), flush=True)
-                result, status = run_package(package, args, Path(tmp))
-                runs[package].append(result)
-                statuses[package] = max(statuses.get(package, 0), status)
+        runs, statuses, stopped = run_rounds(args.repeat, args.budget, lambda p: run_package(p, args, Path(tmp)))
+    rounds = len(runs[PACKAGES[0]])
+    if stopped:
+        print(f"== {stopped}: the report covers {rounds} complete round(s)", flush=True)
+    if not rounds:
+        return 1
+    args.repeat = rounds
     for package in PACKAGES:
         results[package] = runs[package][0]
         workloads = [run.get("workloads", {}) for run in runs[package] if "workloads" in run]
         if workloads:
             results[package]["workloads"] = combine_repeats(workloads)
-    combined = {"packages": results, "repeat": args.repeat}
+    combined = {"packages": results, "repeat": args.repeat, "stopped_early": stopped}
     ours = results["gridjit"].get("workloads", {})
     theirs = results["tinycudann"].get("workloads", {})
     ratio = ratios(ours, theirs)

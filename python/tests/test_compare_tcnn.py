@@ -60,3 +60,42 @@ def test_is_timing():
     assert compare_tcnn.is_timing("inference_ms_2^18_jit", 0.2)
     assert not compare_tcnn.is_timing("final_loss", 0.1) and not compare_tcnn.is_timing("first_step_s", 0.3)
     assert not compare_tcnn.is_timing("median_step_ms", None) and not compare_tcnn.is_timing("x_ms", True)
+
+
+class _Clock:
+    """A fake clock: each run_one call advances it by the package's seconds."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_rounds_stop_before_the_budget_and_keep_complete_rounds():
+    clock = _Clock()
+
+    def run_one(package):
+        clock.now += 40.0
+        return {"package": package}, 0
+
+    runs, statuses, stopped = compare_tcnn.run_rounds(5, 200.0, run_one, clock)
+    # rounds take 80 s: the third would end at 240 s > 200 s
+    assert [len(v) for v in runs.values()] == [2, 2] and statuses == {"tinycudann": 0, "gridjit": 0}
+    assert "budget" in stopped and "round 3" in stopped
+    runs, _, stopped = compare_tcnn.run_rounds(3, None, run_one, clock)
+    assert [len(v) for v in runs.values()] == [3, 3] and stopped is None
+
+
+def test_a_sigterm_keeps_the_complete_rounds_only():
+    calls = []
+
+    def run_one(package):
+        calls.append(package)
+        if len(calls) == 4:  # the second round's gridjit run is interrupted
+            raise compare_tcnn._Stopped()
+        return {"package": package, "n": len(calls)}, 1 if package == "gridjit" else 0
+
+    runs, statuses, stopped = compare_tcnn.run_rounds(5, None, run_one)
+    assert runs == {"tinycudann": [{"package": "tinycudann", "n": 1}], "gridjit": [{"package": "gridjit", "n": 2}]}
+    assert statuses == {"tinycudann": 0, "gridjit": 1} and stopped == "stopped by SIGTERM"
