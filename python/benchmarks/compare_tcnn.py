@@ -246,13 +246,12 @@ def main() -> int:
         print(f"== {stopped}: the report covers {rounds} complete round(s)", flush=True)
     if not rounds:
         return 1
-    args.repeat = rounds
     for package in PACKAGES:
         results[package] = runs[package][0]
         workloads = [run.get("workloads", {}) for run in runs[package] if "workloads" in run]
         if workloads:
             results[package]["workloads"] = combine_repeats(workloads)
-    combined = {"packages": results, "repeat": args.repeat, "stopped_early": stopped}
+    combined = {"packages": results, "repeat": rounds, "stopped_early": stopped}
     ours = results["gridjit"].get("workloads", {})
     theirs = results["tinycudann"].get("workloads", {})
     ratio = ratios(ours, theirs)
@@ -263,7 +262,7 @@ def main() -> int:
     Path(args.json).write_text(json.dumps(combined, indent=1) + "\n")
 
     print("== ratios gridjit / tinycudann (below 1: gridjit faster or lower)"
-          + (f", timings as medians of {args.repeat} runs" if args.repeat > 1 else ""))
+          + (f", timings as medians of {rounds} runs" if rounds > 1 else ""))
     for workload, keys in ours.get("repeats", {}).items():
         for key, values in keys.items():
             other = theirs.get("repeats", {}).get(workload, {}).get(key)
