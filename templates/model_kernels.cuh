@@ -7,7 +7,9 @@
 // network_kernels.cuh, whose helpers these use) and E, the generated wrapper of the encoding:
 //   E::config, E::in_t, E::out_t, E::fwd(x, params, ctx), E::bwd(dL_dy, params, ctx,
 //   dL_dparams, dL_dx, i, n) (the encoding's NAME_encoding and NAME_encoding_bwd; point i of n
-//   chooses stochastic interpolation's sample as gridjit's own kernels do).
+//   chooses stochastic interpolation's sample as gridjit's own kernels do) and
+//   E::bwd_params(dL_dy, params, ctx, dL_dparams, i, n) (dL/dparams alone, one instance of the
+//   per-level code: what a backward kernel without dL/dinput calls).
 // Arrays are point-major: x[i * D + d], y[i * OUT + c], dL_dy[i * OUT + c], dL_dx[i * D + d].
 // The network's forward context of tile t is at ctx + t * C::CTX_HALVES; the encoding keeps
 // none (its backward takes x again).
@@ -52,7 +54,7 @@ GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, fl
     });
 }
 
-template <class C, class E, int PAD>
+template <class C, class E, bool INPUT, int PAD>
 GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, const float* __restrict__ dL_dy,
                                        const gj_u16* w, const typename E::config::param_t* __restrict__ eparams,
                                        gj_u16* scratch, const gj_u16* ctx, float* grads,
@@ -60,7 +62,7 @@ GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, co
     typedef typename E::config EC;
     constexpr int D = EC::D;
     const int lane = gj_nn_lane();
-    const bool encoding_grads = dL_deparams != nullptr || dL_dx != nullptr;
+    const bool encoding_grads = dL_deparams != nullptr || (INPUT && dL_dx != nullptr);
 #pragma unroll 1
     for (gj_u64 round = blockIdx.x; round < gj_nn_rounds<C>(n); round += gridDim.x) {
         const gj_nn_round<C> r(round, n, ctx, grads);
@@ -78,11 +80,15 @@ GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, co
             float ectx[D]; // the encoding's forward context: the D input floats (docs/fusion.md)
 #pragma unroll
             for (int d = 0; d < D; ++d) ectx[d] = x[i * D + d];
-            typename E::in_t dx;
-            E::bwd(dy, eparams, (const gj_u8*)ectx, dL_deparams, dL_dx ? &dx : nullptr, i, n);
-            if (dL_dx) {
+            if constexpr (INPUT) {
+                typename E::in_t dx;
+                E::bwd(dy, eparams, (const gj_u8*)ectx, dL_deparams, dL_dx ? &dx : nullptr, i, n);
+                if (dL_dx) {
 #pragma unroll
-                for (int d = 0; d < D; ++d) dL_dx[i * D + d] = dx.v[d];
+                    for (int d = 0; d < D; ++d) dL_dx[i * D + d] = dx.v[d];
+                }
+            } else {
+                E::bwd_params(dy, eparams, (const gj_u8*)ectx, dL_deparams, i, n);
             }
         }
         __syncwarp();
@@ -90,8 +96,8 @@ GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, co
 }
 
 // dL_dparams: the network's, fp32, added to; dL_deparams: the encoding's (grad_t), added to;
-// dL_dx: n x D floats, written. Any may be null.
-template <class C, class E>
+// dL_dx: n x D floats, written (INPUT only; without INPUT it must be null). Any may be null.
+template <class C, class E, bool INPUT>
 GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, const float* __restrict__ dL_dy,
                                         const gj_half* __restrict__ params,
                                         const typename E::config::param_t* __restrict__ eparams,
@@ -101,8 +107,8 @@ GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, c
     float* grads;
     gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
     gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
-        gj_model_backward_tiles<C, E, decltype(pad)::value>(n, x, dL_dy, w, eparams, scratch, ctx, grads, dL_deparams,
-                                                            dL_dx);
+        gj_model_backward_tiles<C, E, INPUT, decltype(pad)::value>(n, x, dL_dy, w, eparams, scratch, ctx, grads,
+                                                                   dL_deparams, dL_dx);
     });
     gj_nn_backward_flush<C>(grads, dL_dparams);
 }

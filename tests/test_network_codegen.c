@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "gridjit.h"
+#include "codegen/kernels.h"
+#include "codegen/network_codegen.h"
 #include "network_sources.h"
 #include "test_env.h"
 
@@ -98,10 +100,40 @@ static void unit_states_the_layout(void **state) {
     expect_line(a, "static constexpr int IN = 16;");
     expect_line(a, "static constexpr float INPUT_PADDING = 0.0f;");
     expect_line(a, "struct gj_network_encoding_ops {");
-    expect_line(a, "gj_model_backward_kernel<gj_network_config, gj_network_encoding_ops>");
+    /* The whole unit: the backward without dL/dinput (the encoding's dL/dparams alone, one
+     * instance of its per-level code) and the one with it. */
+    expect_line(a, "gj_model_backward_kernel<gj_network_config, gj_network_encoding_ops, false>");
+    expect_line(a, "gj_model_backward_kernel<gj_network_config, gj_network_encoding_ops, true>");
+    expect_line(a, "gj_levels_backward<config, gj_network_encoding_levels, true>");
     expect_line(a, "// ===== templates/model_kernels.cuh =====");
     assert_true(strstr(a, "struct gj_network_encoding_config") < strstr(a, "struct gj_network_config"));
     gj_free(a);
+    /* A module's programs: training has NAME_backward (no dL/dinput), the third program
+     * NAME_backward_input alone; a network alone has no third program's kernel. */
+    gj_codegen_options module_opts;
+    gj_codegen_options_init(&module_opts);
+    module_opts.name = GJ__NETWORK_DEFAULT_NAME;
+    char *training = gj__network_codegen(net, &module_opts, GJ__NETWORK_PART_TRAINING, "");
+    char *with_input = gj__network_codegen(net, &module_opts, GJ__NETWORK_PART_TRAINING_INPUT, "");
+    assert_non_null(training);
+    assert_non_null(with_input);
+    assert_non_null(strstr(training, "gj_network_backward("));
+    assert_null(strstr(training, "gj_network_backward_input("));
+    assert_null(strstr(training, "gj_network_inference("));
+    assert_non_null(strstr(with_input, "gj_network_backward_input("));
+    assert_null(strstr(with_input, "gj_network_backward("));
+    assert_null(strstr(with_input, "gj_network_forward("));
+    assert_null(strstr(with_input, "gj_network_inference("));
+    size_t count = 0;
+    char **names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_TRAINING_INPUT, &count);
+    assert_int_equal(count, 1);
+    assert_string_equal(names[0], "&gj_network_backward_input");
+    gj__free_string_list(names, count);
+    names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_ALL, &count);
+    assert_int_equal(count, 5);
+    gj__free_string_list(names, count);
+    free(training);
+    free(with_input);
     opts.name = NULL;
     assert_int_equal(gj_network_generate(ctx, net, &opts, &a, NULL), GJ_OK); /* device functions only */
     assert_null(strstr(a, "__global__"));

@@ -1,6 +1,7 @@
 /*
  * gj_network_module: a network alone, or a model fused with its encoding, run through its
- * generated kernels (docs/networks.md §8, §9). Each program (inference; training = forward, backward, zero) is a user module of the
+ * generated kernels (docs/networks.md §8, §9). Each program (inference; training = forward, backward, zero;
+ * for a model, the backward pass with dL/dinput) is a user module of the
  * generated unit, made on first use: compiled through the disk cache per architecture by
  * the user-module machinery, which also picks the stream's context and opts into large
  * shared memory. The launch geometry is the block plan the unit states (network_plan.c).
@@ -22,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { K_INFERENCE, K_FORWARD, K_BACKWARD, K_ZERO, K_COUNT };
+enum { K_INFERENCE, K_FORWARD, K_BACKWARD, K_ZERO, K_BACKWARD_INPUT, K_COUNT };
 
 struct gj_network_module {
     gj_context *ctx;
@@ -54,7 +55,17 @@ static long env_in_range(const char *name, long lo, long hi, long fallback) {
     return v && *v && end && !*end && x >= lo && x <= hi ? x : fallback;
 }
 
-static const char *const kernel_suffix[K_COUNT] = {"inference", "forward", "backward", "zero"};
+static const char *const kernel_suffix[K_COUNT] = {"inference", "forward", "backward", "zero", "backward_input"};
+/* The program each kernel is in (K_BACKWARD_INPUT: a model's only). */
+static const gj__network_part kernel_part[K_COUNT] = {GJ__NETWORK_PART_INFERENCE, GJ__NETWORK_PART_TRAINING,
+                                                      GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_TRAINING,
+                                                      GJ__NETWORK_PART_TRAINING_INPUT};
+
+/* The programs of a module of net: inference and training, and for a model the backward pass
+ * with dL/dinput. */
+static int part_count(const struct gj_network *net) {
+    return net->encoding ? GJ__NETWORK_PART_COUNT : GJ__NETWORK_PART_TRAINING_INPUT;
+}
 
 /* What a module generates with (and gj_network_precompile, so that their keys agree). */
 static void module_options(gj_codegen_options *opts) {
@@ -194,10 +205,12 @@ static gj_status make_part_source(gj_context *ctx, const struct gj_network *net,
     }
     gj_source_desc_init(&out->desc);
     out->desc.source = out->source;
-    out->desc.file_name = part == GJ__NETWORK_PART_INFERENCE ? "gj_network_inference.cu" : "gj_network_training.cu";
+    out->desc.file_name = part == GJ__NETWORK_PART_INFERENCE  ? "gj_network_inference.cu"
+                          : part == GJ__NETWORK_PART_TRAINING ? "gj_network_training.cu"
+                                                              : "gj_network_training_input.cu";
     out->desc.kernels = (const char *const *)out->names;
     out->desc.n_kernels = out->n_names;
-    if (part == GJ__NETWORK_PART_TRAINING) {
+    if (part != GJ__NETWORK_PART_INFERENCE) {
         /* The forward and the backward kernel optimised on two threads (NVVM's split
          * compilation): the training program's cold compile took 1.51 s, now 1.23 s, on a
          * two-core machine. A fixed count: the binary depends on it, and so the cache key. */
@@ -225,9 +238,9 @@ gj_status gj_network_precompile(gj_context *ctx, const gj_network *net, const ch
      * generates source; the caller's network is not changed). */
     struct gj_network hinted = *net;
     plan_hints_from_env(&hinted.hints);
-    report->programs = GJ__NETWORK_PART_COUNT - GJ__NETWORK_PART_INFERENCE;
+    report->programs = (uint32_t)(part_count(net) - GJ__NETWORK_PART_INFERENCE);
     gj_status status = GJ_OK;
-    for (int part = GJ__NETWORK_PART_INFERENCE; status == GJ_OK && part < GJ__NETWORK_PART_COUNT; ++part) {
+    for (int part = GJ__NETWORK_PART_INFERENCE; status == GJ_OK && part < part_count(net); ++part) {
         part_source p;
         status = make_part_source(ctx, &hinted, &opts, (gj__network_part)part, call, &p);
         gj_program *prog = NULL;
@@ -257,7 +270,7 @@ static gj_status need_part(gj_network_module *m, gj__network_part part, const ch
             free_part_source(&p);
         }
         for (int k = 0; status == GJ_OK && k < K_COUNT; ++k) {
-            if ((k == K_INFERENCE) != (part == GJ__NETWORK_PART_INFERENCE)) {
+            if (kernel_part[k] != part) {
                 continue;
             }
             char name[128];
@@ -334,7 +347,7 @@ static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t 
         m->wave[k] = wave;
         pthread_mutex_unlock(&m->lock);
     }
-    const uint64_t cap = k == K_BACKWARD ? wave : (uint64_t)m->forward_waves * wave;
+    const uint64_t cap = k == K_BACKWARD || k == K_BACKWARD_INPUT ? wave : (uint64_t)m->forward_waves * wave;
     gj_launch_config cfg;
     gj_launch_config_init(&cfg);
     cfg.grid[0] = (uint32_t)(needed < cap ? needed : cap);
@@ -429,7 +442,12 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
         return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: dL_dparams_mode %d is neither overwrite "
                         "nor accumulate", call, (int)desc->dL_dparams_mode);
     }
+    /* A model's backward with dL/dinput is a program of its own (its NAME_backward has none). */
+    const int with_input = model && desc->dL_dinput != NULL;
     status = need_part(module, GJ__NETWORK_PART_TRAINING, call);
+    if (status == GJ_OK && with_input) {
+        status = need_part(module, GJ__NETWORK_PART_TRAINING_INPUT, call);
+    }
     const int overwrite = desc->dL_dparams_mode == GJ_GRAD_OVERWRITE;
     if (status == GJ_OK && desc->dL_dparams && overwrite) {
         status = zero(module, stream, desc->dL_dparams, 4 * module->net->layout.n_params);
@@ -452,7 +470,8 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     float *dx = desc->dL_dinput;
     void *args_network[] = {&n, &dy, &params, &context, &dparams, &dx};
     void *args_model[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams, &dx};
-    return launch(module, K_BACKWARD, stream, n, module->plan.backward_bytes, model ? args_model : args_network, call);
+    return launch(module, with_input ? K_BACKWARD_INPUT : K_BACKWARD, stream, n, module->plan.backward_bytes,
+                  model ? args_model : args_network, call);
 }
 
 /* The encoding's parameters: uniform in [-1e-4, 1e-4] * scale, element i from the i-th draw

@@ -28,7 +28,8 @@ static int has_kernels(const struct gj_network *net, const gj_codegen_options *o
     return !opts->device_functions_only;
 }
 
-static const char *const part_words[] = {"the whole unit", "the inference kernel", "the training kernels"};
+static const char *const part_words[] = {"the whole unit", "the inference kernel", "the training kernels",
+                                         "the backward kernel with dL/dinput"};
 
 /* Where the kernels read the weights from, as the header comment says it. */
 static const char *weights_words(const gj__network_plan *plan) {
@@ -155,7 +156,8 @@ static void launch_bounds(char *out, size_t size, const char *name, const gj__ne
 
 /* The model's kernels (templates/model_kernels.cuh): the encoding's device functions behind
  * NAME_encoding_ops, the network's warp functions; bounds: launch_bounds'. */
-static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const char *bounds) {
+static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const char *bounds,
+                               int unrolled) {
     gj__sb_printf(sb, "// The encoding as templates/model_kernels.cuh calls it.\n"
                       "struct %s_encoding_ops {\n"
                       "    typedef %s_encoding_config config;\n"
@@ -165,16 +167,35 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "        return %s_encoding(x, p, ctx);\n"
                       "    }\n",
                   name, name, name, name, name);
-    if (part != GJ__NETWORK_PART_INFERENCE) {
+    if (part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb, "    static __device__ __forceinline__ void bwd(const out_t& dy, const config::param_t* p, const gj_u8* ctx,\n"
                           "                                               config::grad_t* g, in_t* dx, gj_u64 i, gj_u64 n) {\n"
                           "        %s_encoding_bwd(dy, p, ctx, g, dx, 1.0f, i, n); // i, n: stochastic interpolation's stream\n"
                           "    }\n",
                       name);
     }
+    if (part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL) {
+        /* dL/dparams alone: the level loop with one instance of the per-level code. */
+        if (unrolled) {
+            gj__sb_printf(sb, "    static __device__ __forceinline__ void bwd_params(const out_t& dy, const config::param_t* p,\n"
+                              "                                                      const gj_u8* ctx, config::grad_t* g, gj_u64 i, gj_u64 n) {\n"
+                              "        %s_encoding_bwd(dy, p, ctx, g, nullptr, 1.0f, i, n);\n"
+                              "    }\n",
+                          name);
+        } else {
+            gj__sb_printf(sb, "    static __device__ __forceinline__ void bwd_params(const out_t& dy, const config::param_t* p,\n"
+                              "                                                      const gj_u8* ctx, config::grad_t* g, gj_u64 i, gj_u64 n) {\n"
+                              "        float x[config::D], unused[config::D];\n"
+                              "        gj_restore_context<config>(ctx, x);\n"
+                              "        gj_levels_backward<config, %s_encoding_levels, true>(x, dy.v, p, g, unused, false,\n"
+                              "                                                          gj_level_limit<config>(1.0f), i, n);\n"
+                              "    }\n",
+                          name);
+        }
+    }
     gj__sb_append(sb, "};\n\n");
     gj__sb_append(sb, "// Kernels (templates/model_kernels.cuh): point-major float arrays, any grid size.\n");
-    if (part != GJ__NETWORK_PART_TRAINING) {
+    if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
                       "%s_inference(gj_u64 n, const float* x, float* y, const gj_half* params,\n"
@@ -183,7 +204,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "}\n\n",
                       bounds, name, name, name, name);
     }
-    if (part != GJ__NETWORK_PART_INFERENCE) {
+    if (part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
                       "%s_forward(gj_u64 n, const float* x, float* y, const gj_half* params,\n"
@@ -191,15 +212,25 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "    gj_model_forward_kernel<%s_config, %s_encoding_ops>(n, x, y, params, eparams, ctx);\n"
                       "}\n\n",
                       bounds, name, name, name, name);
+    }
+    /* NAME_backward: no dL/dinput (dL_dx must be null); NAME_backward_input: any outputs. */
+    static const char *const backward_forms[2][2] = {{"backward", "false"}, {"backward_input", "true"}};
+    for (int input = 0; input < 2; ++input) {
+        if (part != GJ__NETWORK_PART_ALL &&
+            part != (input ? GJ__NETWORK_PART_TRAINING_INPUT : GJ__NETWORK_PART_TRAINING)) {
+            continue;
+        }
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
-                      "%s_backward(gj_u64 n, const float* x, const float* dL_dy, const gj_half* params,\n"
+                      "%s_%s(gj_u64 n, const float* x, const float* dL_dy, const gj_half* params,\n"
                       "            const %s_encoding_config::param_t* eparams, const gj_u16* ctx, float* dL_dparams,\n"
                       "            %s_encoding_config::grad_t* dL_deparams, float* dL_dx) {\n"
-                      "    gj_model_backward_kernel<%s_config, %s_encoding_ops>(n, x, dL_dy, params, eparams, ctx, dL_dparams,\n"
-                      "                                                        dL_deparams, dL_dx);\n"
+                      "    gj_model_backward_kernel<%s_config, %s_encoding_ops, %s>(n, x, dL_dy, params, eparams, ctx,\n"
+                      "                                                        dL_dparams, dL_deparams, dL_dx);\n"
                       "}\n\n",
-                      bounds, name, name, name, name, name);
+                      bounds, name, backward_forms[input][0], name, name, name, name, backward_forms[input][1]);
+    }
+    if (part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s_zero(gj_u64 n, gj_u32* p) {\n"
                       "    gj_nn_zero_kernel(n, p);\n"
@@ -210,7 +241,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
 
 static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const char *bounds) {
     gj__sb_append(sb, "// Kernels (templates/network_kernels.cuh): point-major float arrays, any grid size.\n");
-    if (part != GJ__NETWORK_PART_TRAINING) {
+    if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
                       "%s_inference(gj_u64 n, const float* x, float* y, const gj_half* params) {\n"
@@ -218,7 +249,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "}\n\n",
                       bounds, name, name);
     }
-    if (part != GJ__NETWORK_PART_INFERENCE) {
+    if (part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
                       "%s_forward(gj_u64 n, const float* x, float* y, const gj_half* params, gj_u16* ctx) {\n"
@@ -258,7 +289,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         /* What the kernels call: the forward function, and for training the backward one. */
         if (part == GJ__NETWORK_PART_INFERENCE) {
             enc_opts.passes = GJ_PASS_FORWARD;
-        } else if (part == GJ__NETWORK_PART_TRAINING) {
+        } else if (part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_TRAINING_INPUT) {
             enc_opts.passes = GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
         } else if (has_kernels(net, opts)) {
             enc_opts.passes |= GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
@@ -289,7 +320,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         char bounds[256];
         launch_bounds(bounds, sizeof bounds, name, &plan);
         if (net->encoding) {
-            emit_model_kernels(&sb, name, part, bounds);
+            emit_model_kernels(&sb, name, part, bounds, opts->unroll_levels);
         } else {
             emit_kernels(&sb, name, part, bounds);
         }
@@ -299,9 +330,13 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
 
 char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
                                 size_t *count) {
-    static const char *const suffixes[] = {"inference", "forward", "backward", "zero"};
+    /* Each kernel and its program; backward_input is a model's only. */
+    static const char *const suffixes[] = {"inference", "forward", "backward", "zero", "backward_input"};
+    static const gj__network_part parts[] = {GJ__NETWORK_PART_INFERENCE, GJ__NETWORK_PART_TRAINING,
+                                             GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_TRAINING,
+                                             GJ__NETWORK_PART_TRAINING_INPUT};
     const char *name = gj__network_name(opts);
-    char **names = calloc(4, sizeof *names);
+    char **names = calloc(5, sizeof *names);
     *count = 0;
     if (!names) {
         return NULL;
@@ -309,8 +344,8 @@ char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_o
     if (!has_kernels(net, opts)) {
         return names;
     }
-    for (size_t i = 0; i < 4; ++i) {
-        if ((i == 0 && part == GJ__NETWORK_PART_TRAINING) || (i > 0 && part == GJ__NETWORK_PART_INFERENCE)) {
+    for (size_t i = 0; i < 5; ++i) {
+        if ((part != GJ__NETWORK_PART_ALL && part != parts[i]) || (i == 4 && !net->encoding)) {
             continue;
         }
         const size_t size = strlen(name) + strlen(suffixes[i]) + 3;

@@ -11,7 +11,11 @@ typedef enum gj__network_part {
     GJ__NETWORK_PART_ALL = 0,
     GJ__NETWORK_PART_INFERENCE = 1, /* NAME_inference */
     GJ__NETWORK_PART_TRAINING = 2,  /* NAME_forward, NAME_backward, NAME_zero */
-    GJ__NETWORK_PART_COUNT = 3
+    /* A model's NAME_backward_input: the backward pass with dL/dinput, which a model's
+     * NAME_backward leaves out (its encoding backward then compiles one instance of the
+     * per-level code, not three); a network alone has no such program. */
+    GJ__NETWORK_PART_TRAINING_INPUT = 3,
+    GJ__NETWORK_PART_COUNT = 4
 } gj__network_part;
 
 /* The network's default device-function name. */

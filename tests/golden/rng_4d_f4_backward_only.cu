@@ -964,7 +964,10 @@ GJ_INLINE void gj_levels_forward(const float (&x)[C::D], const typename C::param
     }
 }
 
-template <class C, class LV>
+// PARAMS_ONLY: dL/dparams alone (grad not null, want_dx false), the one instance of the
+// per-level code compiled: a model's training kernel without dL/dinput compiles in about
+// 70 % of the time of the three instances the run-time choice needs (docs/benchmarks.md §7).
+template <class C, class LV, bool PARAMS_ONLY = false>
 GJ_INLINE void gj_levels_backward(const float (&x)[C::D], const typename C::param_t* dL_dy,
                                   const typename C::param_t* __restrict__ params, typename C::grad_t* __restrict__ grad,
                                   float (&dldx)[C::D], bool want_dx, float limit, gj_u64 rng_index, gj_u64 rng_stride) {
@@ -976,8 +979,13 @@ GJ_INLINE void gj_levels_backward(const float (&x)[C::D], const typename C::para
         float u = 0.0f;
         if constexpr (C::STOCHASTIC) u = grad ? gj_stochastic_sample(rng_index, (gj_u32)l, rng_stride) : 0.0f;
         gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
-            gj_level_backward_any<C, decltype(mode)::value>(x, lv, params + lv.offset, g, grad ? grad + lv.offset : nullptr,
-                                                            dldx, want_dx, u);
+            if constexpr (PARAMS_ONLY) {
+                gj_level_backward<C, decltype(mode)::value, true, false>(x, lv, params + lv.offset, g, grad + lv.offset,
+                                                                         dldx, u);
+            } else {
+                gj_level_backward_any<C, decltype(mode)::value>(x, lv, params + lv.offset, g,
+                                                                grad ? grad + lv.offset : nullptr, dldx, want_dx, u);
+            }
         });
     }
 }
