@@ -253,6 +253,17 @@ static void a_model_launches_fused_kernels(void **state) {
     fake.reset_counts();
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
     assert_int_equal(fake.count("cuLaunchKernel"), 3);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 0); /* the training program, loaded before */
+    /* dL/dinput: the third program (gj_network_backward_input), loaded on this first use only. */
+    d.dL_dinput = (float *)(b + (3 << 20));
+    fake.reset_counts();
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 3);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 1);
+    fake.reset_counts();
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 0);
+    d.dL_dinput = NULL;
     d.input = NULL;
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(gj_context_errmsg(ctx), "reads it again"));
