@@ -28,6 +28,9 @@ typedef struct gj_forward_args {
      * thread * ((group bytes / 4) | 1) words, and writes them with coalesced stores. */
     unsigned int levels_per_thread;
     unsigned int stage;
+    /* Or NULL: dy/dx compact, as dy_dx but 16-bit, each level's values divided by its scale
+     * and rounded to fp16 (gj_dx_from_dydx_args reads it). */
+    void *dy_dx_compact;
 } gj_forward_args;
 
 typedef struct gj_backward_args {
@@ -92,7 +95,8 @@ typedef struct gj_init_args {
  * the forward pass wrote ([(k * n + i) * D + d]). */
 typedef struct gj_dx_from_dydx_args {
     unsigned long long n;
-    const float *dy_dx;
+    const float *dy_dx;                   /* or NULL, then: */
+    const void *dy_dx_compact;            /* gj_forward_args.dy_dx_compact's form */
     const void *dL_dy;                    /* param_t, padded width (padding ignored) */
     unsigned long long dy_stride_point, dy_stride_feature;
     float *dL_dx;                         /* written */

@@ -171,7 +171,7 @@ static void bad_command_lines_are_usage_errors(void **state) {
     assert_non_null(strstr(r.err, "frobnicate"));
     gj_cli_result_free(&r);
     RUN(&r, NULL, "bench", "--config", "{}", "--dx-from", "corners");
-    assert_non_null(strstr(r.err, "--dx-from: must be dydx or params (got 'corners')"));
+    assert_non_null(strstr(r.err, "--dx-from: must be dydx, compact or params (got 'corners')"));
     gj_cli_result_free(&r);
 }
 

@@ -292,7 +292,22 @@ static void bench_json(void **state) {
     cJSON_Delete(root);
     gj_cli_result_free(&result);
 
-    /* --dx-from params: the gradient kernels compute dL/dx themselves. */
+    /* --dx-from params: the gradient kernels compute dL/dx themselves; compact: from the
+     * forward's compact dy/dx. */
+    const char *compact_args[] = {"bench", "--config",
+                                  "{\"otype\": \"HashGrid\", \"n_levels\": 8, \"log2_hashmap_size\": 16}", "--points",
+                                  "100000", "--iterations", "20", "--pass", "backward_input,step", "--dx-from",
+                                  "compact", "--json", NULL};
+    assert_int_equal(gj_test_run_cli(NULL, compact_args, &result), 0);
+    if (result.status != 0) {
+        fail_msg("gridjit bench --dx-from compact exited %d: %s", result.status, result.err);
+    }
+    root = cJSON_Parse(result.out);
+    assert_non_null(root);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(root, "dx_from")), "compact");
+    cJSON_Delete(root);
+    gj_cli_result_free(&result);
+
     const char *params_args[] = {"bench", "--config",
                                  "{\"otype\": \"HashGrid\", \"n_levels\": 8, \"log2_hashmap_size\": 16}", "--points",
                                  "100000", "--iterations", "20", "--pass", "backward_input,step", "--dx-from", "params",

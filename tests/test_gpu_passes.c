@@ -308,6 +308,7 @@ typedef struct device_data {
     void *x, *params, *max_level, *dl_dy, *h;
     void *y, *y2, *dy_dx, *dparams, *dparams_only, *dx, *dx_only, *bb_dparams, *bb_ddldy, *bb_dx, *bb_dx_only;
     void *dparams_dydx, *dx_dydx, *dx_dydx_only; /* backward with the forward's dy/dx */
+    void *dy_dx_compact, *dx_compact;            /* the compact round trip */
 } device_data;
 
 static void upload_case(gj_context *ctx, const gpu_case *c, const case_data *d, device_data *dev) {
@@ -347,6 +348,8 @@ static void upload_case(gj_context *ctx, const gpu_case *c, const case_data *d, 
     dev->bb_dx_only = gj_gpu_alloc(ctx, nD * sizeof(float));
     dev->dx_dydx = gj_gpu_alloc(ctx, nD * sizeof(float));
     dev->dx_dydx_only = gj_gpu_alloc(ctx, nD * sizeof(float));
+    dev->dy_dx_compact = gj_gpu_alloc(ctx, (size_t)d->n_out * nD * 2);
+    dev->dx_compact = gj_gpu_alloc(ctx, nD * sizeof(float));
     /* Outputs that are written (not accumulated) start as NaN patterns: a skipped element shows. */
     const size_t junk_size = (size_t)d->n_out * nD * sizeof(float) > nW * 4 ? (size_t)d->n_out * nD * sizeof(float) : nW * 4;
     void *junk = malloc(junk_size);
@@ -361,6 +364,7 @@ static void upload_case(gj_context *ctx, const gpu_case *c, const case_data *d, 
     gj_gpu_put(ctx, dev->bb_dx_only, junk, nD * sizeof(float));
     gj_gpu_put(ctx, dev->dx_dydx, junk, nD * sizeof(float));
     gj_gpu_put(ctx, dev->dx_dydx_only, junk, nD * sizeof(float));
+    gj_gpu_put(ctx, dev->dx_compact, junk, nD * sizeof(float));
     gj_gpu_put(ctx, dev->dy_dx, junk, (size_t)d->n_out * nD * sizeof(float));
     free(junk);
 }
@@ -368,7 +372,8 @@ static void upload_case(gj_context *ctx, const gpu_case *c, const case_data *d, 
 static void free_device(gj_context *ctx, device_data *dev) {
     void **all[] = {&dev->x, &dev->params, &dev->max_level, &dev->dl_dy, &dev->h, &dev->y, &dev->y2, &dev->dy_dx,
                     &dev->dparams, &dev->dparams_only, &dev->dx, &dev->dx_only, &dev->bb_dparams, &dev->bb_ddldy,
-                    &dev->bb_dx, &dev->bb_dx_only, &dev->dparams_dydx, &dev->dx_dydx, &dev->dx_dydx_only};
+                    &dev->bb_dx, &dev->bb_dx_only, &dev->dparams_dydx, &dev->dx_dydx, &dev->dx_dydx_only,
+                    &dev->dy_dx_compact, &dev->dx_compact};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) {
         gj_gpu_free(ctx, *all[i]);
         *all[i] = NULL;
@@ -416,6 +421,16 @@ static void run_gpu(gj_context *ctx, gj_module *m, const gpu_case *c, const case
     b.dL_dparams = dev->dparams_dydx;
     b.dL_dx = dev->dx_dydx;
     gj_gpu_ok(ctx, gj_backward(m, NULL, &b), "gj_backward (params, input from dy/dx)");
+    /* The compact round trip: dy/dx alone into its compact form, dL/dx alone from it. */
+    f.y = NULL;
+    f.dy_dx = NULL;
+    f.dy_dx_compact = dev->dy_dx_compact;
+    gj_gpu_ok(ctx, gj_forward(m, NULL, &f), "gj_forward (compact dy/dx)");
+    b.dy_dx = NULL;
+    b.dy_dx_compact = dev->dy_dx_compact;
+    b.dL_dparams = NULL;
+    b.dL_dx = dev->dx_compact;
+    gj_gpu_ok(ctx, gj_backward(m, NULL, &b), "gj_backward (input from compact dy/dx)");
 
     gj_backward_backward_desc bb;
     gj_backward_backward_desc_init(&bb);
@@ -495,6 +510,35 @@ static void check_forward(gj_context *ctx, const gpu_case *c, const case_data *d
     free(g2);
     free(e2);
     free(t2);
+}
+
+/* dL/dx from compact dy/dx, on the points whose dy/dx the reference keeps: within the fp32
+ * bound plus each term's fp16 rounding of dy/dx in units of its level's scale (half an ulp,
+ * 2^-11 relative, or 2^-25 of the scale below fp16's normal range). */
+static void check_dx_compact(gj_context *ctx, const gpu_case *c, const case_data *d, const reference *r,
+                             const gj_bounds *b, const device_data *dev) {
+    const size_t nD = d->n * d->D, count = (size_t)N_DYDX_POINTS * d->D;
+    double *gpu = malloc(nD * sizeof(double)), *expected = malloc(count * sizeof(double));
+    double *tol = malloc(count * sizeof(double)), *g = malloc(d->n_out * sizeof(double));
+    assert_true(gpu && expected && tol && g);
+    gj_gpu_download(ctx, gpu, dev->dx_compact, nD, GJ_PRECISION_FP32);
+    for (uint64_t i = 0; i < N_DYDX_POINTS; ++i) {
+        point_dl_dy(d, c->layout, i, g);
+        for (uint32_t dim = 0; dim < d->D; ++dim) {
+            double rounding = 0.0;
+            for (uint32_t k = 0; k < d->n_out; ++k) {
+                const double v = r->dy_dx[((size_t)i * d->n_out + k) * d->D + dim];
+                rounding += fabs(g[k]) * (fabs(v) * 0x1p-11 + d->ref.levels[k / d->F].scale * 0x1p-25);
+            }
+            expected[i * d->D + dim] = r->dx[i * d->D + dim];
+            tol[i * d->D + dim] = gj_bound_dx(b, i) + rounding;
+        }
+    }
+    compare(c, "dx (compact dy/dx)", gpu, expected, tol, count);
+    free(gpu);
+    free(expected);
+    free(tol);
+    free(g);
 }
 
 /* dL/dx is float for both precisions. */
@@ -595,6 +639,7 @@ static void run_case(void **state) {
     check_dx(s->ctx, c, &d, &b, dev.dx_dydx, r.dx, 0, "dx (from dy/dx)");
     check_dx(s->ctx, c, &d, &b, dev.dx_dydx_only, r.dx, 0, "dx (from dy/dx, alone)");
     check_dparams(s->ctx, c, &d, &b, dev.dparams_dydx, r.dparams, 0, "dparams (beside dx from dy/dx)");
+    check_dx_compact(s->ctx, c, &d, &r, &b, &dev);
     check_ddldy(s->ctx, c, &d, &r, &b, &dev);
     check_dx(s->ctx, c, &d, &b, dev.bb_dx, r.bb_dx, 1, "bb_dx");
     check_dx(s->ctx, c, &d, &b, dev.bb_dx_only, r.bb_dx, 1, "bb_dx (alone)");

@@ -253,6 +253,17 @@ static void forward_checks(void **state) {
     assert_contains(gj_context_errmsg(f->ctx), "nothing to compute");
     d.dy_dx = ADDR(0x40000); /* dy/dx alone is a valid request */
     assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_OK);
+    d.dy_dx = NULL; /* so is compact dy/dx alone, 2-byte aligned, with the dy/dx kernel */
+    d.dy_dx_compact = ADDR(0x50002);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_OK);
+    gj_forward_args fa;
+    gj__launch_dims fdims;
+    gj__forward_args(&s, &d, &fa, &fdims);
+    assert_ptr_equal(fa.dy_dx_compact, d.dy_dx_compact);
+    assert_int_equal(gj__forward_kernel(&d, &fa), GJ__KERNEL_FORWARD_DYDX);
+    d.dy_dx_compact = ADDR(0x50001);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "dy_dx_compact must be aligned to 2 bytes");
 
     d = valid_forward(1000);
     d.y_layout = (gj_data_layout)7;
@@ -380,6 +391,15 @@ static void backward_checks(void **state) {
     d.dy_dx = ADDR(0x80002);
     assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "dy_dx must be aligned");
+    d.dy_dx = NULL;
+    d.dy_dx_compact = ADDR(0x90002);
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_OK);
+    gj_backward_desc grads;
+    assert_true(gj__backward_split(&d, &grads));
+    assert_null(grads.dL_dx);
+    d.dy_dx = ADDR(0x80000); /* one of the two forms */
+    assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_contains(gj_context_errmsg(f->ctx), "dy_dx and dy_dx_compact are both set");
 }
 
 /* A gj_backward_desc of 0.1.0's layout (no dy_dx) keeps its meaning: read up to its
@@ -408,6 +428,20 @@ static void backward_desc_of_the_older_layout(void **state) {
     assert_int_equal(gj__check_backward(&f->ctx->diag, &s, &d), GJ_ERROR_INVALID_ARGUMENT);
     assert_contains(gj_context_errmsg(f->ctx), "struct_size");
     assert_null(gj__backward_desc_widened(NULL, &full));
+
+    /* gj_forward_desc without dy_dx_compact (0.1.0): read as before, the new field NULL. */
+    gj_forward_desc fd = valid_forward(1000);
+    fd.dy_dx_compact = ADDR(0x50000); /* beyond the older struct_size: must not be read */
+    fd.struct_size = (uint32_t)offsetof(gj_forward_desc, dy_dx_compact);
+    gj_forward_desc ffull;
+    const gj_forward_desc *fw = gj__forward_desc_widened(&fd, &ffull);
+    assert_ptr_equal(fw, &ffull);
+    assert_int_equal(fw->struct_size, sizeof(gj_forward_desc));
+    assert_null(fw->dy_dx_compact);
+    assert_ptr_equal(fw->y, fd.y);
+    assert_int_equal(gj__check_forward(&f->ctx->diag, &s, fw), GJ_OK);
+    fd.struct_size = sizeof fd;
+    assert_ptr_equal(gj__forward_desc_widened(&fd, &ffull), &fd);
 }
 
 static void backward_backward_checks(void **state) {

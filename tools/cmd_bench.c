@@ -40,7 +40,7 @@ static void usage(void) {
            "                     [--block B] [--ppt P] [--order level|point] [--layout soa|aos]\n"
            "                     [--levels-per-thread G] [--iterations K] [--gradients fp32|auto]\n"
            "                     [--calls C] [--input uniform|rays|file:PATH] [--rays R] [--samples S]\n"
-           "                     [--seed X] [--dx-from dydx|params]\n"
+           "                     [--seed X] [--dx-from dydx|compact|params]\n"
            "       gridjit bench --config NETWORK_OR_MODEL --dims IN [--output-dims OUT] [--points N]\n"
            "                     [--iterations K] [--json]\n"
            "\n"
@@ -101,11 +101,16 @@ static void usage(void) {
            "      --dx-from F      how backward_input and step get dL/dx: dydx (default, as\n"
            "                       tiny-cuda-nn's): from the dy/dx of a forward pass (step: its\n"
            "                       own; backward_input: one made before timing), a streaming\n"
-           "                       launch after the dL/dparams kernels; params: fused into the\n"
-           "                       gradient kernels, from the parameters (no dy/dx needed)\n"
+           "                       launch after the dL/dparams kernels; compact: the same from\n"
+           "                       the forward's compact dy/dx (dy_dx_compact, half the bytes);\n"
+           "                       params: fused into the gradient kernels, from the parameters\n"
            "  -h, --help           show this help\n",
            MIN_ITERATIONS);
 }
+
+/* Where backward_input and step take dL/dx from (--dx-from). */
+typedef enum dx_source { DX_FROM_DYDX, DX_FROM_COMPACT, DX_FROM_PARAMS } dx_source;
+static const char *const dx_source_names[] = {"dydx", "compact", "params"};
 
 typedef struct bench_args {
     const char *config, *dims;
@@ -116,7 +121,7 @@ typedef struct bench_args {
     gj_data_layout layout;
     int json;
     int gradients_fp32;
-    int dx_from_params; /* --dx-from params: dL/dx from the parameters, not from dy/dx */
+    dx_source dx_from; /* --dx-from */
     uint32_t calls; /* --calls: host timing of back-to-back calls; 0: off */
 } bench_args;
 
@@ -180,15 +185,14 @@ enum {
     OPT_DX_FROM
 };
 
-static int parse_dx_from(const char *text, int *from_params) {
-    if (strcmp(text, "dydx") == 0) {
-        *from_params = 0;
-    } else if (strcmp(text, "params") == 0) {
-        *from_params = 1;
-    } else {
-        return gj_cli_usage_error(CMD, "--dx-from: must be dydx or params (got '%s')", text);
+static int parse_dx_from(const char *text, dx_source *from) {
+    for (int s = DX_FROM_DYDX; s <= DX_FROM_PARAMS; ++s) {
+        if (strcmp(text, dx_source_names[s]) == 0) {
+            *from = (dx_source)s;
+            return GJ_CLI_OK;
+        }
     }
-    return GJ_CLI_OK;
+    return gj_cli_usage_error(CMD, "--dx-from: must be dydx, compact or params (got '%s')", text);
 }
 
 static int parse_seed(const char *text, uint64_t *seed) {
@@ -240,7 +244,7 @@ static int parse_args(int argc, char **argv, bench_args *args) {
         case OPT_SEED: rc = parse_seed(optarg, &args->input.seed); break;
         case OPT_GRADIENTS: rc = gj_cli_parse_gradients(CMD, optarg, &args->gradients_fp32); break;
         case OPT_CALLS: rc = gj_cli_parse_u32(CMD, "--calls", optarg, 0, 1000000, &args->calls); break;
-        case OPT_DX_FROM: rc = parse_dx_from(optarg, &args->dx_from_params); break;
+        case OPT_DX_FROM: rc = parse_dx_from(optarg, &args->dx_from); break;
         case 'h': usage(); return -1;
         default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
@@ -258,7 +262,10 @@ static int parse_args(int argc, char **argv, bench_args *args) {
 
 typedef struct bench_buffers {
     void *x, *params, *y, *dy_dx, *dl_dy, *dparams, *dx;
-    float *dx_from; /* the dy/dx that backward_input and step take dL/dx from, or NULL (--dx-from params) */
+    /* The dy/dx that backward_input and step take dL/dx from (--dx-from dydx), or its compact
+     * form (--dx-from compact); both NULL: from the parameters. */
+    float *dx_from;
+    void *dx_from_compact;
 } bench_buffers;
 
 /* count floats uniform in [lo, hi) from their own fixed seed: the same data every run. */
@@ -302,9 +309,12 @@ static int prepare(gj_cli_gpu *gpu, gj_module *m, const gj_encoding *enc, const 
     rc = rc ? rc : upload_random(gpu, n * width, 0xD1B54A32D192ED03ull, -1.0f, 1.0f, precision, &b->dl_dy);
     rc = rc ? rc : gj_cli_gpu_alloc(gpu, (size_t)gj_module_n_params(m) * gj_module_gradient_element_size(m), &b->dparams);
     rc = rc ? rc : gj_cli_gpu_alloc(gpu, n * d * sizeof(float), &b->dx);
-    const unsigned dx_passes = args->dx_from_params ? 0u : (unsigned)(PASS_BACKWARD_INPUT | PASS_STEP);
-    if (rc == GJ_CLI_OK && (args->passes & (PASS_FORWARD_DYDX | dx_passes))) {
+    const unsigned dx_passes = (unsigned)(PASS_BACKWARD_INPUT | PASS_STEP);
+    if (rc == GJ_CLI_OK && (args->passes & (PASS_FORWARD_DYDX | (args->dx_from == DX_FROM_DYDX ? dx_passes : 0u)))) {
         rc = gj_cli_gpu_alloc(gpu, dydx, &b->dy_dx);
+    }
+    if (rc == GJ_CLI_OK && args->dx_from == DX_FROM_COMPACT && (args->passes & dx_passes)) {
+        rc = gj_cli_gpu_alloc(gpu, dydx / 2, &b->dx_from_compact);
     }
     if (rc == GJ_CLI_OK) {
         gj_init_desc init;
@@ -314,16 +324,17 @@ static int prepare(gj_cli_gpu *gpu, gj_module *m, const gj_encoding *enc, const 
         gj_status status = gj_init_params(m, NULL, &init);
         rc = status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, gpu->ctx, status, "cannot initialise parameters");
     }
-    if (rc == GJ_CLI_OK && !args->dx_from_params) {
+    if (rc == GJ_CLI_OK && args->dx_from == DX_FROM_DYDX) {
         b->dx_from = b->dy_dx;
     }
-    if (rc == GJ_CLI_OK && b->dx_from) { /* the dy/dx backward_input reads: a forward pass's */
+    if (rc == GJ_CLI_OK && (b->dx_from || b->dx_from_compact)) { /* what backward_input reads: a forward pass's */
         gj_forward_desc f;
         gj_forward_desc_init(&f);
         f.n = n;
         f.x = b->x;
         f.params = b->params;
         f.dy_dx = b->dx_from;
+        f.dy_dx_compact = b->dx_from_compact;
         gj_status status = gj_forward(m, NULL, &f);
         rc = status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, gpu->ctx, status, "cannot compute dy/dx");
     }
@@ -332,7 +343,8 @@ static int prepare(gj_cli_gpu *gpu, gj_module *m, const gj_encoding *enc, const 
 
 /* ---------------------------------------------------------------- timing */
 
-/* b->dx_from is set when backward_input and step take dL/dx from dy/dx (--dx-from dydx). */
+/* b->dx_from (or b->dx_from_compact) is set when backward_input and step take dL/dx from
+ * dy/dx (--dx-from dydx, compact). */
 static gj_status run_pass(gj_module *m, unsigned pass, uint64_t n, gj_data_layout layout, const bench_buffers *b) {
     gj_forward_desc f;
     gj_forward_desc_init(&f);
@@ -353,11 +365,17 @@ static gj_status run_pass(gj_module *m, unsigned pass, uint64_t n, gj_data_layou
     case PASS_FORWARD: return gj_forward(m, NULL, &f);
     case PASS_FORWARD_DYDX: f.dy_dx = b->dy_dx; return gj_forward(m, NULL, &f);
     case PASS_BACKWARD: return gj_backward(m, NULL, &g);
-    case PASS_BACKWARD_INPUT: g.dL_dx = b->dx; g.dy_dx = b->dx_from; return gj_backward(m, NULL, &g);
+    case PASS_BACKWARD_INPUT:
+        g.dL_dx = b->dx;
+        g.dy_dx = b->dx_from;
+        g.dy_dx_compact = b->dx_from_compact;
+        return gj_backward(m, NULL, &g);
     default: {
         g.dL_dx = b->dx;
         f.dy_dx = b->dx_from;
         g.dy_dx = b->dx_from;
+        f.dy_dx_compact = b->dx_from_compact;
+        g.dy_dx_compact = b->dx_from_compact;
         gj_status status = gj_forward(m, NULL, &f);
         return status == GJ_OK ? gj_backward(m, NULL, &g) : status;
     }
@@ -455,7 +473,7 @@ static int print_text(const bench_args *args, const gj_cli_gpu *gpu, const gj_en
            gj_encoding_n_dims(enc), gj_encoding_precision(enc) == GJ_PRECISION_FP16 ? "fp16" : "fp32",
            args->gradients_fp32 ? " (fp32 gradients)" : "", args->block, args->ppt, args->ppt == 1 ? "" : "s",
            args->order == GJ_ORDER_LEVEL_MAJOR ? "level" : "point", levels, args->layout == GJ_LAYOUT_SOA ? "SoA" : "AoS",
-           args->dx_from_params ? "the parameters" : "dy/dx");
+           args->dx_from == DX_FROM_PARAMS ? "the parameters" : args->dx_from == DX_FROM_COMPACT ? "compact dy/dx" : "dy/dx");
     printf("compile          %10.1f ms (generate + NVRTC + load, CUDA_CACHE_DISABLE=1)\n", r->compile_ms);
     printf("%-16s %10s %14s   (median of %u launches)\n", "pass", "ms", "points/s", args->iterations);
     for (size_t i = 0; i < N_PASSES; ++i) {
@@ -509,7 +527,7 @@ static int print_json(const bench_args *args, const gj_cli_gpu *gpu, const gj_en
              cJSON_AddStringToObject(root, "layout", args->layout == GJ_LAYOUT_SOA ? "soa" : "aos") &&
              add_number(root, "levels_per_thread", args->levels_per_thread, "%.0f") && add_input(root, &args->input) &&
              cJSON_AddStringToObject(root, "gradients", args->gradients_fp32 ? "fp32" : "auto") &&
-             cJSON_AddStringToObject(root, "dx_from", args->dx_from_params ? "params" : "dydx") &&
+             cJSON_AddStringToObject(root, "dx_from", dx_source_names[args->dx_from]) &&
              add_number(root, "compile_ms", r->compile_ms, "%.3f") &&
              add_number(root, "iterations", args->iterations, "%.0f") &&
              (passes = cJSON_AddObjectToObject(root, "passes")) != NULL;

@@ -44,7 +44,7 @@ def test_self_check_detects_a_wrong_mirror(monkeypatch):
         _fields_ = _capi.ForwardDesc._fields_[:-1]
 
     monkeypatch.setattr(_capi, "INITIALISED_STRUCTS", ((Short, "gj_forward_desc_init"),))
-    with pytest.raises(ImportError, match="gj_forward_desc_init prepares 72 bytes but the Python mirror Short has 64"):
+    with pytest.raises(ImportError, match="gj_forward_desc_init prepares 80 bytes but the Python mirror Short has 72"):
         _capi.check_struct_sizes()
 
 

@@ -457,8 +457,10 @@ def test_module_backward_passes_dy_dx(monkeypatch):
     try:
         module.backward(8, 0x1000, 0x2000, 0x3000, dL_dx=0x4000, dy_dx=0x5000)
         module.backward(8, 0x1000, 0x2000, 0x3000, dL_dparams=0x6000)
+        module.backward(8, 0x1000, 0x2000, 0x3000, dL_dx=0x4000, dy_dx_compact=0x7000)
     finally:
         module._handle = None  # nothing to destroy: the handle was never the library's
     assert seen[0].dy_dx == 0x5000 and seen[0].dL_dx == 0x4000
-    assert seen[1].dy_dx is None and seen[1].dL_dparams == 0x6000
+    assert seen[1].dy_dx is None and seen[1].dy_dx_compact is None and seen[1].dL_dparams == 0x6000
+    assert seen[2].dy_dx is None and seen[2].dy_dx_compact == 0x7000
     assert seen[0].struct_size == ctypes.sizeof(_capi.BackwardDesc)

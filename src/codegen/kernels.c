@@ -52,8 +52,9 @@ static const gj__kernel_info kernel_table[GJ__KERNEL_COUNT] = {
     GJ__KERNEL(GJ__KERNEL_INIT_PARAMS, "init_params", GJ_PASS_ALL, "init", "init_params", GJ__PART_HELPERS, 0),
     GJ__KERNEL(GJ__KERNEL_CAST_GRADIENTS, "cast_gradients", GJ_PASS_ALL, "cast", "cast_gradients", GJ__PART_HELPERS,
                0),
-    GJ__KERNEL(GJ__KERNEL_DX_FROM_DYDX, "dx_from_dydx", GJ_PASS_ALL, "dx_from_dydx", "dx_from_dydx",
-               GJ__PART_HELPERS, 0),
+    /* A helper that reads the level table (the scales of compact dy/dx). */
+    [GJ__KERNEL_DX_FROM_DYDX] = {"dx_from_dydx", GJ_PASS_ALL, "gj_dx_from_dydx_args", "gj_dx_from_dydx_kernel", 1,
+                                 GJ__PART_HELPERS, 0},
 };
 #undef GJ__KERNEL
 

@@ -93,9 +93,10 @@ gj_status gj__check_backward_backward(const gj__diag *d, const gj__module_shape 
                                       const gj_backward_backward_desc *desc);
 gj_status gj__check_init(const gj__diag *d, const gj__module_shape *shape, const gj_init_desc *desc);
 
-/* desc, or where it is an older (shorter) layout of gj_backward_desc, *full: a copy with
+/* desc, or where it is an older (shorter) layout of its descriptor, *full: a copy with
  * the fields it lacks at their defaults (docs/ABI.md: the library reads struct_size bytes). */
 const gj_backward_desc *gj__backward_desc_widened(const gj_backward_desc *desc, gj_backward_desc *full);
+const gj_forward_desc *gj__forward_desc_widened(const gj_forward_desc *desc, gj_forward_desc *full);
 
 /* Kernel arguments and grid of a checked descriptor (n > 0). dL_dparams in the backward
  * structs is the descriptor's; the launcher swaps in the fp32 scratch where needed. */

@@ -94,16 +94,30 @@ void gj_init_desc_init(gj_init_desc *desc) {
 
 /* ------------------------------------------------------- older descriptors */
 
-const gj_backward_desc *gj__backward_desc_widened(const gj_backward_desc *desc, gj_backward_desc *full) {
-    /* 0.1.0 published gj_backward_desc without its trailing dy_dx (docs/ABI.md). */
-    const size_t first = offsetof(gj_backward_desc, dy_dx);
-    if (!desc || desc->struct_size < first || desc->struct_size >= sizeof *desc) {
+/* desc (struct_size its first field), or where struct_size lies in [first, size), a copy in
+ * full (size bytes) with the rest zero, its struct_size set to size. */
+static const void *widened(const void *desc, size_t first, size_t size, void *full) {
+    uint32_t struct_size = 0;
+    if (desc) {
+        memcpy(&struct_size, desc, sizeof struct_size);
+    }
+    if (!desc || struct_size < first || struct_size >= size) {
         return desc; /* the current size, or one the check refuses */
     }
-    memset(full, 0, sizeof *full);
-    memcpy(full, desc, desc->struct_size);
-    full->struct_size = (uint32_t)sizeof *full;
+    memset(full, 0, size);
+    memcpy(full, desc, struct_size);
+    const uint32_t now = (uint32_t)size;
+    memcpy(full, &now, sizeof now);
     return full;
+}
+
+/* 0.1.0 published the descriptors without their trailing fields since (docs/ABI.md). */
+const gj_forward_desc *gj__forward_desc_widened(const gj_forward_desc *desc, gj_forward_desc *full) {
+    return widened(desc, offsetof(gj_forward_desc, dy_dx_compact), sizeof *full, full);
+}
+
+const gj_backward_desc *gj__backward_desc_widened(const gj_backward_desc *desc, gj_backward_desc *full) {
+    return widened(desc, offsetof(gj_backward_desc, dy_dx), sizeof *full, full);
 }
 
 /* ------------------------------------------------------------------ checks */
@@ -184,7 +198,8 @@ static gj_status check_common(const gj__diag *ctx, const char *call, const gj__m
 }
 
 /* A descriptor its _init prepared (each was first published at its present size, but for
- * gj_backward_desc, whose older layout gj__backward_desc_widened has widened before). */
+ * gj_forward_desc and gj_backward_desc, whose older layouts the *_desc_widened functions
+ * have widened before). */
 static gj_status check_struct_size(const gj__diag *ctx, const char *call, const char *type, uint32_t size,
                                    size_t expected) {
     if (size != expected) {
@@ -219,8 +234,9 @@ static gj_status check_struct_size(const gj__diag *ctx, const char *call, const 
 gj_status gj__check_forward(const gj__diag *ctx, const gj__module_shape *shape, const gj_forward_desc *desc) {
     static const char call[] = "gj_forward";
     GJ__CHECK_HEAD(call, "gj_forward_desc", GJ_PASS_FORWARD, "forward");
-    if (!desc->y && !desc->dy_dx) {
-        return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: y and dy_dx are both NULL: nothing to compute", call);
+    if (!desc->y && !desc->dy_dx && !desc->dy_dx_compact) {
+        return gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: y, dy_dx and dy_dx_compact are all NULL: nothing to compute",
+                        call);
     }
     gj_status status = check_pointer(ctx, call, "y", desc->y, gj__shape_element_size(shape), 1);
     if (status == GJ_OK) {
@@ -228,6 +244,9 @@ gj_status gj__check_forward(const gj__diag *ctx, const gj__module_shape *shape, 
     }
     if (status == GJ_OK) {
         status = check_pointer(ctx, call, "dy_dx", desc->dy_dx, 4, 1);
+    }
+    if (status == GJ_OK) {
+        status = check_pointer(ctx, call, "dy_dx_compact", desc->dy_dx_compact, 2, 1);
     }
     return status;
 }
@@ -254,6 +273,12 @@ gj_status gj__check_backward(const gj__diag *ctx, const gj__module_shape *shape,
     }
     if (status == GJ_OK) {
         status = check_pointer(ctx, call, "dy_dx", desc->dy_dx, 4, 1);
+    }
+    if (status == GJ_OK) {
+        status = check_pointer(ctx, call, "dy_dx_compact", desc->dy_dx_compact, 2, 1);
+    }
+    if (status == GJ_OK && desc->dy_dx && desc->dy_dx_compact) {
+        status = gj__fail(ctx, GJ_ERROR_INVALID_ARGUMENT, "%s: dy_dx and dy_dx_compact are both set: give one", call);
     }
     return status;
 }
@@ -395,6 +420,7 @@ void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc
     args->y = desc->y;
     strides(desc->y_layout, desc->n, shape->padded_width, &args->y_stride_point, &args->y_stride_feature);
     args->dy_dx = desc->dy_dx;
+    args->dy_dx_compact = desc->dy_dx_compact;
     args->max_level_per_point = desc->max_level_per_point;
     args->max_level = desc->max_level;
     point_dims(shape, desc->n, 1u, dims);
@@ -431,7 +457,7 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
 
 int gj__backward_split(const gj_backward_desc *desc, gj_backward_desc *grads) {
     *grads = *desc;
-    const int from_dydx = desc->dy_dx != NULL && desc->dL_dx != NULL;
+    const int from_dydx = (desc->dy_dx != NULL || desc->dy_dx_compact != NULL) && desc->dL_dx != NULL;
     if (from_dydx) {
         grads->dL_dx = NULL;
     }
@@ -447,6 +473,7 @@ void gj__dx_from_dydx_args(const gj__module_shape *shape, const gj_backward_desc
     memset(args, 0, sizeof *args);
     args->n = desc->n;
     args->dy_dx = desc->dy_dx;
+    args->dy_dx_compact = desc->dy_dx_compact;
     args->dL_dy = desc->dL_dy;
     strides(desc->dL_dy_layout, desc->n, shape->padded_width, &args->dy_stride_point, &args->dy_stride_feature);
     args->dL_dx = desc->dL_dx;
@@ -513,7 +540,7 @@ static int level_groups_form(unsigned levels_per_thread, unsigned stage) {
 }
 
 gj__kernel_id gj__forward_kernel(const gj_forward_desc *desc, const gj_forward_args *args) {
-    const gj__kernel_id kernel = desc->dy_dx ? GJ__KERNEL_FORWARD_DYDX : GJ__KERNEL_FORWARD;
+    const gj__kernel_id kernel = desc->dy_dx || desc->dy_dx_compact ? GJ__KERNEL_FORWARD_DYDX : GJ__KERNEL_FORWARD;
     return level_groups_form(args->levels_per_thread, args->stage) ? gj__kernel_rows_form(kernel) : kernel;
 }
 

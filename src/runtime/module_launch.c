@@ -115,6 +115,8 @@ static gj_status finish_gradients(gj_module *m, gj__launch_scope *scope, const g
 
 gj_status gj_forward(gj_module *module, gj_stream stream, const gj_forward_desc *desc) {
     static const char call[] = "gj_forward";
+    gj_forward_desc widened;
+    desc = gj__forward_desc_widened(desc, &widened);
     GJ__BEGIN(module, desc, gj__check_forward, call, status, scope)
     gj_forward_args args;
     gj__launch_dims dims;

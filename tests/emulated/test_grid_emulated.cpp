@@ -292,6 +292,7 @@ struct device {
     buffer x, params, max_level, dl_dy, h;
     buffer y, y2, dy_dx, dparams, dparams_only, dx, dx_only, bb_dparams, bb_ddldy, bb_dx, bb_dx_only;
     buffer dparams_dydx, dx_dydx, dx_dydx_only; // backward with the forward's dy/dx
+    buffer dy_dx_compact, dx_compact;           // the compact round trip
     std::vector<std::string> kernels_run;
 };
 
@@ -319,7 +320,7 @@ void with_gradients(case_run& c, device& dev, void* dL_dparams, gj_grad_mode mod
     }
 }
 
-void run_forward(case_run& c, device& dev, void* y, float* dy_dx, const char* what) {
+void run_forward(case_run& c, device& dev, void* y, float* dy_dx, const char* what, void* dy_dx_compact = nullptr) {
     gj_forward_desc f;
     gj_forward_desc_init(&f);
     f.n = c.n;
@@ -328,6 +329,7 @@ void run_forward(case_run& c, device& dev, void* y, float* dy_dx, const char* wh
     f.y = y;
     f.y_layout = c.v->layout;
     f.dy_dx = dy_dx;
+    f.dy_dx_compact = dy_dx_compact;
     f.max_level_per_point = c.per_point() ? (const float*)dev.max_level.get() : nullptr;
     f.max_level = c.per_point() ? 1.0f : c.max_level;
     gj_forward_args args;
@@ -381,11 +383,13 @@ void run_gradient_kernels(case_run& c, device& dev, const gj_backward_desc& b, c
 
 // gj_backward: with dy_dx (the forward's), the gradient kernels without dL/dx, then dL/dx
 // from dy/dx in a launch of its own.
-void run_backward(case_run& c, device& dev, void* dparams, float* dx, const char* what, const float* dy_dx = nullptr) {
+void run_backward(case_run& c, device& dev, void* dparams, float* dx, const char* what, const float* dy_dx = nullptr,
+                  const void* dy_dx_compact = nullptr) {
     gj_backward_desc b;
     gj_backward_desc_init(&b);
     describe_gradients(b, c, dev, dparams, dx);
     b.dy_dx = dy_dx;
+    b.dy_dx_compact = dy_dx_compact;
     gj_backward_desc grads;
     gj_dx_from_dydx_args args;
     gj_emu_plan_launch l;
@@ -440,6 +444,8 @@ void upload(case_run& c, device& dev) {
         b->alloc(nD * sizeof(float));
     }
     dev.dy_dx.alloc((size_t)c.n_out * nD * sizeof(float));
+    dev.dy_dx_compact.alloc((size_t)c.n_out * nD * 2);
+    dev.dx_compact.alloc(nD * sizeof(float));
     // Gradient arrays start as the prefill (garbage for overwrite: it must go).
     std::vector<double> start(c.n_params);
     for (uint64_t p = 0; p < c.n_params; ++p) start[p] = c.v->mode == GJ_GRAD_ACCUMULATE ? c.prefill[p] : 1234.0;
@@ -495,6 +501,29 @@ void check_dx(case_run& c, const char* what, const buffer& b, const std::vector<
         for (uint32_t d = 0; d < c.D; ++d) tol[i * c.D + d] = second_order ? gj_bound_bb_dx(&bd, i) : gj_bound_dx(&bd, i);
     }
     compare(c, what, get(b, c.n * c.D, GJ_PRECISION_FP32), expected, tol);
+}
+
+// dL/dx from compact dy/dx, on the points whose dy/dx the reference keeps: within the
+// fp32 bound plus each term's fp16 rounding of dy/dx in units of its level's scale (half an
+// ulp, 2^-11 relative, or 2^-25 of the scale below fp16's normal range).
+void check_dx_compact(case_run& c, const device& dev, const reference& r, const gj_bounds& bd) {
+    const size_t count = (size_t)N_DYDX_POINTS * c.D;
+    std::vector<double> expected(count), tol(count), g(c.n_out);
+    const std::vector<double> got = get(dev.dx_compact, c.n * c.D, GJ_PRECISION_FP32);
+    for (uint64_t i = 0; i < N_DYDX_POINTS; ++i) {
+        point_dl_dy(c, i, g.data());
+        for (uint32_t d = 0; d < c.D; ++d) {
+            double rounding = 0.0;
+            for (uint32_t k = 0; k < c.n_out; ++k) {
+                const double v = r.dy_dx[((size_t)i * c.n_out + k) * c.D + d];
+                const double scale = c.ref.levels[k / c.F].scale;
+                rounding += std::fabs(g[k]) * (std::fabs(v) * 0x1p-11 + scale * 0x1p-25);
+            }
+            expected[i * c.D + d] = r.dx[i * c.D + d];
+            tol[i * c.D + d] = gj_bound_dx(&bd, i) + rounding;
+        }
+    }
+    compare(c, "dx (compact dy/dx)", std::vector<double>(got.begin(), got.begin() + count), expected, tol);
 }
 
 void check_dparams(case_run& c, const char* what, const buffer& b, const std::vector<double>& expected,
@@ -556,6 +585,9 @@ size_t run_case(gj_context* ctx, const gj_emu_unit* u, const variant* v, uint64_
     run_backward(c, dev, dev.dparams_dydx.get(), (float*)dev.dx_dydx.get(), "backward (params, input from dy/dx)",
                  dy_dx);
     run_backward(c, dev, nullptr, (float*)dev.dx_dydx_only.get(), "backward (input from dy/dx)", dy_dx);
+    run_forward(c, dev, nullptr, nullptr, "forward (compact dy/dx)", dev.dy_dx_compact.get());
+    run_backward(c, dev, nullptr, (float*)dev.dx_compact.get(), "backward (input from compact dy/dx)", nullptr,
+                 dev.dy_dx_compact.get());
     run_backward_backward(c, dev, dev.bb_dparams.get(), dev.bb_ddldy.get(), (float*)dev.bb_dx.get(),
                           "backward_backward (all)");
     run_backward_backward(c, dev, nullptr, nullptr, (float*)dev.bb_dx_only.get(), "backward_backward (input)");
@@ -592,6 +624,7 @@ size_t run_case(gj_context* ctx, const gj_emu_unit* u, const variant* v, uint64_
     check_dx(c, "dx (from dy/dx)", dev.dx_dydx, r.dx, bd, false);
     check_dx(c, "dx (dy/dx, alone)", dev.dx_dydx_only, r.dx, bd, false);
     check_dparams(c, "dparams (dy/dx)", dev.dparams_dydx, r.dparams, bd, false);
+    check_dx_compact(c, dev, r, bd);
     check_outputs(c, "bb_ddldy", dev.bb_ddldy, r.bb_ddldy, bd, true);
     check_dx(c, "bb_dx", dev.bb_dx, r.bb_dx, bd, true);
     check_dx(c, "bb_dx (alone)", dev.bb_dx_only, r.bb_dx, bd, true);

@@ -1047,6 +1047,9 @@ typedef struct gj_forward_args {
      * thread * ((group bytes / 4) | 1) words, and writes them with coalesced stores. */
     unsigned int levels_per_thread;
     unsigned int stage;
+    /* Or NULL: dy/dx compact, as dy_dx but 16-bit, each level's values divided by its scale
+     * and rounded to fp16 (gj_dx_from_dydx_args reads it). */
+    void *dy_dx_compact;
 } gj_forward_args;
 
 typedef struct gj_backward_args {
@@ -1111,7 +1114,8 @@ typedef struct gj_init_args {
  * the forward pass wrote ([(k * n + i) * D + d]). */
 typedef struct gj_dx_from_dydx_args {
     unsigned long long n;
-    const float *dy_dx;
+    const float *dy_dx;                   /* or NULL, then: */
+    const void *dy_dx_compact;            /* gj_forward_args.dy_dx_compact's form */
     const void *dL_dy;                    /* param_t, padded width (padding ignored) */
     unsigned long long dy_stride_point, dy_stride_feature;
     float *dL_dx;                         /* written */
@@ -1286,12 +1290,21 @@ struct gj_forward_op {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) gj_store_element<C>(a.y, a.y_stride_point, a.y_stride_feature, i, level * C::F + f, y[f]);
         }
-        if (DYDX) {
+        if (DYDX && a.dy_dx) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) {
                 float* row = a.dy_dx + ((gj_u64)(level * C::F + f) * a.n + i) * C::D;
 #pragma unroll
                 for (int d = 0; d < C::D; ++d) row[d] = dydx[f][d];
+            }
+        }
+        if (DYDX && a.dy_dx_compact) { // in units of the level's scale: fp16 cannot overflow
+            const float unit = 1.0f / lv.scale;
+#pragma unroll
+            for (int f = 0; f < C::F; ++f) {
+                gj_half* row = (gj_half*)a.dy_dx_compact + ((gj_u64)(level * C::F + f) * a.n + i) * C::D;
+#pragma unroll
+                for (int d = 0; d < C::D; ++d) row[d] = gj_from_float<gj_half>(dydx[f][d] * unit);
             }
         }
     }
@@ -1711,23 +1724,34 @@ GJ_INLINE void gj_cast_gradients_kernel(const gj_cast_args& a) {
 // as tiny-cuda-nn's): D * N_OUT floats and N_OUT dL/dy values read once per point, instead
 // of the backward pass gathering every level's corners again. Grid-stride, so that any n
 // fits the grid the runtime picks.
-template <class C>
-GJ_INLINE void gj_dx_from_dydx_kernel(const gj_dx_from_dydx_args& a) {
+// COMPACT: dy/dx in gj_forward_args.dy_dx_compact's form (fp16 in units of the level's scale:
+// output k's values times LV::at(k / F).scale), else plain fp32.
+template <class C, class LV, bool COMPACT>
+GJ_INLINE void gj_dx_from_dydx_points(const gj_dx_from_dydx_args& a) {
     typedef typename C::param_t T;
     const T* dl_dy = (const T*)a.dL_dy;
-    const gj_u64 per_output = a.n * C::D; // floats from output k's dy/dx to output k + 1's
+    const gj_u64 per_output = a.n * C::D; // values from output k's dy/dx to output k + 1's
     for (gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += (gj_u64)gridDim.x * blockDim.x) {
         float sum[C::D];
         gj_zero(sum);
-        const float* dydx = a.dy_dx + i * C::D;
 #pragma unroll 8
         for (int k = 0; k < C::N_OUT; ++k) {
-            const float g = gj_to_float(dl_dy[i * a.dy_stride_point + (gj_u64)k * a.dy_stride_feature]);
+            float g = gj_to_float(dl_dy[i * a.dy_stride_point + (gj_u64)k * a.dy_stride_feature]);
+            const gj_u64 e = (gj_u64)k * per_output + i * C::D;
+            if constexpr (COMPACT) g *= LV::at((gj_u32)k / C::F).scale;
 #pragma unroll
-            for (int d = 0; d < C::D; ++d) sum[d] += g * dydx[(gj_u64)k * per_output + d];
+            for (int d = 0; d < C::D; ++d) {
+                sum[d] += g * (COMPACT ? gj_to_float(((const gj_half*)a.dy_dx_compact)[e + d]) : a.dy_dx[e + d]);
+            }
         }
         gj_store_point<C>(a.dL_dx, a.dx_stride_point, a.dx_stride_dim, i, sum);
     }
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_dx_from_dydx_kernel(const gj_dx_from_dydx_args& a) {
+    if (a.dy_dx) gj_dx_from_dydx_points<C, LV, false>(a);
+    else gj_dx_from_dydx_points<C, LV, true>(a);
 }
 
 #endif // GJ_KERNELS_CUH
@@ -1894,5 +1918,5 @@ __global__ void __launch_bounds__(256) gj_encode_cast_gradients(const gj_cast_ar
 
 // One thread per point, grid-stride (any grid x); grid y: 1.
 __global__ void __launch_bounds__(256) gj_encode_dx_from_dydx(const gj_dx_from_dydx_args args) {
-    gj_dx_from_dydx_kernel<gj_encode_config>(args);
+    gj_dx_from_dydx_kernel<gj_encode_config, gj_encode_levels>(args);
 }

@@ -179,6 +179,7 @@ class ForwardDesc(Structure):
         ("dy_dx", c_void_p),
         ("max_level_per_point", c_void_p),
         ("max_level", c_float),
+        ("dy_dx_compact", c_void_p),
     ]
 
 
@@ -196,6 +197,7 @@ class BackwardDesc(Structure):
         ("max_level_per_point", c_void_p),
         ("max_level", c_float),
         ("dy_dx", c_void_p),
+        ("dy_dx_compact", c_void_p),
     ]
 
 

@@ -803,14 +803,17 @@ class Module(_Owned):
         *,
         y_layout: Union[str, int] = "aos",
         dy_dx: Optional[int] = None,
+        dy_dx_compact: Optional[int] = None,
         max_level: float = 1.0,
         max_level_per_point: Optional[int] = None,
         stream: Optional[int] = None,
     ) -> None:
-        """gj_forward: y and/or dy/dx (dy_k/dx_d at [(k * n + i) * D + d])."""
+        """gj_forward: y and/or dy/dx (dy_k/dx_d at [(k * n + i) * D + d]; dy_dx_compact: the
+        compact form, n * D * n_output_dims 16-bit values, for backward's dy_dx_compact)."""
         desc = _capi.ForwardDesc.from_buffer_copy(self._fwd)
         desc.n, desc.x, desc.params, desc.y, desc.y_layout = n, x, params, y or None, _layout(y_layout)
         desc.dy_dx = dy_dx or None
+        desc.dy_dx_compact = dy_dx_compact or None
         self._max_level(desc, max_level, max_level_per_point)
         self.context.check(lib.gj_forward(self.handle, stream or None, byref(desc)), "gj_forward")
 
@@ -826,19 +829,21 @@ class Module(_Owned):
         accumulate: bool = False,
         dL_dx: Optional[int] = None,
         dy_dx: Optional[int] = None,
+        dy_dx_compact: Optional[int] = None,
         max_level: float = 1.0,
         max_level_per_point: Optional[int] = None,
         stream: Optional[int] = None,
     ) -> None:
         """gj_backward: dL/dparams (overwritten, or added to with accumulate) and/or dL/dx;
-        with dy_dx (what forward wrote for the same x, params and max level), dL/dx comes
-        from it instead of from the parameters."""
+        with dy_dx or dy_dx_compact (what forward wrote for the same x, params and max
+        level), dL/dx comes from it instead of from the parameters."""
         desc = _capi.BackwardDesc.from_buffer_copy(self._bwd)
         desc.n, desc.x, desc.params, desc.dL_dy, desc.dL_dy_layout = n, x, params, dL_dy, _layout(dL_dy_layout)
         desc.dL_dparams = dL_dparams or None
         desc.dL_dparams_mode = _capi.GRAD_ACCUMULATE if accumulate else _capi.GRAD_OVERWRITE
         desc.dL_dx = dL_dx or None
         desc.dy_dx = dy_dx or None
+        desc.dy_dx_compact = dy_dx_compact or None
         self._max_level(desc, max_level, max_level_per_point)
         self.context.check(lib.gj_backward(self.handle, stream or None, byref(desc)), "gj_backward")
 
