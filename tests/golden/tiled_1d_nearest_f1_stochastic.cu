@@ -624,8 +624,11 @@ GJ_INLINE void gj_level_forward(const float* x, const gj_level& lv, const typena
     float w[D], dw[D];
     gj_weights<C>(t, lv.scale, w, dw);
 
-    constexpr int CORNERS = D <= 3 ? 1 << D : 0; // the batch below is for small D only
-    if constexpr (D <= 3 && CORNERS * F <= 32) {
+    // Up to D = 4 (16 corners); at most 64 values held for D <= 3 and 32 for D = 4, the
+    // shapes measured (docs/benchmarks.md §4: D = 4, F = 2 and D = 3, F = 8 took 0.90-0.96
+    // of the x-edge pairs' time, which the compiler interleaved with the sums).
+    constexpr int CORNERS = D <= 4 ? 1 << D : 0;
+    if constexpr (D <= 4 && CORNERS * F <= (D == 4 ? 32 : 64)) {
         // Every corner's index first, then every load, then the sums: the loads are
         // issued back to back and wait together (a gather is latency-bound), at the cost
         // of holding the level's values in registers.
