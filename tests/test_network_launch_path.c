@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake_driver.h"
 #include "gridjit.h"
@@ -401,6 +402,40 @@ static void precompiled_programs_serve_without_nvrtc(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* Without NVRTC and with an empty cache every program of a model fails: the programs compile
+ * side by side, so the first failure stops none of the others, and the message names all
+ * three. */
+static void a_failed_precompile_names_every_program(void **state) {
+    (void)state;
+    const char *base = getenv("GRIDJIT_TEST_TMP");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/gj_network_precompile_XXXXXX", base && base[0] ? base : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    setenv("GRIDJIT_NVRTC", "off", 1);
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    assert_int_equal(gj_context_set_cache_dir(ctx, dir), GJ_OK);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4}, \"network\": "
+                                            "{\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 1}}", 3, 0, &net),
+                     GJ_OK);
+    gj_precompile_report report;
+    memset(&report, 0xFF, sizeof report);
+    assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_ERROR_NO_NVRTC);
+    assert_int_equal(report.programs, 3); /* inference, training, the backward with dL/dinput */
+    assert_int_equal(report.compiled, 0);
+    assert_int_equal(report.cached, 0);
+    const char *message = gj_context_errmsg(ctx);
+    if (!strstr(message, "3 of 3 programs failed") || !strstr(message, "gj_network_inference.cu") ||
+        !strstr(message, "gj_network_training.cu") || !strstr(message, "gj_network_training_input.cu")) {
+        fail_msg("the message does not name every program: %s", message);
+    }
+    unsetenv("GRIDJIT_NVRTC");
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(passes_launch_their_kernels),
@@ -408,6 +443,7 @@ int main(void) {
         cmocka_unit_test(forward_grids_stop_at_the_waves_asked_for),
         cmocka_unit_test(a_model_inference_leaves_l1_to_its_encoding),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),
+        cmocka_unit_test(a_failed_precompile_names_every_program),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

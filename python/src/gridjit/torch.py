@@ -234,8 +234,8 @@ def _synchronize(indices) -> None:
 
 class _Precompiler:
     """Compiles modules' programs into the disk cache on one background thread, a job at a
-    time (an encoding's on every CPU: gj_precompile; a network's or model's two programs:
-    gj_network_precompile), so that a module's first launches find them
+    time (an encoding's on every CPU: gj_precompile; a network's or model's programs, side by
+    side: gj_network_precompile), so that a module's first launches find them
     there instead of compiling each pass when it is first launched, one after the other (an
     eikonal step's forward, backward and second-order backward: about 2 s on an H200 host
     with nothing cached; tinycudann compiles its kernels when it is built). A launch that
