@@ -176,22 +176,18 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
     }
     if (part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL) {
         /* dL/dparams alone: the level loop with one instance of the per-level code. */
+        gj__sb_append(sb, "    static __device__ __forceinline__ void bwd_params(const out_t& dy, const config::param_t* p,\n"
+                          "                                                      const gj_u8* ctx, config::grad_t* g, gj_u64 i, gj_u64 n) {\n");
         if (unrolled) {
-            gj__sb_printf(sb, "    static __device__ __forceinline__ void bwd_params(const out_t& dy, const config::param_t* p,\n"
-                              "                                                      const gj_u8* ctx, config::grad_t* g, gj_u64 i, gj_u64 n) {\n"
-                              "        %s_encoding_bwd(dy, p, ctx, g, nullptr, 1.0f, i, n);\n"
-                              "    }\n",
-                          name);
+            gj__sb_printf(sb, "        %s_encoding_bwd(dy, p, ctx, g, nullptr, 1.0f, i, n);\n", name);
         } else {
-            gj__sb_printf(sb, "    static __device__ __forceinline__ void bwd_params(const out_t& dy, const config::param_t* p,\n"
-                              "                                                      const gj_u8* ctx, config::grad_t* g, gj_u64 i, gj_u64 n) {\n"
-                              "        float x[config::D], unused[config::D];\n"
+            gj__sb_printf(sb, "        float x[config::D], unused[config::D];\n"
                               "        gj_restore_context<config>(ctx, x);\n"
                               "        gj_levels_backward<config, %s_encoding_levels, true>(x, dy.v, p, g, unused, false,\n"
-                              "                                                          gj_level_limit<config>(1.0f), i, n);\n"
-                              "    }\n",
+                              "                                                          gj_level_limit<config>(1.0f), i, n);\n",
                           name);
         }
+        gj__sb_append(sb, "    }\n");
     }
     gj__sb_append(sb, "};\n\n");
     gj__sb_append(sb, "// Kernels (templates/model_kernels.cuh): point-major float arrays, any grid size.\n");

@@ -106,11 +106,11 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
                        gj__launch_dims *dims);
 void gj__backward_backward_args(const gj__module_shape *shape, const gj_backward_backward_desc *desc,
                                 gj_backward_backward_args *args, gj__launch_dims *dims);
-/* Whether a backward launch of desc takes dL/dx from desc->dy_dx (NAME_dx_from_dydx, after
+/* Whether a backward launch of desc takes dL/dx from desc->dy_dx or dy_dx_compact (NAME_dx_from_dydx, after
  * the gradient kernels); *grads: the descriptor the gradient kernels run, without dL_dx
  * then (nothing to run when it has neither output). */
 int gj__backward_split(const gj_backward_desc *desc, gj_backward_desc *grads);
-/* dL/dx from desc->dy_dx (a grid-stride launch: grid x at most 2^20 blocks). */
+/* dL/dx from desc->dy_dx or dy_dx_compact (a grid-stride launch: grid x at most 2^20 blocks). */
 void gj__dx_from_dydx_args(const gj__module_shape *shape, const gj_backward_desc *desc, gj_dx_from_dydx_args *args,
                            gj__launch_dims *dims);
 /* Levels per thread of a level-major launch, with or without point-major rows (y or dL/dy)

@@ -130,13 +130,12 @@ gj_status gj_forward(gj_module *module, gj_stream stream, const gj_forward_desc 
  * (the main kernel, its small levels, the fp16 gradient cast). */
 static gj_status gradient_kernels(gj_module *module, gj__launch_scope *scope, const gj_backward_desc *desc,
                                   gj_stream stream, const char *call) {
-    gj_status status = GJ_OK;
     gj_backward_args args;
     gj__launch_dims dims;
     gj__backward_args(&module->shape, desc, &args, &dims);
     gj__grad_plan plan;
     gj__gradient_plan(&module->shape, desc->dL_dparams != NULL, desc->dL_dparams_mode, &plan);
-    status = prepare_gradients(module, scope, &plan, desc->dL_dparams, stream, call, &args.dL_dparams);
+    gj_status status = prepare_gradients(module, scope, &plan, desc->dL_dparams, stream, call, &args.dL_dparams);
     if (status == GJ_OK && desc->dL_dx && module->shape.level_major) {
         /* Level-major blocks add their level's share of dL/dx atomically. */
         status = zero(module, device_address(desc->dL_dx), (size_t)desc->n * module->shape.n_dims * sizeof(float),
@@ -164,7 +163,7 @@ static gj_status gradient_kernels(gj_module *module, gj__launch_scope *scope, co
     return status;
 }
 
-/* dL/dx from the forward's dy/dx (desc->dy_dx), a streaming launch of its own. */
+/* dL/dx from the forward's dy/dx (desc->dy_dx or dy_dx_compact), a streaming launch of its own. */
 static gj_status dx_from_dydx(gj_module *m, gj__launch_scope *scope, const gj_backward_desc *desc, gj_stream stream,
                               const char *call) {
     gj_dx_from_dydx_args args;
