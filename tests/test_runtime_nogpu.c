@@ -887,13 +887,16 @@ static void level_groups_and_staging(void **state) {
     fixture *f = *state;
     gj__module_shape s = shape_of(f, NULL); /* levels_per_thread 0: automatic */
     assert_int_equal(s.levels_per_thread, 0);
-    assert_int_equal(gj__levels_per_thread(&s, 0), 1); /* feature-major: one level per block */
-    assert_int_equal(gj__levels_per_thread(&s, 1), 1); /* rows of one sector: nothing to gain */
+    assert_int_equal(gj__levels_per_thread(&s, 0, 0), 1); /* feature-major: one level per block */
+    assert_int_equal(gj__levels_per_thread(&s, 1, 0), 1); /* rows of one sector: nothing to gain */
+    /* The backward to the parameters takes four levels per thread whatever the layout. */
+    assert_int_equal(gj__levels_per_thread(&s, 0, 1), 4);
+    assert_int_equal(gj__levels_per_thread(&s, 1, 1), 4);
     gj_codegen_options padded;
     gj_codegen_options_init(&padded);
     padded.output_width_multiple = 16; /* rows of 64 bytes: a sector (4 levels of 8 bytes) each */
     s = shape_of(f, &padded);
-    assert_int_equal(gj__levels_per_thread(&s, 1), 4);
+    assert_int_equal(gj__levels_per_thread(&s, 1, 0), 4);
 
     gj_forward_desc d = valid_forward(1000);
     d.y_layout = GJ_LAYOUT_SOA;
@@ -926,6 +929,17 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(dims.grid_y, 1);
     assert_int_equal(ba.stage, 1);
     assert_int_equal(ba.aggregate_min, s.aggregate_min);
+    b.dL_dy_layout = GJ_LAYOUT_SOA; /* feature-major dL/dy: four levels too, nothing staged */
+    gj__backward_args(&s, &b, &ba, &dims);
+    assert_int_equal(ba.levels_per_thread, 4);
+    assert_int_equal(dims.grid_y, 1);
+    assert_int_equal(ba.stage, 0);
+    assert_int_equal(dims.shared_bytes, 0);
+    b.dL_dparams = NULL; /* dL/dx alone: one level per block, as the forward */
+    b.dL_dx = ADDR(0x70000);
+    gj__backward_args(&s, &b, &ba, &dims);
+    assert_int_equal(ba.levels_per_thread, 1);
+    assert_int_equal(dims.grid_y, 4);
 
     /* A fixed count, capped at the levels; groups of 3 leave a short last group (grid y 2),
      * staged too (its 8 bytes a row are whole words). */
@@ -939,7 +953,10 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(a.stage, 1);
     opts.levels_per_thread = 100;
     s = shape_of(f, &opts);
-    assert_int_equal(gj__levels_per_thread(&s, 1), 4);
+    assert_int_equal(gj__levels_per_thread(&s, 1, 0), 4);
+    opts.levels_per_thread = 1; /* a fixed count holds for the backward too */
+    s = shape_of(f, &opts);
+    assert_int_equal(gj__levels_per_thread(&s, 0, 1), 1);
     opts.levels_per_thread = 129;
     gj_codegen_options resolved;
     assert_int_equal(gj__codegen_options_resolve(&f->ctx->diag, &opts, &resolved), GJ_ERROR_INVALID_ARGUMENT);

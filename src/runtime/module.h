@@ -113,10 +113,13 @@ int gj__backward_split(const gj_backward_desc *desc, gj_backward_desc *grads);
 /* dL/dx from desc->dy_dx or dy_dx_compact (a grid-stride launch: grid x at most 2^20 blocks). */
 void gj__dx_from_dydx_args(const gj__module_shape *shape, const gj_backward_desc *desc, gj_dx_from_dydx_args *args,
                            gj__launch_dims *dims);
-/* Levels per thread of a level-major launch, with or without point-major rows (y or dL/dy)
- * (docs/runtime.md, "Launch shapes"), and the dynamic shared memory of staging rows with
- * that many levels per thread (0: not staged). */
-uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_rows);
+/* The fewest levels per thread of an automatic backward launch to the parameters. */
+#define GJ__BACKWARD_MIN_LEVELS_PER_THREAD 4u
+/* Levels per thread of a level-major launch, with or without point-major rows (y or dL/dy),
+ * for a backward launch to the parameters or another (docs/runtime.md, "Launch shapes"),
+ * and the dynamic shared memory of staging rows with that many levels per thread (0: not
+ * staged). */
+uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_rows, int backward_params);
 uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, const void *rows, gj_data_layout layout);
 /* One thread per element: init_params and cast_gradients over n_params. */
 void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims);

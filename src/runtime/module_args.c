@@ -362,13 +362,15 @@ static void point_dims(const gj__module_shape *shape, uint64_t n, uint32_t grid_
 }
 
 /* Levels per thread of a level-major launch (docs/runtime.md, "Launch shapes"), as measured
- * on an H200: one (each block one level, one table hot at a time) unless the launch reads
- * or writes point-major rows longer than one 32-byte sector. There each level would write
- * a few bytes of every row at another time, and the partly written sectors cost L2 and
- * DRAM traffic; with a sector's worth of levels per thread, staged in shared memory, a
- * block fills whole sectors (C1: 1.63 -> 0.98 ms forward). The same choice served the
- * forward and the backward best. */
-uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_rows) {
+ * on an H200. The forward: one (each block one level, one table hot at a time) unless it
+ * writes point-major rows longer than one 32-byte sector. There each level would write a
+ * few bytes of every row at another time, and the partly written sectors cost L2 and DRAM
+ * traffic; with a sector's worth of levels per thread, staged in shared memory, a block
+ * fills whole sectors (C1: 1.63 -> 0.98 ms forward). The backward to the parameters: the
+ * same for rows, and at least four levels otherwise (each thread reads its point once
+ * for four levels and keeps more independent gathers in flight: 2-6 % faster on C1-C4,
+ * S1-S6 and along rays; benchmarks.md §2). */
+uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_rows, int backward_params) {
     uint32_t levels = shape->levels_per_thread;
     if (levels == 0) {
         const uint32_t element = (uint32_t)gj__shape_element_size(shape);
@@ -376,6 +378,9 @@ uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_ro
         levels = 1;
         if (point_major_rows && shape->padded_width * element > 32) {
             levels = entry < 16 ? 32 / entry : 2;
+        }
+        if (backward_params && levels < GJ__BACKWARD_MIN_LEVELS_PER_THREAD) {
+            levels = GJ__BACKWARD_MIN_LEVELS_PER_THREAD;
         }
     }
     return levels < shape->n_levels ? levels : shape->n_levels;
@@ -400,9 +405,9 @@ uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, const v
 }
 
 /* Levels per thread, staging and grid of a level-major launch over rows (y or dL/dy). */
-static void level_groups(const gj__module_shape *shape, const void *rows, gj_data_layout layout,
+static void level_groups(const gj__module_shape *shape, const void *rows, gj_data_layout layout, int backward_params,
                          unsigned *levels_per_thread, unsigned *stage, gj__launch_dims *dims) {
-    const uint32_t levels = gj__levels_per_thread(shape, rows != NULL && layout == GJ_LAYOUT_AOS);
+    const uint32_t levels = gj__levels_per_thread(shape, rows != NULL && layout == GJ_LAYOUT_AOS, backward_params);
     *levels_per_thread = levels;
     dims->grid_y = (shape->n_levels + levels - 1) / levels;
     dims->shared_bytes = gj__stage_bytes(shape, levels, rows, layout);
@@ -426,7 +431,7 @@ void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc
     point_dims(shape, desc->n, 1u, dims);
     args->levels_per_thread = 1;
     if (shape->level_major) {
-        level_groups(shape, desc->y, desc->y_layout, &args->levels_per_thread, &args->stage, dims);
+        level_groups(shape, desc->y, desc->y_layout, 0, &args->levels_per_thread, &args->stage, dims);
         dims->grid_y += shape->padded_width != shape->n_output_dims; /* the padding columns' slice */
     }
 }
@@ -451,7 +456,7 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
     point_dims(shape, desc->n, 1u, dims);
     args->levels_per_thread = 1;
     if (shape->level_major) {
-        level_groups(shape, desc->dL_dy, desc->dL_dy_layout, &args->levels_per_thread, &args->stage, dims);
+        level_groups(shape, desc->dL_dy, desc->dL_dy_layout, desc->dL_dparams != NULL, &args->levels_per_thread, &args->stage, dims);
     }
 }
 

@@ -39,8 +39,8 @@ void gj_emu_shape_destroy(gj_emu_shape *shape) {
     free(shape);
 }
 
-uint32_t gj_emu_shape_levels_per_thread(const gj_emu_shape *shape, int point_major_rows) {
-    return gj__levels_per_thread(&shape->shape, point_major_rows);
+uint32_t gj_emu_shape_levels_per_thread(const gj_emu_shape *shape, int point_major_rows, int backward_params) {
+    return gj__levels_per_thread(&shape->shape, point_major_rows, backward_params);
 }
 
 static void copy_dims(gj_emu_plan_launch *launch, int kernel, const gj__launch_dims *dims) {

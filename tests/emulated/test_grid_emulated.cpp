@@ -569,10 +569,12 @@ size_t run_case(gj_context* ctx, const gj_emu_unit* u, const variant* v, uint64_
     gj_bounds bd;
     gj_bounds_measure(&bd, &c.ref, c.n, c.x.data(), c.params.data(), g.data(), c.h.data(),
                       c.per_point() ? c.max_levels.data() : nullptr, c.max_level);
-    std::printf("%s: %s, %llu points, max_level %s, levels per thread (AoS rows / other) %u / %u\n", c.name.c_str(),
-                u->json, (unsigned long long)c.n,
+    std::printf("%s: %s, %llu points, max_level %s, levels per thread (forward: AoS rows / other; backward to the "
+                "parameters: AoS rows / other) %u / %u; %u / %u\n",
+                c.name.c_str(), u->json, (unsigned long long)c.n,
                 c.per_point() ? "per point" : std::to_string(c.max_level).c_str(),
-                gj_emu_shape_levels_per_thread(c.shape, 1), gj_emu_shape_levels_per_thread(c.shape, 0));
+                gj_emu_shape_levels_per_thread(c.shape, 1, 0), gj_emu_shape_levels_per_thread(c.shape, 0, 0),
+                gj_emu_shape_levels_per_thread(c.shape, 1, 1), gj_emu_shape_levels_per_thread(c.shape, 0, 1));
 
     device dev;
     upload(c, dev);
