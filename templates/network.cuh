@@ -446,6 +446,21 @@ GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
     __syncwarp();
 }
 
+// The warp's output rows (fp16, row r at rows + r * S; the first `valid` of 32) into y as
+// point-major floats. Consecutive points' rows are one contiguous run of y, so consecutive
+// lanes take consecutive floats of it: each store instruction writes whole 32-byte sectors.
+// (One lane per row wrote 32 partial sectors per instruction, each sent to L2 on its own:
+// stores are not merged in L1, and L2 requests are what an encoding's gathers queue on.)
+template <int OUT, int S>
+GJ_INLINE void gj_nn_store_rows(float* __restrict__ y, const gj_u16* rows, int valid) {
+    const int count = valid * OUT;
+#pragma unroll 4
+    for (int e = gj_nn_lane(); e < count; e += 32) {
+        const int r = e / OUT;
+        y[e] = gj_half_to_float(rows[r * S + (e - r * OUT)]);
+    }
+}
+
 // ---- backward --------------------------------------------------------------------------------
 // Out (32 x NCOLS of K) = D (32 x N) . W (N x K, rows of K + PAD), times act'(kept) of the
 // layer below (KEPT: its context region, 32 x K in fragment order; null for the input, which

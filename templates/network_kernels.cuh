@@ -83,11 +83,8 @@ GJ_INLINE void gj_nn_forward_tiles(gj_u64 n, const float* __restrict__ x, float*
         const bool active = i < n;
         gj_nn_put_input<C>(scratch, active ? x + i * C::IN : x, active);
         gj_nn_forward_warp<C, PAD>(w, scratch, ctx ? ctx + tile * C::CTX_HALVES : nullptr);
-        if (active) {
-            const gj_u16* row = scratch + lane * C::S;
-#pragma unroll 4
-            for (int c = 0; c < C::OUT; ++c) y[i * C::OUT + c] = gj_half_to_float(row[c]);
-        }
+        const gj_u64 first = tile * 32;
+        gj_nn_store_rows<C::OUT, C::S>(y + first * C::OUT, scratch, n - first < 32 ? (int)(n - first) : 32);
         __syncwarp();
     }
 }
