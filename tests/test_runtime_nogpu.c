@@ -889,9 +889,17 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(s.levels_per_thread, 0);
     assert_int_equal(gj__levels_per_thread(&s, 0, 0), 1); /* feature-major: one level per block */
     assert_int_equal(gj__levels_per_thread(&s, 1, 0), 1); /* rows of one sector: nothing to gain */
-    /* The backward to the parameters takes four levels per thread whatever the layout. */
+    /* The backward to the parameters takes four levels per thread whatever the layout,
+     * where every level's table is at most 8 MiB (here 4096 entries of 8 bytes). */
+    assert_int_equal(s.largest_level_entries, 4096);
     assert_int_equal(gj__levels_per_thread(&s, 0, 1), 4);
     assert_int_equal(gj__levels_per_thread(&s, 1, 1), 4);
+    s.largest_level_entries = (8u << 20) / 8u; /* 8 MiB: still grouped */
+    assert_int_equal(gj__levels_per_thread(&s, 0, 1), 4);
+    s.largest_level_entries += 1; /* a level beyond 8 MiB: one level per block, as the forward */
+    assert_int_equal(gj__levels_per_thread(&s, 0, 1), 1);
+    assert_int_equal(gj__levels_per_thread(&s, 1, 1), 1);
+    s.largest_level_entries = 4096;
     gj_codegen_options padded;
     gj_codegen_options_init(&padded);
     padded.output_width_multiple = 16; /* rows of 64 bytes: a sector (4 levels of 8 bytes) each */

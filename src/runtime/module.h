@@ -58,6 +58,7 @@ typedef struct gj__module_shape {
     uint32_t passes, block_size, points_per_thread;
     int level_major;
     uint32_t small_level_floats; /* shared floats of NAME_backward_coarse; 0: no small level */
+    uint32_t largest_level_entries; /* the largest level's table entries (each F values) */
     /* Launch shapes (docs/runtime.md): levels per thread of level-major launches (0: by
      * pass and layout), and the lanes from which the backward's warp aggregation starts
      * (0: never); module_create.c reads overrides from the environment once. */
@@ -113,8 +114,11 @@ int gj__backward_split(const gj_backward_desc *desc, gj_backward_desc *grads);
 /* dL/dx from desc->dy_dx or dy_dx_compact (a grid-stride launch: grid x at most 2^20 blocks). */
 void gj__dx_from_dydx_args(const gj__module_shape *shape, const gj_backward_desc *desc, gj_dx_from_dydx_args *args,
                            gj__launch_dims *dims);
-/* The fewest levels per thread of an automatic backward launch to the parameters. */
+/* The fewest levels per thread of an automatic backward launch to the parameters, where
+ * no level's table takes more than GJ__BACKWARD_GROUP_MAX_LEVEL_BYTES (four such tables
+ * fit in half of an H200's 60 MiB L2; a group of larger levels evicts the others). */
 #define GJ__BACKWARD_MIN_LEVELS_PER_THREAD 4u
+#define GJ__BACKWARD_GROUP_MAX_LEVEL_BYTES (8ull << 20)
 /* Levels per thread of a level-major launch, with or without point-major rows (y or dL/dy),
  * for a backward launch to the parameters or another (docs/runtime.md, "Launch shapes"),
  * and the dynamic shared memory of staging rows with that many levels per thread (0: not

@@ -26,6 +26,11 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
     shape->points_per_thread = opts->points_per_thread;
     shape->level_major = opts->order == GJ_ORDER_LEVEL_MAJOR;
     shape->small_level_floats = gj__small_level_floats(enc, opts);
+    for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
+        if (enc->layout.levels[l].entries > shape->largest_level_entries) {
+            shape->largest_level_entries = enc->layout.levels[l].entries;
+        }
+    }
     shape->levels_per_thread = opts->levels_per_thread;
 }
 
@@ -367,9 +372,11 @@ static void point_dims(const gj__module_shape *shape, uint64_t n, uint32_t grid_
  * few bytes of every row at another time, and the partly written sectors cost L2 and DRAM
  * traffic; with a sector's worth of levels per thread, staged in shared memory, a block
  * fills whole sectors (C1: 1.63 -> 0.98 ms forward). The backward to the parameters: the
- * same for rows, and at least four levels otherwise (each thread reads its point once
- * for four levels and keeps more independent gathers in flight: 2-6 % faster on C1-C4,
- * S1-S6 and along rays; benchmarks.md §2). */
+ * same for rows, and at least four levels otherwise where every level's table is small
+ * enough for four to share the L2 (each thread reads its point once for four levels and
+ * keeps more independent atomics in flight: 2-9 % faster on C1-C4, S1-S3, S5, S6 and
+ * along rays; a dense grid whose finest tables take 20 and 64 MiB ran 11-17 % slower;
+ * benchmarks.md §2). */
 uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_rows, int backward_params) {
     uint32_t levels = shape->levels_per_thread;
     if (levels == 0) {
@@ -379,7 +386,9 @@ uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_ro
         if (point_major_rows && shape->padded_width * element > 32) {
             levels = entry < 16 ? 32 / entry : 2;
         }
-        if (backward_params && levels < GJ__BACKWARD_MIN_LEVELS_PER_THREAD) {
+        const uint64_t largest_bytes = (uint64_t)shape->largest_level_entries * entry;
+        if (backward_params && levels < GJ__BACKWARD_MIN_LEVELS_PER_THREAD &&
+            largest_bytes <= GJ__BACKWARD_GROUP_MAX_LEVEL_BYTES) {
             levels = GJ__BACKWARD_MIN_LEVELS_PER_THREAD;
         }
     }
