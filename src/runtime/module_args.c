@@ -375,7 +375,7 @@ static void point_dims(const gj__module_shape *shape, uint64_t n, uint32_t grid_
  * same for rows, and at least four levels otherwise where every level's table is small
  * enough for four to share the L2 (each thread reads its point once for four levels and
  * keeps more independent atomics in flight: 2-9 % faster on C1-C4, S1-S3, S5, S6 and
- * along rays; a dense grid whose finest tables take 20 and 64 MiB ran 11-17 % slower;
+ * along rays; a dense grid whose finest tables take 20 and 64 MiB: its backward 11-17 % slower;
  * benchmarks.md §2). */
 uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_rows, int backward_params) {
     uint32_t levels = shape->levels_per_thread;
@@ -465,7 +465,8 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
     point_dims(shape, desc->n, 1u, dims);
     args->levels_per_thread = 1;
     if (shape->level_major) {
-        level_groups(shape, desc->dL_dy, desc->dL_dy_layout, desc->dL_dparams != NULL, &args->levels_per_thread, &args->stage, dims);
+        level_groups(shape, desc->dL_dy, desc->dL_dy_layout, desc->dL_dparams != NULL, &args->levels_per_thread,
+                     &args->stage, dims);
     }
 }
 
