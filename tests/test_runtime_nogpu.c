@@ -899,7 +899,6 @@ static void level_groups_and_staging(void **state) {
     s.largest_level_entries += 1; /* a level beyond 8 MiB: one level per block, as the forward */
     assert_int_equal(gj__levels_per_thread(&s, 0, 1), 1);
     assert_int_equal(gj__levels_per_thread(&s, 1, 1), 1);
-    s.largest_level_entries = 4096;
     gj_codegen_options padded;
     gj_codegen_options_init(&padded);
     padded.output_width_multiple = 16; /* rows of 64 bytes: a sector (4 levels of 8 bytes) each */

@@ -374,9 +374,9 @@ static void point_dims(const gj__module_shape *shape, uint64_t n, uint32_t grid_
  * fills whole sectors (C1: 1.63 -> 0.98 ms forward). The backward to the parameters: the
  * same for rows, and at least four levels otherwise where every level's table is small
  * enough for four to share the L2 (each thread reads its point once for four levels and
- * keeps more independent atomics in flight: 2-9 % faster on C1-C4, S1-S3, S5, S6 and
- * along rays; a dense grid whose finest tables take 20 and 64 MiB: its backward 11-17 % slower;
- * benchmarks.md §2). */
+ * keeps more independent atomics in flight: 1-9 % faster on C1-C4, S1-S3, S5 and S6, on
+ * uniform points and rays, but for C3 along rays, 1-2 % slower; a dense grid whose finest
+ * tables take 20 and 64 MiB: its backward 11-17 % slower; benchmarks.md §2). */
 uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_rows, int backward_params) {
     uint32_t levels = shape->levels_per_thread;
     if (levels == 0) {
