@@ -318,7 +318,7 @@ GJ_INLINE void gj_backward_at(const gj_backward_args& a, const gj_u64& i, gj_u32
     }
     const float u = C::STOCHASTIC && PARAMS ? gj_stochastic_sample(i, level, a.n) : 0.0f;
     gj_level_backward<C, MODE, PARAMS, INPUT, G, SHARED>(x, lv, (const T*)a.params + lv.offset, g, grad(), dldx, u,
-                                                         SHARED ? 0u : a.aggregate_min);
+                                                         a.aggregate_min);
 }
 
 template <class C, bool PARAMS, bool INPUT>

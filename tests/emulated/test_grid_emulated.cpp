@@ -294,7 +294,18 @@ struct device {
     buffer dparams_dydx, dx_dydx, dx_dydx_only; // backward with the forward's dy/dx
     buffer dy_dx_compact, dx_compact;           // the compact round trip
     std::vector<std::string> kernels_run;
+    // Collectives counted so far (gj_emu_take_stats resets its counters), and the down
+    // shuffles of the coarse kernels alone: the run sums of their shared-memory adds.
+    gj_emu_stats counted{};
+    unsigned long long coarse_launches = 0, coarse_shuffles_down = 0;
 };
+
+void add_stats(gj_emu_stats& total, const gj_emu_stats& s) {
+    total.activemask += s.activemask, total.activemask_full += s.activemask_full, total.ballots += s.ballots;
+    total.shuffles_up += s.shuffles_up, total.shuffles_down += s.shuffles_down, total.barriers += s.barriers;
+    total.atomics += s.atomics, total.half2_reductions += s.half2_reductions;
+    total.vector_reductions += s.vector_reductions;
+}
 
 // dL/dparams as the runtime makes it: zeroed (overwrite), or an fp32 buffer zeroed and cast
 // afterwards (fp16 with F = 1), around `body`, which launches with the target.
@@ -375,7 +386,13 @@ void run_gradient_kernels(case_run& c, device& dev, const gj_backward_desc& b, c
         if (!launch(c, main, args, what)) return false;
         if (coarse.kernel >= 0) {
             dev.kernels_run.push_back(describe(coarse));
-            return launch(c, coarse, args, what);
+            add_stats(dev.counted, gj_emu_take_stats());
+            const bool ok = launch(c, coarse, args, what);
+            const gj_emu_stats s = gj_emu_take_stats();
+            add_stats(dev.counted, s);
+            ++dev.coarse_launches;
+            dev.coarse_shuffles_down += s.shuffles_down;
+            return ok;
         }
         return true;
     });
@@ -599,7 +616,8 @@ size_t run_case(gj_context* ctx, const gj_emu_unit* u, const variant* v, uint64_
     // The paths the case is meant to take: with aggregation off no lane asks for the warp
     // (gj_find_runs returns first); on, with inputs along rays where the templates
     // aggregate, runs formed and were summed with shuffles.
-    const gj_emu_stats st = gj_emu_take_stats();
+    gj_emu_stats st = gj_emu_take_stats();
+    add_stats(st, dev.counted);
     std::printf("  __activemask %llu (full warp %llu), ballots %llu, shuffles up %llu / down %llu, barriers %llu, "
                 "fp32 atomics %llu, fp16x2 reductions %llu, vector reductions %llu\n",
                 st.activemask, st.activemask_full, st.ballots, st.shuffles_up, st.shuffles_down, st.barriers,
@@ -612,6 +630,13 @@ size_t run_case(gj_context* ctx, const gj_emu_unit* u, const variant* v, uint64_
     if (v->aggregate_min != 0 && v->in == RAYS && gj_emu_aggregation_possible(c.enc, &opts) && st.shuffles_down == 0) {
         std::printf("FAILED %s: inputs along rays with warp aggregation from %u lanes, yet no run of lanes summed "
                     "its gradients\n",
+                    c.name.c_str(), v->aggregate_min);
+        ++c.failures;
+    }
+    if (v->aggregate_min != 0 && v->in == RAYS && gj_emu_aggregation_possible(c.enc, &opts) &&
+        dev.coarse_launches != 0 && dev.coarse_shuffles_down == 0) {
+        std::printf("FAILED %s: inputs along rays with warp aggregation from %u lanes, yet no run of lanes in the "
+                    "coarse kernels summed its gradients before the shared-memory adds\n",
                     c.name.c_str(), v->aggregate_min);
         ++c.failures;
     }

@@ -740,10 +740,12 @@ GJ_INLINE void gj_level_backward(const float* x, const gj_level& lv, const typen
         gj_add_entry<C, SHARED>(grad, gj_corner_index<D, C::HASH, MODE>(v, lv), 1.0f, g);
     }
 
-    // Runs of lanes in one cell (global atomics only): their sums, added by each run's head.
+    // Runs of lanes in one cell: their sums, added by each run's head (to global memory, or
+    // to the coarse kernel's shared sums, where a ray's lanes in one cell of a coarse level
+    // would otherwise queue on the same shared-memory words).
     [[maybe_unused]] bool runs = false;
     [[maybe_unused]] gj_warp_runs<C> run{};
-    if constexpr (PARAMS && !SHARED && gj_warp_runs<C>::ENABLED) {
+    if constexpr (PARAMS && gj_warp_runs<C>::ENABLED) {
         runs = gj_find_runs<D>(c, aggregate_min, run.lane, run.end, run.head);
     }
 
@@ -766,7 +768,7 @@ GJ_INLINE void gj_level_backward(const float* x, const gj_level& lv, const typen
                 gj_weighted<F>(gj_weight_product<D>(w, edge << 1, -1, -1), g, v[0]);
                 gj_weighted<F>(gj_weight_product<D>(w, (edge << 1) | 1u, -1, -1), g, v[1]);
                 bool adds = true;
-                if constexpr (!SHARED && gj_warp_runs<C>::ENABLED) {
+                if constexpr (gj_warp_runs<C>::ENABLED) {
                     if (runs) { // the run's sums, added by its first lane only
                         gj_run_sums<2 * F>(*(float(*)[2 * F])&v[0][0], run.lane, run.end);
                         adds = run.head;
@@ -1458,7 +1460,7 @@ GJ_INLINE void gj_backward_at(const gj_backward_args& a, const gj_u64& i, gj_u32
     }
     const float u = C::STOCHASTIC && PARAMS ? gj_stochastic_sample(i, level, a.n) : 0.0f;
     gj_level_backward<C, MODE, PARAMS, INPUT, G, SHARED>(x, lv, (const T*)a.params + lv.offset, g, grad(), dldx, u,
-                                                         SHARED ? 0u : a.aggregate_min);
+                                                         a.aggregate_min);
 }
 
 template <class C, bool PARAMS, bool INPUT>
