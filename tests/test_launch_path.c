@@ -9,6 +9,7 @@
  *   - a context renewed at the same address (destroyed and made again) is not taken for
  *     the old one;
  *   - a failed launch still names the call and its configuration;
+ *   - a launch that stages point-major rows sets its kernel's L1 carveout once per context;
  *   - gridjit bench --calls reports the time per call.
  * It also prints the host time per call on the fake driver (nothing runs), for profiling
  * the path: `valgrind --tool=callgrind build/tests/test_launch_path` with
@@ -402,6 +403,67 @@ static void a_kernel_carveout_is_set_once_per_context(void **state) {
     gj_user_module_destroy(um);
 }
 
+/* A launch that stages point-major rows in shared memory prefers the carveout of the blocks
+ * that its occupancy allows (the rest stays L1), chosen on its first launch in a context and
+ * not asked again while the staged bytes stay the same; launches without staging leave the
+ * driver's choice; GRIDJIT_STAGE_CARVEOUT=0 (read when a module is made) turns it off. */
+static void staged_launches_prefer_l1(void **state) {
+    fixture *f = *state;
+    /* 8 levels of F = 2 fp32: 64-byte rows, so the point-major forward takes 4 levels per
+     * thread and stages them (256 rows of 9 words, 9216 bytes a block). */
+    gj_encoding *enc = NULL;
+    ok(f, gj_encoding_create(f->ctx,
+                             "{\"otype\": \"HashGrid\", \"n_levels\": 8, \"n_features_per_level\": 2, "
+                             "\"log2_hashmap_size\": 10, \"precision\": \"fp32\"}",
+                             2, &enc));
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.passes = GJ_PASS_FORWARD;
+    for (int off = 0; off < 2; ++off) {
+        if (off) {
+            setenv("GRIDJIT_STAGE_CARVEOUT", "0", 1);
+        }
+        gj_module *m = NULL;
+        ok(f, gj_module_create(f->ctx, enc, &opts, &m));
+        unsetenv("GRIDJIT_STAGE_CARVEOUT");
+        void *y = NULL;
+        ok(f, gj_device_alloc(f->ctx, (size_t)N * gj_module_output_width(m) * 4, &y));
+        gj_forward_desc d;
+        gj_forward_desc_init(&d);
+        d.n = N;
+        d.x = f->x;
+        d.params = f->params;
+        d.y = y;
+        d.y_layout = GJ_LAYOUT_SOA; /* one level per block, nothing staged */
+        fake.reset_carveout();
+        fake.reset_counts();
+        ok(f, gj_forward(m, NULL, &d));
+        assert_int_equal(fake.count("cuFuncSetAttribute"), 0);
+        d.y_layout = GJ_LAYOUT_AOS;
+        fake.reset_counts();
+        ok(f, gj_forward(m, NULL, &d));
+        if (off) {
+            assert_int_equal(fake.count("cuFuncSetAttribute"), 0);
+            assert_int_equal(fake.last_carveout(), GJ_FAKE_NO_CARVEOUT);
+        } else {
+            /* Back to the default, then the percent: the fake's occupancy is 2048 / 256 = 8
+             * blocks, each 9216 + 1024 (reserved) bytes, of 228 KiB: 36 % (rounded up). */
+            assert_int_equal(fake.count("cuFuncSetAttribute"), 2);
+            assert_int_equal(fake.last_carveout(), 36);
+            assert_int_equal(fake.count("cuOccupancyMaxActiveBlocksPerMultiprocessor"), 1);
+            assert_int_equal(fake.count("cuDeviceGetAttribute"), 2); /* shared memory per SM and reserved */
+        }
+        fake.reset_counts();
+        for (int i = 0; i < 3; ++i) {
+            ok(f, gj_forward(m, NULL, &d));
+        }
+        assert_int_equal(fake.count("cuFuncSetAttribute"), 0); /* chosen once */
+        gj_device_free(f->ctx, y);
+        gj_module_destroy(m);
+    }
+    gj_encoding_destroy(enc);
+}
+
 /* Nanoseconds per call of pass, over calls calls on the NULL stream. */
 static double ns_per_call(fixture *f, gj_status (*pass)(fixture *, gj_stream), long calls) {
     struct timespec a, b;
@@ -475,6 +537,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(a_failed_launch_names_the_call, setup, teardown),
         cmocka_unit_test_setup_teardown(user_kernel_launches_ask_only_for_the_context, setup, teardown),
         cmocka_unit_test_setup_teardown(a_kernel_carveout_is_set_once_per_context, setup, teardown),
+        cmocka_unit_test_setup_teardown(staged_launches_prefer_l1, setup, teardown),
         cmocka_unit_test_setup_teardown(host_time_per_launch, setup, teardown),
         cmocka_unit_test(bench_reports_the_time_per_call),
     };

@@ -8,17 +8,24 @@ int gj__context_cache_init(gj__context_cache *c, size_t n_functions) {
     memset(c, 0, sizeof *c);
     c->n_functions = n_functions;
     c->storage = calloc(GJ__CONTEXT_SLOTS * (n_functions ? n_functions : 1), sizeof *c->storage);
-    if (!c->storage) {
+    c->carveout_storage =
+        calloc(GJ__CONTEXT_SLOTS * (n_functions ? n_functions : 1), sizeof *c->carveout_storage);
+    if (!c->storage || !c->carveout_storage) {
+        free(c->storage);
+        free(c->carveout_storage);
+        memset(c, 0, sizeof *c);
         return -1;
     }
     for (size_t i = 0; i < GJ__CONTEXT_SLOTS; ++i) {
         c->slots[i].functions = c->storage + i * n_functions;
+        c->slots[i].carveout_for = c->carveout_storage + i * n_functions;
     }
     return 0;
 }
 
 void gj__context_cache_free(gj__context_cache *c) {
     free(c->storage);
+    free(c->carveout_storage);
     memset(c, 0, sizeof *c);
 }
 
@@ -65,5 +72,6 @@ gj__context_slot *gj__context_cache_add(gj__context_cache *c, const gj__scope *w
     slot->sm = sm;
     slot->record = record;
     memset(slot->functions, 0, c->n_functions * sizeof *slot->functions);
+    memset(slot->carveout_for, 0, c->n_functions * sizeof *slot->carveout_for);
     return slot;
 }

@@ -11,6 +11,7 @@
 #include "runtime/scope.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define GJ__CONTEXT_SLOTS 32
 
@@ -21,11 +22,15 @@ typedef struct gj__context_slot {
     int sm;                /* compute capability, 90 for 9.0 */
     void *record;          /* the owner's per-device record */
     CUfunction *functions; /* n_functions; NULL until resolved in this context */
+    /* n_functions: the dynamic shared memory each function's L1 carveout was last chosen
+     * for (0: never chosen, the driver's default) */
+    uint32_t *carveout_for;
 } gj__context_slot;
 
 typedef struct gj__context_cache {
     size_t n_functions;
     CUfunction *storage; /* GJ__CONTEXT_SLOTS * n_functions */
+    uint32_t *carveout_storage; /* the same */
     gj__context_slot slots[GJ__CONTEXT_SLOTS];
     size_t next; /* the slot taken over when none is free */
 } gj__context_cache;

@@ -64,6 +64,9 @@ typedef struct gj__module_shape {
      * (0: never); module_create.c reads overrides from the environment once. */
     uint32_t levels_per_thread;
     uint32_t aggregate_min;
+    /* Staging launches prefer the L1 carveout of gj__module_fit_carveout (1), or leave it to
+     * the driver (0: GRIDJIT_STAGE_CARVEOUT=0). */
+    int stage_carveout;
 } gj__module_shape;
 
 /* opts: resolved (gj__codegen_options_resolve). */
@@ -162,6 +165,10 @@ typedef struct gj__module_device {
     CUdevice device;
     int sm;                 /* compute capability, 90 for 9.0 */
     uint32_t coarse_blocks; /* blocks per level of the coarse kernels: two per multiprocessor */
+    /* Asked on the first staging launch (gj__module_fit_carveout): shared memory per
+     * multiprocessor (0: unknown) and of it, what the system reserves per block. */
+    int smem_queried;
+    uint32_t smem_per_sm, smem_reserved;
     /* fp32 gradient accumulator for fp16 parameters with F = 1 (docs/design.md §8.3):
      * allocated on first use, cast into the caller's fp16 array after each pass. */
     CUdeviceptr scratch;
@@ -203,6 +210,11 @@ void gj__module_leave(struct gj_module *m, gj__launch_scope *scope);
  * and the function kept for the context. */
 gj_status gj__module_function(struct gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const char *call,
                               CUfunction *out);
+/* Before a launch of kernel id (function f, in the scope's context) with shared_bytes of
+ * point-major rows staged in shared memory (0: none): the function's preferred L1 carveout,
+ * chosen when the staged bytes differ from its last launch's in that context. */
+gj_status gj__module_fit_carveout(struct gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f,
+                                  uint32_t block, uint32_t shared_bytes, const char *call);
 /* Frees every device's fp32 gradient buffer (each in its own context). */
 void gj__module_free_scratch(struct gj_module *m);
 

@@ -132,8 +132,8 @@ static uint64_t env_number(const char *name, uint64_t fallback) {
 }
 
 /* Overrides of the launch shapes from the environment (docs/runtime.md, "Launch shapes"),
- * read once per module: GRIDJIT_LEVELS_PER_THREAD (where the options leave it automatic)
- * and GRIDJIT_AGGREGATE_MIN. */
+ * read once per module: GRIDJIT_LEVELS_PER_THREAD (where the options leave it automatic),
+ * GRIDJIT_AGGREGATE_MIN and GRIDJIT_STAGE_CARVEOUT. */
 static void launch_tuning(gj__module_shape *shape) {
     if (shape->levels_per_thread == 0) {
         const uint64_t levels = env_number("GRIDJIT_LEVELS_PER_THREAD", 0);
@@ -141,6 +141,7 @@ static void launch_tuning(gj__module_shape *shape) {
     }
     const uint64_t aggregate = env_number("GRIDJIT_AGGREGATE_MIN", GJ__DEFAULT_AGGREGATE_MIN);
     shape->aggregate_min = aggregate > 32 ? 32u : (uint32_t)aggregate;
+    shape->stage_carveout = env_number("GRIDJIT_STAGE_CARVEOUT", 1) != 0;
 }
 
 static gj_status new_module(gj__runtime *rt, const gj_encoding *enc, const gj_codegen_options *resolved,

@@ -5,6 +5,8 @@
  * device of one architecture. */
 #include "runtime/module.h"
 
+#include "runtime/l1_carveout.h"
+
 #include <string.h>
 
 /* The module's record of a device, made on first use. Call with m->lock held. */
@@ -116,6 +118,63 @@ gj_status gj__module_function(gj_module *m, gj__launch_scope *scope, gj__kernel_
     if (status == GJ_OK) {
         scope->functions[id] = *out;
     }
+    return status;
+}
+
+/* Staging takes shared memory, and by default the driver gives a kernel the carveout of the
+ * most blocks that its shared memory allows. The level-group forward gathers its table
+ * entries through L1, and its registers already hold it to fewer blocks (C1-C3 on an H200:
+ * 5 or 6): the carveout of those blocks leaves it more L1 (C3 point-major 0.596 -> 0.579 ms,
+ * C1 0.957 -> 0.943; docs/runtime.md, "Launch shapes"). Call with m->lock not held. */
+gj_status gj__module_fit_carveout(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f,
+                                  uint32_t block, uint32_t shared_bytes, const char *call) {
+    if (!m->shape.stage_carveout || !scope->device) {
+        return GJ_OK;
+    }
+    gj_status status = GJ_OK;
+    pthread_mutex_lock(&m->lock);
+    gj__module_device *device = scope->device;
+    if (!device->smem_queried) { /* on the first staging launch on the device only */
+        int smem = 0, reserved = 0;
+        if (m->drv->DeviceGetAttribute(&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+                                       device->device) != CUDA_SUCCESS ||
+            m->drv->DeviceGetAttribute(&reserved, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+                                       device->device) != CUDA_SUCCESS) {
+            smem = 0; /* unknown: the carveout stays the driver's choice */
+        }
+        device->smem_per_sm = smem > 0 ? (uint32_t)smem : 0u;
+        device->smem_reserved = reserved > 0 ? (uint32_t)reserved : 0u;
+        device->smem_queried = 1;
+    }
+    gj__context_slot *slot = gj__context_cache_find(&m->contexts, &scope->where);
+    if (slot && device->smem_per_sm && slot->carveout_for[id] != shared_bytes) {
+        /* Back to the driver's default first: the occupancy below is then the kernel's own. */
+        status = gj__cuda_checkf(m->diag, m->drv,
+                                 m->drv->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, -1),
+                                 "%s: cuFuncSetAttribute(%s, PREFERRED_SHARED_MEMORY_CARVEOUT, -1)", call,
+                                 gj__kernel_suffix(id));
+        int blocks = 0;
+        if (status == GJ_OK && shared_bytes) {
+            status = gj__cuda_checkf(
+                m->diag, m->drv, m->drv->OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, (int)block, shared_bytes),
+                "%s: cuOccupancyMaxActiveBlocksPerMultiprocessor(%s)", call, gj__kernel_suffix(id));
+        }
+        if (status == GJ_OK && blocks > 0) {
+            int fit = 0;
+            const int percent = gj__l1_carveout(device->smem_per_sm, device->smem_reserved, shared_bytes, blocks, &fit);
+            if (percent >= 0) {
+                status = gj__cuda_checkf(
+                    m->diag, m->drv,
+                    m->drv->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent),
+                    "%s: cuFuncSetAttribute(%s, PREFERRED_SHARED_MEMORY_CARVEOUT, %d)", call, gj__kernel_suffix(id),
+                    percent);
+            }
+        }
+        if (status == GJ_OK) {
+            slot->carveout_for[id] = shared_bytes;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
     return status;
 }
 

@@ -8,10 +8,19 @@
 
 /* ------------------------------------------------------------- small steps */
 
+/* The level-group kernels whose launches may stage point-major rows in shared memory (the
+ * coarse kernels' shared memory holds their sums instead). */
+static int stages(gj__kernel_id id) {
+    return gj__kernel(id)->rows && id != GJ__KERNEL_BACKWARD_ROWS_COARSE && id != GJ__KERNEL_BACKWARD_INPUT_ROWS_COARSE;
+}
+
 static gj_status launch(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const gj__launch_dims *dims,
                         void *args, gj_stream stream, const char *call) {
     CUfunction function = NULL;
     gj_status status = gj__module_function(m, scope, id, call, &function);
+    if (status == GJ_OK && stages(id)) {
+        status = gj__module_fit_carveout(m, scope, id, function, dims->block, dims->shared_bytes, call);
+    }
     if (status != GJ_OK) {
         return status;
     }
