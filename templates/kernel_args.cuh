@@ -59,11 +59,6 @@ typedef struct gj_backward_args {
      * cell with the lane before them (inputs ordered along rays), the lanes of each run
      * sum their contributions with shuffles and one lane adds the sums. 0: never. */
     unsigned int aggregate_min;
-    /* NAME_backward_coarse launched with grid y = L + 1 (and dL_dx set): the slice after the
-     * levels computes dL/dx from the forward's dy/dx (dy_dx, else dy_dx_compact, as in
-     * gj_dx_from_dydx_args) beside the coarse levels' sums; NULL otherwise. */
-    const float *dy_dx;
-    const void *dy_dx_compact;
 } gj_backward_args;
 
 typedef struct gj_backward_backward_args {

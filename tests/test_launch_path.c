@@ -190,28 +190,25 @@ static void launches_ask_only_for_the_context(void **state) {
     expect_calls("gj_backward", bwd, (const long[]){K, K, K, 2 * K}, 4);
 }
 
-/* With the forward's dy/dx, dL/dx is streamed by the slice after the levels of the coarse
- * launch, which the fixture's small level has (the level-major kernels then neither take
- * dL/dx nor need it zeroed, and no launch is added); alone, it is the only launch. */
+/* With the forward's dy/dx, dL/dx is one streaming launch after the dL/dparams kernels
+ * (the level-major kernels then neither take dL/dx nor need it zeroed); alone, it is the
+ * only launch. */
 static void backward_with_dydx_adds_one_launch(void **state) {
     fixture *f = *state;
-    ok(f, backward_from_dydx(f, 1)); /* compiles and loads the backward program */
+    ok(f, backward_from_dydx(f, 1)); /* compiles and loads the backward and helpers programs */
     fake.reset_counts();
     for (int i = 0; i < K; ++i) {
         ok(f, backward_from_dydx(f, 1));
     }
     static const char *const both[] = {"cuCtxGetCurrent", "cuCtxGetId", "cuMemsetD32Async", "cuLaunchKernel"};
-    expect_calls("gj_backward, dL/dx from dy/dx", both, (const long[]){K, K, K, 2 * K}, 4);
-    assert_int_equal(fake.last_grid_y(), 2 + 1); /* the coarse launch: 2 levels and the dL/dx slice */
-    ok(f, backward_from_dydx(f, 0)); /* compiles and loads the helpers program */
+    expect_calls("gj_backward, dL/dx from dy/dx", both, (const long[]){K, K, K, 3 * K}, 4);
+    assert_int_equal(fake.last_grid_x(), (N + 255) / 256); /* one thread per point */
     fake.reset_counts();
     for (int i = 0; i < K; ++i) {
         ok(f, backward_from_dydx(f, 0));
     }
     static const char *const alone[] = {"cuCtxGetCurrent", "cuCtxGetId", "cuLaunchKernel"};
     expect_calls("gj_backward, dL/dx alone from dy/dx", alone, (const long[]){K, K, K}, 3);
-    assert_int_equal(fake.last_grid_x(), (N + 255) / 256); /* one thread per point */
-    assert_int_equal(fake.last_grid_y(), 1);
 }
 
 static void a_new_context_is_asked_once(void **state) {

@@ -110,17 +110,10 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
                        gj__launch_dims *dims);
 void gj__backward_backward_args(const gj__module_shape *shape, const gj_backward_backward_desc *desc,
                                 gj_backward_backward_args *args, gj__launch_dims *dims);
-/* Whether a backward launch of desc takes dL/dx from desc->dy_dx or dy_dx_compact (not from
- * the parameters); *grads: the descriptor the gradient kernels run, without dL_dx then
- * (nothing to run when it has neither output). That dL/dx is the slice after the levels of
- * the coarse launch where grads has one (gj__dx_with_coarse), else NAME_dx_from_dydx after
- * the gradient kernels. */
+/* Whether a backward launch of desc takes dL/dx from desc->dy_dx or dy_dx_compact (NAME_dx_from_dydx, after
+ * the gradient kernels); *grads: the descriptor the gradient kernels run, without dL_dx
+ * then (nothing to run when it has neither output). */
 int gj__backward_split(const gj_backward_desc *desc, gj_backward_desc *grads);
-int gj__dx_with_coarse(const gj__module_shape *shape, const gj_backward_desc *grads);
-/* For that: the coarse launch's args (a copy of the gradient kernels') take desc's dL/dx
- * from dy/dx and its grid a slice more than the levels. */
-void gj__coarse_dx_args(const gj__module_shape *shape, const gj_backward_desc *desc, gj_backward_args *args,
-                        gj__launch_dims *coarse_dims);
 /* dL/dx from desc->dy_dx or dy_dx_compact (a grid-stride launch: grid x at most 2^20 blocks). */
 void gj__dx_from_dydx_args(const gj__module_shape *shape, const gj_backward_desc *desc, gj_dx_from_dydx_args *args,
                            gj__launch_dims *dims);

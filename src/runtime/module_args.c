@@ -479,23 +479,6 @@ int gj__backward_split(const gj_backward_desc *desc, gj_backward_desc *grads) {
     return from_dydx;
 }
 
-/* The coarse kernels keep two blocks per multiprocessor busy with shared-memory atomics
- * for a while (C1 on an H200: about 0.17 ms): dL/dx from dy/dx, a streaming pass of about
- * as long, runs beside them in the same launch (docs/runtime.md, "Launch shapes"). */
-int gj__dx_with_coarse(const gj__module_shape *shape, const gj_backward_desc *grads) {
-    return gj__backward_uses_coarse(shape, grads);
-}
-
-void gj__coarse_dx_args(const gj__module_shape *shape, const gj_backward_desc *desc, gj_backward_args *args,
-                        gj__launch_dims *coarse_dims) {
-    args->dL_dx = desc->dL_dx;
-    args->dx_stride_point = shape->n_dims;
-    args->dx_stride_dim = 1;
-    args->dy_dx = desc->dy_dx;
-    args->dy_dx_compact = desc->dy_dx_compact;
-    coarse_dims->grid_y = shape->n_levels + 1;
-}
-
 /* Threads of a grid-stride launch: enough blocks to fill any GPU many times over; the
  * kernels loop over the points beyond them. */
 #define GJ__STREAM_MAX_BLOCKS (1u << 20)

@@ -137,9 +137,8 @@ gj_status gj_forward(gj_module *module, gj_stream stream, const gj_forward_desc 
 
 /* The gradient kernels of a backward launch: dL/dparams and/or dL/dx from the parameters
  * (the main kernel, its small levels, the fp16 gradient cast). */
-/* dx: the full descriptor when its dL/dx from dy/dx rides the coarse launch, else NULL. */
 static gj_status gradient_kernels(gj_module *module, gj__launch_scope *scope, const gj_backward_desc *desc,
-                                  const gj_backward_desc *dx, gj_stream stream, const char *call) {
+                                  gj_stream stream, const char *call) {
     gj_backward_args args;
     gj__launch_dims dims;
     gj__backward_args(&module->shape, desc, &args, &dims);
@@ -165,11 +164,7 @@ static gj_status gradient_kernels(gj_module *module, gj__launch_scope *scope, co
     if (status == GJ_OK && coarse) {
         gj__launch_dims coarse_dims;
         gj__coarse_dims(&module->shape, args.coarse_blocks, &coarse_dims);
-        gj_backward_args coarse_args = args;
-        if (dx) {
-            gj__coarse_dx_args(&module->shape, dx, &coarse_args, &coarse_dims);
-        }
-        status = launch(module, scope, coarse_kernel, &coarse_dims, &coarse_args, stream, call);
+        status = launch(module, scope, coarse_kernel, &coarse_dims, &args, stream, call);
     }
     if (status == GJ_OK) {
         status = finish_gradients(module, scope, &plan, desc->dL_dparams, desc->dL_dparams_mode, stream, call);
@@ -194,11 +189,10 @@ gj_status gj_backward(gj_module *module, gj_stream stream, const gj_backward_des
     /* With the forward's dy/dx, the gradient kernels compute dL/dparams alone (if asked). */
     gj_backward_desc grads;
     const int dx_from_dydx_pass = gj__backward_split(desc, &grads);
-    const int dx_with_coarse = dx_from_dydx_pass && gj__dx_with_coarse(&module->shape, &grads);
     if (grads.dL_dparams || grads.dL_dx) {
-        status = gradient_kernels(module, &scope, &grads, dx_with_coarse ? desc : NULL, stream, call);
+        status = gradient_kernels(module, &scope, &grads, stream, call);
     }
-    if (status == GJ_OK && dx_from_dydx_pass && !dx_with_coarse) {
+    if (status == GJ_OK && dx_from_dydx_pass) {
         status = dx_from_dydx(module, &scope, desc, stream, call);
     }
     gj__module_leave(module, &scope);

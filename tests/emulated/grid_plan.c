@@ -83,10 +83,10 @@ int gj_emu_plan_forward(const gj_emu_shape *shape, const gj_forward_desc *desc, 
     return 0;
 }
 
-int gj_emu_plan_backward(const gj_emu_shape *shape, const gj_backward_desc *desc, const gj_backward_desc *dx,
-                         uint32_t most, gj_backward_args *args, gj_backward_args *coarse_args, gj_emu_plan_launch *main,
-                         gj_emu_plan_launch *coarse, int *zero_dx, int *grad_scratch, size_t *grad_zero_bytes,
-                         gj_emu_plan_launch *cast, char *err, size_t err_size) {
+int gj_emu_plan_backward(const gj_emu_shape *shape, const gj_backward_desc *desc, uint32_t most,
+                         gj_backward_args *args, gj_emu_plan_launch *main, gj_emu_plan_launch *coarse, int *zero_dx,
+                         int *grad_scratch, size_t *grad_zero_bytes, gj_emu_plan_launch *cast, char *err,
+                         size_t err_size) {
     gj__diag diag;
     gj__diag_init(&diag);
     if (refused(&diag, gj__check_backward(&diag, &shape->shape, desc), err, err_size)) {
@@ -105,10 +105,6 @@ int gj_emu_plan_backward(const gj_emu_shape *shape, const gj_backward_desc *desc
     copy_dims(main, main_kernel, &dims);
     gj__launch_dims coarse_dims;
     gj__coarse_dims(&shape->shape, args->coarse_blocks, &coarse_dims);
-    *coarse_args = *args;
-    if (dx && uses_coarse) {
-        gj__coarse_dx_args(&shape->shape, dx, coarse_args, &coarse_dims);
-    }
     copy_dims(coarse, uses_coarse ? (int)coarse_kernel : -1, &coarse_dims);
     return 0;
 }
@@ -117,9 +113,6 @@ int gj_emu_plan_dx_from_dydx(const gj_emu_shape *shape, const gj_backward_desc *
                              gj_dx_from_dydx_args *args, gj_emu_plan_launch *launch) {
     if (!gj__backward_split(desc, grads)) {
         return 0;
-    }
-    if (gj__dx_with_coarse(&shape->shape, grads)) {
-        return 2;
     }
     gj__launch_dims dims;
     gj__dx_from_dydx_args(&shape->shape, desc, args, &dims);

@@ -41,16 +41,13 @@ int gj_emu_plan_forward(const gj_emu_shape *shape, const gj_forward_desc *desc, 
  * blocks per level. zero_dx: the runtime zeroes dL/dx first (level-major). grad_scratch:
  * dL/dparams is accumulated in an fp32 buffer of n_params (zeroed), then cast with
  * cast (GJ__KERNEL_CAST_GRADIENTS); grad_zero_bytes: bytes of the target zeroed first. */
-/* dx: the full descriptor when its dL/dx from dy/dx rides the coarse launch (return 2 of
- * gj_emu_plan_dx_from_dydx), else NULL; coarse_args: the coarse launch's arguments. */
-int gj_emu_plan_backward(const gj_emu_shape *shape, const gj_backward_desc *desc, const gj_backward_desc *dx,
-                         uint32_t most, gj_backward_args *args, gj_backward_args *coarse_args, gj_emu_plan_launch *main,
-                         gj_emu_plan_launch *coarse, int *zero_dx, int *grad_scratch, size_t *grad_zero_bytes,
-                         gj_emu_plan_launch *cast, char *err, size_t err_size);
+int gj_emu_plan_backward(const gj_emu_shape *shape, const gj_backward_desc *desc, uint32_t most,
+                         gj_backward_args *args, gj_emu_plan_launch *main, gj_emu_plan_launch *coarse, int *zero_dx,
+                         int *grad_scratch, size_t *grad_zero_bytes, gj_emu_plan_launch *cast, char *err,
+                         size_t err_size);
 /* A backward launch with desc->dy_dx: *grads is the descriptor of its gradient kernels
- * (plan them with gj_emu_plan_backward when it has an output). With dL/dx from dy/dx:
- * returns 1 when it is a launch of its own (args and launch are that launch's), 2 when it
- * is the slice after the levels of the gradient kernels' coarse launch; else 0. */
+ * (plan them with gj_emu_plan_backward when it has an output), and with dL/dx from dy/dx
+ * (return 1) args and launch are that launch's. */
 int gj_emu_plan_dx_from_dydx(const gj_emu_shape *shape, const gj_backward_desc *desc, gj_backward_desc *grads,
                              gj_dx_from_dydx_args *args, gj_emu_plan_launch *launch);
 int gj_emu_plan_backward_backward(const gj_emu_shape *shape, const gj_backward_backward_desc *desc,

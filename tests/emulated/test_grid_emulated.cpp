@@ -365,32 +365,29 @@ template <class Desc> void describe_gradients(Desc& d, case_run& c, device& dev,
     d.max_level = c.per_point() ? 1.0f : c.max_level;
 }
 
-// dx_desc: the full descriptor when its dL/dx from dy/dx rides the coarse launch.
-void run_gradient_kernels(case_run& c, device& dev, const gj_backward_desc& b, const char* what,
-                          const gj_backward_desc* dx_desc = nullptr) {
+void run_gradient_kernels(case_run& c, device& dev, const gj_backward_desc& b, const char* what) {
     void* dparams = b.dL_dparams;
     float* dx = b.dL_dx;
-    gj_backward_args args, coarse_args;
+    gj_backward_args args;
     gj_emu_plan_launch main, coarse, cast;
     int zero_dx = 0, scratch = 0;
     size_t zero_bytes = 0;
     char err[2048];
     if (!planned(c,
-                 gj_emu_plan_backward(c.shape, &b, dx_desc, COARSE_MOST, &args, &coarse_args, &main, &coarse, &zero_dx,
-                                      &scratch, &zero_bytes, &cast, err, sizeof err),
+                 gj_emu_plan_backward(c.shape, &b, COARSE_MOST, &args, &main, &coarse, &zero_dx, &scratch,
+                                      &zero_bytes, &cast, err, sizeof err),
                  what, err)) {
         return;
     }
     if (zero_dx) std::memset(dx, 0, c.n * c.D * sizeof(float));
     with_gradients(c, dev, dparams, c.v->mode, scratch, zero_bytes, cast, [&](void* target) {
         args.dL_dparams = target;
-        coarse_args.dL_dparams = target;
         dev.kernels_run.push_back(describe(main));
         if (!launch(c, main, args, what)) return false;
         if (coarse.kernel >= 0) {
             dev.kernels_run.push_back(describe(coarse));
             add_stats(dev.counted, gj_emu_take_stats());
-            const bool ok = launch(c, coarse, coarse_args, what);
+            const bool ok = launch(c, coarse, args, what);
             const gj_emu_stats s = gj_emu_take_stats();
             add_stats(dev.counted, s);
             ++dev.coarse_launches;
@@ -414,8 +411,8 @@ void run_backward(case_run& c, device& dev, void* dparams, float* dx, const char
     gj_dx_from_dydx_args args;
     gj_emu_plan_launch l;
     const int split = gj_emu_plan_dx_from_dydx(c.shape, &b, &grads, &args, &l);
-    if (grads.dL_dparams || grads.dL_dx) run_gradient_kernels(c, dev, grads, what, split == 2 ? &b : nullptr);
-    if (split == 1) {
+    if (grads.dL_dparams || grads.dL_dx) run_gradient_kernels(c, dev, grads, what);
+    if (split) {
         dev.kernels_run.push_back(describe(l));
         launch(c, l, args, what);
     }

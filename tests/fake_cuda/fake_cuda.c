@@ -378,7 +378,7 @@ static CUresult fake_KernelGetFunction(CUfunction *out, CUkernel kernel) {
 }
 
 static atomic_int next_launch_error;
-static atomic_uint last_grid_x, last_grid_y; /* the last successful launch's grid */
+static atomic_uint last_grid_x; /* the x dimension of the last successful launch's grid */
 
 /* The next cuLaunchKernel (of any thread) fails with error. */
 FAKE_API void gjfake_fail_next_launch(CUresult error) {
@@ -388,7 +388,7 @@ FAKE_API void gjfake_fail_next_launch(CUresult error) {
 static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                   unsigned bz, unsigned shared, CUstream stream, void **params, void **extra) {
     COUNT(LaunchKernel);
-    (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)params, (void)extra;
+    (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)params, (void)extra;
     const int injected = atomic_exchange(&next_launch_error, 0);
     if (injected) {
         return (CUresult)injected;
@@ -401,7 +401,6 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         return CUDA_ERROR_INVALID_HANDLE;
     }
     atomic_store(&last_grid_x, gx);
-    atomic_store(&last_grid_y, gy);
     return CUDA_SUCCESS;
 }
 
@@ -434,10 +433,6 @@ FAKE_API void gjfake_reset_carveout(void) {
 /* The grid's x dimension of the last successful cuLaunchKernel (of any thread). */
 FAKE_API unsigned gjfake_last_grid_x(void) {
     return atomic_load(&last_grid_x);
-}
-
-FAKE_API unsigned gjfake_last_grid_y(void) {
-    return atomic_load(&last_grid_y);
 }
 
 static CUresult fake_MemAlloc(CUdeviceptr *out, size_t bytes) {

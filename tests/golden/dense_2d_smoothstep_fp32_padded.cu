@@ -1083,11 +1083,6 @@ typedef struct gj_backward_args {
      * cell with the lane before them (inputs ordered along rays), the lanes of each run
      * sum their contributions with shuffles and one lane adds the sums. 0: never. */
     unsigned int aggregate_min;
-    /* NAME_backward_coarse launched with grid y = L + 1 (and dL_dx set): the slice after the
-     * levels computes dL/dx from the forward's dy/dx (dy_dx, else dy_dx_compact, as in
-     * gj_dx_from_dydx_args) beside the coarse levels' sums; NULL otherwise. */
-    const float *dy_dx;
-    const void *dy_dx_compact;
 } gj_backward_args;
 
 typedef struct gj_backward_backward_args {
@@ -1591,41 +1586,6 @@ GJ_INLINE void gj_backward_dx_rows_kernel(const gj_backward_args& a) {
     gj_backward_groups<C, LV, false, true>(a);
 }
 
-// ---- dL/dx from the forward's dy/dx -------------------------------------------------
-// A streaming pass for callers whose forward pass wrote dy/dx anyway (training with dL/dx,
-// as tiny-cuda-nn's): D * N_OUT floats and N_OUT dL/dy values read once per point, instead
-// of the backward pass gathering every level's corners again. Grid-stride, so that any n
-// fits the grid the runtime picks.
-// COMPACT: dy/dx in gj_forward_args.dy_dx_compact's form (fp16 in units of the level's scale:
-// output k's values times LV::at(k / F).scale), else plain fp32.
-template <class C, class LV, bool COMPACT>
-GJ_INLINE void gj_dx_from_dydx_points(const gj_dx_from_dydx_args& a) {
-    typedef typename C::param_t T;
-    const T* dl_dy = (const T*)a.dL_dy;
-    const gj_u64 per_output = a.n * C::D; // values from output k's dy/dx to output k + 1's
-    for (gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += (gj_u64)gridDim.x * blockDim.x) {
-        float sum[C::D];
-        gj_zero(sum);
-#pragma unroll 8
-        for (int k = 0; k < C::N_OUT; ++k) {
-            float g = gj_to_float(dl_dy[i * a.dy_stride_point + (gj_u64)k * a.dy_stride_feature]);
-            const gj_u64 e = (gj_u64)k * per_output + i * C::D;
-            if constexpr (COMPACT) g *= LV::at((gj_u32)k / C::F).scale;
-#pragma unroll
-            for (int d = 0; d < C::D; ++d) {
-                sum[d] += g * (COMPACT ? gj_to_float(((const gj_half*)a.dy_dx_compact)[e + d]) : a.dy_dx[e + d]);
-            }
-        }
-        gj_store_point<C>(a.dL_dx, a.dx_stride_point, a.dx_stride_dim, i, sum);
-    }
-}
-
-template <class C, class LV>
-GJ_INLINE void gj_dx_from_dydx_kernel(const gj_dx_from_dydx_args& a) {
-    if (a.dy_dx) gj_dx_from_dydx_points<C, LV, false>(a);
-    else gj_dx_from_dydx_points<C, LV, true>(a);
-}
-
 // ---- backward, small levels: sums in shared memory ---------------------------------
 // The small dense levels are where the global atomics contend (every point hits the
 // same few thousand entries). Each of the coarse_blocks blocks sums its grid-stride share
@@ -1674,24 +1634,9 @@ GJ_INLINE void gj_backward_coarse_level(const gj_backward_args& a, float* sums) 
 }
 
 // The small levels of NAME_backward (dL/dparams) and of NAME_backward_input (with dL/dx).
-// The slice after the levels (grid y = L + 1; runtime: gj__coarse_dx_args): dL/dx from the
-// forward's dy/dx, streamed from memory while the other slices' blocks, two per
-// multiprocessor, sum the coarse levels with shared-memory atomics; as a launch of its own
-// after them it took as long again (C1: about 0.17 ms each on an H200).
-template <class C, class LV>
-GJ_INLINE void gj_backward_dx_slice(const gj_backward_args& a) {
-    const gj_dx_from_dydx_args d{a.n, a.dy_dx, a.dy_dx_compact, a.dL_dy, a.dy_stride_point, a.dy_stride_feature,
-                                 a.dL_dx, a.dx_stride_point, a.dx_stride_dim};
-    gj_dx_from_dydx_kernel<C, LV>(d);
-}
-
 template <class C, class LV, bool INPUT>
 GJ_INLINE void gj_backward_coarse_body(const gj_backward_args& a) {
     extern __shared__ float gj_coarse_sums[];
-    if (blockIdx.y >= C::L) {
-        if (a.dL_dx) gj_backward_dx_slice<C, LV>(a);
-        return;
-    }
     if (!a.dL_dparams || a.coarse_blocks == 0 || blockIdx.x >= a.coarse_blocks) return;
     gj_backward_coarse_level<C, LV, INPUT>(a, gj_coarse_sums);
 }
@@ -1777,6 +1722,41 @@ GJ_INLINE void gj_cast_gradients_kernel(const gj_cast_args& a) {
     T* dst = (T*)a.dst;
     const float previous = a.accumulate ? gj_to_float(dst[i]) : 0.0f;
     dst[i] = gj_from_float<T>(previous + a.src[i]);
+}
+
+// ---- dL/dx from the forward's dy/dx -------------------------------------------------
+// A streaming pass for callers whose forward pass wrote dy/dx anyway (training with dL/dx,
+// as tiny-cuda-nn's): D * N_OUT floats and N_OUT dL/dy values read once per point, instead
+// of the backward pass gathering every level's corners again. Grid-stride, so that any n
+// fits the grid the runtime picks.
+// COMPACT: dy/dx in gj_forward_args.dy_dx_compact's form (fp16 in units of the level's scale:
+// output k's values times LV::at(k / F).scale), else plain fp32.
+template <class C, class LV, bool COMPACT>
+GJ_INLINE void gj_dx_from_dydx_points(const gj_dx_from_dydx_args& a) {
+    typedef typename C::param_t T;
+    const T* dl_dy = (const T*)a.dL_dy;
+    const gj_u64 per_output = a.n * C::D; // values from output k's dy/dx to output k + 1's
+    for (gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += (gj_u64)gridDim.x * blockDim.x) {
+        float sum[C::D];
+        gj_zero(sum);
+#pragma unroll 8
+        for (int k = 0; k < C::N_OUT; ++k) {
+            float g = gj_to_float(dl_dy[i * a.dy_stride_point + (gj_u64)k * a.dy_stride_feature]);
+            const gj_u64 e = (gj_u64)k * per_output + i * C::D;
+            if constexpr (COMPACT) g *= LV::at((gj_u32)k / C::F).scale;
+#pragma unroll
+            for (int d = 0; d < C::D; ++d) {
+                sum[d] += g * (COMPACT ? gj_to_float(((const gj_half*)a.dy_dx_compact)[e + d]) : a.dy_dx[e + d]);
+            }
+        }
+        gj_store_point<C>(a.dL_dx, a.dx_stride_point, a.dx_stride_dim, i, sum);
+    }
+}
+
+template <class C, class LV>
+GJ_INLINE void gj_dx_from_dydx_kernel(const gj_dx_from_dydx_args& a) {
+    if (a.dy_dx) gj_dx_from_dydx_points<C, LV, false>(a);
+    else gj_dx_from_dydx_points<C, LV, true>(a);
 }
 
 #endif // GJ_KERNELS_CUH

@@ -33,7 +33,6 @@ int gj_fake_driver_open(gj_fake_driver *fake) {
         {"gjfake_current", (void **)&fake->current},
         {"gjfake_fail_next_launch", (void **)&fake->fail_next_launch},
         {"gjfake_last_grid_x", (void **)&fake->last_grid_x},
-        {"gjfake_last_grid_y", (void **)&fake->last_grid_y},
         {"gjfake_last_carveout", (void **)&fake->last_carveout},
         {"gjfake_reset_carveout", (void **)&fake->reset_carveout},
     };

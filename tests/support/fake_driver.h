@@ -20,7 +20,6 @@ typedef struct gj_fake_driver {
     CUcontext (*current)(void); /* the calling thread's */
     void (*fail_next_launch)(CUresult error);
     unsigned (*last_grid_x)(void); /* the last successful launch's grid.x */
-    unsigned (*last_grid_y)(void); /* and its grid.y */
     int (*last_carveout)(void);    /* the last PREFERRED_SHARED_MEMORY_CARVEOUT set, or GJ_FAKE_NO_CARVEOUT */
     void (*reset_carveout)(void);
 } gj_fake_driver;
