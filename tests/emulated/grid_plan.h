@@ -30,8 +30,8 @@ uint32_t gj_emu_shape_levels_per_thread(const gj_emu_shape *shape, int point_maj
 
 /* Whether the backward's warp aggregation can apply to enc with opts: the templates enable
  * it for D <= 3, F <= 4, interpolation other than Nearest, no stochastic interpolation
- * (gj_warp_runs), on levels that take global atomics (not the small levels of level-major
- * order, which the coarse kernels sum in shared memory). The test's expectation. */
+ * (gj_warp_runs), on every level: those that take global atomics and the small levels of
+ * level-major order, which the coarse kernels sum in shared memory. The test's expectation. */
 int gj_emu_aggregation_possible(const gj_encoding *enc, const gj_codegen_options *opts);
 
 /* Each returns 0, or -1 with err when the runtime's checks refuse the descriptor. */
