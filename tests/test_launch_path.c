@@ -461,6 +461,39 @@ static void staged_launches_prefer_l1(void **state) {
         gj_device_free(f->ctx, y);
         gj_module_destroy(m);
     }
+
+    /* One kernel, staged and not: the backward to the parameters takes four levels per
+     * thread either way (backward_rows), staging point-major dL/dy rows only. Its carveout
+     * follows: chosen for the staged launch, handed back to the driver for the other. */
+    opts.passes = GJ_PASS_BACKWARD;
+    gj_module *m = NULL;
+    ok(f, gj_module_create(f->ctx, enc, &opts, &m));
+    void *dl_dy = NULL, *dparams = NULL;
+    ok(f, gj_device_alloc(f->ctx, (size_t)N * gj_module_output_width(m) * 4, &dl_dy));
+    ok(f, gj_device_alloc(f->ctx, gj_module_n_params(m) * 4, &dparams));
+    gj_backward_desc d;
+    gj_backward_desc_init(&d);
+    d.n = N;
+    d.x = f->x;
+    d.params = f->params;
+    d.dL_dy = dl_dy;
+    d.dL_dparams = dparams;
+    ok(f, gj_backward(m, NULL, &d)); /* point-major dL/dy: staged */
+    fake.reset_carveout();
+    fake.reset_counts();
+    d.dL_dy_layout = GJ_LAYOUT_SOA;
+    ok(f, gj_backward(m, NULL, &d));
+    assert_int_equal(fake.count("cuFuncSetAttribute"), 1);
+    assert_int_equal(fake.last_carveout(), -1);
+    ok(f, gj_backward(m, NULL, &d));
+    assert_int_equal(fake.count("cuFuncSetAttribute"), 1);
+    d.dL_dy_layout = GJ_LAYOUT_AOS;
+    ok(f, gj_backward(m, NULL, &d));
+    assert_int_equal(fake.count("cuFuncSetAttribute"), 3); /* -1, then the staged bytes' percent */
+    assert_true(fake.last_carveout() > 0 && fake.last_carveout() < 100);
+    gj_device_free(f->ctx, dparams);
+    gj_device_free(f->ctx, dl_dy);
+    gj_module_destroy(m);
     gj_encoding_destroy(enc);
 }
 
