@@ -17,6 +17,10 @@ plot.py's figures come from, out of the raw outputs of one GPU session:
   --calls FILE     optional: `gridjit bench --json --calls C` of a tiny batch
   --calls-before FILE
                    optional: the same with the build before the hot-path change
+  --current FILE   optional: JSON lines of the kernels as they are now, measured in a later
+                   session than --final: tcnn/CX/rN, new/CX/LAYOUT/rN, old/CX/LAYOUT/rN (the
+                   build before that session's changes), rays/CX/LAYOUT; the ratio figure
+                   draws these where present (docs/benchmarks/raw/ keeps such files)
   --final FILE     optional: JSON lines of the final kernels, measured in a later session
                    than --bench: tcnn/CX/rN, new/CX/LAYOUT/rN, pre/CX/LAYOUT/rN (the build
                    before the kernel split), rays/CX/soa, and the backward's levels per
@@ -160,6 +164,11 @@ def final_kernels(rows: dict) -> dict:
     return kernel_table(rows, [REFERENCE, NEW, ("presplit_", r"pre/(?P<name>C\d+)/(?P<variant>soa|aos)(/r\d+)?"), RAYS])
 
 
+def current_kernels(rows: dict) -> dict:
+    """The kernels as they are now beside the reference and the build before, per config."""
+    return kernel_table(rows, [REFERENCE, NEW, ("before_", r"old/(?P<name>C\d+)/(?P<variant>soa|aos)(/r\d+)?"), RAYS])
+
+
 def backward_levels(rows: dict) -> dict:
     """The backward passes into feature-major dL/dy by levels per thread: config -> input -> G."""
     out: dict = {}
@@ -251,18 +260,22 @@ def dumps(value, indent: int = 0) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bench", type=Path, required=True)
+    ap.add_argument("--bench", type=Path, help="required for a new results.json; without it the keys it gives are "
+                    "kept from the existing one")
     ap.add_argument("--sweeps", type=Path)
     ap.add_argument("--pytorch", type=Path)
     ap.add_argument("--script-logs", type=Path, nargs=2, metavar=("TINYCUDANN_LOG", "GRIDJIT_LOG"))
     ap.add_argument("--calls", type=Path)
     ap.add_argument("--calls-before", type=Path)
     ap.add_argument("--final", type=Path)
+    ap.add_argument("--current", type=Path)
     ap.add_argument("--out", type=Path, default=HERE / "results.json")
     args = ap.parse_args()
 
     old = json.loads(args.out.read_text()) if args.out.exists() else {}
-    rows = read_lines(args.bench)
+    if not args.bench and not old:
+        sys.exit(f"make_results.py: --bench is required: {args.out} does not exist yet")
+    rows = read_lines(args.bench) if args.bench else None
     out: dict = {
         "about": "Figures of docs/benchmarks.md and its plots (plot.py). Times in ms unless the key says "
                  "otherwise; medians over rounds. Built by make_results.py from raw files; the keys in "
@@ -273,16 +286,23 @@ def main() -> int:
         if key in old:
             out[key] = old[key]
     out["passes"] = list(PASSES)
-    out["configs"] = configs(rows)
-    out["kernels"] = kernels(rows)
-    out["spread"] = spread(rows)
-    out["compile_h200_bench_ms"] = bench_compile(rows)
+    for key, make in (("configs", configs), ("kernels", kernels), ("spread", spread),
+                      ("compile_h200_bench_ms", bench_compile)):
+        if rows is not None:
+            out[key] = make(rows)
+        elif key in old:
+            out[key] = old[key]
     if args.sweeps:
         out["levels_per_thread"], out["aggregation"] = sweeps(read_lines(args.sweeps))
+    else:
+        for key in ("levels_per_thread", "aggregation"):
+            if key in old:
+                out[key] = old[key]
     final = read_lines(args.final) if args.final else None
     for key, value in (("pytorch", args.pytorch and pytorch(args.pytorch)),
                        ("launch_calls", args.calls and calls(args.calls)),
                        ("final_kernels", final and final_kernels(final)),
+                       ("current_kernels", args.current and current_kernels(read_lines(args.current))),
                        ("backward_levels_per_thread", final and backward_levels(final))):
         if value:
             out[key] = value

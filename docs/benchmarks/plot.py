@@ -55,7 +55,10 @@ def bar_labels(ax, bars, fmt: str, size: float = 6.5, rotation: int = 0) -> None
 
 
 def current_kernels(r: dict) -> tuple:
-    """The latest kernel figures and their commit: the final kernels where measured."""
+    """The latest kernel figures and their commit: the kernels as they are now where measured,
+    else the final kernels where measured."""
+    if "current_kernels" in r:
+        return r["current_kernels"], r["commits"]["current_measured"]
     if "final_kernels" in r:
         return r["final_kernels"], r["commits"]["final_measured"]
     return r["kernels"], r["commits"]["kernels_measured"]
@@ -247,6 +250,19 @@ def tables(r: dict) -> dict:
                              ratio(e["soa"][p], e["reference"][p]), ratio(e["aos"][p], e["reference"][p])])
         out["1 kernels, C1-C4"] = table(["~config", "~pass", "tiny-cuda-nn", "gridjit SoA", "gridjit AoS",
                                          "SoA / tiny-cuda-nn", "AoS / tiny-cuda-nn"], rows)
+
+    if "current_kernels" in r:
+        ck, now_c, before = r["current_kernels"], r["commits"]["current_measured"], r["commits"]["current_before"]
+        rows = []
+        for name, e in ck.items():
+            for p in r["passes"]:
+                rows.append([name, PASS_NAMES[p], ms(e["reference"][p]), ms(e["soa"][p]), ms(e["aos"][p]),
+                             ratio(e["soa"][p], e["reference"][p]), ratio(e["aos"][p], e["reference"][p]),
+                             ratio(e["aos"][p], e["soa"][p]), ratio(e["soa"][p], e["before_soa"][p]),
+                             ratio(e["aos"][p], e["before_aos"][p])])
+        out[f"1 kernels now ({now_c}), C1-C4"] = table(
+            ["~config", "~pass", "tiny-cuda-nn", "gridjit SoA", "gridjit AoS", "SoA / tiny-cuda-nn",
+             "AoS / tiny-cuda-nn", "AoS / SoA", f"SoA / {before}", f"AoS / {before}"], rows)
 
     rows = []
     for name, e in k.items():
