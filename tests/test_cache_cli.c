@@ -59,6 +59,10 @@ static int is_key(const char *text) {
     return 1;
 }
 
+/* Whether compile_json's last run was retried (run_cli.h): its first attempt stored the
+ * binary, so the run that reports found it ("hit" where the attempt missed). */
+static int compile_retried;
+
 /* gridjit compile CONFIG --json into dir; returns "cache" and copies "key". */
 static const char *compile_json(const char *dir, const char *config, char key[33], const char *extra) {
     gj_cli_result r;
@@ -71,6 +75,7 @@ static const char *compile_json(const char *dir, const char *config, char key[33
         RUN(&r, "compile", "--config", config, "--dims", "2", "--arch", "sm_80", "--pass", "forward", "--cache-dir",
             dir, "-o", out, "--json");
     }
+    compile_retried = r.retried;
     cJSON *root = parse_json(&r);
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(root, "key");
     snprintf(key, 33, "%s", cJSON_IsString(k) ? k->valuestring : "");
@@ -80,6 +85,14 @@ static const char *compile_json(const char *dir, const char *config, char key[33
     cJSON_Delete(root);
     gj_cli_result_free(&r);
     return result;
+}
+
+/* compile_json's "cache" is want; a retried run's "hit" stands for its first attempt's miss. */
+static void expect_cache(const char *got, const char *want) {
+    if (compile_retried && strcmp(want, "miss") == 0 && strcmp(got, "hit") == 0) {
+        return;
+    }
+    assert_string_equal(got, want);
 }
 
 /* Keys of `gridjit cache list --json` whose kind is kind. */
@@ -132,7 +145,9 @@ static void precompile_fills_the_module_programs(void **state) {
         "forward", "--cache-dir", dir, "--jobs", "2");
     expect_status(&r, 0);
     assert_non_null(strstr(r.out, "2 configurations x 1 architecture"));
-    assert_non_null(strstr(r.out, "10 programs compiled, 0 already cached, 0 failed"));
+    /* A retried run finds what the first attempt compiled (run_cli.h). */
+    assert_non_null(strstr(r.out, r.retried ? "0 programs compiled, 10 already cached, 0 failed"
+                                            : "10 programs compiled, 0 already cached, 0 failed"));
     gj_cli_result_free(&r);
     RUN(&r, "precompile", "--config", CONFIG_A, "--config", configs, "--dims", "2", "--arch", "sm_80", "--pass",
         "forward", "--cache-dir", dir);
@@ -154,9 +169,9 @@ static void compile_without_nvrtc_names_the_command(void **state) {
     }
     char *dir = gjt_scratch("cli_offline");
     char key_a[33], again[33];
-    assert_string_equal(compile_json(dir, CONFIG_A, key_a, NULL), "miss");
+    expect_cache(compile_json(dir, CONFIG_A, key_a, NULL), "miss");
     setenv("GRIDJIT_NVRTC", "off", 1);
-    assert_string_equal(compile_json(dir, CONFIG_A, again, NULL), "hit");
+    expect_cache(compile_json(dir, CONFIG_A, again, NULL), "hit");
     assert_string_equal(key_a, again);
 
     /* another configuration: exit 1 naming its key and the command that would make it */
@@ -184,7 +199,7 @@ static void compile_without_nvrtc_names_the_command(void **state) {
     assert_int_equal(system(line) == 0 ? 0 : 1, 0);
     setenv("GRIDJIT_NVRTC", "off", 1);
     char key_c[33];
-    assert_string_equal(compile_json(dir, CONFIG_C, key_c, NULL), "hit");
+    expect_cache(compile_json(dir, CONFIG_C, key_c, NULL), "hit");
     char entry_name[80], path[2200];
     snprintf(entry_name, sizeof entry_name, "%s-%s.gjc", config_key, key_c);
     snprintf(path, sizeof path, "%s/%.2s/%s", dir, config_key, entry_name);
@@ -205,7 +220,8 @@ static void precompile_without_nvrtc_verifies_the_cache(void **state) {
     RUN(&r, "precompile", "--config", CONFIG_A, "--dims", "2", "--arch", "sm_80", "--pass", "forward", "--cache-dir",
         dir);
     expect_status(&r, 0);
-    assert_non_null(strstr(r.out, "5 programs compiled, 0 already cached, 0 failed"));
+    assert_non_null(strstr(r.out, r.retried ? "0 programs compiled, 5 already cached, 0 failed"
+                                            : "5 programs compiled, 0 already cached, 0 failed"));
     gj_cli_result_free(&r);
 
     setenv("GRIDJIT_NVRTC", "off", 1);
@@ -234,13 +250,13 @@ static void compile_reports_the_cache(void **state) {
     }
     char *dir = gjt_scratch("cli_compile");
     char key1[33], key2[33], key3[33];
-    assert_string_equal(compile_json(dir, CONFIG_A, key1, NULL), "miss");
-    assert_string_equal(compile_json(dir, CONFIG_A, key2, NULL), "hit");
+    expect_cache(compile_json(dir, CONFIG_A, key1, NULL), "miss");
+    expect_cache(compile_json(dir, CONFIG_A, key2, NULL), "hit");
     assert_string_equal(key1, key2);
-    assert_string_equal(compile_json(dir, CONFIG_A, key3, "--no-cache"), "off");
+    expect_cache(compile_json(dir, CONFIG_A, key3, "--no-cache"), "off");
     assert_string_equal(key1, key3); /* the key is known even uncached */
     assert_int_equal(gjt_count_suffix(dir, ".cu"), 0);
-    assert_string_equal(compile_json(dir, CONFIG_B, key2, "--keep-source"), "miss");
+    expect_cache(compile_json(dir, CONFIG_B, key2, "--keep-source"), "miss");
     char keys[4][33];
     assert_int_equal(listed(dir, "source", keys, 4), 1);
     assert_string_equal(keys[0], key2);

@@ -145,7 +145,8 @@ static int run_once(const char *cwd, const char *const *args, gj_cli_result *res
  * thread; under load that tracer itself sometimes dies (LSan prints "Tracer caught signal"
  * and "LeakSanitizer has encountered a fatal error", and the exit status is 1) although the
  * program did nothing wrong: a failure of the sanitizer's runtime, not a finding. Such a
- * run is made once more; a leak report ("detected memory leaks") is never retried. */
+ * run is made once more (result->retried); a leak report ("detected memory leaks") is never
+ * retried. */
 static int sanitizer_runtime_failed(const gj_cli_result *result) {
     return result->status != 0 && result->err && strstr(result->err, "LeakSanitizer has encountered a fatal error") &&
            !strstr(result->err, "detected memory leaks");
@@ -157,6 +158,7 @@ int gj_test_run_cli(const char *cwd, const char *const *args, gj_cli_result *res
         fprintf(stderr, "run_cli: LeakSanitizer's tracer failed in the child; running it again:\n%s", result->err);
         gj_cli_result_free(result);
         rc = run_once(cwd, args, result);
+        result->retried = 1;
     }
     return rc;
 }

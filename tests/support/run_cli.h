@@ -13,6 +13,10 @@ typedef struct gj_cli_result {
     size_t out_len;
     char *err;       /* stderr, NUL-terminated */
     size_t err_len;
+    /* 1: run a second time because LeakSanitizer's tracer died in the first run (run_cli.c).
+     * What the first run did stays done: a test of a command with side effects (a cache
+     * filled, a file written) expects what a second run of it prints. */
+    int retried;
 } gj_cli_result;
 
 /* The CLI binary from $GRIDJIT_CLI, or NULL when it is not set. */
