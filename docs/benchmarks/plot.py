@@ -227,42 +227,34 @@ def table(header: list, rows: list) -> str:
     return "\n".join(lines)
 
 
+def kernels_table(entries: dict, passes: list, extra: list) -> str:
+    """Config x pass: tiny-cuda-nn, gridjit SoA and AoS, their ratios to tiny-cuda-nn, then
+    the extra (header, cell(entry, pass)) columns."""
+    rows = [[name, PASS_NAMES[p], ms(e["reference"][p]), ms(e["soa"][p]), ms(e["aos"][p]),
+             ratio(e["soa"][p], e["reference"][p]), ratio(e["aos"][p], e["reference"][p]),
+             *(cell(e, p) for _, cell in extra)] for name, e in entries.items() for p in passes]
+    return table(["~config", "~pass", "tiny-cuda-nn", "gridjit SoA", "gridjit AoS", "SoA / tiny-cuda-nn",
+                  "AoS / tiny-cuda-nn", *(header for header, _ in extra)], rows)
+
+
 def tables(r: dict) -> dict:
     """The tables of docs/benchmarks.md by section, as markdown."""
     out = {}
     k, prev, now = r["kernels"], r["commits"]["previous_release"], r["commits"]["kernels_measured"]
     if "final_kernels" in r:
-        fk, pre = r["final_kernels"], r["commits"]["presplit"]
-        rows = []
-        for name, e in fk.items():
-            for p in r["passes"]:
-                rows.append([name, PASS_NAMES[p], ms(e["reference"][p]), ms(e["soa"][p]), ms(e["aos"][p]),
-                             ratio(e["soa"][p], e["reference"][p]), ratio(e["aos"][p], e["reference"][p]),
-                             ratio(e["soa"][p], e["presplit_soa"][p]), ratio(e["aos"][p], e["presplit_aos"][p])])
-        out["1 kernels, C1-C4"] = table(["~config", "~pass", "tiny-cuda-nn", "gridjit SoA", "gridjit AoS",
-                                         "SoA / tiny-cuda-nn", "AoS / tiny-cuda-nn", f"SoA / {pre}",
-                                         f"AoS / {pre}"], rows)
+        pre = r["commits"]["presplit"]
+        out["1 kernels, C1-C4"] = kernels_table(r["final_kernels"], r["passes"], [
+            (f"SoA / {pre}", lambda e, p: ratio(e["soa"][p], e["presplit_soa"][p])),
+            (f"AoS / {pre}", lambda e, p: ratio(e["aos"][p], e["presplit_aos"][p]))])
     else:
-        rows = []
-        for name, e in k.items():
-            for p in r["passes"]:
-                rows.append([name, PASS_NAMES[p], ms(e["reference"][p]), ms(e["soa"][p]), ms(e["aos"][p]),
-                             ratio(e["soa"][p], e["reference"][p]), ratio(e["aos"][p], e["reference"][p])])
-        out["1 kernels, C1-C4"] = table(["~config", "~pass", "tiny-cuda-nn", "gridjit SoA", "gridjit AoS",
-                                         "SoA / tiny-cuda-nn", "AoS / tiny-cuda-nn"], rows)
+        out["1 kernels, C1-C4"] = kernels_table(k, r["passes"], [])
 
     if "current_kernels" in r:
-        ck, now_c, before = r["current_kernels"], r["commits"]["current_measured"], r["commits"]["current_before"]
-        rows = []
-        for name, e in ck.items():
-            for p in r["passes"]:
-                rows.append([name, PASS_NAMES[p], ms(e["reference"][p]), ms(e["soa"][p]), ms(e["aos"][p]),
-                             ratio(e["soa"][p], e["reference"][p]), ratio(e["aos"][p], e["reference"][p]),
-                             ratio(e["aos"][p], e["soa"][p]), ratio(e["soa"][p], e["before_soa"][p]),
-                             ratio(e["aos"][p], e["before_aos"][p])])
-        out[f"1 kernels now ({now_c}), C1-C4"] = table(
-            ["~config", "~pass", "tiny-cuda-nn", "gridjit SoA", "gridjit AoS", "SoA / tiny-cuda-nn",
-             "AoS / tiny-cuda-nn", "AoS / SoA", f"SoA / {before}", f"AoS / {before}"], rows)
+        now_c, before = r["commits"]["current_measured"], r["commits"]["current_before"]
+        out[f"1 kernels now ({now_c}), C1-C4"] = kernels_table(r["current_kernels"], r["passes"], [
+            ("AoS / SoA", lambda e, p: ratio(e["aos"][p], e["soa"][p])),
+            (f"SoA / {before}", lambda e, p: ratio(e["soa"][p], e["before_soa"][p])),
+            (f"AoS / {before}", lambda e, p: ratio(e["aos"][p], e["before_aos"][p]))])
 
     rows = []
     for name, e in k.items():
