@@ -200,6 +200,7 @@ typedef struct gj__launch_scope {
     gj__scope where;
     gj__module_device *device;
     CUfunction functions[GJ__KERNEL_COUNT];
+    uint32_t carveout_for[GJ__KERNEL_COUNT]; /* the context slot's, as the scope found them */
 } gj__launch_scope;
 /* Enters the stream's context and finds what the module keeps for it: one lock, and driver
  * queries only on the first launch in a context. */

@@ -63,6 +63,7 @@ gj_status gj__module_enter(gj_module *m, gj_stream stream, const char *call, gj_
     if (status == GJ_OK) {
         scope->device = slot->record;
         memcpy(scope->functions, slot->functions, sizeof scope->functions);
+        memcpy(scope->carveout_for, slot->carveout_for, sizeof scope->carveout_for);
     }
     pthread_mutex_unlock(&m->lock);
     if (status != GJ_OK) {
@@ -125,10 +126,11 @@ gj_status gj__module_function(gj_module *m, gj__launch_scope *scope, gj__kernel_
  * most blocks that its shared memory allows. The level-group forward gathers its table
  * entries through L1, and its registers already hold it to fewer blocks (C1-C3 on an H200:
  * 5 or 6): the carveout of those blocks leaves it more L1 (C3 point-major 0.596 -> 0.579 ms,
- * C1 0.957 -> 0.943; docs/runtime.md, "Launch shapes"). Call with m->lock not held. */
+ * C1 0.957 -> 0.943; docs/runtime.md, "Launch shapes"). Call with m->lock not held; a launch
+ * whose bytes the scope already saw chosen takes no lock. */
 gj_status gj__module_fit_carveout(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f,
                                   uint32_t block, uint32_t shared_bytes, const char *call) {
-    if (!m->shape.stage_carveout || !scope->device) {
+    if (!m->shape.stage_carveout || !scope->device || scope->carveout_for[id] == shared_bytes) {
         return GJ_OK;
     }
     gj_status status = GJ_OK;
@@ -173,6 +175,9 @@ gj_status gj__module_fit_carveout(gj_module *m, gj__launch_scope *scope, gj__ker
         if (status == GJ_OK) {
             slot->carveout_for[id] = shared_bytes;
         }
+    }
+    if (slot) {
+        scope->carveout_for[id] = slot->carveout_for[id];
     }
     pthread_mutex_unlock(&m->lock);
     return status;
