@@ -1,18 +1,19 @@
 // ---------------------------------------------------------------------------
-// model_kernels.cuh: the __global__ kernels of a model, an encoding and its network fused
-// (docs/networks.md §9): each point is encoded in registers by the encoding's device
-// functions, its features go into the warp's tile and through the network (network.cuh),
-// and backwards the network's dL/d(features) goes straight into the encoding's backward
-// device function. Generic over the network's configuration C (with the block plan of
-// network_kernels.cuh, whose helpers these use) and E, the generated wrapper of the encoding:
-//   E::config, E::in_t, E::out_t, E::fwd(x, params, ctx), E::bwd(dL_dy, params, ctx,
-//   dL_dparams, dL_dx, i, n) (the encoding's NAME_encoding and NAME_encoding_bwd; point i of n
-//   chooses stochastic interpolation's sample as gridjit's own kernels do) and
-//   E::bwd_params(dL_dy, params, ctx, dL_dparams, i, n) (dL/dparams alone, one instance of the
-//   per-level code: what a backward kernel without dL/dinput calls).
-// Arrays are point-major: x[i * D + d], y[i * OUT + c], dL_dy[i * OUT + c], dL_dx[i * D + d].
-// The network's forward context of tile t is at ctx + t * C::CTX_HALVES; the encoding keeps
-// none (its backward takes x again).
+// model_kernels.cuh: the __global__ kernels of a model, an encoding and its network
+// (docs/networks.md §9). Forward, fused: each point is encoded in registers by the encoding's
+// device functions, its features go into the warp's tile and through the network
+// (network.cuh). Backward to the parameters, fused: the network's dL/d(features) goes straight
+// into the encoding's backward device function. Backward with dL/dinput, in two kernels: the
+// network's backward writes dL/d(features), and the encoding's own level-major backward (a
+// module of the encoding, kernels.cuh) reads it. Generic over the network's configuration C
+// (with the block plan of network_kernels.cuh, whose helpers these use) and E, the generated
+// wrapper of the encoding: E::config, E::in_t, E::out_t, E::fwd(x, params, ctx) (the encoding's
+// NAME_encoding) and E::bwd_params(dL_dy, params, ctx, dL_dparams, i, n) (dL/dparams alone, one
+// instance of the per-level code; point i of n chooses stochastic interpolation's sample as
+// gridjit's own kernels do).
+// Arrays are point-major: x[i * D + d], y[i * OUT + c], dL_dy[i * OUT + c]; dL/d(features)
+// feature-major. The network's forward context of tile t is at ctx + t * C::CTX_HALVES; the
+// encoding keeps none (its backward takes x again).
 // ---------------------------------------------------------------------------
 #ifndef GJ_MODEL_KERNELS_CUH
 #define GJ_MODEL_KERNELS_CUH
@@ -51,15 +52,18 @@ GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, fl
     });
 }
 
-template <class C, class E, bool INPUT, int PAD>
+// The backward pass without dL/dinput, fused: the network's backward per tile, its
+// dL/d(features) (rounded to fp16, as tiny-cuda-nn passes it) straight into the encoding's
+// dL/dparams device function (E::bwd_params) of each point. The network's tensor-core work
+// overlaps the encoding's gradient atomics, which keep L2 busy.
+template <class C, class E, int PAD>
 GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, const float* __restrict__ dL_dy,
                                        const gj_u16* w, const typename E::config::param_t* __restrict__ eparams,
                                        gj_u16* scratch, const gj_u16* ctx, float* grads,
-                                       typename E::config::grad_t* __restrict__ dL_deparams, float* __restrict__ dL_dx) {
+                                       typename E::config::grad_t* __restrict__ dL_deparams) {
     typedef typename E::config EC;
     constexpr int D = EC::D;
     const int lane = gj_nn_lane();
-    const bool encoding_grads = dL_deparams != nullptr || (INPUT && dL_dx != nullptr);
 #pragma unroll 1
     for (gj_u64 round = blockIdx.x; round < gj_nn_rounds<C>(n); round += gridDim.x) {
         const gj_nn_round<C> r(round, n, ctx, grads);
@@ -67,8 +71,7 @@ GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, co
         const bool active = i < n;
         const gj_u16* g =
             gj_nn_backward_warp<C, PAD, true>(active ? dL_dy + i * C::OUT : nullptr, w, scratch, r.ctx, r.wg);
-        if (active && encoding_grads) {
-            // dL/d(features), rounded to fp16 as tiny-cuda-nn passes it, into the encoding.
+        if (active && dL_deparams) {
             typename E::out_t dy;
             const gj_u16* row = g + lane * C::S;
 #pragma unroll
@@ -77,35 +80,77 @@ GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, co
             float ectx[D]; // the encoding's forward context: the D input floats (docs/fusion.md)
 #pragma unroll
             for (int d = 0; d < D; ++d) ectx[d] = x[i * D + d];
-            if constexpr (INPUT) {
-                typename E::in_t dx;
-                E::bwd(dy, eparams, (const gj_u8*)ectx, dL_deparams, dL_dx ? &dx : nullptr, i, n);
-                if (dL_dx) {
+            E::bwd_params(dy, eparams, (const gj_u8*)ectx, dL_deparams, i, n);
+        }
+        __syncwarp();
+    }
+}
+
+// dL_dparams: the network's, fp32, added to; dL_deparams: the encoding's (grad_t), added to.
+// Either may be null.
+template <class C, class E>
+GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, const float* __restrict__ dL_dy,
+                                        const gj_half* __restrict__ params,
+                                        const typename E::config::param_t* __restrict__ eparams,
+                                        const gj_u16* __restrict__ ctx, float* __restrict__ dL_dparams,
+                                        typename E::config::grad_t* __restrict__ dL_deparams) {
+    float* grads;
+    gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
+    gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
+        gj_model_backward_tiles<C, E, decltype(pad)::value>(n, x, dL_dy, w, eparams, scratch, ctx, grads, dL_deparams);
+    });
+    gj_nn_backward_flush<C>(grads, dL_dparams);
+}
+
+// The backward pass with dL/dinput, in two kernels: this one, the network's backward, writes
+// dL/dparams of the network (as gj_nn_backward_tiles) and dL/d(features) rounded to the
+// encoding's precision T (fp16 as tiny-cuda-nn passes it), feature-major: dL_df[k * n + i] for
+// the C::IN features k; the encoding's own level-major backward kernels then take it with
+// dL/dx (docs/networks.md §9), 0.68-0.81 of the time the fused kernel took with the encoding's
+// per-point backward with dL/dx.
+template <class C, class T, int PAD>
+GJ_INLINE void gj_model_backward_features_tiles(gj_u64 n, const float* __restrict__ dL_dy, const gj_u16* w,
+                                                gj_u16* scratch, const gj_u16* ctx, float* grads,
+                                                T* __restrict__ dL_df) {
+    const int lane = gj_nn_lane();
+#pragma unroll 1
+    for (gj_u64 round = blockIdx.x; round < gj_nn_rounds<C>(n); round += gridDim.x) {
+        const gj_nn_round<C> r(round, n, ctx, grads);
+        const gj_u64 i = r.tile * 32 + lane;
+        const bool active = i < n;
+        const gj_u16* g =
+            gj_nn_backward_warp<C, PAD, true>(active ? dL_dy + i * C::OUT : nullptr, w, scratch, r.ctx, r.wg);
+        if (active) {
+            // 16 bytes a lane at a time: rows C::S halves apart (a multiple of 8), so the eight
+            // lanes of each quarter-warp phase read disjoint banks.
+            const gj_u16* row = g + lane * C::S;
 #pragma unroll
-                    for (int d = 0; d < D; ++d) dL_dx[i * D + d] = dx.v[d];
+            for (int k0 = 0; k0 < C::IN; k0 += 8) {
+                const gj_u32x4 q = *(const gj_u32x4*)(row + k0);
+                const gj_u32 words[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+                for (int k = 0; k < 8; ++k) {
+                    if (k0 + k < C::IN) {
+                        const gj_u16 h = (gj_u16)(words[k / 2] >> (16 * (k % 2)));
+                        dL_df[(gj_u64)(k0 + k) * n + i] = gj_from_float<T>(gj_half_to_float(h));
+                    }
                 }
-            } else {
-                E::bwd_params(dy, eparams, (const gj_u8*)ectx, dL_deparams, i, n);
             }
         }
         __syncwarp();
     }
 }
 
-// dL_dparams: the network's, fp32, added to; dL_deparams: the encoding's (grad_t), added to;
-// dL_dx: n x D floats, written (INPUT only; without INPUT it must be null). Any may be null.
-template <class C, class E, bool INPUT>
-GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, const float* __restrict__ dL_dy,
-                                        const gj_half* __restrict__ params,
-                                        const typename E::config::param_t* __restrict__ eparams,
-                                        const gj_u16* __restrict__ ctx, float* __restrict__ dL_dparams,
-                                        typename E::config::grad_t* __restrict__ dL_deparams,
-                                        float* __restrict__ dL_dx) {
+// dL_dparams: the network's, fp32, added to (null: none); dL_df: n x C::IN of T, feature-major,
+// written.
+template <class C, class T>
+GJ_INLINE void gj_model_backward_features_kernel(gj_u64 n, const float* __restrict__ dL_dy,
+                                                 const gj_half* __restrict__ params, const gj_u16* __restrict__ ctx,
+                                                 float* __restrict__ dL_dparams, T* __restrict__ dL_df) {
     float* grads;
     gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
     gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
-        gj_model_backward_tiles<C, E, INPUT, decltype(pad)::value>(n, x, dL_dy, w, eparams, scratch, ctx, grads,
-                                                                   dL_deparams, dL_dx);
+        gj_model_backward_features_tiles<C, T, decltype(pad)::value>(n, dL_dy, w, scratch, ctx, grads, dL_df);
     });
     gj_nn_backward_flush<C>(grads, dL_dparams);
 }

@@ -100,16 +100,19 @@ static void unit_states_the_layout(void **state) {
     expect_line(a, "static constexpr int IN = 16;");
     expect_line(a, "static constexpr float INPUT_PADDING = 0.0f;");
     expect_line(a, "struct gj_network_encoding_ops {");
-    /* The whole unit: the backward without dL/dinput (the encoding's dL/dparams alone, one
-     * instance of its per-level code) and the one with it. */
-    expect_line(a, "gj_model_backward_kernel<gj_network_config, gj_network_encoding_ops, false>");
-    expect_line(a, "gj_model_backward_kernel<gj_network_config, gj_network_encoding_ops, true>");
-    expect_line(a, "gj_levels_backward<config, gj_network_encoding_levels, true>");
+    /* The whole unit: the fused backward to the parameters (the encoding's dL/dparams alone, one
+     * instance of its per-level code) and the network's backward writing dL/d(features) for the
+     * backward with dL/dinput. */
+    expect_line(a, "gj_model_backward_kernel<gj_network_config, gj_network_encoding_ops>(n, x, dL_dy, params, eparams, ctx, dL_dparams,");
+    expect_line(a, "gj_model_backward_features_kernel<gj_network_config>(n, dL_dy, params, ctx, dL_dparams, dL_dfeatures);");
+    expect_line(a, "gj_levels_backward<config, gj_network_encoding_levels, true>(x, dy.v, p, g, unused, false,");
     expect_line(a, "// ===== templates/model_kernels.cuh =====");
     assert_true(strstr(a, "struct gj_network_encoding_config") < strstr(a, "struct gj_network_config"));
     gj_free(a);
     /* A module's programs: training has NAME_backward (no dL/dinput), the third program
-     * NAME_backward_input alone; a network alone has no third program's kernel. */
+     * NAME_backward_input alone, whose encoding has its forward device functions only (the
+     * encoding's backward with dL/dx is its own module's); a network alone has no third
+     * program's kernel. */
     gj_codegen_options module_opts;
     gj_codegen_options_init(&module_opts);
     module_opts.name = GJ__NETWORK_DEFAULT_NAME;
@@ -121,9 +124,12 @@ static void unit_states_the_layout(void **state) {
     assert_null(strstr(training, "gj_network_backward_input("));
     assert_null(strstr(training, "gj_network_inference("));
     assert_non_null(strstr(with_input, "gj_network_backward_input("));
+    assert_non_null(strstr(with_input, "gj_network_encoding_config::param_t* dL_dfeatures"));
     assert_null(strstr(with_input, "gj_network_backward("));
     assert_null(strstr(with_input, "gj_network_forward("));
     assert_null(strstr(with_input, "gj_network_inference("));
+    assert_null(strstr(with_input, "void bwd_params("));
+    assert_null(strstr(with_input, "gj_levels_backward<"));
     size_t count = 0;
     char **names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_TRAINING_INPUT, &count);
     assert_int_equal(count, 1);

@@ -255,14 +255,18 @@ static void a_model_launches_fused_kernels(void **state) {
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
     assert_int_equal(fake.count("cuLaunchKernel"), 3);
     assert_int_equal(fake.count("cuLibraryLoadData"), 0); /* the training program, loaded before */
-    /* dL/dinput: the third program (gj_network_backward_input), loaded on this first use only. */
+    /* dL/dinput: the third program (gj_network_backward_input: dL/d(features) into the context's
+     * workspace) and the encoding module's backward with dL/dx, both loaded on this first use
+     * only; launches: zeroing the network's gradients, the network's backward, the encoding's
+     * backward (its coarse levels summed in shared memory and the rest). */
     d.dL_dinput = (float *)(b + (3 << 20));
     fake.reset_counts();
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
-    assert_int_equal(fake.count("cuLaunchKernel"), 3);
-    assert_int_equal(fake.count("cuLibraryLoadData"), 1);
+    assert_int_equal(fake.count("cuLaunchKernel"), 4);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 2);
     fake.reset_counts();
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 4);
     assert_int_equal(fake.count("cuLibraryLoadData"), 0);
     d.dL_dinput = NULL;
     d.input = NULL;
@@ -402,9 +406,76 @@ static void precompiled_programs_serve_without_nvrtc(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* A model precompiled: a module made afterwards without NVRTC runs every pass, its encoding
+ * module's programs for dL/dx (with and without the encoding's dL/dparams) found in the cache
+ * too. Its context holds the tiles' contexts, then the backward's workspace: dL/d(features),
+ * n x 8 halves. */
+static void a_precompiled_model_trains_without_nvrtc(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    static const char json[] = "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4}, \"network\": "
+                               "{\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 1}}";
+    const char *base = getenv("GRIDJIT_TEST_TMP");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/gj_model_precompile_XXXXXX", base && base[0] ? base : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    assert_int_equal(gj_context_set_cache_dir(ctx, dir), GJ_OK);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, json, 3, 0, &net), GJ_OK);
+    gj_precompile_report report;
+    assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_OK);
+    assert_int_equal(report.programs, 7);
+    assert_int_equal(report.compiled, 7);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+
+    setenv("GRIDJIT_NVRTC", "off", 1);
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    assert_int_equal(gj_context_set_cache_dir(ctx, dir), GJ_OK);
+    assert_int_equal(gj_network_create(ctx, json, 3, 0, &net), GJ_OK);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    /* 40 points: 2 tiles of (16 + 16 + 16) x 32 halves = 6144 bytes, then 40 x 8 halves. */
+    assert_int_equal(gj_network_module_context_bytes(m, 40), 6144 + 40 * 8 * 2);
+    assert_int_equal(gj_network_module_context_bytes(m, 33), 6144 + 33 * 8 * 2);
+    assert_int_equal(gj_network_module_context_bytes(m, 32), 3072 + 32 * 8 * 2);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
+    char *b = buffer;
+    gj_network_pass_desc d = desc_over(b, 40);
+    d.encoding_params = b + (1 << 20);
+    d.dL_doutput = (const float *)(b + 65536);
+    d.dL_dparams = (float *)(b + 131072);
+    d.dL_dencoding_params = b + (2 << 20);
+    d.dL_dinput = (float *)(b + (3 << 20));
+    fake.reset_counts();
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    const gj_status with_dx = gj_network_backward(m, NULL, &d);
+    if (with_dx != GJ_OK) {
+        fail_msg("backward without NVRTC: %s", gj_context_errmsg(ctx));
+    }
+    d.dL_dencoding_params = NULL; /* dL/dx alone: the encoding's backward_dx */
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    d.dL_dinput = NULL;
+    d.dL_dencoding_params = b + (2 << 20);
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    /* inference, training, training_input, the encoding's backward_input and backward_dx */
+    assert_int_equal(fake.count("cuLibraryLoadData"), 5);
+    unsetenv("GRIDJIT_NVRTC");
+    gj_device_free(ctx, buffer);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
 /* Without NVRTC and with an empty cache every program of a model fails: the programs compile
  * side by side, so the first failure stops none of the others, and the message names all
- * three. */
+ * seven: the network module's three and the encoding module's four (its backward with dL/dx). */
 static void a_failed_precompile_names_every_program(void **state) {
     (void)state;
     const char *base = getenv("GRIDJIT_TEST_TMP");
@@ -422,12 +493,14 @@ static void a_failed_precompile_names_every_program(void **state) {
     gj_precompile_report report;
     memset(&report, 0xFF, sizeof report);
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_ERROR_NO_NVRTC);
-    assert_int_equal(report.programs, 3); /* inference, training, the backward with dL/dinput */
+    assert_int_equal(report.programs, 7);
     assert_int_equal(report.compiled, 0);
     assert_int_equal(report.cached, 0);
     const char *message = gj_context_errmsg(ctx);
-    if (!strstr(message, "3 of 3 programs failed") || !strstr(message, "gj_network_inference.cu") ||
-        !strstr(message, "gj_network_training.cu") || !strstr(message, "gj_network_training_input.cu")) {
+    if (!strstr(message, "7 of 7 programs failed") || !strstr(message, "gj_network_inference.cu") ||
+        !strstr(message, "gj_network_training.cu") || !strstr(message, "gj_network_training_input.cu") ||
+        !strstr(message, "encoding backward_input,") || !strstr(message, "encoding backward_input_rows") ||
+        !strstr(message, "encoding backward_dx,") || !strstr(message, "encoding backward_dx_rows")) {
         fail_msg("the message does not name every program: %s", message);
     }
     unsetenv("GRIDJIT_NVRTC");
@@ -443,6 +516,7 @@ int main(void) {
         cmocka_unit_test(forward_grids_stop_at_the_waves_asked_for),
         cmocka_unit_test(a_model_inference_leaves_l1_to_its_encoding),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),
+        cmocka_unit_test(a_precompiled_model_trains_without_nvrtc),
         cmocka_unit_test(a_failed_precompile_names_every_program),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,10 +1,14 @@
 /*
  * gj_network_module: a network alone, or a model fused with its encoding, run through its
- * generated kernels (docs/networks.md §8, §9). Each program (inference; training = forward, backward, zero;
- * for a model, the backward pass with dL/dinput) is a user module of the
- * generated unit, made on first use: compiled through the disk cache per architecture by
- * the user-module machinery, which also picks the stream's context and opts into large
- * shared memory. The launch geometry is the block plan the unit states (network_plan.c).
+ * generated kernels (docs/networks.md §8, §9). Each program (inference; training = forward,
+ * backward, zero; for a model, the backward pass with dL/dinput) is a user module of the
+ * generated unit, made on first use: compiled through the disk cache per architecture by the
+ * user-module machinery, which also picks the stream's context and opts into large shared
+ * memory. The launch geometry is the block plan the unit states (network_plan.c). A model's
+ * backward with dL/dinput is the network's kernel, which writes dL/d(features) into the
+ * context's workspace, then the encoding's own backward with dL/dx through a gj_module of the
+ * encoding (made on first use): its level-major kernels took 0.68-0.81 of the time of the
+ * fused kernel with the encoding's per-point backward with dL/dx (docs/networks.md §9).
  */
 #include "api/context.h"
 #include "base/clock.h"
@@ -13,6 +17,7 @@
 #include "codegen/network_codegen.h"
 #include "codegen/options.h"
 #include "compile/arch.h"
+#include "compile/encoding_unit.h"
 #include "compile/network_unit.h"
 #include "compile/precompile.h"
 #include "compile/user_unit.h"
@@ -32,10 +37,12 @@ struct gj_network_module {
     gj_context *ctx;
     gj_network *net; /* the module's own copy */
     gj_codegen_options opts;
+    gj_codegen_options encoding_opts; /* a model's: what its encoding module is made with */
     gj__network_plan plan;
     pthread_mutex_t lock; /* guards the lazily made programs */
     gj_user_module *programs[GJ__NETWORK_PART_COUNT];
     gj_kernel *kernels[K_COUNT];
+    gj_module *encoding_module; /* a model's encoding backward with dL/dx (made on first use, under lock) */
     uint64_t wave[K_COUNT]; /* blocks of a full wave on the first device launched on (0: not known yet) */
     uint32_t forward_waves; /* the inference and forward kernels' grid: at most this many waves */
     int carveout;           /* a model's inference kernel: CARVEOUT_RULE, or a percent (-1: the driver's) */
@@ -74,6 +81,18 @@ static int part_count(const struct gj_network *net) {
 static void module_options(gj_codegen_options *opts) {
     gj_codegen_options_init(opts);
     opts->name = GJ__NETWORK_DEFAULT_NAME;
+}
+
+/* What a model's encoding module is made with (and gj_network_precompile compiles): the
+ * backward passes, and fp32 gradients wherever the encoding accumulates in fp32 anyway
+ * (fp32 parameters, or one feature per level), so that the caller's dL/dencoding_params is
+ * fp32 exactly where the fused kernel takes it so (docs/design.md §8.3). */
+static gj_status encoding_module_options(const gj__diag *diag, const struct gj_network *net, gj_codegen_options *out) {
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.passes = GJ_PASS_BACKWARD;
+    opts.gradients_fp32 = gj__grad_is_fp32(&net->encoding->config, &opts);
+    return gj__codegen_options_resolve(diag, &opts, out);
 }
 
 /* An environment variable as 1, 2, 4 or 8 (warps), or as 0 / 1 (-1 / 1); 0 when unset or
@@ -118,6 +137,14 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     }
     m->ctx = ctx;
     module_options(&m->opts);
+    if (m->net->encoding) {
+        status = encoding_module_options(&ctx->diag, m->net, &m->encoding_opts);
+        if (status != GJ_OK) {
+            gj_network_destroy(m->net);
+            free(m);
+            return status;
+        }
+    }
     plan_hints_from_env(&m->net->hints); /* the module's own copy of the network */
     gj__network_plan_make(&m->net->layout, &m->net->hints, &m->plan);
     m->forward_waves = (uint32_t)env_in_range("GRIDJIT_NETWORK_WAVES", 1, 64, FORWARD_WAVES);
@@ -134,24 +161,38 @@ void gj_network_module_destroy(gj_network_module *module) {
     for (int p = 0; p < GJ__NETWORK_PART_COUNT; ++p) {
         gj_user_module_destroy(module->programs[p]);
     }
+    gj_module_destroy(module->encoding_module);
     gj_network_destroy(module->net);
     pthread_mutex_destroy(&module->lock);
     free(module);
 }
 
+static size_t encoding_param_size(const gj_network_module *m) {
+    return m->net->encoding->config.precision == GJ_PRECISION_FP16 ? 2 : 4;
+}
+
+/* The tiles' forward contexts; a model's in whole 256-byte lines, so that the workspace after
+ * them starts aligned. */
+static uint64_t tile_context_bytes(const gj_network_module *m, uint64_t n) {
+    const uint64_t bytes = (n + 31) / 32 * m->plan.ctx_halves * 2;
+    return m->net->encoding ? (bytes + 255) / 256 * 256 : bytes;
+}
+
+/* A model's backward workspace after the tiles (the backward with dL/dinput): dL/d(features),
+ * n x the encoding's outputs in its precision, feature-major (the encoding's backward's dL/dy). */
+static uint64_t feature_gradient_bytes(const gj_network_module *m, uint64_t n) {
+    return m->net->encoding ? n * m->net->encoding->layout.n_output_dims * encoding_param_size(m) : 0;
+}
+
 uint64_t gj_network_module_context_bytes(const gj_network_module *module, uint64_t n) {
-    return module ? (n + 31) / 32 * module->plan.ctx_halves * 2 : 0;
+    return module ? tile_context_bytes(module, n) + feature_gradient_bytes(module, n) : 0;
 }
 
 size_t gj_network_module_encoding_gradient_size(const gj_network_module *module) {
     if (!module || !module->net->encoding) {
         return 0;
     }
-    return gj__grad_is_fp32(&module->net->encoding->config, &module->opts) ? 4 : 2;
-}
-
-static size_t encoding_param_size(const gj_network_module *m) {
-    return m->net->encoding->config.precision == GJ_PRECISION_FP16 ? 2 : 4;
+    return gj__grad_is_fp32(&module->net->encoding->config, &module->encoding_opts) ? 4 : 2;
 }
 
 /* Zeroes bytes (a multiple of 4) at p on stream with the training program's kernel. */
@@ -224,6 +265,13 @@ static gj_status make_part_source(gj_context *ctx, const struct gj_network *net,
     return GJ_OK;
 }
 
+/* The encoding module's programs that a model's backward with dL/dinput can launch: gj_backward
+ * with dL/dx (and dL/dparams or not), one level a thread or level groups (module_args.c,
+ * gj__backward_kernels; the coarse levels' kernel is in the first). */
+static const gj__part encoding_parts[] = {GJ__PART_BACKWARD_INPUT, GJ__PART_BACKWARD_INPUT_ROWS, GJ__PART_BACKWARD_DX,
+                                          GJ__PART_BACKWARD_DX_ROWS};
+enum { N_ENCODING_PARTS = sizeof encoding_parts / sizeof *encoding_parts };
+
 gj_status gj_network_precompile(gj_context *ctx, const gj_network *net, const char *arch,
                                  gj_precompile_report *report) {
     static const char call[] = "gj_network_precompile";
@@ -242,36 +290,59 @@ gj_status gj_network_precompile(gj_context *ctx, const gj_network *net, const ch
     struct gj_network hinted = *net;
     plan_hints_from_env(&hinted.hints);
     /* The programs compile side by side (NVRTC compiles concurrently in one process): a
-     * model's three took 3.5 s one after the other on the H200 host, 1.8 s side by side. */
-    enum { MAX_PARTS = GJ__NETWORK_PART_COUNT - GJ__NETWORK_PART_INFERENCE };
+     * model's three took 3.5 s one after the other on the H200 host, 1.8 s side by side. A
+     * model's encoding module's programs (its backward passes, for dL/dinput) join them. */
+    enum { MAX_PARTS = GJ__NETWORK_PART_COUNT - GJ__NETWORK_PART_INFERENCE, MAX_UNITS = MAX_PARTS + N_ENCODING_PARTS };
     part_source sources[MAX_PARTS];
     gj__user_unit units[MAX_PARTS];
-    const gj__compile_request *requests[MAX_PARTS];
-    const char *names[MAX_PARTS];
+    gj__encoding_unit encoding_units[N_ENCODING_PARTS];
+    char encoding_names[N_ENCODING_PARTS][48];
+    const gj__compile_request *requests[MAX_UNITS];
+    const char *names[MAX_UNITS];
     gj__arch target;
-    size_t n = 0, n_sources = 0;
+    size_t n = 0, n_sources = 0, n_units = 0, n_encoding = 0;
     gj_status status = gj__arch_parse(&ctx->diag, arch, &target);
     for (int part = GJ__NETWORK_PART_INFERENCE; status == GJ_OK && part < part_count(net); ++part) {
         status = make_part_source(ctx, &hinted, &opts, (gj__network_part)part, call, &sources[n_sources]);
         n_sources += status == GJ_OK;
         if (status == GJ_OK) {
-            status = gj__user_unit_make(&ctx->compiler, &sources[n].desc, &units[n]);
+            status = gj__user_unit_make(&ctx->compiler, &sources[n_units].desc, &units[n_units]);
         }
         if (status == GJ_OK) {
-            units[n].request.arch = target;
-            requests[n] = &units[n].request;
-            names[n] = sources[n].desc.file_name;
-            n++;
+            units[n_units].request.arch = target;
+            requests[n] = &units[n_units].request;
+            names[n++] = sources[n_units++].desc.file_name;
+        }
+    }
+    gj_codegen_options encoding_opts;
+    if (status == GJ_OK && net->encoding) {
+        status = encoding_module_options(&ctx->diag, net, &encoding_opts);
+    }
+    for (size_t i = 0; status == GJ_OK && net->encoding && i < N_ENCODING_PARTS; ++i) {
+        const gj__part part = encoding_parts[i];
+        if (!gj__part_present(part, &encoding_opts)) {
+            continue;
+        }
+        status = gj__encoding_unit_make(&ctx->compiler, net->encoding, &encoding_opts, part, &target, 1,
+                                        &encoding_units[n_encoding]);
+        if (status == GJ_OK) {
+            snprintf(encoding_names[n_encoding], sizeof encoding_names[n_encoding], "encoding %s",
+                     gj__part_name(part));
+            requests[n] = &encoding_units[n_encoding].request;
+            names[n++] = encoding_names[n_encoding++];
         }
     }
     if (status == GJ_OK) {
         status = gj__precompile_requests(&ctx->compiler, requests, names, n, 0, report);
     }
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < n_units; ++i) {
         gj__user_unit_free(&units[i]);
     }
     for (size_t i = 0; i < n_sources; ++i) {
         free_part_source(&sources[i]);
+    }
+    for (size_t i = 0; i < n_encoding; ++i) {
+        gj__encoding_unit_free(&encoding_units[i]);
     }
     report->ms = gj__now_ms() - start;
     return status;
@@ -303,6 +374,18 @@ static gj_status need_part(gj_network_module *m, gj__network_part part, const ch
             gj_user_module_destroy(um);
         }
     }
+    pthread_mutex_unlock(&m->lock);
+    return status;
+}
+
+/* A model's encoding module (made on first use); under the module's lock. */
+static gj_status need_encoding_module(gj_network_module *m, gj_module **out) {
+    pthread_mutex_lock(&m->lock);
+    gj_status status = GJ_OK;
+    if (!m->encoding_module) {
+        status = gj_module_create(m->ctx, m->net->encoding, &m->encoding_opts, &m->encoding_module);
+    }
+    *out = m->encoding_module;
     pthread_mutex_unlock(&m->lock);
     return status;
 }
@@ -462,17 +545,22 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
         return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: dL_dparams_mode %d is neither overwrite "
                         "nor accumulate", call, (int)desc->dL_dparams_mode);
     }
-    /* A model's backward with dL/dinput is a program of its own (its NAME_backward has none). */
+    /* A model's backward with dL/dinput: the network's kernel of a program of its own writes
+     * dL/d(features) into the context's workspace, then the encoding module's backward. */
     const int with_input = model && desc->dL_dinput != NULL;
+    gj_module *encoding_module = NULL;
     status = need_part(module, GJ__NETWORK_PART_TRAINING, call);
     if (status == GJ_OK && with_input) {
         status = need_part(module, GJ__NETWORK_PART_TRAINING_INPUT, call);
+    }
+    if (status == GJ_OK && with_input) {
+        status = need_encoding_module(module, &encoding_module);
     }
     const int overwrite = desc->dL_dparams_mode == GJ_GRAD_OVERWRITE;
     if (status == GJ_OK && desc->dL_dparams && overwrite) {
         status = zero(module, stream, desc->dL_dparams, 4 * module->net->layout.n_params);
     }
-    if (status == GJ_OK && desc->dL_dencoding_params && overwrite) {
+    if (status == GJ_OK && desc->dL_dencoding_params && overwrite && !with_input) {
         status = zero(module, stream, desc->dL_dencoding_params,
                       gj_network_module_encoding_gradient_size(module) * module->net->encoding->layout.n_params);
     }
@@ -488,10 +576,29 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     float *dparams = desc->dL_dparams;
     void *deparams = desc->dL_dencoding_params;
     float *dx = desc->dL_dinput;
-    void *args_network[] = {&n, &dy, &params, &context, &dparams, &dx};
-    void *args_model[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams, &dx};
-    return launch(module, with_input ? K_BACKWARD_INPUT : K_BACKWARD, stream, n, module->plan.backward_bytes,
-                  model ? args_model : args_network, call);
+    if (!with_input) {
+        void *args_network[] = {&n, &dy, &params, &context, &dparams, &dx};
+        void *args_model[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams};
+        return launch(module, K_BACKWARD, stream, n, module->plan.backward_bytes, model ? args_model : args_network,
+                      call);
+    }
+    void *features = (char *)desc->context + tile_context_bytes(module, n);
+    void *args[] = {&n, &dy, &params, &context, &dparams, &features};
+    status = launch(module, K_BACKWARD_INPUT, stream, n, module->plan.backward_bytes, args, call);
+    if (status != GJ_OK) {
+        return status;
+    }
+    gj_backward_desc b;
+    gj_backward_desc_init(&b);
+    b.n = n;
+    b.x = x;
+    b.params = eparams;
+    b.dL_dy = features;
+    b.dL_dy_layout = GJ_LAYOUT_SOA;
+    b.dL_dparams = deparams;
+    b.dL_dparams_mode = desc->dL_dparams_mode;
+    b.dL_dx = dx;
+    return gj_backward(encoding_module, stream, &b);
 }
 
 /* The encoding's parameters: uniform in [-1e-4, 1e-4] * scale, element i from the i-th draw

@@ -155,9 +155,13 @@ static void launch_bounds(char *out, size_t size, const char *name, const gj__ne
 }
 
 /* The model's kernels (templates/model_kernels.cuh): the encoding's device functions behind
- * NAME_encoding_ops, the network's warp functions; bounds: launch_bounds'. */
+ * NAME_encoding_ops, the network's warp functions; bounds: launch_bounds'. NAME_backward fuses
+ * the encoding's dL/dparams; NAME_backward_input is the network's alone, writing dL/d(features)
+ * for the encoding's own backward kernels (a module of the encoding, which the network module
+ * launches next, with dL/dx). */
 static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const char *bounds,
                                int unrolled) {
+    const int training = part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL;
     gj__sb_printf(sb, "// The encoding as templates/model_kernels.cuh calls it.\n"
                       "struct %s_encoding_ops {\n"
                       "    typedef %s_encoding_config config;\n"
@@ -167,14 +171,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "        return %s_encoding(x, p, ctx);\n"
                       "    }\n",
                   name, name, name, name, name);
-    if (part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_ALL) {
-        gj__sb_printf(sb, "    static __device__ __forceinline__ void bwd(const out_t& dy, const config::param_t* p, const gj_u8* ctx,\n"
-                          "                                               config::grad_t* g, in_t* dx, gj_u64 i, gj_u64 n) {\n"
-                          "        %s_encoding_bwd(dy, p, ctx, g, dx, 1.0f, i, n); // i, n: stochastic interpolation's stream\n"
-                          "    }\n",
-                      name);
-    }
-    if (part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL) {
+    if (training) {
         /* dL/dparams alone: the level loop with one instance of the per-level code. */
         gj__sb_append(sb, "    static __device__ __forceinline__ void bwd_params(const out_t& dy, const config::param_t* p,\n"
                           "                                                      const gj_u8* ctx, config::grad_t* g, gj_u64 i, gj_u64 n) {\n");
@@ -200,7 +197,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "}\n\n",
                       bounds, name, name, name, name);
     }
-    if (part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL) {
+    if (training) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
                       "%s_forward(gj_u64 n, const float* x, float* y, const gj_half* params,\n"
@@ -208,25 +205,27 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "    gj_model_forward_kernel<%s_config, %s_encoding_ops>(n, x, y, params, eparams, ctx);\n"
                       "}\n\n",
                       bounds, name, name, name, name);
-    }
-    /* NAME_backward: no dL/dinput (dL_dx must be null); NAME_backward_input: any outputs. */
-    static const char *const backward_forms[2][2] = {{"backward", "false"}, {"backward_input", "true"}};
-    for (int input = 0; input < 2; ++input) {
-        if (part != GJ__NETWORK_PART_ALL &&
-            part != (input ? GJ__NETWORK_PART_TRAINING_INPUT : GJ__NETWORK_PART_TRAINING)) {
-            continue;
-        }
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
-                      "%s_%s(gj_u64 n, const float* x, const float* dL_dy, const gj_half* params,\n"
+                      "%s_backward(gj_u64 n, const float* x, const float* dL_dy, const gj_half* params,\n"
                       "            const %s_encoding_config::param_t* eparams, const gj_u16* ctx, float* dL_dparams,\n"
-                      "            %s_encoding_config::grad_t* dL_deparams, float* dL_dx) {\n"
-                      "    gj_model_backward_kernel<%s_config, %s_encoding_ops, %s>(n, x, dL_dy, params, eparams, ctx,\n"
-                      "                                                        dL_dparams, dL_deparams, dL_dx);\n"
+                      "            %s_encoding_config::grad_t* dL_deparams) {\n"
+                      "    gj_model_backward_kernel<%s_config, %s_encoding_ops>(n, x, dL_dy, params, eparams, ctx, dL_dparams,\n"
+                      "                                                        dL_deparams);\n"
                       "}\n\n",
-                      bounds, name, backward_forms[input][0], name, name, name, name, backward_forms[input][1]);
+                      bounds, name, name, name, name, name);
     }
-    if (part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL) {
+    if (part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_ALL) {
+        gj__sb_printf(sb,
+                      "// dL_dfeatures: n x %s_config::IN, feature-major, in the encoding's precision (written).\n"
+                      "extern \"C\" __global__ void %s\n"
+                      "%s_backward_input(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx,\n"
+                      "                  float* dL_dparams, %s_encoding_config::param_t* dL_dfeatures) {\n"
+                      "    gj_model_backward_features_kernel<%s_config>(n, dL_dy, params, ctx, dL_dparams, dL_dfeatures);\n"
+                      "}\n\n",
+                      name, bounds, name, name, name);
+    }
+    if (training) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s_zero(gj_u64 n, gj_u32* p) {\n"
                       "    gj_nn_zero_kernel(n, p);\n"
@@ -282,10 +281,11 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         enc_opts.name = enc_name;
         enc_opts.device_functions_only = 1;
         enc_opts.output_width_multiple = GJ_NETWORK_ALIGNMENT;
-        /* What the kernels call: the forward function, and for training the backward one. */
-        if (part == GJ__NETWORK_PART_INFERENCE) {
+        /* What the kernels call: the forward function, and for training the backward one
+         * (NAME_backward_input's encoding backward is the encoding module's). */
+        if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_TRAINING_INPUT) {
             enc_opts.passes = GJ_PASS_FORWARD;
-        } else if (part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_TRAINING_INPUT) {
+        } else if (part == GJ__NETWORK_PART_TRAINING) {
             enc_opts.passes = GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
         } else if (has_kernels(net, opts)) {
             enc_opts.passes |= GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
@@ -331,8 +331,9 @@ char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_o
     static const gj__network_part parts[] = {GJ__NETWORK_PART_INFERENCE, GJ__NETWORK_PART_TRAINING,
                                              GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_TRAINING,
                                              GJ__NETWORK_PART_TRAINING_INPUT};
+    enum { N_KERNELS = sizeof suffixes / sizeof *suffixes };
     const char *name = gj__network_name(opts);
-    char **names = calloc(5, sizeof *names);
+    char **names = calloc(N_KERNELS, sizeof *names);
     *count = 0;
     if (!names) {
         return NULL;
@@ -340,8 +341,8 @@ char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_o
     if (!has_kernels(net, opts)) {
         return names;
     }
-    for (size_t i = 0; i < 5; ++i) {
-        if ((part != GJ__NETWORK_PART_ALL && part != parts[i]) || (i == 4 && !net->encoding)) {
+    for (size_t i = 0; i < N_KERNELS; ++i) {
+        if ((part != GJ__NETWORK_PART_ALL && part != parts[i]) || (parts[i] == GJ__NETWORK_PART_TRAINING_INPUT && !net->encoding)) {
             continue;
         }
         const size_t size = strlen(name) + strlen(suffixes[i]) + 3;

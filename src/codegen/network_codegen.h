@@ -11,9 +11,9 @@ typedef enum gj__network_part {
     GJ__NETWORK_PART_ALL = 0,
     GJ__NETWORK_PART_INFERENCE = 1, /* NAME_inference */
     GJ__NETWORK_PART_TRAINING = 2,  /* NAME_forward, NAME_backward, NAME_zero */
-    /* A model's NAME_backward_input: the backward pass with dL/dinput, which a model's
-     * NAME_backward leaves out (its encoding backward then compiles one instance of the
-     * per-level code, not three); a network alone has no such program. */
+    /* A model's NAME_backward_input: the network's backward writing dL/d(features), which the
+     * encoding's own backward (a module of the encoding) turns into dL/dinput and its
+     * dL/dparams; a network alone has no such program. */
     GJ__NETWORK_PART_TRAINING_INPUT = 3,
     GJ__NETWORK_PART_COUNT = 4
 } gj__network_part;
@@ -36,7 +36,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
 const char *gj__network_name(const gj_codegen_options *opts);
 
 /* The part's kernels as name expressions ("&NAME_inference"; "&NAME_forward", "&NAME_backward",
- * "&NAME_zero"), *count of them; malloc()ed
+ * "&NAME_zero"; a model's "&NAME_backward_input"), *count of them; malloc()ed
  * (gj__free_string_list); NULL on OOM. */
 char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
                                 size_t *count);
