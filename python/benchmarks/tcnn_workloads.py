@@ -344,8 +344,10 @@ def event_median_ms(fn, warmup=10, iterations=50) -> float:
 
 
 def model_workload(tcnn, args) -> dict:
-    """NetworkWithInputEncoding(3, 16, C1, FullyFusedMLP 64 x 2) through torch: inference and
-    a training step with torch.optim.Adam at 2^18 and 2^21 points."""
+    """NetworkWithInputEncoding(3, 16, C1, FullyFusedMLP 64 x 2) through torch: inference, a
+    training step with torch.optim.Adam, and the same step optimising the input positions
+    too (their gradient through the model, as pose or point refinement asks for), at 2^18
+    and 2^21 points."""
     device = DEVICE
     result = {"encoding": DEFAULT_HASHGRID, "network": MODEL_NETWORK, "n_output_dims": 16}
     jit_modes = [None]
@@ -377,8 +379,21 @@ def model_workload(tcnn, args) -> dict:
                 optimizer.step()
                 losses.append(loss.detach())
 
+            x_param = x.clone().requires_grad_(True)
+            x_optimizer = torch.optim.Adam([x_param], 1e-4)
+
+            def train_step_dx():
+                y = model(x_param)
+                loss = (y.float() - target).square().mean()
+                optimizer.zero_grad()
+                x_optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                x_optimizer.step()
+
             result["inference_ms" + suffix] = event_median_ms(inference, 5, args.model_iterations)
             result["train_step_ms" + suffix] = event_median_ms(train_step, 5, args.model_iterations)
+            result["train_step_dx_ms" + suffix] = event_median_ms(train_step_dx, 5, args.model_iterations)
             values = [v.item() for v in losses]
             result["losses" + suffix] = [values[0], values[-1]]
             result["finite" + suffix] = finite(values)
@@ -386,7 +401,7 @@ def model_workload(tcnn, args) -> dict:
                 result["output_dtype"] = str(model(x[:16]).dtype)
             result["jit_fusion" + suffix] = bool(getattr(model, "jit_fusion", False))
             result["n_params"] = int(model.params.numel())
-            del model, optimizer, x, target
+            del model, optimizer, x, target, x_param, x_optimizer
             torch.cuda.empty_cache()
     result["finite"] = all(v for k, v in result.items() if k.startswith("finite_"))
     return result
@@ -557,7 +572,8 @@ def report(name: str, result: dict) -> None:
                     mode = ", jit_fusion on" if jit else ""
                     print(f"  model (C1 + FullyFusedMLP 64x2 -> 16, 2^{log2} points{mode}): "
                           f"inference {result['inference_ms' + key]:.3f} ms, training step with Adam "
-                          f"{result['train_step_ms' + key]:.3f} ms, loss {result['losses' + key][0]:.4g} -> "
+                          f"{result['train_step_ms' + key]:.3f} ms (optimising the inputs too: "
+                          f"{result['train_step_dx_ms' + key]:.3f} ms), loss {result['losses' + key][0]:.4g} -> "
                           f"{result['losses' + key][1]:.4g}")
     elif "cases" in result and isinstance(result["cases"], list):
         for case in result["cases"] + result.get("networks", []):

@@ -6,9 +6,10 @@
  * user-module machinery, which also picks the stream's context and opts into large shared
  * memory. The launch geometry is the block plan the unit states (network_plan.c). A model's
  * backward with dL/dinput is the network's kernel, which writes dL/d(features) into the
- * context's workspace, then the encoding's own backward with dL/dx through a gj_module of the
- * encoding (made on first use): its level-major kernels took 0.68-0.81 of the time of the
- * fused kernel with the encoding's per-point backward with dL/dx (docs/networks.md §9).
+ * module's workspace for the stream's context, then the encoding's own backward with dL/dx
+ * through a gj_module of the encoding (made on first use): its level-major kernels took
+ * 0.67-0.80 of the time of the fused kernel with the encoding's per-point backward with dL/dx
+ * (docs/networks.md §9).
  */
 #include "api/context.h"
 #include "base/clock.h"
@@ -25,6 +26,7 @@
 #include "model/network_init.h"
 #include "runtime/l1_carveout.h"
 #include "runtime/stream_device.h"
+#include "runtime/workspace.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -43,6 +45,7 @@ struct gj_network_module {
     gj_user_module *programs[GJ__NETWORK_PART_COUNT];
     gj_kernel *kernels[K_COUNT];
     gj_module *encoding_module; /* a model's encoding backward with dL/dx (made on first use, under lock) */
+    gj__workspace features;     /* a model's dL/d(features) for it, per context */
     uint64_t wave[K_COUNT]; /* blocks of a full wave on the first device launched on (0: not known yet) */
     uint32_t forward_waves; /* the inference and forward kernels' grid: at most this many waves */
     int carveout;           /* a model's inference kernel: CARVEOUT_RULE, or a percent (-1: the driver's) */
@@ -150,6 +153,7 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     m->forward_waves = (uint32_t)env_in_range("GRIDJIT_NETWORK_WAVES", 1, 64, FORWARD_WAVES);
     m->carveout = (int)env_in_range("GRIDJIT_NETWORK_CARVEOUT", -1, 100, CARVEOUT_RULE);
     pthread_mutex_init(&m->lock, NULL);
+    gj__workspace_init(&m->features);
     *out = m;
     return GJ_OK;
 }
@@ -162,6 +166,7 @@ void gj_network_module_destroy(gj_network_module *module) {
         gj_user_module_destroy(module->programs[p]);
     }
     gj_module_destroy(module->encoding_module);
+    gj__workspace_destroy(&module->features, &module->ctx->runtime);
     gj_network_destroy(module->net);
     pthread_mutex_destroy(&module->lock);
     free(module);
@@ -171,21 +176,8 @@ static size_t encoding_param_size(const gj_network_module *m) {
     return m->net->encoding->config.precision == GJ_PRECISION_FP16 ? 2 : 4;
 }
 
-/* The tiles' forward contexts; a model's in whole 256-byte lines, so that the workspace after
- * them starts aligned. */
-static uint64_t tile_context_bytes(const gj_network_module *m, uint64_t n) {
-    const uint64_t bytes = (n + 31) / 32 * m->plan.ctx_halves * 2;
-    return m->net->encoding ? (bytes + 255) / 256 * 256 : bytes;
-}
-
-/* A model's backward workspace after the tiles (the backward with dL/dinput): dL/d(features),
- * n x the encoding's outputs in its precision, feature-major (the encoding's backward's dL/dy). */
-static uint64_t feature_gradient_bytes(const gj_network_module *m, uint64_t n) {
-    return m->net->encoding ? n * m->net->encoding->layout.n_output_dims * encoding_param_size(m) : 0;
-}
-
 uint64_t gj_network_module_context_bytes(const gj_network_module *module, uint64_t n) {
-    return module ? tile_context_bytes(module, n) + feature_gradient_bytes(module, n) : 0;
+    return module ? (n + 31) / 32 * module->plan.ctx_halves * 2 : 0;
 }
 
 size_t gj_network_module_encoding_gradient_size(const gj_network_module *module) {
@@ -546,7 +538,8 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
                         "nor accumulate", call, (int)desc->dL_dparams_mode);
     }
     /* A model's backward with dL/dinput: the network's kernel of a program of its own writes
-     * dL/d(features) into the context's workspace, then the encoding module's backward. */
+     * dL/d(features) (n x the encoding's outputs in its precision, feature-major: the encoding's
+     * backward's dL/dy) into the module's workspace, then the encoding module's backward. */
     const int with_input = model && desc->dL_dinput != NULL;
     gj_module *encoding_module = NULL;
     status = need_part(module, GJ__NETWORK_PART_TRAINING, call);
@@ -555,6 +548,12 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     }
     if (status == GJ_OK && with_input) {
         status = need_encoding_module(module, &encoding_module);
+    }
+    void *features = NULL;
+    if (status == GJ_OK && with_input) {
+        status = gj__workspace_get(&module->features, &module->ctx->runtime, stream,
+                                   desc->n * module->net->encoding->layout.n_output_dims * encoding_param_size(module),
+                                   call, &features);
     }
     const int overwrite = desc->dL_dparams_mode == GJ_GRAD_OVERWRITE;
     if (status == GJ_OK && desc->dL_dparams && overwrite) {
@@ -582,7 +581,6 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
         return launch(module, K_BACKWARD, stream, n, module->plan.backward_bytes, model ? args_model : args_network,
                       call);
     }
-    void *features = (char *)desc->context + tile_context_bytes(module, n);
     void *args[] = {&n, &dy, &params, &context, &dparams, &features};
     status = launch(module, K_BACKWARD_INPUT, stream, n, module->plan.backward_bytes, args, call);
     if (status != GJ_OK) {

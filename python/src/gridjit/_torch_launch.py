@@ -263,8 +263,8 @@ class _NetOps(_DeviceOps):
         self.n_in, self.n_out, self.n_params, module = self._parts(native)
         self._module = module
         self._handle = module.handle
+        self._tile_bytes = module.context_bytes(32)  # the context of one 32-point tile
         lib = _capi.lib
-        self._gj_context_bytes = lib.gj_network_module_context_bytes
         self._gj_inference = lib.gj_network_inference
         self._gj_forward = lib.gj_network_forward
         self._gj_backward = lib.gj_network_backward
@@ -298,8 +298,7 @@ class _NetOps(_DeviceOps):
     def forward(self, x, params):
         n = x.shape[0]
         y = _empty((n, self.n_out), dtype=_F32, device=self.device)
-        # The forward context, and a model's backward workspace after it (dL/d(features)).
-        context = _empty(self._gj_context_bytes(self._handle, n), dtype=_U8, device=self.device)
+        context = _empty(((n + 31) >> 5) * self._tile_bytes, dtype=_U8, device=self.device)
         if n:
             descriptors = self._descriptors()
             d = descriptors.fwd
@@ -395,10 +394,9 @@ class _ModelOps:
 
 class _FusedModelOps(_NetOps):
     """A model (an encoding followed by a network) on one CUDA device through the library's
-    model kernels (its gj_network_module, docs/networks.md §9: the forward passes one fused
-    kernel, the features never in memory; the backward the network's kernel, writing
-    dL/d(features) into the context's workspace, then the encoding's level-major backward),
-    with _NetOps's interface. The parameters are one vector,
+    model kernels (its gj_network_module, docs/networks.md §9: one fused kernel per pass, the
+    features never in memory; with dL/dinput the network's backward kernel, writing
+    dL/d(features), then the encoding's own), with _NetOps's interface. The parameters are one vector,
     the network's first, then the encoding's (as tiny-cuda-nn). The module sums the
     encoding's gradients in the precision docs/design.md §8.3 gives it: in fp32 they go
     straight into dparams; in fp16 (an fp16 encoding with two or more features a level) into
