@@ -6,11 +6,14 @@
 // their output and ones that keep z, padding with ones and with zeros, batches that are not
 // a multiple of 32, several tiles per warp, weights staged or not, gradients summed per block
 // or not. No GPU needed: this checks the fragment and index arithmetic the GPU tests check
-// again on hardware.
+// again on hardware. A model's backward kernel with dL/dinput (templates/model_kernels.cuh:
+// the network's backward writing dL/d(features) feature-major, in fp16 or fp32) runs on the
+// same shapes, its dL/d(features) against the reference's dL/dx.
 #include "cuda_host.h"
 
 #include "../../templates/network.cuh"
 #include "../../templates/network_kernels.cuh"
+#include "../../templates/model_kernels.cuh"
 
 extern "C" {
 #include "codegen/network_plan.h"
@@ -156,6 +159,27 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
                       [&] { gj_nn_backward_kernel<C>(n, dy.data(), params, ctx.data(), dw.data(), nullptr); });
     std::vector<double> g2(dw.begin(), dw.end());
     report("dL/dparams only", shape, rel_error(g2, dw_ref, 1e-3), 2 * tol);
+    // A model's backward with dL/dinput: dL/d(features) feature-major ([k * n + i]), rounded
+    // to the encoding's precision, and the network's dL/dparams.
+    std::vector<gj_half> df_half((size_t)n * C::IN, gj_half{0x7E00u});
+    std::fill(dw.begin(), dw.end(), 0.0f);
+    gj_emulate_launch(grid, block, [&] {
+        gj_model_backward_features_kernel<C>(n, dy.data(), params, ctx.data(), dw.data(), df_half.data());
+    });
+    std::vector<float> df_float((size_t)n * C::IN, NAN);
+    gj_emulate_launch(grid, block, [&] {
+        gj_model_backward_features_kernel<C>(n, dy.data(), params, ctx.data(), (float*)nullptr, df_float.data());
+    });
+    std::vector<double> g3(dw.begin(), dw.end()), fh((size_t)n * C::IN), ff((size_t)n * C::IN);
+    for (unsigned i = 0; i < n; ++i) {
+        for (int k = 0; k < C::IN; ++k) {
+            fh[(size_t)i * C::IN + k] = gj_half_to_float(df_half[(size_t)k * n + i].bits);
+            ff[(size_t)i * C::IN + k] = df_float[(size_t)k * n + i];
+        }
+    }
+    report("model dL/dparams", shape, rel_error(g3, dw_ref, 1e-3), 2 * tol);
+    report("model dL/df fp16", shape, rel_error(fh, dx_ref, 1e-3), 2 * tol);
+    report("model dL/df fp32", shape, rel_error(ff, dx_ref, 1e-3), 2 * tol);
 }
 
 int main() {
