@@ -342,7 +342,8 @@ char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_o
         return names;
     }
     for (size_t i = 0; i < N_KERNELS; ++i) {
-        if ((part != GJ__NETWORK_PART_ALL && part != parts[i]) || (parts[i] == GJ__NETWORK_PART_TRAINING_INPUT && !net->encoding)) {
+        const int model_only = parts[i] == GJ__NETWORK_PART_TRAINING_INPUT;
+        if ((part != GJ__NETWORK_PART_ALL && part != parts[i]) || (model_only && !net->encoding)) {
             continue;
         }
         const size_t size = strlen(name) + strlen(suffixes[i]) + 3;
