@@ -365,11 +365,21 @@ static int check_model(gj_context *ctx, const model_shape *s) {
     d.dL_dencoding_params = d_de;
     d.dL_dinput = d_dx;
     gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward (model)");
+    /* Without dL/dinput the backward is another kernel (the fused one, docs/networks.md §9):
+     * the same parameter gradients. */
+    float *d_dw2 = gj_gpu_alloc(ctx, n_mlp * 4);
+    void *d_de2 = gj_gpu_alloc(ctx, n_enc * grad_size);
+    d.dL_dparams = d_dw2;
+    d.dL_dencoding_params = d_de2;
+    d.dL_dinput = NULL;
+    gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward (model, no dL/dinput)");
     gj_gpu_sync(ctx);
     float *y = download_floats(ctx, d_y, n * out), *y2 = download_floats(ctx, d_y2, n * out);
     float *dw = download_floats(ctx, d_dw, n_mlp), *dx = download_floats(ctx, d_dx, n * D);
-    double *de = malloc(n_enc * sizeof *de);
+    float *dw2 = download_floats(ctx, d_dw2, n_mlp);
+    double *de = malloc(n_enc * sizeof *de), *de2 = malloc(n_enc * sizeof *de2);
     gj_gpu_download(ctx, de, d_de, n_enc, grad_size == 2 ? GJ_PRECISION_FP16 : GJ_PRECISION_FP32);
+    gj_gpu_download(ctx, de2, d_de2, n_enc, grad_size == 2 ? GJ_PRECISION_FP16 : GJ_PRECISION_FP32);
 
     /* The references chained: encoding (features rounded as the GPU stores them), network. */
     gj_ref_encoding eref;
@@ -401,16 +411,22 @@ static int check_model(gj_context *ctx, const model_shape *s) {
     const double e_dw = rel_error(dwd, dw_ref, n_mlp, 1e-3);
     const double e_de = rel_error(de, de_ref, n_enc, 1e-3);
     const double e_dx = rel_error(dxd, dx_ref, n * D, 1e-3);
+    double *dw2d = floats_to_doubles(dw2, n_mlp);
+    const double e_dw2 = rel_error(dw2d, dw_ref, n_mlp, 1e-3), e_de2 = rel_error(de2, de_ref, n_enc, 1e-3);
     const int same_forward = memcmp(y, y2, n * out * 4) == 0;
     const double tol_de = grad_size == 2 ? 5e-2 : 3e-2; /* fp16 sums of many points */
-    const int ok = same_forward && e_y <= 1e-2 && e_dw <= 2e-2 && e_de <= tol_de && e_dx <= 3e-2;
+    const int ok = same_forward && e_y <= 1e-2 && e_dw <= 2e-2 && e_de <= tol_de && e_dx <= 3e-2 && e_dw2 <= 2e-2 &&
+                   e_de2 <= tol_de;
     printf("%s model %s (%u dims), %llu points: output %.2e, network dL/dparams %.2e, encoding dL/dparams %.2e "
-           "(%s), dL/dx %.2e (tolerances 1e-2, 2e-2, %.0e, 3e-2); forward = inference %s\n",
+           "(%s), dL/dx %.2e (tolerances 1e-2, 2e-2, %.0e, 3e-2); without dL/dinput: network %.2e, encoding %.2e; "
+           "forward = inference %s\n",
            ok ? "PASS" : "FAIL", s->json, D, (unsigned long long)n, e_y, e_dw, e_de, grad_size == 2 ? "fp16" : "fp32",
-           e_dx, tol_de, same_forward ? "yes" : "NO");
+           e_dx, tol_de, e_dw2, e_de2, same_forward ? "yes" : "NO");
 
-    free(y_ref), free(dx_ref), free(dw_ref), free(de_ref), free(yd), free(dwd), free(dxd);
+    free(y_ref), free(dx_ref), free(dw_ref), free(de_ref), free(yd), free(dwd), free(dxd), free(dw2d);
     free(y), free(y2), free(dw), free(dx), free(de), free(x), free(dy), free(ep), free(halves), free(wf), free(w);
+    free(dw2), free(de2);
+    gj_gpu_free(ctx, d_dw2), gj_gpu_free(ctx, d_de2);
     gj_gpu_free(ctx, d_x), gj_gpu_free(ctx, d_dy), gj_gpu_free(ctx, d_y), gj_gpu_free(ctx, d_y2);
     gj_gpu_free(ctx, d_dw), gj_gpu_free(ctx, d_dx), gj_gpu_free(ctx, d_de), gj_gpu_free(ctx, d_ctx);
     gj_gpu_free(ctx, params), gj_gpu_free(ctx, eparams);
