@@ -109,20 +109,29 @@ static void unit_states_the_layout(void **state) {
     expect_line(a, "// ===== templates/model_kernels.cuh =====");
     assert_true(strstr(a, "struct gj_network_encoding_config") < strstr(a, "struct gj_network_config"));
     gj_free(a);
-    /* A module's programs: training has NAME_backward (no dL/dinput), the third program
-     * NAME_backward_input alone, whose encoding has its forward device functions only (the
-     * encoding's backward with dL/dx is its own module's); a network alone has no third
+    /* A module's programs: the forward for training (NAME_forward alone), the backward
+     * (NAME_backward, no dL/dinput, and NAME_zero), and the backward with dL/dinput
+     * (NAME_backward_input alone, whose encoding has its forward device functions only: the
+     * encoding's backward with dL/dx is its own module's); a network alone has no such
      * program's kernel. */
     gj_codegen_options module_opts;
     gj_codegen_options_init(&module_opts);
     module_opts.name = GJ__NETWORK_DEFAULT_NAME;
     char *training = gj__network_codegen(net, &module_opts, GJ__NETWORK_PART_TRAINING, "");
+    char *backward = gj__network_codegen(net, &module_opts, GJ__NETWORK_PART_BACKWARD, "");
     char *with_input = gj__network_codegen(net, &module_opts, GJ__NETWORK_PART_TRAINING_INPUT, "");
     assert_non_null(training);
+    assert_non_null(backward);
     assert_non_null(with_input);
-    assert_non_null(strstr(training, "gj_network_backward("));
-    assert_null(strstr(training, "gj_network_backward_input("));
+    assert_non_null(strstr(training, "gj_network_forward("));
+    assert_null(strstr(training, "gj_network_backward"));
     assert_null(strstr(training, "gj_network_inference("));
+    assert_null(strstr(training, "void bwd_params("));
+    assert_non_null(strstr(backward, "gj_network_backward("));
+    assert_non_null(strstr(backward, "gj_network_zero("));
+    assert_non_null(strstr(backward, "void bwd_params("));
+    assert_null(strstr(backward, "gj_network_forward("));
+    assert_null(strstr(backward, "gj_network_backward_input("));
     assert_non_null(strstr(with_input, "gj_network_backward_input("));
     assert_non_null(strstr(with_input, "gj_network_encoding_config::param_t* dL_dfeatures"));
     assert_null(strstr(with_input, "gj_network_backward("));
@@ -135,9 +144,15 @@ static void unit_states_the_layout(void **state) {
     assert_int_equal(count, 1);
     assert_string_equal(names[0], "&gj_network_backward_input");
     gj__free_string_list(names, count);
+    names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_BACKWARD, &count);
+    assert_int_equal(count, 2);
+    assert_string_equal(names[0], "&gj_network_backward");
+    assert_string_equal(names[1], "&gj_network_zero");
+    gj__free_string_list(names, count);
     names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_ALL, &count);
     assert_int_equal(count, 5);
     gj__free_string_list(names, count);
+    free(backward);
     free(training);
     free(with_input);
     opts.name = NULL;

@@ -79,11 +79,13 @@ static void passes_launch_their_kernels(void **state) {
     assert_int_equal(fake.count("cuLibraryLoadData"), 1); /* and only once */
     fake.reset_counts();
     assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
-    assert_int_equal(fake.count("cuLibraryLoadData"), 1); /* the training program */
+    /* The forward's program and the backward's, compiled side by side on first use. */
+    assert_int_equal(fake.count("cuLibraryLoadData"), 2);
     assert_int_equal(fake.count("cuLaunchKernel"), 1);
     fake.reset_counts();
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
     assert_int_equal(fake.count("cuLaunchKernel"), 2); /* zeroing dL/dparams, then the backward pass */
+    assert_int_equal(fake.count("cuLibraryLoadData"), 0);
     fake.reset_counts();
     d.dL_dparams_mode = GJ_GRAD_ACCUMULATE;
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
@@ -244,7 +246,7 @@ static void a_model_launches_fused_kernels(void **state) {
     assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
     assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
     assert_int_equal(fake.count("cuLaunchKernel"), 2);
-    assert_int_equal(fake.count("cuLibraryLoadData"), 2);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 3); /* inference; forward and backward */
     d.dL_doutput = (const float *)(b + 65536);
     d.dL_dencoding_params = b + (2 << 20);
     fake.reset_counts();
@@ -380,13 +382,13 @@ static void precompiled_programs_serve_without_nvrtc(void **state) {
     gj_precompile_report report;
     memset(&report, 0xFF, sizeof report);
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_OK);
-    assert_int_equal(report.programs, 2); /* inference, training */
-    assert_int_equal(report.compiled + report.cached, 2);
+    assert_int_equal(report.programs, 3); /* inference, the forward for training, the backward */
+    assert_int_equal(report.compiled + report.cached, 3);
     assert_true(report.ms >= 0.0);
-    /* Again: both found in the cache, nothing compiled. */
+    /* Again: all found in the cache, nothing compiled. */
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_OK);
-    assert_int_equal(report.programs, 2);
-    assert_int_equal(report.cached, 2);
+    assert_int_equal(report.programs, 3);
+    assert_int_equal(report.cached, 3);
     assert_int_equal(report.compiled, 0);
     assert_int_equal(gj_network_precompile(ctx, NULL, "sm_90", NULL), GJ_ERROR_INVALID_ARGUMENT);
     assert_int_equal(gj_network_precompile(ctx, net, "sm90", NULL), GJ_ERROR_INVALID_ARGUMENT);
@@ -413,7 +415,7 @@ static void precompiled_programs_serve_without_nvrtc(void **state) {
     }
     assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
-    assert_int_equal(fake.count("cuLibraryLoadData"), 2);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 3);
     unsetenv("GRIDJIT_NVRTC");
     gj_device_free(ctx, buffer);
     gj_network_module_destroy(m);
@@ -442,8 +444,8 @@ static void a_precompiled_model_trains_without_nvrtc(void **state) {
     assert_int_equal(gj_network_create(ctx, json, 3, 0, &net), GJ_OK);
     gj_precompile_report report;
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_OK);
-    assert_int_equal(report.programs, 7);
-    assert_int_equal(report.compiled, 7);
+    assert_int_equal(report.programs, 8);
+    assert_int_equal(report.compiled, 8);
     gj_network_destroy(net);
     gj_context_destroy(ctx);
 
@@ -476,8 +478,8 @@ static void a_precompiled_model_trains_without_nvrtc(void **state) {
     d.dL_dinput = NULL;
     d.dL_dencoding_params = b + (2 << 20);
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
-    /* inference, training, training_input, the encoding's backward_input and backward_dx */
-    assert_int_equal(fake.count("cuLibraryLoadData"), 5);
+    /* inference, forward, backward, training_input, the encoding's backward_input and backward_dx */
+    assert_int_equal(fake.count("cuLibraryLoadData"), 6);
     unsetenv("GRIDJIT_NVRTC");
     gj_device_free(ctx, buffer);
     gj_network_module_destroy(m);
@@ -485,9 +487,49 @@ static void a_precompiled_model_trains_without_nvrtc(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* The forward for training and the backward are made together, the second on a thread of
+ * its own: without NVRTC and with an empty cache the pass fails with the program's own error,
+ * and a later pass tries again (nothing half made is kept). */
+static void training_programs_fail_together(void **state) {
+    (void)state;
+    const char *base = getenv("GRIDJIT_TEST_TMP");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/gj_network_no_nvrtc_XXXXXX", base && base[0] ? base : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    setenv("GRIDJIT_NVRTC", "off", 1);
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    assert_int_equal(gj_context_set_cache_dir(ctx, dir), GJ_OK);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1}",
+                                       3, 2, &net),
+                     GJ_OK);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 20, &buffer), GJ_OK);
+    gj_network_pass_desc d = desc_over(buffer, 40);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        fake.reset_counts();
+        assert_int_equal(gj_network_forward(m, NULL, &d), GJ_ERROR_NO_NVRTC);
+        const char *message = gj_context_errmsg(ctx);
+        if (!strstr(message, "NVRTC")) {
+            fail_msg("the failed forward pass says: %s", message);
+        }
+        assert_int_equal(fake.count("cuLibraryLoadData"), 0);
+        assert_int_equal(fake.count("cuLaunchKernel"), 0);
+    }
+    unsetenv("GRIDJIT_NVRTC");
+    gj_device_free(ctx, buffer);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+    rmdir(dir);
+}
+
 /* Without NVRTC and with an empty cache every program of a model fails: the programs compile
  * side by side, so the first failure stops none of the others, and the message names all
- * seven: the network module's three and the encoding module's four (its backward with dL/dx). */
+ * eight: the network module's four and the encoding module's four (its backward with dL/dx). */
 static void a_failed_precompile_names_every_program(void **state) {
     (void)state;
     const char *base = getenv("GRIDJIT_TEST_TMP");
@@ -505,12 +547,13 @@ static void a_failed_precompile_names_every_program(void **state) {
     gj_precompile_report report;
     memset(&report, 0xFF, sizeof report);
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_ERROR_NO_NVRTC);
-    assert_int_equal(report.programs, 7);
+    assert_int_equal(report.programs, 8);
     assert_int_equal(report.compiled, 0);
     assert_int_equal(report.cached, 0);
     const char *message = gj_context_errmsg(ctx);
-    if (!strstr(message, "7 of 7 programs failed") || !strstr(message, "gj_network_inference.cu") ||
-        !strstr(message, "gj_network_training.cu") || !strstr(message, "gj_network_training_input.cu") ||
+    if (!strstr(message, "8 of 8 programs failed") || !strstr(message, "gj_network_inference.cu") ||
+        !strstr(message, "gj_network_training.cu") || !strstr(message, "gj_network_backward.cu") ||
+        !strstr(message, "gj_network_training_input.cu") ||
         !strstr(message, "encoding backward_input,") || !strstr(message, "encoding backward_input_rows") ||
         !strstr(message, "encoding backward_dx,") || !strstr(message, "encoding backward_dx_rows")) {
         fail_msg("the message does not name every program: %s", message);
@@ -529,6 +572,7 @@ int main(void) {
         cmocka_unit_test(a_model_inference_leaves_l1_to_its_encoding),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),
         cmocka_unit_test(a_precompiled_model_trains_without_nvrtc),
+        cmocka_unit_test(training_programs_fail_together),
         cmocka_unit_test(a_failed_precompile_names_every_program),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

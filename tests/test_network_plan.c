@@ -159,9 +159,12 @@ static void generated_code_follows_the_hints(void **state) {
     assert_null(strstr(plain, "__launch_bounds__(32 * net_config::WARPS, "));
     net->hints = (gj__network_plan_hints){0, 0, 0, 2};
     char *bounded = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
+    char *bounded_backward = gj__network_codegen(net, &opts, GJ__NETWORK_PART_BACKWARD, "");
     assert_non_null(bounded);
+    assert_non_null(bounded_backward);
     assert_non_null(strstr(bounded, "void __launch_bounds__(32 * net_config::WARPS, 2)\nnet_forward("));
-    assert_non_null(strstr(bounded, "void __launch_bounds__(32 * net_config::WARPS, 2)\nnet_backward("));
+    assert_non_null(strstr(bounded_backward, "void __launch_bounds__(32 * net_config::WARPS, 2)\nnet_backward("));
+    free(bounded_backward);
     net->hints = (gj__network_plan_hints){0, 0, 0, 9}; /* out of range: no hint */
     char *unbounded = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
     assert_non_null(unbounded);

@@ -1,8 +1,9 @@
 /*
  * gj_network_module: a network alone, or a model fused with its encoding, run through its
- * generated kernels (docs/networks.md §8, §9). Each program (inference; training = forward,
- * backward, zero; for a model, the backward pass with dL/dinput) is a user module of the
- * generated unit, made on first use: compiled through the disk cache per architecture by the
+ * generated kernels (docs/networks.md §8, §9). Each program (inference; the forward for
+ * training; backward and zero; for a model, the backward pass with dL/dinput) is a user
+ * module of the generated unit, made on first use (the forward's and the backward's
+ * together, on two threads): compiled through the disk cache per architecture by the
  * user-module machinery, which also picks the stream's context and opts into large shared
  * memory. The launch geometry is the block plan the unit states (network_plan.c). A model's
  * backward with dL/dinput is the network's kernel, which writes dL/d(features) into the
@@ -71,11 +72,11 @@ static long env_in_range(const char *name, long lo, long hi, long fallback) {
 static const char *const kernel_suffix[K_COUNT] = {"inference", "forward", "backward", "zero", "backward_input"};
 /* The program each kernel is in (K_BACKWARD_INPUT: a model's only). */
 static const gj__network_part kernel_part[K_COUNT] = {GJ__NETWORK_PART_INFERENCE, GJ__NETWORK_PART_TRAINING,
-                                                      GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_TRAINING,
+                                                      GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_BACKWARD,
                                                       GJ__NETWORK_PART_TRAINING_INPUT};
 
-/* The programs of a module of net: inference and training, and for a model the backward pass
- * with dL/dinput. */
+/* The programs of a module of net: inference, the forward for training and the backward, and
+ * for a model the backward pass with dL/dinput. */
 static int part_count(const struct gj_network *net) {
     return net->encoding ? GJ__NETWORK_PART_COUNT : GJ__NETWORK_PART_TRAINING_INPUT;
 }
@@ -187,7 +188,7 @@ size_t gj_network_module_encoding_gradient_size(const gj_network_module *module)
     return gj__grad_is_fp32(&module->net->encoding->config, &module->encoding_opts) ? 4 : 2;
 }
 
-/* Zeroes bytes (a multiple of 4) at p on stream with the training program's kernel. */
+/* Zeroes bytes (a multiple of 4) at p on stream with the backward program's kernel. */
 static gj_status zero(gj_network_module *m, gj_stream stream, void *p, uint64_t bytes) {
     uint64_t words = bytes / 4;
     void *args[] = {&words, &p};
@@ -241,19 +242,12 @@ static gj_status make_part_source(gj_context *ctx, const struct gj_network *net,
     }
     gj_source_desc_init(&out->desc);
     out->desc.source = out->source;
-    out->desc.file_name = part == GJ__NETWORK_PART_INFERENCE  ? "gj_network_inference.cu"
-                          : part == GJ__NETWORK_PART_TRAINING ? "gj_network_training.cu"
-                                                              : "gj_network_training_input.cu";
+    static const char *const file_names[GJ__NETWORK_PART_COUNT] = {
+        "gj_network.cu", "gj_network_inference.cu", "gj_network_training.cu", "gj_network_backward.cu",
+        "gj_network_training_input.cu"};
+    out->desc.file_name = file_names[part];
     out->desc.kernels = (const char *const *)out->names;
     out->desc.n_kernels = out->n_names;
-    if (part != GJ__NETWORK_PART_INFERENCE) {
-        /* The forward and the backward kernel optimised on two threads (NVVM's split
-         * compilation): the training program's cold compile took 1.51 s, now 1.23 s, on a
-         * two-core machine. A fixed count: the binary depends on it, and so the cache key. */
-        static const char *const split[] = {"-split-compile=2"};
-        out->desc.options = split;
-        out->desc.n_options = 1;
-    }
     return GJ_OK;
 }
 
@@ -340,30 +334,98 @@ gj_status gj_network_precompile(gj_context *ctx, const gj_network *net, const ch
     return status;
 }
 
-/* The program of part (made on first use) and its kernels; under the module's lock. */
-static gj_status need_part(gj_network_module *m, gj__network_part part, const char *call) {
-    pthread_mutex_lock(&m->lock);
-    gj_status status = GJ_OK;
-    if (!m->programs[part]) {
-        part_source p;
-        status = make_part_source(m->ctx, m->net, &m->opts, part, call, &p);
-        gj_user_module *um = NULL;
-        if (status == GJ_OK) {
-            status = gj_user_module_create(m->ctx, &p.desc, &um);
-            free_part_source(&p);
-        }
-        for (int k = 0; status == GJ_OK && k < K_COUNT; ++k) {
-            if (kernel_part[k] != part) {
-                continue;
-            }
+/* A program of the module being made: its part, and what the thread that made it found. */
+typedef struct part_job {
+    gj_network_module *m;
+    gj__network_part part;
+    const char *call;
+    gj__driver *drv;
+    CUcontext context; /* the calling thread's current context, made current on a worker */
+    gj_user_module *made;
+    gj_status status;
+    char message[GJ__MESSAGE_MAX]; /* a worker's error message (messages are per thread) */
+} part_job;
+
+/* Compiles and loads the program of job's part (a user module: for the current context's
+ * device), and looks up its kernels. */
+static void make_part(part_job *job) {
+    gj_network_module *m = job->m;
+    part_source p;
+    job->made = NULL;
+    job->status = make_part_source(m->ctx, m->net, &m->opts, job->part, job->call, &p);
+    if (job->status == GJ_OK) {
+        job->status = gj_user_module_create(m->ctx, &p.desc, &job->made);
+        free_part_source(&p);
+    }
+    for (int k = 0; job->status == GJ_OK && k < K_COUNT; ++k) {
+        if (kernel_part[k] == job->part) {
             char name[128];
             snprintf(name, sizeof name, "%s_%s", GJ__NETWORK_DEFAULT_NAME, kernel_suffix[k]);
-            status = gj_user_module_kernel(um, name, &m->kernels[k]);
+            job->status = gj_user_module_kernel(job->made, name, &m->kernels[k]);
         }
-        if (status == GJ_OK) {
-            m->programs[part] = um;
-        } else {
-            gj_user_module_destroy(um);
+    }
+    if (job->status != GJ_OK) {
+        snprintf(job->message, sizeof job->message, "%s", gj_context_errmsg(m->ctx));
+        gj_user_module_destroy(job->made);
+        job->made = NULL;
+    }
+}
+
+static void *make_part_on_worker(void *arg) {
+    part_job *job = arg;
+    if (job->context) {
+        job->drv->CtxSetCurrent(job->context); /* the device the caller's thread compiles for */
+    }
+    make_part(job);
+    return NULL;
+}
+
+/* The programs of parts (n at most GJ__NETWORK_PART_COUNT) and their kernels, each made on
+ * first use; under the module's lock. Those not made yet compile side by side, one on this
+ * thread and the others on threads of their own (NVRTC compiles concurrently in one process):
+ * a training step needs its forward and backward programs together, and the two compiled
+ * apart on two threads in 0.58 s where one program with both kernels took 0.69-0.76 s (two
+ * cores, the 64 x 2 model). A worker's failure is reported here with its message. */
+static gj_status need_parts(gj_network_module *m, const gj__network_part *parts, size_t n, const char *call) {
+    part_job jobs[GJ__NETWORK_PART_COUNT];
+    pthread_t threads[GJ__NETWORK_PART_COUNT];
+    int started[GJ__NETWORK_PART_COUNT] = {0};
+    size_t n_jobs = 0;
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < n && n_jobs < GJ__NETWORK_PART_COUNT; ++i) {
+        if (!m->programs[parts[i]]) {
+            memset(&jobs[n_jobs], 0, sizeof jobs[n_jobs]);
+            jobs[n_jobs].m = m;
+            jobs[n_jobs].part = parts[i];
+            jobs[n_jobs].call = call;
+            n_jobs++;
+        }
+    }
+    gj__driver *drv = NULL;
+    CUcontext context = NULL;
+    if (n_jobs > 1 && gj__driver_get(m->ctx->runtime.driver, &m->ctx->diag, &drv) == GJ_OK) {
+        drv->CtxGetCurrent(&context);
+    }
+    for (size_t j = 1; drv && j < n_jobs; ++j) {
+        jobs[j].drv = drv;
+        jobs[j].context = context;
+        started[j] = pthread_create(&threads[j], NULL, make_part_on_worker, &jobs[j]) == 0;
+    }
+    for (size_t j = 0; j < n_jobs; ++j) {
+        if (j == 0 || !started[j]) {
+            make_part(&jobs[j]); /* here: the first, and any whose thread did not start */
+        }
+    }
+    gj_status status = GJ_OK;
+    for (size_t j = 0; j < n_jobs; ++j) {
+        if (started[j]) {
+            pthread_join(threads[j], NULL);
+        }
+        if (jobs[j].status == GJ_OK) {
+            m->programs[jobs[j].part] = jobs[j].made;
+        } else if (status == GJ_OK) {
+            status = jobs[j].status;
+            gj__fail(&m->ctx->diag, status, "%s", jobs[j].message);
         }
     }
     pthread_mutex_unlock(&m->lock);
@@ -489,7 +551,10 @@ static gj_status run_forward(gj_network_module *module, gj_stream stream, const 
         return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: input, output%s must not be NULL", call,
                         training ? " and context" : "");
     }
-    status = need_part(module, training ? GJ__NETWORK_PART_TRAINING : GJ__NETWORK_PART_INFERENCE, call);
+    /* The forward for training comes with its backward: their programs compile together. */
+    static const gj__network_part inference_parts[] = {GJ__NETWORK_PART_INFERENCE};
+    static const gj__network_part training_parts[] = {GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_BACKWARD};
+    status = training ? need_parts(module, training_parts, 2, call) : need_parts(module, inference_parts, 1, call);
     if (status != GJ_OK) {
         return status;
     }
@@ -542,10 +607,8 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
      * backward's dL/dy) into the module's workspace, then the encoding module's backward. */
     const int with_input = model && desc->dL_dinput != NULL;
     gj_module *encoding_module = NULL;
-    status = need_part(module, GJ__NETWORK_PART_TRAINING, call);
-    if (status == GJ_OK && with_input) {
-        status = need_part(module, GJ__NETWORK_PART_TRAINING_INPUT, call);
-    }
+    static const gj__network_part parts[] = {GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_TRAINING_INPUT};
+    status = need_parts(module, parts, with_input ? 2 : 1, call);
     if (status == GJ_OK && with_input) {
         status = need_encoding_module(module, &encoding_module);
     }

@@ -28,7 +28,8 @@ static int has_kernels(const struct gj_network *net, const gj_codegen_options *o
     return !opts->device_functions_only;
 }
 
-static const char *const part_words[] = {"the whole unit", "the inference kernel", "the training kernels",
+static const char *const part_words[] = {"the whole unit", "the inference kernel", "the forward kernel for training",
+                                         "the backward kernel (and the zeroing one)",
                                          "the backward kernel with dL/dinput"};
 
 /* Where the kernels read the weights from, as the header comment says it. */
@@ -161,7 +162,8 @@ static void launch_bounds(char *out, size_t size, const char *name, const gj__ne
  * launches next, with dL/dx). */
 static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const char *bounds,
                                int unrolled) {
-    const int training = part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL;
+    const int forward = part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL;
+    const int backward = part == GJ__NETWORK_PART_BACKWARD || part == GJ__NETWORK_PART_ALL;
     gj__sb_printf(sb, "// The encoding as templates/model_kernels.cuh calls it.\n"
                       "struct %s_encoding_ops {\n"
                       "    typedef %s_encoding_config config;\n"
@@ -171,7 +173,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "        return %s_encoding(x, p, ctx);\n"
                       "    }\n",
                   name, name, name, name, name);
-    if (training) {
+    if (backward) {
         /* dL/dparams alone: the level loop with one instance of the per-level code. */
         gj__sb_append(sb, "    static __device__ __forceinline__ void bwd_params(const out_t& dy, const config::param_t* p,\n"
                           "                                                      const gj_u8* ctx, config::grad_t* g, gj_u64 i, gj_u64 n) {\n");
@@ -197,7 +199,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "}\n\n",
                       bounds, name, name, name, name);
     }
-    if (training) {
+    if (forward) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
                       "%s_forward(gj_u64 n, const float* x, float* y, const gj_half* params,\n"
@@ -205,6 +207,8 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "    gj_model_forward_kernel<%s_config, %s_encoding_ops>(n, x, y, params, eparams, ctx);\n"
                       "}\n\n",
                       bounds, name, name, name, name);
+    }
+    if (backward) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
                       "%s_backward(gj_u64 n, const float* x, const float* dL_dy, const gj_half* params,\n"
@@ -225,7 +229,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "}\n\n",
                       name, bounds, name, name, name);
     }
-    if (training) {
+    if (backward) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s_zero(gj_u64 n, gj_u32* p) {\n"
                       "    gj_nn_zero_kernel(n, p);\n"
@@ -251,6 +255,8 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "    gj_nn_forward_kernel<%s_config>(n, x, y, params, ctx);\n"
                       "}\n\n",
                       bounds, name, name);
+    }
+    if (part == GJ__NETWORK_PART_BACKWARD || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
                       "%s_backward(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx, float* dL_dparams,\n"
@@ -281,11 +287,12 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         enc_opts.name = enc_name;
         enc_opts.device_functions_only = 1;
         enc_opts.output_width_multiple = GJ_NETWORK_ALIGNMENT;
-        /* What the kernels call: the forward function, and for training the backward one
-         * (NAME_backward_input's encoding backward is the encoding module's). */
-        if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_TRAINING_INPUT) {
+        /* What the kernels call: the forward function, and for the backward kernel the
+         * backward one (NAME_backward_input's encoding backward is the encoding module's). */
+        if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_TRAINING ||
+            part == GJ__NETWORK_PART_TRAINING_INPUT) {
             enc_opts.passes = GJ_PASS_FORWARD;
-        } else if (part == GJ__NETWORK_PART_TRAINING) {
+        } else if (part == GJ__NETWORK_PART_BACKWARD) {
             enc_opts.passes = GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
         } else if (has_kernels(net, opts)) {
             enc_opts.passes |= GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
@@ -329,7 +336,7 @@ char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_o
     /* Each kernel and its program; backward_input is a model's only. */
     static const char *const suffixes[] = {"inference", "forward", "backward", "zero", "backward_input"};
     static const gj__network_part parts[] = {GJ__NETWORK_PART_INFERENCE, GJ__NETWORK_PART_TRAINING,
-                                             GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_TRAINING,
+                                             GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_BACKWARD,
                                              GJ__NETWORK_PART_TRAINING_INPUT};
     enum { N_KERNELS = sizeof suffixes / sizeof *suffixes };
     const char *name = gj__network_name(opts);

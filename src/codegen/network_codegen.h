@@ -10,12 +10,14 @@
 typedef enum gj__network_part {
     GJ__NETWORK_PART_ALL = 0,
     GJ__NETWORK_PART_INFERENCE = 1, /* NAME_inference */
-    GJ__NETWORK_PART_TRAINING = 2,  /* NAME_forward, NAME_backward, NAME_zero */
+    GJ__NETWORK_PART_TRAINING = 2,  /* NAME_forward (keeping the context for the backward) */
+    GJ__NETWORK_PART_BACKWARD = 3,  /* NAME_backward, NAME_zero: a program of their own, so that
+                                       a module compiles it beside the forward's, on two threads */
     /* A model's NAME_backward_input: the network's backward writing dL/d(features), which the
      * encoding's own backward (a module of the encoding) turns into dL/dinput and its
      * dL/dparams; a network alone has no such program. */
-    GJ__NETWORK_PART_TRAINING_INPUT = 3,
-    GJ__NETWORK_PART_COUNT = 4
+    GJ__NETWORK_PART_TRAINING_INPUT = 4,
+    GJ__NETWORK_PART_COUNT = 5
 } gj__network_part;
 
 /* The network's default device-function name. */
