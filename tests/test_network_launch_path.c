@@ -47,6 +47,18 @@ static gj_network_pass_desc desc_over(char *b, uint64_t n) {
     return d;
 }
 
+/* A context whose disk cache is a fresh directory (dir, made here from template, a name
+ * ending in XXXXXX, under GRIDJIT_TEST_TMP). */
+static gj_context *context_with_fresh_cache(const char *template, char *dir, size_t size) {
+    const char *base = getenv("GRIDJIT_TEST_TMP");
+    snprintf(dir, size, "%s/%s", base && base[0] ? base : "/tmp", template);
+    assert_non_null(mkdtemp(dir));
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    assert_int_equal(gj_context_set_cache_dir(ctx, dir), GJ_OK);
+    return ctx;
+}
+
 static void passes_launch_their_kernels(void **state) {
     (void)state;
     if (!gj_test_have_nvrtc()) {
@@ -433,13 +445,8 @@ static void a_precompiled_model_trains_without_nvrtc(void **state) {
     }
     static const char json[] = "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4}, \"network\": "
                                "{\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 1}}";
-    const char *base = getenv("GRIDJIT_TEST_TMP");
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/gj_model_precompile_XXXXXX", base && base[0] ? base : "/tmp");
-    assert_non_null(mkdtemp(dir));
-    gj_context *ctx = NULL;
-    assert_int_equal(gj_context_create(&ctx), GJ_OK);
-    assert_int_equal(gj_context_set_cache_dir(ctx, dir), GJ_OK);
+    gj_context *ctx = context_with_fresh_cache("gj_model_precompile_XXXXXX", dir, sizeof dir);
     gj_network *net = NULL;
     assert_int_equal(gj_network_create(ctx, json, 3, 0, &net), GJ_OK);
     gj_precompile_report report;
@@ -492,14 +499,9 @@ static void a_precompiled_model_trains_without_nvrtc(void **state) {
  * and a later pass tries again (nothing half made is kept). */
 static void training_programs_fail_together(void **state) {
     (void)state;
-    const char *base = getenv("GRIDJIT_TEST_TMP");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/gj_network_no_nvrtc_XXXXXX", base && base[0] ? base : "/tmp");
-    assert_non_null(mkdtemp(dir));
     setenv("GRIDJIT_NVRTC", "off", 1);
-    gj_context *ctx = NULL;
-    assert_int_equal(gj_context_create(&ctx), GJ_OK);
-    assert_int_equal(gj_context_set_cache_dir(ctx, dir), GJ_OK);
+    char dir[4096];
+    gj_context *ctx = context_with_fresh_cache("gj_network_no_nvrtc_XXXXXX", dir, sizeof dir);
     gj_network *net = NULL;
     assert_int_equal(gj_network_create(ctx, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1}",
                                        3, 2, &net),
@@ -532,14 +534,9 @@ static void training_programs_fail_together(void **state) {
  * eight: the network module's four and the encoding module's four (its backward with dL/dx). */
 static void a_failed_precompile_names_every_program(void **state) {
     (void)state;
-    const char *base = getenv("GRIDJIT_TEST_TMP");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/gj_network_precompile_XXXXXX", base && base[0] ? base : "/tmp");
-    assert_non_null(mkdtemp(dir));
     setenv("GRIDJIT_NVRTC", "off", 1);
-    gj_context *ctx = NULL;
-    assert_int_equal(gj_context_create(&ctx), GJ_OK);
-    assert_int_equal(gj_context_set_cache_dir(ctx, dir), GJ_OK);
+    char dir[4096];
+    gj_context *ctx = context_with_fresh_cache("gj_network_precompile_XXXXXX", dir, sizeof dir);
     gj_network *net = NULL;
     assert_int_equal(gj_network_create(ctx, "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4}, \"network\": "
                                             "{\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 1}}", 3, 0, &net),
