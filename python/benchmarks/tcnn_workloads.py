@@ -371,25 +371,25 @@ def model_workload(tcnn, args) -> dict:
                 with torch.no_grad():
                     model(x)
 
-            def train_step():
-                y = model(x)
-                loss = (y.float() - target).square().mean()
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                losses.append(loss.detach())
+            def training_step(inputs, optimizers, record):
+                def step():
+                    y = model(inputs)
+                    loss = (y.float() - target).square().mean()
+                    for o in optimizers:
+                        o.zero_grad()
+                    loss.backward()
+                    for o in optimizers:
+                        o.step()
+                    if record:
+                        losses.append(loss.detach())
 
+                return step
+
+            # The second step optimises the input positions too (their gradient through the model).
             x_param = x.clone().requires_grad_(True)
             x_optimizer = torch.optim.Adam([x_param], 1e-4)
-
-            def train_step_dx():
-                y = model(x_param)
-                loss = (y.float() - target).square().mean()
-                optimizer.zero_grad()
-                x_optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                x_optimizer.step()
+            train_step = training_step(x, [optimizer], True)
+            train_step_dx = training_step(x_param, [optimizer, x_optimizer], False)
 
             result["inference_ms" + suffix] = event_median_ms(inference, 5, args.model_iterations)
             result["train_step_ms" + suffix] = event_median_ms(train_step, 5, args.model_iterations)
