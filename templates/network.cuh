@@ -208,6 +208,33 @@ template <class C> struct gj_nn {
     }
 };
 
+// ---- outputs wider than a product's accumulators -----------------------------------------
+// A layer's product keeps its 16 x N accumulators in registers. The output layer of a network
+// with more than GJ_NN_OUT_CHUNK padded outputs (tiny-cuda-nn takes any width) is computed
+// GJ_NN_OUT_CHUNK columns at a time (the last chunk the rest), and its backward product reads
+// dL/dy's fragments from shared memory per column block instead of holding them all.
+#define GJ_NN_OUT_CHUNK 128
+template <class C> __host__ __device__ constexpr bool gj_nn_out_chunked() { return C::OUT_P > GJ_NN_OUT_CHUNK; }
+
+template <int N> struct gj_nn_cols {
+    static constexpr int value = N;
+};
+
+// f(gj_nn_cols<N>, c0) for each chunk of the output layer's columns: c0 .. c0 + N - 1.
+template <class C, class F> GJ_INLINE void gj_nn_each_out_chunk(F f) {
+    constexpr int FULL = C::OUT_P / GJ_NN_OUT_CHUNK * GJ_NN_OUT_CHUNK, REST = C::OUT_P - FULL;
+#pragma unroll 1
+    for (int c0 = 0; c0 < FULL; c0 += GJ_NN_OUT_CHUNK) f(gj_nn_cols<GJ_NN_OUT_CHUNK>{}, c0);
+    if constexpr (REST > 0) f(gj_nn_cols<REST>{}, FULL);
+}
+
+// A network without hidden layers reads its input rows (X) for every chunk, so its chunked
+// outputs go to the warp's second buffer first: its forward passes take both buffers
+// (C::FORWARD_SCRATCH_HALVES, which the plan computes by the same rule), the others one.
+template <class C> __host__ __device__ constexpr bool gj_nn_forward_uses_d() {
+    return C::NL == 1 && gj_nn_out_chunked<C>();
+}
+
 // ---- one layer's product, A from registers or from shared memory -----------------------------
 template <int N> GJ_INLINE void gj_nn_zero(float (&c)[N][4]) {
 #pragma unroll
@@ -341,14 +368,21 @@ template <int WR> GJ_INLINE gj_u32 gj_nn_ctx_load(const gj_u16* region, int mb, 
     return *gj_nn_ctx_frag<WR>((gj_u16*)region, mb, j, h);
 }
 
-// Stores f(accumulators) of a 16 x N product (rows r0 .. r0 + 15) into a fragment-order region.
-template <int N, class F>
-GJ_INLINE void gj_nn_store_ctx(gj_u16* region, int r0, const float (&c)[N / 8][4], F f) {
+// Stores f(accumulators) of a 16 x N product (rows r0 .. r0 + 15) into columns c0 .. c0 + N - 1
+// of a fragment-order region WR wide.
+template <int WR, int N, class F>
+GJ_INLINE void gj_nn_store_ctx_cols(gj_u16* region, int r0, int c0, const float (&c)[N / 8][4], F f) {
 #pragma unroll
     for (int j = 0; j < N / 8; ++j) {
-        *gj_nn_ctx_frag<N>(region, r0 / 16, j, 0) = gj_pack_half2(f(c[j][0]), f(c[j][1]));
-        *gj_nn_ctx_frag<N>(region, r0 / 16, j, 1) = gj_pack_half2(f(c[j][2]), f(c[j][3]));
+        *gj_nn_ctx_frag<WR>(region, r0 / 16, c0 / 8 + j, 0) = gj_pack_half2(f(c[j][0]), f(c[j][1]));
+        *gj_nn_ctx_frag<WR>(region, r0 / 16, c0 / 8 + j, 1) = gj_pack_half2(f(c[j][2]), f(c[j][3]));
     }
+}
+
+// The same for a product as wide as its region.
+template <int N, class F>
+GJ_INLINE void gj_nn_store_ctx(gj_u16* region, int r0, const float (&c)[N / 8][4], F f) {
+    gj_nn_store_ctx_cols<N, N>(region, r0, 0, c, f);
 }
 
 // Calls f(mb, j, h, on, row, col) for each 32-bit word the lane holds of a fragment-order
@@ -398,9 +432,26 @@ GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
     constexpr int MT = (C::W <= 64 && C::OUT_P <= 64) ? 2 : 1;
     __syncwarp();
     if (ctx) gj_nn_rows_to_ctx<C::IN_P, S>(ctx, x);
+    // The output layer in chunks, into rows of `rows` (X, or D where the chunks read X).
+    const auto output_chunks = [&](gj_u16* rows, int r0, auto product) {
+        gj_nn_each_out_chunk<C>([&](auto cols, int c0) {
+            constexpr int N = decltype(cols)::value;
+            float out[1][N / 8][4];
+            product(cols, out, c0);
+            __syncwarp();
+            if (ctx && gj_nn_derivative_reads_kept<C::OUT_ACT>())
+                gj_nn_store_ctx_cols<C::OUT_P, N>(ctx + L::ctx_offset(C::NL), r0, c0, out[0], gj_nn_kept_f<C::OUT_ACT>());
+            gj_nn_store_c<N, S>(rows + c0, r0, out[0], gj_nn_act_f<C::OUT_ACT>());
+        });
+    };
 #pragma unroll 1
     for (int r0 = 0; r0 < 32; r0 += 16 * MT) {
-        if constexpr (C::NL == 1) {
+        if constexpr (gj_nn_forward_uses_d<C>()) {
+            static_assert(MT == 1 && C::FORWARD_SCRATCH_HALVES == C::SCRATCH_HALVES, "the plan gives D to the forward");
+            output_chunks(x + 32 * S, r0, [&](auto cols, auto& out, int c0) {
+                gj_nn_layer_smem<1, C::IN_P, decltype(cols)::value, S, PAD>(out, x, r0, w + (gj_u64)c0 * (C::IN_P + PAD));
+            });
+        } else if constexpr (C::NL == 1) {
             float out[MT][C::OUT_P / 8][4];
             gj_nn_layer_smem<MT, C::IN_P, C::OUT_P, S, PAD>(out, x, r0, w);
             __syncwarp();
@@ -432,15 +483,34 @@ GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
             }
 #pragma unroll
             for (int m = 0; m < MT; ++m) gj_nn_to_a<C::W, C::ACT>(a[m], acc[m]);
-            float out[MT][C::OUT_P / 8][4];
-            gj_nn_layer<MT, C::W, C::OUT_P, PAD>(out, a, w + L::template offset<PAD>(C::NL - 1));
-            __syncwarp();
+            if constexpr (gj_nn_out_chunked<C>()) {
+                static_assert(MT == 1, "a chunked output layer takes one m-tile at a time");
+                output_chunks(x, r0, [&](auto cols, auto& out, int c0) {
+                    gj_nn_layer<1, C::W, decltype(cols)::value, PAD>(
+                        out, a, w + L::template offset<PAD>(C::NL - 1) + (gj_u64)c0 * (C::W + PAD));
+                });
+            } else {
+                float out[MT][C::OUT_P / 8][4];
+                gj_nn_layer<MT, C::W, C::OUT_P, PAD>(out, a, w + L::template offset<PAD>(C::NL - 1));
+                __syncwarp();
 #pragma unroll
-            for (int m = 0; m < MT; ++m) {
-                if (ctx && gj_nn_derivative_reads_kept<C::OUT_ACT>())
-                    gj_nn_store_ctx<C::OUT_P>(ctx + L::ctx_offset(C::NL), r0 + 16 * m, out[m], gj_nn_kept_f<C::OUT_ACT>());
-                gj_nn_store_c<C::OUT_P, S>(x, r0 + 16 * m, out[m], gj_nn_act_f<C::OUT_ACT>());
+                for (int m = 0; m < MT; ++m) {
+                    if (ctx && gj_nn_derivative_reads_kept<C::OUT_ACT>())
+                        gj_nn_store_ctx<C::OUT_P>(ctx + L::ctx_offset(C::NL), r0 + 16 * m, out[m],
+                                                  gj_nn_kept_f<C::OUT_ACT>());
+                    gj_nn_store_c<C::OUT_P, S>(x, r0 + 16 * m, out[m], gj_nn_act_f<C::OUT_ACT>());
+                }
             }
+        }
+    }
+    if constexpr (gj_nn_forward_uses_d<C>()) {
+        // The outputs from D to X, where the callers read them.
+        constexpr int PER_ROW = C::OUT_P / 8;
+        __syncwarp();
+#pragma unroll 4
+        for (int q = gj_nn_lane(); q < 32 * PER_ROW; q += 32) {
+            const int off = (q / PER_ROW) * S + 8 * (q % PER_ROW);
+            *(gj_u32x4*)(x + off) = *(const gj_u32x4*)(x + 32 * S + off);
         }
     }
     __syncwarp();
@@ -462,15 +532,64 @@ GJ_INLINE void gj_nn_store_rows(float* __restrict__ y, const gj_u16* rows, int v
 }
 
 // ---- backward --------------------------------------------------------------------------------
+// Columns nb .. nb + 15 of rows rm .. rm + 15 of a backward product (c: its two 16 x 8
+// accumulator tiles) times act'(kept), into OUT as fp16 (stride S); inactive rows zeros.
+template <int K, int S, int ACT>
+GJ_INLINE void gj_nn_backprop_store(gj_u16* out, const float (&c)[2][4], const gj_u16* kept, int rm, int nb, gj_u32 mask) {
+    const int l = gj_nn_lane(), g = l >> 2, t = l & 3;
+    const bool lo_on = (mask >> (rm + g)) & 1u, hi_on = (mask >> (rm + g + 8)) & 1u;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        const int col = nb + 8 * j + 2 * t;
+        float v[4] = {c[j][0], c[j][1], c[j][2], c[j][3]};
+        if (kept) {
+            const gj_u32 k0 = gj_nn_ctx_load<K>(kept, rm / 16, (nb + 8 * j) / 8, 0);
+            const gj_u32 k1 = gj_nn_ctx_load<K>(kept, rm / 16, (nb + 8 * j) / 8, 1);
+            v[0] *= gj_nn_grad_from_kept<ACT>(gj_nn_lo(k0));
+            v[1] *= gj_nn_grad_from_kept<ACT>(gj_nn_hi(k0));
+            v[2] *= gj_nn_grad_from_kept<ACT>(gj_nn_lo(k1));
+            v[3] *= gj_nn_grad_from_kept<ACT>(gj_nn_hi(k1));
+        }
+        *(gj_u32*)(out + (rm + g) * S + col) = lo_on ? gj_pack_half2(v[0], v[1]) : 0u;
+        *(gj_u32*)(out + (rm + g + 8) * S + col) = hi_on ? gj_pack_half2(v[2], v[3]) : 0u;
+    }
+}
+
+// gj_nn_backprop for D wider than GJ_NN_OUT_CHUNK (a chunked output layer's delta): D's
+// fragments are loaded per column block from shared memory, not held in registers.
+template <int K, int N, int NCOLS, int S, int PAD, int ACT>
+GJ_INLINE void gj_nn_backprop_wide(gj_u16* out, const gj_u16* d, const gj_u16* w, const gj_u16* kept, gj_u32 mask) {
+#pragma unroll 1
+    for (int r0 = 0; r0 < 32; r0 += 16) {
+#pragma unroll 1
+        for (int nb = 0; nb < NCOLS; nb += 16) {
+            float c[2][4];
+            gj_nn_zero(c);
+#pragma unroll 4
+            for (int kk = 0; kk < N / 16; ++kk) {
+                gj_u32 a[4];
+                gj_nn_frag_a<S>(a, d, r0, 16 * kk);
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    gj_u32 b[2];
+                    gj_nn_wfrag_t<K, PAD>(b, w, 16 * kk, nb + 8 * j);
+                    gj_nn_mma(c[j], a, b[0], b[1]);
+                }
+            }
+            gj_nn_backprop_store<K, S, ACT>(out, c, kept, r0, nb, mask);
+        }
+    }
+}
+
 // Out (32 x NCOLS of K) = D (32 x N) . W (N x K, rows of K + PAD), times act'(kept) of the
 // layer below (KEPT: its context region, 32 x K in fragment order; null for the input, which
-// has none), as fp16
-// into OUT (stride S); rows whose point is inactive (bit clear in mask) are zeros. Both
-// m-tiles share each weight fragment where their A fragments fit in registers (N <= 64).
+// has none), as fp16 into OUT (stride S); rows whose point is inactive (bit clear in mask) are
+// zeros (gj_nn_backprop below: this form for N up to GJ_NN_OUT_CHUNK, the wide one above).
+// Both m-tiles share each weight fragment where their A fragments fit in registers (N <= 64).
 template <int K, int N, int NCOLS, int S, int PAD, int ACT>
-GJ_INLINE void gj_nn_backprop(gj_u16* out, const gj_u16* d, const gj_u16* w, const gj_u16* kept, gj_u32 mask) {
+GJ_INLINE void gj_nn_backprop_narrow(gj_u16* out, const gj_u16* d, const gj_u16* w, const gj_u16* kept,
+                                     gj_u32 mask) {
     constexpr int MT = N <= 64 ? 2 : 1;
-    const int l = gj_nn_lane(), g = l >> 2, t = l & 3;
 #pragma unroll 1
     for (int r0 = 0; r0 < 32; r0 += 16 * MT) {
         gj_u32 a[MT][N / 16][4];
@@ -498,27 +617,15 @@ GJ_INLINE void gj_nn_backprop(gj_u16* out, const gj_u16* d, const gj_u16* w, con
                 }
             }
 #pragma unroll
-            for (int m = 0; m < MT; ++m) {
-                const int rm = r0 + 16 * m;
-                const bool lo_on = (mask >> (rm + g)) & 1u, hi_on = (mask >> (rm + g + 8)) & 1u;
-#pragma unroll
-                for (int j = 0; j < 2; ++j) {
-                    const int col = nb + 8 * j + 2 * t;
-                    float v[4] = {c[m][j][0], c[m][j][1], c[m][j][2], c[m][j][3]};
-                    if (kept) {
-                        const gj_u32 k0 = gj_nn_ctx_load<K>(kept, rm / 16, (nb + 8 * j) / 8, 0);
-                        const gj_u32 k1 = gj_nn_ctx_load<K>(kept, rm / 16, (nb + 8 * j) / 8, 1);
-                        v[0] *= gj_nn_grad_from_kept<ACT>(gj_nn_lo(k0));
-                        v[1] *= gj_nn_grad_from_kept<ACT>(gj_nn_hi(k0));
-                        v[2] *= gj_nn_grad_from_kept<ACT>(gj_nn_lo(k1));
-                        v[3] *= gj_nn_grad_from_kept<ACT>(gj_nn_hi(k1));
-                    }
-                    *(gj_u32*)(out + (rm + g) * S + col) = lo_on ? gj_pack_half2(v[0], v[1]) : 0u;
-                    *(gj_u32*)(out + (rm + g + 8) * S + col) = hi_on ? gj_pack_half2(v[2], v[3]) : 0u;
-                }
-            }
+            for (int m = 0; m < MT; ++m) gj_nn_backprop_store<K, S, ACT>(out, c[m], kept, r0 + 16 * m, nb, mask);
         }
     }
+}
+
+template <int K, int N, int NCOLS, int S, int PAD, int ACT>
+GJ_INLINE void gj_nn_backprop(gj_u16* out, const gj_u16* d, const gj_u16* w, const gj_u16* kept, gj_u32 mask) {
+    if constexpr (N > GJ_NN_OUT_CHUNK) gj_nn_backprop_wide<K, N, NCOLS, S, PAD, ACT>(out, d, w, kept, mask);
+    else gj_nn_backprop_narrow<K, N, NCOLS, S, PAD, ACT>(out, d, w, kept, mask);
 }
 
 // ---- where a backward pass adds dL/dW -------------------------------------------------------

@@ -10,7 +10,7 @@
 //   C::SMEM_GRADS     1: the backward kernel sums dL/dparams per block in shared memory and
 //                     adds the block's sums to the caller's array once at the end
 // Dynamic shared memory, in this order: [staged weights] [fp32 gradients] [per-warp scratch]
-// (the forward kernels: no gradients, and one scratch buffer a warp, SCRATCH_HALVES / 2).
+// (the forward kernels: no gradients, and FORWARD_SCRATCH_HALVES a warp: one buffer, or both).
 // Points are rows of 32-point tiles; a warp takes tiles blockIdx.x * WARPS + warp, then
 // every gridDim.x * WARPS-th (any grid size is correct).
 // Arrays are point-major: x[i * IN + c], y[i * OUT + c], dL_dy[i * OUT + c], dL_dx[i * IN + c];
@@ -89,9 +89,10 @@ GJ_INLINE void gj_nn_forward_tiles(gj_u64 n, const float* __restrict__ x, float*
     }
 }
 
-// The forward passes use one of a warp's two scratch buffers: they take half the shared memory.
+// The forward passes use one of a warp's two scratch buffers (both where a network without
+// hidden layers computes its outputs in chunks, gj_nn_forward_uses_d): C::FORWARD_SCRATCH_HALVES.
 template <class C> GJ_INLINE gj_u16* gj_nn_forward_scratch() {
-    return gj_nn_smem + gj_nn_staged_halves<C, C::STAGE>() + (threadIdx.x / 32) * (C::SCRATCH_HALVES / 2);
+    return gj_nn_smem + gj_nn_staged_halves<C, C::STAGE>() + (threadIdx.x / 32) * C::FORWARD_SCRATCH_HALVES;
 }
 
 template <class C>

@@ -247,8 +247,8 @@ static void info_refuses_bad_networks(void **state) {
         "1");
     assert_refused(&r, 1, "n_input_dims: the configuration says 4 but the caller passed n_input_dims = 3");
     gj_cli_result_free(&r);
-    RUN(&r, "info", "--config", ff, "--dims", "3", "--output-dims", "129");
-    assert_refused(&r, 2, "--output-dims: must be an integer in 1..128");
+    RUN(&r, "info", "--config", ff, "--dims", "3", "--output-dims", "1025");
+    assert_refused(&r, 2, "--output-dims: must be an integer in 1..1024");
     gj_cli_result_free(&r);
     RUN(&r, "info", "--config", ff, "--dims", "1025", "--output-dims", "1");
     assert_refused(&r, 2, "--dims: must be an integer in 1..1024");

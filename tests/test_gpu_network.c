@@ -44,6 +44,11 @@ static const shape shapes[] = {
     {"FullyFusedMLP", 128, 2, GJ_ACTIVATION_LEAKY_RELU, GJ_ACTIVATION_TANH, 20, 4, 257},
     {"CutlassMLP", 32, 0, GJ_ACTIVATION_RELU, GJ_ACTIVATION_SQUAREPLUS, 9, 3, 65},
     {"FullyFusedMLP", 32, 4, GJ_ACTIVATION_SQUAREPLUS, GJ_ACTIVATION_SILU, 64, 5, 100},
+    /* Outputs wider than one chunk of 128 columns: tiny-cuda-nn's test_random_input.py shape
+     * (3 -> 8 x 128 -> 256), and a network without hidden layers (its forward chunks go
+     * through the warp's second buffer) with a rest of 80 columns. */
+    {"FullyFusedMLP", 128, 8, GJ_ACTIVATION_RELU, GJ_ACTIVATION_NONE, 3, 256, 300},
+    {"CutlassMLP", 16, 0, GJ_ACTIVATION_RELU, GJ_ACTIVATION_SIGMOID, 16, 200, 70},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
@@ -225,7 +230,8 @@ static int check_shape(gj_context *ctx, const shape *s) {
     /* The reference, on the GPU's fp16 weights. */
     double *y_ref = calloc(n * out, sizeof *y_ref), *dx_ref = calloc(n * in, sizeof *dx_ref);
     double *dw_ref = calloc(n_params, sizeof *dw_ref);
-    double xi[GJ_NETWORK_MAX_INPUT_DIMS], yi[128], dyi[128] = {0}, dxi[GJ_NETWORK_MAX_INPUT_DIMS];
+    double xi[GJ_NETWORK_MAX_INPUT_DIMS], yi[GJ_NETWORK_MAX_OUTPUT_DIMS + 15], dyi[GJ_NETWORK_MAX_OUTPUT_DIMS + 15] = {0},
+           dxi[GJ_NETWORK_MAX_INPUT_DIMS];
     for (uint64_t i = 0; i < n; ++i) {
         for (unsigned c = 0; c < in; ++c) {
             xi[c] = x[i * in + c];
@@ -302,6 +308,8 @@ static const model_shape models[] = {
     {"{\"encoding\": {\"otype\": \"DenseGrid\", \"n_levels\": 5, \"n_features_per_level\": 1, \"base_resolution\": 4, "
      "\"per_level_scale\": 1.5}, \"network\": {\"n_neurons\": 128, \"n_hidden_layers\": 2, \"activation\": \"SiLU\", "
      "\"n_output_dims\": 2}}", 3, 100},
+    {"{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 6, \"log2_hashmap_size\": 14}, \"network\": "
+     "{\"n_neurons\": 64, \"n_hidden_layers\": 2, \"output_activation\": \"Tanh\", \"n_output_dims\": 150}}", 3, 90},
 };
 #define N_MODELS (sizeof models / sizeof models[0])
 
@@ -389,7 +397,8 @@ static int check_model(gj_context *ctx, const model_shape *s) {
     mref.fp16_hidden = true; /* as the kernels keep h between layers */
     double *y_ref = calloc(n * out, sizeof *y_ref), *dx_ref = calloc(n * D, sizeof *dx_ref);
     double *dw_ref = calloc(n_mlp, sizeof *dw_ref), *de_ref = calloc(n_enc, sizeof *de_ref);
-    double f[GJ_NETWORK_MAX_INPUT_DIMS], yi[128], dyi[128] = {0}, df[GJ_NETWORK_MAX_INPUT_DIMS], dxi[GJ_REF_MAX_DIMS];
+    double f[GJ_NETWORK_MAX_INPUT_DIMS], yi[GJ_NETWORK_MAX_OUTPUT_DIMS + 15], dyi[GJ_NETWORK_MAX_OUTPUT_DIMS + 15] = {0},
+           df[GJ_NETWORK_MAX_INPUT_DIMS], dxi[GJ_REF_MAX_DIMS];
     for (uint64_t i = 0; i < n; ++i) {
         gj_ref_forward(&eref, ep, x + i * D, 1.0, f);
         for (unsigned k = 0; k < feats; ++k) {

@@ -129,7 +129,7 @@ static void shape_matches_the_library_layout(void **state) {
         "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 7, \"output_activation\": \"Tanh\"}",
         "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 32, \"n_hidden_layers\": 1}",
     };
-    const uint32_t ins[] = {3, 16, 33, 200}, outs[] = {1, 16, 17, 128};
+    const uint32_t ins[] = {3, 16, 33, 200}, outs[] = {1, 16, 17, 1000};
     for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
         gj_network *net = NULL;
         assert_int_equal(gj_network_create(ctx, configs[c], ins[c], outs[c], &net), GJ_OK);
@@ -154,7 +154,7 @@ static void shape_matches_the_library_layout(void **state) {
     gj_context_destroy(ctx);
     /* Out of range. */
     assert_false(gj_ref_mlp_make(&ref, 0, 16, 1, 1, GJ_ACTIVATION_RELU, GJ_ACTIVATION_NONE, 0.0));
-    assert_false(gj_ref_mlp_make(&ref, 3, 16, 1, 129, GJ_ACTIVATION_RELU, GJ_ACTIVATION_NONE, 0.0));
+    assert_false(gj_ref_mlp_make(&ref, 3, 16, 1, GJ_NETWORK_MAX_OUTPUT_DIMS + 1, GJ_ACTIVATION_RELU, GJ_ACTIVATION_NONE, 0.0));
 }
 
 /* ---------------------------------------------------------------- gradients */
@@ -163,7 +163,7 @@ typedef struct net_case {
     gj_ref_mlp ref;
     double *params;
     double x[3][40];
-    double dL_dy[GJ_REF_MLP_MAX_WIDTH];
+    double dL_dy[GJ_NETWORK_MAX_OUTPUT_DIMS + 15];
 } net_case;
 
 /* A network with tiny-cuda-nn's initial parameters (in double), 3 points in [-1, 1]^in, and a
@@ -192,13 +192,13 @@ static void make_case(net_case *nc, uint32_t in, uint32_t width, uint32_t hidden
             nc->x[p][i] = uniform(&s, -1.0, 1.0);
         }
     }
-    for (uint32_t k = 0; k < GJ_REF_MLP_MAX_WIDTH; k++) {
+    for (uint32_t k = 0; k < sizeof nc->dL_dy / sizeof nc->dL_dy[0]; k++) {
         nc->dL_dy[k] = k < out ? uniform(&s, -1.0, 1.0) : NAN;
     }
 }
 
 static double loss(const net_case *nc, const double *params, int point, const double *x) {
-    double y[GJ_REF_MLP_MAX_WIDTH];
+    double y[GJ_NETWORK_MAX_OUTPUT_DIMS + 15];
     gj_ref_mlp_forward(&nc->ref, params, x, y);
     double sum = 0.0;
     for (uint32_t k = 0; k < nc->ref.output_width; k++) {
@@ -299,6 +299,8 @@ static void gradients_other_shapes(void **state) {
     check_gradients(20, 32, 4, 17, GJ_ACTIVATION_TANH, GJ_ACTIVATION_EXPONENTIAL, 0.0);
     check_gradients(7, 16, 0, 2, GJ_ACTIVATION_RELU, GJ_ACTIVATION_SOFTPLUS, 1.0);     /* CutlassMLP, no hidden */
     check_gradients(33, 128, 3, 1, GJ_ACTIVATION_SILU, GJ_ACTIVATION_SQUAREPLUS, 0.0);
+    check_gradients(3, 32, 2, 300, GJ_ACTIVATION_RELU, GJ_ACTIVATION_SIGMOID, 1.0);   /* outputs above 128 */
+    check_gradients(4, 16, 0, 1024, GJ_ACTIVATION_RELU, GJ_ACTIVATION_TANH, 1.0);    /* the widest, no hidden */
 }
 
 /* ------------------------------------------------------------------ padding */

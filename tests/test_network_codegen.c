@@ -164,8 +164,9 @@ static void unit_states_the_layout(void **state) {
     gj_context_destroy(ctx);
 }
 
-/* Ten networks: every width, every activation as hidden and as output activation, hidden
- * layers 1 to 8 and a CutlassMLP without any, odd widths; sm_80 and sm_90 in turn. */
+/* Twelve networks: every width, every activation as hidden and as output activation, hidden
+ * layers 1 to 8 and CutlassMLPs without any, odd widths, outputs wider than one 128-column
+ * chunk (256 behind 8 x 128, 1000 without hidden layers); sm_80 and sm_90 in turn. */
 static void every_width_and_activation_compiles(void **state) {
     (void)state;
     if (!gj_test_have_nvrtc()) {
@@ -174,16 +175,17 @@ static void every_width_and_activation_compiles(void **state) {
     static const struct {
         const char *otype;
         unsigned neurons, hidden, in, out;
-    } shapes[10] = {{"FullyFusedMLP", 16, 1, 3, 1},  {"FullyFusedMLP", 32, 2, 32, 16}, {"FullyFusedMLP", 64, 3, 7, 3},
+    } shapes[12] = {{"FullyFusedMLP", 16, 1, 3, 1},  {"FullyFusedMLP", 32, 2, 32, 16}, {"FullyFusedMLP", 64, 3, 7, 3},
                     {"FullyFusedMLP", 128, 2, 64, 4}, {"CutlassMLP", 64, 0, 5, 2},     {"FullyFusedMLP", 16, 8, 17, 33},
                     {"FullyFusedMLP", 32, 1, 100, 7}, {"MLP", 64, 2, 2, 16},          {"FullyFusedMLP", 128, 1, 1, 128},
-                    {"FullyFusedMLP", 64, 4, 1024, 1}};
+                    {"FullyFusedMLP", 64, 4, 1024, 1}, {"FullyFusedMLP", 128, 8, 3, 256},
+                    {"CutlassMLP", 16, 0, 16, 1000}};
     gj_context *ctx = NULL;
     assert_int_equal(gj_context_create(&ctx), GJ_OK);
-    for (unsigned i = 0; i < 10; ++i) {
+    for (unsigned i = 0; i < 12; ++i) {
         char json[512];
         gj_test_network_json(json, sizeof json, shapes[i].otype, shapes[i].neurons, shapes[i].hidden,
-                             (gj_activation)i, (gj_activation)((i + 3) % 10));
+                             (gj_activation)(i % 10), (gj_activation)((i + 3) % 10));
         gj_network *net = make(ctx, json, shapes[i].in, shapes[i].out);
         char *unit = gj_test_network_unit(ctx, net, 0);
         const char *arch = i % 2 ? "sm_90" : "sm_80";

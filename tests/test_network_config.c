@@ -201,9 +201,9 @@ static void widths_from_keys_or_arguments(void **state) {
     assert_int_equal(c.n_output_dims, 7);
     c = parse_ok("{\"n_input_dims\": 5, \"n_output_dims\": 7}", 5, 7); /* agreeing */
     assert_int_equal(c.n_input_dims, 5);
-    c = parse_ok("{}", 1024, 128); /* the largest */
+    c = parse_ok("{}", 1024, 1024); /* the largest */
     assert_int_equal(c.n_input_dims, 1024);
-    assert_int_equal(c.n_output_dims, 128);
+    assert_int_equal(c.n_output_dims, 1024);
     expect_error_dims("{\"n_input_dims\": 5}", 4, 1,
                       "n_input_dims: the configuration says 5 but the caller passed n_input_dims = 4");
     expect_error_dims("{\"n_output_dims\": 2}", 3, 1,
@@ -211,9 +211,9 @@ static void widths_from_keys_or_arguments(void **state) {
     expect_error_dims("{}", 0, 1, "n_input_dims: required: give the key \"n_input_dims\"");
     expect_error_dims("{}", 3, 0, "n_output_dims: required");
     expect_error_dims("{}", 1025, 1, "n_input_dims: must be from 1 to 1024 (got n_input_dims = 1025)");
-    expect_error_dims("{}", 3, 129, "n_output_dims: must be from 1 to 128 (got n_output_dims = 129)");
+    expect_error_dims("{}", 3, 1025, "n_output_dims: must be from 1 to 1024 (got n_output_dims = 1025)");
     expect_error_dims("{\"n_input_dims\": 0}", 0, 1, "n_input_dims: must be an integer from 1 to 1024 (got 0)");
-    expect_error_dims("{\"n_output_dims\": 129}", 3, 0, "n_output_dims: must be an integer from 1 to 128 (got 129)");
+    expect_error_dims("{\"n_output_dims\": 1025}", 3, 0, "n_output_dims: must be an integer from 1 to 1024 (got 1025)");
 }
 
 static void unknown_keys_and_json_errors(void **state) {

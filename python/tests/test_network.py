@@ -103,7 +103,7 @@ def test_every_getter_and_the_canonical_form():
         ({"encoding": GRID, "network": {"n_neurons": 12}}, 3, 1, "network: n_neurons"),
         ({"encoding": dict(GRID, n_levels=0), "network": MLP}, 3, 1, "encoding: n_levels"),
         (MLP, 3, 0, "n_output_dims"),
-        (MLP, 3, 129, "n_output_dims"),
+        (MLP, 3, 1025, "n_output_dims"),
     ],
 )
 def test_config_errors_name_the_key(config, n_in, n_out, fragment):

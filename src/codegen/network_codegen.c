@@ -101,6 +101,8 @@ static void emit_config(gj__strbuf *sb, const struct gj_network *net, const char
     gj__sb_printf(sb, "    static constexpr int S = %u;      // halves per scratch row\n", plan->stride);
     gj__sb_printf(sb, "    static constexpr gj_u64 SCRATCH_HALVES = %lluull; // shared memory of one warp\n",
                   (unsigned long long)plan->scratch_halves);
+    gj__sb_printf(sb, "    static constexpr gj_u64 FORWARD_SCRATCH_HALVES = %lluull; // of one warp in the forward kernels\n",
+                  (unsigned long long)plan->forward_scratch_halves);
     gj__sb_printf(sb, "    static constexpr gj_u64 CTX_HALVES = %lluull;     // forward context of one warp's 32 points\n",
                   (unsigned long long)plan->ctx_halves);
     gj__sb_printf(sb, "    static constexpr int WARPS = %u;                // kernels: warps per block\n", plan->warps);

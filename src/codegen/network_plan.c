@@ -71,6 +71,9 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
     p.ctx_halves += 32ull * (layout->padded_input_width + layout->padded_output_width);
     p.stride = widest + 8;
     p.scratch_halves = 64ull * p.stride;
+    p.forward_scratch_halves = layout->n_layers == 1 && layout->padded_output_width > GJ__NETWORK_OUT_CHUNK
+                                   ? p.scratch_halves
+                                   : p.scratch_halves / 2;
     staged = round_up(staged, 8);
     p.staged_halves = staged;
     p.stage_backward = 2 * staged <= PART_LIMIT;
@@ -86,10 +89,10 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
         }
     }
     p.stage = p.stage_backward || (2 * staged <= FORWARD_STAGE_LIMIT &&
-                                   2 * staged + p.scratch_halves * p.warps <= GJ__NETWORK_MAX_SMEM);
+                                   2 * (staged + p.forward_scratch_halves * p.warps) <= GJ__NETWORK_MAX_SMEM);
     p.staged_halves = p.stage ? staged : 0;
     apply_hints(hints, staged, layout->n_params, &p);
-    p.forward_bytes = (uint32_t)(2 * p.staged_halves + p.scratch_halves * p.warps); /* one buffer a warp */
+    p.forward_bytes = (uint32_t)(2 * (p.staged_halves + p.forward_scratch_halves * p.warps));
     p.backward_bytes = (uint32_t)backward_bytes(&p, layout->n_params);
     *out = p;
 }

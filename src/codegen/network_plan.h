@@ -13,6 +13,9 @@
 typedef struct gj__network_plan {
     uint32_t stride;         /* S: halves per scratch row, the widest layer + 8 */
     uint64_t scratch_halves; /* per warp: two buffers of 32 rows */
+    uint64_t forward_scratch_halves; /* per warp in the forward kernels: one buffer, or both
+                                        (no hidden layers and more than GJ__NETWORK_OUT_CHUNK
+                                        padded outputs, computed in chunks into the second) */
     uint64_t ctx_halves;     /* forward context of one 32-point tile */
     uint64_t staged_halves;  /* the weights with rows padded by 8, rounded to 8 (0: not staged) */
     uint32_t warps;          /* per block */
@@ -23,6 +26,10 @@ typedef struct gj__network_plan {
     uint32_t forward_bytes;  /* dynamic shared memory of the inference and forward kernels */
     uint32_t backward_bytes; /* of the backward kernel */
 } gj__network_plan;
+
+/* Output columns a product computes at once (templates/network.cuh: GJ_NN_OUT_CHUNK, which
+ * the generated config's FORWARD_SCRATCH_HALVES lets the compiler check). */
+#define GJ__NETWORK_OUT_CHUNK 128u
 
 /* The most dynamic shared memory a plan asks for (sm_80's 163 KiB opt-in limit, rounded down). */
 #define GJ__NETWORK_MAX_SMEM (160u * 1024u)

@@ -2,7 +2,8 @@
 // thread per GPU thread, with ldmatrix and mma.sync emulated from the PTX ISA's fragment
 // tables (cuda_host.cpp): inference, forward for training and backward (dL/dparams, dL/dx)
 // against the double-precision reference (tools/reference/mlp_reference.c) for shapes that
-// cover every code path: 1 to 4 hidden layers and none, every width, activations that keep
+// cover every code path: 1 to 4 hidden layers and none, every width, outputs wider than one
+// chunk of columns, activations that keep
 // their output and ones that keep z, padding with ones and with zeros, batches that are not
 // a multiple of 32, several tiles per warp, weights staged or not, gradients summed per block
 // or not. No GPU needed: this checks the fragment and index arithmetic the GPU tests check
@@ -36,6 +37,7 @@ struct Cfg {
     static constexpr int WIDEST = (IN_P > OUT_P ? IN_P : OUT_P) > (H_ ? W_ : 0) ? (IN_P > OUT_P ? IN_P : OUT_P) : W_;
     static constexpr int S = WIDEST + 8;
     static constexpr gj_u64 SCRATCH_HALVES = 64ull * S;
+    static constexpr gj_u64 FORWARD_SCRATCH_HALVES = (H_ == 0 && OUT_P > 128) ? SCRATCH_HALVES : SCRATCH_HALVES / 2;
     static constexpr gj_u64 CTX_HALVES = 32ull * (IN_P + (gj_u64)H_ * W_ + OUT_P);
     static constexpr gj_u64 N_PARAMS =
         H_ == 0 ? (gj_u64)IN_P * OUT_P : (gj_u64)IN_P * W_ + (gj_u64)(H_ - 1) * W_ * W_ + (gj_u64)W_ * OUT_P;
@@ -92,10 +94,12 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
     }
     gj__network_plan plan;
     gj__network_plan_make(&net->layout, nullptr, &plan);
-    if (plan.stride != (unsigned)C::S || plan.scratch_halves != C::SCRATCH_HALVES || plan.ctx_halves != C::CTX_HALVES ||
+    if (plan.stride != (unsigned)C::S || plan.scratch_halves != C::SCRATCH_HALVES ||
+        plan.forward_scratch_halves != C::FORWARD_SCRATCH_HALVES || plan.ctx_halves != C::CTX_HALVES ||
         net->layout.n_params != C::N_PARAMS) {
-        std::printf("FAIL plan %s: stride %u, scratch %llu, ctx %llu, params %llu\n", shape, plan.stride,
-                    (unsigned long long)plan.scratch_halves, (unsigned long long)plan.ctx_halves,
+        std::printf("FAIL plan %s: stride %u, scratch %llu, forward scratch %llu, ctx %llu, params %llu\n", shape,
+                    plan.stride, (unsigned long long)plan.scratch_halves,
+                    (unsigned long long)plan.forward_scratch_halves, (unsigned long long)plan.ctx_halves,
                     (unsigned long long)net->layout.n_params);
         ++failures;
     }
@@ -204,6 +208,13 @@ int main() {
     // (the plan of 128 x 2: 49 KiB of weights).
     run<Cfg<20, 128, 2, 4, LEAKY, TANH, true, 2, true, true, false>>(257, 2, 2e-2);
     run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, false, false>>(300, 2, 2e-2);
+    // Outputs wider than one chunk of GJ_NN_OUT_CHUNK (128) columns, as tiny-cuda-nn's
+    // test_random_input.py asks (3 -> 8 x 128 -> 256): two full chunks; a full chunk and a
+    // rest of 32 with an output activation that keeps z; no hidden layers (the forward's
+    // chunks go through the second buffer), a rest of 80 and an output activation that keeps y.
+    run<Cfg<3, 32, 2, 256, RELU, NONE, true, 2, true, true>>(70, 1, 2e-2);
+    run<Cfg<20, 64, 1, 150, TANH, SINE, false, 1, false, false>>(45, 1, 2e-2);
+    run<Cfg<16, 16, 0, 200, NONE, SIGMOID, true, 2, true, false>>(50, 1, 2e-2);
     std::printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
 }

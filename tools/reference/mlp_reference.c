@@ -136,11 +136,18 @@ double gj_ref_activation_derivative(gj_activation activation, double x) {
 /* ------------------------------------------------------------------ passes */
 
 /* What the backward pass needs of a forward pass: the padded input and every layer's
- * pre-activations z (42 KB: on the stack). */
+ * pre-activations z, the hidden layers' (at most n_neurons wide) and the output layer's
+ * (50 KB: on the stack). */
 typedef struct trace {
     double in[GJ_NETWORK_MAX_INPUT_DIMS];
     double z[GJ_REF_MLP_MAX_LAYERS][GJ_REF_MLP_MAX_WIDTH];
+    double z_out[GJ_NETWORK_MAX_OUTPUT_DIMS + 15];
 } trace;
+
+/* Layer l's pre-activations in t. */
+static double *layer_z(const gj_ref_mlp *ref, trace *t, uint32_t l) {
+    return l + 1 == ref->n_layers ? t->z_out : t->z[l];
+}
 
 /* v as the kernels store it: rounded to float, then to the nearest fp16 value (ties to
  * even; subnormals below 2^-14; infinity from 65520 on). */
@@ -184,7 +191,7 @@ static void run_forward(const gj_ref_mlp *ref, const double *params, const doubl
             for (uint32_t i = 0; i < layer->fan_in; ++i) {
                 sum += row[i] * h[i];
             }
-            t->z[l][o] = sum;
+            layer_z(ref, t, l)[o] = sum;
         }
     }
 }
@@ -194,7 +201,7 @@ void gj_ref_mlp_forward(const gj_ref_mlp *ref, const double *params, const doubl
     run_forward(ref, params, x, &t);
     const gj_ref_mlp_layer *last = &ref->layers[ref->n_layers - 1];
     for (uint32_t o = 0; o < last->fan_out; ++o) {
-        y[o] = gj_ref_activation(last->activation, t.z[ref->n_layers - 1][o]);
+        y[o] = gj_ref_activation(last->activation, t.z_out[o]);
     }
 }
 
@@ -207,7 +214,7 @@ void gj_ref_mlp_backward(const gj_ref_mlp *ref, const double *params, const doub
     double delta[GJ_NETWORK_MAX_INPUT_DIMS];
     for (uint32_t o = 0; o < ref->layers[last].fan_out; ++o) {
         const double g = o < ref->output_width ? dL_dy[o] : 0.0;
-        delta[o] = g * gj_ref_activation_derivative(ref->layers[last].activation, t.z[last][o]);
+        delta[o] = g * gj_ref_activation_derivative(ref->layers[last].activation, t.z_out[o]);
     }
     for (uint32_t l = last + 1; l-- > 0;) {
         const gj_ref_mlp_layer *layer = &ref->layers[l];

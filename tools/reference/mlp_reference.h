@@ -31,7 +31,8 @@
 #include "gridjit.h"
 
 #define GJ_REF_MLP_MAX_LAYERS (GJ_NETWORK_MAX_HIDDEN_LAYERS + 1)
-/* The widest layer output: n_neurons or the padded output width, both at most 128. */
+/* The widest hidden layer (n_neurons); the output layer is up to GJ_NETWORK_MAX_OUTPUT_DIMS
+ * padded to 16. */
 #define GJ_REF_MLP_MAX_WIDTH 128
 
 typedef struct gj_ref_mlp_layer {
