@@ -184,25 +184,31 @@ def test_pcg_init_against_a_scalar_pcg32():
 
 
 def test_module_level_functions():
-    assert gjt.supports_jit_fusion() is False
+    assert gjt.supports_jit_fusion() is torch.cuda.is_available()
     for name in ("supports_jit_fusion", "free_temporary_memory", "NetworkWithInputEncoding", "Network", "Encoding"):
         assert name in gjt.__all__ and hasattr(gjt, name)
 
 
-def test_jit_fusion_property(monkeypatch):
+@pytest.mark.parametrize("cuda", [False, True], ids=["without-cuda", "with-cuda"])
+def test_jit_fusion_property(monkeypatch, cuda):
+    # The generated kernels are the only path: jit_fusion is whether they can run (CUDA), and
+    # setting the other value warns once (tinycudann's sample prints "JIT fusion is enabled"
+    # after `model.jit_fusion = tcnn.supports_jit_fusion()`).
     monkeypatch.setattr(gjt, "_jit_fusion_warned", False)
     enc = gjt.Encoding(2, HASH, dtype=torch.float)
-    assert enc.jit_fusion is False
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    assert gjt.supports_jit_fusion() is cuda
+    assert enc.jit_fusion is cuda
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        enc.jit_fusion = False  # silent
-    with pytest.warns(UserWarning, match="jit_fusion has no effect") as record:
-        enc.jit_fusion = True
+        enc.jit_fusion = gjt.supports_jit_fusion()  # silent: what it is
+    with pytest.warns(UserWarning, match="setting jit_fusion has no effect") as record:
+        enc.jit_fusion = not cuda
     assert record[0].filename == __file__
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        enc.jit_fusion = True  # once only
-    assert enc.jit_fusion is False
+        enc.jit_fusion = not cuda  # once only
+    assert enc.jit_fusion is cuda
     with pytest.raises(AttributeError, match="can not be deleted"):
         del enc.jit_fusion
 

@@ -131,12 +131,12 @@ def test_tinycudann_surface():
     text = repr(net)
     assert text.startswith("Network(n_input_dims=3, n_output_dims=1, seed=5, dtype=torch.float16, hyperparams={")
     assert "'n_neurons': 16" in text
-    assert net.jit_fusion is False
+    assert net.jit_fusion is torch.cuda.is_available()
     with pytest.raises(AttributeError, match="can not be deleted"):
         del net.jit_fusion
     model = gjt.NetworkWithInputEncoding(2, 1, GRID, MLP)
     assert repr(model).startswith("NetworkWithInputEncoding(n_input_dims=2, n_output_dims=1, seed=1337")
-    assert gjt.supports_jit_fusion() is False
+    assert model.jit_fusion is gjt.supports_jit_fusion() is torch.cuda.is_available()
 
 
 def test_configuration_as_json_text():

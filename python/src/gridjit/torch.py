@@ -144,11 +144,12 @@ def context() -> Context:
 
 
 def supports_jit_fusion() -> bool:
-    """False: gridjit.torch fuses nothing across torch modules (each Encoding launches
-    its own kernels). tinycudann's JIT fusion of an encoding with its network has no
-    counterpart here; gridjit's C API offers fusion into users' own kernels instead
-    (docs/fusion.md)."""
-    return False
+    """Whether the modules run kernels generated and compiled at run time: True wherever
+    CUDA is usable. gridjit has no other path: every module runs its generated kernels, and
+    a NetworkWithInputEncoding runs its encoding and its network in one kernel, which is
+    what tinycudann's optional JIT fusion gives (tinycudann answers whether that option can
+    run there). Fusion into users' own kernels: the C API (docs/fusion.md)."""
+    return torch.cuda.is_available()
 
 
 #: Every gridjit.torch module alive (encodings, networks), for free_temporary_memory and
@@ -512,23 +513,25 @@ def _preferred_dtype() -> torch.dtype:
 class Module(torch.nn.Module):
     """The base of gridjit.torch's modules, as tinycudann.Module: one ``params``
     parameter (fp32), ``dtype``, ``seed``, ``loss_scale`` and the ``jit_fusion``
-    property (always False here); the cached copy of the parameters in the kernels'
+    property (supports_jit_fusion(): it cannot be turned off); the cached copy of the parameters in the kernels'
     precision (fp16), with :meth:`params_changed`."""
 
     @property
     def jit_fusion(self) -> bool:
-        """False: gridjit.torch fuses nothing (see supports_jit_fusion). Setting True
-        warns once that it has no effect."""
-        return False
+        """supports_jit_fusion(): the module always runs its generated kernels (fused, for a
+        NetworkWithInputEncoding) where CUDA is usable. Setting another value warns once
+        that it has no effect."""
+        return supports_jit_fusion()
 
     @jit_fusion.setter
     def jit_fusion(self, value) -> None:
         global _jit_fusion_warned
-        if value and not _jit_fusion_warned:
+        if bool(value) != supports_jit_fusion() and not _jit_fusion_warned:
             _jit_fusion_warned = True
             _warn(
-                "gridjit.torch: jit_fusion has no effect: gridjit fuses nothing across torch modules "
-                "(supports_jit_fusion() is False); the module runs its own kernels"
+                "gridjit.torch: setting jit_fusion has no effect: gridjit's modules always run their "
+                "generated kernels (a NetworkWithInputEncoding its encoding and network in one kernel) "
+                f"where CUDA is usable; here jit_fusion stays {supports_jit_fusion()}"
             )
 
     @jit_fusion.deleter
