@@ -146,13 +146,6 @@ GJ_INLINE void gj_nn_backward_tiles(gj_u64 n, const float* __restrict__ dL_dy, c
     }
 }
 
-template <class C, int PAD>
-GJ_INLINE void gj_nn_backward_dispatch(gj_u64 n, const float* dL_dy, const gj_u16* w, gj_u16* scratch,
-                                       const gj_u16* ctx, float* grads, float* dL_dx) {
-    if (dL_dx) gj_nn_backward_tiles<C, PAD, true>(n, dL_dy, w, scratch, ctx, grads, dL_dx);
-    else gj_nn_backward_tiles<C, PAD, false>(n, dL_dy, w, scratch, ctx, grads, dL_dx);
-}
-
 // A backward kernel's shared memory: the staged weights, then (SMEM_GRADS) the block's
 // parameter-gradient sums, then each warp's scratch. *grads is where the block adds its
 // parameter gradients: the shared sums, zeroed here (the caller syncs before use), or
@@ -190,14 +183,17 @@ template <class C> GJ_INLINE void gj_nn_backward_flush(const float* grads, float
 }
 
 // dL_dparams: fp32, n_params, added to (the caller zeroes it); null: no parameter gradients.
-template <class C>
+// WITH_DX: dL_dx (n x C::IN, written) is computed too; without, dL_dx is not read. The two
+// forms are kernels of different programs (NAME_backward, NAME_backward_input): each compiles
+// in about half the time of one kernel holding both, and a module makes them side by side.
+template <class C, bool WITH_DX>
 GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, const gj_half* __restrict__ params,
                                      const gj_u16* __restrict__ ctx, float* __restrict__ dL_dparams,
                                      float* __restrict__ dL_dx) {
     float* grads;
     gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
     gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
-        gj_nn_backward_dispatch<C, decltype(pad)::value>(n, dL_dy, w, scratch, ctx, grads, dL_dx);
+        gj_nn_backward_tiles<C, decltype(pad)::value, WITH_DX>(n, dL_dy, w, scratch, ctx, grads, dL_dx);
     });
     gj_nn_backward_flush<C>(grads, dL_dparams);
 }

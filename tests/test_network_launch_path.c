@@ -91,8 +91,9 @@ static void passes_launch_their_kernels(void **state) {
     assert_int_equal(fake.count("cuLibraryLoadData"), 1); /* and only once */
     fake.reset_counts();
     assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
-    /* The forward's program and the backward's, compiled side by side on first use. */
-    assert_int_equal(fake.count("cuLibraryLoadData"), 2);
+    /* The forward's program and the backward's two (to the parameters; with dL/dinput),
+     * compiled side by side on first use. */
+    assert_int_equal(fake.count("cuLibraryLoadData"), 3);
     assert_int_equal(fake.count("cuLaunchKernel"), 1);
     fake.reset_counts();
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
@@ -103,6 +104,11 @@ static void passes_launch_their_kernels(void **state) {
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
     assert_int_equal(fake.count("cuLaunchKernel"), 1);
     assert_int_equal(fake.count("cuLibraryLoadData"), 0);
+    d.dL_dinput = NULL; /* the other kernel, loaded with the first */
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 2);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 0);
+    d.dL_dinput = (float *)(b + 196608);
 
     gj_network_init_desc init;
     gj_network_init_desc_init(&init);
@@ -394,13 +400,14 @@ static void precompiled_programs_serve_without_nvrtc(void **state) {
     gj_precompile_report report;
     memset(&report, 0xFF, sizeof report);
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_OK);
-    assert_int_equal(report.programs, 3); /* inference, the forward for training, the backward */
-    assert_int_equal(report.compiled + report.cached, 3);
+    /* inference, the forward for training, the backward, the backward with dL/dinput */
+    assert_int_equal(report.programs, 4);
+    assert_int_equal(report.compiled + report.cached, 4);
     assert_true(report.ms >= 0.0);
     /* Again: all found in the cache, nothing compiled. */
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_OK);
-    assert_int_equal(report.programs, 3);
-    assert_int_equal(report.cached, 3);
+    assert_int_equal(report.programs, 4);
+    assert_int_equal(report.cached, 4);
     assert_int_equal(report.compiled, 0);
     assert_int_equal(gj_network_precompile(ctx, NULL, "sm_90", NULL), GJ_ERROR_INVALID_ARGUMENT);
     assert_int_equal(gj_network_precompile(ctx, net, "sm90", NULL), GJ_ERROR_INVALID_ARGUMENT);
@@ -427,7 +434,9 @@ static void precompiled_programs_serve_without_nvrtc(void **state) {
     }
     assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
-    assert_int_equal(fake.count("cuLibraryLoadData"), 3);
+    d.dL_dinput = (float *)(b + 196608);
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 4);
     unsetenv("GRIDJIT_NVRTC");
     gj_device_free(ctx, buffer);
     gj_network_module_destroy(m);

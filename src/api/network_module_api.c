@@ -70,16 +70,11 @@ static long env_in_range(const char *name, long lo, long hi, long fallback) {
 }
 
 static const char *const kernel_suffix[K_COUNT] = {"inference", "forward", "backward", "zero", "backward_input"};
-/* The program each kernel is in (K_BACKWARD_INPUT: a model's only). */
+/* The program each kernel is in. */
 static const gj__network_part kernel_part[K_COUNT] = {GJ__NETWORK_PART_INFERENCE, GJ__NETWORK_PART_TRAINING,
                                                       GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_BACKWARD,
                                                       GJ__NETWORK_PART_TRAINING_INPUT};
 
-/* The programs of a module of net: inference, the forward for training and the backward, and
- * for a model the backward pass with dL/dinput. */
-static int part_count(const struct gj_network *net) {
-    return net->encoding ? GJ__NETWORK_PART_COUNT : GJ__NETWORK_PART_TRAINING_INPUT;
-}
 
 /* What a module generates with (and gj_network_precompile, so that their keys agree). */
 static void module_options(gj_codegen_options *opts) {
@@ -288,7 +283,7 @@ gj_status gj_network_precompile(gj_context *ctx, const gj_network *net, const ch
     gj__arch target;
     size_t n = 0, n_sources = 0, n_units = 0, n_encoding = 0;
     gj_status status = gj__arch_parse(&ctx->diag, arch, &target);
-    for (int part = GJ__NETWORK_PART_INFERENCE; status == GJ_OK && part < part_count(net); ++part) {
+    for (int part = GJ__NETWORK_PART_INFERENCE; status == GJ_OK && part < GJ__NETWORK_PART_COUNT; ++part) {
         status = make_part_source(ctx, &hinted, &opts, (gj__network_part)part, call, &sources[n_sources]);
         n_sources += status == GJ_OK;
         if (status == GJ_OK) {
@@ -551,10 +546,14 @@ static gj_status run_forward(gj_network_module *module, gj_stream stream, const 
         return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: input, output%s must not be NULL", call,
                         training ? " and context" : "");
     }
-    /* The forward for training comes with its backward: their programs compile together. */
+    /* The forward for training comes with its backward: their programs compile together. A
+     * network alone's backward with dL/dinput (what a network behind a torch Encoding needs)
+     * joins them; a model's (two more programs, and the encoding's) is made on first use. */
     static const gj__network_part inference_parts[] = {GJ__NETWORK_PART_INFERENCE};
-    static const gj__network_part training_parts[] = {GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_BACKWARD};
-    status = training ? need_parts(module, training_parts, 2, call) : need_parts(module, inference_parts, 1, call);
+    static const gj__network_part training_parts[] = {GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_BACKWARD,
+                                                      GJ__NETWORK_PART_TRAINING_INPUT};
+    status = training ? need_parts(module, training_parts, module->net->encoding ? 2 : 3, call)
+                      : need_parts(module, inference_parts, 1, call);
     if (status != GJ_OK) {
         return status;
     }
@@ -602,18 +601,18 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
         return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: dL_dparams_mode %d is neither overwrite "
                         "nor accumulate", call, (int)desc->dL_dparams_mode);
     }
-    /* A model's backward with dL/dinput: the network's kernel of a program of its own writes
+    /* The backward with dL/dinput is a kernel of a program of its own. A model's writes
      * dL/d(features) (n x the encoding's outputs in its precision, feature-major: the encoding's
-     * backward's dL/dy) into the module's workspace, then the encoding module's backward. */
-    const int with_input = model && desc->dL_dinput != NULL;
+     * backward's dL/dy) into the module's workspace, then the encoding module's backward runs. */
+    const int with_input = desc->dL_dinput != NULL;
     gj_module *encoding_module = NULL;
     static const gj__network_part parts[] = {GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_TRAINING_INPUT};
     status = need_parts(module, parts, with_input ? 2 : 1, call);
-    if (status == GJ_OK && with_input) {
+    if (status == GJ_OK && model && with_input) {
         status = need_encoding_module(module, &encoding_module);
     }
     void *features = NULL;
-    if (status == GJ_OK && with_input) {
+    if (status == GJ_OK && model && with_input) {
         status = gj__workspace_get(&module->features, &module->ctx->runtime, stream,
                                    desc->n * module->net->encoding->layout.n_output_dims * encoding_param_size(module),
                                    call, &features);
@@ -622,7 +621,7 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     if (status == GJ_OK && desc->dL_dparams && overwrite) {
         status = zero(module, stream, desc->dL_dparams, 4 * module->net->layout.n_params);
     }
-    if (status == GJ_OK && desc->dL_dencoding_params && overwrite && !with_input) {
+    if (status == GJ_OK && desc->dL_dencoding_params && overwrite && !(model && with_input)) {
         status = zero(module, stream, desc->dL_dencoding_params,
                       gj_network_module_encoding_gradient_size(module) * module->net->encoding->layout.n_params);
     }
@@ -638,11 +637,14 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     float *dparams = desc->dL_dparams;
     void *deparams = desc->dL_dencoding_params;
     float *dx = desc->dL_dinput;
+    if (!model) {
+        void *args[] = {&n, &dy, &params, &context, &dparams, &dx}; /* NAME_backward takes the first five */
+        return launch(module, with_input ? K_BACKWARD_INPUT : K_BACKWARD, stream, n, module->plan.backward_bytes,
+                      args, call);
+    }
     if (!with_input) {
-        void *args_network[] = {&n, &dy, &params, &context, &dparams, &dx};
-        void *args_model[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams};
-        return launch(module, K_BACKWARD, stream, n, module->plan.backward_bytes, model ? args_model : args_network,
-                      call);
+        void *args[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams};
+        return launch(module, K_BACKWARD, stream, n, module->plan.backward_bytes, args, call);
     }
     void *args[] = {&n, &dy, &params, &context, &dparams, &features};
     status = launch(module, K_BACKWARD_INPUT, stream, n, module->plan.backward_bytes, args, call);

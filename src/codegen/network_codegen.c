@@ -260,10 +260,10 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
     }
     if (part == GJ__NETWORK_PART_BACKWARD || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
+                      "// dL/dparams alone (added to: zero them first, NAME_zero).\n"
                       "extern \"C\" __global__ void %s\n"
-                      "%s_backward(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx, float* dL_dparams,\n"
-                      "            float* dL_dx) {\n"
-                      "    gj_nn_backward_kernel<%s_config>(n, dL_dy, params, ctx, dL_dparams, dL_dx);\n"
+                      "%s_backward(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx, float* dL_dparams) {\n"
+                      "    gj_nn_backward_kernel<%s_config, false>(n, dL_dy, params, ctx, dL_dparams, nullptr);\n"
                       "}\n\n",
                       bounds, name, name);
         gj__sb_printf(sb,
@@ -271,6 +271,16 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "    gj_nn_zero_kernel(n, p);\n"
                       "}\n\n",
                       name);
+    }
+    if (part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_ALL) {
+        gj__sb_printf(sb,
+                      "// dL/dx (written) and, unless dL_dparams is null, dL/dparams (added to).\n"
+                      "extern \"C\" __global__ void %s\n"
+                      "%s_backward_input(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx,\n"
+                      "                  float* dL_dparams, float* dL_dx) {\n"
+                      "    gj_nn_backward_kernel<%s_config, true>(n, dL_dy, params, ctx, dL_dparams, dL_dx);\n"
+                      "}\n\n",
+                      bounds, name, name);
     }
 }
 
@@ -335,7 +345,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
 
 char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
                                 size_t *count) {
-    /* Each kernel and its program; backward_input is a model's only. */
+    /* Each kernel and its program. */
     static const char *const suffixes[] = {"inference", "forward", "backward", "zero", "backward_input"};
     static const gj__network_part parts[] = {GJ__NETWORK_PART_INFERENCE, GJ__NETWORK_PART_TRAINING,
                                              GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_BACKWARD,
@@ -351,8 +361,7 @@ char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_o
         return names;
     }
     for (size_t i = 0; i < N_KERNELS; ++i) {
-        const int model_only = parts[i] == GJ__NETWORK_PART_TRAINING_INPUT;
-        if ((part != GJ__NETWORK_PART_ALL && part != parts[i]) || (model_only && !net->encoding)) {
+        if (part != GJ__NETWORK_PART_ALL && part != parts[i]) {
             continue;
         }
         const size_t size = strlen(name) + strlen(suffixes[i]) + 3;

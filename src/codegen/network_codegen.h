@@ -13,9 +13,10 @@ typedef enum gj__network_part {
     GJ__NETWORK_PART_TRAINING = 2,  /* NAME_forward (keeping the context for the backward) */
     GJ__NETWORK_PART_BACKWARD = 3,  /* NAME_backward, NAME_zero: a program of their own, so that
                                        a module compiles it beside the forward's, on two threads */
-    /* A model's NAME_backward_input: the network's backward writing dL/d(features), which the
-     * encoding's own backward (a module of the encoding) turns into dL/dinput and its
-     * dL/dparams; a network alone has no such program. */
+    /* NAME_backward_input, the backward with dL/dinput. A network alone: dL/dx and dL/dparams
+     * (NAME_backward has dL/dparams alone). A model: the network's backward writing
+     * dL/d(features), which the encoding's own backward (a module of the encoding) turns into
+     * dL/dinput and its dL/dparams. */
     GJ__NETWORK_PART_TRAINING_INPUT = 4,
     GJ__NETWORK_PART_COUNT = 5
 } gj__network_part;

@@ -149,7 +149,7 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
     gj_emulate_launch(grid, block, [&] { gj_nn_forward_kernel<C>(n, x.data(), y_inf.data(), params, nullptr); });
     gj_emulate_launch(grid, block, [&] { gj_nn_forward_kernel<C>(n, x.data(), y_fwd.data(), params, ctx.data()); });
     gj_emulate_launch(grid, block,
-                      [&] { gj_nn_backward_kernel<C>(n, dy.data(), params, ctx.data(), dw.data(), dx.data()); });
+                      [&] { gj_nn_backward_kernel<C, true>(n, dy.data(), params, ctx.data(), dw.data(), dx.data()); });
 
     std::vector<double> a(y_inf.begin(), y_inf.end()), b(y_fwd.begin(), y_fwd.end());
     report("inference", shape, rel_error(a, y_ref, 1e-3), tol);
@@ -160,7 +160,7 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
     // dL/dparams alone (no dL/dx): the other instantiation.
     std::fill(dw.begin(), dw.end(), 0.0f);
     gj_emulate_launch(grid, block,
-                      [&] { gj_nn_backward_kernel<C>(n, dy.data(), params, ctx.data(), dw.data(), nullptr); });
+                      [&] { gj_nn_backward_kernel<C, false>(n, dy.data(), params, ctx.data(), dw.data(), nullptr); });
     std::vector<double> g2(dw.begin(), dw.end());
     report("dL/dparams only", shape, rel_error(g2, dw_ref, 1e-3), 2 * tol);
     // A model's backward with dL/dinput: dL/d(features) feature-major ([k * n + i]), rounded
