@@ -11,8 +11,9 @@ typedef enum gj__network_part {
     GJ__NETWORK_PART_ALL = 0,
     GJ__NETWORK_PART_INFERENCE = 1, /* NAME_inference */
     GJ__NETWORK_PART_TRAINING = 2,  /* NAME_forward (keeping the context for the backward) */
-    GJ__NETWORK_PART_BACKWARD = 3,  /* NAME_backward, NAME_zero: a program of their own, so that
-                                       a module compiles it beside the forward's, on two threads */
+    GJ__NETWORK_PART_BACKWARD = 3,  /* NAME_backward (dL/dparams alone), NAME_zero: a program of
+                                       their own, so that a module compiles it beside the
+                                       forward's (and a network's backward_input) on threads */
     /* NAME_backward_input, the backward with dL/dinput. A network alone: dL/dx and dL/dparams
      * (NAME_backward has dL/dparams alone). A model: the network's backward writing
      * dL/d(features), which the encoding's own backward (a module of the encoding) turns into
