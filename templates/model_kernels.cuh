@@ -64,27 +64,23 @@ GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, co
                                        typename E::config::grad_t* __restrict__ dL_deparams) {
     typedef typename E::config EC;
     constexpr int D = EC::D;
-    const int lane = gj_nn_lane();
-#pragma unroll 1
-    for (gj_u64 round = blockIdx.x; round < gj_nn_rounds<C>(n); round += gridDim.x) {
-        const gj_nn_round<C> r(round, n, ctx, grads);
-        const gj_u64 i = r.tile * 32 + lane;
-        const bool active = i < n;
-        const gj_u16* g =
-            gj_nn_backward_warp<C, PAD, true>(active ? dL_dy + i * C::OUT : nullptr, w, scratch, r.ctx, r.wg);
-        if (active && dL_deparams) {
+    gj_nn_backward_rounds<C, PAD, true>(n, dL_dy, w, scratch, ctx, grads, [=](gj_u64 i, bool active, const gj_u16* row) {
+        // The kernel's pointers again as __restrict__ (a lambda's captures lose it): the same
+        // machine code as the loop written out.
+        const float* __restrict__ xs = x;
+        const typename EC::param_t* __restrict__ ep = eparams;
+        typename EC::grad_t* __restrict__ dep = dL_deparams;
+        if (active && dep) {
             typename E::out_t dy;
-            const gj_u16* row = g + lane * C::S;
 #pragma unroll
             for (int k = 0; k < EC::N_OUT_PADDED; ++k)
                 dy.v[k] = gj_from_float<typename EC::param_t>(k < C::IN ? gj_half_to_float(row[k]) : 0.0f);
             float ectx[D]; // the encoding's forward context: the D input floats (docs/fusion.md)
 #pragma unroll
-            for (int d = 0; d < D; ++d) ectx[d] = x[i * D + d];
-            E::bwd_params(dy, eparams, (const gj_u8*)ectx, dL_deparams, i, n);
+            for (int d = 0; d < D; ++d) ectx[d] = xs[i * D + d];
+            E::bwd_params(dy, ep, (const gj_u8*)ectx, dep, i, n);
         }
-        __syncwarp();
-    }
+    });
 }
 
 // dL_dparams: the network's, fp32, added to; dL_deparams: the encoding's (grad_t), added to.
@@ -113,18 +109,10 @@ template <class C, class T, int PAD>
 GJ_INLINE void gj_model_backward_features_tiles(gj_u64 n, const float* __restrict__ dL_dy, const gj_u16* w,
                                                 gj_u16* scratch, const gj_u16* ctx, float* grads,
                                                 T* __restrict__ dL_df) {
-    const int lane = gj_nn_lane();
-#pragma unroll 1
-    for (gj_u64 round = blockIdx.x; round < gj_nn_rounds<C>(n); round += gridDim.x) {
-        const gj_nn_round<C> r(round, n, ctx, grads);
-        const gj_u64 i = r.tile * 32 + lane;
-        const bool active = i < n;
-        const gj_u16* g =
-            gj_nn_backward_warp<C, PAD, true>(active ? dL_dy + i * C::OUT : nullptr, w, scratch, r.ctx, r.wg);
+    gj_nn_backward_rounds<C, PAD, true>(n, dL_dy, w, scratch, ctx, grads, [&](gj_u64 i, bool active, const gj_u16* row) {
         if (active) {
             // 16 bytes a lane at a time: rows C::S halves apart (a multiple of 8), so the eight
             // lanes of each quarter-warp phase read disjoint banks.
-            const gj_u16* row = g + lane * C::S;
 #pragma unroll
             for (int k0 = 0; k0 < C::IN; k0 += 8) {
                 const gj_u32x4 q = *(const gj_u32x4*)(row + k0);
@@ -138,8 +126,7 @@ GJ_INLINE void gj_model_backward_features_tiles(gj_u64 n, const float* __restric
                 }
             }
         }
-        __syncwarp();
-    }
+    });
 }
 
 // dL_dparams: the network's, fp32, added to (null: none); dL_df: n x C::IN of T, feature-major,

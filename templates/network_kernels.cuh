@@ -124,9 +124,12 @@ template <class C> struct gj_nn_round {
     }
 };
 
-template <class C, int PAD, bool WITH_DX>
-GJ_INLINE void gj_nn_backward_tiles(gj_u64 n, const float* __restrict__ dL_dy, const gj_u16* w, gj_u16* scratch,
-                                    const gj_u16* ctx, float* grads, float* __restrict__ dL_dx) {
+// Every round of the block's backward: each warp's tile through gj_nn_backward_warp, then
+// per_point(i, active, row) for the lane's point i, the three backward kernels' own part (row:
+// WITH_DX, the lane's dL/d(input) as fp16; else null).
+template <class C, int PAD, bool WITH_DX, class F>
+GJ_INLINE void gj_nn_backward_rounds(gj_u64 n, const float* __restrict__ dL_dy, const gj_u16* w, gj_u16* scratch,
+                                     const gj_u16* ctx, float* grads, F per_point) {
     const int lane = gj_nn_lane();
 #pragma unroll 1
     for (gj_u64 round = blockIdx.x; round < gj_nn_rounds<C>(n); round += gridDim.x) {
@@ -135,15 +138,22 @@ GJ_INLINE void gj_nn_backward_tiles(gj_u64 n, const float* __restrict__ dL_dy, c
         const bool active = i < n;
         const gj_u16* g = gj_nn_backward_warp<C, PAD, WITH_DX>(active ? dL_dy + i * C::OUT : nullptr, w, scratch,
                                                                r.ctx, r.wg);
+        per_point(i, active, WITH_DX ? g + lane * C::S : nullptr);
+        __syncwarp();
+    }
+}
+
+template <class C, int PAD, bool WITH_DX>
+GJ_INLINE void gj_nn_backward_tiles(gj_u64 n, const float* __restrict__ dL_dy, const gj_u16* w, gj_u16* scratch,
+                                    const gj_u16* ctx, float* grads, float* __restrict__ dL_dx) {
+    gj_nn_backward_rounds<C, PAD, WITH_DX>(n, dL_dy, w, scratch, ctx, grads, [&](gj_u64 i, bool active, const gj_u16* row) {
         if constexpr (WITH_DX) {
             if (active) {
-                const gj_u16* row = g + lane * C::S;
 #pragma unroll 4
                 for (int c = 0; c < C::IN; ++c) dL_dx[i * C::IN + c] = gj_half_to_float(row[c]);
             }
         }
-        __syncwarp();
-    }
+    });
 }
 
 // A backward kernel's shared memory: the staged weights, then (SMEM_GRADS) the block's

@@ -1,9 +1,9 @@
 /*
  * gj_network_module: a network alone, or a model fused with its encoding, run through its
  * generated kernels (docs/networks.md §8, §9). Each program (inference; the forward for
- * training; backward and zero; for a model, the backward pass with dL/dinput) is a user
- * module of the generated unit, made on first use (the forward's and the backward's
- * together, on two threads): compiled through the disk cache per architecture by the
+ * training; the backward to the parameters and zero; the backward with dL/dinput) is a user
+ * module of the generated unit, made on first use (the training programs together, each on a
+ * thread: a network's three, a model's first two): compiled through the disk cache per architecture by the
  * user-module machinery, which also picks the stream's context and opts into large shared
  * memory. The launch geometry is the block plan the unit states (network_plan.c). A model's
  * backward with dL/dinput is the network's kernel, which writes dL/d(features) into the
