@@ -503,8 +503,8 @@ static void a_precompiled_model_trains_without_nvrtc(void **state) {
     gj_context_destroy(ctx);
 }
 
-/* The forward for training and the backward are made together, the second on a thread of
- * its own: without NVRTC and with an empty cache the pass fails with the program's own error,
+/* A network's training programs (the forward, the two backwards) are made together, all but
+ * the first on threads of their own: without NVRTC and with an empty cache the pass fails with the program's own error,
  * and a later pass tries again (nothing half made is kept). */
 static void training_programs_fail_together(void **state) {
     (void)state;
