@@ -1047,7 +1047,8 @@ class Network(_Owned):
 
     def precompile(self, arch: str) -> dict:
         """Fills the disk cache with the programs a NetworkModule of this network (or model)
-        needs on arch (inference, forward, backward; gj_network_precompile), so that modules made
+        needs on arch (inference, forward, backward, backward with dL/dinput; a model's encoding
+        module's too: gj_network_precompile), so that modules made
         later load them without compiling. Returns {"programs", "compiled", "cached", "ms"}."""
         report = _capi.PrecompileReport()
         status = lib.gj_network_precompile(self.context.handle, self.handle, arch.encode(), byref(report))

@@ -513,8 +513,8 @@ def _preferred_dtype() -> torch.dtype:
 class Module(torch.nn.Module):
     """The base of gridjit.torch's modules, as tinycudann.Module: one ``params``
     parameter (fp32), ``dtype``, ``seed``, ``loss_scale`` and the ``jit_fusion``
-    property (supports_jit_fusion(): it cannot be turned off); the cached copy of the parameters in the kernels'
-    precision (fp16), with :meth:`params_changed`."""
+    property (supports_jit_fusion(): it cannot be turned off); the cached copy of the
+    parameters in the kernels' precision (fp16), with :meth:`params_changed`."""
 
     @property
     def jit_fusion(self) -> bool:
