@@ -447,9 +447,10 @@ static void staged_launches_prefer_l1(void **state) {
             assert_int_equal(fake.last_carveout(), GJ_FAKE_NO_CARVEOUT);
         } else {
             /* Back to the default, then the percent: the fake's occupancy is 2048 / 256 = 8
-             * blocks, each 9216 + 1024 (reserved) bytes, of 228 KiB: 36 % (rounded up). */
+             * blocks, each 2304 (64 points: the group of four levels is split one level a
+             * thread) + 1024 (reserved) bytes, of 228 KiB: 12 % (rounded up). */
             assert_int_equal(fake.count("cuFuncSetAttribute"), 2);
-            assert_int_equal(fake.last_carveout(), 36);
+            assert_int_equal(fake.last_carveout(), 12);
             assert_int_equal(fake.count("cuOccupancyMaxActiveBlocksPerMultiprocessor"), 1);
             assert_int_equal(fake.count("cuDeviceGetAttribute"), 2); /* shared memory per SM and reserved */
         }

@@ -63,6 +63,7 @@ typedef struct gj__module_shape {
      * pass and layout), and the lanes from which the backward's warp aggregation starts
      * (0: never); module_create.c reads overrides from the environment once. */
     uint32_t levels_per_thread;
+    uint32_t forward_spread; /* GRIDJIT_FORWARD_SPREAD: the forward's split of level groups (0: automatic) */
     uint32_t aggregate_min;
     /* Staging launches prefer the L1 carveout of gj__module_fit_carveout (1), or leave it to
      * the driver (0: GRIDJIT_STAGE_CARVEOUT=0). */
@@ -127,7 +128,12 @@ void gj__dx_from_dydx_args(const gj__module_shape *shape, const gj_backward_desc
  * and the dynamic shared memory of staging rows with that many levels per thread (0: not
  * staged). */
 uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_rows, int backward_params);
-uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, const void *rows, gj_data_layout layout);
+uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, uint32_t points, const void *rows,
+                         gj_data_layout layout);
+uint32_t gj__group_block_points(const gj__module_shape *shape, uint32_t spread);
+/* The forward's groups of up to this many levels are split one level a thread. */
+#define GJ__FORWARD_SPREAD_MAX_GROUP 4u
+uint32_t gj__forward_spread(const gj__module_shape *shape, uint32_t levels);
 /* One thread per element: init_params and cast_gradients over n_params. */
 void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims);
 /* Whether a backward launch of desc uses NAME_backward_coarse, and its grid with

@@ -53,7 +53,10 @@ void gj__gradient_plan(const gj__module_shape *shape, int have_dparams, gj_grad_
 }
 
 uint64_t gj__shape_max_points(const gj__module_shape *shape) {
-    const uint64_t by_grid = GJ__MAX_GRID_X * shape->block_size * shape->points_per_thread;
+    /* The fewest points a block: a level-major forward splitting the widest possible level
+     * group (every level, at most a block's threads) one level a thread. */
+    const uint32_t widest = shape->n_levels < shape->block_size ? shape->n_levels : shape->block_size;
+    const uint64_t by_grid = GJ__MAX_GRID_X * gj__group_block_points(shape, shape->level_major ? widest : 1u);
     return by_grid < GJ_MAX_POINTS ? by_grid : GJ_MAX_POINTS;
 }
 
@@ -395,10 +398,12 @@ uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_ro
     return levels < shape->n_levels ? levels : shape->n_levels;
 }
 
-/* Dynamic shared memory of a launch staging point-major rows at rows with levels per
- * thread, or 0 where it cannot: one level per thread, groups (the last, shorter one too)
- * or rows that are not whole 32-bit words, a misaligned array, too much shared memory. */
-uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, const void *rows, gj_data_layout layout) {
+/* Dynamic shared memory of a launch staging point-major rows at rows in level groups of
+ * `levels`, `points` points a block, or 0 where it cannot: one level per block, groups
+ * (the last, shorter one too) or rows that are not whole 32-bit words, a misaligned array,
+ * too much shared memory. */
+uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, uint32_t points, const void *rows,
+                         gj_data_layout layout) {
     const uint32_t element = (uint32_t)gj__shape_element_size(shape);
     const uint32_t entry = shape->n_features_per_level * element;
     if (!shape->level_major || levels < 2 || !rows || layout != GJ_LAYOUT_AOS) {
@@ -409,17 +414,43 @@ uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, const v
         (uintptr_t)rows % 4 != 0) {
         return 0;
     }
-    const uint64_t bytes = (uint64_t)((group_bytes / 4) | 1u) * 4u * shape->block_size * shape->points_per_thread;
+    const uint64_t bytes = (uint64_t)((group_bytes / 4) | 1u) * 4u * points;
     return bytes <= GJ__DEFAULT_SHARED_BYTES ? (uint32_t)bytes : 0;
 }
 
-/* Levels per thread, staging and grid of a level-major launch over rows (y or dL/dy). */
-static void level_groups(const gj__module_shape *shape, const void *rows, gj_data_layout layout, int backward_params,
-                         unsigned *levels_per_thread, unsigned *stage, gj__launch_dims *dims) {
+/* The points of a block of a level-major launch whose level groups are split across
+ * `spread` threads of a point (block / spread threads a share; templates/kernels.cuh). */
+uint32_t gj__group_block_points(const gj__module_shape *shape, uint32_t spread) {
+    return shape->block_size / spread * shape->points_per_thread;
+}
+
+/* Threads of a point among which a forward launch splits a level group of `levels`
+ * (gj_forward_args.spread), as measured on an H200 (docs/benchmarks.md §2): groups of up
+ * to four levels one level a thread (C3's point-major forward 6 % faster, S2's and S3's
+ * 4-9 %), larger groups walked by each thread (spread over eight threads, C1's and C2's
+ * 4-9 % slower). GRIDJIT_FORWARD_SPREAD overrides it (capped at the group and the block). */
+uint32_t gj__forward_spread(const gj__module_shape *shape, uint32_t levels) {
+    uint32_t spread = shape->forward_spread ? shape->forward_spread : levels <= GJ__FORWARD_SPREAD_MAX_GROUP ? levels : 1u;
+    if (spread > levels) {
+        spread = levels;
+    }
+    return spread > shape->block_size ? shape->block_size : spread < 1 ? 1u : spread;
+}
+
+/* Levels per thread (the forward: per block), staging and grid of a level-major launch over
+ * rows (y or dL/dy); spread: the forward's split of a group across threads (1: none). */
+static void level_groups(const gj__module_shape *shape, uint64_t n, const void *rows, gj_data_layout layout,
+                         int backward_params, uint32_t *spread, unsigned *levels_per_thread, unsigned *stage,
+                         gj__launch_dims *dims) {
     const uint32_t levels = gj__levels_per_thread(shape, rows != NULL && layout == GJ_LAYOUT_AOS, backward_params);
     *levels_per_thread = levels;
+    if (spread) {
+        *spread = levels > 1 ? gj__forward_spread(shape, levels) : 1u;
+    }
     dims->grid_y = (shape->n_levels + levels - 1) / levels;
-    dims->shared_bytes = gj__stage_bytes(shape, levels, rows, layout);
+    const uint32_t points = gj__group_block_points(shape, spread ? *spread : 1u);
+    dims->grid_x = (uint32_t)((n + points - 1) / points);
+    dims->shared_bytes = gj__stage_bytes(shape, levels, points, rows, layout);
     *stage = dims->shared_bytes != 0;
 }
 
@@ -439,8 +470,9 @@ void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc
     args->max_level = desc->max_level;
     point_dims(shape, desc->n, 1u, dims);
     args->levels_per_thread = 1;
+    args->spread = 1;
     if (shape->level_major) {
-        level_groups(shape, desc->y, desc->y_layout, 0, &args->levels_per_thread, &args->stage, dims);
+        level_groups(shape, desc->n, desc->y, desc->y_layout, 0, &args->spread, &args->levels_per_thread, &args->stage, dims);
         dims->grid_y += shape->padded_width != shape->n_output_dims; /* the padding columns' slice */
     }
 }
@@ -465,7 +497,7 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
     point_dims(shape, desc->n, 1u, dims);
     args->levels_per_thread = 1;
     if (shape->level_major) {
-        level_groups(shape, desc->dL_dy, desc->dL_dy_layout, desc->dL_dparams != NULL, &args->levels_per_thread,
+        level_groups(shape, desc->n, desc->dL_dy, desc->dL_dy_layout, desc->dL_dparams != NULL, NULL, &args->levels_per_thread,
                      &args->stage, dims);
     }
 }

@@ -1055,6 +1055,11 @@ typedef struct gj_forward_args {
     /* Or NULL: dy/dx compact, as dy_dx but 16-bit, each level's values divided by its scale
      * and rounded to fp16 (gj_dx_from_dydx_args reads it). */
     void *dy_dx_compact;
+    /* Level groups (levels_per_thread >= 2): the group's levels are split across `spread`
+     * (1 .. levels_per_thread) threads of a point, BLOCK / spread threads each taking
+     * ceil(levels_per_thread / spread) of them, so that a block covers
+     * BLOCK / spread x PPT points (grid x accordingly). */
+    unsigned int spread;
 } gj_forward_args;
 
 typedef struct gj_backward_args {
@@ -1154,8 +1159,9 @@ typedef struct gj_cast_args {
 // (consecutive threads, consecutive points: coalesced inputs and outputs).
 // Level-major kernels take one level per block (blockIdx.y), so few levels' tables are hot
 // in the caches at a time; their _rows forms take a group of args.levels_per_thread
-// consecutive levels from blockIdx.y, each thread walking the group's levels for its
-// points. Point-major kernels walk all levels per point.
+// consecutive levels from blockIdx.y: the backward's threads walk the group's levels for
+// their points, the forward's may split them across threads (gj_forward_groups).
+// Point-major kernels walk all levels per point.
 // ---------------------------------------------------------------------------
 #ifndef GJ_KERNELS_CUH
 #define GJ_KERNELS_CUH
@@ -1230,21 +1236,25 @@ GJ_INLINE gj_u32* gj_stage_memory() {
 template <class C>
 struct gj_stage {
     typedef typename C::param_t T;
-    static constexpr gj_u32 ROWS = C::BLOCK * C::PPT;
     gj_u32* words_base; // the block's dynamic shared memory
     gj_u32 stride;      // words from one staged row to the next: a full group's words, made odd
+    gj_u64 first;       // the block's first point
+    gj_u32 points;      // the block's points
+    // The block's points as gj_for_each_point maps them (BLOCK x PPT from gj_block_first_point).
     GJ_INLINE explicit gj_stage(gj_u32 levels_per_thread)
-        : words_base(gj_stage_memory()), stride((levels_per_thread * C::F * (gj_u32)sizeof(T) / 4u) | 1u) {}
+        : gj_stage(levels_per_thread, gj_block_first_point<C>(), C::BLOCK * C::PPT) {}
+    GJ_INLINE gj_stage(gj_u32 levels_per_thread, gj_u64 first_point, gj_u32 block_points)
+        : words_base(gj_stage_memory()), stride((levels_per_thread * C::F * (gj_u32)sizeof(T) / 4u) | 1u),
+          first(first_point), points(block_points) {}
     // The staged row of point i (of this block).
-    GJ_INLINE T* row(gj_u64 i) const { return (T*)(words_base + (i - gj_block_first_point<C>()) * stride); }
+    GJ_INLINE T* row(gj_u64 i) const { return (T*)(words_base + (i - first) * stride); }
     // STORE: the first group_words words of the staged rows to words word_offset.. of the
     // point-major rows of `rows` (row_words words apart); else the other way. A short last
     // group of levels has fewer words than the stride provides for.
     template <bool STORE>
     GJ_INLINE void copy(const void* rows, gj_u64 n, gj_u64 row_words, gj_u32 word_offset, gj_u32 group_words) const {
-        const gj_u64 first = gj_block_first_point<C>();
         if (first >= n) return;
-        const gj_u32 count = (gj_u32)min((gj_u64)ROWS, n - first) * group_words;
+        const gj_u32 count = (gj_u32)min((gj_u64)points, n - first) * group_words;
         gj_u32* base = (gj_u32*)rows + first * row_words + word_offset;
         for (gj_u32 w = threadIdx.x; w < count; w += C::BLOCK) {
             const gj_u32 r = w / group_words, k = w - r * group_words;
@@ -1260,6 +1270,7 @@ struct gj_level_group {
     gj_u32 first, last;
     GJ_INLINE explicit gj_level_group(gj_u32 levels_per_thread)
         : first(blockIdx.y * levels_per_thread), last(min(first + levels_per_thread, (gj_u32)C::L)) {}
+    GJ_INLINE gj_level_group(gj_u32 first_level, gj_u32 end_level) : first(first_level), last(end_level) {}
     // Where the group's values start in a point-major row, and how many words they fill
     // (whole words: the runtime stages only then).
     GJ_INLINE gj_u32 word_offset() const { return first * C::F * (gj_u32)sizeof(typename C::param_t) / 4u; }
@@ -1369,28 +1380,54 @@ GJ_INLINE void gj_forward_points(const gj_forward_args& a) {
     }
 }
 
-// Level-major, a group of args.levels_per_thread (>= 2) levels per block, their values
-// staged in shared memory when args.stage (point-major rows) and written as whole words.
-// A kernel of its own (NAME_forward_rows): only callers with point-major rows longer than
-// a sector need it, and beside the one-level body it cost that body registers and the
-// program compile time (docs/runtime.md, "Programs").
+// Level-major, a group of args.levels_per_thread (>= 2) levels per block (blockIdx.y),
+// split across args.spread threads of each point: BLOCK / spread threads ("lanes") per
+// slot, the thread of slot s walking its slot's share of the group's levels for its PPT
+// points, so that a block covers lanes x PPT points. One slot (spread 1): each thread walks
+// the whole group; spread = group: each thread does one level, the one-level kernel's work
+// (gj_forward_level). Which is faster depends on the group (docs/runtime.md, "Launch
+// shapes"). With args.stage the block's values meet in shared memory and leave as whole
+// words of the point-major rows. Threads whose slot has no level (a short last group)
+// only take part in the copy. A kernel of its own (NAME_forward_rows): only callers with
+// point-major rows longer than a sector need it, and beside the one-level body it cost
+// that body registers and the program compile time (docs/runtime.md, "Programs").
 template <class C, class LV, bool DYDX>
 GJ_INLINE void gj_forward_groups(const gj_forward_args& a) {
     typedef typename C::param_t T;
     if constexpr (C::LEVEL_MAJOR) {
         const gj_level_group<C> group(a.levels_per_thread);
+        const gj_u32 lanes = C::BLOCK / a.spread; // the runtime keeps 1 <= spread <= BLOCK
+        const gj_u32 slot = threadIdx.x / lanes, lane = threadIdx.x - slot * lanes;
+        const gj_u64 first = (gj_u64)blockIdx.x * lanes * C::PPT;
         if (group.first >= C::L) { // the slice that writes the padding columns
-            if (a.y) gj_for_each_point<C>(a.n, [&](gj_u64 i) { gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i); });
+            if (a.y && slot == 0) {
+#pragma unroll
+                for (int p = 0; p < C::PPT; ++p) {
+                    const gj_u64 i = first + lane + (gj_u64)p * lanes;
+                    if (i < a.n) gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
+                }
+            }
             return;
         }
-        const gj_stage<C> stage(a.levels_per_thread);
-        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
-            gj_forward_op<C, DYDX> op{a, i};
-            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
-            if (a.stage) op.staged = stage.row(i), op.first = group.first;
-            gj_visit_group<C, LV>(group, op);
-        });
+        const gj_stage<C> stage(a.levels_per_thread, first, lanes * C::PPT);
+        const gj_u32 share = (a.levels_per_thread + a.spread - 1) / a.spread;
+        const gj_level_group<C> mine{min(group.first + slot * share, group.last),
+                                     min(group.first + (slot + 1) * share, group.last)};
+        if (slot < a.spread) {
+#pragma unroll
+            for (int p = 0; p < C::PPT; ++p) {
+                const gj_u64 i = first + lane + (gj_u64)p * lanes;
+                if (i >= a.n) break;
+#ifdef GJ_EMULATED
+                gj_emu_next_point();
+#endif
+                gj_forward_op<C, DYDX> op{a, i};
+                gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+                op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+                if (a.stage) op.staged = stage.row(i), op.first = group.first;
+                gj_visit_group<C, LV>(mine, op);
+            }
+        }
         if (a.stage) {
             __syncthreads();
             stage.template copy<true>(a.y, a.n, a.y_stride_point * sizeof(T) / 4, group.word_offset(), group.words());
