@@ -31,11 +31,6 @@ typedef struct gj_forward_args {
     /* Or NULL: dy/dx compact, as dy_dx but 16-bit, each level's values divided by its scale
      * and rounded to fp16 (gj_dx_from_dydx_args reads it). */
     void *dy_dx_compact;
-    /* Level groups (levels_per_thread >= 2): the group's levels are split across `spread`
-     * (1 .. levels_per_thread) threads of a point, BLOCK / spread threads each taking
-     * ceil(levels_per_thread / spread) of them, so that a block covers
-     * BLOCK / spread x PPT points (grid x accordingly). */
-    unsigned int spread;
 } gj_forward_args;
 
 typedef struct gj_backward_args {

@@ -295,7 +295,7 @@ static void max_level_checks(void **state) {
 static void point_count_limits(void **state) {
     fixture *f = *state;
     gj__module_shape s = shape_of(f, NULL); /* 256 threads, 1 point each */
-    /* A level-major forward may split all 4 levels one a thread: 64 points a block. */
+    /* A split forward may give all 4 levels one a thread: 64 points a block. */
     assert_int_equal(gj__shape_max_points(&s), 2147483647ull * 64ull);
     gj_forward_desc d = valid_forward(2147483647ull * 64ull);
     assert_int_equal(gj__check_forward(&f->ctx->diag, &s, &d), GJ_OK);
@@ -921,29 +921,22 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(a.levels_per_thread, 4);
     assert_int_equal(dims.grid_y, 2); /* one group, plus the padding slice */
     assert_int_equal(a.stage, 1);
-    /* A group of four levels is split one level a thread: 64 threads a level, 64 points a
-     * block; larger groups are walked by each thread, unless GRIDJIT_FORWARD_SPREAD says
-     * otherwise (capped at the group and the block). */
-    assert_int_equal(a.spread, 4);
-    assert_int_equal(gj__group_block_points(&s, 4), 64);
-    assert_int_equal(gj__group_block_points(&s, 1), 256);
+    /* An entry of 8 bytes: the group of four levels is split one level a thread, 64
+     * threads a level, 64 points a block. */
+    assert_true(s.forward_split);
+    assert_int_equal(gj__group_block_points(&s, 4, 1), 64);
+    assert_int_equal(gj__group_block_points(&s, 4, 0), 256);
     assert_int_equal(dims.grid_x, (1000 + 63) / 64);
-    assert_int_equal(gj__forward_spread(&s, 2), 2);
-    assert_int_equal(gj__forward_spread(&s, GJ__FORWARD_SPREAD_MAX_GROUP + 1), 1);
     /* 4 levels x 2 fp32 = 8 words a row, rows 9 words apart, 64 rows. */
     assert_int_equal(dims.shared_bytes, 9 * 4 * 64);
-    gj__module_shape over = s;
-    over.forward_spread = 2;
-    assert_int_equal(gj__forward_spread(&over, 8), 2);
-    assert_int_equal(gj__forward_spread(&over, 1), 1);
-    over.forward_spread = 1000;
-    assert_int_equal(gj__forward_spread(&over, 64), 64);
-    over.block_size = 32;
-    assert_int_equal(gj__forward_spread(&over, 64), 32);
-    over.forward_spread = 2;
-    gj__forward_args(&over, &d, &a, &dims);
-    assert_int_equal(a.spread, 2);
-    assert_int_equal(dims.grid_x, (1000 + 15) / 16);
+    /* Walked (an entry under 8 bytes, e.g. C1's): 256 points a block, 256 rows. */
+    gj__module_shape walked = s;
+    walked.forward_split = 0;
+    gj__forward_args(&walked, &d, &a, &dims);
+    assert_int_equal(a.levels_per_thread, 4);
+    assert_int_equal(dims.grid_x, (1000 + 255) / 256);
+    assert_int_equal(dims.shared_bytes, 9 * 4 * 256);
+    gj__forward_args(&s, &d, &a, &dims);
     void *aligned = d.y;
     d.y = ADDR(0x30002); /* not 4-byte aligned: stored without staging */
     gj__forward_args(&s, &d, &a, &dims);
@@ -983,7 +976,6 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(a.levels_per_thread, 3);
     assert_int_equal(dims.grid_y, 2);
     assert_int_equal(a.stage, 1);
-    assert_int_equal(a.spread, 3);
     assert_int_equal(dims.grid_x, (1000 + 84) / 85); /* 256 / 3 = 85 threads a level */
     opts.levels_per_thread = 100;
     s = shape_of(f, &opts);
@@ -1015,7 +1007,7 @@ static void level_groups_and_staging(void **state) {
     opts.points_per_thread = 16;
     s = shape_of(f, &opts);
     assert_int_equal(gj__stage_bytes(&s, 2, 1024 * 16, ADDR(0x30000), GJ_LAYOUT_AOS), 0);
-    /* The forward spreads its two levels: 512 x 16 points a block, 5 words each: 160 KiB,
+    /* The forward splits its two levels: 512 x 16 points a block, 5 words each: 160 KiB,
      * too much; with one point a thread, 10 KiB. */
     gj__forward_args(&s, &d, &a, &dims);
     assert_int_equal(a.stage, 0);
@@ -1025,17 +1017,15 @@ static void level_groups_and_staging(void **state) {
     gj__forward_args(&s, &d, &a, &dims);
     assert_int_equal(a.stage, 1);
     assert_int_equal(dims.shared_bytes, 5 * 4 * 512);
-    /* A split wider than the block is cut to the block's threads (one point a block). */
+    /* A split group wider than the block is cut to the block's threads (one point a block). */
     opts.block_size = 32;
     s = shape_of(f, &opts);
     s.n_levels = 64;
     s.levels_per_thread = 64;
-    s.forward_spread = 64;
     gj__forward_args(&s, &d, &a, &dims);
-    assert_int_equal(a.levels_per_thread, 64);
-    assert_int_equal(a.spread, 32);
+    assert_int_equal(a.levels_per_thread, 32);
     assert_int_equal(dims.grid_x, 1000);
-    assert_int_equal(dims.grid_y, 1);
+    assert_int_equal(dims.grid_y, 2);
 
     /* Point-major kernels have no level groups. */
     opts.order = GJ_ORDER_POINT_MAJOR;

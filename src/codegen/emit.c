@@ -192,6 +192,8 @@ void gj__emit_types(gj__strbuf *sb, const struct gj_encoding *enc, const gj_code
     gj__sb_printf(sb, "    static constexpr int BLOCK = %u;  // kernel threads per block\n", opts->block_size);
     gj__sb_printf(sb, "    static constexpr int PPT = %u;    // kernel points per thread\n", opts->points_per_thread);
     gj__sb_printf(sb, "    static constexpr bool LEVEL_MAJOR = %s;\n", opts->order == GJ_ORDER_LEVEL_MAJOR ? "true" : "false");
+    gj__sb_printf(sb, "    static constexpr bool FORWARD_SPLIT = %s; // level groups of NAME_forward_rows: one level a thread\n",
+                  gj__forward_split(c, opts) ? "true" : "false");
     gj__sb_printf(sb, "    static constexpr gj_u32 SMALL_LEVEL_FLOATS = %u; // shared floats of NAME_backward_coarse\n",
                   gj__small_level_floats(enc, opts));
     gj__sb_printf(sb, "    static constexpr gj_u32 MODES = %uu;       // bit m: some level has index mode m\n",

@@ -31,6 +31,11 @@ int gj__grad_is_fp32(const gj__config *config, const gj_codegen_options *opts) {
     return opts->gradients_fp32 || config->precision == GJ_PRECISION_FP32 || config->n_features_per_level == 1;
 }
 
+int gj__forward_split(const gj__config *config, const gj_codegen_options *opts) {
+    const uint32_t entry = config->n_features_per_level * (config->precision == GJ_PRECISION_FP16 ? 2u : 4u);
+    return opts->order == GJ_ORDER_LEVEL_MAJOR && entry >= GJ__FORWARD_SPLIT_MIN_ENTRY_BYTES;
+}
+
 uint32_t gj__fixed_point_cell(float scale) {
     const float q = 4294967296.0f / scale;
     uint32_t cell;

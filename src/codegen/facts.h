@@ -20,6 +20,13 @@ uint32_t gj__padded_width(const struct gj_encoding *enc, const gj_codegen_option
 /* Whether gradients are accumulated in fp32: asked for (gradients_fp32), fp32 params, or
  * F = 1 (docs/design.md §8.3). */
 int gj__grad_is_fp32(const gj__config *config, const gj_codegen_options *opts);
+/* Whether a level-major forward's level groups (NAME_forward_rows) are split across the
+ * block's threads, one level a thread, rather than walked by each thread: where a level's
+ * entry (F values) takes at least 8 bytes, so that a sector's worth of levels is at most
+ * four (C3 and F = 8: faster split; C1's groups of eight: faster walked; docs/runtime.md,
+ * "Launch shapes"). Emitted as NAME_config::FORWARD_SPLIT; the runtime shapes the grid. */
+#define GJ__FORWARD_SPLIT_MIN_ENTRY_BYTES 8u
+int gj__forward_split(const gj__config *config, const gj_codegen_options *opts);
 /* The fixed-point cell size of a level: max((uint32)(2^32 / scale), 1), saturating like the GPU. */
 uint32_t gj__fixed_point_cell(float scale);
 

@@ -57,13 +57,13 @@ typedef struct gj__module_shape {
                                  params or gradients_fp32) or 2 */
     uint32_t passes, block_size, points_per_thread;
     int level_major;
+    int forward_split; /* the forward's level groups split one level a thread (gj__forward_split) */
     uint32_t small_level_floats; /* shared floats of NAME_backward_coarse; 0: no small level */
     uint32_t largest_level_entries; /* the largest level's table entries (each F values) */
     /* Launch shapes (docs/runtime.md): levels per thread of level-major launches (0: by
      * pass and layout), and the lanes from which the backward's warp aggregation starts
      * (0: never); module_create.c reads overrides from the environment once. */
     uint32_t levels_per_thread;
-    uint32_t forward_spread; /* GRIDJIT_FORWARD_SPREAD: the forward's split of level groups (0: automatic) */
     uint32_t aggregate_min;
     /* Staging launches prefer the L1 carveout of gj__module_fit_carveout (1), or leave it to
      * the driver (0: GRIDJIT_STAGE_CARVEOUT=0). */
@@ -130,10 +130,9 @@ void gj__dx_from_dydx_args(const gj__module_shape *shape, const gj_backward_desc
 uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_rows, int backward_params);
 uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, uint32_t points, const void *rows,
                          gj_data_layout layout);
-uint32_t gj__group_block_points(const gj__module_shape *shape, uint32_t spread);
-/* The forward's groups of up to this many levels are split one level a thread. */
-#define GJ__FORWARD_SPREAD_MAX_GROUP 4u
-uint32_t gj__forward_spread(const gj__module_shape *shape, uint32_t levels);
+/* A block's points in level groups of `levels` (split: the forward's groups split one
+ * level a thread, NAME_config::FORWARD_SPLIT). */
+uint32_t gj__group_block_points(const gj__module_shape *shape, uint32_t levels, int split);
 /* One thread per element: init_params and cast_gradients over n_params. */
 void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims);
 /* Whether a backward launch of desc uses NAME_backward_coarse, and its grid with

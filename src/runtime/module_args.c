@@ -25,6 +25,7 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
     shape->block_size = opts->block_size;
     shape->points_per_thread = opts->points_per_thread;
     shape->level_major = opts->order == GJ_ORDER_LEVEL_MAJOR;
+    shape->forward_split = gj__forward_split(&enc->config, opts);
     shape->small_level_floats = gj__small_level_floats(enc, opts);
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
         if (enc->layout.levels[l].entries > shape->largest_level_entries) {
@@ -53,10 +54,10 @@ void gj__gradient_plan(const gj__module_shape *shape, int have_dparams, gj_grad_
 }
 
 uint64_t gj__shape_max_points(const gj__module_shape *shape) {
-    /* The fewest points a block: a level-major forward splitting the widest possible level
-     * group (every level, at most a block's threads) one level a thread. */
+    /* The fewest points a block: a forward splitting the widest possible group (every
+     * level, at most a block's threads) one level a thread. */
     const uint32_t widest = shape->n_levels < shape->block_size ? shape->n_levels : shape->block_size;
-    const uint64_t by_grid = GJ__MAX_GRID_X * gj__group_block_points(shape, shape->level_major ? widest : 1u);
+    const uint64_t by_grid = GJ__MAX_GRID_X * gj__group_block_points(shape, widest, shape->forward_split);
     return by_grid < GJ_MAX_POINTS ? by_grid : GJ_MAX_POINTS;
 }
 
@@ -418,37 +419,26 @@ uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, uint32_
     return bytes <= GJ__DEFAULT_SHARED_BYTES ? (uint32_t)bytes : 0;
 }
 
-/* The points of a block of a level-major launch whose level groups are split across
- * `spread` threads of a point (block / spread threads a share; templates/kernels.cuh). */
-uint32_t gj__group_block_points(const gj__module_shape *shape, uint32_t spread) {
-    return shape->block_size / spread * shape->points_per_thread;
+/* The points of a block of a level-major launch in groups of `levels`: block x points per
+ * thread, or, where the forward splits its groups one level a thread (split), block /
+ * levels x points per thread. */
+uint32_t gj__group_block_points(const gj__module_shape *shape, uint32_t levels, int split) {
+    const uint32_t threads = split && levels > 1 ? shape->block_size / levels : shape->block_size;
+    return threads * shape->points_per_thread;
 }
 
-/* Threads of a point among which a forward launch splits a level group of `levels`
- * (gj_forward_args.spread), as measured on an H200 (docs/benchmarks.md §2): groups of up
- * to four levels one level a thread (C3's point-major forward 6 % faster, S2's and S3's
- * 4-9 %), larger groups walked by each thread (spread over eight threads, C1's and C2's
- * 4-9 % slower). GRIDJIT_FORWARD_SPREAD overrides it (capped at the group and the block). */
-uint32_t gj__forward_spread(const gj__module_shape *shape, uint32_t levels) {
-    uint32_t spread = shape->forward_spread ? shape->forward_spread : levels <= GJ__FORWARD_SPREAD_MAX_GROUP ? levels : 1u;
-    if (spread > levels) {
-        spread = levels;
-    }
-    return spread > shape->block_size ? shape->block_size : spread < 1 ? 1u : spread;
-}
-
-/* Levels per thread (the forward: per block), staging and grid of a level-major launch over
- * rows (y or dL/dy); spread: the forward's split of a group across threads (1: none). */
+/* Levels per thread (a split forward: per block, at most its threads), staging and grid
+ * of a level-major launch over rows (y or dL/dy). */
 static void level_groups(const gj__module_shape *shape, uint64_t n, const void *rows, gj_data_layout layout,
-                         int backward_params, uint32_t *spread, unsigned *levels_per_thread, unsigned *stage,
+                         int backward_params, int split, unsigned *levels_per_thread, unsigned *stage,
                          gj__launch_dims *dims) {
-    const uint32_t levels = gj__levels_per_thread(shape, rows != NULL && layout == GJ_LAYOUT_AOS, backward_params);
-    *levels_per_thread = levels;
-    if (spread) {
-        *spread = levels > 1 ? gj__forward_spread(shape, levels) : 1u;
+    uint32_t levels = gj__levels_per_thread(shape, rows != NULL && layout == GJ_LAYOUT_AOS, backward_params);
+    if (split && levels > shape->block_size) {
+        levels = shape->block_size;
     }
+    *levels_per_thread = levels;
     dims->grid_y = (shape->n_levels + levels - 1) / levels;
-    const uint32_t points = gj__group_block_points(shape, spread ? *spread : 1u);
+    const uint32_t points = gj__group_block_points(shape, levels, split);
     dims->grid_x = (uint32_t)((n + points - 1) / points);
     dims->shared_bytes = gj__stage_bytes(shape, levels, points, rows, layout);
     *stage = dims->shared_bytes != 0;
@@ -470,9 +460,9 @@ void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc
     args->max_level = desc->max_level;
     point_dims(shape, desc->n, 1u, dims);
     args->levels_per_thread = 1;
-    args->spread = 1;
     if (shape->level_major) {
-        level_groups(shape, desc->n, desc->y, desc->y_layout, 0, &args->spread, &args->levels_per_thread, &args->stage, dims);
+        level_groups(shape, desc->n, desc->y, desc->y_layout, 0, shape->forward_split, &args->levels_per_thread,
+                     &args->stage, dims);
         dims->grid_y += shape->padded_width != shape->n_output_dims; /* the padding columns' slice */
     }
 }
@@ -497,7 +487,7 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
     point_dims(shape, desc->n, 1u, dims);
     args->levels_per_thread = 1;
     if (shape->level_major) {
-        level_groups(shape, desc->n, desc->dL_dy, desc->dL_dy_layout, desc->dL_dparams != NULL, NULL, &args->levels_per_thread,
+        level_groups(shape, desc->n, desc->dL_dy, desc->dL_dy_layout, desc->dL_dparams != NULL, 0, &args->levels_per_thread,
                      &args->stage, dims);
     }
 }

@@ -133,14 +133,12 @@ static uint64_t env_number(const char *name, uint64_t fallback) {
 
 /* Overrides of the launch shapes from the environment (docs/runtime.md, "Launch shapes"),
  * read once per module: GRIDJIT_LEVELS_PER_THREAD (where the options leave it automatic),
- * GRIDJIT_FORWARD_SPREAD, GRIDJIT_AGGREGATE_MIN and GRIDJIT_STAGE_CARVEOUT. */
+ * GRIDJIT_AGGREGATE_MIN and GRIDJIT_STAGE_CARVEOUT. */
 static void launch_tuning(gj__module_shape *shape) {
     if (shape->levels_per_thread == 0) {
         const uint64_t levels = env_number("GRIDJIT_LEVELS_PER_THREAD", 0);
         shape->levels_per_thread = levels > 128 ? 128u : (uint32_t)levels;
     }
-    const uint64_t spread = env_number("GRIDJIT_FORWARD_SPREAD", 0);
-    shape->forward_spread = spread > 1024 ? 1024u : (uint32_t)spread;
     const uint64_t aggregate = env_number("GRIDJIT_AGGREGATE_MIN", GJ__DEFAULT_AGGREGATE_MIN);
     shape->aggregate_min = aggregate > 32 ? 32u : (uint32_t)aggregate;
     shape->stage_carveout = env_number("GRIDJIT_STAGE_CARVEOUT", 1) != 0;

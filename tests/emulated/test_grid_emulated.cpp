@@ -47,7 +47,6 @@ struct variant {
     float max_level; // < 0: per point
     inputs in;
     gj_grad_mode mode;
-    unsigned spread = 0; // the forward's split of level groups across threads (0: automatic)
 };
 
 const float PER_POINT = -1.0f;
@@ -55,15 +54,14 @@ const float PER_POINT = -1.0f;
 // Level-major units. Inputs along rays make runs of lanes, whose shuffles are what the
 // emulation spends its time on: some variants have them; the others, uniform, check that
 // aggregation switches itself off (no runs) where it is on. Names: layout, levels per
-// thread, aggregate_min, the forward's split ("spread") where it is set, then "point" for a
-// per-point max_level, "rays" for rays.
+// thread, aggregate_min, then "point" for a per-point max_level, "rays" for rays.
 const variant level_major_variants[] = {
     {"aos-auto-agg2-rays", GJ_LAYOUT_AOS, 0, 2, 1.0f, RAYS, GJ_GRAD_OVERWRITE},
     {"soa-auto-agg0-point", GJ_LAYOUT_SOA, 0, 0, PER_POINT, UNIFORM, GJ_GRAD_ACCUMULATE},
     {"soa-lpt2-agg1", GJ_LAYOUT_SOA, 2, 1, 0.6f, UNIFORM, GJ_GRAD_OVERWRITE},
     {"soa-lpt3-agg2-point-rays", GJ_LAYOUT_SOA, 3, 2, PER_POINT, RAYS, GJ_GRAD_ACCUMULATE},
-    {"aos-lpt3-agg0-spread2-rays", GJ_LAYOUT_AOS, 3, 0, 0.6f, RAYS, GJ_GRAD_OVERWRITE, 2},
-    {"soa-lpt8-agg1-spread4-point", GJ_LAYOUT_SOA, 8, 1, PER_POINT, UNIFORM, GJ_GRAD_OVERWRITE, 4},
+    {"aos-lpt3-agg0-rays", GJ_LAYOUT_AOS, 3, 0, 0.6f, RAYS, GJ_GRAD_OVERWRITE},
+    {"soa-lpt8-agg1-point", GJ_LAYOUT_SOA, 8, 1, PER_POINT, UNIFORM, GJ_GRAD_OVERWRITE},
     {"aos-lpt1-agg1-rays", GJ_LAYOUT_AOS, 1, 1, 1.0f, RAYS, GJ_GRAD_ACCUMULATE},
     {"aos-lpt2-agg2-point", GJ_LAYOUT_AOS, 2, 2, PER_POINT, UNIFORM, GJ_GRAD_OVERWRITE},
 };
@@ -574,7 +572,7 @@ size_t run_case(gj_context* ctx, const gj_emu_unit* u, const variant* v, uint64_
     opts.output_width_multiple = u->output_width_multiple;
     opts.levels_per_thread = v->levels_per_thread;
     char err[2048];
-    c.shape = gj_emu_shape_create(c.enc, &opts, v->aggregate_min, v->spread, err, sizeof err);
+    c.shape = gj_emu_shape_create(c.enc, &opts, v->aggregate_min, err, sizeof err);
     if (!c.shape) {
         std::printf("FAILED %s: options refused: %s\n", c.name.c_str(), err);
         gj_encoding_destroy(c.enc);

@@ -1039,6 +1039,7 @@ struct gj_encode_config {
     static constexpr int BLOCK = 256;  // kernel threads per block
     static constexpr int PPT = 1;    // kernel points per thread
     static constexpr bool LEVEL_MAJOR = true;
+    static constexpr bool FORWARD_SPLIT = true; // level groups of NAME_forward_rows: one level a thread
     static constexpr gj_u32 SMALL_LEVEL_FLOATS = 0; // shared floats of NAME_backward_coarse
     static constexpr gj_u32 MODES = 32u;       // bit m: some level has index mode m
     static constexpr gj_u32 SMALL_MODES = 0u; // the same for the small levels

@@ -1055,11 +1055,6 @@ typedef struct gj_forward_args {
     /* Or NULL: dy/dx compact, as dy_dx but 16-bit, each level's values divided by its scale
      * and rounded to fp16 (gj_dx_from_dydx_args reads it). */
     void *dy_dx_compact;
-    /* Level groups (levels_per_thread >= 2): the group's levels are split across `spread`
-     * (1 .. levels_per_thread) threads of a point, BLOCK / spread threads each taking
-     * ceil(levels_per_thread / spread) of them, so that a block covers
-     * BLOCK / spread x PPT points (grid x accordingly). */
-    unsigned int spread;
 } gj_forward_args;
 
 typedef struct gj_backward_args {
@@ -1160,7 +1155,8 @@ typedef struct gj_cast_args {
 // Level-major kernels take one level per block (blockIdx.y), so few levels' tables are hot
 // in the caches at a time; their _rows forms take a group of args.levels_per_thread
 // consecutive levels from blockIdx.y: the backward's threads walk the group's levels for
-// their points, the forward's may split them across threads (gj_forward_groups).
+// their points, the forward's may split them across the block's threads
+// (gj_forward_groups).
 // Point-major kernels walk all levels per point.
 // ---------------------------------------------------------------------------
 #ifndef GJ_KERNELS_CUH
@@ -1270,7 +1266,6 @@ struct gj_level_group {
     gj_u32 first, last;
     GJ_INLINE explicit gj_level_group(gj_u32 levels_per_thread)
         : first(blockIdx.y * levels_per_thread), last(min(first + levels_per_thread, (gj_u32)C::L)) {}
-    GJ_INLINE gj_level_group(gj_u32 first_level, gj_u32 end_level) : first(first_level), last(end_level) {}
     // Where the group's values start in a point-major row, and how many words they fill
     // (whole words: the runtime stages only then).
     GJ_INLINE gj_u32 word_offset() const { return first * C::F * (gj_u32)sizeof(typename C::param_t) / 4u; }
@@ -1381,22 +1376,22 @@ GJ_INLINE void gj_forward_points(const gj_forward_args& a) {
 }
 
 // Level-major, a group of args.levels_per_thread (>= 2) levels per block (blockIdx.y),
-// split across args.spread threads of each point: BLOCK / spread threads ("lanes") per
-// slot, the thread of slot s walking its slot's share of the group's levels for its PPT
-// points, so that a block covers lanes x PPT points. One slot (spread 1): each thread walks
-// the whole group; spread = group: each thread does one level, the one-level kernel's work
-// (gj_forward_level). Which is faster depends on the group (docs/runtime.md, "Launch
-// shapes"). With args.stage the block's values meet in shared memory and leave as whole
-// words of the point-major rows. Threads whose slot has no level (a short last group)
-// only take part in the copy. A kernel of its own (NAME_forward_rows): only callers with
+// their values staged in shared memory when args.stage (point-major rows) and written as
+// whole words. C::FORWARD_SPLIT (groups of up to four levels: an entry of at least 8
+// bytes): the group's levels are split across the block's threads, BLOCK / group threads a
+// level, each thread one level of its PPT points (the one-level kernel's work), a block
+// lanes x PPT points; a thread walking four levels made C3's point-major forward 15 %
+// slower than its feature-major one. Otherwise each thread walks the group's levels for
+// its points: split eight ways, C1's blocks of 32 points were 4-9 % slower
+// (docs/benchmarks.md §2). A kernel of its own (NAME_forward_rows): only callers with
 // point-major rows longer than a sector need it, and beside the one-level body it cost
 // that body registers and the program compile time (docs/runtime.md, "Programs").
 template <class C, class LV, bool DYDX>
 GJ_INLINE void gj_forward_groups(const gj_forward_args& a) {
     typedef typename C::param_t T;
-    if constexpr (C::LEVEL_MAJOR) {
+    if constexpr (C::LEVEL_MAJOR && C::FORWARD_SPLIT) {
         const gj_level_group<C> group(a.levels_per_thread);
-        const gj_u32 lanes = C::BLOCK / a.spread; // the runtime keeps 1 <= spread <= BLOCK
+        const gj_u32 lanes = C::BLOCK / a.levels_per_thread; // the runtime keeps the group <= BLOCK
         const gj_u32 slot = threadIdx.x / lanes, lane = threadIdx.x - slot * lanes;
         const gj_u64 first = (gj_u64)blockIdx.x * lanes * C::PPT;
         if (group.first >= C::L) { // the slice that writes the padding columns
@@ -1410,10 +1405,8 @@ GJ_INLINE void gj_forward_groups(const gj_forward_args& a) {
             return;
         }
         const gj_stage<C> stage(a.levels_per_thread, first, lanes * C::PPT);
-        const gj_u32 share = (a.levels_per_thread + a.spread - 1) / a.spread;
-        const gj_level_group<C> mine{min(group.first + slot * share, group.last),
-                                     min(group.first + (slot + 1) * share, group.last)};
-        if (slot < a.spread) {
+        const gj_u32 level = group.first + slot; // threads past the group (a short last group) only copy
+        if (level < group.last) {
 #pragma unroll
             for (int p = 0; p < C::PPT; ++p) {
                 const gj_u64 i = first + lane + (gj_u64)p * lanes;
@@ -1425,9 +1418,27 @@ GJ_INLINE void gj_forward_groups(const gj_forward_args& a) {
                 gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
                 op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
                 if (a.stage) op.staged = stage.row(i), op.first = group.first;
-                gj_visit_group<C, LV>(mine, op);
+                gj_visit_level<C, LV>(level, op);
             }
         }
+        if (a.stage) {
+            __syncthreads();
+            stage.template copy<true>(a.y, a.n, a.y_stride_point * sizeof(T) / 4, group.word_offset(), group.words());
+        }
+    } else if constexpr (C::LEVEL_MAJOR) {
+        const gj_level_group<C> group(a.levels_per_thread);
+        if (group.first >= C::L) { // the slice that writes the padding columns
+            if (a.y) gj_for_each_point<C>(a.n, [&](gj_u64 i) { gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i); });
+            return;
+        }
+        const gj_stage<C> stage(a.levels_per_thread);
+        gj_for_each_point<C>(a.n, [&](gj_u64 i) {
+            gj_forward_op<C, DYDX> op{a, i};
+            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
+            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            if (a.stage) op.staged = stage.row(i), op.first = group.first;
+            gj_visit_group<C, LV>(group, op);
+        });
         if (a.stage) {
             __syncthreads();
             stage.template copy<true>(a.y, a.n, a.y_stride_point * sizeof(T) / 4, group.word_offset(), group.words());
@@ -1818,6 +1829,7 @@ struct gj_encode_config {
     static constexpr int BLOCK = 256;  // kernel threads per block
     static constexpr int PPT = 1;    // kernel points per thread
     static constexpr bool LEVEL_MAJOR = true;
+    static constexpr bool FORWARD_SPLIT = false; // level groups of NAME_forward_rows: one level a thread
     static constexpr gj_u32 SMALL_LEVEL_FLOATS = 32; // shared floats of NAME_backward_coarse
     static constexpr gj_u32 MODES = 16u;       // bit m: some level has index mode m
     static constexpr gj_u32 SMALL_MODES = 16u; // the same for the small levels
