@@ -15,6 +15,7 @@
 
 #include "gridjit.h"
 #include "base/templates.h"
+#include "codegen/facts.h"
 #include "codegen/kernels.h"
 #include "codegen/options.h"
 #include "runtime/l1_carveout.h"
@@ -924,6 +925,16 @@ static void level_groups_and_staging(void **state) {
     /* An entry of 8 bytes: the group of four levels is split one level a thread, 64
      * threads a level, 64 points a block. */
     assert_true(s.forward_split);
+    gj__config entry = f->enc->config; /* fp32, F = 2: 8 bytes */
+    gj_codegen_options order;
+    gj_codegen_options_init(&order);
+    assert_true(gj__forward_split(&entry, &order));
+    entry.precision = GJ_PRECISION_FP16; /* C1: 4 bytes, groups of eight: walked */
+    assert_false(gj__forward_split(&entry, &order));
+    entry.n_features_per_level = 4; /* C3: 8 bytes, groups of four */
+    assert_true(gj__forward_split(&entry, &order));
+    order.order = GJ_ORDER_POINT_MAJOR; /* no level groups */
+    assert_false(gj__forward_split(&entry, &order));
     assert_int_equal(gj__group_block_points(&s, 4, 1), 64);
     assert_int_equal(gj__group_block_points(&s, 4, 0), 256);
     assert_int_equal(dims.grid_x, (1000 + 63) / 64);
