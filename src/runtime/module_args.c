@@ -54,8 +54,9 @@ void gj__gradient_plan(const gj__module_shape *shape, int have_dparams, gj_grad_
 }
 
 uint64_t gj__shape_max_points(const gj__module_shape *shape) {
-    /* The fewest points a block: a forward splitting the widest possible group (every
-     * level, at most a block's threads) one level a thread. */
+    /* The fewest points a block: block x points per thread, or fewer where the forward
+     * splits its groups, the widest possible (every level, at most a block's threads) one
+     * level a thread. */
     const uint32_t widest = shape->n_levels < shape->block_size ? shape->n_levels : shape->block_size;
     const uint64_t by_grid = GJ__MAX_GRID_X * gj__group_block_points(shape, widest, shape->forward_split);
     return by_grid < GJ_MAX_POINTS ? by_grid : GJ_MAX_POINTS;

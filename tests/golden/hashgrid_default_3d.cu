@@ -1282,6 +1282,12 @@ struct gj_forward_op {
     typename C::param_t* staged; // this point's staged row (level group starting at `first`), or null
     gj_u32 first;
 
+    // Reads point i's input and level limit: before visiting its levels.
+    GJ_INLINE void load_point() {
+        gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, x);
+        limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+    }
+
     template <int MODE>
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::param_t T;
@@ -1350,8 +1356,7 @@ GJ_INLINE void gj_forward_level(const gj_forward_args& a) {
     gj_for_each_point<C>(a.n, [&](gj_u64 i) {
         if (blockIdx.y < C::L) {
             gj_forward_op<C, DYDX> op{a, i};
-            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            op.load_point();
             gj_visit_level<C, LV>(blockIdx.y, op);
         } else if (a.y) {
             gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
@@ -1367,12 +1372,20 @@ GJ_INLINE void gj_forward_points(const gj_forward_args& a) {
     } else {
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_forward_op<C, DYDX> op{a, i};
-            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            op.load_point();
             gj_visit_levels<C, LV>(op);
             if (a.y) gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i);
         });
     }
+}
+
+// The block's staged values of level group `group` to the point-major rows of y, once
+// every thread has staged its own.
+template <class C>
+GJ_INLINE void gj_write_staged_group(const gj_forward_args& a, const gj_stage<C>& stage, const gj_level_group<C>& group) {
+    __syncthreads();
+    stage.template copy<true>(a.y, a.n, a.y_stride_point * sizeof(typename C::param_t) / 4, group.word_offset(),
+                              group.words());
 }
 
 // Level-major, a group of args.levels_per_thread (>= 2) levels per block (blockIdx.y),
@@ -1388,7 +1401,6 @@ GJ_INLINE void gj_forward_points(const gj_forward_args& a) {
 // that body registers and the program compile time (docs/runtime.md, "Programs").
 template <class C, class LV, bool DYDX>
 GJ_INLINE void gj_forward_groups(const gj_forward_args& a) {
-    typedef typename C::param_t T;
     if constexpr (C::LEVEL_MAJOR && C::FORWARD_SPLIT) {
         const gj_level_group<C> group(a.levels_per_thread);
         const gj_u32 lanes = C::BLOCK / a.levels_per_thread; // the runtime keeps the group <= BLOCK
@@ -1415,16 +1427,12 @@ GJ_INLINE void gj_forward_groups(const gj_forward_args& a) {
                 gj_emu_next_point();
 #endif
                 gj_forward_op<C, DYDX> op{a, i};
-                gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-                op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+                op.load_point();
                 if (a.stage) op.staged = stage.row(i), op.first = group.first;
                 gj_visit_level<C, LV>(level, op);
             }
         }
-        if (a.stage) {
-            __syncthreads();
-            stage.template copy<true>(a.y, a.n, a.y_stride_point * sizeof(T) / 4, group.word_offset(), group.words());
-        }
+        if (a.stage) gj_write_staged_group<C>(a, stage, group);
     } else if constexpr (C::LEVEL_MAJOR) {
         const gj_level_group<C> group(a.levels_per_thread);
         if (group.first >= C::L) { // the slice that writes the padding columns
@@ -1434,15 +1442,11 @@ GJ_INLINE void gj_forward_groups(const gj_forward_args& a) {
         const gj_stage<C> stage(a.levels_per_thread);
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_forward_op<C, DYDX> op{a, i};
-            gj_load_point<C>(a.x, i, a.x_stride_point, a.x_stride_dim, op.x);
-            op.limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
+            op.load_point();
             if (a.stage) op.staged = stage.row(i), op.first = group.first;
             gj_visit_group<C, LV>(group, op);
         });
-        if (a.stage) {
-            __syncthreads();
-            stage.template copy<true>(a.y, a.n, a.y_stride_point * sizeof(T) / 4, group.word_offset(), group.words());
-        }
+        if (a.stage) gj_write_staged_group<C>(a, stage, group);
     }
 }
 
