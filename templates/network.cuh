@@ -105,7 +105,7 @@ template <int A> struct gj_nn_kept_f {
 };
 
 // ---- PTX wrappers ---------------------------------------------------------------
-// (tests/emulated/ supplies host versions of these four, defining GJ_NN_EMULATED, to run this
+// (tests/emulated/ supplies host versions of these six, defining GJ_NN_EMULATED, to run this
 // file on the CPU one thread per lane.)
 #ifndef GJ_NN_EMULATED
 GJ_INLINE gj_u32 gj_nn_smem_addr(const void* p) {
@@ -134,6 +134,22 @@ GJ_INLINE void gj_nn_mma(float (&c)[4], const gj_u32 (&a)[4], gj_u32 b0, gj_u32 
         "{%0, %1, %2, %3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Lane l's v from lane l ^ m.
+GJ_INLINE float gj_nn_shfl_xor(float v, int m) { return __shfl_xor_sync(0xFFFFFFFFu, v, m); }
+
+// p[0..3] += (a, b, c, d) in global memory (p 16-byte aligned): one 16-byte reduction on Hopper
+// (sm_90) and later, a quarter of the instructions and L2 requests of four float atomics.
+GJ_INLINE void gj_nn_red_v4(float* p, float a, float b, float c, float d) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+#else
+    atomicAdd(p, a);
+    atomicAdd(p + 1, b);
+    atomicAdd(p + 2, c);
+    atomicAdd(p + 3, d);
+#endif
 }
 
 #endif // GJ_NN_EMULATED
@@ -638,8 +654,12 @@ GJ_INLINE void gj_nn_backprop(gj_u16* out, const gj_u16* d, const gj_u16* w, con
 //   SUMS: to a block's sums in shared memory in fragment order (the 16 x 16 block b of a layer
 //     at offset + 256 b, lane l's eight values at 8 l: plain conflict-free loads and stores, a
 //     task owned by one warp; gj_nn_sums_to_layout gives tiny-cuda-nn's layout);
-//   else: to dparams in tiny-cuda-nn's layout with atomics.
-template <int WARPS, gj_u64 SCRATCH, bool SUMS, int MAX_NB, int K, int N, int S>
+//   else: to dparams in tiny-cuda-nn's layout with atomics; GLOBAL (dparams in global memory)
+//     with 16-byte reductions where dparams + offset is 16-byte aligned: lanes t and t ^ 1 trade
+//     a pair of sums so that each holds four consecutive columns of one row (even t row g,
+//     odd t row g + 8), a quarter of the atomic instructions (the backward kernels of networks
+//     whose sums do not fit their block's shared memory add every round's this way).
+template <int WARPS, gj_u64 SCRATCH, bool SUMS, bool GLOBAL, int MAX_NB, int K, int N, int S>
 GJ_INLINE void gj_nn_wgrad_layer(float* dparams, gj_u64 offset, const gj_u16* d, const gj_u16* x, int me, int tiles) {
     constexpr int KB = K / 16, MB = N / 16;
     // Column blocks per task: as many as leave every warp a task, at most MAX_NB.
@@ -648,6 +668,7 @@ GJ_INLINE void gj_nn_wgrad_layer(float* dparams, gj_u64 offset, const gj_u16* d,
                                                                               : 1;
     constexpr int GROUPS = KB / NB, TASKS = MB * GROUPS;
     const int l = gj_nn_lane(), g = l >> 2, t = l & 3;
+    const bool vec = GLOBAL && ((unsigned long long)(dparams + offset) & 15u) == 0;
 #pragma unroll 1
     for (int task = me; task < TASKS; task += WARPS) {
         const int mb = task / GROUPS, nb0 = (task % GROUPS) * NB;
@@ -680,6 +701,18 @@ GJ_INLINE void gj_nn_wgrad_layer(float* dparams, gj_u64 offset, const gj_u16* d,
                 hi.x += c[j][1][0], hi.y += c[j][1][1], hi.z += c[j][1][2], hi.w += c[j][1][3];
                 p[0] = lo;
                 p[1] = hi;
+            } else if (GLOBAL && vec) {
+                const bool even = (t & 1) == 0;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const float* v = c[j][h];
+                    // even t gives its row g + 8 pair and takes its neighbour's row g pair; odd t the reverse
+                    const float r0 = gj_nn_shfl_xor(even ? v[2] : v[0], 1), r1 = gj_nn_shfl_xor(even ? v[3] : v[1], 1);
+                    float* p = dparams + offset + (gj_u64)(16 * mb + g + (even ? 0 : 8)) * K + 16 * (nb0 + j) + 8 * h +
+                               4 * (t >> 1);
+                    if (even) gj_nn_red_v4(p, v[0], v[1], r0, r1);
+                    else gj_nn_red_v4(p, r0, r1, v[2], v[3]);
+                }
             } else {
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
@@ -705,7 +738,7 @@ struct gj_nn_wgrad_warp {
     float* dparams; // fp32, tiny-cuda-nn's layout (global or shared); null: none
     GJ_INLINE bool on() const { return dparams != nullptr; }
     template <int K, int N, int S> GJ_INLINE void layer(gj_u64 offset, const gj_u16* d, const gj_u16* x) const {
-        gj_nn_wgrad_layer<1, 0, false, 2, K, N, S>(dparams, offset, d, x, 0, 1);
+        gj_nn_wgrad_layer<1, 0, false, false, 2, K, N, S>(dparams, offset, d, x, 0, 1);
     }
 };
 
@@ -722,7 +755,7 @@ template <int WARPS, gj_u64 SCRATCH, bool SUMS> struct gj_nn_wgrad_block {
     GJ_INLINE bool on() const { return dparams != nullptr; }
     template <int K, int N, int S> GJ_INLINE void layer(gj_u64 offset, const gj_u16* d, const gj_u16* x) const {
         __syncthreads();
-        gj_nn_wgrad_layer<WARPS, SCRATCH, SUMS, 4, K, N, S>(dparams, offset, d, x, threadIdx.x / 32, warps);
+        gj_nn_wgrad_layer<WARPS, SCRATCH, SUMS, !SUMS, 4, K, N, S>(dparams, offset, d, x, threadIdx.x / 32, warps);
         __syncthreads();
     }
 };

@@ -17,6 +17,7 @@ struct Warp {
     const gj_u16* addr[32];
     gj_u32 a[32][4], b[32][2];
     bool pred[32];
+    float value[32];
 };
 pthread_barrier_t block_barrier;
 std::vector<Warp>* warps;
@@ -42,6 +43,26 @@ gj_u32 __ballot_sync(gj_u32, bool pred) {
 }
 
 bool __any_sync(gj_u32 mask, bool pred) { return __ballot_sync(mask, pred) != 0; }
+
+float gj_nn_shfl_xor(float v, int m) {
+    Warp& w = my_warp();
+    w.value[lane()] = v;
+    warp_sync();
+    const float r = w.value[lane() ^ m];
+    warp_sync();
+    return r;
+}
+
+void gj_nn_red_v4(float* p, float a, float b, float c, float d) {
+    if ((uintptr_t)p % 16u != 0u) {
+        std::fprintf(stderr, "red.global.add.v4.f32: lane %d's address %p is not 16-byte aligned\n", lane(), (void*)p);
+        std::abort();
+    }
+    atomicAdd(p, a);
+    atomicAdd(p + 1, b);
+    atomicAdd(p + 2, c);
+    atomicAdd(p + 3, d);
+}
 
 // ---- ldmatrix: lane l gives the address of row l % 8 of matrix l / 8 -----------------------
 gj_u32 gj_nn_smem_addr(const void* p) { return (gj_u32)((const char*)p - (const char*)gj_nn_smem); }

@@ -1,5 +1,5 @@
 // The CUDA vocabulary templates/network.cuh and network_kernels.cuh use, on the host: one
-// std::thread per GPU thread, warp collectives (ldmatrix, mma.sync, ballots) and block
+// std::thread per GPU thread, warp collectives (ldmatrix, mma.sync, ballots, shuffles) and block
 // barriers done through shared exchange slots and barriers, written from the PTX ISA's
 // fragment tables (independently of the templates' own index arithmetic).
 #ifndef GJ_EMULATED_CUDA_HOST_H
@@ -57,6 +57,9 @@ gj_u32 gj_nn_smem_addr(const void* p);
 void gj_nn_ldsm_x4(gj_u32 (&r)[4], gj_u32 addr);
 void gj_nn_ldsm_x4_t(gj_u32 (&r)[4], gj_u32 addr);
 void gj_nn_mma(float (&c)[4], const gj_u32 (&a)[4], gj_u32 b0, gj_u32 b1);
+float gj_nn_shfl_xor(float v, int m);
+// Fails unless p is 16-byte aligned (as the GPU's 16-byte reduction requires), then four atomics.
+void gj_nn_red_v4(float* p, float a, float b, float c, float d);
 
 // Runs body(thread) for every thread of grid x block, one block at a time, the threads of
 // a block concurrently.

@@ -157,11 +157,15 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
     std::vector<double> g(dw.begin(), dw.end()), d(dx.begin(), dx.end());
     report("dL/dparams", shape, rel_error(g, dw_ref, 1e-3), 2 * tol);
     report("dL/dx", shape, rel_error(d, dx_ref, 1e-3), 2 * tol);
-    // dL/dparams alone (no dL/dx): the other instantiation.
-    std::fill(dw.begin(), dw.end(), 0.0f);
+    // dL/dparams alone (no dL/dx): the other instantiation, into gradients 4 bytes past a 16-byte
+    // boundary (as a network's part of a larger buffer may be), where a block that adds to global
+    // memory takes its float atomics instead of the 16-byte reductions.
+    std::vector<float> dw_odd(C::N_PARAMS + 4, 0.0f);
+    float* dw_at = dw_odd.data() + ((uintptr_t)dw_odd.data() % 16u == 0u ? 1 : 0);
+    if ((uintptr_t)dw_at % 16u == 0u) ++dw_at;
     gj_emulate_launch(grid, block,
-                      [&] { gj_nn_backward_kernel<C, false>(n, dy.data(), params, ctx.data(), dw.data(), nullptr); });
-    std::vector<double> g2(dw.begin(), dw.end());
+                      [&] { gj_nn_backward_kernel<C, false>(n, dy.data(), params, ctx.data(), dw_at, nullptr); });
+    std::vector<double> g2(dw_at, dw_at + C::N_PARAMS);
     report("dL/dparams only", shape, rel_error(g2, dw_ref, 1e-3), 2 * tol);
     // A model's backward with dL/dinput: dL/d(features) feature-major ([k * n + i]), rounded
     // to the encoding's precision, and the network's dL/dparams.
