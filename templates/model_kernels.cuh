@@ -26,8 +26,8 @@ GJ_INLINE void gj_model_forward_tiles(gj_u64 n, const float* __restrict__ x, flo
     const int lane = gj_nn_lane();
     const gj_u64 n_tiles = (n + 31) / 32;
 #pragma unroll 1
-    for (gj_u64 tile = (gj_u64)blockIdx.x * C::WARPS + threadIdx.x / 32; tile < n_tiles;
-         tile += (gj_u64)gridDim.x * C::WARPS) {
+    for (gj_u64 tile = (gj_u64)blockIdx.x * C::FORWARD_WARPS + threadIdx.x / 32; tile < n_tiles;
+         tile += (gj_u64)gridDim.x * C::FORWARD_WARPS) {
         const gj_u64 i = tile * 32 + lane;
         const bool active = i < n;
         typename E::in_t in;

@@ -2,7 +2,8 @@
 // network_kernels.cuh: the __global__ kernels of a network alone (docs/networks.md), around
 // the warp functions of network.cuh. Generic over the configuration C, which adds the launch
 // plan the host computed (src/codegen/network_plan.c) and repeats here:
-//   C::WARPS          warps per block (the block is 32 * WARPS threads)
+//   C::WARPS          warps per block of the backward kernels (the block is 32 * WARPS threads)
+//   C::FORWARD_WARPS  the same for the inference and forward kernels
 //   C::STAGE          1: the inference and forward kernels' blocks copy the weights into shared
 //                     memory first, rows padded by 8 halves (bank-conflict free fragments);
 //                     0: read from global memory
@@ -11,8 +12,9 @@
 //                     adds the block's sums to the caller's array once at the end
 // Dynamic shared memory, in this order: [staged weights] [fp32 gradients] [per-warp scratch]
 // (the forward kernels: no gradients, and FORWARD_SCRATCH_HALVES a warp: one buffer, or both).
-// Points are rows of 32-point tiles; a warp takes tiles blockIdx.x * WARPS + warp, then
-// every gridDim.x * WARPS-th (any grid size is correct).
+// Points are rows of 32-point tiles; a forward kernel's warp takes tiles
+// blockIdx.x * FORWARD_WARPS + warp, then every gridDim.x * FORWARD_WARPS-th (any grid size is
+// correct); the backward kernels go in rounds (gj_nn_rounds).
 // Arrays are point-major: x[i * IN + c], y[i * OUT + c], dL_dy[i * OUT + c], dL_dx[i * IN + c];
 // the forward context of tile t at ctx + t * C::CTX_HALVES.
 // ---------------------------------------------------------------------------
@@ -77,8 +79,8 @@ GJ_INLINE void gj_nn_forward_tiles(gj_u64 n, const float* __restrict__ x, float*
     const int lane = gj_nn_lane();
     const gj_u64 n_tiles = (n + 31) / 32;
 #pragma unroll 1
-    for (gj_u64 tile = (gj_u64)blockIdx.x * C::WARPS + threadIdx.x / 32; tile < n_tiles;
-         tile += (gj_u64)gridDim.x * C::WARPS) {
+    for (gj_u64 tile = (gj_u64)blockIdx.x * C::FORWARD_WARPS + threadIdx.x / 32; tile < n_tiles;
+         tile += (gj_u64)gridDim.x * C::FORWARD_WARPS) {
         const gj_u64 i = tile * 32 + lane;
         const bool active = i < n;
         gj_nn_put_input<C>(scratch, active ? x + i * C::IN : x, active);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,7 @@ static void assert_same_plan(const gj__network_plan *a, const gj__network_plan *
     assert_int_equal(a->ctx_halves, b->ctx_halves);
     assert_int_equal(a->staged_halves, b->staged_halves);
     assert_int_equal(a->warps, b->warps);
+    assert_int_equal(a->forward_warps, b->forward_warps);
     assert_int_equal(a->stage, b->stage);
     assert_int_equal(a->stage_backward, b->stage_backward);
     assert_int_equal(a->smem_grads, b->smem_grads);
@@ -55,7 +57,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
     assert_int_equal(p.backward_bytes, 2 * p.staged_halves + 4 * 7168 + 2 * 64 * 72 * 4);
     assert_true(p.backward_bytes <= 96 * 1024);
     /* Zero hints are no hints. */
-    gj__network_plan_hints none = {0, 0, 0, 0};
+    gj__network_plan_hints none = {0, 0, 0, 0, 0};
     gj__network_plan q;
     gj__network_plan_make(&net->layout, &none, &q);
     assert_same_plan(&p, &q);
@@ -65,7 +67,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
 static void hints_replace_the_choices(void **state) {
     (void)state;
     struct gj_network *net = make(small, 32, 16);
-    gj__network_plan_hints hints = {2, -1, -1, 0};
+    gj__network_plan_hints hints = {2, -1, -1, 0, 0};
     gj__network_plan p;
     gj__network_plan_make(&net->layout, &hints, &p);
     assert_int_equal(p.warps, 2);
@@ -76,12 +78,12 @@ static void hints_replace_the_choices(void **state) {
     assert_int_equal(p.forward_bytes, 64 * 72 * 2);     /* one buffer a warp, 2 warps */
     assert_int_equal(p.backward_bytes, 2 * 64 * 72 * 2); /* two buffers a warp */
     /* One at a time: 8 warps alone keeps the plan's staging and block sums. */
-    gj__network_plan_hints eight = {8, 0, 0, 0};
+    gj__network_plan_hints eight = {8, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &eight, &p);
     assert_int_equal(p.warps, 8);
     assert_true(p.stage && p.smem_grads);
     /* A warp count that is not 1, 2, 4 or 8 is no hint. */
-    gj__network_plan_hints three = {3, 0, 0, 0};
+    gj__network_plan_hints three = {3, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &three, &p);
     assert_int_equal(p.warps, 4);
     gj_network_destroy(net);
@@ -100,9 +102,9 @@ static void wide_weights_are_staged_by_the_forward_passes(void **state) {
     assert_true(p.stage);
     assert_false(p.stage_backward);
     assert_int_equal(p.staged_halves, staged);
-    assert_int_equal(p.forward_bytes, 2 * staged + p.scratch_halves * p.warps);
+    assert_int_equal(p.forward_bytes, 2 * staged + p.scratch_halves * p.forward_warps);
     assert_int_equal(p.backward_bytes, (p.smem_grads ? 4 * net->layout.n_params : 0) + 2 * p.scratch_halves * p.warps);
-    gj__network_plan_hints on = {0, 1, 0, 0}, off = {0, -1, 0, 0};
+    gj__network_plan_hints on = {0, 1, 0, 0, 0}, off = {0, -1, 0, 0, 0};
     gj__network_plan both, neither;
     gj__network_plan_make(&net->layout, &on, &both);
     assert_true(both.stage && both.stage_backward);
@@ -110,13 +112,77 @@ static void wide_weights_are_staged_by_the_forward_passes(void **state) {
                                               2 * both.scratch_halves * both.warps);
     gj__network_plan_make(&net->layout, &off, &neither);
     assert_false(neither.stage || neither.stage_backward);
-    assert_int_equal(neither.forward_bytes, neither.scratch_halves * neither.warps);
+    assert_int_equal(neither.forward_bytes, neither.scratch_halves * neither.forward_warps);
     /* Past the forward limit (128 x 4: 116 KiB), nothing is staged. */
     struct gj_network *deep =
         make("{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 4}", 32, 16);
     gj__network_plan_make(&deep->layout, NULL, &p);
     assert_false(p.stage || p.stage_backward);
     gj_network_destroy(deep);
+    gj_network_destroy(net);
+}
+
+/* The blocks the plan gives the backward and the forward passes (measured on the H200,
+ * network_plan.c): as many warps as leave room for two backward blocks on a 228 KiB
+ * multiprocessor (at most 112 KiB), block sums kept where they fit; the forward passes of
+ * networks 64 or more wide at most four warps, narrower ones the backward's. */
+static void backward_and_forward_passes_get_their_own_warps(void **state) {
+    (void)state;
+    static const struct {
+        unsigned neurons, hidden, warps, forward_warps;
+        int smem_grads;
+    } cases[] = {
+        {64, 2, 4, 4, 1},  /* with block sums eight warps take 116 KiB */
+        {64, 3, 4, 4, 1},  /* 105 KiB: two warps while the budget was 96 KiB */
+        {128, 1, 4, 4, 1}, /* 106 KiB: likewise */
+        {64, 4, 8, 4, 0},  /* sums (60 KiB) past their share; eight warps staged: 106 KiB */
+        {64, 8, 8, 4, 0},
+        {128, 2, 4, 4, 0}, /* the backward reads its weights; eight warps would take 136 KiB */
+        {32, 2, 8, 8, 1},
+        {16, 4, 8, 8, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+        char json[160];
+        snprintf(json, sizeof json, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": %u, \"n_hidden_layers\": %u}",
+                 cases[i].neurons, cases[i].hidden);
+        struct gj_network *net = make(json, 32, 16);
+        gj__network_plan p;
+        gj__network_plan_make(&net->layout, NULL, &p);
+        print_message("%u x %u: %u / %u warps, block sums %d, %u bytes backward\n", cases[i].neurons, cases[i].hidden,
+                      p.forward_warps, p.warps, p.smem_grads, p.backward_bytes);
+        assert_int_equal(p.warps, cases[i].warps);
+        assert_int_equal(p.forward_warps, cases[i].forward_warps);
+        assert_int_equal(p.smem_grads, cases[i].smem_grads);
+        assert_true(p.backward_bytes <= 112 * 1024);
+        assert_int_equal(p.forward_bytes, 2 * (p.staged_halves + p.forward_scratch_halves * p.forward_warps));
+        gj_network_destroy(net);
+    }
+}
+
+/* GRIDJIT_NETWORK_WARPS's hint sets both blocks; the forward passes' hint only theirs. */
+static void the_forward_warps_hint_leaves_the_backward(void **state) {
+    (void)state;
+    struct gj_network *net = make(small, 32, 16);
+    gj__network_plan p;
+    gj__network_plan_hints forward_two = {0, 0, 0, 0, 2}, eight_then_one = {8, 0, 0, 0, 1};
+    gj__network_plan_make(&net->layout, &forward_two, &p);
+    assert_int_equal(p.warps, 4);
+    assert_int_equal(p.forward_warps, 2);
+    assert_int_equal(p.forward_bytes, 2 * (p.staged_halves + p.forward_scratch_halves * 2));
+    gj__network_plan_make(&net->layout, &eight_then_one, &p);
+    assert_int_equal(p.warps, 8);
+    assert_int_equal(p.forward_warps, 1);
+    net->hints = forward_two;
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.name = "net";
+    char *src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_ALL, "");
+    assert_non_null(src);
+    assert_non_null(strstr(src, "    static constexpr int WARPS = 4;"));
+    assert_non_null(strstr(src, "    static constexpr int FORWARD_WARPS = 2;"));
+    assert_non_null(strstr(src, "void __launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_inference("));
+    assert_non_null(strstr(src, "void __launch_bounds__(32 * net_config::WARPS)\nnet_backward_input("));
+    free(src);
     gj_network_destroy(net);
 }
 
@@ -129,7 +195,7 @@ static void hints_that_do_not_fit_are_dropped(void **state) {
     gj__network_plan plain, hinted;
     gj__network_plan_make(&net->layout, NULL, &plain);
     assert_false(plain.smem_grads);
-    gj__network_plan_hints hints = {8, 0, 1, 0};
+    gj__network_plan_hints hints = {8, 0, 1, 0, 0};
     gj__network_plan_make(&net->layout, &hints, &hinted);
     assert_same_plan(&plain, &hinted);
     gj_network_destroy(net);
@@ -147,7 +213,7 @@ static void generated_code_follows_the_hints(void **state) {
     assert_non_null(strstr(plain, "WARPS = 4;"));
     assert_non_null(strstr(plain, "STAGE = true;"));
     assert_non_null(strstr(plain, "STAGE_BWD = true;"));
-    net->hints = (gj__network_plan_hints){2, -1, -1, 0};
+    net->hints = (gj__network_plan_hints){2, -1, -1, 0, 0};
     char *hinted = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
     assert_non_null(hinted);
     assert_non_null(strstr(hinted, "WARPS = 2;"));
@@ -155,17 +221,17 @@ static void generated_code_follows_the_hints(void **state) {
     assert_non_null(strstr(hinted, "STAGE_BWD = false;"));
     assert_non_null(strstr(hinted, "SMEM_GRADS = false;"));
     /* No minimum of blocks unless asked for; then every kernel's bounds state it. */
-    assert_non_null(strstr(plain, "void __launch_bounds__(32 * net_config::WARPS)\nnet_forward("));
-    assert_null(strstr(plain, "__launch_bounds__(32 * net_config::WARPS, "));
-    net->hints = (gj__network_plan_hints){0, 0, 0, 2};
+    assert_non_null(strstr(plain, "void __launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_forward("));
+    assert_null(strstr(plain, "__launch_bounds__(32 * net_config::FORWARD_WARPS, "));
+    net->hints = (gj__network_plan_hints){0, 0, 0, 2, 0};
     char *bounded = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
     char *bounded_backward = gj__network_codegen(net, &opts, GJ__NETWORK_PART_BACKWARD, "");
     assert_non_null(bounded);
     assert_non_null(bounded_backward);
-    assert_non_null(strstr(bounded, "void __launch_bounds__(32 * net_config::WARPS, 2)\nnet_forward("));
+    assert_non_null(strstr(bounded, "void __launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_forward("));
     assert_non_null(strstr(bounded_backward, "void __launch_bounds__(32 * net_config::WARPS, 2)\nnet_backward("));
     free(bounded_backward);
-    net->hints = (gj__network_plan_hints){0, 0, 0, 9}; /* out of range: no hint */
+    net->hints = (gj__network_plan_hints){0, 0, 0, 9, 0}; /* out of range: no hint */
     char *unbounded = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
     assert_non_null(unbounded);
     assert_string_equal(unbounded, plain);
@@ -183,6 +249,8 @@ int main(void) {
         cmocka_unit_test(hints_that_do_not_fit_are_dropped),
         cmocka_unit_test(wide_weights_are_staged_by_the_forward_passes),
         cmocka_unit_test(generated_code_follows_the_hints),
+        cmocka_unit_test(backward_and_forward_passes_get_their_own_warps),
+        cmocka_unit_test(the_forward_warps_hint_leaves_the_backward),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

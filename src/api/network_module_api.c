@@ -114,6 +114,7 @@ static void plan_hints_from_env(gj__network_plan_hints *hints) {
     hints->stage = env_switch("GRIDJIT_NETWORK_STAGE");
     hints->smem_grads = env_switch("GRIDJIT_NETWORK_BLOCK_SUMS");
     hints->min_blocks = (uint32_t)env_in_range("GRIDJIT_NETWORK_MIN_BLOCKS", 1, 8, 0);
+    hints->forward_warps = env_warps("GRIDJIT_NETWORK_FORWARD_WARPS");
 }
 
 gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_network_module **out) {
@@ -472,12 +473,15 @@ static gj_status prefer_l1(gj_network_module *m, gj_stream stream, uint32_t shar
     return GJ_OK;
 }
 
-/* Launches kernel k over n points: a block of the plan's warps, as many blocks as the tiles
- * need, at most forward_waves waves (the kernels walk the tiles), the backward one wave. */
+/* Launches kernel k over n points: a block of the plan's warps (the forward passes' or the
+ * backward's), as many blocks as the tiles need, at most forward_waves waves (the kernels walk
+ * the tiles), the backward one wave. */
 static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t n, uint32_t shared_bytes, void **args,
                         const char *call) {
-    const uint32_t threads = 32 * m->plan.warps;
-    const uint64_t needed = ((n + 31) / 32 + m->plan.warps - 1) / m->plan.warps;
+    const int backward = k == K_BACKWARD || k == K_BACKWARD_INPUT;
+    const uint32_t warps = backward ? m->plan.warps : m->plan.forward_warps;
+    const uint32_t threads = 32 * warps;
+    const uint64_t needed = ((n + 31) / 32 + warps - 1) / warps;
     /* Asked of the driver once: a wave only bounds the grid, which any size computes right. */
     pthread_mutex_lock(&m->lock);
     uint64_t wave = m->wave[k];
@@ -499,7 +503,7 @@ static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t 
         m->wave[k] = wave;
         pthread_mutex_unlock(&m->lock);
     }
-    const uint64_t cap = k == K_BACKWARD || k == K_BACKWARD_INPUT ? wave : (uint64_t)m->forward_waves * wave;
+    const uint64_t cap = backward ? wave : (uint64_t)m->forward_waves * wave;
     gj_launch_config cfg;
     gj_launch_config_init(&cfg);
     cfg.grid[0] = (uint32_t)(needed < cap ? needed : cap);

@@ -68,9 +68,9 @@ static void emit_header(gj__strbuf *sb, const struct gj_network *net, const gj_c
     }
     if (has_kernels(net, opts)) {
         gj__sb_printf(sb,
-                      "// Kernels: %u warps per block, weights %s, parameter gradients summed %s; shared memory "
-                      "%u bytes (forward), %u (backward).\n",
-                      plan->warps, weights_words(plan),
+                      "// Kernels: %u warps per block (forward), %u (backward), weights %s, parameter gradients "
+                      "summed %s; shared memory %u bytes (forward), %u (backward).\n",
+                      plan->forward_warps, plan->warps, weights_words(plan),
                       plan->smem_grads ? "per block in shared memory" : "in global memory", plan->forward_bytes,
                       plan->backward_bytes);
     }
@@ -105,7 +105,9 @@ static void emit_config(gj__strbuf *sb, const struct gj_network *net, const char
                   (unsigned long long)plan->forward_scratch_halves);
     gj__sb_printf(sb, "    static constexpr gj_u64 CTX_HALVES = %lluull;     // forward context of one warp's 32 points\n",
                   (unsigned long long)plan->ctx_halves);
-    gj__sb_printf(sb, "    static constexpr int WARPS = %u;                // kernels: warps per block\n", plan->warps);
+    gj__sb_printf(sb, "    static constexpr int WARPS = %u;                // backward kernels: warps per block\n", plan->warps);
+    gj__sb_printf(sb, "    static constexpr int FORWARD_WARPS = %u;        // inference and forward kernels: warps per block\n",
+                  plan->forward_warps);
     gj__sb_printf(sb, "    static constexpr bool STAGE = %s;           // inference, forward: weights in shared memory\n",
                   plan->stage ? "true" : "false");
     gj__sb_printf(sb, "    static constexpr bool STAGE_BWD = %s;       // backward: weights in shared memory\n",
@@ -147,14 +149,23 @@ static void emit_functions(gj__strbuf *sb, const char *name) {
                   name, name, name, name);
 }
 
-/* The kernels' __launch_bounds__: the block's threads, and the plan's minimum of blocks a
- * multiprocessor where a hint asked for one. */
-static void launch_bounds(char *out, size_t size, const char *name, const gj__network_plan *plan) {
+/* A kernel's __launch_bounds__: the block's threads (warps: "WARPS" or "FORWARD_WARPS"), and
+ * the plan's minimum of blocks a multiprocessor where a hint asked for one. */
+typedef struct {
+    char forward[256], backward[256];
+} launch_bounds_t;
+
+static void launch_bounds_of(char *out, size_t size, const char *name, const char *warps, const gj__network_plan *plan) {
     if (plan->min_blocks) {
-        snprintf(out, size, "__launch_bounds__(32 * %s_config::WARPS, %u)", name, plan->min_blocks);
+        snprintf(out, size, "__launch_bounds__(32 * %s_config::%s, %u)", name, warps, plan->min_blocks);
     } else {
-        snprintf(out, size, "__launch_bounds__(32 * %s_config::WARPS)", name);
+        snprintf(out, size, "__launch_bounds__(32 * %s_config::%s)", name, warps);
     }
+}
+
+static void launch_bounds(launch_bounds_t *out, const char *name, const gj__network_plan *plan) {
+    launch_bounds_of(out->forward, sizeof out->forward, name, "FORWARD_WARPS", plan);
+    launch_bounds_of(out->backward, sizeof out->backward, name, "WARPS", plan);
 }
 
 /* The model's kernels (templates/model_kernels.cuh): the encoding's device functions behind
@@ -162,8 +173,8 @@ static void launch_bounds(char *out, size_t size, const char *name, const gj__ne
  * the encoding's dL/dparams; NAME_backward_input is the network's alone, writing dL/d(features)
  * for the encoding's own backward kernels (a module of the encoding, which the network module
  * launches next, with dL/dx). */
-static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const char *bounds,
-                               int unrolled) {
+static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part,
+                               const launch_bounds_t *bounds, int unrolled) {
     const int forward = part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL;
     const int backward = part == GJ__NETWORK_PART_BACKWARD || part == GJ__NETWORK_PART_ALL;
     gj__sb_printf(sb, "// The encoding as templates/model_kernels.cuh calls it.\n"
@@ -199,7 +210,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "             const %s_encoding_config::param_t* eparams) {\n"
                       "    gj_model_forward_kernel<%s_config, %s_encoding_ops>(n, x, y, params, eparams, nullptr);\n"
                       "}\n\n",
-                      bounds, name, name, name, name);
+                      bounds->forward, name, name, name, name);
     }
     if (forward) {
         gj__sb_printf(sb,
@@ -208,7 +219,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "           const %s_encoding_config::param_t* eparams, gj_u16* ctx) {\n"
                       "    gj_model_forward_kernel<%s_config, %s_encoding_ops>(n, x, y, params, eparams, ctx);\n"
                       "}\n\n",
-                      bounds, name, name, name, name);
+                      bounds->forward, name, name, name, name);
     }
     if (backward) {
         gj__sb_printf(sb,
@@ -219,7 +230,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "    gj_model_backward_kernel<%s_config, %s_encoding_ops>(n, x, dL_dy, params, eparams, ctx, dL_dparams,\n"
                       "                                                        dL_deparams);\n"
                       "}\n\n",
-                      bounds, name, name, name, name, name);
+                      bounds->backward, name, name, name, name, name);
     }
     if (part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
@@ -229,7 +240,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "                  float* dL_dparams, %s_encoding_config::param_t* dL_dfeatures) {\n"
                       "    gj_model_backward_features_kernel<%s_config>(n, dL_dy, params, ctx, dL_dparams, dL_dfeatures);\n"
                       "}\n\n",
-                      name, bounds, name, name, name);
+                      name, bounds->backward, name, name, name);
     }
     if (backward) {
         gj__sb_printf(sb,
@@ -240,7 +251,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
     }
 }
 
-static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const char *bounds) {
+static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const launch_bounds_t *bounds) {
     gj__sb_append(sb, "// Kernels (templates/network_kernels.cuh): point-major float arrays, any grid size.\n");
     if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
@@ -248,7 +259,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "%s_inference(gj_u64 n, const float* x, float* y, const gj_half* params) {\n"
                       "    gj_nn_forward_kernel<%s_config>(n, x, y, params, nullptr);\n"
                       "}\n\n",
-                      bounds, name, name);
+                      bounds->forward, name, name);
     }
     if (part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
@@ -256,7 +267,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "%s_forward(gj_u64 n, const float* x, float* y, const gj_half* params, gj_u16* ctx) {\n"
                       "    gj_nn_forward_kernel<%s_config>(n, x, y, params, ctx);\n"
                       "}\n\n",
-                      bounds, name, name);
+                      bounds->forward, name, name);
     }
     if (part == GJ__NETWORK_PART_BACKWARD || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
@@ -265,7 +276,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "%s_backward(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx, float* dL_dparams) {\n"
                       "    gj_nn_backward_kernel<%s_config, false>(n, dL_dy, params, ctx, dL_dparams, nullptr);\n"
                       "}\n\n",
-                      bounds, name, name);
+                      bounds->backward, name, name);
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s_zero(gj_u64 n, gj_u32* p) {\n"
                       "    gj_nn_zero_kernel(n, p);\n"
@@ -280,7 +291,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "                  float* dL_dparams, float* dL_dx) {\n"
                       "    gj_nn_backward_kernel<%s_config, true>(n, dL_dy, params, ctx, dL_dparams, dL_dx);\n"
                       "}\n\n",
-                      bounds, name, name);
+                      bounds->backward, name, name);
     }
 }
 
@@ -332,12 +343,12 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         emit_functions(&sb, name);
     }
     if (has_kernels(net, opts)) {
-        char bounds[256];
-        launch_bounds(bounds, sizeof bounds, name, &plan);
+        launch_bounds_t bounds;
+        launch_bounds(&bounds, name, &plan);
         if (net->encoding) {
-            emit_model_kernels(&sb, name, part, bounds, opts->unroll_levels);
+            emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels);
         } else {
-            emit_kernels(&sb, name, part, bounds);
+            emit_kernels(&sb, name, part, &bounds);
         }
     }
     return gj__sb_take(&sb);

@@ -1,8 +1,16 @@
 /* The network kernels' block plan (network_plan.h). */
 #include "codegen/network_plan.h"
 
-/* Below this a block leaves room for a second one on a multiprocessor of 227 KiB (sm_90). */
-#define BLOCK_BUDGET (96u * 1024u)
+/* Up to this a backward block leaves room for a second one on a multiprocessor of 228 KiB
+ * (sm_90, 1 KiB reserved a block). It was 96 KiB, which left the 64 x 3 and 128 x 1 models
+ * two warps a block (four fit twice: their forward and backward passes took 1.6 and 1.3 times
+ * as long on the H200) and kept 64 x 4 at four (eight: its backward 7 % faster). */
+#define BLOCK_BUDGET (112u * 1024u)
+/* The forward passes of networks this wide or wider take at most four warps a block: on the
+ * H200 their inference and forward were as fast or faster with four than with eight (64 x 2:
+ * 1.09 against 1.17 ms, 64 x 4: 1.19 / 1.25, 64 x 8: 1.80 / 2.17), while backward passes
+ * gain from eight (64 x 4, 64 x 8); narrower networks keep the backward's eight. */
+#define FORWARD_FOUR_WARPS_WIDTH 64u
 /* Staged weights and block gradient sums are each worth it up to this much in the backward
  * block, which holds both and two scratch buffers a warp. */
 #define PART_LIMIT (48u * 1024u)
@@ -12,6 +20,10 @@
 
 static uint64_t round_up(uint64_t v, uint64_t m) {
     return (v + m - 1) / m * m;
+}
+
+static uint64_t forward_bytes(const gj__network_plan *p) {
+    return 2 * (p->staged_halves + p->forward_scratch_halves * p->forward_warps);
 }
 
 static uint64_t backward_bytes(const gj__network_plan *p, uint64_t n_params) {
@@ -32,7 +44,7 @@ static uint32_t fit_warps(gj__network_plan *p, uint64_t n_params, uint64_t budge
 /* The hints that fit: each applied, unless the backward block they make exceeds what a
  * plan may ask for (then the plan stays as it was). */
 static void apply_hints(const gj__network_plan_hints *hints, uint64_t staged, uint64_t n_params, gj__network_plan *p) {
-    if (!hints || !(hints->warps || hints->stage || hints->smem_grads || hints->min_blocks)) {
+    if (!hints || !(hints->warps || hints->stage || hints->smem_grads || hints->min_blocks || hints->forward_warps)) {
         return;
     }
     gj__network_plan h = *p;
@@ -47,11 +59,20 @@ static void apply_hints(const gj__network_plan_hints *hints, uint64_t staged, ui
         h.smem_grads = hints->smem_grads > 0;
     }
     if (hints->warps == 1 || hints->warps == 2 || hints->warps == 4 || hints->warps == 8) {
-        h.warps = hints->warps;
+        h.warps = h.forward_warps = hints->warps;
     }
-    if (backward_bytes(&h, n_params) <= GJ__NETWORK_MAX_SMEM) {
+    const uint32_t fw = hints->forward_warps;
+    if (fw == 1 || fw == 2 || fw == 4 || fw == 8) {
+        h.forward_warps = fw;
+    }
+    if (backward_bytes(&h, n_params) <= GJ__NETWORK_MAX_SMEM && forward_bytes(&h) <= GJ__NETWORK_MAX_SMEM) {
         *p = h;
     }
+}
+
+/* The hidden layers' width (n_neurons); a network without hidden layers has none (0). */
+static uint32_t widest_hidden(const gj__network_layout *layout) {
+    return layout->n_layers > 1 ? layout->layers[0].fan_out : 0u;
 }
 
 void gj__network_plan_make(const gj__network_layout *layout, const gj__network_plan_hints *hints,
@@ -88,11 +109,15 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
             }
         }
     }
+    p.forward_warps = p.warps;
+    if (widest_hidden(layout) >= FORWARD_FOUR_WARPS_WIDTH && p.forward_warps > 4) {
+        p.forward_warps = 4;
+    }
     p.stage = p.stage_backward || (2 * staged <= FORWARD_STAGE_LIMIT &&
-                                   2 * (staged + p.forward_scratch_halves * p.warps) <= GJ__NETWORK_MAX_SMEM);
+                                   2 * (staged + p.forward_scratch_halves * p.forward_warps) <= GJ__NETWORK_MAX_SMEM);
     p.staged_halves = p.stage ? staged : 0;
     apply_hints(hints, staged, layout->n_params, &p);
-    p.forward_bytes = (uint32_t)(2 * (p.staged_halves + p.forward_scratch_halves * p.warps));
+    p.forward_bytes = (uint32_t)forward_bytes(&p);
     p.backward_bytes = (uint32_t)backward_bytes(&p, layout->n_params);
     *out = p;
 }

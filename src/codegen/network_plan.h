@@ -1,4 +1,5 @@
-/* How the network kernels use a block (templates/network_kernels.cuh): warps, whether the
+/* How the network kernels use a block (templates/network_kernels.cuh): warps (the forward
+ * passes' and the backward's), whether the
  * weights are staged in shared memory, whether the backward kernel sums dL/dparams in shared
  * memory, and the bytes of dynamic shared memory each kernel takes. Fixed by the layout (and
  * a module's hints); the generated code states it as constants and the runtime launches
@@ -18,7 +19,8 @@ typedef struct gj__network_plan {
                                         padded outputs, computed in chunks into the second) */
     uint64_t ctx_halves;     /* forward context of one 32-point tile */
     uint64_t staged_halves;  /* the weights with rows padded by 8, rounded to 8 (0: not staged) */
-    uint32_t warps;          /* per block */
+    uint32_t warps;          /* per block of the backward kernels */
+    uint32_t forward_warps;  /* per block of the inference and forward kernels */
     int stage;               /* inference and forward kernels copy the weights to shared memory */
     int stage_backward;      /* the backward kernel does too (only where stage is set) */
     int smem_grads;          /* backward sums dL/dparams per block in shared memory */

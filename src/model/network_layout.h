@@ -34,6 +34,8 @@ typedef struct gj__network_plan_hints {
     int smem_grads; /* 1: the backward sums dL/dparams per block in shared memory, -1: not */
     uint32_t min_blocks; /* 1 ... 8: the kernels' __launch_bounds__ ask for that many blocks a
                             multiprocessor (registers capped to fit); 0: no such bound */
+    uint32_t forward_warps; /* the inference and forward kernels' alone: 1, 2, 4 or 8 (warps sets
+                               both) */
 } gj__network_plan_hints;
 
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */

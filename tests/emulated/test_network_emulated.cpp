@@ -29,7 +29,7 @@ extern "C" {
 // A configuration as the generated NAME_config states it; the plan's derived numbers are
 // computed here and compared with src/codegen/network_plan.c's below.
 template <int IN_, int W_, int H_, int OUT_, int ACT_, int OUT_ACT_, bool ONES, int WARPS_, bool STAGE_, bool GRADS_,
-          bool STAGE_BWD_ = STAGE_>
+          bool STAGE_BWD_ = STAGE_, int FORWARD_WARPS_ = WARPS_>
 struct Cfg {
     static constexpr int IN = IN_, IN_P = (IN_ + 15) / 16 * 16, W = W_, OUT = OUT_, OUT_P = (OUT_ + 15) / 16 * 16;
     static constexpr int NL = H_ + 1, ACT = ACT_, OUT_ACT = OUT_ACT_;
@@ -41,7 +41,7 @@ struct Cfg {
     static constexpr gj_u64 CTX_HALVES = 32ull * (IN_P + (gj_u64)H_ * W_ + OUT_P);
     static constexpr gj_u64 N_PARAMS =
         H_ == 0 ? (gj_u64)IN_P * OUT_P : (gj_u64)IN_P * W_ + (gj_u64)(H_ - 1) * W_ * W_ + (gj_u64)W_ * OUT_P;
-    static constexpr int WARPS = WARPS_;
+    static constexpr int WARPS = WARPS_, FORWARD_WARPS = FORWARD_WARPS_;
     static constexpr bool STAGE = STAGE_, STAGE_BWD = STAGE_BWD_, SMEM_GRADS = GRADS_;
 };
 
@@ -76,8 +76,8 @@ static void report(const char* what, const char* shape, double err, double tol) 
 
 template <class C> static void run(unsigned n, unsigned grid, double tol) {
     char shape[256], json[512];
-    std::snprintf(shape, sizeof shape, "%d-%dx%d-%d %s/%s pad %g, %u points, %d warps%s%s", C::IN, C::W, C::NL - 1, C::OUT,
-                  names[C::ACT], names[C::OUT_ACT], C::INPUT_PADDING, n, C::WARPS,
+    std::snprintf(shape, sizeof shape, "%d-%dx%d-%d %s/%s pad %g, %u points, %d/%d warps%s%s", C::IN, C::W, C::NL - 1, C::OUT,
+                  names[C::ACT], names[C::OUT_ACT], C::INPUT_PADDING, n, C::FORWARD_WARPS, C::WARPS,
                   C::STAGE ? (C::STAGE_BWD ? ", staged" : ", staged forward only") : "",
                   C::SMEM_GRADS ? ", block sums" : "");
     std::snprintf(json, sizeof json,
@@ -140,14 +140,15 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
     }
 
     // The kernels.
-    const unsigned block = 32 * C::WARPS;
+    const unsigned block = 32 * C::WARPS, forward_block = 32 * C::FORWARD_WARPS;
     const gj_u64 tiles = (n + 31) / 32;
     std::vector<float> y_inf((size_t)n * C::OUT, NAN), y_fwd((size_t)n * C::OUT, NAN), dx((size_t)n * C::IN, NAN);
     std::vector<float> dw(C::N_PARAMS, 0.0f);
     std::vector<gj_u16> ctx(tiles * C::CTX_HALVES, 0xFFFFu);
     const gj_half* params = w.data();
-    gj_emulate_launch(grid, block, [&] { gj_nn_forward_kernel<C>(n, x.data(), y_inf.data(), params, nullptr); });
-    gj_emulate_launch(grid, block, [&] { gj_nn_forward_kernel<C>(n, x.data(), y_fwd.data(), params, ctx.data()); });
+    gj_emulate_launch(grid, forward_block, [&] { gj_nn_forward_kernel<C>(n, x.data(), y_inf.data(), params, nullptr); });
+    gj_emulate_launch(grid, forward_block,
+                      [&] { gj_nn_forward_kernel<C>(n, x.data(), y_fwd.data(), params, ctx.data()); });
     gj_emulate_launch(grid, block,
                       [&] { gj_nn_backward_kernel<C, true>(n, dy.data(), params, ctx.data(), dw.data(), dx.data()); });
 
@@ -219,6 +220,11 @@ int main() {
     run<Cfg<3, 32, 2, 256, RELU, NONE, true, 2, true, true>>(70, 1, 2e-2);
     run<Cfg<20, 64, 1, 150, TANH, SINE, false, 1, false, false>>(45, 1, 2e-2);
     run<Cfg<16, 16, 0, 200, NONE, SIGMOID, true, 2, true, false>>(50, 1, 2e-2);
+    // Forward passes with fewer warps a block than the backward's (the plan of 64 x 4: four and
+    // eight; here one and four, two and four over a grid of two), each with its own tiles and
+    // rounds: the contexts the forward leaves are the backward's.
+    run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, false, true, 1>>(300, 2, 2e-2);
+    run<Cfg<6, 32, 1, 2, SQUAREPLUS, LEAKY, true, 4, true, true, true, 2>>(333, 2, 2e-2);
     std::printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
 }
