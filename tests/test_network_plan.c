@@ -25,6 +25,16 @@ static struct gj_network *make(const char *json, uint32_t in, uint32_t out) {
     return net;
 }
 
+/* The generated source of one program of net, named "net" (non-null: the caller frees it). */
+static char *source_of(struct gj_network *net, gj__network_part part) {
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.name = "net";
+    char *src = gj__network_codegen(net, &opts, part, "");
+    assert_non_null(src);
+    return src;
+}
+
 /* Field by field (the struct has padding). */
 static void assert_same_plan(const gj__network_plan *a, const gj__network_plan *b) {
     assert_int_equal(a->stride, b->stride);
@@ -123,20 +133,23 @@ static void wide_weights_are_staged_by_the_forward_passes(void **state) {
 }
 
 /* The blocks the plan gives the backward and the forward passes (measured on the H200,
- * network_plan.c): as many warps as leave room for two backward blocks on a 228 KiB
- * multiprocessor (at most 112 KiB), block sums kept where they fit; the forward passes of
- * networks 64 or more wide at most four warps, narrower ones the backward's. */
+ * network_plan.c): as many backward warps as leave room for two blocks on a 228 KiB
+ * multiprocessor (at most 112 KiB), block sums kept where they fit; the forward passes the
+ * warps of a 96 KiB backward block, at least four, at most four where they read the weights
+ * from global memory. */
 static void backward_and_forward_passes_get_their_own_warps(void **state) {
     (void)state;
     static const struct {
         unsigned neurons, hidden, warps, forward_warps;
         int smem_grads;
     } cases[] = {
+        {64, 1, 8, 8, 1},  /* 91 KiB */
         {64, 2, 4, 4, 1},  /* with block sums eight warps take 116 KiB */
         {64, 3, 4, 4, 1},  /* 105 KiB: two warps while the budget was 96 KiB */
         {128, 1, 4, 4, 1}, /* 106 KiB: likewise */
         {64, 4, 8, 4, 0},  /* sums (60 KiB) past their share; eight warps staged: 106 KiB */
-        {64, 8, 8, 4, 0},
+        {64, 6, 8, 8, 0},  /* staged by the forward passes only */
+        {64, 8, 8, 4, 0},  /* nothing staged */
         {128, 2, 4, 4, 0}, /* the backward reads its weights; eight warps would take 136 KiB */
         {32, 2, 8, 8, 1},
         {16, 4, 8, 8, 1},
@@ -173,11 +186,7 @@ static void the_forward_warps_hint_leaves_the_backward(void **state) {
     assert_int_equal(p.warps, 8);
     assert_int_equal(p.forward_warps, 1);
     net->hints = forward_two;
-    gj_codegen_options opts;
-    gj_codegen_options_init(&opts);
-    opts.name = "net";
-    char *src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_ALL, "");
-    assert_non_null(src);
+    char *src = source_of(net, GJ__NETWORK_PART_ALL);
     assert_non_null(strstr(src, "    static constexpr int WARPS = 4;"));
     assert_non_null(strstr(src, "    static constexpr int FORWARD_WARPS = 2;"));
     assert_non_null(strstr(src, "void __launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_inference("));
@@ -205,17 +214,12 @@ static void hints_that_do_not_fit_are_dropped(void **state) {
 static void generated_code_follows_the_hints(void **state) {
     (void)state;
     struct gj_network *net = make(small, 32, 16);
-    gj_codegen_options opts;
-    gj_codegen_options_init(&opts);
-    opts.name = "net";
-    char *plain = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
-    assert_non_null(plain);
+    char *plain = source_of(net, GJ__NETWORK_PART_TRAINING);
     assert_non_null(strstr(plain, "WARPS = 4;"));
     assert_non_null(strstr(plain, "STAGE = true;"));
     assert_non_null(strstr(plain, "STAGE_BWD = true;"));
     net->hints = (gj__network_plan_hints){2, -1, -1, 0, 0};
-    char *hinted = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
-    assert_non_null(hinted);
+    char *hinted = source_of(net, GJ__NETWORK_PART_TRAINING);
     assert_non_null(strstr(hinted, "WARPS = 2;"));
     assert_non_null(strstr(hinted, "STAGE = false;"));
     assert_non_null(strstr(hinted, "STAGE_BWD = false;"));
@@ -224,16 +228,13 @@ static void generated_code_follows_the_hints(void **state) {
     assert_non_null(strstr(plain, "void __launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_forward("));
     assert_null(strstr(plain, "__launch_bounds__(32 * net_config::FORWARD_WARPS, "));
     net->hints = (gj__network_plan_hints){0, 0, 0, 2, 0};
-    char *bounded = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
-    char *bounded_backward = gj__network_codegen(net, &opts, GJ__NETWORK_PART_BACKWARD, "");
-    assert_non_null(bounded);
-    assert_non_null(bounded_backward);
+    char *bounded = source_of(net, GJ__NETWORK_PART_TRAINING);
+    char *bounded_backward = source_of(net, GJ__NETWORK_PART_BACKWARD);
     assert_non_null(strstr(bounded, "void __launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_forward("));
     assert_non_null(strstr(bounded_backward, "void __launch_bounds__(32 * net_config::WARPS, 2)\nnet_backward("));
     free(bounded_backward);
     net->hints = (gj__network_plan_hints){0, 0, 0, 9, 0}; /* out of range: no hint */
-    char *unbounded = gj__network_codegen(net, &opts, GJ__NETWORK_PART_TRAINING, "");
-    assert_non_null(unbounded);
+    char *unbounded = source_of(net, GJ__NETWORK_PART_TRAINING);
     assert_string_equal(unbounded, plain);
     free(plain);
     free(hinted);

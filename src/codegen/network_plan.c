@@ -3,14 +3,12 @@
 
 /* Up to this a backward block leaves room for a second one on a multiprocessor of 228 KiB
  * (sm_90, 1 KiB reserved a block). It was 96 KiB, which left the 64 x 3 and 128 x 1 models
- * two warps a block (four fit twice: their forward and backward passes took 1.6 and 1.3 times
- * as long on the H200) and kept 64 x 4 at four (eight: its backward 7 % faster). */
+ * two warps a block (four fit twice: 64 x 3's backward 4.04 -> 3.00 ms on the H200) and kept
+ * 64 x 4 at four (eight: its backward 3.45 -> 3.18 ms). */
 #define BLOCK_BUDGET (112u * 1024u)
-/* The forward passes of networks this wide or wider take at most four warps a block: on the
- * H200 their inference and forward were as fast or faster with four than with eight (64 x 2:
- * 1.09 against 1.17 ms, 64 x 4: 1.19 / 1.25, 64 x 8: 1.80 / 2.17), while backward passes
- * gain from eight (64 x 4, 64 x 8); narrower networks keep the backward's eight. */
-#define FORWARD_FOUR_WARPS_WIDTH 64u
+/* The inference and forward kernels keep the warps this budget gave every kernel before the
+ * backward's grew (see forward_warps). */
+#define FORWARD_BLOCK_BUDGET (96u * 1024u)
 /* Staged weights and block gradient sums are each worth it up to this much in the backward
  * block, which holds both and two scratch buffers a warp. */
 #define PART_LIMIT (48u * 1024u)
@@ -41,6 +39,22 @@ static uint32_t fit_warps(gj__network_plan *p, uint64_t n_params, uint64_t budge
     return 0;
 }
 
+/* The inference and forward kernels' warps, as measured on the H200 (docs/networks.md §7):
+ * the most warps whose backward block, with the plan's staging and sums, stays within
+ * FORWARD_BLOCK_BUDGET (what every kernel had when the budget was that), but at least four
+ * (64 x 3 and 128 x 1 had two: forward 2.89 ms, inference 1.33; with four 1.46 and 1.15), and
+ * at most four where the forward passes read their weights from global memory (64 x 8's
+ * forward 2.87 -> 2.39 ms with four). Four for every network 64 wide, tried first, made the
+ * forward of 64 x 1 8 % and of 64 x 6 82 % slower than with eight. */
+static uint32_t forward_warps(const gj__network_plan *p, uint64_t n_params, uint64_t staged) {
+    gj__network_plan q = *p;
+    uint32_t warps = fit_warps(&q, n_params, FORWARD_BLOCK_BUDGET);
+    warps = warps < 4 ? 4 : warps;
+    const int stage = p->stage_backward || (2 * staged <= FORWARD_STAGE_LIMIT &&
+                                            2 * (staged + p->forward_scratch_halves * warps) <= GJ__NETWORK_MAX_SMEM);
+    return !stage && warps > 4 ? 4 : warps;
+}
+
 /* The hints that fit: each applied, unless the backward block they make exceeds what a
  * plan may ask for (then the plan stays as it was). */
 static void apply_hints(const gj__network_plan_hints *hints, uint64_t staged, uint64_t n_params, gj__network_plan *p) {
@@ -68,11 +82,6 @@ static void apply_hints(const gj__network_plan_hints *hints, uint64_t staged, ui
     if (backward_bytes(&h, n_params) <= GJ__NETWORK_MAX_SMEM && forward_bytes(&h) <= GJ__NETWORK_MAX_SMEM) {
         *p = h;
     }
-}
-
-/* The hidden layers' width (n_neurons); a network without hidden layers has none (0). */
-static uint32_t widest_hidden(const gj__network_layout *layout) {
-    return layout->n_layers > 1 ? layout->layers[0].fan_out : 0u;
 }
 
 void gj__network_plan_make(const gj__network_layout *layout, const gj__network_plan_hints *hints,
@@ -109,10 +118,7 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
             }
         }
     }
-    p.forward_warps = p.warps;
-    if (widest_hidden(layout) >= FORWARD_FOUR_WARPS_WIDTH && p.forward_warps > 4) {
-        p.forward_warps = 4;
-    }
+    p.forward_warps = forward_warps(&p, layout->n_params, staged);
     p.stage = p.stage_backward || (2 * staged <= FORWARD_STAGE_LIMIT &&
                                    2 * (staged + p.forward_scratch_halves * p.forward_warps) <= GJ__NETWORK_MAX_SMEM);
     p.staged_halves = p.stage ? staged : 0;
