@@ -332,8 +332,19 @@ static void user_kernel_launches_ask_only_for_the_context(void **state) {
         void *p;
         int n;
     } buffer = {p, n};
+    /* A launch with argument pointers never asks for the parameters' layout (the driver's
+     * only way to count them is a failing call, an API error under compute-sanitizer); the
+     * first packed launch does, once: parameters 0 and 1, then the index that fails. */
+    fake.reset_counts();
     ok(f, gj_kernel_launch(scale, &config, args));
+    assert_int_equal(fake.count("cuFuncGetParamInfo"), 0);
     ok(f, gj_kernel_launch_packed(packed, &config, &buffer, sizeof buffer));
+    assert_int_equal(fake.count("cuFuncGetParamInfo"), 3);
+    /* A buffer shorter than the parameters (12 bytes, the fake says) is refused by name. */
+    assert_int_equal(gj_kernel_launch_packed(packed, &config, &buffer, 8), GJ_ERROR_INVALID_ARGUMENT);
+    if (!strstr(gj_context_errmsg(f->ctx), "the kernel's parameters take 12 bytes, the buffer holds 8")) {
+        fail_msg("message: %s", gj_context_errmsg(f->ctx));
+    }
     fake.reset_counts();
     for (int i = 0; i < K; ++i) {
         ok(f, gj_kernel_launch(scale, &config, args));

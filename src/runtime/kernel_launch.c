@@ -79,7 +79,7 @@ static gj_status launch(gj_kernel *k, const gj_launch_config *c, void **params, 
     }
     CUfunction f = NULL;
     size_t extent = 0;
-    status = gj__kernel_function(k, &where, call, &f, &extent);
+    status = gj__kernel_function(k, &where, call, &f, extra ? &extent : NULL); /* packed: the extent too */
     if (status == GJ_OK) {
         status = allow_shared(k, f, c->shared_bytes, call);
     }

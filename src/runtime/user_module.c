@@ -220,7 +220,10 @@ gj_status gj_user_module_kernel(struct gj_user_module *m, const char *name, gj_k
 /* ------------------------------------------------------------- kernels */
 
 /* The end of k's last parameter where the driver can say (cuFuncGetParamInfo, CUDA 12.4+).
- * Call with the module's lock held, once per kernel. */
+ * The driver has no count of a kernel's parameters: the index past the last one is the call
+ * that fails, which tools such as compute-sanitizer report as an API error. So it is asked
+ * only for a packed launch, which needs it, never for the launches with an array of argument
+ * pointers that gridjit's own modules make. Call with the module's lock held, once per kernel. */
 static void learn_param_extent(gj_kernel *k, CUfunction f) {
     gj__driver *drv = k->module->drv;
     k->param_extent_known = 1;
@@ -260,9 +263,6 @@ static gj_status function_locked(gj_kernel *k, const gj__scope *where, const cha
     }
     if (status == GJ_OK) {
         slot->functions[k->index] = *out;
-        if (!k->param_extent_known) {
-            learn_param_extent(k, *out);
-        }
     }
     return status;
 }
@@ -298,6 +298,9 @@ gj_status gj__kernel_function(gj_kernel *k, const gj__scope *where, const char *
     pthread_mutex_lock(&m->lock);
     gj_status status = function_locked(k, where, call, out);
     if (param_extent) {
+        if (status == GJ_OK && !k->param_extent_known) {
+            learn_param_extent(k, *out);
+        }
         *param_extent = k->param_extent;
     }
     pthread_mutex_unlock(&m->lock);

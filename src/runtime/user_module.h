@@ -21,8 +21,9 @@ struct gj_kernel {
     size_t index;
     char *expression; /* "&name" */
     char *lowered;
-    /* The end of its last parameter (cuFuncGetParamInfo), asked once under the module's
-     * lock: what packed launches are checked and trimmed to. 0: not known (yet). */
+    /* The end of its last parameter (cuFuncGetParamInfo), asked once, by the first packed
+     * launch, under the module's lock: what packed launches are checked and trimmed to.
+     * 0: not known (yet). */
     size_t param_extent;
     int param_extent_known;
     /* gj_kernel_set_shared_carveout's percent (-1: the driver's choice), set on the kernel's
@@ -49,7 +50,8 @@ gj_status gj__user_module_create(gj__runtime *rt, const gj_source_desc *desc, st
 gj_status gj__user_module_load(gj__runtime *rt, const gj_program *prog, struct gj_user_module **out);
 /* The kernel's function in the scope's context, with one lock and no driver call once the
  * context has seen it; on first use there its program is compiled and loaded for the
- * context's device. param_extent (may be NULL) receives gj_kernel.param_extent (0: unknown). */
+ * context's device. param_extent (may be NULL: then the driver is not asked for it) receives
+ * gj_kernel.param_extent (0: unknown), learnt on the first such call. */
 gj_status gj__kernel_function(gj_kernel *k, const gj__scope *where, const char *call, CUfunction *out,
                               size_t *param_extent);
 

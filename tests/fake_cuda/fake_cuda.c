@@ -36,7 +36,7 @@
     X(CtxPushCurrent) X(CtxPopCurrent) X(OccupancyMaxActiveBlocksPerMultiprocessor)                        \
     X(OccupancyMaxPotentialBlockSize) X(FuncGetAttribute) X(FuncSetAttribute) X(DeviceCanAccessPeer)      \
     X(CtxEnablePeerAccess) X(MemcpyPeerAsync) X(MemcpyDtoDAsync) X(MemcpyAsync) X(MemcpyHtoDAsync)        \
-    X(MemcpyDtoHAsync) X(StreamCreate) X(StreamDestroy) X(StreamWaitEvent)
+    X(MemcpyDtoHAsync) X(StreamCreate) X(StreamDestroy) X(StreamWaitEvent) X(FuncGetParamInfo)
 
 enum {
 #define FAKE_ID(name) ID_##name,
@@ -545,6 +545,21 @@ static CUresult fake_DeviceCanAccessPeer(int *can, CUdevice a, CUdevice b) {
     return CUDA_SUCCESS;
 }
 
+/* Every kernel takes two parameters here, a pointer and an int (bytes 0-7 and 8-11); as the
+ * driver, the index past the last one is CUDA_ERROR_INVALID_VALUE (the only way to find the
+ * count). */
+static CUresult fake_FuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size) {
+    COUNT(FuncGetParamInfo);
+    if (!f || index > 1) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *offset = index == 0 ? 0 : 8;
+    if (size) {
+        *size = index == 0 ? 8 : 4;
+    }
+    return CUDA_SUCCESS;
+}
+
 static CUresult fake_StreamCreate(CUstream *out, unsigned flags) {
     COUNT(StreamCreate);
     (void)flags;
@@ -565,7 +580,6 @@ static const entry table[] = {
 #undef FAKE_ROW
 };
 
-/* cuFuncGetParamInfo (CUDA 12.4) is left out: gridjit treats it as optional. */
 FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
                                       CUdriverProcAddressQueryResult *status) {
     (void)version, (void)flags;
