@@ -136,7 +136,7 @@ static void wide_weights_are_staged_by_the_forward_passes(void **state) {
  * network_plan.c): as many backward warps as leave room for two blocks on a 228 KiB
  * multiprocessor (at most 112 KiB), block sums kept where they fit; the forward passes the
  * warps of a 96 KiB backward block, at least four, at most four where they read the weights
- * from global memory. */
+ * from global memory, eight where they stage weights the backward does not. */
 static void backward_and_forward_passes_get_their_own_warps(void **state) {
     (void)state;
     static const struct {
@@ -150,7 +150,8 @@ static void backward_and_forward_passes_get_their_own_warps(void **state) {
         {64, 4, 8, 4, 0},  /* sums (60 KiB) past their share; eight warps staged: 106 KiB */
         {64, 6, 8, 8, 0},  /* staged by the forward passes only */
         {64, 8, 8, 4, 0},  /* nothing staged */
-        {128, 2, 4, 4, 0}, /* the backward reads its weights; eight warps would take 136 KiB */
+        {128, 2, 4, 8, 0}, /* the backward reads its weights (eight warps: 136 KiB); the forward's
+                              staged weights and eight buffers: 116 KiB */
         {32, 2, 8, 8, 1},
         {16, 4, 8, 8, 1},
     };

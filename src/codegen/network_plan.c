@@ -44,15 +44,23 @@ static uint32_t fit_warps(gj__network_plan *p, uint64_t n_params, uint64_t budge
  * FORWARD_BLOCK_BUDGET (what every kernel had when the budget was that), but at least four
  * (64 x 3 and 128 x 1 had two: forward 2.89 ms, inference 1.33; with four 1.46 and 1.15), and
  * at most four where the forward passes read their weights from global memory (64 x 8's
- * forward 2.87 -> 2.39 ms with four). Four for every network 64 wide, tried first, made the
- * forward of 64 x 1 8 % and of 64 x 6 82 % slower than with eight. */
+ * forward 2.87 -> 2.39 ms with four), eight where they stage weights that the backward reads
+ * from global memory (128 x 2's forward 2.14 -> 1.80 ms, inference 1.43 -> 1.35; 64 x 6 had
+ * eight). Four for every network 64 wide, tried first, made the forward of 64 x 1 8 % and of
+ * 64 x 6 82 % slower than with eight. */
+static int forward_stages(const gj__network_plan *p, uint64_t staged, uint32_t warps) {
+    return p->stage_backward || (2 * staged <= FORWARD_STAGE_LIMIT &&
+                                 2 * (staged + p->forward_scratch_halves * warps) <= GJ__NETWORK_MAX_SMEM);
+}
+
 static uint32_t forward_warps(const gj__network_plan *p, uint64_t n_params, uint64_t staged) {
     gj__network_plan q = *p;
     uint32_t warps = fit_warps(&q, n_params, FORWARD_BLOCK_BUDGET);
     warps = warps < 4 ? 4 : warps;
-    const int stage = p->stage_backward || (2 * staged <= FORWARD_STAGE_LIMIT &&
-                                            2 * (staged + p->forward_scratch_halves * warps) <= GJ__NETWORK_MAX_SMEM);
-    return !stage && warps > 4 ? 4 : warps;
+    if (!forward_stages(p, staged, warps)) {
+        return warps > 4 ? 4 : warps;
+    }
+    return !p->stage_backward && forward_stages(p, staged, 8) ? 8 : warps;
 }
 
 /* The hints that fit: each applied, unless the backward block they make exceeds what a
@@ -119,8 +127,7 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
         }
     }
     p.forward_warps = forward_warps(&p, layout->n_params, staged);
-    p.stage = p.stage_backward || (2 * staged <= FORWARD_STAGE_LIMIT &&
-                                   2 * (staged + p.forward_scratch_halves * p.forward_warps) <= GJ__NETWORK_MAX_SMEM);
+    p.stage = forward_stages(&p, staged, p.forward_warps);
     p.staged_halves = p.stage ? staged : 0;
     apply_hints(hints, staged, layout->n_params, &p);
     p.forward_bytes = (uint32_t)forward_bytes(&p);

@@ -221,11 +221,14 @@ int main() {
     run<Cfg<20, 64, 1, 150, TANH, SINE, false, 1, false, false>>(45, 1, 2e-2);
     run<Cfg<16, 16, 0, 200, NONE, SIGMOID, true, 2, true, false>>(50, 1, 2e-2);
     // Forward passes with fewer warps a block than the backward's (the plan of 64 x 4: four and
-    // eight; here one and four, two and four over a grid of two) and with more (four and two),
+    // eight; here one and four, two and four over a grid of two) and with more (four and two,
+    // eight and four),
     // each with its own tiles and rounds: the contexts the forward leaves are the backward's.
     run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, false, true, 1>>(300, 2, 2e-2);
     run<Cfg<6, 32, 1, 2, SQUAREPLUS, LEAKY, true, 4, true, true, true, 2>>(333, 2, 2e-2);
     run<Cfg<3, 64, 3, 16, RELU, NONE, true, 2, true, true, true, 4>>(290, 2, 2e-2);
+    // The plan of 128 x 2: eight forward warps staging the weights, four backward warps reading them.
+    run<Cfg<20, 128, 2, 4, LEAKY, TANH, true, 4, true, false, false, 8>>(600, 2, 2e-2);
     std::printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
 }
