@@ -1,14 +1,12 @@
 /* The network kernels' block plan (network_plan.h). */
 #include "codegen/network_plan.h"
 
-/* Up to this a backward block leaves room for a second one on a multiprocessor of 228 KiB
- * (sm_90, 1 KiB reserved a block). It was 96 KiB, which left the 64 x 3 and 128 x 1 models
- * two warps a block (four fit twice: 64 x 3's backward 4.04 -> 3.00 ms on the H200) and kept
- * 64 x 4 at four (eight: its backward 3.45 -> 3.18 ms). */
-#define BLOCK_BUDGET (112u * 1024u)
-/* The inference and forward kernels keep the warps this budget gave every kernel before the
- * backward's grew (see forward_warps). */
-#define FORWARD_BLOCK_BUDGET (96u * 1024u)
+/* A default plan's backward block stays within this, and so does a forward block given more
+ * warps than the backward's (forward_warps): two fit a multiprocessor of 227 KiB (sm_90), and
+ * one fits the 99 KiB that a block may take on sm_86 and sm_89. (112 KiB, two blocks on sm_90
+ * exactly, was faster on the H200 for 64 x 3, 64 x 4 and 128 x 1, docs/networks.md §7, and
+ * would not launch on those GPUs: it waits for plans made per architecture.) */
+#define BLOCK_BUDGET (96u * 1024u)
 /* Staged weights and block gradient sums are each worth it up to this much in the backward
  * block, which holds both and two scratch buffers a warp. */
 #define PART_LIMIT (48u * 1024u)
@@ -40,27 +38,23 @@ static uint32_t fit_warps(gj__network_plan *p, uint64_t n_params, uint64_t budge
 }
 
 /* The inference and forward kernels' warps, as measured on the H200 (docs/networks.md §7):
- * the most warps whose backward block, with the plan's staging and sums, stays within
- * FORWARD_BLOCK_BUDGET (what every kernel had when the budget was that), but at least four
- * (64 x 3 and 128 x 1 had two: forward 2.89 ms, inference 1.33; with four 1.46 and 1.15), and
- * at most four where the forward passes read their weights from global memory (64 x 8's
- * forward 2.87 -> 2.39 ms with four), eight where they stage weights that the backward reads
- * from global memory (128 x 2's forward 2.14 -> 1.80 ms, inference 1.43 -> 1.35; 64 x 6 had
- * eight). Four for every network 64 wide, tried first, made the forward of 64 x 1 8 % and of
- * 64 x 6 82 % slower than with eight. */
+ * the backward's, but at least four where that block fits the budget (64 x 3 and 128 x 1 have
+ * two: forward 2.89 ms and inference 1.33 with two, 1.46 and 1.15 with four) and at most four
+ * where the forward passes read their weights from global memory (64 x 8's forward 2.87 ->
+ * 2.39 ms). Four for every network 64 wide, tried first, made the forward of 64 x 1 8 % and of
+ * 64 x 6 82 % slower than their eight. */
 static int forward_stages(const gj__network_plan *p, uint64_t staged, uint32_t warps) {
     return p->stage_backward || (2 * staged <= FORWARD_STAGE_LIMIT &&
                                  2 * (staged + p->forward_scratch_halves * warps) <= GJ__NETWORK_MAX_SMEM);
 }
 
-static uint32_t forward_warps(const gj__network_plan *p, uint64_t n_params, uint64_t staged) {
-    gj__network_plan q = *p;
-    uint32_t warps = fit_warps(&q, n_params, FORWARD_BLOCK_BUDGET);
-    warps = warps < 4 ? 4 : warps;
-    if (!forward_stages(p, staged, warps)) {
-        return warps > 4 ? 4 : warps;
+static uint32_t forward_warps(const gj__network_plan *p, uint64_t staged) {
+    uint32_t warps = p->warps;
+    if (warps < 4) {
+        const uint64_t bytes = 2 * ((forward_stages(p, staged, 4) ? staged : 0) + p->forward_scratch_halves * 4);
+        warps = bytes <= BLOCK_BUDGET ? 4 : warps;
     }
-    return !p->stage_backward && forward_stages(p, staged, 8) ? 8 : warps;
+    return warps > 4 && !forward_stages(p, staged, warps) ? 4 : warps;
 }
 
 /* The hints that fit: each applied, unless the backward block they make exceeds what a
@@ -126,7 +120,7 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
             }
         }
     }
-    p.forward_warps = forward_warps(&p, layout->n_params, staged);
+    p.forward_warps = forward_warps(&p, staged);
     p.stage = forward_stages(&p, staged, p.forward_warps);
     p.staged_halves = p.stage ? staged : 0;
     apply_hints(hints, staged, layout->n_params, &p);

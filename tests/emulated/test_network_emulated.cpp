@@ -227,7 +227,8 @@ int main() {
     run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, false, true, 1>>(300, 2, 2e-2);
     run<Cfg<6, 32, 1, 2, SQUAREPLUS, LEAKY, true, 4, true, true, true, 2>>(333, 2, 2e-2);
     run<Cfg<3, 64, 3, 16, RELU, NONE, true, 2, true, true, true, 4>>(290, 2, 2e-2);
-    // The plan of 128 x 2: eight forward warps staging the weights, four backward warps reading them.
+    // Eight forward warps staging the weights, four backward warps reading them (as the 128 x 2
+    // plan measured fastest on the H200, docs/networks.md §7).
     run<Cfg<20, 128, 2, 4, LEAKY, TANH, true, 4, true, false, false, 8>>(600, 2, 2e-2);
     std::printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
