@@ -701,7 +701,7 @@ GJ_INLINE void gj_nn_wgrad_layer(float* dparams, gj_u64 offset, const gj_u16* d,
                 hi.x += c[j][1][0], hi.y += c[j][1][1], hi.z += c[j][1][2], hi.w += c[j][1][3];
                 p[0] = lo;
                 p[1] = hi;
-            } else if (GLOBAL && vec) {
+            } else if (vec) {
                 const bool even = (t & 1) == 0;
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
