@@ -140,7 +140,9 @@ GJ_INLINE void gj_nn_mma(float (&c)[4], const gj_u32 (&a)[4], gj_u32 b0, gj_u32 
 GJ_INLINE float gj_nn_shfl_xor(float v, int m) { return __shfl_xor_sync(0xFFFFFFFFu, v, m); }
 
 // p[0..3] += (a, b, c, d) in global memory (p 16-byte aligned): one 16-byte reduction on Hopper
-// (sm_90) and later, a quarter of the instructions and L2 requests of four float atomics.
+// (sm_90) and later, a quarter of the instructions and L2 requests of four float atomics. (The
+// prelude's gj_red_v4_u32 does the same through bit casts; called here, it changed the backward
+// kernels' sm_90 code from what was measured on the H200.)
 GJ_INLINE void gj_nn_red_v4(float* p, float a, float b, float c, float d) {
 #if __CUDA_ARCH__ >= 900
     asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");

@@ -163,7 +163,6 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
     // memory takes its float atomics instead of the 16-byte reductions.
     std::vector<float> dw_odd(C::N_PARAMS + 4, 0.0f);
     float* dw_at = dw_odd.data() + ((uintptr_t)dw_odd.data() % 16u == 0u ? 1 : 0);
-    if ((uintptr_t)dw_at % 16u == 0u) ++dw_at;
     gj_emulate_launch(grid, block,
                       [&] { gj_nn_backward_kernel<C, false>(n, dy.data(), params, ctx.data(), dw_at, nullptr); });
     std::vector<double> g2(dw_at, dw_at + C::N_PARAMS);
