@@ -570,6 +570,101 @@ static void a_failed_precompile_names_every_program(void **state) {
     rmdir(dir);
 }
 
+
+/* The backward pass of a 32 -> 64 x 3 -> 16 network over 1000 points on stream (accumulating:
+ * one launch): the block's threads and dynamic shared memory the fake driver saw. */
+static void backward_block(gj_context *ctx, gj_network_module *m, gj_stream stream, char *b, unsigned *threads,
+                           unsigned *shared) {
+    gj_network_pass_desc d = desc_over(b, 1000);
+    d.dL_doutput = (const float *)(b + 65536);
+    d.dL_dparams = (float *)(b + 131072);
+    d.dL_dparams_mode = GJ_GRAD_ACCUMULATE;
+    fake.reset_counts();
+    const gj_status status = gj_network_backward(m, stream, &d);
+    if (status != GJ_OK) {
+        fail_msg("gj_network_backward: %s", gj_context_errmsg(ctx));
+    }
+    assert_int_equal(fake.count("cuLaunchKernel"), 1);
+    *threads = fake.last_block_x();
+    *shared = fake.last_shared();
+}
+
+static const char plan_classes_net[] = "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 3}";
+
+/* One module on two devices: the kernels compiled for sm_90 state the large plan (four warps
+ * a backward block of 105 KiB), those compiled for sm_86 the portable one (two warps), and
+ * each launch takes the plan of the code it launches (docs/networks.md §7). */
+static void each_architecture_launches_its_own_plan(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    fake.set_capability(1, 8, 6);
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, plan_classes_net, 32, 16, &net), GJ_OK);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 20, &buffer), GJ_OK);
+    unsigned threads = 0, shared = 0;
+    backward_block(ctx, m, NULL, buffer, &threads, &shared); /* device 0: 9.0 */
+    assert_int_equal(threads, 128);
+    assert_true(shared > 96 * 1024 && shared <= 112 * 1024);
+    const unsigned large_shared = shared;
+    CUstream other = fake.stream_create(fake.context_create(1)); /* device 1: 8.6 */
+    backward_block(ctx, m, (gj_stream)other, buffer, &threads, &shared);
+    assert_int_equal(threads, 64);
+    assert_true(shared <= 96 * 1024);
+    assert_int_equal(large_shared - shared, 2 * 64 * (64 + 8) * 2); /* two more warps, each two buffers of 32 rows */
+    backward_block(ctx, m, NULL, buffer, &threads, &shared); /* and back */
+    assert_int_equal(threads, 128);
+    assert_int_equal(shared, large_shared);
+    gj_device_free(ctx, buffer);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+    fake.set_capability(1, 9, 0);
+}
+
+/* The plan follows the architecture the code was compiled for, not the device's: PTX for
+ * compute_90 (precompiled; no NVRTC to compile for the device) that the driver finishes for
+ * an sm_120 device states the large plan, and is launched with it. */
+static void ptx_for_an_older_architecture_keeps_its_plan(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    char dir[512];
+    gj_context *ctx = context_with_fresh_cache("plan_ptx_XXXXXX", dir, sizeof dir);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, plan_classes_net, 32, 16, &net), GJ_OK);
+    assert_int_equal(gj_network_precompile(ctx, net, "compute_90", NULL), GJ_OK);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+
+    setenv("GRIDJIT_NVRTC", "off", 1);
+    fake.set_capability(0, 12, 0);
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    assert_int_equal(gj_context_set_cache_dir(ctx, dir), GJ_OK);
+    assert_int_equal(gj_network_create(ctx, plan_classes_net, 32, 16, &net), GJ_OK);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 20, &buffer), GJ_OK);
+    unsigned threads = 0, shared = 0;
+    backward_block(ctx, m, NULL, buffer, &threads, &shared);
+    assert_int_equal(threads, 128); /* the large plan's four warps; sm_120's own would be two */
+    assert_true(shared > 96 * 1024);
+    unsetenv("GRIDJIT_NVRTC");
+    fake.set_capability(0, 9, 0);
+    gj_device_free(ctx, buffer);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(passes_launch_their_kernels),
@@ -580,6 +675,8 @@ int main(void) {
         cmocka_unit_test(a_precompiled_model_trains_without_nvrtc),
         cmocka_unit_test(training_programs_fail_together),
         cmocka_unit_test(a_failed_precompile_names_every_program),
+        cmocka_unit_test(each_architecture_launches_its_own_plan),
+        cmocka_unit_test(ptx_for_an_older_architecture_keeps_its_plan),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

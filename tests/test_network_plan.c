@@ -15,6 +15,8 @@
 #include "codegen/network_codegen.h"
 #include "codegen/network_plan.h"
 #include "model/network.h"
+#include "network_sources.h"
+#include "test_env.h"
 
 static struct gj_network *make(const char *json, uint32_t in, uint32_t out) {
     struct gj_network *net = NULL;
@@ -59,7 +61,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
     (void)state;
     struct gj_network *net = make(small, 32, 16);
     gj__network_plan p;
-    gj__network_plan_make(&net->layout, NULL, &p);
+    gj__network_plan_make(&net->layout, NULL, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.stride, 72);
     assert_int_equal(p.warps, 4);
     assert_true(p.stage && p.stage_backward && p.smem_grads);
@@ -69,7 +71,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
     /* Zero hints are no hints. */
     gj__network_plan_hints none = {0, 0, 0, 0, 0};
     gj__network_plan q;
-    gj__network_plan_make(&net->layout, &none, &q);
+    gj__network_plan_make(&net->layout, &none, GJ__NETWORK_PLAN_PORTABLE, &q);
     assert_same_plan(&p, &q);
     gj_network_destroy(net);
 }
@@ -79,7 +81,7 @@ static void hints_replace_the_choices(void **state) {
     struct gj_network *net = make(small, 32, 16);
     gj__network_plan_hints hints = {2, -1, -1, 0, 0};
     gj__network_plan p;
-    gj__network_plan_make(&net->layout, &hints, &p);
+    gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 2);
     assert_false(p.stage);
     assert_false(p.stage_backward);
@@ -89,12 +91,12 @@ static void hints_replace_the_choices(void **state) {
     assert_int_equal(p.backward_bytes, 2 * 64 * 72 * 2); /* two buffers a warp */
     /* One at a time: 8 warps alone keeps the plan's staging and block sums. */
     gj__network_plan_hints eight = {8, 0, 0, 0, 0};
-    gj__network_plan_make(&net->layout, &eight, &p);
+    gj__network_plan_make(&net->layout, &eight, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 8);
     assert_true(p.stage && p.smem_grads);
     /* A warp count that is not 1, 2, 4 or 8 is no hint. */
     gj__network_plan_hints three = {3, 0, 0, 0, 0};
-    gj__network_plan_make(&net->layout, &three, &p);
+    gj__network_plan_make(&net->layout, &three, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 4);
     gj_network_destroy(net);
 }
@@ -107,7 +109,7 @@ static void wide_weights_are_staged_by_the_forward_passes(void **state) {
     struct gj_network *net =
         make("{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 2}", 32, 16);
     gj__network_plan p;
-    gj__network_plan_make(&net->layout, NULL, &p);
+    gj__network_plan_make(&net->layout, NULL, GJ__NETWORK_PLAN_PORTABLE, &p);
     const uint64_t staged = (32 + 8) * 128 + (128 + 8) * 128 + (128 + 8) * 16;
     assert_true(p.stage);
     assert_false(p.stage_backward);
@@ -116,17 +118,17 @@ static void wide_weights_are_staged_by_the_forward_passes(void **state) {
     assert_int_equal(p.backward_bytes, (p.smem_grads ? 4 * net->layout.n_params : 0) + 2 * p.scratch_halves * p.warps);
     gj__network_plan_hints on = {0, 1, 0, 0, 0}, off = {0, -1, 0, 0, 0};
     gj__network_plan both, neither;
-    gj__network_plan_make(&net->layout, &on, &both);
+    gj__network_plan_make(&net->layout, &on, GJ__NETWORK_PLAN_PORTABLE, &both);
     assert_true(both.stage && both.stage_backward);
     assert_int_equal(both.backward_bytes, 2 * staged + (both.smem_grads ? 4 * net->layout.n_params : 0) +
                                               2 * both.scratch_halves * both.warps);
-    gj__network_plan_make(&net->layout, &off, &neither);
+    gj__network_plan_make(&net->layout, &off, GJ__NETWORK_PLAN_PORTABLE, &neither);
     assert_false(neither.stage || neither.stage_backward);
     assert_int_equal(neither.forward_bytes, neither.scratch_halves * neither.forward_warps);
     /* Past the forward limit (128 x 4: 116 KiB), nothing is staged. */
     struct gj_network *deep =
         make("{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 4}", 32, 16);
-    gj__network_plan_make(&deep->layout, NULL, &p);
+    gj__network_plan_make(&deep->layout, NULL, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_false(p.stage || p.stage_backward);
     gj_network_destroy(deep);
     gj_network_destroy(net);
@@ -160,7 +162,7 @@ static void backward_and_forward_passes_get_their_own_warps(void **state) {
                  cases[i].neurons, cases[i].hidden);
         struct gj_network *net = make(json, 32, 16);
         gj__network_plan p;
-        gj__network_plan_make(&net->layout, NULL, &p);
+        gj__network_plan_make(&net->layout, NULL, GJ__NETWORK_PLAN_PORTABLE, &p);
         print_message("%u x %u: %u / %u warps, block sums %d, %u bytes backward\n", cases[i].neurons, cases[i].hidden,
                       p.forward_warps, p.warps, p.smem_grads, p.backward_bytes);
         assert_int_equal(p.warps, cases[i].warps);
@@ -179,11 +181,11 @@ static void the_forward_warps_hint_leaves_the_backward(void **state) {
     struct gj_network *net = make(small, 32, 16);
     gj__network_plan p;
     gj__network_plan_hints forward_two = {0, 0, 0, 0, 2}, eight_then_one = {8, 0, 0, 0, 1};
-    gj__network_plan_make(&net->layout, &forward_two, &p);
+    gj__network_plan_make(&net->layout, &forward_two, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 4);
     assert_int_equal(p.forward_warps, 2);
     assert_int_equal(p.forward_bytes, 2 * (p.staged_halves + p.forward_scratch_halves * 2));
-    gj__network_plan_make(&net->layout, &eight_then_one, &p);
+    gj__network_plan_make(&net->layout, &eight_then_one, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 8);
     assert_int_equal(p.forward_warps, 1);
     net->hints = forward_two;
@@ -203,10 +205,10 @@ static void hints_that_do_not_fit_are_dropped(void **state) {
     struct gj_network *net =
         make("{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 8}", 32, 16);
     gj__network_plan plain, hinted;
-    gj__network_plan_make(&net->layout, NULL, &plain);
+    gj__network_plan_make(&net->layout, NULL, GJ__NETWORK_PLAN_PORTABLE, &plain);
     assert_false(plain.smem_grads);
     gj__network_plan_hints hints = {8, 0, 1, 0, 0};
-    gj__network_plan_make(&net->layout, &hints, &hinted);
+    gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &hinted);
     assert_same_plan(&plain, &hinted);
     gj_network_destroy(net);
 }
@@ -244,6 +246,107 @@ static void generated_code_follows_the_hints(void **state) {
     gj_network_destroy(net);
 }
 
+
+/* On sm_90 to sm_110 (227 KiB a block, 228 a multiprocessor) a backward block may take 112
+ * KiB, two a multiprocessor, and forward passes that stage weights the backward reads from
+ * global memory take eight warps: the plans measured faster on the H200 (network_plan.c);
+ * every other shape's large plan is its portable one. */
+static void large_plans_take_two_blocks_of_112_kib(void **state) {
+    (void)state;
+    static const struct {
+        unsigned neurons, hidden, warps, forward_warps;
+    } cases[] = {
+        {64, 3, 4, 4},  /* portable: 2 / 4 */
+        {128, 1, 4, 4}, /* portable: 2 / 4 */
+        {64, 4, 8, 4},  /* portable: 4 / 4 */
+        {128, 2, 4, 8}, /* portable: 4 / 4; a forward block of 116.25 KiB, one a multiprocessor */
+        {64, 1, 8, 8},  {64, 2, 4, 4}, {64, 6, 8, 8}, {64, 8, 8, 4}, {32, 2, 8, 8}, {16, 4, 8, 8}, {128, 8, 4, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+        char json[160];
+        snprintf(json, sizeof json, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": %u, \"n_hidden_layers\": %u}",
+                 cases[i].neurons, cases[i].hidden);
+        struct gj_network *net = make(json, 32, 16);
+        gj__network_plan portable, large;
+        gj__network_plan_make(&net->layout, NULL, GJ__NETWORK_PLAN_PORTABLE, &portable);
+        gj__network_plan_make(&net->layout, NULL, GJ__NETWORK_PLAN_LARGE, &large);
+        print_message("%u x %u: large %u / %u warps, %u / %u bytes; portable %u / %u\n", cases[i].neurons,
+                      cases[i].hidden, large.forward_warps, large.warps, large.forward_bytes, large.backward_bytes,
+                      portable.forward_warps, portable.warps);
+        assert_int_equal(large.warps, cases[i].warps);
+        assert_int_equal(large.forward_warps, cases[i].forward_warps);
+        assert_true(large.backward_bytes <= 112 * 1024);
+        assert_true(large.forward_bytes <= 227 * 1024); /* what a block may take there */
+        const int differs = portable.warps != large.warps || portable.forward_warps != large.forward_warps;
+        assert_int_equal(!gj__network_plan_equal(&portable, &large), differs);
+        /* What depends on the layout alone is the same in both (a context's size, the scratch). */
+        assert_int_equal(large.ctx_halves, portable.ctx_halves);
+        assert_int_equal(large.scratch_halves, portable.scratch_halves);
+        gj_network_destroy(net);
+    }
+}
+
+/* Which architectures get the large plan, in C and in the generated code's condition. */
+static void the_class_of_an_architecture(void **state) {
+    (void)state;
+    static const int portable[] = {75, 80, 86, 87, 89, 120, 121};
+    static const int large[] = {90, 100, 103, 110};
+    for (size_t i = 0; i < sizeof portable / sizeof *portable; ++i) {
+        assert_int_equal(gj__network_plan_class_of(portable[i]), GJ__NETWORK_PLAN_PORTABLE);
+    }
+    for (size_t i = 0; i < sizeof large / sizeof *large; ++i) {
+        assert_int_equal(gj__network_plan_class_of(large[i]), GJ__NETWORK_PLAN_LARGE);
+    }
+}
+
+/* Where the plans differ the unit states both, the large one under GJ__NETWORK_PLAN_LARGE_IF;
+ * compiled with NVRTC for each architecture, NAME_config holds the plan of the class that
+ * gj__network_plan_class_of gives it (a static_assert appended to the unit checks it). Where
+ * they agree the unit states one (64 x 2: as before plans were made per class). */
+static void each_architecture_compiles_its_class_s_plan(void **state) {
+    (void)state;
+    struct gj_network *net = make("{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 3}", 32, 16);
+    char *src = source_of(net, GJ__NETWORK_PART_ALL);
+    assert_non_null(strstr(src, "#if " GJ__NETWORK_PLAN_LARGE_IF " // sm_90 to sm_110: 227 KiB a block\n"
+                                "    static constexpr int WARPS = 4;"));
+    assert_non_null(strstr(src, "#else\n    static constexpr int WARPS = 2;"));
+    assert_non_null(strstr(src, "// Kernels (sm_90 to sm_110): 4 warps per block (forward), 4 (backward)"));
+    assert_non_null(strstr(src, "// Kernels (other architectures): 4 warps per block (forward), 2 (backward)"));
+    free(src);
+    struct gj_network *same = make(small, 32, 16);
+    char *one = source_of(same, GJ__NETWORK_PART_ALL);
+    assert_null(strstr(one, "__CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200"));
+    assert_non_null(strstr(one, "// Kernels: 4 warps per block (forward), 4 (backward)"));
+    free(one);
+    gj_network_destroy(same);
+    if (!gj_test_have_nvrtc()) {
+        gj_network_destroy(net);
+        skip();
+    }
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    char *unit = gj_test_network_unit(ctx, net, 1);
+    static const int archs[] = {80, 86, 89, 90, 100, 103, 110, 120};
+    for (size_t i = 0; i < sizeof archs / sizeof *archs; ++i) {
+        gj__network_plan p;
+        gj__network_plan_make(&net->layout, NULL, gj__network_plan_class_of(archs[i]), &p);
+        char check[256], arch[16];
+        snprintf(check, sizeof check, "\nstatic_assert(mlp_config::WARPS == %u && mlp_config::FORWARD_WARPS == %u, "
+                 "\"the plan of the class\");\n", p.warps, p.forward_warps);
+        snprintf(arch, sizeof arch, "sm_%d", archs[i]);
+        const size_t size = strlen(unit) + strlen(check) + 1;
+        char *checked = malloc(size);
+        assert_non_null(checked);
+        snprintf(checked, size, "%s%s", unit, check);
+        const double ms = gj_test_network_compile(ctx, net, checked, 1, arch);
+        print_message("%s: %u / %u warps (%.0f ms)\n", arch, p.forward_warps, p.warps, ms);
+        free(checked);
+    }
+    free(unit);
+    gj_context_destroy(ctx);
+    gj_network_destroy(net);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_layout_gets_the_plan_s_choices),
@@ -253,6 +356,9 @@ int main(void) {
         cmocka_unit_test(generated_code_follows_the_hints),
         cmocka_unit_test(backward_and_forward_passes_get_their_own_warps),
         cmocka_unit_test(the_forward_warps_hint_leaves_the_backward),
+        cmocka_unit_test(large_plans_take_two_blocks_of_112_kib),
+        cmocka_unit_test(the_class_of_an_architecture),
+        cmocka_unit_test(each_architecture_compiles_its_class_s_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

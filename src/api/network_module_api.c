@@ -27,6 +27,7 @@
 #include "model/network_init.h"
 #include "runtime/l1_carveout.h"
 #include "runtime/stream_device.h"
+#include "runtime/user_module.h"
 #include "runtime/workspace.h"
 
 #include <pthread.h>
@@ -41,13 +42,14 @@ struct gj_network_module {
     gj_network *net; /* the module's own copy */
     gj_codegen_options opts;
     gj_codegen_options encoding_opts; /* a model's: what its encoding module is made with */
-    gj__network_plan plan;
+    gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES]; /* the kernels of each architecture class state theirs */
     pthread_mutex_t lock; /* guards the lazily made programs */
     gj_user_module *programs[GJ__NETWORK_PART_COUNT];
     gj_kernel *kernels[K_COUNT];
     gj_module *encoding_module; /* a model's encoding backward with dL/dx (made on first use, under lock) */
     gj__workspace features;     /* a model's dL/d(features) for it, per context */
-    uint64_t wave[K_COUNT]; /* blocks of a full wave on the first device launched on (0: not known yet) */
+    /* blocks of a full wave per class, on the first device of that class launched on (0: not known yet) */
+    uint64_t wave[GJ__NETWORK_PLAN_CLASSES][K_COUNT];
     uint32_t forward_waves; /* the inference and forward kernels' grid: at most this many waves */
     int carveout;           /* a model's inference kernel: CARVEOUT_RULE, or a percent (-1: the driver's) */
 };
@@ -146,7 +148,9 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
         }
     }
     plan_hints_from_env(&m->net->hints); /* the module's own copy of the network */
-    gj__network_plan_make(&m->net->layout, &m->net->hints, &m->plan);
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        gj__network_plan_make(&m->net->layout, &m->net->hints, (gj__network_plan_class)c, &m->plans[c]);
+    }
     m->forward_waves = (uint32_t)env_in_range("GRIDJIT_NETWORK_WAVES", 1, 64, FORWARD_WAVES);
     m->carveout = (int)env_in_range("GRIDJIT_NETWORK_CARVEOUT", -1, 100, CARVEOUT_RULE);
     pthread_mutex_init(&m->lock, NULL);
@@ -174,7 +178,7 @@ static size_t encoding_param_size(const gj_network_module *m) {
 }
 
 uint64_t gj_network_module_context_bytes(const gj_network_module *module, uint64_t n) {
-    return module ? (n + 31) / 32 * module->plan.ctx_halves * 2 : 0;
+    return module ? (n + 31) / 32 * module->plans[GJ__NETWORK_PLAN_PORTABLE].ctx_halves * 2 : 0; /* any class's */
 }
 
 size_t gj_network_module_encoding_gradient_size(const gj_network_module *module) {
@@ -473,44 +477,63 @@ static gj_status prefer_l1(gj_network_module *m, gj_stream stream, uint32_t shar
     return GJ_OK;
 }
 
-/* Launches kernel k over n points: a block of the plan's warps (the forward passes' or the
- * backward's), as many blocks as the tiles need, at most forward_waves waves (the kernels walk
- * the tiles), the backward one wave. */
-static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t n, uint32_t shared_bytes, void **args,
-                        const char *call) {
+/* A launch of kernel k over n points (launch_shape). */
+typedef struct launch_job {
+    gj_network_module *m;
+    int k;
+    uint64_t n;
+    gj_stream stream;
+    const char *call;
+} launch_job;
+
+/* The geometry of a launch of code compiled for target_sm: the plan of its class (the one its
+ * NAME_config stated there), a block of the plan's warps (the forward passes' or the
+ * backward's) and shared memory, as many blocks as the tiles need, at most forward_waves
+ * waves (the kernels walk the tiles), the backward one wave. */
+static gj_status launch_shape(void *arg, int target_sm, gj_launch_config *cfg) {
+    const launch_job *job = arg;
+    gj_network_module *m = job->m;
+    const int k = job->k;
+    const gj__network_plan_class cls = gj__network_plan_class_of(target_sm);
+    const gj__network_plan *plan = &m->plans[cls];
     const int backward = k == K_BACKWARD || k == K_BACKWARD_INPUT;
-    const uint32_t warps = backward ? m->plan.warps : m->plan.forward_warps;
+    const uint32_t warps = backward ? plan->warps : plan->forward_warps;
     const uint32_t threads = 32 * warps;
-    const uint64_t needed = ((n + 31) / 32 + warps - 1) / warps;
-    /* Asked of the driver once: a wave only bounds the grid, which any size computes right. */
+    const uint32_t shared_bytes = backward ? plan->backward_bytes : plan->forward_bytes;
+    const uint64_t needed = ((job->n + 31) / 32 + warps - 1) / warps;
+    /* Asked of the driver once a class: a wave only bounds the grid, which any size computes right. */
     pthread_mutex_lock(&m->lock);
-    uint64_t wave = m->wave[k];
+    uint64_t wave = m->wave[cls][k];
     pthread_mutex_unlock(&m->lock);
     if (!wave) {
         int sms = 0, per_sm = 0;
-        gj_status status = gj__stream_multiprocessors(&m->ctx->runtime, stream, call, &sms);
+        gj_status status = gj__stream_multiprocessors(&m->ctx->runtime, job->stream, job->call, &sms);
         if (status == GJ_OK) {
             status = gj_kernel_occupancy(m->kernels[k], threads, shared_bytes, &per_sm);
         }
         if (status == GJ_OK && k == K_INFERENCE && m->net->encoding) {
-            status = prefer_l1(m, stream, shared_bytes, &per_sm, call);
+            status = prefer_l1(m, job->stream, shared_bytes, &per_sm, job->call);
         }
         if (status != GJ_OK) {
             return status;
         }
         wave = (uint64_t)(sms > 0 ? sms : 1) * (uint64_t)(per_sm > 0 ? per_sm : 1);
         pthread_mutex_lock(&m->lock);
-        m->wave[k] = wave;
+        m->wave[cls][k] = wave;
         pthread_mutex_unlock(&m->lock);
     }
     const uint64_t cap = backward ? wave : (uint64_t)m->forward_waves * wave;
-    gj_launch_config cfg;
-    gj_launch_config_init(&cfg);
-    cfg.grid[0] = (uint32_t)(needed < cap ? needed : cap);
-    cfg.block[0] = threads;
-    cfg.shared_bytes = shared_bytes;
-    cfg.stream = stream;
-    return gj_kernel_launch(m->kernels[k], &cfg, args);
+    cfg->grid[0] = (uint32_t)(needed < cap ? needed : cap);
+    cfg->block[0] = threads;
+    cfg->shared_bytes = shared_bytes;
+    return GJ_OK;
+}
+
+/* Launches kernel k over n points with the plan of the architecture its code was compiled
+ * for in the stream's context. */
+static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t n, void **args, const char *call) {
+    launch_job job = {m, k, n, stream, call};
+    return gj__kernel_launch_shaped(m->kernels[k], stream, launch_shape, &job, args, call);
 }
 
 static gj_status check_desc(gj_network_module *m, const gj_network_pass_desc *d, const char *call) {
@@ -569,7 +592,7 @@ static gj_status run_forward(gj_network_module *module, gj_stream stream, const 
     void *context = desc->context;
     void *args_network[] = {&n, &x, &y, &params, &context};
     void *args_model[] = {&n, &x, &y, &params, &eparams, &context};
-    return launch(module, training ? K_FORWARD : K_INFERENCE, stream, n, module->plan.forward_bytes,
+    return launch(module, training ? K_FORWARD : K_INFERENCE, stream, n,
                   module->net->encoding ? args_model : args_network, call);
 }
 
@@ -643,15 +666,14 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     float *dx = desc->dL_dinput;
     if (!model) {
         void *args[] = {&n, &dy, &params, &context, &dparams, &dx}; /* NAME_backward takes the first five */
-        return launch(module, with_input ? K_BACKWARD_INPUT : K_BACKWARD, stream, n, module->plan.backward_bytes,
-                      args, call);
+        return launch(module, with_input ? K_BACKWARD_INPUT : K_BACKWARD, stream, n, args, call);
     }
     if (!with_input) {
         void *args[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams};
-        return launch(module, K_BACKWARD, stream, n, module->plan.backward_bytes, args, call);
+        return launch(module, K_BACKWARD, stream, n, args, call);
     }
     void *args[] = {&n, &dy, &params, &context, &dparams, &features};
-    status = launch(module, K_BACKWARD_INPUT, stream, n, module->plan.backward_bytes, args, call);
+    status = launch(module, K_BACKWARD_INPUT, stream, n, args, call);
     if (status != GJ_OK) {
         return status;
     }

@@ -1,12 +1,16 @@
 /* The network kernels' block plan (network_plan.h). */
 #include "codegen/network_plan.h"
 
-/* A default plan's backward block stays within this, and so does a forward block given more
- * warps than the backward's (forward_warps): two fit a multiprocessor of 227 KiB (sm_90), and
- * one fits the 99 KiB that a block may take on sm_86 and sm_89. (112 KiB, two blocks on sm_90
- * exactly, was faster on the H200 for 64 x 3, 64 x 4 and 128 x 1, docs/networks.md §7, and
- * would not launch on those GPUs: it waits for plans made per architecture.) */
+/* A portable plan's backward block stays within this, and so does a forward block given more
+ * warps than the backward's (forward_warps): two fit a multiprocessor of 228 KiB (sm_90), and
+ * one fits the 99 KiB that a block may take on sm_86, sm_89 and sm_120. */
 #define BLOCK_BUDGET (96u * 1024u)
+/* A large plan's backward block (sm_90 to sm_110) stays within this: two still fit a
+ * multiprocessor of 228 KiB (1 KiB reserved a block). With 96 KiB the 64 x 3 and 128 x 1
+ * models had two warps a block (four: 64 x 3's backward 4.04 -> 3.00 ms on the H200) and 64 x
+ * 4 had four (eight: its backward 3.45 -> 3.18 ms). Its forward passes keep the warps
+ * BLOCK_BUDGET gives (large_forward_warps). */
+#define LARGE_BLOCK_BUDGET (112u * 1024u)
 /* Staged weights and block gradient sums are each worth it up to this much in the backward
  * block, which holds both and two scratch buffers a warp. */
 #define PART_LIMIT (48u * 1024u)
@@ -57,16 +61,35 @@ static uint32_t forward_warps(const gj__network_plan *p, uint64_t staged) {
     return warps > 4 && !forward_stages(p, staged, warps) ? 4 : warps;
 }
 
-/* The hints that fit: each applied, unless the backward block they make exceeds what a
- * plan may ask for (then the plan stays as it was). */
+/* A large plan's forward passes: the most warps whose backward block, with the plan's staging
+ * and sums, stays within BLOCK_BUDGET (what every kernel had before plans were made per class),
+ * at least four, at most four where they read their weights from global memory, and eight
+ * where they stage weights that the backward reads from global memory (128 x 2's forward
+ * 2.14 -> 1.80 ms and inference 1.43 -> 1.35 on the H200 with eight; its block takes 116 KiB). */
+static uint32_t large_forward_warps(const gj__network_plan *p, uint64_t n_params, uint64_t staged) {
+    gj__network_plan q = *p;
+    uint32_t warps = fit_warps(&q, n_params, BLOCK_BUDGET);
+    warps = warps < 4 ? 4 : warps;
+    if (!forward_stages(p, staged, warps)) {
+        return warps > 4 ? 4 : warps;
+    }
+    return !p->stage_backward && forward_stages(p, staged, 8) ? 8 : warps;
+}
+
+/* The hints that fit: the minimum of blocks always (it takes no shared memory, and so stays
+ * the same in every class's plan, as the kernels' one __launch_bounds__ needs), the others
+ * unless the blocks they make exceed what a plan may ask for (then they are dropped). */
 static void apply_hints(const gj__network_plan_hints *hints, uint64_t staged, uint64_t n_params, gj__network_plan *p) {
-    if (!hints || !(hints->warps || hints->stage || hints->smem_grads || hints->min_blocks || hints->forward_warps)) {
+    if (!hints) {
+        return;
+    }
+    if (hints->min_blocks >= 1 && hints->min_blocks <= 8) {
+        p->min_blocks = hints->min_blocks;
+    }
+    if (!(hints->warps || hints->stage || hints->smem_grads || hints->forward_warps)) {
         return;
     }
     gj__network_plan h = *p;
-    if (hints->min_blocks >= 1 && hints->min_blocks <= 8) {
-        h.min_blocks = hints->min_blocks;
-    }
     if (hints->stage) {
         h.stage = h.stage_backward = hints->stage > 0;
         h.staged_halves = h.stage ? staged : 0;
@@ -86,8 +109,23 @@ static void apply_hints(const gj__network_plan_hints *hints, uint64_t staged, ui
     }
 }
 
+gj__network_plan_class gj__network_plan_class_of(int sm) {
+    return sm >= 90 && sm < 120 ? GJ__NETWORK_PLAN_LARGE : GJ__NETWORK_PLAN_PORTABLE;
+}
+
+int gj__network_plan_equal(const gj__network_plan *a, const gj__network_plan *b) {
+    return a->stride == b->stride && a->scratch_halves == b->scratch_halves &&
+           a->forward_scratch_halves == b->forward_scratch_halves && a->ctx_halves == b->ctx_halves &&
+           a->staged_halves == b->staged_halves && a->warps == b->warps && a->forward_warps == b->forward_warps &&
+           a->stage == b->stage && a->stage_backward == b->stage_backward && a->smem_grads == b->smem_grads &&
+           a->min_blocks == b->min_blocks && a->forward_bytes == b->forward_bytes &&
+           a->backward_bytes == b->backward_bytes;
+}
+
 void gj__network_plan_make(const gj__network_layout *layout, const gj__network_plan_hints *hints,
-                           gj__network_plan *out) {
+                           gj__network_plan_class cls, gj__network_plan *out) {
+    const int large = cls == GJ__NETWORK_PLAN_LARGE;
+    const uint64_t budget = large ? LARGE_BLOCK_BUDGET : BLOCK_BUDGET;
     gj__network_plan p = {0};
     uint32_t widest = layout->padded_input_width > layout->padded_output_width ? layout->padded_input_width
                                                                                : layout->padded_output_width;
@@ -111,16 +149,16 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
     p.stage_backward = 2 * staged <= PART_LIMIT;
     p.smem_grads = 4 * layout->n_params <= PART_LIMIT;
     /* Give up the block sums first, then the staging, before going below two blocks. */
-    if (!fit_warps(&p, layout->n_params, BLOCK_BUDGET)) {
+    if (!fit_warps(&p, layout->n_params, budget)) {
         p.smem_grads = 0;
-        if (!fit_warps(&p, layout->n_params, BLOCK_BUDGET)) {
+        if (!fit_warps(&p, layout->n_params, budget)) {
             p.stage_backward = 0;
-            if (!fit_warps(&p, layout->n_params, BLOCK_BUDGET)) {
+            if (!fit_warps(&p, layout->n_params, budget)) {
                 p.warps = 1; /* 1024 inputs: one warp, up to 132 KiB */
             }
         }
     }
-    p.forward_warps = forward_warps(&p, staged);
+    p.forward_warps = large ? large_forward_warps(&p, layout->n_params, staged) : forward_warps(&p, staged);
     p.stage = forward_stages(&p, staged, p.forward_warps);
     p.staged_halves = p.stage ? staged : 0;
     apply_hints(hints, staged, layout->n_params, &p);

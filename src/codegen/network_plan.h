@@ -36,9 +36,30 @@ typedef struct gj__network_plan {
 /* The most dynamic shared memory a plan asks for (sm_80's 163 KiB opt-in limit, rounded down). */
 #define GJ__NETWORK_MAX_SMEM (160u * 1024u)
 
-/* The plan of layout; hints (may be NULL) override its choices where the block they make
- * still fits (GJ__NETWORK_MAX_SMEM). */
+/* The architectures a plan is made for. A block may take 99 KiB of shared memory on sm_86,
+ * sm_89 and sm_120, 163 KiB on sm_80 and sm_87, 227 KiB of a multiprocessor's 228 on sm_90
+ * to sm_110: the portable plan fits every one of them; the large plan uses what the last
+ * have (two blocks of up to 112 KiB a multiprocessor), measured faster on the H200. */
+typedef enum gj__network_plan_class {
+    GJ__NETWORK_PLAN_PORTABLE, /* every architecture: blocks of at most 96 KiB */
+    GJ__NETWORK_PLAN_LARGE,    /* sm_90 up to (not including) sm_120 */
+    GJ__NETWORK_PLAN_CLASSES
+} gj__network_plan_class;
+
+/* The class whose plan the kernels compiled for compute capability sm (90 for 9.0) state. */
+gj__network_plan_class gj__network_plan_class_of(int sm);
+
+/* The generated code's test for the large class: a preprocessor condition, true exactly where
+ * gj__network_plan_class_of(__CUDA_ARCH__ / 10) is GJ__NETWORK_PLAN_LARGE (false in host code). */
+#define GJ__NETWORK_PLAN_LARGE_IF "defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200"
+
+/* The plan of layout for architectures of class cls; hints (may be NULL) override its choices
+ * where the block they make still fits (GJ__NETWORK_MAX_SMEM). */
 void gj__network_plan_make(const gj__network_layout *layout, const gj__network_plan_hints *hints,
-                           gj__network_plan *out);
+                           gj__network_plan_class cls, gj__network_plan *out);
+
+/* Whether two plans make the same kernels and launches (the generated code states one plan
+ * for both classes where they agree). */
+int gj__network_plan_equal(const gj__network_plan *a, const gj__network_plan *b);
 
 #endif

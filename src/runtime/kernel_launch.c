@@ -62,6 +62,30 @@ static gj_status fit_packed(gj_kernel *k, size_t extent, size_t *size, const cha
     return GJ_OK;
 }
 
+/* The launch itself, in the scope entered for it. */
+static gj_status launch_in(gj_kernel *k, const gj_launch_config *c, const gj__scope *where, void **params,
+                           void **extra, const char *call) {
+    struct gj_user_module *m = k->module;
+    CUfunction f = NULL;
+    size_t extent = 0;
+    gj_status status = gj__kernel_function(k, where, call, &f, extra ? &extent : NULL); /* packed: the extent too */
+    if (status == GJ_OK) {
+        status = allow_shared(k, f, c->shared_bytes, call);
+    }
+    if (status == GJ_OK && extra) {
+        status = fit_packed(k, extent, (size_t *)extra[3], call); /* CU_LAUNCH_PARAM_BUFFER_SIZE's value */
+    }
+    if (status == GJ_OK) {
+        status = gj__cuda_checkf(m->diag, m->drv,
+                                 m->drv->LaunchKernel(f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
+                                                      c->block[2], c->shared_bytes, (CUstream)c->stream, params, extra),
+                                 "%s(%s, grid %ux%ux%u, block %ux%ux%u, %u bytes shared)", call, k->expression,
+                                 c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
+                                 c->shared_bytes);
+    }
+    return status;
+}
+
 static gj_status launch(gj_kernel *k, const gj_launch_config *c, void **params, void **extra, const char *call) {
     if (!k) {
         return GJ_ERROR_INVALID_ARGUMENT;
@@ -77,22 +101,36 @@ static gj_status launch(gj_kernel *k, const gj_launch_config *c, void **params, 
     if (status != GJ_OK) {
         return status;
     }
-    CUfunction f = NULL;
-    size_t extent = 0;
-    status = gj__kernel_function(k, &where, call, &f, extra ? &extent : NULL); /* packed: the extent too */
-    if (status == GJ_OK) {
-        status = allow_shared(k, f, c->shared_bytes, call);
+    status = launch_in(k, c, &where, params, extra, call);
+    gj__scope_leave(m->drv, &where);
+    return status;
+}
+
+gj_status gj__kernel_launch_shaped(gj_kernel *k, gj_stream stream, gj__launch_shape shape, void *arg, void **args,
+                                   const char *call) {
+    if (!k || !shape) {
+        return GJ_ERROR_INVALID_ARGUMENT;
     }
-    if (status == GJ_OK && extra) {
-        status = fit_packed(k, extent, (size_t *)extra[3], call); /* CU_LAUNCH_PARAM_BUFFER_SIZE's value */
+    struct gj_user_module *m = k->module;
+    gj__diag_clear(m->diag);
+    gj__scope where;
+    gj_status status = gj__scope_enter(m->diag, m->drv, stream, call, &where);
+    if (status != GJ_OK) {
+        return status;
+    }
+    int sm = 0;
+    gj_launch_config c;
+    gj_launch_config_init(&c);
+    c.stream = stream;
+    status = gj__kernel_target_sm(k, &where, call, &sm);
+    if (status == GJ_OK) {
+        status = shape(arg, sm, &c);
     }
     if (status == GJ_OK) {
-        status = gj__cuda_checkf(m->diag, m->drv,
-                                 m->drv->LaunchKernel(f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
-                                                      c->block[2], c->shared_bytes, (CUstream)c->stream, params, extra),
-                                 "%s(%s, grid %ux%ux%u, block %ux%ux%u, %u bytes shared)", call, k->expression,
-                                 c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
-                                 c->shared_bytes);
+        status = check_config(k, &c, call);
+    }
+    if (status == GJ_OK) {
+        status = launch_in(k, &c, &where, args, NULL, call);
     }
     gj__scope_leave(m->drv, &where);
     return status;

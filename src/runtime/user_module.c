@@ -102,6 +102,8 @@ static gj_status load_program(void *user, const gj_program *prog) {
     memset(p, 0, sizeof *p);
     p->sm = job->sm;
     snprintf(p->arch, sizeof p->arch, "%s", gj_program_arch(prog) ? gj_program_arch(prog) : "?");
+    gj__arch target;
+    p->target_sm = gj__arch_parse(NULL, p->arch, &target) == GJ_OK ? target.sm : 0;
     p->kernels = calloc(m->n_kernels ? m->n_kernels : 1, sizeof *p->kernels);
     const char **lowered = calloc(m->n_kernels ? m->n_kernels : 1, sizeof *lowered);
     gj_status status = p->kernels && lowered ? GJ_OK : gj__fail(m->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -303,6 +305,20 @@ gj_status gj__kernel_function(gj_kernel *k, const gj__scope *where, const char *
         }
         *param_extent = k->param_extent;
     }
+    pthread_mutex_unlock(&m->lock);
+    return status;
+}
+
+gj_status gj__kernel_target_sm(gj_kernel *k, const gj__scope *where, const char *call, int *sm) {
+    struct gj_user_module *m = k->module;
+    pthread_mutex_lock(&m->lock);
+    gj__context_slot *slot = NULL;
+    const gj__user_program *p = NULL;
+    gj_status status = gj__context_cache_enter(&m->contexts, m->diag, m->drv, where, call, &slot);
+    if (status == GJ_OK) {
+        status = program_for(m, slot->sm, &p);
+    }
+    *sm = status == GJ_OK ? p->target_sm : 0;
     pthread_mutex_unlock(&m->lock);
     return status;
 }

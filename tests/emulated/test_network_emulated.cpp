@@ -93,7 +93,7 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
         return;
     }
     gj__network_plan plan;
-    gj__network_plan_make(&net->layout, nullptr, &plan);
+    gj__network_plan_make(&net->layout, nullptr, GJ__NETWORK_PLAN_PORTABLE, &plan);
     if (plan.stride != (unsigned)C::S || plan.scratch_halves != C::SCRATCH_HALVES ||
         plan.forward_scratch_halves != C::FORWARD_SCRATCH_HALVES || plan.ctx_halves != C::CTX_HALVES ||
         net->layout.n_params != C::N_PARAMS) {

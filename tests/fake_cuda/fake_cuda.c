@@ -243,12 +243,21 @@ static CUresult fake_DeviceGetName(char *name, int size, CUdevice device) {
     return CUDA_SUCCESS;
 }
 
+/* Each device's compute capability (10 * major + minor): 9.0 unless a test sets another. */
+static atomic_int capability[N_DEVICES] = {90, 90};
+
+FAKE_API void gjfake_set_capability(int device, int major, int minor) {
+    if (device >= 0 && device < N_DEVICES) {
+        atomic_store(&capability[device], 10 * major + minor);
+    }
+}
+
 static CUresult fake_DeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice device) {
     COUNT(DeviceGetAttribute);
-    (void)device;
+    const int cc = device >= 0 && device < N_DEVICES ? atomic_load(&capability[device]) : 90;
     switch (attribute) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = cc / 10; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = cc % 10; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 228 * 1024; break; /* sm_90's */
     case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *value = 1024; break;
@@ -379,6 +388,7 @@ static CUresult fake_KernelGetFunction(CUfunction *out, CUkernel kernel) {
 
 static atomic_int next_launch_error;
 static atomic_uint last_grid_x; /* the x dimension of the last successful launch's grid */
+static atomic_uint last_block_x, last_shared; /* its block's x dimension, its dynamic shared memory */
 
 /* The next cuLaunchKernel (of any thread) fails with error. */
 FAKE_API void gjfake_fail_next_launch(CUresult error) {
@@ -388,7 +398,7 @@ FAKE_API void gjfake_fail_next_launch(CUresult error) {
 static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                   unsigned bz, unsigned shared, CUstream stream, void **params, void **extra) {
     COUNT(LaunchKernel);
-    (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)params, (void)extra;
+    (void)gy, (void)gz, (void)by, (void)bz, (void)params, (void)extra;
     const int injected = atomic_exchange(&next_launch_error, 0);
     if (injected) {
         return (CUresult)injected;
@@ -401,6 +411,8 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         return CUDA_ERROR_INVALID_HANDLE;
     }
     atomic_store(&last_grid_x, gx);
+    atomic_store(&last_block_x, bx);
+    atomic_store(&last_shared, shared);
     return CUDA_SUCCESS;
 }
 
@@ -433,6 +445,15 @@ FAKE_API void gjfake_reset_carveout(void) {
 /* The grid's x dimension of the last successful cuLaunchKernel (of any thread). */
 FAKE_API unsigned gjfake_last_grid_x(void) {
     return atomic_load(&last_grid_x);
+}
+
+/* Its block's x dimension and dynamic shared memory. */
+FAKE_API unsigned gjfake_last_block_x(void) {
+    return atomic_load(&last_block_x);
+}
+
+FAKE_API unsigned gjfake_last_shared(void) {
+    return atomic_load(&last_shared);
 }
 
 static CUresult fake_MemAlloc(CUdeviceptr *out, size_t bytes) {

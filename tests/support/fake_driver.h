@@ -20,6 +20,9 @@ typedef struct gj_fake_driver {
     CUcontext (*current)(void); /* the calling thread's */
     void (*fail_next_launch)(CUresult error);
     unsigned (*last_grid_x)(void); /* the last successful launch's grid.x */
+    unsigned (*last_block_x)(void); /* its block.x */
+    unsigned (*last_shared)(void);  /* its dynamic shared memory */
+    void (*set_capability)(int device, int major, int minor); /* 9.0 until set */
     int (*last_carveout)(void);    /* the last PREFERRED_SHARED_MEMORY_CARVEOUT set, or GJ_FAKE_NO_CARVEOUT */
     void (*reset_carveout)(void);
 } gj_fake_driver;
