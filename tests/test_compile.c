@@ -396,11 +396,17 @@ static void options_are_stated_once(void **state) {
     char buffer[GJ__COMPILE_OPTIONS_BUFFER];
     /* gj_compile_options_string states a whole unit's options: split compilation. */
     assert_non_null(strstr(options, "-split-compile=2\n"));
+    /* A cubin target defines GJ_CUBIN_TARGET (generated code may rely on running where it was
+     * compiled for); PTX does not. */
+    assert_non_null(strstr(options, "\n-DGJ_CUBIN_TARGET\n"));
     size_t n = gj__compile_options(arch.name, GJ__OPTIONS_SPLIT, list, GJ__MAX_COMPILE_OPTIONS, buffer, sizeof buffer);
-    assert_int_equal(n, lines);
+    assert_int_equal(n, lines - 1);
     assert_string_equal(list[n - 1], "-split-compile=2");
+    for (size_t i = 0; i < n; i++) {
+        assert_null(strstr(list[i], "GJ_CUBIN_TARGET"));
+    }
     /* A module program's (one kernel group) and a user source's: not split. */
-    assert_int_equal(gj__compile_options(arch.name, 0, list, GJ__MAX_COMPILE_OPTIONS, buffer, sizeof buffer), lines - 1);
+    assert_int_equal(gj__compile_options(arch.name, 0, list, GJ__MAX_COMPILE_OPTIONS, buffer, sizeof buffer), lines - 2);
     assert_null(list[n]);
     assert_string_equal(list[0], "--gpu-architecture=compute_100f");
     /* Too little room is reported, not overrun. */

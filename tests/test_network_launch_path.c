@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache_support.h"
 #include "fake_driver.h"
 #include "gridjit.h"
 #include "test_env.h"
@@ -591,9 +592,10 @@ static void backward_block(gj_context *ctx, gj_network_module *m, gj_stream stre
 
 static const char plan_classes_net[] = "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 3}";
 
-/* One module on two devices: the kernels compiled for sm_90 state the large plan (four warps
- * a backward block of 105 KiB), those compiled for sm_86 the portable one (two warps), and
- * each launch takes the plan of the code it launches (docs/networks.md §7). */
+/* One module on two devices: the cubins for sm_90 state the large plan (four warps a backward
+ * block of 105 KiB), those for sm_86 the portable one (two warps; the fake driver refuses
+ * more than 99 KiB there), and each launch takes the plan of the code it launches
+ * (docs/networks.md §7). */
 static void each_architecture_launches_its_own_plan(void **state) {
     (void)state;
     if (!gj_test_have_nvrtc()) {
@@ -625,13 +627,12 @@ static void each_architecture_launches_its_own_plan(void **state) {
     gj_network_module_destroy(m);
     gj_network_destroy(net);
     gj_context_destroy(ctx);
-    fake.set_capability(1, 9, 0);
 }
 
-/* The plan follows the architecture the code was compiled for, not the device's: PTX for
- * compute_90 (precompiled; no NVRTC to compile for the device) that the driver finishes for
- * an sm_120 device states the large plan, and is launched with it. */
-static void ptx_for_an_older_architecture_keeps_its_plan(void **state) {
+/* PTX states the portable plan whatever architecture it was compiled for: the driver may
+ * finish compute_90 PTX (precompiled; no NVRTC to compile for the device) for an sm_120 GPU,
+ * whose blocks take at most 99 KiB (the fake driver refuses more, as the real one does). */
+static void ptx_takes_the_portable_plan(void **state) {
     (void)state;
     if (!gj_test_have_nvrtc()) {
         skip();
@@ -655,14 +656,26 @@ static void ptx_for_an_older_architecture_keeps_its_plan(void **state) {
     assert_int_equal(gj_device_alloc(ctx, 1 << 20, &buffer), GJ_OK);
     unsigned threads = 0, shared = 0;
     backward_block(ctx, m, NULL, buffer, &threads, &shared);
-    assert_int_equal(threads, 128); /* the large plan's four warps; sm_120's own would be two */
-    assert_true(shared > 96 * 1024);
-    unsetenv("GRIDJIT_NVRTC");
-    fake.set_capability(0, 9, 0);
+    assert_int_equal(threads, 64); /* the portable plan's two warps */
+    assert_true(shared <= 96 * 1024);
+    /* And on an sm_90 device (device 1), the same PTX: the same plan. */
+    CUstream other = fake.stream_create(fake.context_create(1));
+    backward_block(ctx, m, (gj_stream)other, buffer, &threads, &shared);
+    assert_int_equal(threads, 64);
     gj_device_free(ctx, buffer);
     gj_network_module_destroy(m);
     gj_network_destroy(net);
     gj_context_destroy(ctx);
+    gjt_remove_tree(dir);
+}
+
+/* What the plan tests change: every device back to 9.0, NVRTC back on. */
+static int restore_devices(void **state) {
+    (void)state;
+    fake.set_capability(0, 9, 0);
+    fake.set_capability(1, 9, 0);
+    unsetenv("GRIDJIT_NVRTC");
+    return 0;
 }
 
 int main(void) {
@@ -675,8 +688,8 @@ int main(void) {
         cmocka_unit_test(a_precompiled_model_trains_without_nvrtc),
         cmocka_unit_test(training_programs_fail_together),
         cmocka_unit_test(a_failed_precompile_names_every_program),
-        cmocka_unit_test(each_architecture_launches_its_own_plan),
-        cmocka_unit_test(ptx_for_an_older_architecture_keeps_its_plan),
+        cmocka_unit_test_teardown(each_architecture_launches_its_own_plan, restore_devices),
+        cmocka_unit_test_teardown(ptx_takes_the_portable_plan, restore_devices),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -289,7 +289,7 @@ static void large_plans_take_two_blocks_of_112_kib(void **state) {
 /* Which architectures get the large plan, in C and in the generated code's condition. */
 static void the_class_of_an_architecture(void **state) {
     (void)state;
-    static const int portable[] = {75, 80, 86, 87, 89, 120, 121};
+    static const int portable[] = {0 /* PTX */, 75, 80, 86, 87, 89, 120, 121};
     static const int large[] = {90, 100, 103, 110};
     for (size_t i = 0; i < sizeof portable / sizeof *portable; ++i) {
         assert_int_equal(gj__network_plan_class_of(portable[i]), GJ__NETWORK_PLAN_PORTABLE);
@@ -300,18 +300,20 @@ static void the_class_of_an_architecture(void **state) {
 }
 
 /* Where the plans differ the unit states both, the large one under GJ__NETWORK_PLAN_LARGE_IF;
- * compiled with NVRTC for each architecture, NAME_config holds the plan of the class that
- * gj__network_plan_class_of gives it (a static_assert appended to the unit checks it). Where
- * they agree the unit states one (64 x 2: as before plans were made per class). */
+ * compiled with NVRTC as a cubin for each architecture, NAME_config holds the plan of the
+ * class that gj__network_plan_class_of gives it, and as PTX the portable one (a static_assert
+ * appended to the unit checks it). Where they agree the unit states one (64 x 2: as before
+ * plans were made per class). */
 static void each_architecture_compiles_its_class_s_plan(void **state) {
     (void)state;
     struct gj_network *net = make("{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 3}", 32, 16);
     char *src = source_of(net, GJ__NETWORK_PART_ALL);
-    assert_non_null(strstr(src, "#if " GJ__NETWORK_PLAN_LARGE_IF " // sm_90 to sm_110: 227 KiB a block\n"
+    assert_non_null(strstr(src, "#if defined(GJ_CUBIN_TARGET) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && "
+                                "__CUDA_ARCH__ < 1200 // cubins for sm_90 to sm_110: 227 KiB a block\n"
                                 "    static constexpr int WARPS = 4;"));
     assert_non_null(strstr(src, "#else\n    static constexpr int WARPS = 2;"));
-    assert_non_null(strstr(src, "// Kernels (sm_90 to sm_110): 4 warps per block (forward), 4 (backward)"));
-    assert_non_null(strstr(src, "// Kernels (other architectures): 4 warps per block (forward), 2 (backward)"));
+    assert_non_null(strstr(src, "// Kernels (cubins for sm_90 to sm_110): 4 warps per block (forward), 4 (backward)"));
+    assert_non_null(strstr(src, "// Kernels (other architectures, PTX): 4 warps per block (forward), 2 (backward)"));
     free(src);
     struct gj_network *same = make(small, 32, 16);
     char *one = source_of(same, GJ__NETWORK_PART_ALL);
@@ -342,6 +344,23 @@ static void each_architecture_compiles_its_class_s_plan(void **state) {
         print_message("%s: %u / %u warps (%.0f ms)\n", arch, p.forward_warps, p.warps, ms);
         free(checked);
     }
+    /* PTX, for compute_90 too, states the portable plan (the driver may finish it for sm_120). */
+    gj__network_plan portable;
+    gj__network_plan_make(&net->layout, NULL, GJ__NETWORK_PLAN_PORTABLE, &portable);
+    char check[256];
+    snprintf(check, sizeof check, "\nstatic_assert(mlp_config::WARPS == %u, \"the portable plan\");\n", portable.warps);
+    const size_t size = strlen(unit) + strlen(check) + 1;
+    char *checked = malloc(size);
+    assert_non_null(checked);
+    snprintf(checked, size, "%s%s", unit, check);
+    const char *names[] = {"&mlp_user"};
+    gj_program *prog = NULL;
+    if (gj_compile_source(ctx, checked, names, 1, "compute_90", &prog) != GJ_OK) {
+        fail_msg("compute_90: %s\n%s", gj_context_errmsg(ctx), prog ? gj_program_log(prog) : "");
+    }
+    assert_int_equal(gj_program_kind(prog), GJ_BINARY_PTX);
+    gj_program_destroy(prog);
+    free(checked);
     free(unit);
     gj_context_destroy(ctx);
     gj_network_destroy(net);

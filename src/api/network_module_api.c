@@ -52,6 +52,7 @@ struct gj_network_module {
     uint64_t wave[GJ__NETWORK_PLAN_CLASSES][K_COUNT];
     uint32_t forward_waves; /* the inference and forward kernels' grid: at most this many waves */
     int carveout;           /* a model's inference kernel: CARVEOUT_RULE, or a percent (-1: the driver's) */
+    int carveout_chosen;    /* prefer_l1 has run (for the first class launched), under lock */
 };
 
 /* The forward passes' grid, in waves, unless GRIDJIT_NETWORK_WAVES (1 ... 64) says otherwise:
@@ -486,15 +487,15 @@ typedef struct launch_job {
     const char *call;
 } launch_job;
 
-/* The geometry of a launch of code compiled for target_sm: the plan of its class (the one its
- * NAME_config stated there), a block of the plan's warps (the forward passes' or the
+/* The geometry of a launch of code compiled as a cubin for cubin_sm (0: PTX): the plan of its
+ * class (the one its NAME_config stated there), a block of the plan's warps (the forward passes' or the
  * backward's) and shared memory, as many blocks as the tiles need, at most forward_waves
  * waves (the kernels walk the tiles), the backward one wave. */
-static gj_status launch_shape(void *arg, int target_sm, gj_launch_config *cfg) {
+static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
     const launch_job *job = arg;
     gj_network_module *m = job->m;
     const int k = job->k;
-    const gj__network_plan_class cls = gj__network_plan_class_of(target_sm);
+    const gj__network_plan_class cls = gj__network_plan_class_of(cubin_sm);
     const gj__network_plan *plan = &m->plans[cls];
     const int backward = k == K_BACKWARD || k == K_BACKWARD_INPUT;
     const uint32_t warps = backward ? plan->warps : plan->forward_warps;
@@ -511,8 +512,16 @@ static gj_status launch_shape(void *arg, int target_sm, gj_launch_config *cfg) {
         if (status == GJ_OK) {
             status = gj_kernel_occupancy(m->kernels[k], threads, shared_bytes, &per_sm);
         }
-        if (status == GJ_OK && k == K_INFERENCE && m->net->encoding) {
+        /* The carveout is the kernel's in every context: the first class launched chooses it
+         * (a module on GPUs of both classes keeps that class's choice; speed alone differs). */
+        pthread_mutex_lock(&m->lock);
+        const int choose_carveout = k == K_INFERENCE && m->net->encoding && !m->carveout_chosen;
+        pthread_mutex_unlock(&m->lock);
+        if (status == GJ_OK && choose_carveout) {
             status = prefer_l1(m, job->stream, shared_bytes, &per_sm, job->call);
+            pthread_mutex_lock(&m->lock);
+            m->carveout_chosen = status == GJ_OK;
+            pthread_mutex_unlock(&m->lock);
         }
         if (status != GJ_OK) {
             return status;
@@ -529,8 +538,7 @@ static gj_status launch_shape(void *arg, int target_sm, gj_launch_config *cfg) {
     return GJ_OK;
 }
 
-/* Launches kernel k over n points with the plan of the architecture its code was compiled
- * for in the stream's context. */
+/* Launches kernel k over n points with the plan of the code that serves the stream's context. */
 static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t n, void **args, const char *call) {
     launch_job job = {m, k, n, stream, call};
     return gj__kernel_launch_shaped(m->kernels[k], stream, launch_shape, &job, args, call);

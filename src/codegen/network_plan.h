@@ -7,6 +7,7 @@
 #ifndef GJ_CODEGEN_NETWORK_PLAN_H
 #define GJ_CODEGEN_NETWORK_PLAN_H
 
+#include "base/cubin_macro.h"
 #include "model/network_layout.h"
 
 #include <stdint.h>
@@ -39,19 +40,26 @@ typedef struct gj__network_plan {
 /* The architectures a plan is made for. A block may take 99 KiB of shared memory on sm_86,
  * sm_89 and sm_120, 163 KiB on sm_80 and sm_87, 227 KiB of a multiprocessor's 228 on sm_90
  * to sm_110: the portable plan fits every one of them; the large plan uses what the last
- * have (two blocks of up to 112 KiB a multiprocessor), measured faster on the H200. */
+ * have (two blocks of up to 112 KiB a multiprocessor), measured faster on the H200. Only a
+ * cubin is known to run where it was compiled for: PTX, even for compute_90, may be finished
+ * by the driver for an sm_120 GPU, so it states the portable plan. */
 typedef enum gj__network_plan_class {
     GJ__NETWORK_PLAN_PORTABLE, /* every architecture: blocks of at most 96 KiB */
-    GJ__NETWORK_PLAN_LARGE,    /* sm_90 up to (not including) sm_120 */
+    GJ__NETWORK_PLAN_LARGE,    /* cubins for sm_90 up to (not including) sm_120 */
     GJ__NETWORK_PLAN_CLASSES
 } gj__network_plan_class;
 
-/* The class whose plan the kernels compiled for compute capability sm (90 for 9.0) state. */
-gj__network_plan_class gj__network_plan_class_of(int sm);
+/* The class whose plan code compiled as a cubin for compute capability cubin_sm (90 for 9.0;
+ * 0 for PTX, or not known) states. */
+gj__network_plan_class gj__network_plan_class_of(int cubin_sm);
 
 /* The generated code's test for the large class: a preprocessor condition, true exactly where
- * gj__network_plan_class_of(__CUDA_ARCH__ / 10) is GJ__NETWORK_PLAN_LARGE (false in host code). */
-#define GJ__NETWORK_PLAN_LARGE_IF "defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200"
+ * gj__network_plan_class_of gives GJ__NETWORK_PLAN_LARGE: a cubin (NVRTC defines the macro of
+ * base/cubin_macro.h for gridjit's cubin targets alone) for __CUDA_ARCH__ 900 to 1199. False
+ * in host code and in any other compiler, so that host code built with nvcc sizes its
+ * launches by the plan its device code states (the portable one). */
+#define GJ__NETWORK_PLAN_LARGE_IF                                                                                      \
+    "defined(" GJ__CUBIN_MACRO ") && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200"
 
 /* The plan of layout for architectures of class cls; hints (may be NULL) override its choices
  * where the block they make still fits (GJ__NETWORK_MAX_SMEM). */

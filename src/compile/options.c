@@ -1,10 +1,12 @@
 /* The NVRTC options, in the one place they are stated. */
 #include "compile/options.h"
 
+#include "base/cubin_macro.h"
 #include "base/strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * Every option after --gpu-architecture. Deliberately absent: --use_fast_math
@@ -36,6 +38,15 @@ static const char lineinfo_option[] = "-lineinfo";
  * programs hold one kernel group each and compile on threads of their own instead. */
 static const char split_option[] = "-split-compile=2";
 
+/* Defined for cubin targets alone (base/cubin_macro.h): generated code may rely on running
+ * on the architecture it was compiled for, which PTX may not. */
+static const char cubin_option[] = "-D" GJ__CUBIN_MACRO;
+
+/* Whether arch_name ("sm_90a", "compute_80") asks for a cubin. */
+static int is_cubin(const char *arch_name) {
+    return strncmp(arch_name, "sm_", 3) == 0;
+}
+
 unsigned gj__compile_option_flags(int lineinfo, int split) {
     return (lineinfo ? GJ__OPTIONS_LINEINFO : 0u) | (split ? GJ__OPTIONS_SPLIT : 0u);
 }
@@ -44,7 +55,8 @@ size_t gj__compile_options(const char *arch_name, unsigned flags, const char **o
                            size_t buffer_size) {
     const size_t n_fixed = sizeof fixed_options / sizeof fixed_options[0];
     const int lineinfo = (flags & GJ__OPTIONS_LINEINFO) != 0, split = (flags & GJ__OPTIONS_SPLIT) != 0;
-    const size_t n = 1 + n_fixed + (size_t)lineinfo + (size_t)split;
+    const int cubin = is_cubin(arch_name);
+    const size_t n = 1 + n_fixed + (size_t)cubin + (size_t)lineinfo + (size_t)split;
     if (max < n + 1) { /* and the NULL */
         return 0;
     }
@@ -57,6 +69,9 @@ size_t gj__compile_options(const char *arch_name, unsigned flags, const char **o
         options[i + 1] = fixed_options[i];
     }
     size_t next = 1 + n_fixed;
+    if (cubin) {
+        options[next++] = cubin_option;
+    }
     if (lineinfo) {
         options[next++] = lineinfo_option;
     }
@@ -76,6 +91,10 @@ char *gj__compile_options_text(const char *arch_name, unsigned flags) {
     sb.failed = n == 0;
     for (size_t i = 0; i < n; i++) {
         gj__sb_printf(&sb, "%s\n", options[i]);
+    }
+    if (!is_cubin(arch_name) && strncmp(arch_name, "compute_", 8) != 0) {
+        /* A source's header, its architecture open: what a cubin target adds. */
+        gj__sb_printf(&sb, "%s (sm_XX targets alone)\n", cubin_option);
     }
     return gj__sb_take(&sb);
 }

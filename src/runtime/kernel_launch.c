@@ -122,7 +122,7 @@ gj_status gj__kernel_launch_shaped(gj_kernel *k, gj_stream stream, gj__launch_sh
     gj_launch_config c;
     gj_launch_config_init(&c);
     c.stream = stream;
-    status = gj__kernel_target_sm(k, &where, call, &sm);
+    status = gj__kernel_cubin_sm(k, &where, call, &sm);
     if (status == GJ_OK) {
         status = shape(arg, sm, &c);
     }

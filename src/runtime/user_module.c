@@ -103,7 +103,7 @@ static gj_status load_program(void *user, const gj_program *prog) {
     p->sm = job->sm;
     snprintf(p->arch, sizeof p->arch, "%s", gj_program_arch(prog) ? gj_program_arch(prog) : "?");
     gj__arch target;
-    p->target_sm = gj__arch_parse(NULL, p->arch, &target) == GJ_OK ? target.sm : 0;
+    p->cubin_sm = gj__arch_parse(NULL, p->arch, &target) == GJ_OK && target.kind == GJ_BINARY_CUBIN ? target.sm : 0;
     p->kernels = calloc(m->n_kernels ? m->n_kernels : 1, sizeof *p->kernels);
     const char **lowered = calloc(m->n_kernels ? m->n_kernels : 1, sizeof *lowered);
     gj_status status = p->kernels && lowered ? GJ_OK : gj__fail(m->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -309,7 +309,7 @@ gj_status gj__kernel_function(gj_kernel *k, const gj__scope *where, const char *
     return status;
 }
 
-gj_status gj__kernel_target_sm(gj_kernel *k, const gj__scope *where, const char *call, int *sm) {
+gj_status gj__kernel_cubin_sm(gj_kernel *k, const gj__scope *where, const char *call, int *sm) {
     struct gj_user_module *m = k->module;
     pthread_mutex_lock(&m->lock);
     gj__context_slot *slot = NULL;
@@ -318,7 +318,7 @@ gj_status gj__kernel_target_sm(gj_kernel *k, const gj__scope *where, const char 
     if (status == GJ_OK) {
         status = program_for(m, slot->sm, &p);
     }
-    *sm = status == GJ_OK ? p->target_sm : 0;
+    *sm = status == GJ_OK ? p->cubin_sm : 0;
     pthread_mutex_unlock(&m->lock);
     return status;
 }

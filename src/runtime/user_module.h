@@ -12,8 +12,8 @@
 typedef struct gj__user_program {
     int sm;         /* the device architecture it serves; -1: any (a given program) */
     char arch[24];
-    int target_sm;  /* the architecture it was compiled for (compute_90 and sm_90a: 90; 0: unknown),
-                       which the code's __CUDA_ARCH__ was */
+    int cubin_sm;   /* the architecture of its cubin (sm_90 and sm_90a: 90); 0 for PTX (the
+                       driver finishes it for the device) or a binary of unknown target */
     CUlibrary library;
     CUkernel *kernels; /* one per kernel name */
 } gj__user_program;
@@ -56,22 +56,22 @@ gj_status gj__user_module_load(gj__runtime *rt, const gj_program *prog, struct g
  * gj_kernel.param_extent (0: unknown), learnt on the first such call. */
 gj_status gj__kernel_function(gj_kernel *k, const gj__scope *where, const char *call, CUfunction *out,
                               size_t *param_extent);
-/* The architecture (90 for sm_90, sm_90a or compute_90; 0: unknown) that the program serving
- * the scope's context was compiled for, which is what its code's __CUDA_ARCH__ said: the
- * device's own, or an older one where NVRTC does not know the device and the driver
- * finishes PTX. The program is compiled and loaded if the context has not seen it; after
- * that no driver call. */
-gj_status gj__kernel_target_sm(gj_kernel *k, const gj__scope *where, const char *call, int *sm);
+/* The architecture (90 for sm_90 or sm_90a) of the cubin that serves the scope's context, or 0
+ * where that is PTX (for the device's architecture or an older one, which the driver
+ * finishes: NVRTC does not know the device, or a precompiled PTX) or its target is not
+ * known. The program is compiled and loaded if the context has not seen it; after that no
+ * driver call. */
+gj_status gj__kernel_cubin_sm(gj_kernel *k, const gj__scope *where, const char *call, int *sm);
 
-/* Fills config's grid, block and shared_bytes (its stream is set) for a launch of code
- * compiled for architecture target_sm (gj__kernel_target_sm), in that launch's context (what
- * the driver is asked there answers for its device). A status other than GJ_OK stops the
- * launch. */
-typedef gj_status (*gj__launch_shape)(void *arg, int target_sm, gj_launch_config *config);
+/* Fills config's grid, block and shared_bytes (its stream is set) for a launch of code whose
+ * cubin was compiled for cubin_sm (gj__kernel_cubin_sm; 0: PTX), in that launch's context
+ * (what the driver is asked there answers for its device). A status other than GJ_OK stops
+ * the launch. */
+typedef gj_status (*gj__launch_shape)(void *arg, int cubin_sm, gj_launch_config *config);
 
-/* gj_kernel_launch with a geometry that depends on the architecture the kernel was compiled
- * for (a network module's plan per architecture class): one scope and one lookup of the
- * kernel's function, as gj_kernel_launch; shape is called between them. */
+/* gj_kernel_launch with a geometry that depends on the code the kernel was compiled to (a
+ * network module's plan per architecture class): one scope and one lookup of the kernel's
+ * function, as gj_kernel_launch; shape is called between them. */
 gj_status gj__kernel_launch_shaped(gj_kernel *k, gj_stream stream, gj__launch_shape shape, void *arg, void **args,
                                    const char *call);
 

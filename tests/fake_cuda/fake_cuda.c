@@ -422,9 +422,27 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
 #define GJFAKE_NO_CARVEOUT (-1000)
 static _Atomic int last_carveout = GJFAKE_NO_CARVEOUT;
 
+/* The dynamic shared memory a block may opt into on a device of compute capability cc (as
+ * the CUDA programming guide's table gives it). */
+static int max_block_shared(int cc) {
+    if (cc == 80 || cc == 87) {
+        return 163 * 1024;
+    }
+    if (cc >= 90 && cc < 120) {
+        return 227 * 1024;
+    }
+    return 99 * 1024; /* 8.6, 8.9, 12.x */
+}
+
 static CUresult fake_FuncSetAttribute(CUfunction f, CUfunction_attribute attribute, int value) {
     COUNT(FuncSetAttribute);
-    (void)f;
+    if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES && f) {
+        const int device = f->context->device;
+        const int cc = device >= 0 && device < N_DEVICES ? atomic_load(&capability[device]) : 90;
+        if (value < 0 || value > max_block_shared(cc)) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
     if (attribute == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
         if (value < -1 || value > 100) {
             return CUDA_ERROR_INVALID_VALUE;

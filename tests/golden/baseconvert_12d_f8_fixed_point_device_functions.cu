@@ -10,6 +10,7 @@
 //   --fmad=true
 //   --extra-device-vectorization
 //   --device-as-default-execution-space
+//   -DGJ_CUBIN_TARGET (sm_XX targets alone)
 // ===========================================================================
 
 // ===== templates/prelude.cuh =====

@@ -12,6 +12,7 @@
 //   --extra-device-vectorization
 //   --device-as-default-execution-space
 //   -split-compile=2
+//   -DGJ_CUBIN_TARGET (sm_XX targets alone)
 // ===========================================================================
 
 // ===== templates/prelude.cuh =====
