@@ -137,8 +137,8 @@ static void wide_weights_are_staged_by_the_forward_passes(void **state) {
 /* The blocks the plan gives the backward and the forward passes (measured on the H200,
  * network_plan.c): as many backward warps as fit 96 KiB (two blocks on sm_90, one within the
  * 99 KiB a block may take on sm_86 and sm_89), block sums kept where they fit; the forward
- * passes the backward's warps, at least four, at most four where they read the weights from
- * global memory. */
+ * passes the backward's warps, at least four, two where they read the weights from global
+ * memory. */
 static void backward_and_forward_passes_get_their_own_warps(void **state) {
     (void)state;
     static const struct {
@@ -151,7 +151,8 @@ static void backward_and_forward_passes_get_their_own_warps(void **state) {
         {128, 1, 2, 4, 1}, /* 106 KiB: likewise */
         {64, 4, 4, 4, 0},  /* sums (60 KiB) past their share; eight warps staged: 106 KiB */
         {64, 6, 8, 8, 0},  /* staged by the forward passes only */
-        {64, 8, 8, 4, 0},  /* nothing staged */
+        {64, 8, 8, 2, 0},  /* nothing staged: two forward warps */
+        {128, 4, 4, 2, 0}, /* likewise */
         {128, 2, 4, 4, 0}, /* the backward reads its weights (eight warps: 136 KiB) */
         {32, 2, 8, 8, 1},
         {16, 4, 8, 8, 1},
@@ -260,7 +261,7 @@ static void large_plans_take_two_blocks_of_112_kib(void **state) {
         {128, 1, 4, 4}, /* portable: 2 / 4 */
         {64, 4, 8, 4},  /* portable: 4 / 4 */
         {128, 2, 4, 8}, /* portable: 4 / 4; a forward block of 116.25 KiB, one a multiprocessor */
-        {64, 1, 8, 8},  {64, 2, 4, 4}, {64, 6, 8, 8}, {64, 8, 8, 4}, {32, 2, 8, 8}, {16, 4, 8, 8}, {128, 8, 4, 4},
+        {64, 1, 8, 8},  {64, 2, 4, 4}, {64, 6, 8, 8}, {64, 8, 8, 2}, {32, 2, 8, 8}, {16, 4, 8, 8}, {128, 8, 4, 2}, {128, 4, 4, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
         char json[160];

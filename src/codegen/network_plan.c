@@ -11,6 +11,11 @@
  * 4 had four (eight: its backward 3.45 -> 3.18 ms). Its forward passes keep the warps
  * BLOCK_BUDGET gives (large_forward_warps). */
 #define LARGE_BLOCK_BUDGET (112u * 1024u)
+/* The inference and forward kernels' warps a block where they read the weights from global
+ * memory (too many to stage): two. On the H200 (2^21 points, C1 models) the forward took
+ * 3.45 ms with two against 4.34 with four (128 x 3), 4.64 / 5.72 (128 x 4), 9.48 / 11.15
+ * (128 x 8), 2.37 / 2.39 (64 x 8; eight: 2.87), the inference 4 to 7 % less for the 128-wide. */
+#define FORWARD_WARPS_UNSTAGED 2u
 /* Staged weights and block gradient sums are each worth it up to this much in the backward
  * block, which holds both and two scratch buffers a warp. */
 #define PART_LIMIT (48u * 1024u)
@@ -43,10 +48,10 @@ static uint32_t fit_warps(gj__network_plan *p, uint64_t n_params, uint64_t budge
 
 /* The inference and forward kernels' warps, as measured on the H200 (docs/networks.md §7):
  * the backward's, but at least four where that block fits the budget (64 x 3 and 128 x 1 have
- * two: forward 2.89 ms and inference 1.33 with two, 1.46 and 1.15 with four) and at most four
- * where the forward passes read their weights from global memory (64 x 8's forward 2.87 ->
- * 2.39 ms). Four for every network 64 wide, tried first, made the forward of 64 x 1 8 % and of
- * 64 x 6 82 % slower than their eight. */
+ * two: forward 2.89 ms and inference 1.33 with two, 1.46 and 1.15 with four) and two where the
+ * forward passes read their weights from global memory (FORWARD_WARPS_UNSTAGED). Four for
+ * every network 64 wide, tried first, made the forward of 64 x 1 8 % and of 64 x 6 82 % slower
+ * than their eight. */
 static int forward_stages(const gj__network_plan *p, uint64_t staged, uint32_t warps) {
     return p->stage_backward || (2 * staged <= FORWARD_STAGE_LIMIT &&
                                  2 * (staged + p->forward_scratch_halves * warps) <= GJ__NETWORK_MAX_SMEM);
@@ -58,20 +63,20 @@ static uint32_t forward_warps(const gj__network_plan *p, uint64_t staged) {
         const uint64_t bytes = 2 * ((forward_stages(p, staged, 4) ? staged : 0) + p->forward_scratch_halves * 4);
         warps = bytes <= BLOCK_BUDGET ? 4 : warps;
     }
-    return warps > 4 && !forward_stages(p, staged, warps) ? 4 : warps;
+    return forward_stages(p, staged, warps) ? warps : FORWARD_WARPS_UNSTAGED;
 }
 
 /* A large plan's forward passes: the most warps whose backward block, with the plan's staging
  * and sums, stays within BLOCK_BUDGET (what every kernel had before plans were made per class),
- * at least four, at most four where they read their weights from global memory, and eight
- * where they stage weights that the backward reads from global memory (128 x 2's forward
+ * at least four, two where they read their weights from global memory, and eight where
+ * they stage weights that the backward reads from global memory (128 x 2's forward
  * 2.14 -> 1.80 ms and inference 1.43 -> 1.35 on the H200 with eight; its block takes 116 KiB). */
 static uint32_t large_forward_warps(const gj__network_plan *p, uint64_t n_params, uint64_t staged) {
     gj__network_plan q = *p;
     uint32_t warps = fit_warps(&q, n_params, BLOCK_BUDGET);
     warps = warps < 4 ? 4 : warps;
     if (!forward_stages(p, staged, warps)) {
-        return warps > 4 ? 4 : warps;
+        return FORWARD_WARPS_UNSTAGED;
     }
     return !p->stage_backward && forward_stages(p, staged, 8) ? 8 : warps;
 }
