@@ -300,6 +300,15 @@ static void the_class_of_an_architecture(void **state) {
     }
 }
 
+/* unit, then text (malloc()ed). */
+static char *appended(const char *unit, const char *text) {
+    const size_t size = strlen(unit) + strlen(text) + 1;
+    char *out = malloc(size);
+    assert_non_null(out);
+    snprintf(out, size, "%s%s", unit, text);
+    return out;
+}
+
 /* Where the plans differ the unit states both, the large one under GJ__NETWORK_PLAN_LARGE_IF;
  * compiled with NVRTC as a cubin for each architecture, NAME_config holds the plan of the
  * class that gj__network_plan_class_of gives it, and as PTX the portable one (a static_assert
@@ -337,10 +346,7 @@ static void each_architecture_compiles_its_class_s_plan(void **state) {
         snprintf(check, sizeof check, "\nstatic_assert(mlp_config::WARPS == %u && mlp_config::FORWARD_WARPS == %u, "
                  "\"the plan of the class\");\n", p.warps, p.forward_warps);
         snprintf(arch, sizeof arch, "sm_%d", archs[i]);
-        const size_t size = strlen(unit) + strlen(check) + 1;
-        char *checked = malloc(size);
-        assert_non_null(checked);
-        snprintf(checked, size, "%s%s", unit, check);
+        char *checked = appended(unit, check);
         const double ms = gj_test_network_compile(ctx, net, checked, 1, arch);
         print_message("%s: %u / %u warps (%.0f ms)\n", arch, p.forward_warps, p.warps, ms);
         free(checked);
@@ -350,10 +356,7 @@ static void each_architecture_compiles_its_class_s_plan(void **state) {
     gj__network_plan_make(&net->layout, NULL, GJ__NETWORK_PLAN_PORTABLE, &portable);
     char check[256];
     snprintf(check, sizeof check, "\nstatic_assert(mlp_config::WARPS == %u, \"the portable plan\");\n", portable.warps);
-    const size_t size = strlen(unit) + strlen(check) + 1;
-    char *checked = malloc(size);
-    assert_non_null(checked);
-    snprintf(checked, size, "%s%s", unit, check);
+    char *checked = appended(unit, check);
     const char *names[] = {"&mlp_user"};
     gj_program *prog = NULL;
     if (gj_compile_source(ctx, checked, names, 1, "compute_90", &prog) != GJ_OK) {
