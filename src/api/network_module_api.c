@@ -488,9 +488,9 @@ typedef struct launch_job {
 } launch_job;
 
 /* The geometry of a launch of code compiled as a cubin for cubin_sm (0: PTX): the plan of its
- * class (the one its NAME_config stated there), a block of the plan's warps (the forward passes' or the
- * backward's) and shared memory, as many blocks as the tiles need, at most forward_waves
- * waves (the kernels walk the tiles), the backward one wave. */
+ * class (the one its NAME_config stated there), a block of the plan's warps (the forward
+ * passes' or the backward's) and shared memory, as many blocks as the tiles need, at most
+ * forward_waves waves (the kernels walk the tiles), the backward one wave. */
 static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
     const launch_job *job = arg;
     gj_network_module *m = job->m;

@@ -73,7 +73,9 @@ static void emit_header(gj__strbuf *sb, const struct gj_network *net, const gj_c
             gj__sb_printf(sb,
                           "// Kernels%s: %u warps per block (forward), %u (backward), weights %s, parameter gradients "
                           "summed %s; shared memory %u bytes (forward), %u (backward).\n",
-                          one ? "" : c == GJ__NETWORK_PLAN_LARGE ? " (cubins for sm_90 to sm_110)" : " (other architectures, PTX)",
+                          one                          ? ""
+                          : c == GJ__NETWORK_PLAN_LARGE ? " (cubins for sm_90 to sm_110)"
+                                                        : " (other architectures, PTX)",
                           plan->forward_warps, plan->warps, weights_words(plan),
                           plan->smem_grads ? "per block in shared memory" : "in global memory", plan->forward_bytes,
                           plan->backward_bytes);
@@ -129,7 +131,7 @@ static void emit_config(gj__strbuf *sb, const struct gj_network *net, const char
     if (gj__network_plan_equal(plan, &plans[GJ__NETWORK_PLAN_LARGE])) {
         emit_plan_fields(sb, plan);
     } else {
-        /* The runtime launches each device's kernels with its class's plan (network_module_api.c). */
+        /* The runtime launches a program's kernels with the plan of its class (network_module_api.c). */
         gj__sb_append(sb, "#if " GJ__NETWORK_PLAN_LARGE_IF " // cubins for sm_90 to sm_110: 227 KiB a block\n");
         emit_plan_fields(sb, &plans[GJ__NETWORK_PLAN_LARGE]);
         gj__sb_append(sb, "#else\n");

@@ -67,7 +67,7 @@ static uint32_t forward_warps(const gj__network_plan *p, uint64_t staged) {
 }
 
 /* A large plan's forward passes: the most warps whose backward block, with the plan's staging
- * and sums, stays within BLOCK_BUDGET (what every kernel had before plans were made per class),
+ * and sums, stays within BLOCK_BUDGET (the portable plan's budget),
  * at least four, two where they read their weights from global memory, and eight where
  * they stage weights that the backward reads from global memory (128 x 2's forward
  * 2.14 -> 1.80 ms and inference 1.43 -> 1.35 on the H200 with eight; its block takes 116 KiB). */
