@@ -370,6 +370,41 @@ static void each_architecture_compiles_its_class_s_plan(void **state) {
     gj_network_destroy(net);
 }
 
+/* A model's inference and forward kernels ask for two blocks a multiprocessor where its
+ * network is at most 64 wide (measured faster on the H200: network_codegen.c); its backward
+ * kernels, wider models and networks alone ask for none, and a hint's minimum replaces the
+ * rule in every kernel. */
+static void narrow_models_forward_kernels_ask_for_two_blocks(void **state) {
+    (void)state;
+    static const char model64[] = "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"otype\": "
+                                  "\"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 2}}";
+    static const char model128[] = "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"otype\": "
+                                   "\"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 2}}";
+    struct gj_network *narrow = make(model64, 3, 16), *wide = make(model128, 3, 16), *alone = make(small, 32, 16);
+    char *inference = source_of(narrow, GJ__NETWORK_PART_INFERENCE);
+    char *forward = source_of(narrow, GJ__NETWORK_PART_TRAINING);
+    char *backward = source_of(narrow, GJ__NETWORK_PART_BACKWARD);
+    char *wide_inference = source_of(wide, GJ__NETWORK_PART_INFERENCE);
+    char *alone_inference = source_of(alone, GJ__NETWORK_PART_INFERENCE);
+    assert_non_null(strstr(inference, "__launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_inference("));
+    assert_non_null(strstr(forward, "__launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_forward("));
+    assert_non_null(strstr(backward, "__launch_bounds__(32 * net_config::WARPS)\nnet_backward("));
+    assert_non_null(strstr(wide_inference, "__launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_inference("));
+    assert_non_null(strstr(alone_inference, "__launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_inference("));
+    narrow->hints.min_blocks = 3;
+    char *hinted = source_of(narrow, GJ__NETWORK_PART_INFERENCE);
+    assert_non_null(strstr(hinted, "__launch_bounds__(32 * net_config::FORWARD_WARPS, 3)\nnet_inference("));
+    free(inference);
+    free(forward);
+    free(backward);
+    free(wide_inference);
+    free(alone_inference);
+    free(hinted);
+    gj_network_destroy(narrow);
+    gj_network_destroy(wide);
+    gj_network_destroy(alone);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_layout_gets_the_plan_s_choices),
@@ -382,6 +417,7 @@ int main(void) {
         cmocka_unit_test(large_plans_take_two_blocks_of_112_kib),
         cmocka_unit_test(the_class_of_an_architecture),
         cmocka_unit_test(each_architecture_compiles_its_class_s_plan),
+        cmocka_unit_test(narrow_models_forward_kernels_ask_for_two_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
