@@ -201,12 +201,19 @@ static void launch_bounds_of(char *out, size_t size, const char *name, const cha
 
 static void launch_bounds(launch_bounds_t *out, const struct gj_network *net, const char *name,
                           const gj__network_plan *plan) {
+    launch_bounds_of(out->backward, sizeof out->backward, name, "WARPS", plan->min_blocks);
+    const uint32_t registers = net->hints.forward_registers;
+    if (registers >= 64 && registers <= 255) {
+        /* A measuring knob (GRIDJIT_NETWORK_FORWARD_REGISTERS): a register budget of its own,
+         * which CUDA does not take beside __launch_bounds__. */
+        snprintf(out->forward, sizeof out->forward, "__maxnreg__(%u)", registers);
+        return;
+    }
     uint32_t forward_min = plan->min_blocks;
     if (!forward_min && net->encoding && net->config.network.n_neurons <= MODEL_FORWARD_TWO_BLOCKS_WIDTH) {
         forward_min = 2;
     }
     launch_bounds_of(out->forward, sizeof out->forward, name, "FORWARD_WARPS", forward_min);
-    launch_bounds_of(out->backward, sizeof out->backward, name, "WARPS", plan->min_blocks);
 }
 
 /* The model's kernels (templates/model_kernels.cuh): the encoding's device functions behind

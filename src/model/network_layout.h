@@ -36,6 +36,8 @@ typedef struct gj__network_plan_hints {
                             multiprocessor (registers capped to fit); 0: no such bound */
     uint32_t forward_warps; /* the inference and forward kernels' alone: 1, 2, 4 or 8 (warps sets
                                both) */
+    uint32_t forward_registers; /* 64 ... 255: the inference and forward kernels are compiled with
+                                   __maxnreg__(that) instead of their __launch_bounds__; 0: not */
 } gj__network_plan_hints;
 
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */
