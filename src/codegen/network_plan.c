@@ -115,7 +115,9 @@ static void apply_hints(const gj__network_plan_hints *hints, uint64_t staged, ui
 }
 
 gj__network_plan_class gj__network_plan_class_of(int cubin_sm) {
-    return cubin_sm >= 90 && cubin_sm < 120 ? GJ__NETWORK_PLAN_LARGE : GJ__NETWORK_PLAN_PORTABLE;
+    const int arch = 10 * cubin_sm; /* as __CUDA_ARCH__ spells it */
+    return arch >= GJ__NETWORK_PLAN_LARGE_FROM && arch < GJ__NETWORK_PLAN_LARGE_UNTIL ? GJ__NETWORK_PLAN_LARGE
+                                                                                      : GJ__NETWORK_PLAN_PORTABLE;
 }
 
 int gj__network_plan_equal(const gj__network_plan *a, const gj__network_plan *b) {

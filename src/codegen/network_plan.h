@@ -55,11 +55,19 @@ gj__network_plan_class gj__network_plan_class_of(int cubin_sm);
 
 /* The generated code's test for the large class: a preprocessor condition, true exactly where
  * gj__network_plan_class_of gives GJ__NETWORK_PLAN_LARGE: a cubin (NVRTC defines the macro of
- * base/cubin_macro.h for gridjit's cubin targets alone) for __CUDA_ARCH__ 900 to 1199. False
- * in host code and in any other compiler, so that host code built with nvcc sizes its
- * launches by the plan its device code states (the portable one). */
+ * base/cubin_macro.h for gridjit's cubin targets alone) for __CUDA_ARCH__ from
+ * GJ__NETWORK_PLAN_LARGE_FROM up to GJ__NETWORK_PLAN_LARGE_UNTIL, the bounds that
+ * gj__network_plan_class_of compares with too. False in host code and in any other compiler,
+ * so that host code built with nvcc sizes its launches by the plan its device code states
+ * (the portable one). */
+#define GJ__NETWORK_PLAN_LARGE_FROM 900   /* sm_90 */
+#define GJ__NETWORK_PLAN_LARGE_UNTIL 1200 /* sm_120 */
+#define GJ__NETWORK_PLAN_TEXT(x) #x
+#define GJ__NETWORK_PLAN_NUMBER(x) GJ__NETWORK_PLAN_TEXT(x)
 #define GJ__NETWORK_PLAN_LARGE_IF                                                                                      \
-    "defined(" GJ__CUBIN_MACRO ") && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1200"
+    "defined(" GJ__CUBIN_MACRO ") && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= "                                     \
+    GJ__NETWORK_PLAN_NUMBER(GJ__NETWORK_PLAN_LARGE_FROM) " && __CUDA_ARCH__ < "                                    \
+    GJ__NETWORK_PLAN_NUMBER(GJ__NETWORK_PLAN_LARGE_UNTIL)
 
 /* The plan of layout for architectures of class cls; hints (may be NULL) override its choices
  * where the block they make still fits (GJ__NETWORK_MAX_SMEM). */

@@ -6,7 +6,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 /*
  * Every option after --gpu-architecture. Deliberately absent: --use_fast_math
@@ -42,9 +41,10 @@ static const char split_option[] = "-split-compile=2";
  * on the architecture it was compiled for, which PTX may not. */
 static const char cubin_option[] = "-D" GJ__CUBIN_MACRO;
 
-/* Whether arch_name ("sm_90a", "compute_80") asks for a cubin. */
+/* Whether arch_name ("sm_90a", "compute_80") asks for a cubin (0 for "<target>", open). */
 static int is_cubin(const char *arch_name) {
-    return strncmp(arch_name, "sm_", 3) == 0;
+    gj__arch arch;
+    return gj__arch_parse(NULL, arch_name, &arch) == GJ_OK && arch.kind == GJ_BINARY_CUBIN;
 }
 
 unsigned gj__compile_option_flags(int lineinfo, int split) {
@@ -92,8 +92,9 @@ char *gj__compile_options_text(const char *arch_name, unsigned flags) {
     for (size_t i = 0; i < n; i++) {
         gj__sb_printf(&sb, "%s\n", options[i]);
     }
-    if (!is_cubin(arch_name) && strncmp(arch_name, "compute_", 8) != 0) {
-        /* A source's header, its architecture open: what a cubin target adds. */
+    gj__arch parsed;
+    if (gj__arch_parse(NULL, arch_name, &parsed) != GJ_OK) {
+        /* A source's header, its architecture open ("<target>"): what a cubin target adds. */
         gj__sb_printf(&sb, "%s (sm_XX targets alone)\n", cubin_option);
     }
     return gj__sb_take(&sb);

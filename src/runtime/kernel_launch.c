@@ -122,6 +122,8 @@ gj_status gj__kernel_launch_shaped(gj_kernel *k, gj_stream stream, gj__launch_sh
     gj_launch_config c;
     gj_launch_config_init(&c);
     c.stream = stream;
+    /* The program first, then the shape, then the function: shape may set the kernel's
+     * carveout, which a function resolved after it takes (one more lookup under the lock). */
     status = gj__kernel_cubin_sm(k, &where, call, &sm);
     if (status == GJ_OK) {
         status = shape(arg, sm, &c);
