@@ -371,9 +371,10 @@ static void each_architecture_compiles_its_class_s_plan(void **state) {
 }
 
 /* A model's inference and forward kernels ask for two blocks a multiprocessor where its
- * network is at most 64 wide (measured faster on the H200: network_codegen.c); its backward
- * kernels, wider models and networks alone ask for none, and a hint's minimum replaces the
- * rule in every kernel. */
+ * network is at most 64 wide (measured faster on the H200: network_codegen.c) and, if wider
+ * than 32, its forward blocks have at most four warps (two blocks of eight would cap a thread's
+ * registers at 128); its backward kernels, wider models and networks alone ask for none, and a
+ * hint's minimum replaces the rule in every kernel. */
 static void narrow_models_forward_kernels_ask_for_two_blocks(void **state) {
     (void)state;
     static const char model64[] = "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"otype\": "
@@ -391,6 +392,36 @@ static void narrow_models_forward_kernels_ask_for_two_blocks(void **state) {
     assert_non_null(strstr(backward, "__launch_bounds__(32 * net_config::WARPS)\nnet_backward("));
     assert_non_null(strstr(wide_inference, "__launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_inference("));
     assert_non_null(strstr(alone_inference, "__launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_inference("));
+    /* 64 x 6 and 64 x 1 take eight forward warps: none; 16 x 8, as many, but narrow: two. */
+    static const struct {
+        uint32_t width, hidden;
+        int two;
+    } shapes[] = {{64, 6, 0}, {64, 1, 0}, {16, 8, 1}, {32, 4, 1}, {64, 8, 1}, {64, 3, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
+        char config[256];
+        snprintf(config, sizeof config,
+                 "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"otype\": \"FullyFusedMLP\", "
+                 "\"n_neurons\": %u, \"n_hidden_layers\": %u}}",
+                 shapes[i].width, shapes[i].hidden);
+        struct gj_network *model = make(config, 3, 16);
+        uint32_t most_warps = 0;
+        for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+            gj__network_plan p;
+            gj__network_plan_make(&model->layout, NULL, (gj__network_plan_class)c, &p);
+            most_warps = p.forward_warps > most_warps ? p.forward_warps : most_warps;
+        }
+        /* The premise: the shapes without the bound are those with eight forward warps. */
+        assert_true(shapes[i].two || most_warps == 8);
+        char *src = source_of(model, GJ__NETWORK_PART_INFERENCE);
+        const int two = strstr(src, "__launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_inference(") != NULL;
+        if (two != shapes[i].two) {
+            fail_msg("%ux%u (%u forward warps): two blocks %d, expected %d", shapes[i].width, shapes[i].hidden,
+                     most_warps, two, shapes[i].two);
+        }
+        assert_non_null(strstr(src, "net_inference("));
+        free(src);
+        gj_network_destroy(model);
+    }
     narrow->hints.min_blocks = 3;
     char *hinted = source_of(narrow, GJ__NETWORK_PART_INFERENCE);
     assert_non_null(strstr(hinted, "__launch_bounds__(32 * net_config::FORWARD_WARPS, 3)\nnet_inference("));

@@ -199,8 +199,33 @@ static void launch_bounds_of(char *out, size_t size, const char *name, const cha
  * multiprocessor), 16 x 2's 86 instead of 51. */
 #define MODEL_FORWARD_TWO_BLOCKS_WIDTH 64u
 
+/* Two blocks of more than this many warps leave a thread at most 128 of a multiprocessor's
+ * 64K registers: too few for a 64-wide network, whose kernels wanted more (64 x 6, eight
+ * forward warps: 176 and 161 registers capped to 128, inference 1.336 -> 1.434 ms; 64 x 1,
+ * 1.036 -> 1.058), while networks at most MODEL_FORWARD_NARROW_WIDTH wide fit them (16 x 8,
+ * eight warps: 1.134 -> 1.049; 32 x 4 unchanged). */
+#define MODEL_FORWARD_TWO_BLOCKS_MAX_WARPS 4u
+#define MODEL_FORWARD_NARROW_WIDTH 32u
+
+/* Whether a model's forward kernels ask for two blocks: the width and, in every class's plan
+ * (the kernels have one __launch_bounds__), the forward warps allow it. */
+static int model_forward_two_blocks(const struct gj_network *net, const gj__network_plan *plans) {
+    const uint32_t width = net->config.network.n_neurons;
+    if (!net->encoding || width > MODEL_FORWARD_TWO_BLOCKS_WIDTH) {
+        return 0;
+    }
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        if (width > MODEL_FORWARD_NARROW_WIDTH && plans[c].forward_warps > MODEL_FORWARD_TWO_BLOCKS_MAX_WARPS) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* plans: one a class; min_blocks is the same in each. */
 static void launch_bounds(launch_bounds_t *out, const struct gj_network *net, const char *name,
-                          const gj__network_plan *plan) {
+                          const gj__network_plan *plans) {
+    const gj__network_plan *plan = &plans[GJ__NETWORK_PLAN_PORTABLE];
     launch_bounds_of(out->backward, sizeof out->backward, name, "WARPS", plan->min_blocks);
     const uint32_t registers = net->hints.forward_registers;
     if (registers >= 64 && registers <= 255) {
@@ -210,7 +235,7 @@ static void launch_bounds(launch_bounds_t *out, const struct gj_network *net, co
         return;
     }
     uint32_t forward_min = plan->min_blocks;
-    if (!forward_min && net->encoding && net->config.network.n_neurons <= MODEL_FORWARD_TWO_BLOCKS_WIDTH) {
+    if (!forward_min && model_forward_two_blocks(net, plans)) {
         forward_min = 2;
     }
     launch_bounds_of(out->forward, sizeof out->forward, name, "FORWARD_WARPS", forward_min);
@@ -394,7 +419,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
     }
     if (has_kernels(net, opts)) {
         launch_bounds_t bounds;
-        launch_bounds(&bounds, net, name, &plans[GJ__NETWORK_PLAN_PORTABLE]); /* min_blocks: the same in both */
+        launch_bounds(&bounds, net, name, plans);
         if (net->encoding) {
             emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels);
         } else {
