@@ -526,7 +526,12 @@ GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, co
 // The two corners of an x-edge. When their entries are the two halves of one aligned
 // 8- or 16-byte pair (i0 ^ i1 == 1: dense levels with an even lower index, CoherentPrime
 // with an even x, and the level starting at an even entry: a Tiled level of odd size
-// leaves the next one at an odd offset), one vector reduction adds both.
+// leaves the next one at an odd offset), one vector reduction adds both. Entries of one
+// word (F = 2 in fp16, F = 1 in fp32) that are two of an aligned group of four instead
+// (i0 ^ i1 of 2 or 3: a dense level's x-edge from an index of 4k + 1, CoherentPrime's from
+// an x of 4k + 1) are added by one 16-byte reduction too, zeros in the group's two other
+// words (sm_90, whose vector reductions these are): one request for three quarters of the
+// x-edges instead of half.
 template <class C, bool SHARED = false, class G>
 GJ_INLINE void gj_add_edge_values(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, const float (&v0)[C::F],
                                   const float (&v1)[C::F]) {
@@ -540,6 +545,21 @@ GJ_INLINE void gj_add_edge_values(G* __restrict__ grad, gj_u32 i0, gj_u32 i1, co
             else gj_red_v4_u32(p, lo.w[0], lo.w[1], hi.w[0], hi.w[1], gj_grad_words<C>::HALF);
             return;
         }
+#if defined(GJ_EMULATED) || __CUDA_ARCH__ >= 900 // below, the reduction is four scalar ones
+        if constexpr (N == 1) {
+            gj_u32* group = (gj_u32*)(grad + (gj_u64)(i0 & ~3u) * C::F);
+            const gj_u32 apart = i0 ^ i1;
+            if ((apart == 2u || apart == 3u) && ((gj_u64)group & 15u) == 0u) {
+                const gj_grad_words<C> a(v0), b(v1);
+                const gj_u32 s0 = i0 & 3u, s1 = i1 & 3u; // different slots: apart != 0
+                gj_u32 w[4];
+#pragma unroll
+                for (gj_u32 k = 0; k < 4; ++k) w[k] = (s0 == k ? a.w[0] : 0u) | (s1 == k ? b.w[0] : 0u);
+                gj_red_v4_u32(group, w[0], w[1], w[2], w[3], gj_grad_words<C>::HALF);
+                return;
+            }
+        }
+#endif
     }
     gj_add_entry_values<C, SHARED>(grad, i0, v0);
     gj_add_entry_values<C, SHARED>(grad, i1, v1);
