@@ -214,8 +214,8 @@ static int model_forward_two_blocks(const struct gj_network *net, const gj__netw
     if (!net->encoding || width > MODEL_FORWARD_TWO_BLOCKS_WIDTH) {
         return 0;
     }
-    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
-        if (width > MODEL_FORWARD_NARROW_WIDTH && plans[c].forward_warps > MODEL_FORWARD_TWO_BLOCKS_MAX_WARPS) {
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES && width > MODEL_FORWARD_NARROW_WIDTH; ++c) {
+        if (plans[c].forward_warps > MODEL_FORWARD_TWO_BLOCKS_MAX_WARPS) {
             return 0;
         }
     }
