@@ -59,12 +59,14 @@ GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, fl
 // network's 0.96, where the level-major kernels take 2.13 on their own.
 template <class C, class E, int PAD>
 GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, const float* __restrict__ dL_dy,
-                                       const gj_u16* w, const typename E::config::param_t* __restrict__ eparams,
-                                       gj_u16* scratch, const gj_u16* ctx, float* grads,
+                                       float dy_scale, const gj_u16* w,
+                                       const typename E::config::param_t* __restrict__ eparams, gj_u16* scratch,
+                                       const gj_u16* ctx, float* grads,
                                        typename E::config::grad_t* __restrict__ dL_deparams) {
     typedef typename E::config EC;
     constexpr int D = EC::D;
-    gj_nn_backward_rounds<C, PAD, true>(n, dL_dy, w, scratch, ctx, grads, [=](gj_u64 i, bool active, const gj_u16* row) {
+    gj_nn_backward_rounds<C, PAD, true>(n, dL_dy, dy_scale, w, scratch, ctx, grads,
+                                        [=](gj_u64 i, bool active, const gj_u16* row) {
         // The kernel's pointers again as __restrict__ (a lambda's captures lose it): the same
         // machine code as the loop written out.
         const float* __restrict__ xs = x;
@@ -84,17 +86,18 @@ GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, co
 }
 
 // dL_dparams: the network's, fp32, added to; dL_deparams: the encoding's (grad_t), added to.
-// Either may be null.
+// Either may be null. dy_scale multiplies dL/dy as it is read (a loss scale).
 template <class C, class E>
 GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, const float* __restrict__ dL_dy,
-                                        const gj_half* __restrict__ params,
+                                        float dy_scale, const gj_half* __restrict__ params,
                                         const typename E::config::param_t* __restrict__ eparams,
                                         const gj_u16* __restrict__ ctx, float* __restrict__ dL_dparams,
                                         typename E::config::grad_t* __restrict__ dL_deparams) {
     float* grads;
     gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
     gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
-        gj_model_backward_tiles<C, E, decltype(pad)::value>(n, x, dL_dy, w, eparams, scratch, ctx, grads, dL_deparams);
+        gj_model_backward_tiles<C, E, decltype(pad)::value>(n, x, dL_dy, dy_scale, w, eparams, scratch, ctx, grads,
+                                                            dL_deparams);
     });
     gj_nn_backward_flush<C>(grads, dL_dparams);
 }
@@ -106,10 +109,11 @@ GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, c
 // dL/dx (docs/networks.md §9), 0.67-0.80 of the time the fused kernel took with the encoding's
 // per-point backward with dL/dx.
 template <class C, class T, int PAD>
-GJ_INLINE void gj_model_backward_features_tiles(gj_u64 n, const float* __restrict__ dL_dy, const gj_u16* w,
-                                                gj_u16* scratch, const gj_u16* ctx, float* grads,
+GJ_INLINE void gj_model_backward_features_tiles(gj_u64 n, const float* __restrict__ dL_dy, float dy_scale,
+                                                const gj_u16* w, gj_u16* scratch, const gj_u16* ctx, float* grads,
                                                 T* __restrict__ dL_df) {
-    gj_nn_backward_rounds<C, PAD, true>(n, dL_dy, w, scratch, ctx, grads, [&](gj_u64 i, bool active, const gj_u16* row) {
+    gj_nn_backward_rounds<C, PAD, true>(n, dL_dy, dy_scale, w, scratch, ctx, grads,
+                                        [&](gj_u64 i, bool active, const gj_u16* row) {
         if (active) {
             // 16 bytes a lane at a time: rows C::S halves apart (a multiple of 8), so the eight
             // lanes of each quarter-warp phase read disjoint banks.
@@ -130,15 +134,15 @@ GJ_INLINE void gj_model_backward_features_tiles(gj_u64 n, const float* __restric
 }
 
 // dL_dparams: the network's, fp32, added to (null: none); dL_df: n x C::IN of T, feature-major,
-// written.
+// written; dy_scale multiplies dL/dy as it is read.
 template <class C, class T>
-GJ_INLINE void gj_model_backward_features_kernel(gj_u64 n, const float* __restrict__ dL_dy,
+GJ_INLINE void gj_model_backward_features_kernel(gj_u64 n, const float* __restrict__ dL_dy, float dy_scale,
                                                  const gj_half* __restrict__ params, const gj_u16* __restrict__ ctx,
                                                  float* __restrict__ dL_dparams, T* __restrict__ dL_df) {
     float* grads;
     gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
     gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
-        gj_model_backward_features_tiles<C, T, decltype(pad)::value>(n, dL_dy, w, scratch, ctx, grads, dL_df);
+        gj_model_backward_features_tiles<C, T, decltype(pad)::value>(n, dL_dy, dy_scale, w, scratch, ctx, grads, dL_df);
     });
     gj_nn_backward_flush<C>(grads, dL_dparams);
 }

@@ -774,15 +774,16 @@ GJ_INLINE gj_u64 gj_nn_sums_to_layout(gj_u64 offset, int K, gj_u64 e) {
 }
 
 // The warp's tile backwards. dL_dy: lane p's C::OUT values of dL/dy (floats or halves; the
-// padding outputs get none), null when its point is inactive. x, d: the warp's two scratch
+// padding outputs get none), null when its point is inactive; dy_scale multiplies them as they
+// are read (in fp32, before the fp16 rounding: a loss scale). x, d: the warp's two scratch
 // buffers (C::SCRATCH_HALVES from x). ctx: the forward context (read only for active points,
 // and for the activation derivatives of every row, which inactive rows then mask: it must
 // point at some tile's context). wg: where dL/dW goes (above). WITH_DX: also dL/dx, left as
 // fp16 in row p of the returned buffer (columns < C::IN). Returns the buffer holding dL/dx
 // (or null).
 template <class C, int PAD, bool WITH_DX, class T, class WG>
-GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, const gj_u16* w, gj_u16* x, const gj_u16* ctx,
-                                            const WG& wg) {
+GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, float dy_scale, const gj_u16* w, gj_u16* x,
+                                            const gj_u16* ctx, const WG& wg) {
     typedef gj_nn<C> L;
     constexpr int S = C::S;
     const int p = gj_nn_lane();
@@ -798,8 +799,8 @@ GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, const gj_u16* w, gj_
         for (int c = 0; c < C::OUT_P; c += 2) {
             float v[2] = {0.0f, 0.0f};
             if (active) {
-                if (c < C::OUT) v[0] = gj_to_float(dL_dy[c]);
-                if (c + 1 < C::OUT) v[1] = gj_to_float(dL_dy[c + 1]);
+                if (c < C::OUT) v[0] = dy_scale * gj_to_float(dL_dy[c]);
+                if (c + 1 < C::OUT) v[1] = dy_scale * gj_to_float(dL_dy[c + 1]);
             }
             *(gj_u32*)(row + c) = gj_pack_half2(v[0], v[1]);
         }
@@ -876,14 +877,14 @@ GJ_INLINE void gj_nn_eval_bwd(const T* dL_dy, const gj_half* params, gj_u16* scr
                               float* dL_dparams, float* dL_dx) {
     const gj_u16* w = (const gj_u16*)params;
     if (__any_sync(0xFFFFFFFFu, dL_dx != nullptr)) {
-        const gj_u16* g = gj_nn_backward_warp<C, 0, true>(dL_dy, w, scratch, ctx, gj_nn_wgrad_warp{dL_dparams});
+        const gj_u16* g = gj_nn_backward_warp<C, 0, true>(dL_dy, 1.0f, w, scratch, ctx, gj_nn_wgrad_warp{dL_dparams});
         if (dL_dx) {
             const gj_u16* row = g + gj_nn_lane() * C::S;
 #pragma unroll 4
             for (int c = 0; c < C::IN; ++c) dL_dx[c] = gj_half_to_float(row[c]);
         }
     } else {
-        gj_nn_backward_warp<C, 0, false>(dL_dy, w, scratch, ctx, gj_nn_wgrad_warp{dL_dparams});
+        gj_nn_backward_warp<C, 0, false>(dL_dy, 1.0f, w, scratch, ctx, gj_nn_wgrad_warp{dL_dparams});
     }
     __syncwarp();
 }

@@ -126,29 +126,30 @@ template <class C> struct gj_nn_round {
     }
 };
 
-// Every round of the block's backward: each warp's tile through gj_nn_backward_warp, then
-// per_point(i, active, row) for the lane's point i, the three backward kernels' own part (row:
-// WITH_DX, the lane's dL/d(input) as fp16; else null).
+// Every round of the block's backward: each warp's tile through gj_nn_backward_warp (dL/dy
+// times dy_scale), then per_point(i, active, row) for the lane's point i, the three backward
+// kernels' own part (row: WITH_DX, the lane's dL/d(input) as fp16; else null).
 template <class C, int PAD, bool WITH_DX, class F>
-GJ_INLINE void gj_nn_backward_rounds(gj_u64 n, const float* __restrict__ dL_dy, const gj_u16* w, gj_u16* scratch,
-                                     const gj_u16* ctx, float* grads, F per_point) {
+GJ_INLINE void gj_nn_backward_rounds(gj_u64 n, const float* __restrict__ dL_dy, float dy_scale, const gj_u16* w,
+                                     gj_u16* scratch, const gj_u16* ctx, float* grads, F per_point) {
     const int lane = gj_nn_lane();
 #pragma unroll 1
     for (gj_u64 round = blockIdx.x; round < gj_nn_rounds<C>(n); round += gridDim.x) {
         const gj_nn_round<C> r(round, n, ctx, grads);
         const gj_u64 i = r.tile * 32 + lane;
         const bool active = i < n;
-        const gj_u16* g = gj_nn_backward_warp<C, PAD, WITH_DX>(active ? dL_dy + i * C::OUT : nullptr, w, scratch,
-                                                               r.ctx, r.wg);
+        const gj_u16* g = gj_nn_backward_warp<C, PAD, WITH_DX>(active ? dL_dy + i * C::OUT : nullptr, dy_scale, w,
+                                                               scratch, r.ctx, r.wg);
         per_point(i, active, WITH_DX ? g + lane * C::S : nullptr);
         __syncwarp();
     }
 }
 
 template <class C, int PAD, bool WITH_DX>
-GJ_INLINE void gj_nn_backward_tiles(gj_u64 n, const float* __restrict__ dL_dy, const gj_u16* w, gj_u16* scratch,
-                                    const gj_u16* ctx, float* grads, float* __restrict__ dL_dx) {
-    gj_nn_backward_rounds<C, PAD, WITH_DX>(n, dL_dy, w, scratch, ctx, grads, [&](gj_u64 i, bool active, const gj_u16* row) {
+GJ_INLINE void gj_nn_backward_tiles(gj_u64 n, const float* __restrict__ dL_dy, float dy_scale, const gj_u16* w,
+                                    gj_u16* scratch, const gj_u16* ctx, float* grads, float* __restrict__ dL_dx) {
+    gj_nn_backward_rounds<C, PAD, WITH_DX>(n, dL_dy, dy_scale, w, scratch, ctx, grads,
+                                           [&](gj_u64 i, bool active, const gj_u16* row) {
         if constexpr (WITH_DX) {
             if (active) {
 #pragma unroll 4
@@ -195,17 +196,18 @@ template <class C> GJ_INLINE void gj_nn_backward_flush(const float* grads, float
 }
 
 // dL_dparams: fp32, n_params, added to (the caller zeroes it); null: no parameter gradients.
-// WITH_DX: dL_dx (n x C::IN, written) is computed too; without, dL_dx is not read. The two
+// dy_scale multiplies dL/dy as it is read (a loss scale; the gradients are then those of the
+// scaled loss). WITH_DX: dL_dx (n x C::IN, written) is computed too; without, dL_dx is not read. The two
 // forms are kernels of different programs (NAME_backward, NAME_backward_input): each compiles
 // in about half the time of one kernel holding both, and a module makes them side by side.
 template <class C, bool WITH_DX>
-GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, const gj_half* __restrict__ params,
-                                     const gj_u16* __restrict__ ctx, float* __restrict__ dL_dparams,
-                                     float* __restrict__ dL_dx) {
+GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, float dy_scale,
+                                     const gj_half* __restrict__ params, const gj_u16* __restrict__ ctx,
+                                     float* __restrict__ dL_dparams, float* __restrict__ dL_dx) {
     float* grads;
     gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
     gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
-        gj_nn_backward_tiles<C, decltype(pad)::value, WITH_DX>(n, dL_dy, w, scratch, ctx, grads, dL_dx);
+        gj_nn_backward_tiles<C, decltype(pad)::value, WITH_DX>(n, dL_dy, dy_scale, w, scratch, ctx, grads, dL_dx);
     });
     gj_nn_backward_flush<C>(grads, dL_dparams);
 }

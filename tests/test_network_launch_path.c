@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,44 @@ static void passes_launch_their_kernels(void **state) {
     assert_int_equal(fake.count("cuLaunchKernel"), 2);
     assert_int_equal(fake.count("cuLibraryLoadData"), 0);
     d.dL_dinput = (float *)(b + 196608);
+
+    /* The loss scale reaches the backward kernels as their last argument (NAME_backward's
+     * sixth, NAME_backward_input's seventh); 0, the default, as 1. */
+    d.dL_dparams_mode = GJ_GRAD_OVERWRITE;
+    fake.capture_argument("_backward_input", 6);
+    d.dL_doutput_scale = 128.0f;
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_true(fake.captured_float() == 128.0f);
+    d.dL_doutput_scale = 0.0f;
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_true(fake.captured_float() == 1.0f);
+    fake.capture_argument("_backward", 5);
+    d.dL_dinput = NULL;
+    d.dL_doutput_scale = 1024.0f;
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_true(fake.captured_float() == 1024.0f);
+    fake.capture_argument(NULL, -1);
+    d.dL_dinput = (float *)(b + 196608);
+    const float bad_scales[] = {-1.0f, INFINITY, NAN};
+    for (size_t i = 0; i < sizeof bad_scales / sizeof bad_scales[0]; ++i) {
+        fake.reset_counts();
+        d.dL_doutput_scale = bad_scales[i];
+        assert_int_equal(gj_network_backward(m, NULL, &d), GJ_ERROR_INVALID_ARGUMENT);
+        assert_non_null(strstr(gj_context_errmsg(ctx), "dL_doutput_scale"));
+        assert_int_equal(fake.count("cuLaunchKernel"), 0);
+    }
+    d.dL_doutput_scale = 0.0f;
+    /* A descriptor of the layout before dL_doutput_scale (a caller compiled against that
+     * header): read as before, without a scale. */
+    gj_network_pass_desc older = d;
+    older.struct_size = (uint32_t)offsetof(gj_network_pass_desc, dL_doutput_scale);
+    older.dL_doutput_scale = -5.0f; /* past its end: never read */
+    fake.capture_argument("_backward_input", 6);
+    assert_int_equal(gj_network_backward(m, NULL, &older), GJ_OK);
+    assert_true(fake.captured_float() == 1.0f);
+    fake.capture_argument(NULL, -1);
+    older.struct_size -= 8; /* shorter than any layout published */
+    assert_int_equal(gj_network_backward(m, NULL, &older), GJ_ERROR_INVALID_ARGUMENT);
 
     gj_network_init_desc init;
     gj_network_init_desc_init(&init);
@@ -276,6 +315,12 @@ static void a_model_launches_fused_kernels(void **state) {
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
     assert_int_equal(fake.count("cuLaunchKernel"), 3);
     assert_int_equal(fake.count("cuLibraryLoadData"), 0); /* the training program, loaded before */
+    fake.capture_argument("_backward", 8); /* the model's backward kernel: the loss scale is its ninth argument */
+    d.dL_doutput_scale = 128.0f;
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_true(fake.captured_float() == 128.0f);
+    fake.capture_argument(NULL, -1);
+    d.dL_doutput_scale = 0.0f;
     /* dL/dinput: the third program (gj_network_backward_input: dL/d(features) into the module's
      * workspace, allocated now) and the encoding module's backward with dL/dx, both loaded on
      * this first use only; launches: zeroing the network's gradients, the network's backward,

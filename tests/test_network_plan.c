@@ -48,8 +48,10 @@ static void assert_same_plan(const gj__network_plan *a, const gj__network_plan *
     assert_int_equal(a->stage, b->stage);
     assert_int_equal(a->stage_backward, b->stage_backward);
     assert_int_equal(a->smem_grads, b->smem_grads);
+    assert_int_equal(a->input_smem_grads, b->input_smem_grads);
     assert_int_equal(a->forward_bytes, b->forward_bytes);
     assert_int_equal(a->backward_bytes, b->backward_bytes);
+    assert_int_equal(a->backward_input_bytes, b->backward_input_bytes);
 }
 
 /* The 32 -> 64 -> 64 -> 16 MLP behind tiny-cuda-nn's default HashGrid (7168 parameters):
@@ -68,6 +70,9 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
     assert_int_equal(p.staged_halves, (32 + 8) * 64 + (64 + 8) * 64 + (64 + 8) * 16);
     assert_int_equal(p.backward_bytes, 2 * p.staged_halves + 4 * 7168 + 2 * 64 * 72 * 4);
     assert_true(p.backward_bytes <= 96 * 1024);
+    /* A model's backward with dL/dinput keeps no block sums: the same block less their bytes. */
+    assert_false(p.input_smem_grads);
+    assert_int_equal(p.backward_input_bytes, p.backward_bytes - 4 * 7168);
     /* Zero hints are no hints. */
     gj__network_plan_hints none = {0, 0, 0, 0, 0, 0};
     gj__network_plan q;
@@ -89,6 +94,12 @@ static void hints_replace_the_choices(void **state) {
     assert_false(p.smem_grads);
     assert_int_equal(p.forward_bytes, 64 * 72 * 2);     /* one buffer a warp, 2 warps */
     assert_int_equal(p.backward_bytes, 2 * 64 * 72 * 2); /* two buffers a warp */
+    assert_int_equal(p.backward_input_bytes, p.backward_bytes);
+    /* The block-sums hint sets both backward kernels' choice. */
+    gj__network_plan_hints sums = {0, 0, 1, 0, 0, 0};
+    gj__network_plan_make(&net->layout, &sums, GJ__NETWORK_PLAN_PORTABLE, &p);
+    assert_true(p.smem_grads && p.input_smem_grads);
+    assert_int_equal(p.backward_input_bytes, p.backward_bytes);
     /* One at a time: 8 warps alone keeps the plan's staging and block sums. */
     gj__network_plan_hints eight = {8, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &eight, GJ__NETWORK_PLAN_PORTABLE, &p);

@@ -86,8 +86,9 @@ class ReferenceNetOps:
         self.calls.append(("forward", params))
         return self._y(x, params).to(torch.float32), (x.detach().clone(),)
 
-    def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None):
-        self.calls.append(("backward", params, dy))
+    def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None, loss_scale=1.0):
+        self.calls.append(("backward", params, dy, loss_scale))
+        dy = dy * loss_scale  # what the kernels read; the gradients are divided by it below
         assert dy.dtype == torch.float32 and dy.is_contiguous() and dy.shape == (x.shape[0], self.n_out)
         with torch.enable_grad():
             x_ = saved[0].to(torch.float64).requires_grad_(True)
@@ -101,7 +102,12 @@ class ReferenceNetOps:
                 dparams = dparams.to(torch.float32)
         else:
             dparams = None
-        return dx, dparams
+        return _unscaled(dx, loss_scale), _unscaled(dparams, loss_scale)
+
+
+def _unscaled(gradient, loss_scale):
+    """The launch layers' division by the loss scale (in place, as theirs)."""
+    return gradient if gradient is None or loss_scale == 1.0 else gradient.mul_(1.0 / loss_scale)
 
 
 class ReferenceModelOps:
@@ -136,8 +142,9 @@ class ReferenceModelOps:
         self.calls.append(("forward", params))
         return self._y(x, params).to(torch.float32), ()
 
-    def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None):
-        self.calls.append(("backward", params, dy))
+    def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None, loss_scale=1.0):
+        self.calls.append(("backward", params, dy, loss_scale))
+        dy = dy * loss_scale  # what the kernels read; the gradients are divided by it below
         with torch.enable_grad():
             x_ = x.detach().to(torch.float32).requires_grad_(True)
             p_ = params.detach().to(torch.float64).requires_grad_(True)
@@ -146,7 +153,7 @@ class ReferenceModelOps:
         dparams = dparams.to(torch.float32) if want_dparams else None
         if dparams is not None and dparams_out is not None:
             dparams = dparams_out.copy_(dparams)
-        return dx, dparams
+        return _unscaled(dx, loss_scale), _unscaled(dparams, loss_scale)
 
 
 def run_network_on_the_cpu(module):

@@ -377,9 +377,10 @@ def test_outputs_and_gradients_with_the_loss_scale(cpu_net, kind, n):
     torch.testing.assert_close(y.double(), y_ref, rtol=1e-6, atol=1e-6)
     dy = torch.randn(n, 2, generator=torch.Generator().manual_seed(3))
     y.backward(dy)
-    # dL/dy reached the launch layer multiplied by tinycudann's loss scale ...
-    name, _, seen = ops.calls[-1]
-    assert name == "backward" and torch.equal(seen, dy * 128.0)
+    # dL/dy reached the launch layer as it was, with tinycudann's loss scale for the kernels
+    # to apply as they read it ...
+    name, _, seen, loss_scale = ops.calls[-1]
+    assert name == "backward" and torch.equal(seen, dy) and loss_scale == 128.0
     # ... and the gradients came back divided by it: fp32, equal to the reference's.
     p = module.params.detach().half().double().requires_grad_(True)
     xr = x.detach().double().requires_grad_(True)
@@ -609,6 +610,9 @@ def test_network_launch_layer_sets_every_pointer(fake_net_launches):
     assert name == "gj_network_backward" and d["dL_doutput"] == dy.data_ptr() and d["context"] == context.data_ptr()
     assert d["dL_dparams"] == dparams.data_ptr() and d["dL_dinput"] == dx.data_ptr()
     assert d["dL_dparams_mode"] == _capi.GRAD_OVERWRITE and dparams.dtype == torch.float32 and dx.shape == (40, 3)
+    assert d["dL_doutput_scale"] == 1.0
+    ops.backward(x, params, (context,), dy, True, True, loss_scale=64.0)  # the kernels apply it
+    assert fake_net_launches.records[-1][3]["dL_doutput_scale"] == 64.0
     dx, dparams = ops.backward(x, params, (context,), dy, False, True)
     assert fake_net_launches.records[-1][3]["dL_dinput"] is None and dx is None
     count = len(fake_net_launches.records)
@@ -657,6 +661,10 @@ def test_fused_model_launch_layer_passes_both_parts_in_one_launch(fake_net_launc
             size = torch.finfo(element).bits // 8
             values = torch.full((n_enc,), 0.5, dtype=element)
             ctypes.memmove(desc.dL_dencoding_params, values.data_ptr(), n_enc * size)
+        for pointer, count, value in ((desc.dL_dparams, n_mlp, 2.0), (desc.dL_dinput, 40 * 3, 3.0)):
+            if pointer:  # the network's gradients and dL/dx, as the kernels leave them
+                values = torch.full((count,), value)
+                ctypes.memmove(pointer, values.data_ptr(), 4 * count)
         return 0
 
     monkeypatch.setattr(ops, "_gj_backward", backward)
@@ -672,6 +680,14 @@ def test_fused_model_launch_layer_passes_both_parts_in_one_launch(fake_net_launc
     else:
         assert d["dL_dencoding_params"] == dparams.data_ptr() + 4 * n_mlp
     assert dparams.dtype == torch.float32 and (dparams[n_mlp:] == 0.5).all()
+    assert (dparams[:n_mlp] == 2.0).all() and (dx == 3.0).all()
+    assert records[-1][3]["dL_doutput_scale"] == 1.0
+    # With the loss scale: the kernel takes it (dL_doutput_scale), every gradient is divided by
+    # it (the fp16 ones as they are converted), still one launch.
+    dx, dparams = ops.backward(x, params, (context,), dy, True, True, loss_scale=128.0)
+    assert len(records) == count + 2 and dparams.dtype == torch.float32
+    assert records[-1][3]["dL_doutput_scale"] == 128.0 and records[-1][3]["dL_doutput"] == dy.data_ptr()
+    assert (dparams[n_mlp:] == 0.5 / 128).all() and (dparams[:n_mlp] == 2.0 / 128).all() and (dx == 3.0 / 128).all()
     dx, dparams = ops.backward(x, params, (context,), dy, True, False)
     assert records[-1][3]["dL_dencoding_params"] is None and dparams is None
 
@@ -688,9 +704,10 @@ def test_model_launch_layer_composes_encoding_and_network(fake_net_launches):
     assert d["input"] != e["y"]  # the fp16 encoding output, cast to float32 for the network
     assert ops.encoding.width == 16  # 6 features padded to the network's 16 inputs
     dy = torch.rand(40, 2)
-    dx, dparams = ops.backward(x, params, saved, dy, True, True)
+    dx, dparams = ops.backward(x, params, saved, dy, True, True, loss_scale=128.0)
     (net_name, _, _, d), (enc_name, _, _, e) = fake_net_launches.records[-2:]
     assert (net_name, enc_name) == ("gj_network_backward", "gj_backward")
+    assert d["dL_doutput_scale"] == 128.0  # the network's kernel scales; its dL/d(features) stays scaled
     assert d["dL_dparams"] == dparams.data_ptr() and e["dL_dparams"] == dparams.data_ptr() + 4 * n_mlp
     assert d["dL_dinput"] is not None and e["dL_dx"] == dx.data_ptr()
     assert dparams.shape == (model.n_params,) and dx.shape == (40, 3)

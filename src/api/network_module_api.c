@@ -14,6 +14,7 @@
  */
 #include "api/context.h"
 #include "base/clock.h"
+#include "base/widen.h"
 
 #include "codegen/facts.h"
 #include "codegen/network_codegen.h"
@@ -30,7 +31,9 @@
 #include "runtime/user_module.h"
 #include "runtime/workspace.h"
 
+#include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -501,7 +504,9 @@ static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
     const int backward = k == K_BACKWARD || k == K_BACKWARD_INPUT;
     const uint32_t warps = backward ? plan->warps : plan->forward_warps;
     const uint32_t threads = 32 * warps;
-    const uint32_t shared_bytes = backward ? plan->backward_bytes : plan->forward_bytes;
+    const uint32_t shared_bytes = k == K_BACKWARD_INPUT && m->net->encoding ? plan->backward_input_bytes
+                                  : backward                                 ? plan->backward_bytes
+                                                                             : plan->forward_bytes;
     const uint64_t needed = ((job->n + 31) / 32 + warps - 1) / warps;
     /* Asked of the driver once a class: a wave only bounds the grid, which any size computes right. */
     pthread_mutex_lock(&m->lock);
@@ -545,10 +550,22 @@ static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t 
     return gj__kernel_launch_shaped(m->kernels[k], stream, launch_shape, &job, args, call);
 }
 
+/* desc, or where a caller compiled against an older header made it, *full: the same with the
+ * fields that layout lacks at their defaults. */
+static const gj_network_pass_desc *widened_desc(const gj_network_pass_desc *desc, gj_network_pass_desc *full) {
+    return gj__widened(desc, offsetof(gj_network_pass_desc, dL_doutput_scale), sizeof *full, full);
+}
+
 static gj_status check_desc(gj_network_module *m, const gj_network_pass_desc *d, const char *call) {
     if (!d || d->struct_size != sizeof *d) {
         return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: desc is %s", call,
                         d ? "not prepared by gj_network_pass_desc_init (struct_size)" : "NULL");
+    }
+    const float scale = d->dL_doutput_scale;
+    if (!(scale == 0.0f || (scale > 0.0f && isfinite(scale)))) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: dL_doutput_scale = %g: a loss scale must be finite and greater than 0 (or 0: none)", call,
+                        (double)scale);
     }
     if (d->n > GJ_MAX_POINTS) {
         return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: n = %llu exceeds GJ_MAX_POINTS", call,
@@ -574,6 +591,8 @@ static gj_status run_forward(gj_network_module *module, gj_stream stream, const 
         return GJ_ERROR_INVALID_ARGUMENT;
     }
     gj__diag_clear(&module->ctx->diag);
+    gj_network_pass_desc full;
+    desc = widened_desc(desc, &full);
     gj_status status = check_desc(module, desc, call);
     if (status != GJ_OK || desc->n == 0) {
         return status;
@@ -619,6 +638,8 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
         return GJ_ERROR_INVALID_ARGUMENT;
     }
     gj__diag_clear(&module->ctx->diag);
+    gj_network_pass_desc full;
+    desc = widened_desc(desc, &full);
     gj_status status = check_desc(module, desc, call);
     if (status != GJ_OK || desc->n == 0) {
         return status;
@@ -673,15 +694,20 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     float *dparams = desc->dL_dparams;
     void *deparams = desc->dL_dencoding_params;
     float *dx = desc->dL_dinput;
+    float dy_scale = desc->dL_doutput_scale == 0.0f ? 1.0f : desc->dL_doutput_scale;
     if (!model) {
-        void *args[] = {&n, &dy, &params, &context, &dparams, &dx}; /* NAME_backward takes the first five */
-        return launch(module, with_input ? K_BACKWARD_INPUT : K_BACKWARD, stream, n, args, call);
-    }
-    if (!with_input) {
-        void *args[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams};
+        if (with_input) {
+            void *args[] = {&n, &dy, &params, &context, &dparams, &dx, &dy_scale};
+            return launch(module, K_BACKWARD_INPUT, stream, n, args, call);
+        }
+        void *args[] = {&n, &dy, &params, &context, &dparams, &dy_scale};
         return launch(module, K_BACKWARD, stream, n, args, call);
     }
-    void *args[] = {&n, &dy, &params, &context, &dparams, &features};
+    if (!with_input) {
+        void *args[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams, &dy_scale};
+        return launch(module, K_BACKWARD, stream, n, args, call);
+    }
+    void *args[] = {&n, &dy, &params, &context, &dparams, &features, &dy_scale};
     status = launch(module, K_BACKWARD_INPUT, stream, n, args, call);
     if (status != GJ_OK) {
         return status;

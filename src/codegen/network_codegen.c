@@ -96,6 +96,8 @@ static void emit_plan_fields(gj__strbuf *sb, const gj__network_plan *plan) {
                   plan->stage_backward ? "true" : "false");
     gj__sb_printf(sb, "    static constexpr bool SMEM_GRADS = %s;      // backward kernel: block sums of dL/dparams\n",
                   plan->smem_grads ? "true" : "false");
+    gj__sb_printf(sb, "    static constexpr bool SMEM_GRADS_INPUT = %s; // a model's backward with dL/dinput: the same\n",
+                  plan->input_smem_grads ? "true" : "false");
 }
 
 /* plans: one per gj__network_plan_class; where they differ the config states both, chosen by
@@ -299,21 +301,26 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "extern \"C\" __global__ void %s\n"
                       "%s_backward(gj_u64 n, const float* x, const float* dL_dy, const gj_half* params,\n"
                       "            const %s_encoding_config::param_t* eparams, const gj_u16* ctx, float* dL_dparams,\n"
-                      "            %s_encoding_config::grad_t* dL_deparams) {\n"
-                      "    gj_model_backward_kernel<%s_config, %s_encoding_ops>(n, x, dL_dy, params, eparams, ctx, dL_dparams,\n"
-                      "                                                        dL_deparams);\n"
+                      "            %s_encoding_config::grad_t* dL_deparams, float dy_scale) {\n"
+                      "    gj_model_backward_kernel<%s_config, %s_encoding_ops>(n, x, dL_dy, dy_scale, params, eparams, ctx,\n"
+                      "                                                        dL_dparams, dL_deparams);\n"
                       "}\n\n",
                       bounds->backward, name, name, name, name, name);
     }
     if (part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
+                      "// Its plan: the network's, with SMEM_GRADS_INPUT for the block sums.\n"
+                      "struct %s_input_config : %s_config {\n"
+                      "    static constexpr bool SMEM_GRADS = %s_config::SMEM_GRADS_INPUT;\n"
+                      "};\n\n"
                       "// dL_dfeatures: n x %s_config::IN, feature-major, in the encoding's precision (written).\n"
                       "extern \"C\" __global__ void %s\n"
                       "%s_backward_input(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx,\n"
-                      "                  float* dL_dparams, %s_encoding_config::param_t* dL_dfeatures) {\n"
-                      "    gj_model_backward_features_kernel<%s_config>(n, dL_dy, params, ctx, dL_dparams, dL_dfeatures);\n"
+                      "                  float* dL_dparams, %s_encoding_config::param_t* dL_dfeatures, float dy_scale) {\n"
+                      "    gj_model_backward_features_kernel<%s_input_config>(n, dL_dy, dy_scale, params, ctx, dL_dparams,\n"
+                      "                                                       dL_dfeatures);\n"
                       "}\n\n",
-                      name, bounds->backward, name, name, name);
+                      name, name, name, name, bounds->backward, name, name, name);
     }
     if (backward) {
         gj__sb_printf(sb,
@@ -344,10 +351,11 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
     }
     if (part == GJ__NETWORK_PART_BACKWARD || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
-                      "// dL/dparams alone (added to: zero them first, NAME_zero).\n"
+                      "// dL/dparams alone (added to: zero them first, NAME_zero), of dL/dy times dy_scale.\n"
                       "extern \"C\" __global__ void %s\n"
-                      "%s_backward(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx, float* dL_dparams) {\n"
-                      "    gj_nn_backward_kernel<%s_config, false>(n, dL_dy, params, ctx, dL_dparams, nullptr);\n"
+                      "%s_backward(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx, float* dL_dparams,\n"
+                      "            float dy_scale) {\n"
+                      "    gj_nn_backward_kernel<%s_config, false>(n, dL_dy, dy_scale, params, ctx, dL_dparams, nullptr);\n"
                       "}\n\n",
                       bounds->backward, name, name);
         gj__sb_printf(sb,
@@ -361,8 +369,8 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "// dL/dx (written) and, unless dL_dparams is null, dL/dparams (added to).\n"
                       "extern \"C\" __global__ void %s\n"
                       "%s_backward_input(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx,\n"
-                      "                  float* dL_dparams, float* dL_dx) {\n"
-                      "    gj_nn_backward_kernel<%s_config, true>(n, dL_dy, params, ctx, dL_dparams, dL_dx);\n"
+                      "                  float* dL_dparams, float* dL_dx, float dy_scale) {\n"
+                      "    gj_nn_backward_kernel<%s_config, true>(n, dL_dy, dy_scale, params, ctx, dL_dparams, dL_dx);\n"
                       "}\n\n",
                       bounds->backward, name, name);
     }

@@ -25,9 +25,12 @@ typedef struct gj__network_plan {
     int stage;               /* inference and forward kernels copy the weights to shared memory */
     int stage_backward;      /* the backward kernel does too (only where stage is set) */
     int smem_grads;          /* backward sums dL/dparams per block in shared memory */
+    int input_smem_grads;    /* so does a model's backward with dL/dinput (the network's kernel,
+                                writing dL/d(features)) */
     uint32_t min_blocks;     /* the kernels' __launch_bounds__ minimum of blocks a multiprocessor (0: none) */
     uint32_t forward_bytes;  /* dynamic shared memory of the inference and forward kernels */
     uint32_t backward_bytes; /* of the backward kernel */
+    uint32_t backward_input_bytes; /* of a model's backward with dL/dinput */
 } gj__network_plan;
 
 /* Output columns a product computes at once (templates/network.cuh: GJ_NN_OUT_CHUNK, which

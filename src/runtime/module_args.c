@@ -2,6 +2,7 @@
  * Nothing here calls the driver, so all of it is tested without a GPU. */
 #include "runtime/module.h"
 
+#include "base/widen.h"
 #include "codegen/facts.h"
 
 #include <math.h>
@@ -104,30 +105,13 @@ void gj_init_desc_init(gj_init_desc *desc) {
 
 /* ------------------------------------------------------- older descriptors */
 
-/* desc (struct_size its first field), or where struct_size lies in [first, size), a copy in
- * full (size bytes) with the rest zero, its struct_size set to size. */
-static const void *widened(const void *desc, size_t first, size_t size, void *full) {
-    uint32_t struct_size = 0;
-    if (desc) {
-        memcpy(&struct_size, desc, sizeof struct_size);
-    }
-    if (!desc || struct_size < first || struct_size >= size) {
-        return desc; /* the current size, or one the check refuses */
-    }
-    memset(full, 0, size);
-    memcpy(full, desc, struct_size);
-    const uint32_t now = (uint32_t)size;
-    memcpy(full, &now, sizeof now);
-    return full;
-}
-
 /* 0.1.0 published the descriptors without their trailing fields since (docs/ABI.md). */
 const gj_forward_desc *gj__forward_desc_widened(const gj_forward_desc *desc, gj_forward_desc *full) {
-    return widened(desc, offsetof(gj_forward_desc, dy_dx_compact), sizeof *full, full);
+    return gj__widened(desc, offsetof(gj_forward_desc, dy_dx_compact), sizeof *full, full);
 }
 
 const gj_backward_desc *gj__backward_desc_widened(const gj_backward_desc *desc, gj_backward_desc *full) {
-    return widened(desc, offsetof(gj_backward_desc, dy_dx), sizeof *full, full);
+    return gj__widened(desc, offsetof(gj_backward_desc, dy_dx), sizeof *full, full);
 }
 
 /* ------------------------------------------------------------------ checks */

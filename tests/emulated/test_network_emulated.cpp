@@ -150,7 +150,7 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
     gj_emulate_launch(grid, forward_block,
                       [&] { gj_nn_forward_kernel<C>(n, x.data(), y_fwd.data(), params, ctx.data()); });
     gj_emulate_launch(grid, block,
-                      [&] { gj_nn_backward_kernel<C, true>(n, dy.data(), params, ctx.data(), dw.data(), dx.data()); });
+                      [&] { gj_nn_backward_kernel<C, true>(n, dy.data(), 1.0f, params, ctx.data(), dw.data(), dx.data()); });
 
     std::vector<double> a(y_inf.begin(), y_inf.end()), b(y_fwd.begin(), y_fwd.end());
     report("inference", shape, rel_error(a, y_ref, 1e-3), tol);
@@ -164,19 +164,28 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
     std::vector<float> dw_odd(C::N_PARAMS + 4, 0.0f);
     float* dw_at = dw_odd.data() + ((uintptr_t)dw_odd.data() % 16u == 0u ? 1 : 0);
     gj_emulate_launch(grid, block,
-                      [&] { gj_nn_backward_kernel<C, false>(n, dy.data(), params, ctx.data(), dw_at, nullptr); });
+                      [&] { gj_nn_backward_kernel<C, false>(n, dy.data(), 1.0f, params, ctx.data(), dw_at, nullptr); });
     std::vector<double> g2(dw_at, dw_at + C::N_PARAMS);
     report("dL/dparams only", shape, rel_error(g2, dw_ref, 1e-3), 2 * tol);
+    // With a loss scale (dy_scale 128, read in fp32 before the fp16 rounding): the gradients of
+    // 128 L, where nothing underflows 128 times the gradients above.
+    std::vector<float> dw_scaled(C::N_PARAMS, 0.0f);
+    gj_emulate_launch(grid, block, [&] {
+        gj_nn_backward_kernel<C, false>(n, dy.data(), 128.0f, params, ctx.data(), dw_scaled.data(), nullptr);
+    });
+    std::vector<double> g_scaled(dw_scaled.begin(), dw_scaled.end()), dw_ref_scaled(dw_ref);
+    for (double& v : dw_ref_scaled) v *= 128.0;
+    report("dL/dparams, loss scale 128", shape, rel_error(g_scaled, dw_ref_scaled, 1e-3 * 128.0), 2 * tol);
     // A model's backward with dL/dinput: dL/d(features) feature-major ([k * n + i]), rounded
     // to the encoding's precision, and the network's dL/dparams.
     std::vector<gj_half> df_half((size_t)n * C::IN, gj_half{0x7E00u});
     std::fill(dw.begin(), dw.end(), 0.0f);
     gj_emulate_launch(grid, block, [&] {
-        gj_model_backward_features_kernel<C>(n, dy.data(), params, ctx.data(), dw.data(), df_half.data());
+        gj_model_backward_features_kernel<C>(n, dy.data(), 1.0f, params, ctx.data(), dw.data(), df_half.data());
     });
     std::vector<float> df_float((size_t)n * C::IN, NAN);
     gj_emulate_launch(grid, block, [&] {
-        gj_model_backward_features_kernel<C>(n, dy.data(), params, ctx.data(), (float*)nullptr, df_float.data());
+        gj_model_backward_features_kernel<C>(n, dy.data(), 1.0f, params, ctx.data(), (float*)nullptr, df_float.data());
     });
     std::vector<double> g3(dw.begin(), dw.end()), fh((size_t)n * C::IN), ff((size_t)n * C::IN);
     for (unsigned i = 0; i < n; ++i) {

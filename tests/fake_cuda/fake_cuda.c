@@ -395,6 +395,43 @@ FAKE_API void gjfake_fail_next_launch(CUresult error) {
     atomic_store(&next_launch_error, (int)error);
 }
 
+/* Kernel argument `captured_index` of each successful launch of a kernel whose name ends in
+ * captured_suffix (index -1: none), its first 4 bytes: the driver cannot know how many
+ * arguments a kernel takes, so the test names a kernel and one of its arguments. */
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+static int captured_index = -1;
+static char captured_suffix[64];
+static uint32_t captured_word;
+
+FAKE_API void gjfake_capture_argument(const char *kernel_suffix, int index) {
+    pthread_mutex_lock(&capture_lock);
+    captured_index = kernel_suffix && strlen(kernel_suffix) < sizeof captured_suffix ? index : -1;
+    if (captured_index >= 0) {
+        strcpy(captured_suffix, kernel_suffix);
+    }
+    captured_word = 0u;
+    pthread_mutex_unlock(&capture_lock);
+}
+
+static void capture(const char *kernel, void **params) {
+    pthread_mutex_lock(&capture_lock);
+    const size_t n = strlen(kernel), m = strlen(captured_suffix);
+    if (captured_index >= 0 && params && n >= m && strcmp(kernel + n - m, captured_suffix) == 0) {
+        memcpy(&captured_word, params[captured_index], sizeof captured_word);
+    }
+    pthread_mutex_unlock(&capture_lock);
+}
+
+/* The 4 bytes of the captured argument as a float (0 until a launch captured one). */
+FAKE_API float gjfake_captured_float(void) {
+    pthread_mutex_lock(&capture_lock);
+    const uint32_t word = captured_word;
+    pthread_mutex_unlock(&capture_lock);
+    float value;
+    memcpy(&value, &word, sizeof value);
+    return value;
+}
+
 static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                   unsigned bz, unsigned shared, CUstream stream, void **params, void **extra) {
     COUNT(LaunchKernel);
@@ -413,6 +450,7 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
     atomic_store(&last_grid_x, gx);
     atomic_store(&last_block_x, bx);
     atomic_store(&last_shared, shared);
+    capture(f->kernel->name, params);
     return CUDA_SUCCESS;
 }
 

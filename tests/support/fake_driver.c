@@ -38,6 +38,8 @@ int gj_fake_driver_open(gj_fake_driver *fake) {
         {"gjfake_set_capability", (void **)&fake->set_capability},
         {"gjfake_last_carveout", (void **)&fake->last_carveout},
         {"gjfake_reset_carveout", (void **)&fake->reset_carveout},
+        {"gjfake_capture_argument", (void **)&fake->capture_argument},
+        {"gjfake_captured_float", (void **)&fake->captured_float},
     };
     for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; ++i) {
         *symbols[i].slot = dlsym(fake->handle, symbols[i].name);

@@ -25,6 +25,9 @@ typedef struct gj_fake_driver {
     void (*set_capability)(int device, int major, int minor); /* 9.0 until set */
     int (*last_carveout)(void);    /* the last PREFERRED_SHARED_MEMORY_CARVEOUT set, or GJ_FAKE_NO_CARVEOUT */
     void (*reset_carveout)(void);
+    /* Later launches of a kernel whose name ends in suffix keep its argument index (-1: none). */
+    void (*capture_argument)(const char *suffix, int index);
+    float (*captured_float)(void); /* its first 4 bytes, as a float, of the last such launch */
 } gj_fake_driver;
 
 /* Loads $GRIDJIT_FAKE_DRIVER (set by tests/CMakeLists.txt) and sets GRIDJIT_DRIVER to it

@@ -256,6 +256,7 @@ class NetworkPassDesc(Structure):
         ("dL_dinput", c_void_p),
         ("encoding_params", c_void_p),  # a model only: the encoding's parameters
         ("dL_dencoding_params", c_void_p),
+        ("dL_doutput_scale", c_float),  # appended after 0.1.0: a loss scale the kernels apply (0: none)
     ]
 
 

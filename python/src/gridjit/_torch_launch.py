@@ -72,6 +72,17 @@ class _Descriptors:
         self.bb_ref = ctypes.byref(self.bb)
 
 
+def _unscale(dx, dparams, unscale: float) -> None:
+    """Multiplies the gradients that are there (not None) by unscale, in place."""
+    if dx is not None:
+        dx.mul_(unscale)
+    if dparams is not None:
+        dparams.mul_(unscale)
+
+
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
+
+
 class _DeviceOps:
     """What the launch layers of one library module on one CUDA device share (_Ops,
     _NetOps): the per-thread descriptors (an instance of the class's ``_descriptor_type``) and
@@ -252,9 +263,10 @@ class _NetOps(_DeviceOps):
 
     forward/backward have the interface gridjit.torch's _NetworkFunction talks to (shared
     with _ModelOps and the tests' reference): forward(x, params) -> (y, saved tensors),
-    backward(x, params, saved, dy, want_dx, want_dparams, stochastic, dparams_out) ->
-    (dx, dparams). dy arrives as the caller made it (already multiplied by the loss scale);
-    nothing is scaled here."""
+    backward(x, params, saved, dy, want_dx, want_dparams, stochastic, dparams_out, loss_scale) ->
+    (dx, dparams): the kernels multiply dy by loss_scale as they read it (its fp16 rounding is
+    then that of the scaled loss, as tinycudann's), and the gradients are divided by it before
+    they are returned."""
 
     _descriptor_type = _NetDescriptors
 
@@ -310,7 +322,14 @@ class _NetOps(_DeviceOps):
             self._launch(self._gj_forward, self._handle, descriptors.fwd_ref, "gj_network_forward")
         return y, (context,)
 
-    def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None):
+    def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None, loss_scale=1.0):
+        dx, dparams = self._backward(x, params, saved, dy, want_dx, want_dparams, dparams_out, loss_scale)
+        if loss_scale != 1.0:
+            _unscale(dx, dparams, 1.0 / loss_scale)
+        return dx, dparams
+
+    def _backward(self, x, params, saved, dy, want_dx, want_dparams, dparams_out, loss_scale):
+        """The launch of backward, its gradients as the kernels leave them (of the scaled loss)."""
         n = x.shape[0]
         dx = _empty((n, self.n_in), dtype=_F32, device=self.device) if want_dx else None
         dparams = None
@@ -327,6 +346,7 @@ class _NetOps(_DeviceOps):
             d.params = params.data_ptr()
             d.context = saved[0].data_ptr()
             d.dL_doutput = dy.data_ptr()
+            d.dL_doutput_scale = loss_scale
             d.dL_dparams = None if dparams is None else dparams.data_ptr()
             d.dL_dinput = None if dx is None else dx.data_ptr()
             self._launch(self._gj_backward, self._handle, descriptors.bwd_ref, "gj_network_backward")
@@ -370,13 +390,14 @@ class _ModelOps:
         y, saved = self.network.forward(h, params[:n_mlp])
         return y, saved
 
-    def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None):
+    def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None, loss_scale=1.0):
         n_mlp = self.n_mlp
         dparams = None
         if want_dparams:
             dparams = dparams_out if dparams_out is not None else _empty(self.n_params, dtype=_F32, device=self.device)
-        dh, _ = self.network.backward(
-            x, params[:n_mlp], saved, dy, True, want_dparams, False, None if dparams is None else dparams[:n_mlp]
+        # dL/d(features) of the scaled loss: the encoding's fp16 backward takes it so.
+        dh, _ = self.network._backward(
+            x, params[:n_mlp], saved, dy, True, want_dparams, None if dparams is None else dparams[:n_mlp], loss_scale
         )
         dx, _ = self.encoding.backward(
             x,
@@ -389,6 +410,8 @@ class _ModelOps:
             stochastic,
             None if dparams is None else dparams[n_mlp:],
         )
+        if loss_scale != 1.0:
+            _unscale(dx, dparams, 1.0 / loss_scale)
         return dx, dparams
 
 
@@ -410,6 +433,7 @@ class _FusedModelOps(_NetOps):
         self._encoding_offset = 2 * self.n_mlp  # bytes: the fp16 network parameters come first
         self._fp16_gradients = self._module.encoding_gradient_size() == 2
         self._composed = _ModelOps(native, index)  # the initialisation, part by part
+        self._kept_factor = None  # (value, tensor): _factor's last
 
     @staticmethod
     def _parts(native: "_NetNative") -> tuple:
@@ -426,7 +450,7 @@ class _FusedModelOps(_NetOps):
         self._descriptors().fwd.encoding_params = params.data_ptr() + self._encoding_offset
         return super().forward(x, params)
 
-    def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None):
+    def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None, loss_scale=1.0):
         n = x.shape[0]
         d = self._descriptors().bwd
         d.input = x.data_ptr()
@@ -441,7 +465,30 @@ class _FusedModelOps(_NetOps):
                 d.dL_dencoding_params = staged.data_ptr()
             else:
                 d.dL_dencoding_params = dparams_out.data_ptr() + 4 * self.n_mlp
-        dx, dparams = super().backward(x, params, saved, dy, want_dx, want_dparams, stochastic, dparams_out)
-        if staged is not None:
+        dx, dparams = self._backward(x, params, saved, dy, want_dx, want_dparams, dparams_out, loss_scale)
+        if staged is None:
+            if loss_scale != 1.0:
+                _unscale(dx, dparams, 1.0 / loss_scale)
+            return dx, dparams
+        if loss_scale == 1.0:
             dparams[self.n_mlp :].copy_(staged)
+            return dx, dparams
+        unscale = 1.0 / loss_scale
+        # fp16 to fp32 and the loss scale in one pass over the encoding's gradients: a
+        # one-element float32 factor (not a Python number, which would leave the product in
+        # fp16 and round it there) makes the product float32.
+        torch.mul(staged, self._factor(unscale), out=dparams[self.n_mlp :])
+        _unscale(dx, dparams[: self.n_mlp], unscale)
         return dx, dparams
+
+    def _factor(self, value: float) -> torch.Tensor:
+        """value as a one-element float32 tensor on the device, kept for the next call with
+        the same value (not while a CUDA graph is being captured: a tensor made inside a
+        capture belongs to the graph's memory)."""
+        kept = self._kept_factor
+        if kept is not None and kept[0] == value:
+            return kept[1]
+        factor = torch.full((1,), value, dtype=_F32, device=self.device)
+        if not _capturing():
+            self._kept_factor = (value, factor)
+        return factor

@@ -1126,11 +1126,15 @@ class NetworkModule(_Owned):
         dL_dparams: Optional[int] = None,
         accumulate: bool = False,
         dL_dinput: Optional[int] = None,
+        loss_scale: float = 0.0,
         stream: Optional[int] = None,
     ) -> None:
         """gj_network_backward: dL/dparams (fp32, overwritten or added to) and/or dL/dinput
-        from dL/doutput and the context of the forward pass with the same n and params."""
+        from dL/doutput and the context of the forward pass with the same n and params.
+        loss_scale (0: none) multiplies dL/doutput as the kernels read it; the gradients are
+        then those of the scaled loss (dL_doutput_scale, docs/networks.md §8)."""
         desc = self._desc(n, None, params, None, context, dL_doutput, dL_dparams, accumulate, dL_dinput)
+        desc.dL_doutput_scale = float(loss_scale)
         self.context.check(lib.gj_network_backward(self.handle, stream or None, byref(desc)), "gj_network_backward")
 
     def init_params(

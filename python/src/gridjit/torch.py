@@ -87,7 +87,7 @@ import weakref
 from typing import Mapping, Optional, Union
 
 from . import _capi, _pcg
-from ._torch_launch import _F32, _FusedModelOps, _ModelOps, _NetOps, _Ops
+from ._torch_launch import _F32, _FusedModelOps, _ModelOps, _NetOps, _Ops, _capturing
 from .core import CodegenOptions, Context, Encoding as _GridEncoding, Module as _GridModule, default_context
 from .core import Network as _GridNetwork, NetworkModule as _GridNetworkModule
 
@@ -106,7 +106,6 @@ _PRECISIONS = {torch.float16: "fp16", torch.float32: "fp32"}
 
 # What the hot path calls, looked up once (the launch layer's are in _torch_launch). Each
 # has a fallback for torch builds without the private entry point.
-_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
 _grad_enabled = torch.is_grad_enabled
 _will_execute = getattr(torch._C, "_will_engine_execute_node", None)
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
@@ -854,8 +853,8 @@ class _NetNative(_PerDevice):
 class _NetworkFunction(torch.autograd.Function):
     """y = model(x; params), computed by ops (_NetOps, _ModelOps, or the tests' reference)
     from kparams, the parameters in fp16. The network's backward pass runs in fp16, so dL/dy
-    is multiplied by the loss scale on its way in and the gradients divided by it on their
-    way out, as tinycudann does (dL/dparams reaches params as fp32)."""
+    is multiplied by the loss scale on its way in (by the kernels) and the gradients divided
+    by it on their way out, as tinycudann does (dL/dparams reaches params as fp32)."""
 
     @staticmethod
     def forward(ctx, ops, x, params, kparams, loss_scale, stochastic):
@@ -880,23 +879,14 @@ class _NetworkFunction(torch.autograd.Function):
 
 
 def _network_backward(ctx, dy, x, kparams, saved, want_dx, want_dparams):
-    """(dL/dx, dL/dparams) with the loss scale: one multiplication of dL/dy (n x n_out) on
-    the way in, one of each gradient on the way out (skipped for a scale of 1)."""
-    scale = ctx.loss_scale
+    """(dL/dx, dL/dparams) with the loss scale: the kernels multiply dL/dy by it as they read it
+    (gj_network_pass_desc.dL_doutput_scale: no pass of its own), and the launch layer divides
+    the gradients by it (a model's fp16 encoding gradients as they are converted to fp32)."""
     if dy.dtype is not _F32:
         dy = dy.to(_F32)
-    if scale != 1.0:
-        dy = dy * scale
     if not dy.is_contiguous():
         dy = dy.contiguous()
-    dx, dparams = ctx.ops.backward(x, kparams, saved, dy, want_dx, want_dparams, ctx.stochastic)
-    if scale != 1.0:
-        inverse = 1.0 / scale
-        if dx is not None:
-            dx.mul_(inverse)
-        if dparams is not None:
-            dparams.mul_(inverse)
-    return dx, dparams
+    return ctx.ops.backward(x, kparams, saved, dy, want_dx, want_dparams, ctx.stochastic, loss_scale=ctx.loss_scale)
 
 
 class _NetworkBackwardFunction(torch.autograd.Function):
