@@ -688,6 +688,14 @@ def test_fused_model_launch_layer_passes_both_parts_in_one_launch(fake_net_launc
     assert len(records) == count + 2 and dparams.dtype == torch.float32
     assert records[-1][3]["dL_doutput_scale"] == 128.0 and records[-1][3]["dL_doutput"] == dy.data_ptr()
     assert (dparams[n_mlp:] == 0.5 / 128).all() and (dparams[:n_mlp] == 2.0 / 128).all() and (dx == 3.0 / 128).all()
+    # While a CUDA graph is captured: the same values, without the kept one-element factor (a
+    # graph would go on reading its memory after a new loss scale replaced it).
+    monkeypatch.setattr(_torch_launch, "_capturing", lambda: True)
+    ops._kept_factor = None
+    dx, dparams = ops.backward(x, params, (context,), dy, True, True, loss_scale=128.0)
+    assert (dparams[n_mlp:] == 0.5 / 128).all() and (dparams[:n_mlp] == 2.0 / 128).all() and (dx == 3.0 / 128).all()
+    assert ops._kept_factor is None
+    monkeypatch.setattr(_torch_launch, "_capturing", lambda: False)
     dx, dparams = ops.backward(x, params, (context,), dy, True, False)
     assert records[-1][3]["dL_dencoding_params"] is None and dparams is None
 

@@ -474,6 +474,12 @@ class _FusedModelOps(_NetOps):
             dparams[self.n_mlp :].copy_(staged)
             return dx, dparams
         unscale = 1.0 / loss_scale
+        if _capturing():
+            # In a CUDA graph: two passes, with no factor tensor whose memory the graph would
+            # keep reading after _factor replaced it.
+            dparams[self.n_mlp :].copy_(staged)
+            _unscale(dx, dparams, unscale)
+            return dx, dparams
         # fp16 to fp32 and the loss scale in one pass over the encoding's gradients: a
         # one-element float32 factor (not a Python number, which would leave the product in
         # fp16 and round it there) makes the product float32.
@@ -483,12 +489,9 @@ class _FusedModelOps(_NetOps):
 
     def _factor(self, value: float) -> torch.Tensor:
         """value as a one-element float32 tensor on the device, kept for the next call with
-        the same value (not while a CUDA graph is being captured: a tensor made inside a
-        capture belongs to the graph's memory)."""
+        the same value (eager calls only: the stream orders its reuse after the kernels that
+        read it)."""
         kept = self._kept_factor
-        if kept is not None and kept[0] == value:
-            return kept[1]
-        factor = torch.full((1,), value, dtype=_F32, device=self.device)
-        if not _capturing():
-            self._kept_factor = (value, factor)
-        return factor
+        if kept is None or kept[0] != value:
+            kept = self._kept_factor = (value, torch.full((1,), value, dtype=_F32, device=self.device))
+        return kept[1]
