@@ -72,8 +72,11 @@ class _Descriptors:
         self.bb_ref = ctypes.byref(self.bb)
 
 
-def _unscale(dx, dparams, unscale: float) -> None:
-    """Multiplies the gradients that are there (not None) by unscale, in place."""
+def _unscale(dx, dparams, loss_scale: float) -> None:
+    """Divides the gradients that are there (not None) by loss_scale, in place (nothing for 1)."""
+    if loss_scale == 1.0:
+        return
+    unscale = 1.0 / loss_scale
     if dx is not None:
         dx.mul_(unscale)
     if dparams is not None:
@@ -324,8 +327,7 @@ class _NetOps(_DeviceOps):
 
     def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None, loss_scale=1.0):
         dx, dparams = self._backward(x, params, saved, dy, want_dx, want_dparams, dparams_out, loss_scale)
-        if loss_scale != 1.0:
-            _unscale(dx, dparams, 1.0 / loss_scale)
+        _unscale(dx, dparams, loss_scale)
         return dx, dparams
 
     def _backward(self, x, params, saved, dy, want_dx, want_dparams, dparams_out, loss_scale):
@@ -410,8 +412,7 @@ class _ModelOps:
             stochastic,
             None if dparams is None else dparams[n_mlp:],
         )
-        if loss_scale != 1.0:
-            _unscale(dx, dparams, 1.0 / loss_scale)
+        _unscale(dx, dparams, loss_scale)
         return dx, dparams
 
 
@@ -466,25 +467,18 @@ class _FusedModelOps(_NetOps):
             else:
                 d.dL_dencoding_params = dparams_out.data_ptr() + 4 * self.n_mlp
         dx, dparams = self._backward(x, params, saved, dy, want_dx, want_dparams, dparams_out, loss_scale)
-        if staged is None:
-            if loss_scale != 1.0:
-                _unscale(dx, dparams, 1.0 / loss_scale)
-            return dx, dparams
-        if loss_scale == 1.0:
-            dparams[self.n_mlp :].copy_(staged)
-            return dx, dparams
-        unscale = 1.0 / loss_scale
-        if _capturing():
-            # In a CUDA graph: two passes, with no factor tensor whose memory the graph would
-            # keep reading after _factor replaced it.
-            dparams[self.n_mlp :].copy_(staged)
-            _unscale(dx, dparams, unscale)
+        if staged is None or loss_scale == 1.0 or _capturing():
+            # Copy and divide in two passes (in a CUDA graph so, with no factor tensor whose
+            # memory the graph would keep reading after _factor replaced it).
+            if staged is not None:
+                dparams[self.n_mlp :].copy_(staged)
+            _unscale(dx, dparams, loss_scale)
             return dx, dparams
         # fp16 to fp32 and the loss scale in one pass over the encoding's gradients: a
         # one-element float32 factor (not a Python number, which would leave the product in
         # fp16 and round it there) makes the product float32.
-        torch.mul(staged, self._factor(unscale), out=dparams[self.n_mlp :])
-        _unscale(dx, dparams[: self.n_mlp], unscale)
+        torch.mul(staged, self._factor(1.0 / loss_scale), out=dparams[self.n_mlp :])
+        _unscale(dx, dparams[: self.n_mlp], loss_scale)
         return dx, dparams
 
     def _factor(self, value: float) -> torch.Tensor:
