@@ -233,6 +233,33 @@ def test_large_batch():
     assert (err <= expected.abs() * (2.0**-11 + 1e-6) + 1e-6).all()
 
 
+@pytest.mark.parametrize("fused", [False, True], ids=["adam", "adam-fused"])
+def test_an_optimizer_step_makes_the_fp16_copy_at_once(fused):
+    """On a GPU the step hook casts the stepped parameters right after the step (its host
+    work hidden behind the step's kernels): the copy holds the new values and the version
+    the step left, also after a fused step (which bumps no version), and the next forward
+    pass uses it as it is."""
+    enc = make(GRIDS["Hash"], dtype=torch.half)
+    other = make(GRIDS["Hash"], dtype=torch.half)
+    x = torch.rand(512, 2, device=DEVICE)
+    enc(x), other(x)
+    copy_other = other._cast
+    optimizer = torch.optim.Adam(enc.parameters(), lr=0.1, fused=fused)
+    enc(x).float().square().mean().backward()
+    before = enc._cast[3]
+    optimizer.step()
+    cast = enc._cast
+    assert cast is not None and cast[3] is not before and other._cast is copy_other
+    assert cast[2] == enc.params._version and cast[1] == enc.params.data_ptr()
+    assert torch.equal(cast[3], enc.params.detach().half())
+    assert not torch.equal(cast[3], before)
+    expected = reference_of(enc).forward(x, enc.params.detach().half())
+    y = enc(x)
+    assert enc._cast is cast
+    err = (y.double() - expected).abs()
+    assert (err <= expected.abs() * (2.0**-11 + 1e-6) + 1e-6).all()
+
+
 def test_work_on_a_side_stream_is_ordered():
     """The kernels run on the current stream: on a side stream they wait for the work
     queued before them there (a long sleep, then the copy of the input)."""

@@ -167,9 +167,10 @@ def free_temporary_memory() -> None:
 
 
 def _after_optimizer_step(optimizer, args, kwargs) -> None:
-    """A global optimizer step post-hook: drops the fp16 copies of the modules whose
-    parameters the optimizer holds. Fused optimizers (fused=True) update the parameters
-    without bumping their version counter, so the version alone would miss their steps."""
+    """A global optimizer step post-hook: makes the fp16 copies of the modules whose
+    parameters the optimizer holds again (_Module._params_stepped). Fused optimizers
+    (fused=True) update the parameters without bumping their version counter, so the
+    version alone would miss their steps."""
     stepped = None
     for module in list(_live):
         if module._cast is None:
@@ -177,7 +178,7 @@ def _after_optimizer_step(optimizer, args, kwargs) -> None:
         if stepped is None:
             stepped = {id(p) for group in optimizer.param_groups for p in group["params"]}
         if id(module._parameters.get("params")) in stepped:
-            module.params_changed()
+            module._params_stepped()
 
 
 try:
@@ -553,6 +554,17 @@ class Module(torch.nn.Module):
         ``torch.no_grad()``, load_state_dict and optimizers are seen). fp32 modules
         read the parameters directly and need nothing."""
         self.__dict__["_cast"] = None
+
+    def _params_stepped(self) -> None:
+        """After an optimizer step over params: the fp16 copy made again now rather than by
+        the next call. The step's kernels are still queued, so the cast's host work (an
+        allocation and a launch) hides behind them instead of keeping the GPU waiting at the
+        start of the next forward pass. Lazily, as params_changed, on the CPU and around CUDA
+        graphs."""
+        self.__dict__["_cast"] = None
+        params = self._parameters.get("params")
+        if params is not None and params.is_cuda and not self._graph_captured and not _capturing():
+            self._kernel_params(params)
 
     def _kernel_params(self, params: torch.Tensor) -> torch.Tensor:
         """params in the kernels' precision, contiguous and aligned: params itself when
