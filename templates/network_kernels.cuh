@@ -217,4 +217,51 @@ GJ_INLINE void gj_nn_zero_kernel(gj_u64 n, gj_u32* __restrict__ p) {
     for (gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (gj_u64)gridDim.x * blockDim.x) p[i] = 0u;
 }
 
+// The end of a backward pass that delivers fp32 gradients (gj_network_pass_desc's
+// dL_dencoding_params_fp32 and unscale_gradients, docs/networks.md §8): out[0 .. n16) set
+// to (or, accumulate, increased by) factor times the fp16 sums in sums, then a, b and c
+// (n_a, n_b, n_c floats, fp32 gradients written by the kernels before) multiplied by factor
+// in place. One pass over each array; four fp16 sums a thread at a time (8-byte loads,
+// 16-byte stores) where out is 16-byte aligned and sums 8-byte aligned.
+GJ_INLINE void gj_nn_finish_scale(gj_u64 n, float* __restrict__ p, float factor, gj_u64 first, gj_u64 stride) {
+    for (gj_u64 i = first; i < n; i += stride) p[i] *= factor;
+}
+
+GJ_INLINE float gj_nn_finish_value(float old, gj_u16 sum, float factor, bool accumulate) {
+    const float v = factor * gj_half_to_float(sum);
+    return accumulate ? old + v : v;
+}
+
+GJ_INLINE void gj_nn_finish_kernel(gj_u64 n16, const gj_u16* __restrict__ sums, float* __restrict__ out,
+                                   gj_u32 accumulate, gj_u64 n_a, float* __restrict__ a, gj_u64 n_b,
+                                   float* __restrict__ b, gj_u64 n_c, float* __restrict__ c, float factor) {
+    const gj_u64 first = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (gj_u64)gridDim.x * blockDim.x;
+    const bool acc = accumulate != 0;
+    gj_u64 done = 0;
+    if (((gj_u64)out & 15) == 0 && ((gj_u64)sums & 7) == 0) { // aligned: whole groups of four
+        const gj_u64 quads = n16 / 4;
+        for (gj_u64 q = first; q < quads; q += stride) {
+            const gj_u32x2 h = ((const gj_u32x2*)sums)[q];
+            gj_u32x4* o = (gj_u32x4*)out + q;
+            float old[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (acc) {
+                const gj_u32x4 w = *o;
+                old[0] = __uint_as_float(w.x), old[1] = __uint_as_float(w.y);
+                old[2] = __uint_as_float(w.z), old[3] = __uint_as_float(w.w);
+            }
+            gj_u32x4 r;
+            r.x = __float_as_uint(gj_nn_finish_value(old[0], (gj_u16)(h.x & 0xffffu), factor, acc));
+            r.y = __float_as_uint(gj_nn_finish_value(old[1], (gj_u16)(h.x >> 16), factor, acc));
+            r.z = __float_as_uint(gj_nn_finish_value(old[2], (gj_u16)(h.y & 0xffffu), factor, acc));
+            r.w = __float_as_uint(gj_nn_finish_value(old[3], (gj_u16)(h.y >> 16), factor, acc));
+            *o = r;
+        }
+        done = quads * 4;
+    }
+    for (gj_u64 i = done + first; i < n16; i += stride) out[i] = gj_nn_finish_value(acc ? out[i] : 0.0f, sums[i], factor, acc);
+    gj_nn_finish_scale(n_a, a, factor, first, stride);
+    gj_nn_finish_scale(n_b, b, factor, first, stride);
+    gj_nn_finish_scale(n_c, c, factor, first, stride);
+}
+
 #endif // GJ_NETWORK_KERNELS_CUH

@@ -381,6 +381,24 @@ static int check_model(gj_context *ctx, const model_shape *s) {
     d.dL_dencoding_params = d_de2;
     d.dL_dinput = NULL;
     gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward (model, no dL/dinput)");
+    /* The encoding's gradients in fp32 and a loss scale of 128 undone by the library's finishing
+     * pass (dL_dencoding_params_fp32, unscale_gradients): the gradients of the loss itself,
+     * with dL/dinput and without. */
+    float *d_dw3 = gj_gpu_alloc(ctx, n_mlp * 4), *d_dw4 = gj_gpu_alloc(ctx, n_mlp * 4);
+    float *d_de3 = gj_gpu_alloc(ctx, n_enc * 4), *d_de4 = gj_gpu_alloc(ctx, n_enc * 4);
+    float *d_dx3 = gj_gpu_alloc(ctx, n * D * 4);
+    void *d_sums = grad_size == 2 ? gj_gpu_alloc(ctx, n_enc * 2) : NULL;
+    d.dL_doutput_scale = 128.0f;
+    d.unscale_gradients = 1;
+    d.dL_dencoding_params = d_sums;
+    d.dL_dparams = d_dw3;
+    d.dL_dencoding_params_fp32 = d_de3;
+    d.dL_dinput = d_dx3;
+    gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward (model, fp32, unscaled)");
+    d.dL_dparams = d_dw4;
+    d.dL_dencoding_params_fp32 = d_de4;
+    d.dL_dinput = NULL;
+    gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward (model, fp32, unscaled, no dL/dinput)");
     gj_gpu_sync(ctx);
     float *y = download_floats(ctx, d_y, n * out), *y2 = download_floats(ctx, d_y2, n * out);
     float *dw = download_floats(ctx, d_dw, n_mlp), *dx = download_floats(ctx, d_dx, n * D);
@@ -424,8 +442,31 @@ static int check_model(gj_context *ctx, const model_shape *s) {
     const double e_dw2 = rel_error(dw2d, dw_ref, n_mlp, 1e-3), e_de2 = rel_error(de2, de_ref, n_enc, 1e-3);
     const int same_forward = memcmp(y, y2, n * out * 4) == 0;
     const double tol_de = grad_size == 2 ? 5e-2 : 3e-2; /* fp16 sums of many points */
+    float *dw3 = download_floats(ctx, d_dw3, n_mlp), *dw4 = download_floats(ctx, d_dw4, n_mlp);
+    float *de3 = download_floats(ctx, d_de3, n_enc), *de4 = download_floats(ctx, d_de4, n_enc);
+    float *dx3 = download_floats(ctx, d_dx3, n * D);
+    double *u[5] = {floats_to_doubles(dw3, n_mlp), floats_to_doubles(de3, n_enc), floats_to_doubles(dx3, n * D),
+                    floats_to_doubles(dw4, n_mlp), floats_to_doubles(de4, n_enc)};
+    const double e_unscaled[5] = {rel_error(u[0], dw_ref, n_mlp, 1e-3), rel_error(u[1], de_ref, n_enc, 1e-3),
+                                  rel_error(u[2], dx_ref, n * D, 1e-3), rel_error(u[3], dw_ref, n_mlp, 1e-3),
+                                  rel_error(u[4], de_ref, n_enc, 1e-3)};
+    const int unscaled_ok = e_unscaled[0] <= 2e-2 && e_unscaled[1] <= tol_de && e_unscaled[2] <= 3e-2 &&
+                            e_unscaled[3] <= 2e-2 && e_unscaled[4] <= tol_de;
+    printf("%s model %s: fp32 encoding gradients, loss scale 128 undone: network %.2e, encoding %.2e, dL/dx %.2e; "
+           "without dL/dinput: network %.2e, encoding %.2e\n",
+           unscaled_ok ? "PASS" : "FAIL", s->json, e_unscaled[0], e_unscaled[1], e_unscaled[2], e_unscaled[3],
+           e_unscaled[4]);
+    for (int i = 0; i < 5; ++i) {
+        free(u[i]);
+    }
+    free(dw3), free(dw4), free(de3), free(de4), free(dx3);
+    gj_gpu_free(ctx, d_dw3), gj_gpu_free(ctx, d_dw4), gj_gpu_free(ctx, d_de3), gj_gpu_free(ctx, d_de4);
+    gj_gpu_free(ctx, d_dx3);
+    if (d_sums) {
+        gj_gpu_free(ctx, d_sums);
+    }
     const int ok = same_forward && e_y <= 1e-2 && e_dw <= 2e-2 && e_de <= tol_de && e_dx <= 3e-2 && e_dw2 <= 2e-2 &&
-                   e_de2 <= tol_de;
+                   e_de2 <= tol_de && unscaled_ok;
     printf("%s model %s (%u dims), %llu points: output %.2e, network dL/dparams %.2e, encoding dL/dparams %.2e "
            "(%s), dL/dx %.2e (tolerances 1e-2, 2e-2, %.0e, 3e-2); without dL/dinput: network %.2e, encoding %.2e; "
            "forward = inference %s\n",

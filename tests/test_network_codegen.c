@@ -129,6 +129,7 @@ static void unit_states_the_layout(void **state) {
     assert_null(strstr(training, "void bwd_params("));
     assert_non_null(strstr(backward, "gj_network_backward("));
     assert_non_null(strstr(backward, "gj_network_zero("));
+    assert_non_null(strstr(backward, "gj_network_finish("));
     assert_non_null(strstr(backward, "void bwd_params("));
     assert_null(strstr(backward, "gj_network_forward("));
     assert_null(strstr(backward, "gj_network_backward_input("));
@@ -145,12 +146,13 @@ static void unit_states_the_layout(void **state) {
     assert_string_equal(names[0], "&gj_network_backward_input");
     gj__free_string_list(names, count);
     names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_BACKWARD, &count);
-    assert_int_equal(count, 2);
+    assert_int_equal(count, 3);
     assert_string_equal(names[0], "&gj_network_backward");
     assert_string_equal(names[1], "&gj_network_zero");
+    assert_string_equal(names[2], "&gj_network_finish");
     gj__free_string_list(names, count);
     names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_ALL, &count);
-    assert_int_equal(count, 5);
+    assert_int_equal(count, 6);
     gj__free_string_list(names, count);
     free(backward);
     free(training);

@@ -128,6 +128,24 @@ static void passes_launch_their_kernels(void **state) {
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
     assert_true(fake.captured_float() == 1024.0f);
     fake.capture_argument(NULL, -1);
+    /* unscale_gradients: a network's finishing pass divides dL/dparams (and dL/dinput) by the
+     * scale; an encoding's fp32 gradients are a model's alone. */
+    fake.capture_argument("_finish", 10);
+    d.unscale_gradients = 1;
+    fake.reset_counts();
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 3); /* zeroing, the backward, the finishing pass */
+    assert_true(fake.captured_float() == 1.0f / 1024.0f);
+    d.dL_doutput_scale = 0.0f; /* no scale: nothing to divide, no pass */
+    fake.reset_counts();
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 2);
+    fake.capture_argument(NULL, -1);
+    d.unscale_gradients = 0;
+    d.dL_dencoding_params_fp32 = (float *)(b + 4096);
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "dL_dencoding_params_fp32 are for a model"));
+    d.dL_dencoding_params_fp32 = NULL;
     d.dL_dinput = (float *)(b + 196608);
     const float bad_scales[] = {-1.0f, INFINITY, NAN};
     for (size_t i = 0; i < sizeof bad_scales / sizeof bad_scales[0]; ++i) {
@@ -320,6 +338,47 @@ static void a_model_launches_fused_kernels(void **state) {
     assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
     assert_true(fake.captured_float() == 128.0f);
     fake.capture_argument(NULL, -1);
+    d.dL_doutput_scale = 0.0f;
+    /* fp32 encoding gradients of an encoding the kernels sum in fp16: they sum into
+     * dL_dencoding_params (zeroed), then the finishing kernel converts them; with
+     * unscale_gradients it divides them and dL/dparams by the loss scale (its last argument). */
+    d.dL_dencoding_params_fp32 = (float *)(b + (3 << 20));
+    d.dL_doutput_scale = 128.0f;
+    fake.reset_counts();
+    fake.capture_argument("_finish", 10);
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 4); /* two zeroings, the backward, the finishing pass */
+    assert_true(fake.captured_float() == 1.0f);
+    d.unscale_gradients = 1;
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_true(fake.captured_float() == 1.0f / 128.0f);
+    fake.capture_argument(NULL, -1);
+    d.dL_dparams_mode = GJ_GRAD_ACCUMULATE; /* divided in place: overwrite only */
+    fake.reset_counts();
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "unscale_gradients needs dL_dparams_mode GJ_GRAD_OVERWRITE"));
+    d.dL_dparams_mode = GJ_GRAD_OVERWRITE;
+    d.dL_dencoding_params_fp32 = NULL; /* fp16 gradients cannot be divided without underflow */
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "fp16 dL_dencoding_params cannot be unscaled"));
+    d.unscale_gradients = 2;
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "unscale_gradients = 2"));
+    d.unscale_gradients = 0;
+    d.dL_dencoding_params_fp32 = (float *)(b + (3 << 20));
+    d.dL_dencoding_params = NULL; /* the fp16 sums need a buffer */
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "needs dL_dencoding_params too"));
+    assert_int_equal(fake.count("cuLaunchKernel"), 0);
+    /* A descriptor of the layout before these fields: read without them. */
+    gj_network_pass_desc scale_only = d;
+    scale_only.dL_dencoding_params = b + (2 << 20);
+    scale_only.struct_size = (uint32_t)offsetof(gj_network_pass_desc, dL_dencoding_params_fp32);
+    scale_only.unscale_gradients = 7; /* past its end: never read */
+    assert_int_equal(gj_network_backward(m, NULL, &scale_only), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 3); /* no finishing pass */
+    d.dL_dencoding_params = b + (2 << 20);
+    d.dL_dencoding_params_fp32 = NULL;
     d.dL_doutput_scale = 0.0f;
     /* dL/dinput: the third program (gj_network_backward_input: dL/d(features) into the module's
      * workspace, allocated now) and the encoding module's backward with dL/dx, both loaded on

@@ -231,6 +231,18 @@ def _fake_driver():
     return path if path.is_file() else None
 
 
+def test_the_gradients_fp32_knob_makes_a_model_sum_its_encoding_in_fp32():
+    """GRIDJIT_NETWORK_GRADIENTS_FP32=1 (a measuring knob, read when a module is made): a
+    model's fp16 encoding then sums its gradients in fp32 (4 bytes a parameter, not 2)."""
+    code = (
+        "import gridjit\n"
+        "net = gridjit.Network({'encoding': {'otype': 'HashGrid', 'n_levels': 2}, 'network': {'n_neurons': 16}}, 3, 2)\n"
+        "print(net.module().encoding_gradient_size())\n"
+    )
+    sizes = [run_python(code, {"GRIDJIT_NETWORK_GRADIENTS_FP32": v}).stdout.strip() for v in ("0", "1")]
+    assert sizes == ["2", "4"]
+
+
 def test_launches_on_the_fake_driver():
     """On the CMake build's stand-in libcuda (it runs nothing): every NetworkModule entry point
     gets GJ_OK for a well-formed call and the library's message for a malformed one, so the
@@ -250,6 +262,13 @@ def test_launches_on_the_fake_driver():
         "m.backward(100, p, p, p, dL_dparams=p, dL_dinput=p)\n"
         "m.backward(100, p, p, p, dL_dparams=p, accumulate=True)\n"
         "m.backward(100, p, p, p, dL_dparams=p, loss_scale=128.0)\n"
+        "m.backward(100, p, p, p, dL_dparams=p, loss_scale=128.0, unscale=True)\n"
+        "try:\n"
+        "    m.backward(100, p, p, p, dL_dparams=p, accumulate=True, loss_scale=128.0, unscale=True)\n"
+        "except gridjit.InvalidArgumentError as exc:\n"
+        "    assert 'unscale_gradients needs' in str(exc), exc\n"
+        "else:\n"
+        "    raise SystemExit('unscaling accumulated gradients was taken')\n"
         "for bad in (-1.0, float('inf')):\n"
         "    try:\n"
         "        m.backward(100, p, p, p, dL_dparams=p, loss_scale=bad)\n"

@@ -611,8 +611,9 @@ def test_network_launch_layer_sets_every_pointer(fake_net_launches):
     assert d["dL_dparams"] == dparams.data_ptr() and d["dL_dinput"] == dx.data_ptr()
     assert d["dL_dparams_mode"] == _capi.GRAD_OVERWRITE and dparams.dtype == torch.float32 and dx.shape == (40, 3)
     assert d["dL_doutput_scale"] == 1.0
-    ops.backward(x, params, (context,), dy, True, True, loss_scale=64.0)  # the kernels apply it
+    ops.backward(x, params, (context,), dy, True, True, loss_scale=64.0)  # the kernels apply it, the library undoes it
     assert fake_net_launches.records[-1][3]["dL_doutput_scale"] == 64.0
+    assert fake_net_launches.records[-1][3]["unscale_gradients"] == 1
     dx, dparams = ops.backward(x, params, (context,), dy, False, True)
     assert fake_net_launches.records[-1][3]["dL_dinput"] is None and dx is None
     count = len(fake_net_launches.records)
@@ -649,21 +650,28 @@ def test_fused_model_launch_layer_passes_both_parts_in_one_launch(fake_net_launc
     assert name == "gj_network_forward" and d["encoding_params"] == params.data_ptr() + 2 * n_mlp
     assert context.numel() == module.context_bytes(40) and d["context"] == context.data_ptr()
 
-    # The backward launch writes the encoding's gradients where the descriptor says: 0.5 in
-    # the element size the module sums in.
+    # The backward launch does what the library does with the descriptor: the kernels sum the
+    # encoding's gradients (0.5 each) in the element size the module sums in, into
+    # dL_dencoding_params (fp16: a buffer, then converted) or dL_dencoding_params_fp32
+    # directly; with unscale_gradients its finishing pass divides every fp32 gradient by the
+    # loss scale.
     element = torch.float16 if fp16_gradients else torch.float32
     n_enc = model.n_params - n_mlp
 
     def backward(handle, stream, desc_ref):
         desc = desc_ref._obj
         records.append(("gj_network_backward", handle, stream, {f: getattr(desc, f) for f, _ in desc._fields_}))
+        factor = 1.0 / (desc.dL_doutput_scale or 1.0) if desc.unscale_gradients else 1.0
         if desc.dL_dencoding_params:
-            size = torch.finfo(element).bits // 8
             values = torch.full((n_enc,), 0.5, dtype=element)
-            ctypes.memmove(desc.dL_dencoding_params, values.data_ptr(), n_enc * size)
-        for pointer, count, value in ((desc.dL_dparams, n_mlp, 2.0), (desc.dL_dinput, 40 * 3, 3.0)):
-            if pointer:  # the network's gradients and dL/dx, as the kernels leave them
-                values = torch.full((count,), value)
+            ctypes.memmove(desc.dL_dencoding_params, values.data_ptr(), n_enc * (torch.finfo(element).bits // 8))
+        for pointer, count, value in (
+            (desc.dL_dencoding_params_fp32, n_enc, 0.5),
+            (desc.dL_dparams, n_mlp, 2.0),
+            (desc.dL_dinput, 40 * 3, 3.0),
+        ):
+            if pointer:
+                values = torch.full((count,), value * factor)
                 ctypes.memmove(pointer, values.data_ptr(), 4 * count)
         return 0
 
@@ -671,33 +679,27 @@ def test_fused_model_launch_layer_passes_both_parts_in_one_launch(fake_net_launc
     count = len(records)
     dy = torch.rand(40, 2)
     dx, dparams = ops.backward(x, params, (context,), dy, True, True)
-    assert len(records) == count + 1  # one launch for both parts
+    assert len(records) == count + 1  # one call for both parts and the finishing pass
     name, _, _, d = records[-1]
     assert d["input"] == x.data_ptr() and d["encoding_params"] == params.data_ptr() + 2 * n_mlp
     assert d["dL_dparams"] == dparams.data_ptr() and d["dL_dinput"] == dx.data_ptr() and dx.shape == (40, 3)
-    if fp16_gradients:  # a staging buffer, then copied
+    assert d["dL_dencoding_params_fp32"] == dparams.data_ptr() + 4 * n_mlp and d["unscale_gradients"] == 1
+    if fp16_gradients:  # a buffer for the fp16 sums, converted by the library
         assert not dparams.data_ptr() <= d["dL_dencoding_params"] < dparams.data_ptr() + 4 * model.n_params
     else:
-        assert d["dL_dencoding_params"] == dparams.data_ptr() + 4 * n_mlp
+        assert d["dL_dencoding_params"] is None
     assert dparams.dtype == torch.float32 and (dparams[n_mlp:] == 0.5).all()
     assert (dparams[:n_mlp] == 2.0).all() and (dx == 3.0).all()
     assert records[-1][3]["dL_doutput_scale"] == 1.0
-    # With the loss scale: the kernel takes it (dL_doutput_scale), every gradient is divided by
-    # it (the fp16 ones as they are converted), still one launch.
+    # With the loss scale: the kernels take it (dL_doutput_scale) and the library divides every
+    # gradient by it (unscale_gradients), still one call and no pass of the package's own.
     dx, dparams = ops.backward(x, params, (context,), dy, True, True, loss_scale=128.0)
     assert len(records) == count + 2 and dparams.dtype == torch.float32
     assert records[-1][3]["dL_doutput_scale"] == 128.0 and records[-1][3]["dL_doutput"] == dy.data_ptr()
     assert (dparams[n_mlp:] == 0.5 / 128).all() and (dparams[:n_mlp] == 2.0 / 128).all() and (dx == 3.0 / 128).all()
-    # While a CUDA graph is captured: the same values, without the kept one-element factor (a
-    # graph would go on reading its memory after a new loss scale replaced it).
-    monkeypatch.setattr(_torch_launch, "_capturing", lambda: True)
-    ops._kept_factor = None
-    dx, dparams = ops.backward(x, params, (context,), dy, True, True, loss_scale=128.0)
-    assert (dparams[n_mlp:] == 0.5 / 128).all() and (dparams[:n_mlp] == 2.0 / 128).all() and (dx == 3.0 / 128).all()
-    assert ops._kept_factor is None
-    monkeypatch.setattr(_torch_launch, "_capturing", lambda: False)
     dx, dparams = ops.backward(x, params, (context,), dy, True, False)
-    assert records[-1][3]["dL_dencoding_params"] is None and dparams is None
+    d = records[-1][3]
+    assert d["dL_dencoding_params"] is None and d["dL_dencoding_params_fp32"] is None and dparams is None
 
 
 def test_model_launch_layer_composes_encoding_and_network(fake_net_launches):
@@ -716,6 +718,7 @@ def test_model_launch_layer_composes_encoding_and_network(fake_net_launches):
     (net_name, _, _, d), (enc_name, _, _, e) = fake_net_launches.records[-2:]
     assert (net_name, enc_name) == ("gj_network_backward", "gj_backward")
     assert d["dL_doutput_scale"] == 128.0  # the network's kernel scales; its dL/d(features) stays scaled
+    assert d["unscale_gradients"] == 0
     assert d["dL_dparams"] == dparams.data_ptr() and e["dL_dparams"] == dparams.data_ptr() + 4 * n_mlp
     assert d["dL_dinput"] is not None and e["dL_dx"] == dx.data_ptr()
     assert dparams.shape == (model.n_params,) and dx.shape == (40, 3)

@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { K_INFERENCE, K_FORWARD, K_BACKWARD, K_ZERO, K_BACKWARD_INPUT, K_COUNT };
+enum { K_INFERENCE, K_FORWARD, K_BACKWARD, K_ZERO, K_BACKWARD_INPUT, K_FINISH, K_COUNT };
 
 struct gj_network_module {
     gj_context *ctx;
@@ -75,17 +75,25 @@ static long env_in_range(const char *name, long lo, long hi, long fallback) {
     return v && *v && end && !*end && x >= lo && x <= hi ? x : fallback;
 }
 
-static const char *const kernel_suffix[K_COUNT] = {"inference", "forward", "backward", "zero", "backward_input"};
+static const char *const kernel_suffix[K_COUNT] = {"inference", "forward", "backward", "zero", "backward_input",
+                                                   "finish"};
 /* The program each kernel is in. */
 static const gj__network_part kernel_part[K_COUNT] = {GJ__NETWORK_PART_INFERENCE, GJ__NETWORK_PART_TRAINING,
                                                       GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_BACKWARD,
-                                                      GJ__NETWORK_PART_TRAINING_INPUT};
+                                                      GJ__NETWORK_PART_TRAINING_INPUT, GJ__NETWORK_PART_BACKWARD};
 
+/* GRIDJIT_NETWORK_GRADIENTS_FP32=1: a model sums its encoding's gradients in fp32 whatever
+ * the encoding's precision (the code-generation option gradients_fp32), a measuring knob. */
+static int env_gradients_fp32(void) {
+    const char *v = getenv("GRIDJIT_NETWORK_GRADIENTS_FP32");
+    return v && !strcmp(v, "1");
+}
 
 /* What a module generates with (and gj_network_precompile, so that their keys agree). */
 static void module_options(gj_codegen_options *opts) {
     gj_codegen_options_init(opts);
     opts->name = GJ__NETWORK_DEFAULT_NAME;
+    opts->gradients_fp32 = env_gradients_fp32();
 }
 
 /* What a model's encoding module is made with (and gj_network_precompile compiles): the
@@ -96,6 +104,7 @@ static gj_status encoding_module_options(const gj__diag *diag, const struct gj_n
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);
     opts.passes = GJ_PASS_BACKWARD;
+    opts.gradients_fp32 = env_gradients_fp32();
     opts.gradients_fp32 = gj__grad_is_fp32(&net->encoding->config, &opts);
     return gj__codegen_options_resolve(diag, &opts, out);
 }
@@ -203,6 +212,34 @@ static gj_status zero(gj_network_module *m, gj_stream stream, void *p, uint64_t 
     cfg.grid[0] = (uint32_t)((words + 255) / 256 < 1024 ? (words + 255) / 256 : 1024);
     cfg.stream = stream;
     return gj_kernel_launch(m->kernels[K_ZERO], &cfg, args);
+}
+
+/* The finishing pass (templates/network_kernels.cuh, gj_nn_finish_kernel): n16 fp16 sums
+ * converted into out (accumulate: added to it), and a, b and c scaled in place, all by factor. */
+typedef struct finish_job {
+    uint64_t n16;
+    const void *sums;
+    float *out;
+    uint32_t accumulate;
+    uint64_t n[3];
+    float *p[3];
+    float factor;
+} finish_job;
+
+static gj_status finish(gj_network_module *m, gj_stream stream, finish_job *f) {
+    uint64_t most = (f->n16 + 3) / 4;
+    for (int i = 0; i < 3; ++i) {
+        most = f->n[i] > most ? f->n[i] : most;
+    }
+    void *args[] = {&f->n16, &f->sums, &f->out, &f->accumulate, &f->n[0], &f->p[0],
+                    &f->n[1], &f->p[1], &f->n[2], &f->p[2], &f->factor};
+    gj_launch_config cfg;
+    gj_launch_config_init(&cfg);
+    cfg.block[0] = 256;
+    cfg.grid[0] = (uint32_t)((most + 255) / 256 < 1024 ? (most + 255) / 256 : 1024);
+    cfg.grid[0] = cfg.grid[0] ? cfg.grid[0] : 1;
+    cfg.stream = stream;
+    return gj_kernel_launch(m->kernels[K_FINISH], &cfg, args);
 }
 
 void gj_network_pass_desc_init(gj_network_pass_desc *desc) {
@@ -577,10 +614,15 @@ static gj_status check_desc(gj_network_module *m, const gj_network_pass_desc *d,
     if (d->n && m->net->encoding && !d->encoding_params) {
         return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: encoding_params must not be NULL (a model)", call);
     }
-    if (!m->net->encoding && (d->encoding_params || d->dL_dencoding_params)) {
+    if (!m->net->encoding && (d->encoding_params || d->dL_dencoding_params || d->dL_dencoding_params_fp32)) {
         return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
-                        "%s: encoding_params and dL_dencoding_params are for a model; this network has no encoding",
+                        "%s: encoding_params, dL_dencoding_params and dL_dencoding_params_fp32 are for a model; this "
+                        "network has no encoding",
                         call);
+    }
+    if (d->unscale_gradients > 1) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: unscale_gradients = %u: must be 0 or 1", call,
+                        d->unscale_gradients);
     }
     return GJ_OK;
 }
@@ -632,6 +674,77 @@ gj_status gj_network_forward(gj_network_module *module, gj_stream stream, const 
     return run_forward(module, stream, desc, 1, "gj_network_forward");
 }
 
+/* Where a backward pass puts a model's encoding gradients, and what its finishing pass does
+ * (the descriptor checked against the module). */
+typedef struct gradient_plan {
+    void *sums;      /* where the kernels add them up: NULL (not asked for), the caller's fp16 buffer
+                        (converted), or the caller's gradient array itself */
+    int convert;     /* fp16 sums converted into dL_dencoding_params_fp32 */
+    int sums_zeroed; /* the sums start from zero (overwrite, or a conversion's own sums) */
+    float factor;    /* what the finishing pass multiplies by: 1 / the loss scale, or 1 */
+} gradient_plan;
+
+static gj_status plan_gradients(gj_network_module *m, const gj_network_pass_desc *d, float dy_scale,
+                                const char *call, gradient_plan *g) {
+    memset(g, 0, sizeof *g);
+    const int overwrite = d->dL_dparams_mode == GJ_GRAD_OVERWRITE;
+    const int fp16_sums = m->net->encoding && gj_network_module_encoding_gradient_size(m) == 2;
+    if (d->dL_dencoding_params_fp32 && fp16_sums && !d->dL_dencoding_params) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: dL_dencoding_params_fp32 of an encoding whose gradients the kernels sum in fp16 needs "
+                        "dL_dencoding_params too, the fp16 buffer they sum into (gj_network_module_encoding_gradient_"
+                        "size() bytes a parameter)", call);
+    }
+    if (d->dL_dencoding_params_fp32 && !fp16_sums && d->dL_dencoding_params) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: give dL_dencoding_params or dL_dencoding_params_fp32, not both: this encoding's "
+                        "gradients are summed in fp32", call);
+    }
+    if (d->unscale_gradients && !overwrite) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: unscale_gradients needs dL_dparams_mode GJ_GRAD_OVERWRITE (gradients divided in place)",
+                        call);
+    }
+    if (d->unscale_gradients && fp16_sums && d->dL_dencoding_params && !d->dL_dencoding_params_fp32) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: unscale_gradients: fp16 dL_dencoding_params cannot be unscaled (small gradients would "
+                        "underflow); ask for dL_dencoding_params_fp32", call);
+    }
+    g->convert = d->dL_dencoding_params_fp32 && fp16_sums;
+    g->sums = d->dL_dencoding_params_fp32 && !fp16_sums ? (void *)d->dL_dencoding_params_fp32 : d->dL_dencoding_params;
+    g->sums_zeroed = overwrite || g->convert;
+    g->factor = d->unscale_gradients ? 1.0f / dy_scale : 1.0f;
+    return GJ_OK;
+}
+
+/* The finishing pass where one is needed: the conversion of fp16 sums, or the division by
+ * the loss scale of the fp32 gradients written. */
+static gj_status finish_gradients(gj_network_module *m, gj_stream stream, const gj_network_pass_desc *d,
+                                  const gradient_plan *g) {
+    const int scale = g->factor != 1.0f;
+    if (!g->convert && !scale) {
+        return GJ_OK;
+    }
+    const uint64_t n_encoding = m->net->encoding ? m->net->encoding->layout.n_params : 0;
+    finish_job f = {0};
+    f.factor = g->factor;
+    if (g->convert) {
+        f.n16 = n_encoding;
+        f.sums = g->sums;
+        f.out = d->dL_dencoding_params_fp32;
+        f.accumulate = d->dL_dparams_mode == GJ_GRAD_ACCUMULATE;
+    }
+    if (scale) {
+        f.n[0] = d->dL_dparams ? m->net->layout.n_params : 0;
+        f.p[0] = d->dL_dparams;
+        f.n[1] = d->dL_dinput ? d->n * m->net->n_input_dims : 0;
+        f.p[1] = d->dL_dinput;
+        f.n[2] = !g->convert && g->sums ? n_encoding : 0; /* fp32 sums: the caller's array */
+        f.p[2] = !g->convert ? (float *)g->sums : NULL;
+    }
+    return finish(m, stream, &f);
+}
+
 gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc) {
     static const char call[] = "gj_network_backward";
     if (!module) {
@@ -645,10 +758,11 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
         return status;
     }
     const int model = module->net->encoding != NULL;
-    if (!desc->dL_doutput || !desc->context || (!desc->dL_dparams && !desc->dL_dinput && !desc->dL_dencoding_params)) {
+    if (!desc->dL_doutput || !desc->context ||
+        (!desc->dL_dparams && !desc->dL_dinput && !desc->dL_dencoding_params && !desc->dL_dencoding_params_fp32)) {
         return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
-                        "%s: dL_doutput and context must not be NULL, and dL_dparams, dL_dinput or "
-                        "dL_dencoding_params must be given", call);
+                        "%s: dL_doutput and context must not be NULL, and dL_dparams, dL_dinput, "
+                        "dL_dencoding_params or dL_dencoding_params_fp32 must be given", call);
     }
     if (model && !desc->input) {
         return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
@@ -657,6 +771,12 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     if (desc->dL_dparams_mode != GJ_GRAD_OVERWRITE && desc->dL_dparams_mode != GJ_GRAD_ACCUMULATE) {
         return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: dL_dparams_mode %d is neither overwrite "
                         "nor accumulate", call, (int)desc->dL_dparams_mode);
+    }
+    float dy_scale = desc->dL_doutput_scale == 0.0f ? 1.0f : desc->dL_doutput_scale;
+    gradient_plan grads;
+    status = plan_gradients(module, desc, dy_scale, call, &grads);
+    if (status != GJ_OK) {
+        return status;
     }
     /* The backward with dL/dinput is a kernel of a program of its own. A model's writes
      * dL/d(features) (n x the encoding's outputs in its precision, feature-major: the encoding's
@@ -678,8 +798,8 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     if (status == GJ_OK && desc->dL_dparams && overwrite) {
         status = zero(module, stream, desc->dL_dparams, 4 * module->net->layout.n_params);
     }
-    if (status == GJ_OK && desc->dL_dencoding_params && overwrite && !(model && with_input)) {
-        status = zero(module, stream, desc->dL_dencoding_params,
+    if (status == GJ_OK && grads.sums && grads.sums_zeroed && !(model && with_input)) {
+        status = zero(module, stream, grads.sums,
                       gj_network_module_encoding_gradient_size(module) * module->net->encoding->layout.n_params);
     }
     if (status != GJ_OK) {
@@ -692,20 +812,22 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     const void *eparams = desc->encoding_params;
     const void *context = desc->context;
     float *dparams = desc->dL_dparams;
-    void *deparams = desc->dL_dencoding_params;
+    void *deparams = grads.sums;
     float *dx = desc->dL_dinput;
-    float dy_scale = desc->dL_doutput_scale == 0.0f ? 1.0f : desc->dL_doutput_scale;
     if (!model) {
         if (with_input) {
             void *args[] = {&n, &dy, &params, &context, &dparams, &dx, &dy_scale};
-            return launch(module, K_BACKWARD_INPUT, stream, n, args, call);
+            status = launch(module, K_BACKWARD_INPUT, stream, n, args, call);
+        } else {
+            void *args[] = {&n, &dy, &params, &context, &dparams, &dy_scale};
+            status = launch(module, K_BACKWARD, stream, n, args, call);
         }
-        void *args[] = {&n, &dy, &params, &context, &dparams, &dy_scale};
-        return launch(module, K_BACKWARD, stream, n, args, call);
+        return status == GJ_OK ? finish_gradients(module, stream, desc, &grads) : status;
     }
     if (!with_input) {
         void *args[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams, &dy_scale};
-        return launch(module, K_BACKWARD, stream, n, args, call);
+        status = launch(module, K_BACKWARD, stream, n, args, call);
+        return status == GJ_OK ? finish_gradients(module, stream, desc, &grads) : status;
     }
     void *args[] = {&n, &dy, &params, &context, &dparams, &features, &dy_scale};
     status = launch(module, K_BACKWARD_INPUT, stream, n, args, call);
@@ -720,9 +842,10 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     b.dL_dy = features;
     b.dL_dy_layout = GJ_LAYOUT_SOA;
     b.dL_dparams = deparams;
-    b.dL_dparams_mode = desc->dL_dparams_mode;
+    b.dL_dparams_mode = grads.sums_zeroed ? GJ_GRAD_OVERWRITE : GJ_GRAD_ACCUMULATE;
     b.dL_dx = dx;
-    return gj_backward(encoding_module, stream, &b);
+    status = gj_backward(encoding_module, stream, &b);
+    return status == GJ_OK ? finish_gradients(module, stream, desc, &grads) : status;
 }
 
 /* The encoding's parameters: uniform in [-1e-4, 1e-4] * scale, element i from the i-th draw

@@ -29,7 +29,7 @@ static int has_kernels(const struct gj_network *net, const gj_codegen_options *o
 }
 
 static const char *const part_words[] = {"the whole unit", "the inference kernel", "the forward kernel for training",
-                                         "the backward kernel (and the zeroing one)",
+                                         "the backward kernel (and the zeroing and finishing ones)",
                                          "the backward kernel with dL/dinput"};
 
 /* Where the kernels read the weights from, as the header comment says it. */
@@ -326,8 +326,14 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s_zero(gj_u64 n, gj_u32* p) {\n"
                       "    gj_nn_zero_kernel(n, p);\n"
+                      "}\n\n"
+                      "// fp16 sums to fp32 and the loss scale undone (gj_network_pass_desc.unscale_gradients).\n"
+                      "extern \"C\" __global__ void __launch_bounds__(256)\n"
+                      "%s_finish(gj_u64 n16, const gj_u16* sums, float* out, gj_u32 accumulate, gj_u64 n_a, float* a,\n"
+                      "          gj_u64 n_b, float* b, gj_u64 n_c, float* c, float factor) {\n"
+                      "    gj_nn_finish_kernel(n16, sums, out, accumulate, n_a, a, n_b, b, n_c, c, factor);\n"
                       "}\n\n",
-                      name);
+                      name, name);
     }
 }
 
@@ -361,8 +367,14 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s_zero(gj_u64 n, gj_u32* p) {\n"
                       "    gj_nn_zero_kernel(n, p);\n"
+                      "}\n\n"
+                      "// fp16 sums to fp32 and the loss scale undone (gj_network_pass_desc.unscale_gradients).\n"
+                      "extern \"C\" __global__ void __launch_bounds__(256)\n"
+                      "%s_finish(gj_u64 n16, const gj_u16* sums, float* out, gj_u32 accumulate, gj_u64 n_a, float* a,\n"
+                      "          gj_u64 n_b, float* b, gj_u64 n_c, float* c, float factor) {\n"
+                      "    gj_nn_finish_kernel(n16, sums, out, accumulate, n_a, a, n_b, b, n_c, c, factor);\n"
                       "}\n\n",
-                      name);
+                      name, name);
     }
     if (part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
@@ -440,10 +452,10 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
 char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
                                 size_t *count) {
     /* Each kernel and its program. */
-    static const char *const suffixes[] = {"inference", "forward", "backward", "zero", "backward_input"};
+    static const char *const suffixes[] = {"inference", "forward", "backward", "zero", "backward_input", "finish"};
     static const gj__network_part parts[] = {GJ__NETWORK_PART_INFERENCE, GJ__NETWORK_PART_TRAINING,
                                              GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_BACKWARD,
-                                             GJ__NETWORK_PART_TRAINING_INPUT};
+                                             GJ__NETWORK_PART_TRAINING_INPUT, GJ__NETWORK_PART_BACKWARD};
     enum { N_KERNELS = sizeof suffixes / sizeof *suffixes };
     const char *name = gj__network_name(opts);
     char **names = calloc(N_KERNELS, sizeof *names);

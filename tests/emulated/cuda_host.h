@@ -20,6 +20,7 @@ typedef unsigned short gj_u16;
 typedef unsigned int gj_u32;
 typedef int gj_i32;
 typedef unsigned long long gj_u64;
+struct alignas(8) gj_u32x2 { gj_u32 x, y; };
 struct alignas(16) gj_u32x4 { gj_u32 x, y, z, w; };
 struct alignas(2) gj_half { gj_u16 bits; };
 
@@ -39,6 +40,16 @@ inline gj_u32 gj_pack_half2(float a, float b) {
     return (gj_u32)gj_float_to_half_bits(a) | ((gj_u32)gj_float_to_half_bits(b) << 16);
 }
 
+inline float __uint_as_float(gj_u32 v) {
+    float f;
+    std::memcpy(&f, &v, sizeof f);
+    return f;
+}
+inline gj_u32 __float_as_uint(float f) {
+    gj_u32 v;
+    std::memcpy(&v, &f, sizeof v);
+    return v;
+}
 inline float __expf(float x) { return std::exp(x); }
 inline float __sinf(float x) { return std::sin(x); }
 inline float __cosf(float x) { return std::cos(x); }

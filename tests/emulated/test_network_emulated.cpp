@@ -199,7 +199,56 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
     report("model dL/df fp32", shape, rel_error(ff, dx_ref, 1e-3), 2 * tol);
 }
 
+// gj_nn_finish_kernel: fp16 sums converted (set, or added to) with the factor, and three fp32
+// arrays scaled in place, over grids smaller and larger than the work, with out aligned (the
+// four-at-a-time path) and not (every element alone), n16 not a multiple of four.
+static void finish_case(unsigned grid, unsigned n16, bool aligned, bool accumulate, float factor) {
+    std::vector<gj_u16> sums(n16 + 8);
+    std::vector<float> out_store(n16 + 8), a(37), b(130), c(5);
+    gj_u16* s = sums.data(); // the vector's storage is 16-byte aligned
+    float* out = out_store.data() + (aligned ? 0 : 1);
+    std::vector<double> want_out(n16), want_a(a.size()), want_b(b.size()), want_c(c.size());
+    for (unsigned i = 0; i < n16; ++i) {
+        const float v = (float)((int)(i * 37 % 101) - 50) / 64.0f; // exact in fp16
+        s[i] = gj_float_to_half_bits(v);
+        out[i] = 0.25f * (float)(i % 7);
+        want_out[i] = (accumulate ? out[i] : 0.0) + (double)factor * v;
+    }
+    auto fill = [&](std::vector<float>& v, std::vector<double>& want, float base) {
+        for (size_t i = 0; i < v.size(); ++i) {
+            v[i] = base + (float)i;
+            want[i] = (double)factor * v[i];
+        }
+    };
+    fill(a, want_a, 1.0f), fill(b, want_b, -3.0f), fill(c, want_c, 0.5f);
+    gj_emulate_launch(grid, 32, [&] {
+        gj_nn_finish_kernel(n16, s, out, accumulate ? 1u : 0u, a.size(), a.data(), b.size(), b.data(), c.size(),
+                            c.data(), factor);
+    });
+    double worst = 0.0;
+    auto check = [&](const float* got, const std::vector<double>& want) {
+        for (size_t i = 0; i < want.size(); ++i) {
+            const double e = std::fabs(got[i] - want[i]);
+            worst = e > worst ? e : worst;
+        }
+    };
+    check(out, want_out), check(a.data(), want_a), check(b.data(), want_b), check(c.data(), want_c);
+    char shape[96];
+    std::snprintf(shape, sizeof shape, "finish grid %u n16 %u %s %s factor %g", grid, n16, aligned ? "aligned" : "unaligned",
+                  accumulate ? "accumulate" : "overwrite", (double)factor);
+    if (worst > 1e-6 || out_store[n16 + (aligned ? 0 : 1)] != 0.0f) { // the element after out untouched
+        std::printf("FAIL %s: worst error %g\n", shape, worst);
+        ++failures;
+    } else {
+        std::printf("ok   %s\n", shape);
+    }
+}
+
 int main() {
+    finish_case(1, 103, true, false, 1.0f / 128.0f);
+    finish_case(3, 1000, true, true, 0.5f);
+    finish_case(2, 103, false, false, 1.0f / 128.0f);
+    finish_case(64, 6, false, true, 1.0f);
     enum { NONE, RELU, LEAKY, EXP, SINE, SIGMOID, SQUAREPLUS, SOFTPLUS, TANH, SILU };
     run<Cfg<3, 16, 1, 1, RELU, NONE, true, 2, true, true>>(77, 2, 2e-2);
     run<Cfg<37, 64, 2, 5, TANH, SIGMOID, true, 4, false, false>>(150, 1, 2e-2);

@@ -257,6 +257,8 @@ class NetworkPassDesc(Structure):
         ("encoding_params", c_void_p),  # a model only: the encoding's parameters
         ("dL_dencoding_params", c_void_p),
         ("dL_doutput_scale", c_float),  # appended after 0.1.0: a loss scale the kernels apply (0: none)
+        ("dL_dencoding_params_fp32", c_void_p),  # appended after the loss scale: a model's fp32 encoding gradients
+        ("unscale_gradients", c_uint32),  # 1: the fp32 gradients divided by the loss scale
     ]
 
 

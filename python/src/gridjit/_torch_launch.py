@@ -326,12 +326,13 @@ class _NetOps(_DeviceOps):
         return y, (context,)
 
     def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None, loss_scale=1.0):
-        dx, dparams = self._backward(x, params, saved, dy, want_dx, want_dparams, dparams_out, loss_scale)
-        _unscale(dx, dparams, loss_scale)
-        return dx, dparams
+        self._descriptors().bwd.dL_dencoding_params_fp32 = None
+        return self._backward(x, params, saved, dy, want_dx, want_dparams, dparams_out, loss_scale, True)
 
-    def _backward(self, x, params, saved, dy, want_dx, want_dparams, dparams_out, loss_scale):
-        """The launch of backward, its gradients as the kernels leave them (of the scaled loss)."""
+    def _backward(self, x, params, saved, dy, want_dx, want_dparams, dparams_out, loss_scale, unscale):
+        """The launch of backward: the gradients of the loss (unscale: the library's finishing
+        pass divides them by loss_scale) or, for a caller that goes on in fp16, of the scaled
+        loss."""
         n = x.shape[0]
         dx = _empty((n, self.n_in), dtype=_F32, device=self.device) if want_dx else None
         dparams = None
@@ -351,6 +352,7 @@ class _NetOps(_DeviceOps):
             d.dL_doutput_scale = loss_scale
             d.dL_dparams = None if dparams is None else dparams.data_ptr()
             d.dL_dinput = None if dx is None else dx.data_ptr()
+            d.unscale_gradients = unscale
             self._launch(self._gj_backward, self._handle, descriptors.bwd_ref, "gj_network_backward")
         return dx, dparams
 
@@ -399,7 +401,7 @@ class _ModelOps:
             dparams = dparams_out if dparams_out is not None else _empty(self.n_params, dtype=_F32, device=self.device)
         # dL/d(features) of the scaled loss: the encoding's fp16 backward takes it so.
         dh, _ = self.network._backward(
-            x, params[:n_mlp], saved, dy, True, want_dparams, None if dparams is None else dparams[:n_mlp], loss_scale
+            x, params[:n_mlp], saved, dy, True, want_dparams, None if dparams is None else dparams[:n_mlp], loss_scale, False
         )
         dx, _ = self.encoding.backward(
             x,
@@ -434,7 +436,6 @@ class _FusedModelOps(_NetOps):
         self._encoding_offset = 2 * self.n_mlp  # bytes: the fp16 network parameters come first
         self._fp16_gradients = self._module.encoding_gradient_size() == 2
         self._composed = _ModelOps(native, index)  # the initialisation, part by part
-        self._kept_factor = None  # (value, tensor): _factor's last
 
     @staticmethod
     def _parts(native: "_NetNative") -> tuple:
@@ -457,35 +458,15 @@ class _FusedModelOps(_NetOps):
         d.input = x.data_ptr()
         d.encoding_params = params.data_ptr() + self._encoding_offset
         d.dL_dencoding_params = None
-        staged = None
+        d.dL_dencoding_params_fp32 = None
         if want_dparams and n:
             if dparams_out is None:
                 dparams_out = _empty(self.n_params, dtype=_F32, device=self.device)
+            # The encoding's gradients straight into params' fp32 gradient; where the kernels sum
+            # them in fp16, into a buffer the library then converts (and divides by the loss
+            # scale) in the pass that also divides the network's.
+            d.dL_dencoding_params_fp32 = dparams_out.data_ptr() + 4 * self.n_mlp
             if self._fp16_gradients:
                 staged = _empty(self.n_params - self.n_mlp, dtype=torch.float16, device=self.device)
                 d.dL_dencoding_params = staged.data_ptr()
-            else:
-                d.dL_dencoding_params = dparams_out.data_ptr() + 4 * self.n_mlp
-        dx, dparams = self._backward(x, params, saved, dy, want_dx, want_dparams, dparams_out, loss_scale)
-        if staged is None or loss_scale == 1.0 or _capturing():
-            # Copy and divide in two passes (in a CUDA graph so, with no factor tensor whose
-            # memory the graph would keep reading after _factor replaced it).
-            if staged is not None:
-                dparams[self.n_mlp :].copy_(staged)
-            _unscale(dx, dparams, loss_scale)
-            return dx, dparams
-        # fp16 to fp32 and the loss scale in one pass over the encoding's gradients: a
-        # one-element float32 factor (not a Python number, which would leave the product in
-        # fp16 and round it there) makes the product float32.
-        torch.mul(staged, self._factor(1.0 / loss_scale), out=dparams[self.n_mlp :])
-        _unscale(dx, dparams[: self.n_mlp], loss_scale)
-        return dx, dparams
-
-    def _factor(self, value: float) -> torch.Tensor:
-        """value as a one-element float32 tensor on the device, kept for the next call with
-        the same value (eager calls only: the stream orders its reuse after the kernels that
-        read it)."""
-        kept = self._kept_factor
-        if kept is None or kept[0] != value:
-            kept = self._kept_factor = (value, torch.full((1,), value, dtype=_F32, device=self.device))
-        return kept[1]
+        return self._backward(x, params, saved, dy, want_dx, want_dparams, dparams_out, loss_scale, True)

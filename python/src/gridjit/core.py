@@ -1127,14 +1127,18 @@ class NetworkModule(_Owned):
         accumulate: bool = False,
         dL_dinput: Optional[int] = None,
         loss_scale: float = 0.0,
+        unscale: bool = False,
         stream: Optional[int] = None,
     ) -> None:
         """gj_network_backward: dL/dparams (fp32, overwritten or added to) and/or dL/dinput
         from dL/doutput and the context of the forward pass with the same n and params.
         loss_scale (0: none) multiplies dL/doutput as the kernels read it; the gradients are
-        then those of the scaled loss (dL_doutput_scale, docs/networks.md §8)."""
+        then those of the scaled loss (dL_doutput_scale, docs/networks.md §8), or with
+        unscale (overwriting only) divided by it again in the library's finishing pass
+        (unscale_gradients)."""
         desc = self._desc(n, None, params, None, context, dL_doutput, dL_dparams, accumulate, dL_dinput)
         desc.dL_doutput_scale = float(loss_scale)
+        desc.unscale_gradients = 1 if unscale else 0
         self.context.check(lib.gj_network_backward(self.handle, stream or None, byref(desc)), "gj_network_backward")
 
     def init_params(
