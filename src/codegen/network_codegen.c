@@ -243,6 +243,23 @@ static void launch_bounds(launch_bounds_t *out, const struct gj_network *net, co
     launch_bounds_of(out->forward, sizeof out->forward, name, "FORWARD_WARPS", forward_min);
 }
 
+/* The backward program's helpers (templates/network_kernels.cuh): the zeroing of the
+ * gradients a pass overwrites, and the finishing pass (gj_network_pass_desc's
+ * dL_dencoding_params_fp32 and unscale_gradients). */
+static void emit_gradient_kernels(gj__strbuf *sb, const char *name) {
+    gj__sb_printf(sb,
+                  "extern \"C\" __global__ void %s_zero(gj_u64 n, gj_u32* p) {\n"
+                  "    gj_nn_zero_kernel(n, p);\n"
+                  "}\n\n"
+                  "// fp16 sums to fp32 and the loss scale undone (gj_network_pass_desc.unscale_gradients).\n"
+                  "extern \"C\" __global__ void __launch_bounds__(256)\n"
+                  "%s_finish(gj_u64 n16, const gj_u16* sums, float* out, gj_u32 accumulate, gj_u64 n_a, float* a,\n"
+                  "          gj_u64 n_b, float* b, gj_u64 n_c, float* c, float factor) {\n"
+                  "    gj_nn_finish_kernel(n16, sums, out, accumulate, n_a, a, n_b, b, n_c, c, factor);\n"
+                  "}\n\n",
+                  name, name);
+}
+
 /* The model's kernels (templates/model_kernels.cuh): the encoding's device functions behind
  * NAME_encoding_ops, the network's warp functions; bounds: launch_bounds'. NAME_backward fuses
  * the encoding's dL/dparams; NAME_backward_input is the network's alone, writing dL/d(features)
@@ -323,17 +340,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       name, name, name, name, bounds->backward, name, name, name);
     }
     if (backward) {
-        gj__sb_printf(sb,
-                      "extern \"C\" __global__ void %s_zero(gj_u64 n, gj_u32* p) {\n"
-                      "    gj_nn_zero_kernel(n, p);\n"
-                      "}\n\n"
-                      "// fp16 sums to fp32 and the loss scale undone (gj_network_pass_desc.unscale_gradients).\n"
-                      "extern \"C\" __global__ void __launch_bounds__(256)\n"
-                      "%s_finish(gj_u64 n16, const gj_u16* sums, float* out, gj_u32 accumulate, gj_u64 n_a, float* a,\n"
-                      "          gj_u64 n_b, float* b, gj_u64 n_c, float* c, float factor) {\n"
-                      "    gj_nn_finish_kernel(n16, sums, out, accumulate, n_a, a, n_b, b, n_c, c, factor);\n"
-                      "}\n\n",
-                      name, name);
+        emit_gradient_kernels(sb, name);
     }
 }
 
@@ -364,17 +371,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "    gj_nn_backward_kernel<%s_config, false>(n, dL_dy, dy_scale, params, ctx, dL_dparams, nullptr);\n"
                       "}\n\n",
                       bounds->backward, name, name);
-        gj__sb_printf(sb,
-                      "extern \"C\" __global__ void %s_zero(gj_u64 n, gj_u32* p) {\n"
-                      "    gj_nn_zero_kernel(n, p);\n"
-                      "}\n\n"
-                      "// fp16 sums to fp32 and the loss scale undone (gj_network_pass_desc.unscale_gradients).\n"
-                      "extern \"C\" __global__ void __launch_bounds__(256)\n"
-                      "%s_finish(gj_u64 n16, const gj_u16* sums, float* out, gj_u32 accumulate, gj_u64 n_a, float* a,\n"
-                      "          gj_u64 n_b, float* b, gj_u64 n_c, float* c, float factor) {\n"
-                      "    gj_nn_finish_kernel(n16, sums, out, accumulate, n_a, a, n_b, b, n_c, c, factor);\n"
-                      "}\n\n",
-                      name, name);
+        emit_gradient_kernels(sb, name);
     }
     if (part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
