@@ -202,44 +202,23 @@ size_t gj_network_module_encoding_gradient_size(const gj_network_module *module)
     return gj__grad_is_fp32(&module->net->encoding->config, &module->encoding_opts) ? 4 : 2;
 }
 
+/* Launches kernel k of the backward program, a grid-stride loop over items (blocks of 256
+ * threads, at most 1024 blocks): the zeroing and the finishing kernels. */
+static gj_status launch_elementwise(gj_network_module *m, int k, gj_stream stream, uint64_t items, void **args) {
+    const uint64_t blocks = (items + 255) / 256;
+    gj_launch_config cfg;
+    gj_launch_config_init(&cfg);
+    cfg.block[0] = 256;
+    cfg.grid[0] = (uint32_t)(blocks < 1 ? 1 : blocks < 1024 ? blocks : 1024);
+    cfg.stream = stream;
+    return gj_kernel_launch(m->kernels[k], &cfg, args);
+}
+
 /* Zeroes bytes (a multiple of 4) at p on stream with the backward program's kernel. */
 static gj_status zero(gj_network_module *m, gj_stream stream, void *p, uint64_t bytes) {
     uint64_t words = bytes / 4;
     void *args[] = {&words, &p};
-    gj_launch_config cfg;
-    gj_launch_config_init(&cfg);
-    cfg.block[0] = 256;
-    cfg.grid[0] = (uint32_t)((words + 255) / 256 < 1024 ? (words + 255) / 256 : 1024);
-    cfg.stream = stream;
-    return gj_kernel_launch(m->kernels[K_ZERO], &cfg, args);
-}
-
-/* The finishing pass (templates/network_kernels.cuh, gj_nn_finish_kernel): n16 fp16 sums
- * converted into out (accumulate: added to it), and a, b and c scaled in place, all by factor. */
-typedef struct finish_job {
-    uint64_t n16;
-    const void *sums;
-    float *out;
-    uint32_t accumulate;
-    uint64_t n[3];
-    float *p[3];
-    float factor;
-} finish_job;
-
-static gj_status finish(gj_network_module *m, gj_stream stream, finish_job *f) {
-    uint64_t most = (f->n16 + 3) / 4;
-    for (int i = 0; i < 3; ++i) {
-        most = f->n[i] > most ? f->n[i] : most;
-    }
-    void *args[] = {&f->n16, &f->sums, &f->out, &f->accumulate, &f->n[0], &f->p[0],
-                    &f->n[1], &f->p[1], &f->n[2], &f->p[2], &f->factor};
-    gj_launch_config cfg;
-    gj_launch_config_init(&cfg);
-    cfg.block[0] = 256;
-    cfg.grid[0] = (uint32_t)((most + 255) / 256 < 1024 ? (most + 255) / 256 : 1024);
-    cfg.grid[0] = cfg.grid[0] ? cfg.grid[0] : 1;
-    cfg.stream = stream;
-    return gj_kernel_launch(m->kernels[K_FINISH], &cfg, args);
+    return launch_elementwise(m, K_ZERO, stream, words, args);
 }
 
 void gj_network_pass_desc_init(gj_network_pass_desc *desc) {
@@ -717,8 +696,9 @@ static gj_status plan_gradients(gj_network_module *m, const gj_network_pass_desc
     return GJ_OK;
 }
 
-/* The finishing pass where one is needed: the conversion of fp16 sums, or the division by
- * the loss scale of the fp32 gradients written. */
+/* The finishing pass where one is needed (templates/network_kernels.cuh, gj_nn_finish_kernel):
+ * the conversion of fp16 sums into dL_dencoding_params_fp32, and the division by the loss
+ * scale of the fp32 gradients written (dL_dparams, dL_dinput, an encoding's fp32 sums). */
 static gj_status finish_gradients(gj_network_module *m, gj_stream stream, const gj_network_pass_desc *d,
                                   const gradient_plan *g) {
     const int scale = g->factor != 1.0f;
@@ -726,23 +706,21 @@ static gj_status finish_gradients(gj_network_module *m, gj_stream stream, const 
         return GJ_OK;
     }
     const uint64_t n_encoding = m->net->encoding ? m->net->encoding->layout.n_params : 0;
-    finish_job f = {0};
-    f.factor = g->factor;
-    if (g->convert) {
-        f.n16 = n_encoding;
-        f.sums = g->sums;
-        f.out = d->dL_dencoding_params_fp32;
-        f.accumulate = d->dL_dparams_mode == GJ_GRAD_ACCUMULATE;
+    uint64_t n16 = g->convert ? n_encoding : 0;
+    const void *sums = g->convert ? g->sums : NULL;
+    float *out = g->convert ? d->dL_dencoding_params_fp32 : NULL;
+    uint32_t accumulate = g->convert && d->dL_dparams_mode == GJ_GRAD_ACCUMULATE;
+    /* What is scaled in place: nothing (n 0) without a scale. */
+    float *p[3] = {d->dL_dparams, d->dL_dinput, g->convert ? NULL : (float *)g->sums};
+    uint64_t n[3] = {m->net->layout.n_params, d->n * m->net->n_input_dims, n_encoding};
+    uint64_t items = (n16 + 3) / 4; /* the conversion goes four sums a thread */
+    for (int i = 0; i < 3; ++i) {
+        n[i] = scale && p[i] ? n[i] : 0;
+        items = n[i] > items ? n[i] : items;
     }
-    if (scale) {
-        f.n[0] = d->dL_dparams ? m->net->layout.n_params : 0;
-        f.p[0] = d->dL_dparams;
-        f.n[1] = d->dL_dinput ? d->n * m->net->n_input_dims : 0;
-        f.p[1] = d->dL_dinput;
-        f.n[2] = !g->convert && g->sums ? n_encoding : 0; /* fp32 sums: the caller's array */
-        f.p[2] = !g->convert ? (float *)g->sums : NULL;
-    }
-    return finish(m, stream, &f);
+    float factor = g->factor;
+    void *args[] = {&n16, &sums, &out, &accumulate, &n[0], &p[0], &n[1], &p[1], &n[2], &p[2], &factor};
+    return launch_elementwise(m, K_FINISH, stream, items, args);
 }
 
 gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc) {
@@ -814,37 +792,30 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     float *dparams = desc->dL_dparams;
     void *deparams = grads.sums;
     float *dx = desc->dL_dinput;
-    if (!model) {
-        if (with_input) {
-            void *args[] = {&n, &dy, &params, &context, &dparams, &dx, &dy_scale};
-            status = launch(module, K_BACKWARD_INPUT, stream, n, args, call);
-        } else {
-            void *args[] = {&n, &dy, &params, &context, &dparams, &dy_scale};
-            status = launch(module, K_BACKWARD, stream, n, args, call);
-        }
-        return status == GJ_OK ? finish_gradients(module, stream, desc, &grads) : status;
-    }
-    if (!with_input) {
+    if (!model && with_input) {
+        void *args[] = {&n, &dy, &params, &context, &dparams, &dx, &dy_scale};
+        status = launch(module, K_BACKWARD_INPUT, stream, n, args, call);
+    } else if (!model) {
+        void *args[] = {&n, &dy, &params, &context, &dparams, &dy_scale};
+        status = launch(module, K_BACKWARD, stream, n, args, call);
+    } else if (!with_input) {
         void *args[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams, &dy_scale};
         status = launch(module, K_BACKWARD, stream, n, args, call);
-        return status == GJ_OK ? finish_gradients(module, stream, desc, &grads) : status;
+    } else {
+        void *args[] = {&n, &dy, &params, &context, &dparams, &features, &dy_scale};
+        status = launch(module, K_BACKWARD_INPUT, stream, n, args, call);
+        gj_backward_desc b;
+        gj_backward_desc_init(&b);
+        b.n = n;
+        b.x = x;
+        b.params = eparams;
+        b.dL_dy = features;
+        b.dL_dy_layout = GJ_LAYOUT_SOA;
+        b.dL_dparams = deparams;
+        b.dL_dparams_mode = grads.sums_zeroed ? GJ_GRAD_OVERWRITE : GJ_GRAD_ACCUMULATE;
+        b.dL_dx = dx;
+        status = status == GJ_OK ? gj_backward(encoding_module, stream, &b) : status;
     }
-    void *args[] = {&n, &dy, &params, &context, &dparams, &features, &dy_scale};
-    status = launch(module, K_BACKWARD_INPUT, stream, n, args, call);
-    if (status != GJ_OK) {
-        return status;
-    }
-    gj_backward_desc b;
-    gj_backward_desc_init(&b);
-    b.n = n;
-    b.x = x;
-    b.params = eparams;
-    b.dL_dy = features;
-    b.dL_dy_layout = GJ_LAYOUT_SOA;
-    b.dL_dparams = deparams;
-    b.dL_dparams_mode = grads.sums_zeroed ? GJ_GRAD_OVERWRITE : GJ_GRAD_ACCUMULATE;
-    b.dL_dx = dx;
-    status = gj_backward(encoding_module, stream, &b);
     return status == GJ_OK ? finish_gradients(module, stream, desc, &grads) : status;
 }
 

@@ -83,8 +83,6 @@ def _unscale(dx, dparams, loss_scale: float) -> None:
         dparams.mul_(unscale)
 
 
-_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
-
 
 class _DeviceOps:
     """What the launch layers of one library module on one CUDA device share (_Ops,
@@ -326,7 +324,6 @@ class _NetOps(_DeviceOps):
         return y, (context,)
 
     def backward(self, x, params, saved, dy, want_dx, want_dparams, stochastic=False, dparams_out=None, loss_scale=1.0):
-        self._descriptors().bwd.dL_dencoding_params_fp32 = None
         return self._backward(x, params, saved, dy, want_dx, want_dparams, dparams_out, loss_scale, True)
 
     def _backward(self, x, params, saved, dy, want_dx, want_dparams, dparams_out, loss_scale, unscale):

@@ -87,7 +87,7 @@ import weakref
 from typing import Mapping, Optional, Union
 
 from . import _capi, _pcg
-from ._torch_launch import _F32, _FusedModelOps, _ModelOps, _NetOps, _Ops, _capturing
+from ._torch_launch import _F32, _FusedModelOps, _ModelOps, _NetOps, _Ops
 from .core import CodegenOptions, Context, Encoding as _GridEncoding, Module as _GridModule, default_context
 from .core import Network as _GridNetwork, NetworkModule as _GridNetworkModule
 
@@ -106,6 +106,7 @@ _PRECISIONS = {torch.float16: "fp16", torch.float32: "fp32"}
 
 # What the hot path calls, looked up once (the launch layer's are in _torch_launch). Each
 # has a fallback for torch builds without the private entry point.
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
 _grad_enabled = torch.is_grad_enabled
 _will_execute = getattr(torch._C, "_will_engine_execute_node", None)
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
@@ -892,8 +893,9 @@ class _NetworkFunction(torch.autograd.Function):
 
 def _network_backward(ctx, dy, x, kparams, saved, want_dx, want_dparams):
     """(dL/dx, dL/dparams) with the loss scale: the kernels multiply dL/dy by it as they read it
-    (gj_network_pass_desc.dL_doutput_scale: no pass of its own), and the launch layer divides
-    the gradients by it (a model's fp16 encoding gradients as they are converted to fp32)."""
+    (gj_network_pass_desc.dL_doutput_scale: no pass of its own), and the launch layer has the
+    gradients divided by it (the library's finishing pass, unscale_gradients, which also converts
+    a model's fp16 encoding gradients to fp32)."""
     if dy.dtype is not _F32:
         dy = dy.to(_F32)
     if not dy.is_contiguous():
