@@ -398,11 +398,20 @@ static void narrow_models_forward_kernels_ask_for_two_blocks(void **state) {
     char *backward = source_of(narrow, GJ__NETWORK_PART_BACKWARD);
     char *wide_inference = source_of(wide, GJ__NETWORK_PART_INFERENCE);
     char *alone_inference = source_of(alone, GJ__NETWORK_PART_INFERENCE);
-    assert_non_null(strstr(inference, "__launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_inference("));
+    /* A model's inference kernel states its bounds in net_config, per class (the large class's
+     * one block of 16 warps asks for one: a_model_s_inference_takes_one_wide_block). */
+    static const char model_bounds[] =
+        "__launch_bounds__(32 * net_config::INFERENCE_WARPS, net_config::INFERENCE_MIN_BLOCKS)\nnet_inference(";
+    assert_non_null(strstr(inference, model_bounds));
+    assert_non_null(strstr(inference, "#else\n"));
+    assert_non_null(strstr(strstr(inference, "#else\n"), "static constexpr int INFERENCE_MIN_BLOCKS = 2;"));
     assert_non_null(strstr(forward, "__launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_forward("));
     assert_non_null(strstr(backward, "__launch_bounds__(32 * net_config::WARPS)\nnet_backward("));
-    assert_non_null(strstr(wide_inference, "__launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_inference("));
+    assert_non_null(strstr(wide_inference, model_bounds));
+    assert_non_null(strstr(wide_inference, "static constexpr int INFERENCE_MIN_BLOCKS = 0;"));
+    assert_null(strstr(wide_inference, "INFERENCE_MIN_BLOCKS = 2;"));
     assert_non_null(strstr(alone_inference, "__launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_inference("));
+    assert_null(strstr(alone_inference, "INFERENCE_WARPS"));
     /* 64 x 6 and 64 x 1 take eight forward warps: none; 16 x 8, as many, but narrow: two. */
     static const struct {
         uint32_t width, hidden;
@@ -423,19 +432,25 @@ static void narrow_models_forward_kernels_ask_for_two_blocks(void **state) {
         }
         /* The premise: the shapes without the bound are those with eight forward warps. */
         assert_true(shapes[i].two || most_warps == 8);
-        char *src = source_of(model, GJ__NETWORK_PART_INFERENCE);
-        const int two = strstr(src, "__launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_inference(") != NULL;
+        char *src = source_of(model, GJ__NETWORK_PART_TRAINING);
+        const int two = strstr(src, "__launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_forward(") != NULL;
         if (two != shapes[i].two) {
             fail_msg("%ux%u (%u forward warps): two blocks %d, expected %d", shapes[i].width, shapes[i].hidden,
                      most_warps, two, shapes[i].two);
         }
-        assert_non_null(strstr(src, "net_inference("));
+        free(src);
+        /* The inference kernel's minimum in the portable plan is the forward's. */
+        src = source_of(model, GJ__NETWORK_PART_INFERENCE);
+        const char *portable = strstr(src, "#else\n") ? strstr(src, "#else\n") : src;
+        assert_non_null(strstr(portable, shapes[i].two ? "INFERENCE_MIN_BLOCKS = 2;" : "INFERENCE_MIN_BLOCKS = 0;"));
         free(src);
         gj_network_destroy(model);
     }
     narrow->hints.min_blocks = 3;
     char *hinted = source_of(narrow, GJ__NETWORK_PART_INFERENCE);
-    assert_non_null(strstr(hinted, "__launch_bounds__(32 * net_config::FORWARD_WARPS, 3)\nnet_inference("));
+    assert_non_null(strstr(hinted, model_bounds));
+    assert_non_null(strstr(hinted, "static constexpr int INFERENCE_MIN_BLOCKS = 3;"));
+    assert_null(strstr(hinted, "INFERENCE_MIN_BLOCKS = 1;")); /* a hint leaves the plans' shapes */
     /* GRIDJIT_NETWORK_FORWARD_REGISTERS's hint: a register budget instead of the bounds (CUDA
      * takes one or the other), the forward passes' alone; it compiles. */
     narrow->hints.forward_registers = 200;
@@ -472,6 +487,101 @@ static void narrow_models_forward_kernels_ask_for_two_blocks(void **state) {
     gj_network_destroy(alone);
 }
 
+/* A model's inference kernel on the large class: one block of 16 warps, rows as wide as the
+ * network's input or output, one m-tile at a time, within 63 KiB (so that the 64 KiB carveout
+ * holds it); the portable class, networks alone, models whose block would not fit and hints keep
+ * the forward kernel's shape. Compiled, NAME_inference_config states the class's shape. */
+static void a_model_s_inference_takes_one_wide_block(void **state) {
+    (void)state;
+    static const struct {
+        uint32_t width, hidden;
+        int wide;
+    } shapes[] = {{64, 2, 1}, {32, 2, 1}, {16, 2, 1}, {64, 1, 1}, {64, 3, 0}, {64, 4, 0}, {128, 2, 0}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
+        char config[256];
+        snprintf(config, sizeof config,
+                 "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"otype\": \"FullyFusedMLP\", "
+                 "\"n_neurons\": %u, \"n_hidden_layers\": %u}}",
+                 shapes[i].width, shapes[i].hidden);
+        struct gj_network *model = make(config, 3, 16);
+        gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES], alone[GJ__NETWORK_PLAN_CLASSES], one;
+        gj__network_plans_make(&model->layout, &model->hints, 1, plans);
+        gj__network_plans_make(&model->layout, &model->hints, 0, alone);
+        for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+            gj__network_plan_make(&model->layout, NULL, (gj__network_plan_class)c, &one);
+            assert_same_plan(&plans[c], &one); /* the rest of the plan is the network's */
+            assert_true(gj__network_plan_equal(&alone[c], &one));
+            assert_int_equal(one.inference_warps, one.forward_warps);
+            assert_int_equal(one.inference_stride, one.stride);
+            assert_int_equal(one.inference_bytes, one.forward_bytes);
+            assert_int_equal(one.inference_min_blocks, 0);
+            assert_int_equal(one.inference_m_tiles, 0);
+        }
+        const gj__network_plan *large = &plans[GJ__NETWORK_PLAN_LARGE];
+        assert_true(gj__network_plan_equal(&plans[GJ__NETWORK_PLAN_PORTABLE], &alone[GJ__NETWORK_PLAN_PORTABLE]));
+        print_message("%u x %u: inference %u warps, rows of %u, %u bytes\n", shapes[i].width, shapes[i].hidden,
+                      large->inference_warps, large->inference_stride, large->inference_bytes);
+        if (shapes[i].wide) {
+            assert_int_equal(large->inference_warps, 16);
+            assert_int_equal(large->inference_stride, 32 + 8); /* 16 levels x 2 features, 16 outputs */
+            assert_int_equal(large->inference_scratch_halves, 32 * 40);
+            assert_int_equal(large->inference_min_blocks, 1);
+            assert_int_equal(large->inference_m_tiles, 1);
+            assert_int_equal(large->inference_bytes, 2 * (large->staged_halves + 16 * 32 * 40));
+            assert_true(large->inference_bytes <= 63 * 1024);
+            assert_false(gj__network_plan_equal(large, &alone[GJ__NETWORK_PLAN_LARGE]));
+        } else {
+            assert_true(gj__network_plan_equal(large, &alone[GJ__NETWORK_PLAN_LARGE]));
+            assert_true(2 * (large->staged_halves + 16 * 32 * 40) > 63 * 1024 || !large->stage);
+        }
+        gj_network_destroy(model);
+    }
+    /* A hint measures the other shapes. */
+    struct gj_network *model = make("{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"otype\": "
+                                    "\"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 2}}",
+                                    3, 16);
+    gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
+    model->hints.forward_warps = 4;
+    gj__network_plans_make(&model->layout, &model->hints, 1, plans);
+    assert_int_equal(plans[GJ__NETWORK_PLAN_LARGE].inference_warps, 4);
+    model->hints.forward_warps = 0;
+    model->hints.forward_registers = 168;
+    gj__network_plans_make(&model->layout, &model->hints, 1, plans);
+    assert_int_equal(plans[GJ__NETWORK_PLAN_LARGE].inference_warps, 4);
+    model->hints.forward_registers = 0;
+    if (!gj_test_have_nvrtc()) {
+        gj_network_destroy(model);
+        skip();
+    }
+    /* Each class's kernel as NVRTC compiles it (a cubin for sm_90: the wide block; sm_86 and PTX
+     * for compute_90: the forward kernel's shape). */
+    char *src = source_of(model, GJ__NETWORK_PART_INFERENCE);
+    static const struct {
+        const char *arch;
+        int warps, stride, m_tiles;
+    } targets[] = {{"sm_90", 16, 40, 1}, {"sm_100", 16, 40, 1}, {"sm_86", 4, 72, 0}, {"compute_90", 4, 72, 0}};
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    for (size_t i = 0; i < sizeof targets / sizeof *targets; ++i) {
+        char check[320];
+        snprintf(check, sizeof check,
+                 "\nstatic_assert(net_inference_config::FORWARD_WARPS == %d && net_inference_config::S == %d && "
+                 "net_inference_config::FORWARD_M_TILES == %d && net_config::FORWARD_WARPS == 4, \"the class's shape\");\n",
+                 targets[i].warps, targets[i].stride, targets[i].m_tiles);
+        char *checked = appended(src, check);
+        const char *names[] = {"&net_inference"};
+        gj_program *prog = NULL;
+        if (gj_compile_source(ctx, checked, names, 1, targets[i].arch, &prog) != GJ_OK) {
+            fail_msg("%s: %s\n%s", targets[i].arch, gj_context_errmsg(ctx), prog ? gj_program_log(prog) : "");
+        }
+        gj_program_destroy(prog);
+        free(checked);
+    }
+    gj_context_destroy(ctx);
+    free(src);
+    gj_network_destroy(model);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_layout_gets_the_plan_s_choices),
@@ -485,6 +595,7 @@ int main(void) {
         cmocka_unit_test(the_class_of_an_architecture),
         cmocka_unit_test(each_architecture_compiles_its_class_s_plan),
         cmocka_unit_test(narrow_models_forward_kernels_ask_for_two_blocks),
+        cmocka_unit_test(a_model_s_inference_takes_one_wide_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -162,9 +162,7 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
         }
     }
     plan_hints_from_env(&m->net->hints); /* the module's own copy of the network */
-    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
-        gj__network_plan_make(&m->net->layout, &m->net->hints, (gj__network_plan_class)c, &m->plans[c]);
-    }
+    gj__network_plans_make(&m->net->layout, &m->net->hints, m->net->encoding != NULL, m->plans);
     m->forward_waves = (uint32_t)env_in_range("GRIDJIT_NETWORK_WAVES", 1, 64, FORWARD_WAVES);
     m->carveout = (int)env_in_range("GRIDJIT_NETWORK_CARVEOUT", -1, 100, CARVEOUT_RULE);
     pthread_mutex_init(&m->lock, NULL);
@@ -468,11 +466,12 @@ static gj_status need_encoding_module(gj_network_module *m, gj_module **out) {
 /* A model's inference kernel gathers its encoding's table entries through L1: with the shared
  * memory that the most resident blocks would take, a 64 x 4 model's kernel kept 23 KiB of L1 on
  * the H200 and ran at half speed (docs/networks.md, "Shared memory against L1"). So it prefers
- * fewer blocks (l1_carveout.h: within half the capacity, at least two) and the rest as L1;
- * *per_sm becomes the blocks that then fit. */
-static gj_status prefer_l1(gj_network_module *m, gj_stream stream, uint32_t shared_bytes, int *per_sm,
+ * fewer blocks (l1_carveout.h: within half the capacity, at least two) and the rest as L1, and
+ * one where its plan's block is the wide one of 16 warps (one_block: the block that asks for one
+ * and is made to be alone); *per_sm becomes the blocks that then fit. */
+static gj_status prefer_l1(gj_network_module *m, gj_stream stream, uint32_t shared_bytes, int one_block, int *per_sm,
                            const char *call) {
-    int percent = m->carveout, blocks = *per_sm;
+    int percent = m->carveout, blocks = one_block && *per_sm > 1 ? 1 : *per_sm;
     if (percent == CARVEOUT_RULE) {
         int smem = 0, reserved = 0;
         gj_status status = gj__stream_device_attribute(
@@ -485,7 +484,7 @@ static gj_status prefer_l1(gj_network_module *m, gj_stream stream, uint32_t shar
             return status;
         }
         percent = gj__l1_carveout(smem > 0 ? (uint32_t)smem : 0u, reserved > 0 ? (uint32_t)reserved : 0u,
-                                  shared_bytes, *per_sm, &blocks);
+                                  shared_bytes, blocks, &blocks);
     }
     if (percent == -1 && m->carveout == CARVEOUT_RULE) {
         return GJ_OK; /* nothing known: the driver's choice stands */
@@ -518,10 +517,12 @@ static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
     const gj__network_plan_class cls = gj__network_plan_class_of(cubin_sm);
     const gj__network_plan *plan = &m->plans[cls];
     const int backward = k == K_BACKWARD || k == K_BACKWARD_INPUT;
-    const uint32_t warps = backward ? plan->warps : plan->forward_warps;
+    const int inference = k == K_INFERENCE;
+    const uint32_t warps = backward ? plan->warps : inference ? plan->inference_warps : plan->forward_warps;
     const uint32_t threads = 32 * warps;
     const uint32_t shared_bytes = k == K_BACKWARD_INPUT && m->net->encoding ? plan->backward_input_bytes
                                   : backward                                 ? plan->backward_bytes
+                                  : inference                                ? plan->inference_bytes
                                                                              : plan->forward_bytes;
     const uint64_t needed = ((job->n + 31) / 32 + warps - 1) / warps;
     /* Asked of the driver once a class: a wave only bounds the grid, which any size computes right. */
@@ -540,7 +541,7 @@ static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
         const int choose_carveout = k == K_INFERENCE && m->net->encoding && !m->carveout_chosen;
         pthread_mutex_unlock(&m->lock);
         if (status == GJ_OK && choose_carveout) {
-            status = prefer_l1(m, job->stream, shared_bytes, &per_sm, job->call);
+            status = prefer_l1(m, job->stream, shared_bytes, plan->inference_min_blocks == 1, &per_sm, job->call);
             pthread_mutex_lock(&m->lock);
             m->carveout_chosen = status == GJ_OK;
             pthread_mutex_unlock(&m->lock);

@@ -79,6 +79,10 @@ static void emit_header(gj__strbuf *sb, const struct gj_network *net, const gj_c
                           plan->forward_warps, plan->warps, weights_words(plan),
                           plan->smem_grads ? "per block in shared memory" : "in global memory", plan->forward_bytes,
                           plan->backward_bytes);
+            if (plan->inference_warps != plan->forward_warps || plan->inference_bytes != plan->forward_bytes) {
+                gj__sb_printf(sb, "//   the inference kernel: %u warps per block, rows of %u halves, shared memory %u bytes.\n",
+                              plan->inference_warps, plan->inference_stride, plan->inference_bytes);
+            }
         }
     }
     gj__emit_options_comment(sb, options_text);
@@ -86,7 +90,7 @@ static void emit_header(gj__strbuf *sb, const struct gj_network *net, const gj_c
 }
 
 /* The block plan's constants of NAME_config (the kernels' launch geometry). */
-static void emit_plan_fields(gj__strbuf *sb, const gj__network_plan *plan) {
+static void emit_plan_fields(gj__strbuf *sb, const gj__network_plan *plan, int model, uint32_t forward_min) {
     gj__sb_printf(sb, "    static constexpr int WARPS = %u;                // backward kernels: warps per block\n", plan->warps);
     gj__sb_printf(sb, "    static constexpr int FORWARD_WARPS = %u;        // inference and forward kernels: warps per block\n",
                   plan->forward_warps);
@@ -98,11 +102,25 @@ static void emit_plan_fields(gj__strbuf *sb, const gj__network_plan *plan) {
                   plan->smem_grads ? "true" : "false");
     gj__sb_printf(sb, "    static constexpr bool SMEM_GRADS_INPUT = %s; // a model's backward with dL/dinput: the same\n",
                   plan->input_smem_grads ? "true" : "false");
+    if (model) {
+        gj__sb_printf(sb, "    static constexpr int INFERENCE_WARPS = %u;      // a model's inference kernel: warps per block\n",
+                      plan->inference_warps);
+        gj__sb_printf(sb, "    static constexpr int INFERENCE_S = %u;          // its rows' halves\n",
+                      plan->inference_stride);
+        gj__sb_printf(sb, "    static constexpr gj_u64 INFERENCE_SCRATCH_HALVES = %lluull; // its buffer a warp\n",
+                      (unsigned long long)plan->inference_scratch_halves);
+        gj__sb_printf(sb, "    static constexpr int INFERENCE_MIN_BLOCKS = %u; // its minimum of blocks a multiprocessor (0: none)\n",
+                      plan->inference_min_blocks ? plan->inference_min_blocks : forward_min);
+        gj__sb_printf(sb, "    static constexpr int INFERENCE_M_TILES = %u;    // its 16-row tiles at once (0: as the forward)\n",
+                      plan->inference_m_tiles);
+    }
 }
 
 /* plans: one per gj__network_plan_class; where they differ the config states both, chosen by
  * the architecture compiled for. */
-static void emit_config(gj__strbuf *sb, const struct gj_network *net, const char *name, const gj__network_plan *plans) {
+static void emit_config(gj__strbuf *sb, const struct gj_network *net, const char *name, const gj__network_plan *plans,
+                        uint32_t forward_min) {
+    const int model = net->encoding != NULL;
     const gj__network_plan *plan = &plans[GJ__NETWORK_PLAN_PORTABLE];
     const gj__network_layout *lay = &net->layout;
     const gj__network_config *c = &net->config.network;
@@ -131,13 +149,13 @@ static void emit_config(gj__strbuf *sb, const struct gj_network *net, const char
     gj__sb_printf(sb, "    static constexpr gj_u64 CTX_HALVES = %lluull;     // forward context of one warp's 32 points\n",
                   (unsigned long long)plan->ctx_halves);
     if (gj__network_plan_equal(plan, &plans[GJ__NETWORK_PLAN_LARGE])) {
-        emit_plan_fields(sb, plan);
+        emit_plan_fields(sb, plan, model, forward_min);
     } else {
         /* The runtime launches a program's kernels with the plan of its class (network_module_api.c). */
         gj__sb_append(sb, "#if " GJ__NETWORK_PLAN_LARGE_IF " // cubins for sm_90 to sm_110: 227 KiB a block\n");
-        emit_plan_fields(sb, &plans[GJ__NETWORK_PLAN_LARGE]);
+        emit_plan_fields(sb, &plans[GJ__NETWORK_PLAN_LARGE], model, forward_min);
         gj__sb_append(sb, "#else\n");
-        emit_plan_fields(sb, plan);
+        emit_plan_fields(sb, plan, model, forward_min);
         gj__sb_append(sb, "#endif\n");
     }
     gj__sb_append(sb, "};\n");
@@ -178,7 +196,7 @@ static void emit_functions(gj__strbuf *sb, const char *name) {
 /* A kernel's __launch_bounds__: the block's threads (warps: "WARPS" or "FORWARD_WARPS"), and
  * a minimum of blocks a multiprocessor where there is one (0: none). */
 typedef struct {
-    char forward[256], backward[256];
+    char inference[256], forward[256], backward[256];
 } launch_bounds_t;
 
 static void launch_bounds_of(char *out, size_t size, const char *name, const char *warps, uint32_t min_blocks) {
@@ -224,7 +242,15 @@ static int model_forward_two_blocks(const struct gj_network *net, const gj__netw
     return 1;
 }
 
-/* plans: one a class; min_blocks is the same in each. */
+/* The minimum of blocks the forward kernels' __launch_bounds__ ask for (0: none); plans: one a
+ * class, min_blocks the same in each. */
+static uint32_t forward_min_blocks(const struct gj_network *net, const gj__network_plan *plans) {
+    const uint32_t hinted = plans[GJ__NETWORK_PLAN_PORTABLE].min_blocks;
+    return hinted ? hinted : model_forward_two_blocks(net, plans) ? 2u : 0u;
+}
+
+/* A model's inference kernel states its block and minimum in NAME_config (INFERENCE_WARPS,
+ * INFERENCE_MIN_BLOCKS), which differ between the classes' plans (gj__network_plans_make). */
 static void launch_bounds(launch_bounds_t *out, const struct gj_network *net, const char *name,
                           const gj__network_plan *plans) {
     const gj__network_plan *plan = &plans[GJ__NETWORK_PLAN_PORTABLE];
@@ -234,13 +260,16 @@ static void launch_bounds(launch_bounds_t *out, const struct gj_network *net, co
         /* A measuring knob (GRIDJIT_NETWORK_FORWARD_REGISTERS): a register budget of its own,
          * which CUDA does not take beside __launch_bounds__. */
         snprintf(out->forward, sizeof out->forward, "__maxnreg__(%u)", registers);
+        memcpy(out->inference, out->forward, sizeof out->inference);
         return;
     }
-    uint32_t forward_min = plan->min_blocks;
-    if (!forward_min && model_forward_two_blocks(net, plans)) {
-        forward_min = 2;
+    launch_bounds_of(out->forward, sizeof out->forward, name, "FORWARD_WARPS", forward_min_blocks(net, plans));
+    if (net->encoding) {
+        snprintf(out->inference, sizeof out->inference,
+                 "__launch_bounds__(32 * %s_config::INFERENCE_WARPS, %s_config::INFERENCE_MIN_BLOCKS)", name, name);
+    } else {
+        memcpy(out->inference, out->forward, sizeof out->inference);
     }
-    launch_bounds_of(out->forward, sizeof out->forward, name, "FORWARD_WARPS", forward_min);
 }
 
 /* The backward program's helpers (templates/network_kernels.cuh): the zeroing of the
@@ -297,12 +326,20 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
     gj__sb_append(sb, "// Kernels (templates/model_kernels.cuh): point-major float arrays, any grid size.\n");
     if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
+                      "// The inference kernel's plan: its own warps a block and rows (as wide as the network's\n"
+                      "// input or output where its block is one of 16 warps: docs/networks.md §7).\n"
+                      "struct %s_inference_config : %s_config {\n"
+                      "    static constexpr int FORWARD_WARPS = %s_config::INFERENCE_WARPS;\n"
+                      "    static constexpr int S = %s_config::INFERENCE_S;\n"
+                      "    static constexpr gj_u64 FORWARD_SCRATCH_HALVES = %s_config::INFERENCE_SCRATCH_HALVES;\n"
+                      "    static constexpr int FORWARD_M_TILES = %s_config::INFERENCE_M_TILES;\n"
+                      "};\n\n"
                       "extern \"C\" __global__ void %s\n"
                       "%s_inference(gj_u64 n, const float* x, float* y, const gj_half* params,\n"
                       "             const %s_encoding_config::param_t* eparams) {\n"
-                      "    gj_model_forward_kernel<%s_config, %s_encoding_ops>(n, x, y, params, eparams, nullptr);\n"
+                      "    gj_model_forward_kernel<%s_inference_config, %s_encoding_ops>(n, x, y, params, eparams, nullptr);\n"
                       "}\n\n",
-                      bounds->forward, name, name, name, name);
+                      name, name, name, name, name, name, bounds->inference, name, name, name, name);
     }
     if (forward) {
         gj__sb_printf(sb,
@@ -352,7 +389,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "%s_inference(gj_u64 n, const float* x, float* y, const gj_half* params) {\n"
                       "    gj_nn_forward_kernel<%s_config>(n, x, y, params, nullptr);\n"
                       "}\n\n",
-                      bounds->forward, name, name);
+                      bounds->inference, name, name);
     }
     if (part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
@@ -389,9 +426,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
                           const char *options_text) {
     const char *name = gj__network_name(opts);
     gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
-    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
-        gj__network_plan_make(&net->layout, &net->hints, (gj__network_plan_class)c, &plans[c]);
-    }
+    gj__network_plans_make(&net->layout, &net->hints, net->encoding != NULL, plans);
     gj__strbuf sb;
     gj__sb_init(&sb);
     emit_header(&sb, net, opts, part, plans, options_text);
@@ -430,7 +465,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
             gj__emit_template(&sb, "model_kernels.cuh");
         }
     }
-    emit_config(&sb, net, name, plans);
+    emit_config(&sb, net, name, plans, forward_min_blocks(net, plans));
     if (part == GJ__NETWORK_PART_ALL) {
         emit_functions(&sb, name);
     }

@@ -131,7 +131,60 @@ int gj__network_plan_equal(const gj__network_plan *a, const gj__network_plan *b)
            a->stage == b->stage && a->stage_backward == b->stage_backward && a->smem_grads == b->smem_grads &&
            a->input_smem_grads == b->input_smem_grads && a->min_blocks == b->min_blocks &&
            a->forward_bytes == b->forward_bytes && a->backward_bytes == b->backward_bytes &&
-           a->backward_input_bytes == b->backward_input_bytes;
+           a->backward_input_bytes == b->backward_input_bytes && a->inference_warps == b->inference_warps &&
+           a->inference_stride == b->inference_stride && a->inference_scratch_halves == b->inference_scratch_halves &&
+           a->inference_min_blocks == b->inference_min_blocks && a->inference_m_tiles == b->inference_m_tiles &&
+           a->inference_bytes == b->inference_bytes;
+}
+
+/* A model's inference kernel on the large class (sm_90 to sm_110): one block of
+ * WIDE_INFERENCE_WARPS warps a multiprocessor, its rows as wide as the network's input or
+ * output (the forward kernel's are as wide as its widest layer, for nothing: the hidden layers
+ * stay in registers), where the block then takes at most WIDE_INFERENCE_LIMIT bytes. The
+ * encoding's gathers are what the kernel waits on; a multiprocessor's shared memory and L1 are
+ * one store, and a block this small leaves L1 192 KiB under the 64 KiB carveout, where three
+ * blocks of four warps (rows of 72 halves, three copies of the weights: 100 KiB) leave it 156
+ * or less. On the H200 (2^21 points, C1) the 64 x 2 model's inference took 1.056 -> 1.027 ms,
+ * 32 x 2's 1.029 -> 1.019, 16 x 2's 1.016 -> 1.003, 64 x 1's 1.035 -> 1.016, as the examples'
+ * hand-fused kernel in this shape (docs/benchmarks.md §11, the nineteenth session). Every
+ * thread then has at most 128 registers (__launch_bounds__(512, 1)). Measured on the H200
+ * alone: the portable class keeps the forward kernel's shape. */
+#define WIDE_INFERENCE_WARPS 16u
+#define WIDE_INFERENCE_LIMIT (63u * 1024u) /* the 64 KiB carveout less the 1 KiB a block reserves */
+
+static void wide_inference(const gj__network_layout *layout, const gj__network_plan_hints *hints,
+                           gj__network_plan *p) {
+    /* Any hint measures the other shapes (and a register budget would not fit 16 warps). */
+    const int hinted = hints && (hints->warps || hints->forward_warps || hints->stage || hints->smem_grads ||
+                                 hints->min_blocks || hints->forward_registers);
+    const int chunked = layout->n_layers == 1 && layout->padded_output_width > GJ__NETWORK_OUT_CHUNK;
+    if (hinted || chunked || !p->stage) {
+        return;
+    }
+    const uint32_t widest = layout->padded_input_width > layout->padded_output_width ? layout->padded_input_width
+                                                                                      : layout->padded_output_width;
+    const uint32_t stride = widest + 8;
+    const uint64_t scratch = 32ull * stride;
+    const uint64_t bytes = 2 * (p->staged_halves + scratch * WIDE_INFERENCE_WARPS);
+    if (bytes > WIDE_INFERENCE_LIMIT) {
+        return;
+    }
+    p->inference_warps = WIDE_INFERENCE_WARPS;
+    p->inference_stride = stride;
+    p->inference_scratch_halves = scratch;
+    p->inference_min_blocks = 1;
+    p->inference_m_tiles = 1; /* both m-tiles' accumulators spilled at 128 registers (64 x 2) */
+    p->inference_bytes = (uint32_t)bytes;
+}
+
+void gj__network_plans_make(const gj__network_layout *layout, const gj__network_plan_hints *hints, int model,
+                            gj__network_plan *plans) {
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        gj__network_plan_make(layout, hints, (gj__network_plan_class)c, &plans[c]);
+        if (model && c == GJ__NETWORK_PLAN_LARGE) {
+            wide_inference(layout, hints, &plans[c]);
+        }
+    }
 }
 
 void gj__network_plan_make(const gj__network_layout *layout, const gj__network_plan_hints *hints,
@@ -180,6 +233,11 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
     p.input_smem_grads = 0;
     apply_hints(hints, staged, layout->n_params, &p);
     p.forward_bytes = (uint32_t)forward_bytes(&p);
+    p.inference_warps = p.forward_warps;
+    p.inference_stride = p.stride;
+    p.inference_scratch_halves = p.forward_scratch_halves;
+    p.inference_bytes = p.forward_bytes;
+    p.inference_m_tiles = 0; /* templates/network.cuh's rule (gj_nn_forward_m_tiles) */
     p.backward_bytes = (uint32_t)backward_bytes(&p, layout->n_params);
     p.backward_input_bytes = (uint32_t)backward_bytes_with(&p, layout->n_params, p.input_smem_grads);
     *out = p;

@@ -29,6 +29,16 @@ typedef struct gj__network_plan {
                                 writing dL/d(features)) */
     uint32_t min_blocks;     /* the kernels' __launch_bounds__ minimum of blocks a multiprocessor (0: none) */
     uint32_t forward_bytes;  /* dynamic shared memory of the inference and forward kernels */
+    /* A model's inference kernel (the forward's unless gj__network_plans_make gives it the wide
+     * block): warps a block, its rows' halves, one warp's buffer, the minimum of blocks its
+     * __launch_bounds__ asks for (0: the forward kernel's), its dynamic shared memory. */
+    uint32_t inference_warps;
+    uint32_t inference_stride;
+    uint64_t inference_scratch_halves;
+    uint32_t inference_min_blocks;
+    uint32_t inference_m_tiles; /* its 16-row tiles of the 32 points computed at once: 1, or 0
+                                   for the templates' rule */
+    uint32_t inference_bytes;
     uint32_t backward_bytes; /* of the backward kernel */
     uint32_t backward_input_bytes; /* of a model's backward with dL/dinput */
 } gj__network_plan;
@@ -76,6 +86,11 @@ gj__network_plan_class gj__network_plan_class_of(int cubin_sm);
  * where the block they make still fits (GJ__NETWORK_MAX_SMEM). */
 void gj__network_plan_make(const gj__network_layout *layout, const gj__network_plan_hints *hints,
                            gj__network_plan_class cls, gj__network_plan *out);
+
+/* The plans of every class (plans: GJ__NETWORK_PLAN_CLASSES of them) of a network alone
+ * (model 0) or behind an encoding (model 1), whose inference kernel may take a wide block. */
+void gj__network_plans_make(const gj__network_layout *layout, const gj__network_plan_hints *hints, int model,
+                            gj__network_plan *plans);
 
 /* Whether two plans make the same kernels and launches (the generated code states one plan
  * for both classes where they agree). */

@@ -45,6 +45,16 @@ struct Cfg {
     static constexpr bool STAGE = STAGE_, STAGE_BWD = STAGE_BWD_, SMEM_GRADS = GRADS_;
 };
 
+// The inference kernel's shape in a model's wide block (src/codegen/network_plan.c): 16 warps
+// a block, rows as wide as the padded input or output (not the hidden layers'), one m-tile at a
+// time; for outputs of at most one chunk of columns.
+template <class C> struct WideInference : C {
+    static constexpr int FORWARD_WARPS = 16;
+    static constexpr int S = (C::IN_P > C::OUT_P ? C::IN_P : C::OUT_P) + 8;
+    static constexpr gj_u64 FORWARD_SCRATCH_HALVES = 32ull * S;
+    static constexpr int FORWARD_M_TILES = 1;
+};
+
 static const char* const names[] = {"None", "ReLU", "LeakyReLU", "Exponential", "Sine", "Sigmoid", "Squareplus",
                                     "Softplus", "Tanh", "SiLU"};
 
@@ -154,6 +164,15 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
 
     std::vector<double> a(y_inf.begin(), y_inf.end()), b(y_fwd.begin(), y_fwd.end());
     report("inference", shape, rel_error(a, y_ref, 1e-3), tol);
+    if constexpr (!gj_nn_out_chunked<C>()) {
+        typedef WideInference<C> WC;
+        static_assert(gj_nn_forward_m_tiles<WC>::value == 1, "the wide block's one m-tile");
+        std::vector<float> y_wide((size_t)n * C::OUT, NAN);
+        gj_emulate_launch(grid, 32 * WC::FORWARD_WARPS,
+                          [&] { gj_nn_forward_kernel<WC>(n, x.data(), y_wide.data(), params, nullptr); });
+        std::vector<double> yw(y_wide.begin(), y_wide.end());
+        report("inference, wide block", shape, rel_error(yw, y_ref, 1e-3), tol);
+    }
     report("forward", shape, rel_error(b, y_ref, 1e-3), tol);
     std::vector<double> g(dw.begin(), dw.end()), d(dx.begin(), dx.end());
     report("dL/dparams", shape, rel_error(g, dw_ref, 1e-3), 2 * tol);
