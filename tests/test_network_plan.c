@@ -27,6 +27,16 @@ static struct gj_network *make(const char *json, uint32_t in, uint32_t out) {
     return net;
 }
 
+/* A model of tiny-cuda-nn's default HashGrid (3 dimensions) and a FullyFusedMLP to 16 outputs. */
+static struct gj_network *make_model(uint32_t width, uint32_t hidden) {
+    char config[256];
+    snprintf(config, sizeof config,
+             "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"otype\": \"FullyFusedMLP\", "
+             "\"n_neurons\": %u, \"n_hidden_layers\": %u}}",
+             width, hidden);
+    return make(config, 3, 16);
+}
+
 /* The generated source of one program of net, named "net" (non-null: the caller frees it). */
 static char *source_of(struct gj_network *net, gj__network_part part) {
     gj_codegen_options opts;
@@ -418,12 +428,7 @@ static void narrow_models_forward_kernels_ask_for_two_blocks(void **state) {
         int two;
     } shapes[] = {{64, 6, 0}, {64, 1, 0}, {16, 8, 1}, {32, 4, 1}, {64, 8, 1}, {64, 3, 1}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
-        char config[256];
-        snprintf(config, sizeof config,
-                 "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"otype\": \"FullyFusedMLP\", "
-                 "\"n_neurons\": %u, \"n_hidden_layers\": %u}}",
-                 shapes[i].width, shapes[i].hidden);
-        struct gj_network *model = make(config, 3, 16);
+        struct gj_network *model = make_model(shapes[i].width, shapes[i].hidden);
         uint32_t most_warps = 0;
         for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
             gj__network_plan p;
@@ -498,12 +503,7 @@ static void a_model_s_inference_takes_one_wide_block(void **state) {
         int wide;
     } shapes[] = {{64, 2, 1}, {32, 2, 1}, {16, 2, 1}, {64, 1, 1}, {64, 3, 0}, {64, 4, 0}, {128, 2, 0}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
-        char config[256];
-        snprintf(config, sizeof config,
-                 "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"otype\": \"FullyFusedMLP\", "
-                 "\"n_neurons\": %u, \"n_hidden_layers\": %u}}",
-                 shapes[i].width, shapes[i].hidden);
-        struct gj_network *model = make(config, 3, 16);
+        struct gj_network *model = make_model(shapes[i].width, shapes[i].hidden);
         gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES], alone[GJ__NETWORK_PLAN_CLASSES], one;
         gj__network_plans_make(&model->layout, &model->hints, 1, plans);
         gj__network_plans_make(&model->layout, &model->hints, 0, alone);
@@ -537,9 +537,7 @@ static void a_model_s_inference_takes_one_wide_block(void **state) {
         gj_network_destroy(model);
     }
     /* A hint measures the other shapes. */
-    struct gj_network *model = make("{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"otype\": "
-                                    "\"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 2}}",
-                                    3, 16);
+    struct gj_network *model = make_model(64, 2);
     gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
     model->hints.forward_warps = 4;
     gj__network_plans_make(&model->layout, &model->hints, 1, plans);
