@@ -327,7 +327,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
     if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
                       "// The inference kernel's plan: its own warps a block and rows (as wide as the network's\n"
-                      "// input or output where its block is one of 16 warps: docs/networks.md §7).\n"
+                      "// input or output where its block is one of 16 warps: docs/networks.md §9).\n"
                       "struct %s_inference_config : %s_config {\n"
                       "    static constexpr int FORWARD_WARPS = %s_config::INFERENCE_WARPS;\n"
                       "    static constexpr int S = %s_config::INFERENCE_S;\n"
