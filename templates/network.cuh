@@ -439,25 +439,28 @@ GJ_INLINE void gj_nn_kept_to_rows(gj_u16* x, const gj_u16* region, gj_u32 mask) 
 template <int A> __host__ __device__ constexpr bool gj_nn_derivative_reads_kept() { return A != GJ_NN_NONE; }
 
 // ---- forward ---------------------------------------------------------------------------------
-// The warp's tile through the network. In: the padded input rows in X (gj_nn_put_input).
-// Out: row p of X holds point p's C::OUT_P outputs (fp16, after the output activation).
-// ctx (null: inference) receives the forward context. w: the weights (rows padded by PAD).
 // The forward's m-tiles at once: both where their accumulators fit in registers, else one at a
 // time, or what the configuration asks for (C::FORWARD_M_TILES, 0 for this rule: a model's
 // inference kernel in blocks of 16 warps, whose threads have at most 128 registers, takes one).
+template <class C> __host__ __device__ constexpr int gj_nn_m_tiles_fitting() {
+    return C::W <= 64 && C::OUT_P <= 64 ? 2 : 1;
+}
 template <class C, class = void> struct gj_nn_forward_m_tiles {
-    static constexpr int value = (C::W <= 64 && C::OUT_P <= 64) ? 2 : 1;
+    static constexpr int value = gj_nn_m_tiles_fitting<C>();
 };
 template <class C> struct gj_nn_forward_m_tiles<C, decltype(void(C::FORWARD_M_TILES))> {
-    static constexpr int value = C::FORWARD_M_TILES ? C::FORWARD_M_TILES : (C::W <= 64 && C::OUT_P <= 64) ? 2 : 1;
+    static constexpr int value = C::FORWARD_M_TILES ? C::FORWARD_M_TILES : gj_nn_m_tiles_fitting<C>();
 };
 
+// The warp's tile through the network. In: the padded input rows in X (gj_nn_put_input).
+// Out: row p of X holds point p's C::OUT_P outputs (fp16, after the output activation).
+// ctx (null: inference) receives the forward context. w: the weights (rows padded by PAD).
 template <class C, int PAD>
 GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
     typedef gj_nn<C> L;
     constexpr int S = C::S;
     constexpr int MT = gj_nn_forward_m_tiles<C>::value;
-    static_assert(MT == 1 || (MT == 2 && C::W <= 64 && C::OUT_P <= 64), "two m-tiles need their accumulators in registers");
+    static_assert(MT >= 1 && MT <= gj_nn_m_tiles_fitting<C>(), "two m-tiles need their accumulators in registers");
     __syncwarp();
     if (ctx) gj_nn_rows_to_ctx<C::IN_P, S>(ctx, x);
     // The output layer in chunks, into rows of `rows` (X, or D where the chunks read X).

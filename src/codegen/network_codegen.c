@@ -256,15 +256,15 @@ static void launch_bounds(launch_bounds_t *out, const struct gj_network *net, co
     const gj__network_plan *plan = &plans[GJ__NETWORK_PLAN_PORTABLE];
     launch_bounds_of(out->backward, sizeof out->backward, name, "WARPS", plan->min_blocks);
     const uint32_t registers = net->hints.forward_registers;
-    if (registers >= 64 && registers <= 255) {
+    const int budget = registers >= 64 && registers <= 255;
+    if (budget) {
         /* A measuring knob (GRIDJIT_NETWORK_FORWARD_REGISTERS): a register budget of its own,
          * which CUDA does not take beside __launch_bounds__. */
         snprintf(out->forward, sizeof out->forward, "__maxnreg__(%u)", registers);
-        memcpy(out->inference, out->forward, sizeof out->inference);
-        return;
+    } else {
+        launch_bounds_of(out->forward, sizeof out->forward, name, "FORWARD_WARPS", forward_min_blocks(net, plans));
     }
-    launch_bounds_of(out->forward, sizeof out->forward, name, "FORWARD_WARPS", forward_min_blocks(net, plans));
-    if (net->encoding) {
+    if (net->encoding && !budget) {
         snprintf(out->inference, sizeof out->inference,
                  "__launch_bounds__(32 * %s_config::INFERENCE_WARPS, %s_config::INFERENCE_MIN_BLOCKS)", name, name);
     } else {
