@@ -520,6 +520,112 @@ static double ns_per_call(fixture *f, gj_status (*pass)(fixture *, gj_stream), l
     return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)calls;
 }
 
+/* GRIDJIT_FORWARD_WARPS_PER_SM=W (read when a module is made) has a level-major forward (one
+ * level a block) ask for a share of a 32 KiB carveout per block, so that at most W warps are
+ * resident on a multiprocessor: 14 % of 228 KiB (the driver rounds it up to 32 KiB), for 32
+ * warps 6976 bytes a block of 8 warps (8000 with the reserved KiB: four fit, five do not); the
+ * carveout set once per context. Unset (the default) or 0: launches as before. */
+static void forwards_cap_their_resident_warps_when_asked(void **state) {
+    fixture *f = *state;
+    static const char *const configs[] = {
+        "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"log2_hashmap_size\": 10}",
+        "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"log2_hashmap_size\": 10}",
+        "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"log2_hashmap_size\": 10}",
+    };
+    static const unsigned dims[] = {3, 3, 2};
+    static const char *const env[] = {NULL, "32", "64"}; /* 64 warps: a block of 8 warps fits 8 times */
+    for (int off = 0; off < 2; ++off) {
+        for (size_t c = 0; c < 3; ++c) {
+            if (off) {
+                setenv("GRIDJIT_FORWARD_WARPS_PER_SM", "0", 1);
+            } else if (env[c]) {
+                setenv("GRIDJIT_FORWARD_WARPS_PER_SM", env[c], 1);
+            }
+            gj_encoding *enc = NULL;
+            ok(f, gj_encoding_create(f->ctx, configs[c], dims[c], &enc));
+            gj_codegen_options opts;
+            gj_codegen_options_init(&opts);
+            opts.passes = GJ_PASS_FORWARD;
+            gj_module *m = NULL;
+            ok(f, gj_module_create(f->ctx, enc, &opts, &m));
+            unsetenv("GRIDJIT_FORWARD_WARPS_PER_SM");
+            void *x = NULL, *y = NULL, *params = NULL;
+            ok(f, gj_device_alloc(f->ctx, (size_t)N * dims[c] * 4, &x));
+            ok(f, gj_device_alloc(f->ctx, (size_t)N * gj_module_output_width(m) * 2, &y));
+            ok(f, gj_device_alloc(f->ctx, gj_module_n_params(m) * 2, &params));
+            gj_forward_desc d;
+            gj_forward_desc_init(&d);
+            d.n = N;
+            d.x = x;
+            d.params = params;
+            d.y = y;
+            d.y_layout = GJ_LAYOUT_SOA;
+            fake.reset_carveout();
+            fake.reset_counts();
+            ok(f, gj_forward(m, NULL, &d));
+            const int capped = !off && env[c];
+            if (capped) {
+                const unsigned blocks = (unsigned)atoi(env[c]) / 8; /* blocks of 8 warps */
+                const unsigned share = 32768 / blocks - 192;
+                assert_int_equal(fake.count("cuFuncSetAttribute"), 1);
+                assert_int_equal(fake.last_carveout(), 14);
+                assert_int_equal(fake.last_shared(), share - 1024);
+                assert_true(blocks * share <= 32768 && (blocks + 1) * share > 32768);
+            } else {
+                assert_int_equal(fake.count("cuFuncSetAttribute"), 0);
+                assert_int_equal(fake.last_carveout(), GJ_FAKE_NO_CARVEOUT);
+                assert_int_equal(fake.last_shared(), 0);
+            }
+            /* Later launches in the context: the same bytes, no attribute set again. */
+            const unsigned first = fake.last_shared();
+            fake.reset_counts();
+            ok(f, gj_forward(m, NULL, &d));
+            ok(f, gj_forward(m, NULL, &d));
+            assert_int_equal(fake.count("cuFuncSetAttribute"), 0);
+            assert_int_equal(fake.last_shared(), first);
+            gj_device_free(f->ctx, x);
+            gj_device_free(f->ctx, y);
+            gj_device_free(f->ctx, params);
+            gj_module_destroy(m);
+            gj_encoding_destroy(enc);
+        }
+    }
+    /* Blocks of 2 warps would need 16 a multiprocessor, more than the carveout's shares can tell
+     * apart: no cap, and none asked for again. */
+    setenv("GRIDJIT_FORWARD_WARPS_PER_SM", "32", 1);
+    gj_encoding *enc = NULL;
+    ok(f, gj_encoding_create(f->ctx, configs[0], 3, &enc));
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.passes = GJ_PASS_FORWARD;
+    opts.block_size = 64;
+    gj_module *m = NULL;
+    ok(f, gj_module_create(f->ctx, enc, &opts, &m));
+    unsetenv("GRIDJIT_FORWARD_WARPS_PER_SM");
+    void *x = NULL, *y = NULL, *params = NULL;
+    ok(f, gj_device_alloc(f->ctx, (size_t)N * 3 * 4, &x));
+    ok(f, gj_device_alloc(f->ctx, (size_t)N * gj_module_output_width(m) * 2, &y));
+    ok(f, gj_device_alloc(f->ctx, gj_module_n_params(m) * 2, &params));
+    gj_forward_desc d;
+    gj_forward_desc_init(&d);
+    d.n = N;
+    d.x = x;
+    d.params = params;
+    d.y = y;
+    d.y_layout = GJ_LAYOUT_SOA;
+    ok(f, gj_forward(m, NULL, &d));
+    fake.reset_counts();
+    ok(f, gj_forward(m, NULL, &d));
+    static const char *const plain[] = {"cuCtxGetCurrent", "cuCtxGetId", "cuLaunchKernel"};
+    expect_calls("gj_forward, 64-thread blocks", plain, (const long[]){1, 1, 1}, 3);
+    assert_int_equal(fake.last_shared(), 0);
+    gj_device_free(f->ctx, x);
+    gj_device_free(f->ctx, y);
+    gj_device_free(f->ctx, params);
+    gj_module_destroy(m);
+    gj_encoding_destroy(enc);
+}
+
 /* Host time per call on the fake driver: the cost of gridjit's own path (nothing runs). */
 static void host_time_per_launch(void **state) {
     fixture *f = *state;
@@ -583,6 +689,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(user_kernel_launches_ask_only_for_the_context, setup, teardown),
         cmocka_unit_test_setup_teardown(a_kernel_carveout_is_set_once_per_context, setup, teardown),
         cmocka_unit_test_setup_teardown(staged_launches_prefer_l1, setup, teardown),
+        cmocka_unit_test_setup_teardown(forwards_cap_their_resident_warps_when_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(host_time_per_launch, setup, teardown),
         cmocka_unit_test(bench_reports_the_time_per_call),
     };

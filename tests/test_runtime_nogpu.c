@@ -1286,6 +1286,31 @@ static void l1_carveout_holds_blocks_within_half(void **state) {
     assert_int_equal(gj__l1_carveout(smem, reserved, 54784, 0, &blocks), -1);
 }
 
+/* The residency cap (l1_carveout.h): `blocks` shares of a 32 KiB carveout fit, one more does
+ * not, with the reserved bytes counted; the percent rounded down (the driver rounds up). */
+static void residency_cap_fits_the_blocks_and_no_more(void **state) {
+    (void)state;
+    const uint32_t smem = 228 * 1024, reserved = 1024;
+    uint32_t bytes = 1;
+    for (int blocks = 1; blocks <= 8; ++blocks) {
+        assert_int_equal(gj__residency_cap(smem, reserved, blocks, &bytes), 14); /* 32768 / 233472 = 14.03 % */
+        const uint32_t share = bytes + reserved;
+        assert_true((uint32_t)blocks * share <= 32768);
+        assert_true((uint32_t)(blocks + 1) * share > 32768);
+    }
+    assert_int_equal(gj__residency_cap(smem, reserved, 4, &bytes), 14);
+    assert_int_equal(bytes, 6976); /* 8000 a block: 4 in 32 KiB, not 5 */
+    assert_int_equal(gj__residency_cap(164 * 1024, reserved, 4, &bytes), 19); /* sm_80: 19.5 % */
+    assert_int_equal(gj__residency_cap(64 * 1024, reserved, 4, &bytes), 50);  /* sm_75 */
+    assert_int_equal(gj__residency_cap(0, reserved, 4, &bytes), -1);          /* unknown */
+    assert_int_equal(bytes, 0);
+    assert_int_equal(gj__residency_cap(16 * 1024, reserved, 4, &bytes), -1); /* smaller than the carveout */
+    assert_int_equal(gj__residency_cap(smem, reserved, 0, &bytes), -1);
+    assert_int_equal(gj__residency_cap(smem, reserved, 9, &bytes), -1);
+    assert_int_equal(gj__residency_cap(smem, 4096, 8, &bytes), -1); /* the reserved bytes alone exceed a share */
+    assert_int_equal(bytes, 0);
+}
+
 int main(void) {
     setenv("GRIDJIT_DRIVER", "off", 1);
     const struct CMUnitTest tests[] = {
@@ -1313,6 +1338,7 @@ int main(void) {
         cmocka_unit_test(eval_refuses_files_that_do_not_fit),
         cmocka_unit_test(bench_without_a_gpu_says_so),
         cmocka_unit_test(l1_carveout_holds_blocks_within_half),
+        cmocka_unit_test(residency_cap_fits_the_blocks_and_no_more),
         cmocka_unit_test(fp16_conversion_round_trips),
 #if defined(__FLT16_MAX__)
         cmocka_unit_test(fp16_conversion_matches_the_compiler),

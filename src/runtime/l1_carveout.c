@@ -16,3 +16,23 @@ int gj__l1_carveout(uint32_t smem_per_sm, uint32_t reserved_per_block, uint32_t 
     const uint64_t percent = (100 * fit * per_block + smem_per_sm - 1) / smem_per_sm;
     return percent > 100 ? 100 : (int)percent;
 }
+
+#define GJ__CAP_CARVEOUT_BYTES 32768u
+#define GJ__CAP_MARGIN_BYTES 192u
+
+int gj__residency_cap(uint32_t smem_per_sm, uint32_t reserved_per_block, int blocks, uint32_t *shared_bytes) {
+    *shared_bytes = 0;
+    if (smem_per_sm < GJ__CAP_CARVEOUT_BYTES || blocks < 1 || blocks > 8) {
+        return -1;
+    }
+    /* A share just under blocks' part of the carveout: on an H200 7000 + 1024 bytes a block held
+     * C1's forward to 4 blocks, where 6144 + 1024 (4.6 in 32 KiB) left it at the registers' 8. */
+    const uint32_t share = GJ__CAP_CARVEOUT_BYTES / (uint32_t)blocks - GJ__CAP_MARGIN_BYTES;
+    if (share <= reserved_per_block) {
+        return -1;
+    }
+    *shared_bytes = share - reserved_per_block;
+    /* Rounded down: the driver takes the next configuration up, which is the carveout itself
+     * (a percent rounded up could land past it, on the next one). */
+    return (int)(100u * GJ__CAP_CARVEOUT_BYTES / smem_per_sm);
+}

@@ -68,6 +68,9 @@ typedef struct gj__module_shape {
     /* Staging launches prefer the L1 carveout of gj__module_fit_carveout (1), or leave it to
      * the driver (0: GRIDJIT_STAGE_CARVEOUT=0). */
     int stage_carveout;
+    /* The one-level forward kernels' resident warps a multiprocessor (gj__module_cap_residency;
+     * docs/runtime.md, "Launch shapes"), 0: as many as fit. */
+    uint32_t forward_warps_per_sm;
 } gj__module_shape;
 
 /* opts: resolved (gj__codegen_options_resolve). */
@@ -221,6 +224,12 @@ gj_status gj__module_function(struct gj_module *m, gj__launch_scope *scope, gj__
  * chosen when the staged bytes differ from its last launch's in that context. */
 gj_status gj__module_fit_carveout(struct gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f,
                                   uint32_t block, uint32_t shared_bytes, const char *call);
+/* Before a launch of kernel id (function f, which needs no shared memory of its own): the
+ * dynamic shared bytes (*shared_bytes) and preferred carveout that keep at most `blocks`
+ * blocks resident on a multiprocessor (l1_carveout.h), the carveout set once per context;
+ * *shared_bytes 0 (no cap) where the device's shared memory is not known. */
+gj_status gj__module_cap_residency(struct gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f,
+                                   int blocks, uint32_t *shared_bytes, const char *call);
 /* Frees every device's fp32 gradient buffer (each in its own context). */
 void gj__module_free_scratch(struct gj_module *m);
 

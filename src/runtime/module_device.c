@@ -128,15 +128,10 @@ gj_status gj__module_function(gj_module *m, gj__launch_scope *scope, gj__kernel_
  * 5 or 6): the carveout of those blocks leaves it more L1 (C3 point-major 0.596 -> 0.579 ms,
  * C1 0.957 -> 0.943; docs/runtime.md, "Launch shapes"). Call with m->lock not held; a launch
  * whose bytes the scope already saw chosen takes no lock. */
-gj_status gj__module_fit_carveout(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f,
-                                  uint32_t block, uint32_t shared_bytes, const char *call) {
-    if (!m->shape.stage_carveout || !scope->device || scope->carveout_for[id] == shared_bytes) {
-        return GJ_OK;
-    }
-    gj_status status = GJ_OK;
-    pthread_mutex_lock(&m->lock);
-    gj__module_device *device = scope->device;
-    if (!device->smem_queried) { /* on the first staging launch on the device only */
+/* The device's shared memory per multiprocessor and reserved per block, asked on the first
+ * launch that needs them; call with m->lock held. */
+static void query_shared_memory(gj_module *m, gj__module_device *device) {
+    if (!device->smem_queried) {
         int smem = 0, reserved = 0;
         if (m->drv->DeviceGetAttribute(&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
                                        device->device) != CUDA_SUCCESS ||
@@ -148,6 +143,17 @@ gj_status gj__module_fit_carveout(gj_module *m, gj__launch_scope *scope, gj__ker
         device->smem_reserved = reserved > 0 ? (uint32_t)reserved : 0u;
         device->smem_queried = 1;
     }
+}
+
+gj_status gj__module_fit_carveout(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f,
+                                  uint32_t block, uint32_t shared_bytes, const char *call) {
+    if (!m->shape.stage_carveout || !scope->device || scope->carveout_for[id] == shared_bytes) {
+        return GJ_OK;
+    }
+    gj_status status = GJ_OK;
+    pthread_mutex_lock(&m->lock);
+    gj__module_device *device = scope->device;
+    query_shared_memory(m, device);
     gj__context_slot *slot = gj__context_cache_find(&m->contexts, &scope->where);
     if (slot && device->smem_per_sm && slot->carveout_for[id] != shared_bytes) {
         /* Back to the driver's default first: the occupancy below is then the kernel's own. */
@@ -178,6 +184,50 @@ gj_status gj__module_fit_carveout(gj_module *m, gj__launch_scope *scope, gj__ker
     }
     if (slot) {
         scope->carveout_for[id] = slot->carveout_for[id];
+    }
+    pthread_mutex_unlock(&m->lock);
+    return status;
+}
+
+/* carveout_for's mark of a kernel whose residency cannot be capped on its device. */
+#define NO_CAP UINT32_MAX
+
+/* The one-level forward gathers 8 corners a level (3-D) through L1; with every block its
+ * registers allow resident (eight of 256 threads on an H200), the warps' lines evict each
+ * other before the neighbouring corners are read: held to 32 warps in an experiment, C1's L2
+ * read sectors fell 5 % and its forward 2.4 % (docs/benchmarks.md). A kernel without shared
+ * memory of its own is held to `blocks` by asking each block for a share of a small carveout. */
+gj_status gj__module_cap_residency(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f, int blocks,
+                                   uint32_t *shared_bytes, const char *call) {
+    /* The bytes chosen in this context before, if any (NO_CAP: none can be). */
+    *shared_bytes = scope->carveout_for[id] == NO_CAP ? 0u : scope->carveout_for[id];
+    if (scope->carveout_for[id] || !scope->device) {
+        return GJ_OK;
+    }
+    gj_status status = GJ_OK;
+    pthread_mutex_lock(&m->lock);
+    gj__module_device *device = scope->device;
+    query_shared_memory(m, device);
+    uint32_t bytes = 0;
+    const int percent = gj__residency_cap(device->smem_per_sm, device->smem_reserved, blocks, &bytes);
+    gj__context_slot *slot = gj__context_cache_find(&m->contexts, &scope->where);
+    if (percent < 0 && slot) { /* not known, or no share can tell the blocks apart: no cap */
+        slot->carveout_for[id] = NO_CAP;
+        scope->carveout_for[id] = NO_CAP;
+    } else if (slot) {
+        if (slot->carveout_for[id] != bytes) {
+            status = gj__cuda_checkf(m->diag, m->drv,
+                                     m->drv->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent),
+                                     "%s: cuFuncSetAttribute(%s, PREFERRED_SHARED_MEMORY_CARVEOUT, %d)", call,
+                                     gj__kernel_suffix(id), percent);
+            if (status == GJ_OK) {
+                slot->carveout_for[id] = bytes;
+            }
+        }
+        if (status == GJ_OK) {
+            scope->carveout_for[id] = bytes;
+            *shared_bytes = bytes;
+        }
     }
     pthread_mutex_unlock(&m->lock);
     return status;
