@@ -520,6 +520,47 @@ static double ns_per_call(fixture *f, gj_status (*pass)(fixture *, gj_stream), l
     return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)calls;
 }
 
+/* A forward-only module of a small 3-D or 2-D hash grid made with GRIDJIT_FORWARD_WARPS_PER_SM
+ * set to warps (NULL: unset) and blocks of block_size threads (0: the default), its buffers and
+ * a feature-major forward descriptor over them. */
+typedef struct capped_forward {
+    gj_encoding *enc;
+    gj_module *m;
+    void *x, *y, *params;
+    gj_forward_desc d;
+} capped_forward;
+
+static void capped_forward_make(fixture *f, unsigned dims, const char *warps, uint32_t block_size, capped_forward *c) {
+    if (warps) {
+        setenv("GRIDJIT_FORWARD_WARPS_PER_SM", warps, 1);
+    }
+    ok(f, gj_encoding_create(f->ctx, "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"log2_hashmap_size\": 10}", dims,
+                             &c->enc));
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.passes = GJ_PASS_FORWARD;
+    opts.block_size = block_size;
+    ok(f, gj_module_create(f->ctx, c->enc, &opts, &c->m));
+    unsetenv("GRIDJIT_FORWARD_WARPS_PER_SM");
+    ok(f, gj_device_alloc(f->ctx, (size_t)N * dims * 4, &c->x));
+    ok(f, gj_device_alloc(f->ctx, (size_t)N * gj_module_output_width(c->m) * 2, &c->y));
+    ok(f, gj_device_alloc(f->ctx, gj_module_n_params(c->m) * 2, &c->params));
+    gj_forward_desc_init(&c->d);
+    c->d.n = N;
+    c->d.x = c->x;
+    c->d.params = c->params;
+    c->d.y = c->y;
+    c->d.y_layout = GJ_LAYOUT_SOA;
+}
+
+static void capped_forward_free(fixture *f, capped_forward *c) {
+    gj_device_free(f->ctx, c->x);
+    gj_device_free(f->ctx, c->y);
+    gj_device_free(f->ctx, c->params);
+    gj_module_destroy(c->m);
+    gj_encoding_destroy(c->enc);
+}
+
 /* GRIDJIT_FORWARD_WARPS_PER_SM=W (read when a module is made) has a level-major forward (one
  * level a block) ask for a share of a 32 KiB carveout per block, so that at most W warps are
  * resident on a multiprocessor: 14 % of 228 KiB (the driver rounds it up to 32 KiB), for 32
@@ -527,103 +568,46 @@ static double ns_per_call(fixture *f, gj_status (*pass)(fixture *, gj_stream), l
  * carveout set once per context. Unset (the default) or 0: launches as before. */
 static void forwards_cap_their_resident_warps_when_asked(void **state) {
     fixture *f = *state;
-    static const char *const configs[] = {
-        "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"log2_hashmap_size\": 10}",
-        "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"log2_hashmap_size\": 10}",
-        "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"log2_hashmap_size\": 10}",
-    };
-    static const unsigned dims[] = {3, 3, 2};
-    static const char *const env[] = {NULL, "32", "64"}; /* 64 warps: a block of 8 warps fits 8 times */
-    for (int off = 0; off < 2; ++off) {
-        for (size_t c = 0; c < 3; ++c) {
-            if (off) {
-                setenv("GRIDJIT_FORWARD_WARPS_PER_SM", "0", 1);
-            } else if (env[c]) {
-                setenv("GRIDJIT_FORWARD_WARPS_PER_SM", env[c], 1);
-            }
-            gj_encoding *enc = NULL;
-            ok(f, gj_encoding_create(f->ctx, configs[c], dims[c], &enc));
-            gj_codegen_options opts;
-            gj_codegen_options_init(&opts);
-            opts.passes = GJ_PASS_FORWARD;
-            gj_module *m = NULL;
-            ok(f, gj_module_create(f->ctx, enc, &opts, &m));
-            unsetenv("GRIDJIT_FORWARD_WARPS_PER_SM");
-            void *x = NULL, *y = NULL, *params = NULL;
-            ok(f, gj_device_alloc(f->ctx, (size_t)N * dims[c] * 4, &x));
-            ok(f, gj_device_alloc(f->ctx, (size_t)N * gj_module_output_width(m) * 2, &y));
-            ok(f, gj_device_alloc(f->ctx, gj_module_n_params(m) * 2, &params));
-            gj_forward_desc d;
-            gj_forward_desc_init(&d);
-            d.n = N;
-            d.x = x;
-            d.params = params;
-            d.y = y;
-            d.y_layout = GJ_LAYOUT_SOA;
-            fake.reset_carveout();
-            fake.reset_counts();
-            ok(f, gj_forward(m, NULL, &d));
-            const int capped = !off && env[c];
-            if (capped) {
-                const unsigned blocks = (unsigned)atoi(env[c]) / 8; /* blocks of 8 warps */
-                const unsigned share = 32768 / blocks - 192;
-                assert_int_equal(fake.count("cuFuncSetAttribute"), 1);
-                assert_int_equal(fake.last_carveout(), 14);
-                assert_int_equal(fake.last_shared(), share - 1024);
-                assert_true(blocks * share <= 32768 && (blocks + 1) * share > 32768);
-            } else {
-                assert_int_equal(fake.count("cuFuncSetAttribute"), 0);
-                assert_int_equal(fake.last_carveout(), GJ_FAKE_NO_CARVEOUT);
-                assert_int_equal(fake.last_shared(), 0);
-            }
-            /* Later launches in the context: the same bytes, no attribute set again. */
-            const unsigned first = fake.last_shared();
-            fake.reset_counts();
-            ok(f, gj_forward(m, NULL, &d));
-            ok(f, gj_forward(m, NULL, &d));
+    static const unsigned dims[] = {3, 3, 2, 3};
+    static const char *const env[] = {NULL, "32", "64", "0"}; /* 64 warps: a block of 8 warps fits 8 times */
+    for (size_t i = 0; i < 4; ++i) {
+        capped_forward c;
+        capped_forward_make(f, dims[i], env[i], 0, &c);
+        fake.reset_carveout();
+        fake.reset_counts();
+        ok(f, gj_forward(c.m, NULL, &c.d));
+        if (env[i] && atoi(env[i]) > 0) {
+            const unsigned blocks = (unsigned)atoi(env[i]) / 8; /* blocks of 8 warps */
+            const unsigned share = 32768 / blocks - 192;
+            assert_int_equal(fake.count("cuFuncSetAttribute"), 1);
+            assert_int_equal(fake.last_carveout(), 14);
+            assert_int_equal(fake.last_shared(), share - 1024);
+            assert_true(blocks * share <= 32768 && (blocks + 1) * share > 32768);
+        } else {
             assert_int_equal(fake.count("cuFuncSetAttribute"), 0);
-            assert_int_equal(fake.last_shared(), first);
-            gj_device_free(f->ctx, x);
-            gj_device_free(f->ctx, y);
-            gj_device_free(f->ctx, params);
-            gj_module_destroy(m);
-            gj_encoding_destroy(enc);
+            assert_int_equal(fake.last_carveout(), GJ_FAKE_NO_CARVEOUT);
+            assert_int_equal(fake.last_shared(), 0);
         }
+        /* Later launches in the context: the same bytes, no attribute set again. */
+        const unsigned first = fake.last_shared();
+        fake.reset_counts();
+        ok(f, gj_forward(c.m, NULL, &c.d));
+        ok(f, gj_forward(c.m, NULL, &c.d));
+        assert_int_equal(fake.count("cuFuncSetAttribute"), 0);
+        assert_int_equal(fake.last_shared(), first);
+        capped_forward_free(f, &c);
     }
     /* Blocks of 2 warps would need 16 a multiprocessor, more than the carveout's shares can tell
      * apart: no cap, and none asked for again. */
-    setenv("GRIDJIT_FORWARD_WARPS_PER_SM", "32", 1);
-    gj_encoding *enc = NULL;
-    ok(f, gj_encoding_create(f->ctx, configs[0], 3, &enc));
-    gj_codegen_options opts;
-    gj_codegen_options_init(&opts);
-    opts.passes = GJ_PASS_FORWARD;
-    opts.block_size = 64;
-    gj_module *m = NULL;
-    ok(f, gj_module_create(f->ctx, enc, &opts, &m));
-    unsetenv("GRIDJIT_FORWARD_WARPS_PER_SM");
-    void *x = NULL, *y = NULL, *params = NULL;
-    ok(f, gj_device_alloc(f->ctx, (size_t)N * 3 * 4, &x));
-    ok(f, gj_device_alloc(f->ctx, (size_t)N * gj_module_output_width(m) * 2, &y));
-    ok(f, gj_device_alloc(f->ctx, gj_module_n_params(m) * 2, &params));
-    gj_forward_desc d;
-    gj_forward_desc_init(&d);
-    d.n = N;
-    d.x = x;
-    d.params = params;
-    d.y = y;
-    d.y_layout = GJ_LAYOUT_SOA;
-    ok(f, gj_forward(m, NULL, &d));
+    capped_forward c;
+    capped_forward_make(f, 3, "32", 64, &c);
+    ok(f, gj_forward(c.m, NULL, &c.d));
     fake.reset_counts();
-    ok(f, gj_forward(m, NULL, &d));
+    ok(f, gj_forward(c.m, NULL, &c.d));
     static const char *const plain[] = {"cuCtxGetCurrent", "cuCtxGetId", "cuLaunchKernel"};
     expect_calls("gj_forward, 64-thread blocks", plain, (const long[]){1, 1, 1}, 3);
     assert_int_equal(fake.last_shared(), 0);
-    gj_device_free(f->ctx, x);
-    gj_device_free(f->ctx, y);
-    gj_device_free(f->ctx, params);
-    gj_module_destroy(m);
-    gj_encoding_destroy(enc);
+    capped_forward_free(f, &c);
 }
 
 /* Host time per call on the fake driver: the cost of gridjit's own path (nothing runs). */
