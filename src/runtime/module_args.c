@@ -34,10 +34,6 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
         }
     }
     shape->levels_per_thread = opts->levels_per_thread;
-    /* No residency cap unless GRIDJIT_FORWARD_WARPS_PER_SM asks (module_create.c): 32 warps
-     * made C1's forward 2.4 % faster on an H200 in an experiment, but the cap as built is not
-     * measured yet (docs/runtime.md, "Launch shapes"). */
-    shape->forward_warps_per_sm = 0;
 }
 
 size_t gj__shape_element_size(const gj__module_shape *shape) {

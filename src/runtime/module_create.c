@@ -134,7 +134,8 @@ static uint64_t env_number(const char *name, uint64_t fallback) {
 /* Overrides of the launch shapes from the environment (docs/runtime.md, "Launch shapes"),
  * read once per module: GRIDJIT_LEVELS_PER_THREAD (where the options leave it automatic),
  * GRIDJIT_AGGREGATE_MIN, GRIDJIT_STAGE_CARVEOUT and GRIDJIT_FORWARD_WARPS_PER_SM (the
- * one-level forwards' resident warps a multiprocessor, at most 64; 0 or unset: no cap). */
+ * one-level forwards' resident warps a multiprocessor, at most 64; 0 or unset: no cap, the
+ * default until the cap as built is measured: docs/runtime.md, "Launch shapes"). */
 static void launch_tuning(gj__module_shape *shape) {
     if (shape->levels_per_thread == 0) {
         const uint64_t levels = env_number("GRIDJIT_LEVELS_PER_THREAD", 0);

@@ -16,8 +16,8 @@ static int stages(gj__kernel_id id) {
 
 /* The one-level forward kernels of a level-major module (no shared memory of their own), held
  * to shape.forward_warps_per_sm resident warps a multiprocessor (gj__module_cap_residency). */
-static int capped_residency(const gj_module *m, gj__kernel_id id, const gj__launch_dims *dims) {
-    return m->shape.forward_warps_per_sm && m->shape.level_major && dims->shared_bytes == 0 &&
+static int capped_residency(const gj_module *m, gj__kernel_id id) {
+    return m->shape.forward_warps_per_sm && m->shape.level_major &&
            (id == GJ__KERNEL_FORWARD || id == GJ__KERNEL_FORWARD_DYDX);
 }
 
@@ -29,7 +29,7 @@ static gj_status launch(gj_module *m, gj__launch_scope *scope, gj__kernel_id id,
         status = gj__module_fit_carveout(m, scope, id, function, dims->block, dims->shared_bytes, call);
     }
     gj__launch_dims capped = *dims;
-    if (status == GJ_OK && capped_residency(m, id, dims)) {
+    if (status == GJ_OK && capped_residency(m, id)) {
         const uint32_t warps_per_block = (dims->block + 31) / 32;
         const uint32_t blocks = m->shape.forward_warps_per_sm / warps_per_block;
         status = gj__module_cap_residency(m, scope, id, function, blocks ? (int)blocks : 1, &capped.shared_bytes, call);
