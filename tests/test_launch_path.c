@@ -520,9 +520,9 @@ static double ns_per_call(fixture *f, gj_status (*pass)(fixture *, gj_stream), l
     return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)calls;
 }
 
-/* A forward-only module of a small 3-D or 2-D hash grid made with GRIDJIT_FORWARD_WARPS_PER_SM
- * set to warps (NULL: unset) and blocks of block_size threads (0: the default), its buffers and
- * a feature-major forward descriptor over them. */
+/* A forward-only module of config in dims dimensions made with GRIDJIT_FORWARD_WARPS_PER_SM set
+ * to warps (NULL: unset) and blocks of block_size threads (0: the default), its buffers and a
+ * feature-major forward descriptor over them. */
 typedef struct capped_forward {
     gj_encoding *enc;
     gj_module *m;
@@ -530,12 +530,12 @@ typedef struct capped_forward {
     gj_forward_desc d;
 } capped_forward;
 
-static void capped_forward_make(fixture *f, unsigned dims, const char *warps, uint32_t block_size, capped_forward *c) {
+static void capped_forward_make(fixture *f, const char *config, unsigned dims, const char *warps, uint32_t block_size,
+                                capped_forward *c) {
     if (warps) {
         setenv("GRIDJIT_FORWARD_WARPS_PER_SM", warps, 1);
     }
-    ok(f, gj_encoding_create(f->ctx, "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"log2_hashmap_size\": 10}", dims,
-                             &c->enc));
+    ok(f, gj_encoding_create(f->ctx, config, dims, &c->enc));
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);
     opts.passes = GJ_PASS_FORWARD;
@@ -561,23 +561,35 @@ static void capped_forward_free(fixture *f, capped_forward *c) {
     gj_encoding_destroy(c->enc);
 }
 
-/* GRIDJIT_FORWARD_WARPS_PER_SM=W (read when a module is made) has a level-major forward (one
- * level a block) ask for a share of a 32 KiB carveout per block, so that at most W warps are
- * resident on a multiprocessor: 14 % of 228 KiB (the driver rounds it up to 32 KiB), for 32
- * warps 6976 bytes a block of 8 warps (8000 with the reserved KiB: four fit, five do not); the
- * carveout set once per context. Unset (the default) or 0: launches as before. */
-static void forwards_cap_their_resident_warps_when_asked(void **state) {
+/* A level-major forward (one level a block) held to W resident warps a multiprocessor asks for a
+ * share of a 32 KiB carveout per block, so that no more blocks fit: 14 % of 228 KiB (the driver
+ * rounds it up to 32 KiB), for 32 warps 6976 bytes a block of 8 warps (8000 with the reserved
+ * KiB: four fit, five do not); the carveout set once per context. W is 32 by default for hashed
+ * levels of 3 or more dimensions and 0 (launches as before) for 2-D or dense ones;
+ * GRIDJIT_FORWARD_WARPS_PER_SM (read when a module is made) overrides it, 0 turning it off. */
+static void forwards_cap_their_resident_warps(void **state) {
     fixture *f = *state;
-    static const unsigned dims[] = {3, 3, 2, 3};
-    static const char *const env[] = {NULL, "32", "64", "0"}; /* 64 warps: a block of 8 warps fits 8 times */
-    for (size_t i = 0; i < 4; ++i) {
+    static const char hash[] = "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"log2_hashmap_size\": 10}";
+    static const char dense[] = "{\"otype\": \"DenseGrid\", \"n_levels\": 2}";
+    static const struct {
+        const char *config;
+        unsigned dims;
+        const char *env;
+        unsigned warps; /* expected cap, 0: none */
+    } cases[] = {
+        {hash, 3, NULL, 32}, {hash, 3, "32", 32}, {hash, 2, "64", 64}, /* 64: a block of 8 warps fits 8 times */
+        {hash, 3, "0", 0},   {hash, 2, NULL, 0},  {dense, 3, NULL, 0},  {dense, 3, "24", 24},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        print_message("%u-D %s, GRIDJIT_FORWARD_WARPS_PER_SM=%s\n", cases[i].dims, cases[i].config,
+                      cases[i].env ? cases[i].env : "(unset)");
         capped_forward c;
-        capped_forward_make(f, dims[i], env[i], 0, &c);
+        capped_forward_make(f, cases[i].config, cases[i].dims, cases[i].env, 0, &c);
         fake.reset_carveout();
         fake.reset_counts();
         ok(f, gj_forward(c.m, NULL, &c.d));
-        if (env[i] && atoi(env[i]) > 0) {
-            const unsigned blocks = (unsigned)atoi(env[i]) / 8; /* blocks of 8 warps */
+        if (cases[i].warps) {
+            const unsigned blocks = cases[i].warps / 8; /* blocks of 8 warps */
             const unsigned share = 32768 / blocks - 192;
             assert_int_equal(fake.count("cuFuncSetAttribute"), 1);
             assert_int_equal(fake.last_carveout(), 14);
@@ -600,7 +612,7 @@ static void forwards_cap_their_resident_warps_when_asked(void **state) {
     /* Blocks of 2 warps would need 16 a multiprocessor, more than the carveout's shares can tell
      * apart: no cap, and none asked for again. */
     capped_forward c;
-    capped_forward_make(f, 3, "32", 64, &c);
+    capped_forward_make(f, hash, 3, NULL, 64, &c);
     ok(f, gj_forward(c.m, NULL, &c.d));
     fake.reset_counts();
     ok(f, gj_forward(c.m, NULL, &c.d));
@@ -673,7 +685,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(user_kernel_launches_ask_only_for_the_context, setup, teardown),
         cmocka_unit_test_setup_teardown(a_kernel_carveout_is_set_once_per_context, setup, teardown),
         cmocka_unit_test_setup_teardown(staged_launches_prefer_l1, setup, teardown),
-        cmocka_unit_test_setup_teardown(forwards_cap_their_resident_warps_when_asked, setup, teardown),
+        cmocka_unit_test_setup_teardown(forwards_cap_their_resident_warps, setup, teardown),
         cmocka_unit_test_setup_teardown(host_time_per_launch, setup, teardown),
         cmocka_unit_test(bench_reports_the_time_per_call),
     };

@@ -1286,6 +1286,42 @@ static void l1_carveout_holds_blocks_within_half(void **state) {
     assert_int_equal(gj__l1_carveout(smem, reserved, 54784, 0, &blocks), -1);
 }
 
+/* The one-level forwards' resident warps by default (module_args.c): 32 where a level-major
+ * module has a hashed level of 3 or more dimensions, none for 2-D, dense, tiled or point-major
+ * ones (measured on an H200: docs/runtime.md, "Launch shapes"). */
+static void forward_warps_default_follows_hashed_levels(void **state) {
+    fixture *f = *state;
+    static const struct {
+        const char *json;
+        unsigned dims;
+        gj_order order;
+        uint32_t warps;
+    } cases[] = {
+        {"{\"otype\": \"HashGrid\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32},
+        {"{\"otype\": \"HashGrid\"}", 4, GJ_ORDER_LEVEL_MAJOR, 32},
+        {"{\"otype\": \"HashGrid\", \"n_levels\": 8, \"n_features_per_level\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 32},
+        {"{\"otype\": \"HashGrid\"}", 2, GJ_ORDER_LEVEL_MAJOR, 0},
+        {"{\"otype\": \"HashGrid\"}", 3, GJ_ORDER_POINT_MAJOR, 0},
+        {"{\"otype\": \"HashGrid\", \"n_levels\": 2}", 3, GJ_ORDER_LEVEL_MAJOR, 0}, /* 16^3, 32^3 fit: dense */
+        {"{\"otype\": \"DenseGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0},
+        {"{\"otype\": \"TiledGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        gj_encoding *enc = NULL;
+        assert_int_equal(gj_encoding_create(f->ctx, cases[i].json, cases[i].dims, &enc), GJ_OK);
+        gj_codegen_options opts, resolved;
+        gj_codegen_options_init(&opts);
+        opts.order = cases[i].order;
+        assert_int_equal(gj__codegen_options_resolve(&f->ctx->diag, &opts, &resolved), GJ_OK);
+        gj__module_shape s;
+        gj__module_shape_make(&s, enc, &resolved);
+        print_message("%u-D %s, order %d: %u warps\n", cases[i].dims, cases[i].json, (int)cases[i].order,
+                      s.forward_warps_per_sm);
+        assert_int_equal(s.forward_warps_per_sm, cases[i].warps);
+        gj_encoding_destroy(enc);
+    }
+}
+
 /* The residency cap (l1_carveout.h): `blocks` shares of a 32 KiB carveout fit, one more does
  * not, with the reserved bytes counted; the percent rounded down (the driver rounds up). */
 static void residency_cap_fits_the_blocks_and_no_more(void **state) {
@@ -1338,6 +1374,7 @@ int main(void) {
         cmocka_unit_test(eval_refuses_files_that_do_not_fit),
         cmocka_unit_test(bench_without_a_gpu_says_so),
         cmocka_unit_test(l1_carveout_holds_blocks_within_half),
+        cmocka_unit_test_setup_teardown(forward_warps_default_follows_hashed_levels, setup, teardown),
         cmocka_unit_test(residency_cap_fits_the_blocks_and_no_more),
         cmocka_unit_test(fp16_conversion_round_trips),
 #if defined(__FLT16_MAX__)

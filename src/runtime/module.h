@@ -69,7 +69,8 @@ typedef struct gj__module_shape {
      * the driver (0: GRIDJIT_STAGE_CARVEOUT=0). */
     int stage_carveout;
     /* The one-level forward kernels' resident warps a multiprocessor (gj__module_cap_residency;
-     * docs/runtime.md, "Launch shapes"), 0: as many as fit. */
+     * docs/runtime.md, "Launch shapes"): 32 for hashed levels of 3 or more dimensions, else
+     * 0 (as many as fit). */
     uint32_t forward_warps_per_sm;
 } gj__module_shape;
 

@@ -134,8 +134,8 @@ static uint64_t env_number(const char *name, uint64_t fallback) {
 /* Overrides of the launch shapes from the environment (docs/runtime.md, "Launch shapes"),
  * read once per module: GRIDJIT_LEVELS_PER_THREAD (where the options leave it automatic),
  * GRIDJIT_AGGREGATE_MIN, GRIDJIT_STAGE_CARVEOUT and GRIDJIT_FORWARD_WARPS_PER_SM (the
- * one-level forwards' resident warps a multiprocessor, at most 64; 0 or unset: no cap, the
- * default until the cap as built is measured: docs/runtime.md, "Launch shapes"). */
+ * one-level forwards' resident warps a multiprocessor, at most 64, 0: no cap; unset: the
+ * shape's default, gj__module_shape_make). */
 static void launch_tuning(gj__module_shape *shape) {
     if (shape->levels_per_thread == 0) {
         const uint64_t levels = env_number("GRIDJIT_LEVELS_PER_THREAD", 0);
@@ -144,7 +144,7 @@ static void launch_tuning(gj__module_shape *shape) {
     const uint64_t aggregate = env_number("GRIDJIT_AGGREGATE_MIN", GJ__DEFAULT_AGGREGATE_MIN);
     shape->aggregate_min = aggregate > 32 ? 32u : (uint32_t)aggregate;
     shape->stage_carveout = env_number("GRIDJIT_STAGE_CARVEOUT", 1) != 0;
-    const uint64_t warps = env_number("GRIDJIT_FORWARD_WARPS_PER_SM", 0);
+    const uint64_t warps = env_number("GRIDJIT_FORWARD_WARPS_PER_SM", shape->forward_warps_per_sm);
     shape->forward_warps_per_sm = warps > 64 ? 64u : (uint32_t)warps;
 }
 
