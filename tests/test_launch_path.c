@@ -622,6 +622,49 @@ static void forwards_cap_their_resident_warps(void **state) {
     capped_forward_free(f, &c);
 }
 
+/* A point-major forward that stages its rows (16 levels of F = 2 in fp16: 64-byte rows, eight
+ * levels a thread, 9216 bytes a block of 256 points) is held to 16 warps (two blocks) by
+ * default for hashed 3-D levels: each block asks for a share of a 32 KiB carveout at least
+ * what it stages (15168 bytes), instead of the staging carveout of gj__module_fit_carveout;
+ * 32 warps (GRIDJIT_STAGED_FORWARD_WARPS_PER_SM) need the 64 KiB carveout, 0 falls back to the
+ * staging carveout, and a 2-D module is not capped. */
+static void staging_forwards_cap_their_resident_warps(void **state) {
+    fixture *f = *state;
+    static const char config[] = "{\"otype\": \"HashGrid\", \"n_levels\": 16, \"log2_hashmap_size\": 10}";
+    static const struct {
+        unsigned dims;
+        const char *env;
+        unsigned carveout, shared, attributes; /* expected percent, bytes, cuFuncSetAttribute calls */
+    } cases[] = {
+        {3, NULL, 14, 15168, 1},
+        {3, "32", 28, 15168, 1},
+        /* The staging carveout: the fake's occupancy of 8 blocks of 9216 + 1024 bytes, 36 %. */
+        {3, "0", 100 * 8 * (9216 + 1024) / (228 * 1024) + 1, 9216, 2},
+        {2, NULL, 100 * 8 * (9216 + 1024) / (228 * 1024) + 1, 9216, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        print_message("%u-D, GRIDJIT_STAGED_FORWARD_WARPS_PER_SM=%s\n", cases[i].dims, cases[i].env ? cases[i].env : "(unset)");
+        if (cases[i].env) {
+            setenv("GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", cases[i].env, 1);
+        }
+        capped_forward c;
+        capped_forward_make(f, config, cases[i].dims, NULL, 0, &c);
+        unsetenv("GRIDJIT_STAGED_FORWARD_WARPS_PER_SM");
+        c.d.y_layout = GJ_LAYOUT_AOS;
+        fake.reset_carveout();
+        fake.reset_counts();
+        ok(f, gj_forward(c.m, NULL, &c.d));
+        assert_int_equal(fake.count("cuFuncSetAttribute"), cases[i].attributes);
+        assert_int_equal(fake.last_carveout(), cases[i].carveout);
+        assert_int_equal(fake.last_shared(), cases[i].shared);
+        fake.reset_counts();
+        ok(f, gj_forward(c.m, NULL, &c.d));
+        assert_int_equal(fake.count("cuFuncSetAttribute"), 0); /* chosen once a context */
+        assert_int_equal(fake.last_shared(), cases[i].shared);
+        capped_forward_free(f, &c);
+    }
+}
+
 /* Host time per call on the fake driver: the cost of gridjit's own path (nothing runs). */
 static void host_time_per_launch(void **state) {
     fixture *f = *state;
@@ -686,6 +729,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(a_kernel_carveout_is_set_once_per_context, setup, teardown),
         cmocka_unit_test_setup_teardown(staged_launches_prefer_l1, setup, teardown),
         cmocka_unit_test_setup_teardown(forwards_cap_their_resident_warps, setup, teardown),
+        cmocka_unit_test_setup_teardown(staging_forwards_cap_their_resident_warps, setup, teardown),
         cmocka_unit_test_setup_teardown(host_time_per_launch, setup, teardown),
         cmocka_unit_test(bench_reports_the_time_per_call),
     };

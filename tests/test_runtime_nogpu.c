@@ -1286,8 +1286,9 @@ static void l1_carveout_holds_blocks_within_half(void **state) {
     assert_int_equal(gj__l1_carveout(smem, reserved, 54784, 0, &blocks), -1);
 }
 
-/* The one-level forwards' resident warps by default (module_args.c): 32 where a level-major
- * module has a hashed level of 3 or more dimensions, none for 2-D, dense, tiled or point-major
+/* The forwards' resident warps by default (module_args.c): where a level-major module has a
+ * hashed level of 3 or more dimensions, 32 for the one-level kernels and 16 for the staging
+ * ones unless the forward splits its groups (C3); none for 2-D, dense, tiled or point-major
  * ones (measured on an H200: docs/runtime.md, "Launch shapes"). */
 static void forward_warps_default_follows_hashed_levels(void **state) {
     fixture *f = *state;
@@ -1295,16 +1296,17 @@ static void forward_warps_default_follows_hashed_levels(void **state) {
         const char *json;
         unsigned dims;
         gj_order order;
-        uint32_t warps;
+        uint32_t warps, staged_warps;
     } cases[] = {
-        {"{\"otype\": \"HashGrid\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32},
-        {"{\"otype\": \"HashGrid\"}", 4, GJ_ORDER_LEVEL_MAJOR, 32},
-        {"{\"otype\": \"HashGrid\", \"n_levels\": 8, \"n_features_per_level\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 32},
-        {"{\"otype\": \"HashGrid\"}", 2, GJ_ORDER_LEVEL_MAJOR, 0},
-        {"{\"otype\": \"HashGrid\"}", 3, GJ_ORDER_POINT_MAJOR, 0},
-        {"{\"otype\": \"HashGrid\", \"n_levels\": 2}", 3, GJ_ORDER_LEVEL_MAJOR, 0}, /* 16^3, 32^3 fit: dense */
-        {"{\"otype\": \"DenseGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0},
-        {"{\"otype\": \"TiledGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0},
+        {"{\"otype\": \"HashGrid\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 16},
+        {"{\"otype\": \"HashGrid\"}", 4, GJ_ORDER_LEVEL_MAJOR, 32, 16},
+        {"{\"otype\": \"HashGrid\", \"n_levels\": 8, \"n_features_per_level\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 0},
+        {"{\"otype\": \"HashGrid\", \"precision\": \"fp32\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 0}, /* split */
+        {"{\"otype\": \"HashGrid\"}", 2, GJ_ORDER_LEVEL_MAJOR, 0, 0},
+        {"{\"otype\": \"HashGrid\"}", 3, GJ_ORDER_POINT_MAJOR, 0, 0},
+        {"{\"otype\": \"HashGrid\", \"n_levels\": 2}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0}, /* 16^3, 32^3 fit: dense */
+        {"{\"otype\": \"DenseGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0},
+        {"{\"otype\": \"TiledGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         gj_encoding *enc = NULL;
@@ -1315,35 +1317,55 @@ static void forward_warps_default_follows_hashed_levels(void **state) {
         assert_int_equal(gj__codegen_options_resolve(&f->ctx->diag, &opts, &resolved), GJ_OK);
         gj__module_shape s;
         gj__module_shape_make(&s, enc, &resolved);
-        print_message("%u-D %s, order %d: %u warps\n", cases[i].dims, cases[i].json, (int)cases[i].order,
-                      s.forward_warps_per_sm);
+        print_message("%u-D %s, order %d: %u warps, %u staging\n", cases[i].dims, cases[i].json, (int)cases[i].order,
+                      s.forward_warps_per_sm, s.staged_forward_warps_per_sm);
         assert_int_equal(s.forward_warps_per_sm, cases[i].warps);
+        assert_int_equal(s.staged_forward_warps_per_sm, cases[i].staged_warps);
         gj_encoding_destroy(enc);
     }
 }
 
 /* The residency cap (l1_carveout.h): `blocks` shares of a 32 KiB carveout fit, one more does
- * not, with the reserved bytes counted; the percent rounded down (the driver rounds up). */
+ * not, with the reserved bytes counted; a share at least the bytes a kernel stages, from a
+ * 64 KiB carveout where 32 cannot hold them; the percent rounded down (the driver rounds up). */
 static void residency_cap_fits_the_blocks_and_no_more(void **state) {
     (void)state;
     const uint32_t smem = 228 * 1024, reserved = 1024;
     uint32_t bytes = 1;
     for (int blocks = 1; blocks <= 8; ++blocks) {
-        assert_int_equal(gj__residency_cap(smem, reserved, blocks, &bytes), 14); /* 32768 / 233472 = 14.03 % */
+        assert_int_equal(gj__residency_cap(smem, reserved, blocks, 0, &bytes), 14); /* 32768 / 233472 = 14.03 % */
         const uint32_t share = bytes + reserved;
         assert_true((uint32_t)blocks * share <= 32768);
         assert_true((uint32_t)(blocks + 1) * share > 32768);
     }
-    assert_int_equal(gj__residency_cap(smem, reserved, 4, &bytes), 14);
+    assert_int_equal(gj__residency_cap(smem, reserved, 4, 0, &bytes), 14);
     assert_int_equal(bytes, 6976); /* 8000 a block: 4 in 32 KiB, not 5 */
-    assert_int_equal(gj__residency_cap(164 * 1024, reserved, 4, &bytes), 19); /* sm_80: 19.5 % */
-    assert_int_equal(gj__residency_cap(64 * 1024, reserved, 4, &bytes), 50);  /* sm_75 */
-    assert_int_equal(gj__residency_cap(0, reserved, 4, &bytes), -1);          /* unknown */
+    /* C1's point-major forward stages 9216 bytes a block: two blocks' shares of 32 KiB hold
+     * them, four need the 64 KiB carveout (28 % of 228 KiB), eight cannot be held. */
+    assert_int_equal(gj__residency_cap(smem, reserved, 2, 9216, &bytes), 14);
+    assert_int_equal(bytes, 15168);
+    assert_int_equal(gj__residency_cap(smem, reserved, 3, 9216, &bytes), 14);
+    assert_int_equal(bytes, 9706);
+    assert_int_equal(gj__residency_cap(smem, reserved, 4, 9216, &bytes), 28);
+    assert_int_equal(bytes, 15168);
+    assert_true(4 * (bytes + reserved) <= 65536 && 5 * (bytes + reserved) > 65536);
+    assert_int_equal(gj__residency_cap(smem, reserved, 8, 9216, &bytes), -1);
     assert_int_equal(bytes, 0);
-    assert_int_equal(gj__residency_cap(16 * 1024, reserved, 4, &bytes), -1); /* smaller than the carveout */
-    assert_int_equal(gj__residency_cap(smem, reserved, 0, &bytes), -1);
-    assert_int_equal(gj__residency_cap(smem, reserved, 9, &bytes), -1);
-    assert_int_equal(gj__residency_cap(smem, 4096, 8, &bytes), -1); /* the reserved bytes alone exceed a share */
+    assert_int_equal(gj__residency_cap(smem, reserved, 4, 6976, &bytes), 14); /* exactly a share */
+    assert_int_equal(gj__residency_cap(smem, reserved, 4, 6977, &bytes), 28);
+    assert_int_equal(gj__residency_cap(164 * 1024, reserved, 4, 0, &bytes), 19); /* sm_80: 19.5 % */
+    assert_int_equal(gj__residency_cap(164 * 1024, reserved, 4, 9216, &bytes), 39);
+    assert_int_equal(gj__residency_cap(64 * 1024, reserved, 4, 0, &bytes), 50);     /* sm_75 */
+    assert_int_equal(gj__residency_cap(64 * 1024, reserved, 4, 9216, &bytes), 100); /* all of it */
+    assert_int_equal(gj__residency_cap(48 * 1024, reserved, 4, 9216, &bytes), -1);  /* no 64 KiB */
+    assert_int_equal(gj__residency_cap(0, reserved, 4, 0, &bytes), -1);             /* unknown */
+    assert_int_equal(bytes, 0);
+    assert_int_equal(gj__residency_cap(16 * 1024, reserved, 4, 0, &bytes), -1); /* smaller than the carveout */
+    assert_int_equal(gj__residency_cap(smem, reserved, 0, 0, &bytes), -1);
+    assert_int_equal(gj__residency_cap(smem, reserved, 9, 0, &bytes), -1);
+    assert_int_equal(gj__residency_cap(smem, 4096, 8, 0, &bytes), 28); /* 4096 reserved: a share of 64 KiB */
+    assert_int_equal(bytes, 3904);
+    assert_int_equal(gj__residency_cap(smem, 9000, 8, 0, &bytes), -1); /* the reserved bytes alone exceed a share */
     assert_int_equal(bytes, 0);
 }
 

@@ -1,6 +1,8 @@
 /* The shared-memory carveout that leaves L1 to a kernel's loads (l1_carveout.h). */
 #include "runtime/l1_carveout.h"
 
+#include <stddef.h>
+
 int gj__l1_carveout(uint32_t smem_per_sm, uint32_t reserved_per_block, uint32_t block_bytes, int max_blocks,
                     int *blocks) {
     *blocks = max_blocks;
@@ -18,21 +20,26 @@ int gj__l1_carveout(uint32_t smem_per_sm, uint32_t reserved_per_block, uint32_t 
 }
 
 #define GJ__CAP_CARVEOUT_BYTES 32768u
+#define GJ__CAP_LARGER_CARVEOUT_BYTES 65536u
 #define GJ__CAP_MARGIN_BYTES 192u
 
-int gj__residency_cap(uint32_t smem_per_sm, uint32_t reserved_per_block, int blocks, uint32_t *shared_bytes) {
+int gj__residency_cap(uint32_t smem_per_sm, uint32_t reserved_per_block, int blocks, uint32_t min_bytes,
+                      uint32_t *shared_bytes) {
     *shared_bytes = 0;
-    if (smem_per_sm < GJ__CAP_CARVEOUT_BYTES || blocks < 1 || blocks > 8) {
+    if (blocks < 1 || blocks > 8) {
         return -1;
     }
-    /* A share just under blocks' part of the carveout: on an H200 7000 + 1024 bytes a block held
-     * C1's forward to 4 blocks, where 6144 + 1024 (4.6 in 32 KiB) left it at the registers' 8. */
-    const uint32_t share = GJ__CAP_CARVEOUT_BYTES / (uint32_t)blocks - GJ__CAP_MARGIN_BYTES;
-    if (share <= reserved_per_block) {
-        return -1;
+    static const uint32_t carveouts[] = {GJ__CAP_CARVEOUT_BYTES, GJ__CAP_LARGER_CARVEOUT_BYTES};
+    for (size_t i = 0; i < sizeof carveouts / sizeof carveouts[0] && carveouts[i] <= smem_per_sm; ++i) {
+        /* A share just under blocks' part of the carveout: on an H200 7000 + 1024 bytes a block
+         * held C1's forward to 4 blocks in 32 KiB (8024 would also fit four, not five). */
+        const uint32_t share = carveouts[i] / (uint32_t)blocks - GJ__CAP_MARGIN_BYTES;
+        if (share > reserved_per_block && share - reserved_per_block >= min_bytes) {
+            *shared_bytes = share - reserved_per_block;
+            /* Rounded down: the driver takes the next configuration up, which is the carveout
+             * itself (a percent rounded up could land past it, on the next one). */
+            return (int)(100u * carveouts[i] / smem_per_sm);
+        }
     }
-    *shared_bytes = share - reserved_per_block;
-    /* Rounded down: the driver takes the next configuration up, which is the carveout itself
-     * (a percent rounded up could land past it, on the next one). */
-    return (int)(100u * GJ__CAP_CARVEOUT_BYTES / smem_per_sm);
+    return -1;
 }

@@ -72,6 +72,9 @@ typedef struct gj__module_shape {
      * docs/runtime.md, "Launch shapes"): 32 for hashed levels of 3 or more dimensions, else
      * 0 (as many as fit). */
     uint32_t forward_warps_per_sm;
+    /* The same for the level-group forwards where they stage point-major rows (a forward that
+     * does not split its groups): 16 for hashed levels of 3 or more dimensions, else 0. */
+    uint32_t staged_forward_warps_per_sm;
 } gj__module_shape;
 
 /* opts: resolved (gj__codegen_options_resolve). */
@@ -226,11 +229,12 @@ gj_status gj__module_function(struct gj_module *m, gj__launch_scope *scope, gj__
 gj_status gj__module_fit_carveout(struct gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f,
                                   uint32_t block, uint32_t shared_bytes, const char *call);
 /* Before a launch of kernel id (function f, which needs no shared memory of its own): the
- * dynamic shared bytes (*shared_bytes) and preferred carveout that keep at most `blocks`
- * blocks resident on a multiprocessor (l1_carveout.h), the carveout set once per context;
- * *shared_bytes 0 (no cap) where the device's shared memory is not known. */
+ * dynamic shared bytes (*shared_bytes, at least min_bytes, what the launch stages) and
+ * preferred carveout that keep at most `blocks` blocks resident on a multiprocessor
+ * (l1_carveout.h), the carveout set once per context; *shared_bytes 0 (no cap) where the
+ * device's shared memory is not known or no share fits min_bytes. */
 gj_status gj__module_cap_residency(struct gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f,
-                                   int blocks, uint32_t *shared_bytes, const char *call);
+                                   int blocks, uint32_t min_bytes, uint32_t *shared_bytes, const char *call);
 /* Frees every device's fp32 gradient buffer (each in its own context). */
 void gj__module_free_scratch(struct gj_module *m);
 

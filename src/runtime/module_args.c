@@ -10,22 +10,24 @@
 #include <string.h>
 
 #define GJ__MAX_GRID_X 2147483647ull /* CUDA's limit on gridDim.x */
-#define GJ__CAPPED_FORWARD_WARPS 32u   /* four blocks of 256 threads */
+#define GJ__CAPPED_FORWARD_WARPS 32u        /* four blocks of 256 threads */
+#define GJ__CAPPED_STAGED_FORWARD_WARPS 16u /* two blocks of 256 threads */
 
-/* The one-level forwards' resident warps a multiprocessor unless GRIDJIT_FORWARD_WARPS_PER_SM
- * says otherwise (docs/runtime.md, "Launch shapes"). A hashed level of three or more
- * dimensions scatters each point's eight or more corners over the table, and with every
- * block the registers allow resident the warps' L1 lines evict one another before the
- * neighbouring corners are read; held to 32 warps, C1's, C4's, S3's and S5's forwards took
- * 1.3-2.5 % less time on an H200. Two dimensions (four corners, C2 2.3 % slower) and dense
- * levels (neighbouring corners share lines, S4 1.3 % slower) keep every block. */
-static uint32_t default_forward_warps(const struct gj_encoding *enc, const gj__module_shape *shape) {
+/* Whether the forwards' resident warps are capped by default (docs/runtime.md, "Launch
+ * shapes"; the environment may say otherwise). A hashed level of three or more dimensions
+ * scatters each point's eight or more corners over the table, and with every block the
+ * registers allow resident the warps' L1 lines evict one another before the neighbouring
+ * corners are read: on an H200, held to 32 warps C1's, C4's, S3's and S5's one-level forwards
+ * took 1.3-2.5 % less time, and held to 16 warps C1's point-major forward 1.7 % and with
+ * dy/dx 7.5 % less. Two dimensions (four corners: C2 2.3 % slower) and dense levels
+ * (neighbouring corners share lines: S4 1.3 % slower) keep every block. */
+static int caps_forward_warps(const struct gj_encoding *enc, const gj__module_shape *shape) {
     if (!shape->level_major || shape->n_dims < 3) {
         return 0;
     }
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
         if (enc->layout.levels[l].index_mode == GJ__INDEX_HASH) {
-            return GJ__CAPPED_FORWARD_WARPS;
+            return 1;
         }
     }
     return 0;
@@ -54,7 +56,11 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
         }
     }
     shape->levels_per_thread = opts->levels_per_thread;
-    shape->forward_warps_per_sm = default_forward_warps(enc, shape);
+    if (caps_forward_warps(enc, shape)) {
+        shape->forward_warps_per_sm = GJ__CAPPED_FORWARD_WARPS;
+        /* A forward that splits its groups one level a thread (C3) was only slower capped. */
+        shape->staged_forward_warps_per_sm = shape->forward_split ? 0u : GJ__CAPPED_STAGED_FORWARD_WARPS;
+    }
 }
 
 size_t gj__shape_element_size(const gj__module_shape *shape) {

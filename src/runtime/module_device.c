@@ -122,12 +122,6 @@ gj_status gj__module_function(gj_module *m, gj__launch_scope *scope, gj__kernel_
     return status;
 }
 
-/* Staging takes shared memory, and by default the driver gives a kernel the carveout of the
- * most blocks that its shared memory allows. The level-group forward gathers its table
- * entries through L1, and its registers already hold it to fewer blocks (C1-C3 on an H200:
- * 5 or 6): the carveout of those blocks leaves it more L1 (C3 point-major 0.596 -> 0.579 ms,
- * C1 0.957 -> 0.943; docs/runtime.md, "Launch shapes"). Call with m->lock not held; a launch
- * whose bytes the scope already saw chosen takes no lock. */
 /* The device's shared memory per multiprocessor and reserved per block, asked on the first
  * launch that needs them; call with m->lock held. */
 static void query_shared_memory(gj_module *m, gj__module_device *device) {
@@ -145,6 +139,12 @@ static void query_shared_memory(gj_module *m, gj__module_device *device) {
     }
 }
 
+/* Staging takes shared memory, and by default the driver gives a kernel the carveout of the
+ * most blocks that its shared memory allows. The level-group forward gathers its table
+ * entries through L1, and its registers already hold it to fewer blocks (C1-C3 on an H200:
+ * 5 or 6): the carveout of those blocks leaves it more L1 (C3 point-major 0.596 -> 0.579 ms,
+ * C1 0.957 -> 0.943; docs/runtime.md, "Launch shapes"). Call with m->lock not held; a launch
+ * whose bytes the scope already saw chosen takes no lock. */
 gj_status gj__module_fit_carveout(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f,
                                   uint32_t block, uint32_t shared_bytes, const char *call) {
     if (!m->shape.stage_carveout || !scope->device || scope->carveout_for[id] == shared_bytes) {
@@ -192,15 +192,20 @@ gj_status gj__module_fit_carveout(gj_module *m, gj__launch_scope *scope, gj__ker
 /* carveout_for's mark of a kernel whose residency cannot be capped on its device. */
 #define NO_CAP UINT32_MAX
 
-/* The one-level forward gathers 8 corners a level (3-D) through L1; with every block its
- * registers allow resident (eight of 256 threads on an H200), the warps' lines evict each
- * other before the neighbouring corners are read: held to 32 warps in an experiment, C1's L2
- * read sectors fell 5 % and its forward 2.4 % (docs/benchmarks.md). A kernel without shared
- * memory of its own is held to `blocks` by asking each block for a share of a small carveout. */
+/* The forward gathers 8 corners a level (3-D) through L1; with every block its registers
+ * allow resident (eight of 256 threads on an H200 for the one-level kernel), the warps' lines
+ * evict each other before the neighbouring corners are read: held to 32 warps, C1's L2 read
+ * sectors fell 5 % and its forward 2.4 % (docs/benchmarks.md). A kernel is held to `blocks`
+ * by asking each block for a share of a small carveout, at least what it stages. Call with
+ * m->lock not held; a launch whose cap the scope already saw chosen takes no lock. */
 gj_status gj__module_cap_residency(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f, int blocks,
-                                   uint32_t *shared_bytes, const char *call) {
-    /* The bytes chosen in this context before, if any (NO_CAP: none can be). */
+                                   uint32_t min_bytes, uint32_t *shared_bytes, const char *call) {
+    /* The bytes chosen in this context before, if any (NO_CAP: none can be); a share chosen
+     * for fewer staged bytes than this launch's does not cap it. */
     *shared_bytes = scope->carveout_for[id] == NO_CAP ? 0u : scope->carveout_for[id];
+    if (*shared_bytes < min_bytes) {
+        *shared_bytes = 0;
+    }
     if (scope->carveout_for[id] || !scope->device) {
         return GJ_OK;
     }
@@ -209,7 +214,7 @@ gj_status gj__module_cap_residency(gj_module *m, gj__launch_scope *scope, gj__ke
     gj__module_device *device = scope->device;
     query_shared_memory(m, device);
     uint32_t bytes = 0;
-    const int percent = gj__residency_cap(device->smem_per_sm, device->smem_reserved, blocks, &bytes);
+    const int percent = gj__residency_cap(device->smem_per_sm, device->smem_reserved, blocks, min_bytes, &bytes);
     gj__context_slot *slot = gj__context_cache_find(&m->contexts, &scope->where);
     if (percent < 0 && slot) { /* not known, or no share can tell the blocks apart: no cap */
         slot->carveout_for[id] = NO_CAP;

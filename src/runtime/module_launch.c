@@ -14,26 +14,40 @@ static int stages(gj__kernel_id id) {
     return gj__kernel(id)->rows && id != GJ__KERNEL_BACKWARD_ROWS_COARSE && id != GJ__KERNEL_BACKWARD_INPUT_ROWS_COARSE;
 }
 
-/* The one-level forward kernels of a level-major module (no shared memory of their own), held
- * to shape.forward_warps_per_sm resident warps a multiprocessor (gj__module_cap_residency). */
-static int capped_residency(const gj_module *m, gj__kernel_id id) {
-    return m->shape.forward_warps_per_sm && m->shape.level_major &&
-           (id == GJ__KERNEL_FORWARD || id == GJ__KERNEL_FORWARD_DYDX);
+/* The resident warps a multiprocessor a launch of kernel id is held to (0: as many as fit,
+ * gj__module_cap_residency): the one-level forward kernels of a level-major module (no shared
+ * memory of their own) to shape.forward_warps_per_sm, the level-group forwards where they
+ * stage point-major rows to shape.staged_forward_warps_per_sm. */
+static uint32_t capped_warps(const gj_module *m, gj__kernel_id id, const gj__launch_dims *dims) {
+    if (!m->shape.level_major) {
+        return 0;
+    }
+    if (id == GJ__KERNEL_FORWARD || id == GJ__KERNEL_FORWARD_DYDX) {
+        return m->shape.forward_warps_per_sm;
+    }
+    if ((id == GJ__KERNEL_FORWARD_ROWS || id == GJ__KERNEL_FORWARD_DYDX_ROWS) && dims->shared_bytes) {
+        return m->shape.staged_forward_warps_per_sm;
+    }
+    return 0;
 }
 
 static gj_status launch(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const gj__launch_dims *dims,
                         void *args, gj_stream stream, const char *call) {
     CUfunction function = NULL;
     gj_status status = gj__module_function(m, scope, id, call, &function);
-    if (status == GJ_OK && stages(id)) {
-        status = gj__module_fit_carveout(m, scope, id, function, dims->block, dims->shared_bytes, call);
-    }
+    const uint32_t warps = capped_warps(m, id, dims);
     gj__launch_dims capped = *dims;
-    if (status == GJ_OK && capped_residency(m, id)) {
-        const uint32_t warps_per_block = (dims->block + 31) / 32;
-        const uint32_t blocks = m->shape.forward_warps_per_sm / warps_per_block;
-        status = gj__module_cap_residency(m, scope, id, function, blocks ? (int)blocks : 1, &capped.shared_bytes, call);
+    if (status == GJ_OK && warps) {
+        /* A capped launch's carveout is the cap's; where none can be had (the device's shared
+         * memory unknown, more than 8 blocks, staging too large), it launches as it is. */
+        const uint32_t blocks = warps / ((dims->block + 31) / 32);
+        uint32_t bytes = 0;
+        status = gj__module_cap_residency(m, scope, id, function, blocks ? (int)blocks : 1, dims->shared_bytes, &bytes,
+                                          call);
+        capped.shared_bytes = bytes ? bytes : dims->shared_bytes;
         dims = &capped;
+    } else if (status == GJ_OK && stages(id)) {
+        status = gj__module_fit_carveout(m, scope, id, function, dims->block, dims->shared_bytes, call);
     }
     if (status != GJ_OK) {
         return status;
