@@ -1351,6 +1351,9 @@ static void residency_cap_fits_the_blocks_and_no_more(void **state) {
     assert_true(4 * (bytes + reserved) <= 65536 && 5 * (bytes + reserved) > 65536);
     assert_int_equal(gj__residency_cap(smem, reserved, 8, 9216, &bytes), -1);
     assert_int_equal(bytes, 0);
+    assert_int_equal(gj__residency_cap(smem, reserved, 1, 40000, &bytes), 28); /* one block of 64 KiB: */
+    assert_int_equal(bytes, 49152);                                               /* 48 KiB, no opt-in */
+    assert_int_equal(gj__residency_cap(smem, reserved, 1, 49153, &bytes), -1);
     assert_int_equal(gj__residency_cap(smem, reserved, 4, 6976, &bytes), 14); /* exactly a share */
     assert_int_equal(gj__residency_cap(smem, reserved, 4, 6977, &bytes), 28);
     assert_int_equal(gj__residency_cap(164 * 1024, reserved, 4, 0, &bytes), 19); /* sm_80: 19.5 % */

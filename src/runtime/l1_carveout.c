@@ -22,6 +22,7 @@ int gj__l1_carveout(uint32_t smem_per_sm, uint32_t reserved_per_block, uint32_t 
 #define GJ__CAP_CARVEOUT_BYTES 32768u
 #define GJ__CAP_LARGER_CARVEOUT_BYTES 65536u
 #define GJ__CAP_MARGIN_BYTES 192u
+#define GJ__CAP_MAX_DYNAMIC_BYTES 49152u /* what a launch may ask for without opting in to more */
 
 int gj__residency_cap(uint32_t smem_per_sm, uint32_t reserved_per_block, int blocks, uint32_t min_bytes,
                       uint32_t *shared_bytes) {
@@ -34,8 +35,14 @@ int gj__residency_cap(uint32_t smem_per_sm, uint32_t reserved_per_block, int blo
         /* A share just under blocks' part of the carveout: on an H200 7000 + 1024 bytes a block
          * held C1's forward to 4 blocks in 32 KiB (8024 would also fit four, not five). */
         const uint32_t share = carveouts[i] / (uint32_t)blocks - GJ__CAP_MARGIN_BYTES;
-        if (share > reserved_per_block && share - reserved_per_block >= min_bytes) {
-            *shared_bytes = share - reserved_per_block;
+        if (share <= reserved_per_block) {
+            continue;
+        }
+        /* One block of a 64 KiB carveout: 48 KiB still leaves no room for a second. */
+        const uint32_t bytes =
+            share - reserved_per_block > GJ__CAP_MAX_DYNAMIC_BYTES ? GJ__CAP_MAX_DYNAMIC_BYTES : share - reserved_per_block;
+        if (bytes >= min_bytes && (uint64_t)(blocks + 1) * (bytes + reserved_per_block) > carveouts[i]) {
+            *shared_bytes = bytes;
             /* Rounded down: the driver takes the next configuration up, which is the carveout
              * itself (a percent rounded up could land past it, on the next one). */
             return (int)(100u * carveouts[i] / smem_per_sm);

@@ -21,7 +21,7 @@ int gj__l1_carveout(uint32_t smem_per_sm, uint32_t reserved_per_block, uint32_t 
  * min_bytes does not fit in 32 (the driver rounds the percent up to a configuration it has;
  * 32 and 64 KiB are ones from sm_70 to sm_90), so the rest of the unified memory stays L1.
  * Each block's share (reserved bytes included) is 192 bytes under 1 / blocks of the carveout,
- * so blocks fit and one more does not. -1 (and 0 bytes) where smem_per_sm is unknown (0) or
+ * so blocks fit and one more does not; at most 48 KiB (more needs the kernel's opt-in). -1 (and 0 bytes) where smem_per_sm is unknown (0) or
  * smaller than the carveout, blocks is not 1 to 8, or min_bytes fits in neither carveout. */
 int gj__residency_cap(uint32_t smem_per_sm, uint32_t reserved_per_block, int blocks, uint32_t min_bytes,
                       uint32_t *shared_bytes);

@@ -228,11 +228,11 @@ gj_status gj__module_function(struct gj_module *m, gj__launch_scope *scope, gj__
  * chosen when the staged bytes differ from its last launch's in that context. */
 gj_status gj__module_fit_carveout(struct gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f,
                                   uint32_t block, uint32_t shared_bytes, const char *call);
-/* Before a launch of kernel id (function f, which needs no shared memory of its own): the
- * dynamic shared bytes (*shared_bytes, at least min_bytes, what the launch stages) and
- * preferred carveout that keep at most `blocks` blocks resident on a multiprocessor
- * (l1_carveout.h), the carveout set once per context; *shared_bytes 0 (no cap) where the
- * device's shared memory is not known or no share fits min_bytes. */
+/* Before a launch of kernel id (function f): the dynamic shared bytes (*shared_bytes, at
+ * least min_bytes, what the launch stages) and preferred carveout that keep at most `blocks`
+ * blocks resident on a multiprocessor (l1_carveout.h), the carveout set once per context;
+ * *shared_bytes 0 (no cap) where the device's shared memory is not known or no share fits
+ * min_bytes. */
 gj_status gj__module_cap_residency(struct gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f,
                                    int blocks, uint32_t min_bytes, uint32_t *shared_bytes, const char *call);
 /* Frees every device's fp32 gradient buffer (each in its own context). */
