@@ -481,21 +481,26 @@ static void init_checks(void **state) {
     assert_contains(gj_context_errmsg(f->ctx), "scale must be finite");
 }
 
+/* shape_of for an encoding of json in dims dimensions, made here with opts (NULL: the
+ * defaults); returns the encoding, which the caller destroys. */
+static gj_encoding *encoding_shape(fixture *f, const char *json, unsigned dims, const gj_codegen_options *opts,
+                             gj__module_shape *s) {
+    gj_encoding *enc = NULL;
+    assert_int_equal(gj_encoding_create(f->ctx, json, dims, &enc), GJ_OK);
+    gj_codegen_options defaults, resolved;
+    gj_codegen_options_init(&defaults);
+    assert_int_equal(gj__codegen_options_resolve(&f->ctx->diag, opts ? opts : &defaults, &resolved), GJ_OK);
+    gj__module_shape_make(s, enc, &resolved);
+    return enc;
+}
+
 /* fp16 modules: outputs and dL/dy are 2-byte elements. */
 static void fp16_alignment(void **state) {
     fixture *f = *state;
-    gj_encoding *enc = NULL;
-    assert_int_equal(gj_encoding_create(f->ctx,
-                                        "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"n_features_per_level\": 1, "
-                                        "\"precision\": \"fp16\"}",
-                                        2, &enc),
-                     GJ_OK);
-    gj_codegen_options opts;
-    gj_codegen_options_init(&opts);
-    gj_codegen_options resolved;
-    assert_int_equal(gj__codegen_options_resolve(&f->ctx->diag, &opts, &resolved), GJ_OK);
     gj__module_shape s;
-    gj__module_shape_make(&s, enc, &resolved);
+    gj_encoding *enc = encoding_shape(
+        f, "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"n_features_per_level\": 1, \"precision\": \"fp16\"}", 2, NULL,
+        &s);
     assert_int_equal(gj__shape_element_size(&s), 2);
     assert_int_equal(s.precision, GJ_PRECISION_FP16);
     assert_true(s.grad_fp32); /* F = 1: fp32 accumulation (docs/design.md §8.3) */
@@ -528,14 +533,11 @@ static void gradient_plans(void **state) {
         {"{\"n_levels\": 3, \"n_features_per_level\": 1}", 1, 4, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-        gj_encoding *enc = NULL;
-        assert_int_equal(gj_encoding_create(f->ctx, cases[i].json, 3, &enc), GJ_OK);
-        gj_codegen_options opts, resolved;
+        gj_codegen_options opts;
         gj_codegen_options_init(&opts);
         opts.gradients_fp32 = cases[i].gradients_fp32;
-        assert_int_equal(gj__codegen_options_resolve(&f->ctx->diag, &opts, &resolved), GJ_OK);
         gj__module_shape s;
-        gj__module_shape_make(&s, enc, &resolved);
+        gj_encoding *enc = encoding_shape(f, cases[i].json, 3, &opts, &s);
         const uint64_t n_params = gj_encoding_n_params(enc);
         assert_int_equal(s.grad_element_size, cases[i].element);
         assert_int_equal(s.grad_fp32, cases[i].grad_fp32);
@@ -1309,14 +1311,11 @@ static void forward_warps_default_follows_hashed_levels(void **state) {
         {"{\"otype\": \"TiledGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-        gj_encoding *enc = NULL;
-        assert_int_equal(gj_encoding_create(f->ctx, cases[i].json, cases[i].dims, &enc), GJ_OK);
-        gj_codegen_options opts, resolved;
+        gj_codegen_options opts;
         gj_codegen_options_init(&opts);
         opts.order = cases[i].order;
-        assert_int_equal(gj__codegen_options_resolve(&f->ctx->diag, &opts, &resolved), GJ_OK);
         gj__module_shape s;
-        gj__module_shape_make(&s, enc, &resolved);
+        gj_encoding *enc = encoding_shape(f, cases[i].json, cases[i].dims, &opts, &s);
         print_message("%u-D %s, order %d: %u warps, %u staging\n", cases[i].dims, cases[i].json, (int)cases[i].order,
                       s.forward_warps_per_sm, s.staged_forward_warps_per_sm);
         assert_int_equal(s.forward_warps_per_sm, cases[i].warps);
