@@ -663,6 +663,18 @@ static void staging_forwards_cap_their_resident_warps(void **state) {
         assert_int_equal(fake.last_shared(), cases[i].shared);
         capped_forward_free(f, &c);
     }
+    /* Blocks of one warp would need 16 a multiprocessor, more than a cap holds: the staging
+     * carveout instead (back to the default, then the percent), for 32 rows of 36 bytes. */
+    capped_forward c;
+    capped_forward_make(f, config, 3, NULL, 32, &c);
+    c.d.y_layout = GJ_LAYOUT_AOS;
+    fake.reset_carveout();
+    fake.reset_counts();
+    ok(f, gj_forward(c.m, NULL, &c.d));
+    assert_int_equal(fake.count("cuFuncSetAttribute"), 2);
+    assert_int_equal(fake.count("cuOccupancyMaxActiveBlocksPerMultiprocessor"), 1);
+    assert_int_equal(fake.last_shared(), 32 * 36);
+    capped_forward_free(f, &c);
 }
 
 /* Host time per call on the fake driver: the cost of gridjit's own path (nothing runs). */

@@ -27,7 +27,7 @@ int gj__l1_carveout(uint32_t smem_per_sm, uint32_t reserved_per_block, uint32_t 
 int gj__residency_cap(uint32_t smem_per_sm, uint32_t reserved_per_block, int blocks, uint32_t min_bytes,
                       uint32_t *shared_bytes) {
     *shared_bytes = 0;
-    if (blocks < 1 || blocks > 8) {
+    if (blocks < 1 || blocks > GJ__CAP_MAX_BLOCKS) {
         return -1;
     }
     static const uint32_t carveouts[] = {GJ__CAP_CARVEOUT_BYTES, GJ__CAP_LARGER_CARVEOUT_BYTES};

@@ -22,7 +22,12 @@ int gj__l1_carveout(uint32_t smem_per_sm, uint32_t reserved_per_block, uint32_t 
  * 32 and 64 KiB are ones from sm_70 to sm_90), so the rest of the unified memory stays L1.
  * Each block's share (reserved bytes included) is 192 bytes under 1 / blocks of the carveout,
  * so blocks fit and one more does not; at most 48 KiB (more needs the kernel's opt-in). -1 (and 0 bytes) where smem_per_sm is unknown (0) or
- * smaller than the carveout, blocks is not 1 to 8, or min_bytes fits in neither carveout. */
+ * smaller than the carveout, blocks is not 1 to GJ__CAP_MAX_BLOCKS, or min_bytes fits in neither
+ * carveout. */
+/* The most blocks a residency cap holds a kernel to: 32 KiB / 8 leaves a block 3904 bytes,
+ * the 1 KiB reserved on sm_80 and sm_90 included; finer shares are not tried. */
+#define GJ__CAP_MAX_BLOCKS 8
+
 int gj__residency_cap(uint32_t smem_per_sm, uint32_t reserved_per_block, int blocks, uint32_t min_bytes,
                       uint32_t *shared_bytes);
 

@@ -2,6 +2,7 @@
  * stream's context and in stream order: zero what the kernels accumulate into, the
  * kernel(s), and for fp16 parameters with F = 1 (without gradients_fp32) the cast of the
  * fp32 gradients into the caller's array. */
+#include "runtime/l1_carveout.h"
 #include "runtime/module.h"
 
 #include <string.h>
@@ -14,36 +15,38 @@ static int stages(gj__kernel_id id) {
     return gj__kernel(id)->rows && id != GJ__KERNEL_BACKWARD_ROWS_COARSE && id != GJ__KERNEL_BACKWARD_INPUT_ROWS_COARSE;
 }
 
-/* The resident warps a multiprocessor a launch of kernel id is held to (0: as many as fit,
+/* The resident blocks a multiprocessor a launch of kernel id is held to (0: as many as fit;
  * gj__module_cap_residency): the one-level forward kernels of a level-major module (no shared
- * memory of their own) to shape.forward_warps_per_sm, the level-group forwards where they
- * stage point-major rows to shape.staged_forward_warps_per_sm. */
-static uint32_t capped_warps(const gj_module *m, gj__kernel_id id, const gj__launch_dims *dims) {
-    if (!m->shape.level_major) {
+ * memory of their own) to shape.forward_warps_per_sm warps, the level-group forwards where
+ * they stage point-major rows to shape.staged_forward_warps_per_sm, in whole blocks (at least
+ * one); none where that takes more blocks than a cap can hold (small blocks), which leaves a
+ * staging launch its staging carveout. */
+static int capped_blocks(const gj_module *m, gj__kernel_id id, const gj__launch_dims *dims) {
+    uint32_t warps = 0;
+    if (m->shape.level_major && (id == GJ__KERNEL_FORWARD || id == GJ__KERNEL_FORWARD_DYDX)) {
+        warps = m->shape.forward_warps_per_sm;
+    } else if (m->shape.level_major && (id == GJ__KERNEL_FORWARD_ROWS || id == GJ__KERNEL_FORWARD_DYDX_ROWS) &&
+               dims->shared_bytes) {
+        warps = m->shape.staged_forward_warps_per_sm;
+    }
+    if (!warps) {
         return 0;
     }
-    if (id == GJ__KERNEL_FORWARD || id == GJ__KERNEL_FORWARD_DYDX) {
-        return m->shape.forward_warps_per_sm;
-    }
-    if ((id == GJ__KERNEL_FORWARD_ROWS || id == GJ__KERNEL_FORWARD_DYDX_ROWS) && dims->shared_bytes) {
-        return m->shape.staged_forward_warps_per_sm;
-    }
-    return 0;
+    const uint32_t blocks = warps / ((dims->block + 31) / 32);
+    return blocks == 0 ? 1 : blocks <= GJ__CAP_MAX_BLOCKS ? (int)blocks : 0;
 }
 
 static gj_status launch(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, const gj__launch_dims *dims,
                         void *args, gj_stream stream, const char *call) {
     CUfunction function = NULL;
     gj_status status = gj__module_function(m, scope, id, call, &function);
-    const uint32_t warps = capped_warps(m, id, dims);
+    const int blocks = capped_blocks(m, id, dims);
     gj__launch_dims capped = *dims;
-    if (status == GJ_OK && warps) {
+    if (status == GJ_OK && blocks) {
         /* A capped launch's carveout is the cap's; where none can be had (the device's shared
-         * memory unknown, more than 8 blocks, staging too large), it launches as it is. */
-        const uint32_t blocks = warps / ((dims->block + 31) / 32);
+         * memory unknown, staging over 48 KiB a block), it launches as it is. */
         uint32_t bytes = 0;
-        status = gj__module_cap_residency(m, scope, id, function, blocks ? (int)blocks : 1, dims->shared_bytes, &bytes,
-                                          call);
+        status = gj__module_cap_residency(m, scope, id, function, blocks, dims->shared_bytes, &bytes, call);
         capped.shared_bytes = bytes ? bytes : dims->shared_bytes;
         dims = &capped;
     } else if (status == GJ_OK && stages(id)) {
