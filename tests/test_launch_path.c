@@ -520,9 +520,9 @@ static double ns_per_call(fixture *f, gj_status (*pass)(fixture *, gj_stream), l
     return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)calls;
 }
 
-/* A forward-only module of config in dims dimensions made with GRIDJIT_FORWARD_WARPS_PER_SM set
- * to warps (NULL: unset) and blocks of block_size threads (0: the default), its buffers and a
- * feature-major forward descriptor over them. */
+/* A forward-only module of config in dims dimensions made with the environment variable
+ * `variable` set to warps (NULL: unset) and blocks of block_size threads (0: the default), its
+ * buffers and a feature-major forward descriptor over them. */
 typedef struct capped_forward {
     gj_encoding *enc;
     gj_module *m;
@@ -530,10 +530,10 @@ typedef struct capped_forward {
     gj_forward_desc d;
 } capped_forward;
 
-static void capped_forward_make(fixture *f, const char *config, unsigned dims, const char *warps, uint32_t block_size,
-                                capped_forward *c) {
+static void capped_forward_make(fixture *f, const char *config, unsigned dims, const char *variable, const char *warps,
+                                uint32_t block_size, capped_forward *c) {
     if (warps) {
-        setenv("GRIDJIT_FORWARD_WARPS_PER_SM", warps, 1);
+        setenv(variable, warps, 1);
     }
     ok(f, gj_encoding_create(f->ctx, config, dims, &c->enc));
     gj_codegen_options opts;
@@ -541,7 +541,7 @@ static void capped_forward_make(fixture *f, const char *config, unsigned dims, c
     opts.passes = GJ_PASS_FORWARD;
     opts.block_size = block_size;
     ok(f, gj_module_create(f->ctx, c->enc, &opts, &c->m));
-    unsetenv("GRIDJIT_FORWARD_WARPS_PER_SM");
+    unsetenv(variable);
     ok(f, gj_device_alloc(f->ctx, (size_t)N * dims * 4, &c->x));
     ok(f, gj_device_alloc(f->ctx, (size_t)N * gj_module_output_width(c->m) * 2, &c->y));
     ok(f, gj_device_alloc(f->ctx, gj_module_n_params(c->m) * 2, &c->params));
@@ -584,7 +584,7 @@ static void forwards_cap_their_resident_warps(void **state) {
         print_message("%u-D %s, GRIDJIT_FORWARD_WARPS_PER_SM=%s\n", cases[i].dims, cases[i].config,
                       cases[i].env ? cases[i].env : "(unset)");
         capped_forward c;
-        capped_forward_make(f, cases[i].config, cases[i].dims, cases[i].env, 0, &c);
+        capped_forward_make(f, cases[i].config, cases[i].dims, "GRIDJIT_FORWARD_WARPS_PER_SM", cases[i].env, 0, &c);
         fake.reset_carveout();
         fake.reset_counts();
         ok(f, gj_forward(c.m, NULL, &c.d));
@@ -612,7 +612,7 @@ static void forwards_cap_their_resident_warps(void **state) {
     /* Blocks of 2 warps would need 16 a multiprocessor, more than the carveout's shares can tell
      * apart: no cap, and none asked for again. */
     capped_forward c;
-    capped_forward_make(f, hash, 3, NULL, 64, &c);
+    capped_forward_make(f, hash, 3, "GRIDJIT_FORWARD_WARPS_PER_SM", NULL, 64, &c);
     ok(f, gj_forward(c.m, NULL, &c.d));
     fake.reset_counts();
     ok(f, gj_forward(c.m, NULL, &c.d));
@@ -644,12 +644,8 @@ static void staging_forwards_cap_their_resident_warps(void **state) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         print_message("%u-D, GRIDJIT_STAGED_FORWARD_WARPS_PER_SM=%s\n", cases[i].dims, cases[i].env ? cases[i].env : "(unset)");
-        if (cases[i].env) {
-            setenv("GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", cases[i].env, 1);
-        }
         capped_forward c;
-        capped_forward_make(f, config, cases[i].dims, NULL, 0, &c);
-        unsetenv("GRIDJIT_STAGED_FORWARD_WARPS_PER_SM");
+        capped_forward_make(f, config, cases[i].dims, "GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", cases[i].env, 0, &c);
         c.d.y_layout = GJ_LAYOUT_AOS;
         fake.reset_carveout();
         fake.reset_counts();
@@ -666,7 +662,7 @@ static void staging_forwards_cap_their_resident_warps(void **state) {
     /* Blocks of one warp would need 16 a multiprocessor, more than a cap holds: the staging
      * carveout instead (back to the default, then the percent), for 32 rows of 36 bytes. */
     capped_forward c;
-    capped_forward_make(f, config, 3, NULL, 32, &c);
+    capped_forward_make(f, config, 3, "GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", NULL, 32, &c);
     c.d.y_layout = GJ_LAYOUT_AOS;
     fake.reset_carveout();
     fake.reset_counts();

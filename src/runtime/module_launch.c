@@ -22,11 +22,13 @@ static int stages(gj__kernel_id id) {
  * one); none where that takes more blocks than a cap can hold (small blocks), which leaves a
  * staging launch its staging carveout. */
 static int capped_blocks(const gj_module *m, gj__kernel_id id, const gj__launch_dims *dims) {
+    if (!m->shape.level_major) {
+        return 0;
+    }
     uint32_t warps = 0;
-    if (m->shape.level_major && (id == GJ__KERNEL_FORWARD || id == GJ__KERNEL_FORWARD_DYDX)) {
+    if (id == GJ__KERNEL_FORWARD || id == GJ__KERNEL_FORWARD_DYDX) {
         warps = m->shape.forward_warps_per_sm;
-    } else if (m->shape.level_major && (id == GJ__KERNEL_FORWARD_ROWS || id == GJ__KERNEL_FORWARD_DYDX_ROWS) &&
-               dims->shared_bytes) {
+    } else if ((id == GJ__KERNEL_FORWARD_ROWS || id == GJ__KERNEL_FORWARD_DYDX_ROWS) && dims->shared_bytes) {
         warps = m->shape.staged_forward_warps_per_sm;
     }
     if (!warps) {
