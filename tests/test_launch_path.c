@@ -521,8 +521,8 @@ static double ns_per_call(fixture *f, gj_status (*pass)(fixture *, gj_stream), l
 }
 
 /* A forward-only module of config in dims dimensions made with the environment variable
- * `variable` set to warps (NULL: unset) and blocks of block_size threads (0: the default), its
- * buffers and a feature-major forward descriptor over them. */
+ * `variable` set to warps (NULL: unset), blocks of block_size threads and levels_per_thread
+ * (0: the defaults), its buffers and a feature-major forward descriptor over them. */
 typedef struct capped_forward {
     gj_encoding *enc;
     gj_module *m;
@@ -531,7 +531,7 @@ typedef struct capped_forward {
 } capped_forward;
 
 static void capped_forward_make(fixture *f, const char *config, unsigned dims, const char *variable, const char *warps,
-                                uint32_t block_size, capped_forward *c) {
+                                uint32_t block_size, uint32_t levels_per_thread, capped_forward *c) {
     if (warps) {
         setenv(variable, warps, 1);
     }
@@ -540,6 +540,7 @@ static void capped_forward_make(fixture *f, const char *config, unsigned dims, c
     gj_codegen_options_init(&opts);
     opts.passes = GJ_PASS_FORWARD;
     opts.block_size = block_size;
+    opts.levels_per_thread = levels_per_thread;
     ok(f, gj_module_create(f->ctx, c->enc, &opts, &c->m));
     unsetenv(variable);
     ok(f, gj_device_alloc(f->ctx, (size_t)N * dims * 4, &c->x));
@@ -561,7 +562,7 @@ static void capped_forward_free(fixture *f, capped_forward *c) {
     gj_encoding_destroy(c->enc);
 }
 
-/* A level-major forward (one level a block) held to W resident warps a multiprocessor asks for a
+/* A level-major forward (one level a block, as asked) held to W resident warps a multiprocessor asks for a
  * share of a 32 KiB carveout per block, so that no more blocks fit: 14 % of 228 KiB (the driver
  * rounds it up to 32 KiB), for 32 warps 6976 bytes a block of 8 warps (8000 with the reserved
  * KiB: four fit, five do not); the carveout set once per context. W is 32 by default for hashed
@@ -584,7 +585,7 @@ static void forwards_cap_their_resident_warps(void **state) {
         print_message("%u-D %s, GRIDJIT_FORWARD_WARPS_PER_SM=%s\n", cases[i].dims, cases[i].config,
                       cases[i].env ? cases[i].env : "(unset)");
         capped_forward c;
-        capped_forward_make(f, cases[i].config, cases[i].dims, "GRIDJIT_FORWARD_WARPS_PER_SM", cases[i].env, 0, &c);
+        capped_forward_make(f, cases[i].config, cases[i].dims, "GRIDJIT_FORWARD_WARPS_PER_SM", cases[i].env, 0, 1, &c);
         fake.reset_carveout();
         fake.reset_counts();
         ok(f, gj_forward(c.m, NULL, &c.d));
@@ -612,7 +613,7 @@ static void forwards_cap_their_resident_warps(void **state) {
     /* Blocks of 2 warps would need 16 a multiprocessor, more than the carveout's shares can tell
      * apart: no cap, and none asked for again. */
     capped_forward c;
-    capped_forward_make(f, hash, 3, "GRIDJIT_FORWARD_WARPS_PER_SM", NULL, 64, &c);
+    capped_forward_make(f, hash, 3, "GRIDJIT_FORWARD_WARPS_PER_SM", NULL, 64, 1, &c);
     ok(f, gj_forward(c.m, NULL, &c.d));
     fake.reset_counts();
     ok(f, gj_forward(c.m, NULL, &c.d));
@@ -645,7 +646,7 @@ static void staging_forwards_cap_their_resident_warps(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         print_message("%u-D, GRIDJIT_STAGED_FORWARD_WARPS_PER_SM=%s\n", cases[i].dims, cases[i].env ? cases[i].env : "(unset)");
         capped_forward c;
-        capped_forward_make(f, config, cases[i].dims, "GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", cases[i].env, 0, &c);
+        capped_forward_make(f, config, cases[i].dims, "GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", cases[i].env, 0, 0, &c);
         c.d.y_layout = GJ_LAYOUT_AOS;
         fake.reset_carveout();
         fake.reset_counts();
@@ -662,7 +663,7 @@ static void staging_forwards_cap_their_resident_warps(void **state) {
     /* Blocks of one warp would need 16 a multiprocessor, more than a cap holds: the staging
      * carveout instead (back to the default, then the percent), for 32 rows of 36 bytes. */
     capped_forward c;
-    capped_forward_make(f, config, 3, "GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", NULL, 32, &c);
+    capped_forward_make(f, config, 3, "GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", NULL, 32, 0, &c);
     c.d.y_layout = GJ_LAYOUT_AOS;
     fake.reset_carveout();
     fake.reset_counts();
@@ -671,6 +672,42 @@ static void staging_forwards_cap_their_resident_warps(void **state) {
     assert_int_equal(fake.count("cuOccupancyMaxActiveBlocksPerMultiprocessor"), 1);
     assert_int_equal(fake.last_shared(), 32 * 36);
     capped_forward_free(f, &c);
+}
+
+/* A feature-major forward of 3-D fp16 levels whose largest table takes 2 MiB takes two levels
+ * a thread by default (grid y 2 for 4 levels), held to 24 warps: three blocks of 8 warps, each
+ * asking for a share of a 32 KiB carveout that fits three and not four.
+ * GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM overrides the warps, 0 turning the cap off (the pairs
+ * stay); a 2-D module runs one level a block, uncapped. */
+static void grouped_forwards_cap_their_resident_warps(void **state) {
+    fixture *f = *state;
+    static const char hash[] = "{\"otype\": \"HashGrid\", \"n_levels\": 4, \"log2_hashmap_size\": 19}";
+    static const struct {
+        unsigned dims;
+        const char *env;
+        unsigned warps, grid_y; /* expected cap (0: none), level groups */
+    } cases[] = {{3, NULL, 24, 2}, {3, "16", 16, 2}, {3, "0", 0, 2}, {2, NULL, 0, 4}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        print_message("%u-D, GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM=%s\n", cases[i].dims, cases[i].env ? cases[i].env : "(unset)");
+        capped_forward c;
+        capped_forward_make(f, hash, cases[i].dims, "GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM", cases[i].env, 0, 0, &c);
+        fake.reset_carveout();
+        fake.reset_counts();
+        ok(f, gj_forward(c.m, NULL, &c.d));
+        assert_int_equal(fake.last_grid_y(), cases[i].grid_y);
+        if (cases[i].warps) {
+            const unsigned blocks = cases[i].warps / 8, share = 32768 / blocks - 192;
+            assert_int_equal(fake.count("cuFuncSetAttribute"), 1);
+            assert_int_equal(fake.last_carveout(), 14);
+            assert_int_equal(fake.last_shared(), share - 1024);
+            assert_true(blocks * share <= 32768 && (blocks + 1) * share > 32768);
+        } else {
+            assert_int_equal(fake.count("cuFuncSetAttribute"), 0);
+            assert_int_equal(fake.last_carveout(), GJ_FAKE_NO_CARVEOUT);
+            assert_int_equal(fake.last_shared(), 0);
+        }
+        capped_forward_free(f, &c);
+    }
 }
 
 /* Host time per call on the fake driver: the cost of gridjit's own path (nothing runs). */
@@ -738,6 +775,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(staged_launches_prefer_l1, setup, teardown),
         cmocka_unit_test_setup_teardown(forwards_cap_their_resident_warps, setup, teardown),
         cmocka_unit_test_setup_teardown(staging_forwards_cap_their_resident_warps, setup, teardown),
+        cmocka_unit_test_setup_teardown(grouped_forwards_cap_their_resident_warps, setup, teardown),
         cmocka_unit_test_setup_teardown(host_time_per_launch, setup, teardown),
         cmocka_unit_test(bench_reports_the_time_per_call),
     };

@@ -891,23 +891,23 @@ static void level_groups_and_staging(void **state) {
     fixture *f = *state;
     gj__module_shape s = shape_of(f, NULL); /* levels_per_thread 0: automatic */
     assert_int_equal(s.levels_per_thread, 0);
-    assert_int_equal(gj__levels_per_thread(&s, 0, 0), 1); /* feature-major: one level per block */
-    assert_int_equal(gj__levels_per_thread(&s, 1, 0), 1); /* rows of one sector: nothing to gain */
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_FORWARD, 0), 1); /* feature-major: one level per block */
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_FORWARD, 1), 1); /* rows of one sector: nothing to gain */
     /* The backward to the parameters takes four levels per thread whatever the layout,
      * where every level's table is at most 8 MiB (here 4096 entries of 8 bytes). */
     assert_int_equal(s.largest_level_entries, 4096);
-    assert_int_equal(gj__levels_per_thread(&s, 0, 1), 4);
-    assert_int_equal(gj__levels_per_thread(&s, 1, 1), 4);
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_BACKWARD_PARAMS, 0), 4);
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_BACKWARD_PARAMS, 1), 4);
     s.largest_level_entries = (8u << 20) / 8u; /* 8 MiB: still grouped */
-    assert_int_equal(gj__levels_per_thread(&s, 0, 1), 4);
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_BACKWARD_PARAMS, 0), 4);
     s.largest_level_entries += 1; /* a level beyond 8 MiB: one level per block, as the forward */
-    assert_int_equal(gj__levels_per_thread(&s, 0, 1), 1);
-    assert_int_equal(gj__levels_per_thread(&s, 1, 1), 1);
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_BACKWARD_PARAMS, 0), 1);
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_BACKWARD_PARAMS, 1), 1);
     gj_codegen_options padded;
     gj_codegen_options_init(&padded);
     padded.output_width_multiple = 16; /* rows of 64 bytes: a sector (4 levels of 8 bytes) each */
     s = shape_of(f, &padded);
-    assert_int_equal(gj__levels_per_thread(&s, 1, 0), 4);
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_FORWARD, 1), 4);
 
     gj_forward_desc d = valid_forward(1000);
     d.y_layout = GJ_LAYOUT_SOA;
@@ -992,10 +992,10 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(dims.grid_x, (1000 + 84) / 85); /* 256 / 3 = 85 threads a level */
     opts.levels_per_thread = 100;
     s = shape_of(f, &opts);
-    assert_int_equal(gj__levels_per_thread(&s, 1, 0), 4);
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_FORWARD, 1), 4);
     opts.levels_per_thread = 1; /* a fixed count holds for the backward too */
     s = shape_of(f, &opts);
-    assert_int_equal(gj__levels_per_thread(&s, 0, 1), 1);
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_BACKWARD_PARAMS, 0), 1);
     opts.levels_per_thread = 129;
     gj_codegen_options resolved;
     assert_int_equal(gj__codegen_options_resolve(&f->ctx->diag, &opts, &resolved), GJ_ERROR_INVALID_ARGUMENT);
@@ -1288,27 +1288,35 @@ static void l1_carveout_holds_blocks_within_half(void **state) {
     assert_int_equal(gj__l1_carveout(smem, reserved, 54784, 0, &blocks), -1);
 }
 
-/* The forwards' resident warps by default (module_args.c): where a level-major module has a
- * hashed level of 3 or more dimensions, 32 for the one-level kernels and 16 for the staging
- * ones unless the forward splits its groups (C3); none for 2-D, dense, tiled or point-major
- * ones (measured on an H200: docs/runtime.md, "Launch shapes"). */
+/* The forwards' resident warps and the feature-major forward's levels per thread by default
+ * (module_args.c): where a level-major module has a hashed level of 3 or more dimensions, 32
+ * warps for the one-level kernels, and unless the forward splits its groups (C3) 16 for the
+ * staging ones; two levels a thread into feature-major outputs held to 24 for 3-D fp16 grids
+ * whose largest table takes 512 KiB to 8 MiB; none for 2-D, dense, tiled or point-major ones
+ * (measured on an H200: docs/runtime.md, "Launch shapes"). */
 static void forward_warps_default_follows_hashed_levels(void **state) {
     fixture *f = *state;
     static const struct {
         const char *json;
         unsigned dims;
         gj_order order;
-        uint32_t warps, staged_warps;
+        uint32_t warps, staged_warps, grouped_levels, grouped_warps;
     } cases[] = {
-        {"{\"otype\": \"HashGrid\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 16},
-        {"{\"otype\": \"HashGrid\"}", 4, GJ_ORDER_LEVEL_MAJOR, 32, 16},
-        {"{\"otype\": \"HashGrid\", \"n_levels\": 8, \"n_features_per_level\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 0},
-        {"{\"otype\": \"HashGrid\", \"precision\": \"fp32\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 0}, /* split */
-        {"{\"otype\": \"HashGrid\"}", 2, GJ_ORDER_LEVEL_MAJOR, 0, 0},
-        {"{\"otype\": \"HashGrid\"}", 3, GJ_ORDER_POINT_MAJOR, 0, 0},
-        {"{\"otype\": \"HashGrid\", \"n_levels\": 2}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0}, /* 16^3, 32^3 fit: dense */
-        {"{\"otype\": \"DenseGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0},
-        {"{\"otype\": \"TiledGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0},
+        {"{\"otype\": \"HashGrid\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 16, 2, 24},
+        {"{\"otype\": \"HashGrid\"}", 4, GJ_ORDER_LEVEL_MAJOR, 32, 16, 1, 0},
+        /* Largest tables of 1 MiB (F = 1), 8 MiB: paired; 16 MiB, 128 KiB, fp32 (4-byte entries): not. */
+        {"{\"otype\": \"HashGrid\", \"n_features_per_level\": 1}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 16, 2, 24},
+        {"{\"otype\": \"HashGrid\", \"log2_hashmap_size\": 21}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 16, 2, 24},
+        {"{\"otype\": \"HashGrid\", \"log2_hashmap_size\": 22}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 16, 1, 0},
+        {"{\"otype\": \"HashGrid\", \"log2_hashmap_size\": 15}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 16, 1, 0},
+        {"{\"otype\": \"HashGrid\", \"n_features_per_level\": 1, \"precision\": \"fp32\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 16, 1, 0},
+        {"{\"otype\": \"HashGrid\", \"n_levels\": 8, \"n_features_per_level\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 0, 1, 0},
+        {"{\"otype\": \"HashGrid\", \"precision\": \"fp32\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 0, 1, 0}, /* split */
+        {"{\"otype\": \"HashGrid\"}", 2, GJ_ORDER_LEVEL_MAJOR, 0, 0, 1, 0},
+        {"{\"otype\": \"HashGrid\"}", 3, GJ_ORDER_POINT_MAJOR, 0, 0, 1, 0},
+        {"{\"otype\": \"HashGrid\", \"n_levels\": 2}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0, 1, 0}, /* 16^3, 32^3 fit: dense */
+        {"{\"otype\": \"DenseGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0, 1, 0},
+        {"{\"otype\": \"TiledGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         gj_codegen_options opts;
@@ -1316,12 +1324,50 @@ static void forward_warps_default_follows_hashed_levels(void **state) {
         opts.order = cases[i].order;
         gj__module_shape s;
         gj_encoding *enc = encoding_shape(f, cases[i].json, cases[i].dims, &opts, &s);
-        print_message("%u-D %s, order %d: %u warps, %u staging\n", cases[i].dims, cases[i].json, (int)cases[i].order,
-                      s.forward_warps_per_sm, s.staged_forward_warps_per_sm);
+        print_message("%u-D %s, order %d: %u warps, %u staging, %u levels a thread into feature-major outputs held to %u\n",
+                      cases[i].dims, cases[i].json, (int)cases[i].order, s.forward_warps_per_sm,
+                      s.staged_forward_warps_per_sm, s.feature_major_forward_levels, s.grouped_forward_warps_per_sm);
         assert_int_equal(s.forward_warps_per_sm, cases[i].warps);
         assert_int_equal(s.staged_forward_warps_per_sm, cases[i].staged_warps);
+        assert_int_equal(s.feature_major_forward_levels, cases[i].grouped_levels);
+        assert_int_equal(s.grouped_forward_warps_per_sm, cases[i].grouped_warps);
         gj_encoding_destroy(enc);
     }
+}
+
+/* C1's launches by pass and layout: the forward into feature-major outputs in groups of two
+ * levels (grid y 8), into point-major rows of 64 bytes in staged groups of eight; the
+ * backward to dL/dx alone one level a block, to the parameters four; a fixed count wins. */
+static void feature_major_forward_takes_level_pairs(void **state) {
+    fixture *f = *state;
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    gj__module_shape s;
+    gj_encoding *enc = encoding_shape(f, "{\"otype\": \"HashGrid\"}", 3, &opts, &s);
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_FORWARD, 0), 2);
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_FORWARD, 1), 8);
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_BACKWARD_INPUT, 0), 1);
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_BACKWARD_PARAMS, 0), 4);
+
+    gj_forward_desc d = valid_forward(100000);
+    d.y_layout = GJ_LAYOUT_SOA;
+    gj_forward_args a;
+    gj__launch_dims dims;
+    gj__forward_args(&s, &d, &a, &dims);
+    assert_int_equal(a.levels_per_thread, 2);
+    assert_int_equal(dims.grid_y, 8);
+    assert_int_equal(dims.grid_x, (100000 + 255) / 256);
+    assert_int_equal(a.stage, 0);
+    assert_int_equal(dims.shared_bytes, 0);
+    d.y = NULL; /* dy/dx alone: the same groups */
+    gj__forward_args(&s, &d, &a, &dims);
+    assert_int_equal(a.levels_per_thread, 2);
+    gj_encoding_destroy(enc);
+
+    opts.levels_per_thread = 1; /* asked for: one level a block */
+    enc = encoding_shape(f, "{\"otype\": \"HashGrid\"}", 3, &opts, &s);
+    assert_int_equal(gj__levels_per_thread(&s, GJ__GROUP_FORWARD, 0), 1);
+    gj_encoding_destroy(enc);
 }
 
 /* The residency cap (l1_carveout.h): `blocks` shares of a 32 KiB carveout fit, one more does
@@ -1398,6 +1444,7 @@ int main(void) {
         cmocka_unit_test(eval_refuses_files_that_do_not_fit),
         cmocka_unit_test(bench_without_a_gpu_says_so),
         cmocka_unit_test(l1_carveout_holds_blocks_within_half),
+        cmocka_unit_test_setup_teardown(feature_major_forward_takes_level_pairs, setup, teardown),
         cmocka_unit_test_setup_teardown(forward_warps_default_follows_hashed_levels, setup, teardown),
         cmocka_unit_test(residency_cap_fits_the_blocks_and_no_more),
         cmocka_unit_test(fp16_conversion_round_trips),

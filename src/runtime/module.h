@@ -75,6 +75,11 @@ typedef struct gj__module_shape {
     /* The same for the level-group forwards where they stage point-major rows (a forward that
      * does not split its groups): 16 for hashed levels of 3 or more dimensions, else 0. */
     uint32_t staged_forward_warps_per_sm;
+    /* Levels per thread of an automatic forward into feature-major outputs, and that
+     * level-group forward's resident warps: 2 and 24 for capped 3-D fp16 grids whose largest
+     * table takes 512 KiB to 8 MiB and whose groups are not split, else 1 and 0. */
+    uint32_t feature_major_forward_levels;
+    uint32_t grouped_forward_warps_per_sm;
 } gj__module_shape;
 
 /* opts: resolved (gj__codegen_options_resolve). */
@@ -130,11 +135,16 @@ void gj__dx_from_dydx_args(const gj__module_shape *shape, const gj_backward_desc
  * fit in half of an H200's 60 MiB L2; a group of larger levels evicts the others). */
 #define GJ__BACKWARD_MIN_LEVELS_PER_THREAD 4u
 #define GJ__BACKWARD_GROUP_MAX_LEVEL_BYTES (8ull << 20)
-/* Levels per thread of a level-major launch, with or without point-major rows (y or dL/dy),
- * for a backward launch to the parameters or another (docs/runtime.md, "Launch shapes"),
- * and the dynamic shared memory of staging rows with that many levels per thread (0: not
- * staged). */
-uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_rows, int backward_params);
+/* The passes whose level-major launches choose their levels per thread differently. */
+typedef enum gj__group_pass {
+    GJ__GROUP_FORWARD = 0,         /* y, dy/dx */
+    GJ__GROUP_BACKWARD_INPUT = 1,  /* dL/dx alone */
+    GJ__GROUP_BACKWARD_PARAMS = 2, /* dL/dparams (and dL/dx) */
+} gj__group_pass;
+/* Levels per thread of a level-major launch of `pass`, with or without point-major rows (y or
+ * dL/dy) (docs/runtime.md, "Launch shapes"), and the dynamic shared memory of staging rows
+ * with that many levels per thread (0: not staged). */
+uint32_t gj__levels_per_thread(const gj__module_shape *shape, gj__group_pass pass, int point_major_rows);
 uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, uint32_t points, const void *rows,
                          gj_data_layout layout);
 /* A block's points in level groups of `levels` (split: the forward's groups split one

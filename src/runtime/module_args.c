@@ -12,6 +12,12 @@
 #define GJ__MAX_GRID_X 2147483647ull /* CUDA's limit on gridDim.x */
 #define GJ__CAPPED_FORWARD_WARPS 32u        /* four blocks of 256 threads */
 #define GJ__CAPPED_STAGED_FORWARD_WARPS 16u /* two blocks of 256 threads */
+#define GJ__CAPPED_GROUPED_FORWARD_WARPS 24u /* three blocks of 256 threads */
+/* Levels per thread of a forward into feature-major outputs that pairs its levels
+ * (pairs_forward_levels), and the bounds on its largest table. */
+#define GJ__GROUPED_FORWARD_LEVELS 2u
+#define GJ__PAIRED_LEVEL_MIN_BYTES (512ull << 10)
+#define GJ__PAIRED_LEVEL_MAX_BYTES (8ull << 20)
 
 /* Whether the forwards' resident warps are capped by default (docs/runtime.md, "Launch
  * shapes"; the environment may say otherwise). A hashed level of three or more dimensions
@@ -31,6 +37,20 @@ static int caps_forward_warps(const struct gj_encoding *enc, const gj__module_sh
         }
     }
     return 0;
+}
+
+/* Whether a capped forward into feature-major outputs takes two levels a thread by default,
+ * held to 24 warps: each thread reads its point once for two levels. Measured on an H200
+ * (docs/benchmarks.md §1): 3-D fp16 grids whose largest table takes 1-2 MiB gained (C1's
+ * forward 2 % less time, with dy/dx 2.6 %; F = 1, five levels, Smoothstep, rays 0-3 %), and
+ * lost where two tables at a time no longer fit the caches (128 KiB tables that one level
+ * alone keeps in L1: 24 % slower; 16 MiB ones in L2: 6-10 %), in 4-D (S5: 2.5-7 %) and in
+ * fp32 with F = 1 (8 %, the same table bytes as C1's: not understood). A forward that splits
+ * its groups one level a thread (C3) was only slower in groups. */
+static int pairs_forward_levels(const gj__module_shape *shape) {
+    const uint64_t largest = (uint64_t)shape->largest_level_entries * shape->n_features_per_level * 2u;
+    return shape->n_dims == 3 && shape->precision == GJ_PRECISION_FP16 && !shape->forward_split &&
+           largest >= GJ__PAIRED_LEVEL_MIN_BYTES && largest <= GJ__PAIRED_LEVEL_MAX_BYTES;
 }
 
 void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *enc, const gj_codegen_options *opts) {
@@ -56,10 +76,15 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
         }
     }
     shape->levels_per_thread = opts->levels_per_thread;
+    shape->feature_major_forward_levels = 1;
     if (caps_forward_warps(enc, shape)) {
         shape->forward_warps_per_sm = GJ__CAPPED_FORWARD_WARPS;
         /* A forward that splits its groups one level a thread (C3) was only slower capped. */
         shape->staged_forward_warps_per_sm = shape->forward_split ? 0u : GJ__CAPPED_STAGED_FORWARD_WARPS;
+        if (pairs_forward_levels(shape)) {
+            shape->feature_major_forward_levels = GJ__GROUPED_FORWARD_LEVELS;
+            shape->grouped_forward_warps_per_sm = GJ__CAPPED_GROUPED_FORWARD_WARPS;
+        }
     }
 }
 
@@ -383,8 +408,9 @@ static void point_dims(const gj__module_shape *shape, uint64_t n, uint32_t grid_
 }
 
 /* Levels per thread of a level-major launch (docs/runtime.md, "Launch shapes"), as measured
- * on an H200. The forward: one (each block one level, one table hot at a time) unless it
- * writes point-major rows longer than one 32-byte sector. There each level would write a
+ * on an H200. The forward: one (each block one level, one table hot at a time), or two where
+ * the shape says so (feature_major_forward_levels, pairs_forward_levels), unless it writes
+ * point-major rows longer than one 32-byte sector. There each level would write a
  * few bytes of every row at another time, and the partly written sectors cost L2 and DRAM
  * traffic; with a sector's worth of levels per thread, staged in shared memory, a block
  * fills whole sectors (C1: 1.63 -> 0.98 ms forward). The backward to the parameters: the
@@ -393,7 +419,7 @@ static void point_dims(const gj__module_shape *shape, uint64_t n, uint32_t grid_
  * keeps more independent atomics in flight: 1-9 % faster on C1-C4, S1-S3, S5 and S6, on
  * uniform points and rays, but for C3 along rays, 1-2 % slower; a dense grid whose finest
  * tables take 20 and 64 MiB: its backward 11-17 % slower; benchmarks.md §2). */
-uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_rows, int backward_params) {
+uint32_t gj__levels_per_thread(const gj__module_shape *shape, gj__group_pass pass, int point_major_rows) {
     uint32_t levels = shape->levels_per_thread;
     if (levels == 0) {
         const uint32_t element = (uint32_t)gj__shape_element_size(shape);
@@ -401,9 +427,11 @@ uint32_t gj__levels_per_thread(const gj__module_shape *shape, int point_major_ro
         levels = 1;
         if (point_major_rows && shape->padded_width * element > 32) {
             levels = entry < 16 ? 32 / entry : 2;
+        } else if (pass == GJ__GROUP_FORWARD && !point_major_rows) {
+            levels = shape->feature_major_forward_levels;
         }
         const uint64_t largest_bytes = (uint64_t)shape->largest_level_entries * entry;
-        if (backward_params && levels < GJ__BACKWARD_MIN_LEVELS_PER_THREAD &&
+        if (pass == GJ__GROUP_BACKWARD_PARAMS && levels < GJ__BACKWARD_MIN_LEVELS_PER_THREAD &&
             largest_bytes <= GJ__BACKWARD_GROUP_MAX_LEVEL_BYTES) {
             levels = GJ__BACKWARD_MIN_LEVELS_PER_THREAD;
         }
@@ -442,9 +470,9 @@ uint32_t gj__group_block_points(const gj__module_shape *shape, uint32_t levels, 
 /* Levels per thread (a split forward: per block, at most its threads), staging and grid
  * of a level-major launch over rows (y or dL/dy). */
 static void level_groups(const gj__module_shape *shape, uint64_t n, const void *rows, gj_data_layout layout,
-                         int backward_params, int split, unsigned *levels_per_thread, unsigned *stage,
+                         gj__group_pass pass, int split, unsigned *levels_per_thread, unsigned *stage,
                          gj__launch_dims *dims) {
-    uint32_t levels = gj__levels_per_thread(shape, rows != NULL && layout == GJ_LAYOUT_AOS, backward_params);
+    uint32_t levels = gj__levels_per_thread(shape, pass, rows != NULL && layout == GJ_LAYOUT_AOS);
     if (split && levels > shape->block_size) {
         levels = shape->block_size;
     }
@@ -473,7 +501,7 @@ void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc
     point_dims(shape, desc->n, 1u, dims);
     args->levels_per_thread = 1;
     if (shape->level_major) {
-        level_groups(shape, desc->n, desc->y, desc->y_layout, 0, shape->forward_split, &args->levels_per_thread,
+        level_groups(shape, desc->n, desc->y, desc->y_layout, GJ__GROUP_FORWARD, shape->forward_split, &args->levels_per_thread,
                      &args->stage, dims);
         dims->grid_y += shape->padded_width != shape->n_output_dims; /* the padding columns' slice */
     }
@@ -499,7 +527,8 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
     point_dims(shape, desc->n, 1u, dims);
     args->levels_per_thread = 1;
     if (shape->level_major) {
-        level_groups(shape, desc->n, desc->dL_dy, desc->dL_dy_layout, desc->dL_dparams != NULL, 0, &args->levels_per_thread,
+        level_groups(shape, desc->n, desc->dL_dy, desc->dL_dy_layout,
+                     desc->dL_dparams != NULL ? GJ__GROUP_BACKWARD_PARAMS : GJ__GROUP_BACKWARD_INPUT, 0, &args->levels_per_thread,
                      &args->stage, dims);
     }
 }

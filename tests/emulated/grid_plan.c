@@ -40,7 +40,7 @@ void gj_emu_shape_destroy(gj_emu_shape *shape) {
 }
 
 uint32_t gj_emu_shape_levels_per_thread(const gj_emu_shape *shape, int point_major_rows, int backward_params) {
-    return gj__levels_per_thread(&shape->shape, point_major_rows, backward_params);
+    return gj__levels_per_thread(&shape->shape, backward_params ? GJ__GROUP_BACKWARD_PARAMS : GJ__GROUP_FORWARD, point_major_rows);
 }
 
 static void copy_dims(gj_emu_plan_launch *launch, int kernel, const gj__launch_dims *dims) {

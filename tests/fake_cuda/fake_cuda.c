@@ -387,7 +387,7 @@ static CUresult fake_KernelGetFunction(CUfunction *out, CUkernel kernel) {
 }
 
 static atomic_int next_launch_error;
-static atomic_uint last_grid_x; /* the x dimension of the last successful launch's grid */
+static atomic_uint last_grid_x, last_grid_y; /* the x and y dimensions of the last successful launch's grid */
 static atomic_uint last_block_x, last_shared; /* its block's x dimension, its dynamic shared memory */
 
 /* The next cuLaunchKernel (of any thread) fails with error. */
@@ -435,7 +435,7 @@ FAKE_API float gjfake_captured_float(void) {
 static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                   unsigned bz, unsigned shared, CUstream stream, void **params, void **extra) {
     COUNT(LaunchKernel);
-    (void)gy, (void)gz, (void)by, (void)bz, (void)params, (void)extra;
+    (void)gz, (void)by, (void)bz, (void)params, (void)extra;
     const int injected = atomic_exchange(&next_launch_error, 0);
     if (injected) {
         return (CUresult)injected;
@@ -448,6 +448,7 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         return CUDA_ERROR_INVALID_HANDLE;
     }
     atomic_store(&last_grid_x, gx);
+    atomic_store(&last_grid_y, gy);
     atomic_store(&last_block_x, bx);
     atomic_store(&last_shared, shared);
     capture(f->kernel->name, params);
@@ -501,6 +502,11 @@ FAKE_API void gjfake_reset_carveout(void) {
 /* The grid's x dimension of the last successful cuLaunchKernel (of any thread). */
 FAKE_API unsigned gjfake_last_grid_x(void) {
     return atomic_load(&last_grid_x);
+}
+
+/* Its y dimension (a level-major launch: the levels or level groups). */
+FAKE_API unsigned gjfake_last_grid_y(void) {
+    return atomic_load(&last_grid_y);
 }
 
 /* Its block's x dimension and dynamic shared memory. */

@@ -33,6 +33,7 @@ int gj_fake_driver_open(gj_fake_driver *fake) {
         {"gjfake_current", (void **)&fake->current},
         {"gjfake_fail_next_launch", (void **)&fake->fail_next_launch},
         {"gjfake_last_grid_x", (void **)&fake->last_grid_x},
+        {"gjfake_last_grid_y", (void **)&fake->last_grid_y},
         {"gjfake_last_block_x", (void **)&fake->last_block_x},
         {"gjfake_last_shared", (void **)&fake->last_shared},
         {"gjfake_set_capability", (void **)&fake->set_capability},

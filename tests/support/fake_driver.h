@@ -20,6 +20,7 @@ typedef struct gj_fake_driver {
     CUcontext (*current)(void); /* the calling thread's */
     void (*fail_next_launch)(CUresult error);
     unsigned (*last_grid_x)(void); /* the last successful launch's grid.x */
+    unsigned (*last_grid_y)(void); /* its grid.y */
     unsigned (*last_block_x)(void); /* its block.x */
     unsigned (*last_shared)(void);  /* its dynamic shared memory */
     void (*set_capability)(int device, int major, int minor); /* 9.0 until set */
