@@ -710,6 +710,36 @@ static void grouped_forwards_cap_their_resident_warps(void **state) {
     }
 }
 
+/* One kernel held to two counts: C1's level-group forward takes 24 warps (three blocks) into
+ * feature-major outputs and 16 (two) where it stages point-major rows. Each launch gets its
+ * own share whatever ran before it in the context (a share chosen for three blocks once made
+ * the staging launches after it hold three), the carveout set again only when the count
+ * changes. */
+static void one_kernel_keeps_each_cap(void **state) {
+    fixture *f = *state;
+    static const char c1[] = "{\"otype\": \"HashGrid\", \"log2_hashmap_size\": 19}";
+    capped_forward c;
+    capped_forward_make(f, c1, 3, "GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM", NULL, 0, 0, &c);
+    static const struct {
+        gj_data_layout layout;
+        unsigned shared, attributes;
+    } steps[] = {{GJ_LAYOUT_SOA, 32768 / 3 - 192 - 1024, 1}, {GJ_LAYOUT_AOS, 15168, 1}, {GJ_LAYOUT_AOS, 15168, 0},
+                 {GJ_LAYOUT_SOA, 32768 / 3 - 192 - 1024, 1}, {GJ_LAYOUT_AOS, 15168, 1}};
+    fake.reset_carveout();
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; ++i) {
+        c.d.y_layout = steps[i].layout;
+        fake.reset_counts();
+        ok(f, gj_forward(c.m, NULL, &c.d));
+        print_message("launch %zu (%s): %u bytes\n", i, steps[i].layout == GJ_LAYOUT_AOS ? "AoS" : "SoA",
+                      fake.last_shared());
+        assert_int_equal(fake.last_grid_y(), steps[i].layout == GJ_LAYOUT_AOS ? 2 : 8);
+        assert_int_equal(fake.last_shared(), steps[i].shared);
+        assert_int_equal(fake.count("cuFuncSetAttribute"), steps[i].attributes);
+        assert_int_equal(fake.last_carveout(), 14);
+    }
+    capped_forward_free(f, &c);
+}
+
 /* Host time per call on the fake driver: the cost of gridjit's own path (nothing runs). */
 static void host_time_per_launch(void **state) {
     fixture *f = *state;
@@ -776,6 +806,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(forwards_cap_their_resident_warps, setup, teardown),
         cmocka_unit_test_setup_teardown(staging_forwards_cap_their_resident_warps, setup, teardown),
         cmocka_unit_test_setup_teardown(grouped_forwards_cap_their_resident_warps, setup, teardown),
+        cmocka_unit_test_setup_teardown(one_kernel_keeps_each_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(host_time_per_launch, setup, teardown),
         cmocka_unit_test(bench_reports_the_time_per_call),
     };

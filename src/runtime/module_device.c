@@ -189,8 +189,15 @@ gj_status gj__module_fit_carveout(gj_module *m, gj__launch_scope *scope, gj__ker
     return status;
 }
 
-/* carveout_for's mark of a kernel whose residency cannot be capped on its device. */
-#define NO_CAP UINT32_MAX
+/* carveout_for's record of a capped kernel: the blocks it was held to (top byte) and the bytes
+ * each block asks for, or NO_SHARE where no share can hold it to them on its device. Keyed by
+ * the blocks, because one kernel may be held to different counts (a level-group forward
+ * staging point-major rows, and the same kernel into feature-major outputs): each launch then
+ * gets its own share, the carveout set again when the count changes, not the share another
+ * launch chose. Shares are at most 48 KiB; the staging carveout's records are plain bytes
+ * (no blocks), so the two never match. */
+#define NO_SHARE 0xFFFFFFu
+#define CAP_RECORD(blocks, bytes) (((uint32_t)(blocks) << 24) | (bytes))
 
 /* The forward gathers 8 corners a level (3-D) through L1; with every block its registers
  * allow resident (eight of 256 threads on an H200 for the one-level kernel), the warps' lines
@@ -200,13 +207,15 @@ gj_status gj__module_fit_carveout(gj_module *m, gj__launch_scope *scope, gj__ker
  * m->lock not held; a launch whose cap the scope already saw chosen takes no lock. */
 gj_status gj__module_cap_residency(gj_module *m, gj__launch_scope *scope, gj__kernel_id id, CUfunction f, int blocks,
                                    uint32_t min_bytes, uint32_t *shared_bytes, const char *call) {
-    /* The bytes chosen in this context before, if any (NO_CAP: none can be); a share chosen
-     * for fewer staged bytes than this launch's does not cap it. */
-    *shared_bytes = scope->carveout_for[id] == NO_CAP ? 0u : scope->carveout_for[id];
-    if (*shared_bytes < min_bytes) {
-        *shared_bytes = 0;
+    /* Chosen in this context before for these blocks, with a share at least this launch's
+     * staged bytes (a smaller one is chosen again), or found impossible. */
+    const uint32_t seen = scope->carveout_for[id], seen_bytes = seen & NO_SHARE;
+    *shared_bytes = 0;
+    if (seen >> 24 == (uint32_t)blocks && (seen_bytes == NO_SHARE || seen_bytes >= min_bytes)) {
+        *shared_bytes = seen_bytes == NO_SHARE ? 0u : seen_bytes;
+        return GJ_OK;
     }
-    if (scope->carveout_for[id] || !scope->device) {
+    if (!scope->device) {
         return GJ_OK;
     }
     gj_status status = GJ_OK;
@@ -216,22 +225,19 @@ gj_status gj__module_cap_residency(gj_module *m, gj__launch_scope *scope, gj__ke
     uint32_t bytes = 0;
     const int percent = gj__residency_cap(device->smem_per_sm, device->smem_reserved, blocks, min_bytes, &bytes);
     gj__context_slot *slot = gj__context_cache_find(&m->contexts, &scope->where);
-    if (percent < 0 && slot) { /* not known, or no share can tell the blocks apart: no cap */
-        slot->carveout_for[id] = NO_CAP;
-        scope->carveout_for[id] = NO_CAP;
-    } else if (slot) {
-        if (slot->carveout_for[id] != bytes) {
+    if (slot) {
+        /* Not known, or no share can tell the blocks apart: no cap. */
+        const uint32_t record = CAP_RECORD(blocks, percent < 0 ? NO_SHARE : bytes);
+        if (percent >= 0 && slot->carveout_for[id] != record) {
             status = gj__cuda_checkf(m->diag, m->drv,
                                      m->drv->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent),
                                      "%s: cuFuncSetAttribute(%s, PREFERRED_SHARED_MEMORY_CARVEOUT, %d)", call,
                                      gj__kernel_suffix(id), percent);
-            if (status == GJ_OK) {
-                slot->carveout_for[id] = bytes;
-            }
         }
         if (status == GJ_OK) {
-            scope->carveout_for[id] = bytes;
-            *shared_bytes = bytes;
+            slot->carveout_for[id] = record;
+            scope->carveout_for[id] = record;
+            *shared_bytes = percent < 0 ? 0u : bytes;
         }
     }
     pthread_mutex_unlock(&m->lock);
