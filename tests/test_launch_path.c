@@ -624,30 +624,41 @@ static void forwards_cap_their_resident_warps(void **state) {
 }
 
 /* A point-major forward that stages its rows (16 levels of F = 2 in fp16: 64-byte rows, eight
- * levels a thread, 9216 bytes a block of 256 points) is held to 16 warps (two blocks) by
- * default for hashed 3-D levels: each block asks for a share of a 32 KiB carveout at least
- * what it stages (15168 bytes), instead of the staging carveout of gj__module_fit_carveout;
- * 32 warps (GRIDJIT_STAGED_FORWARD_WARPS_PER_SM) need the 64 KiB carveout, 0 falls back to the
- * staging carveout, and a 2-D module is not capped. */
+ * levels a thread, 9216 bytes a block of 256 points) is held by default for hashed 3-D levels
+ * to 24 warps (three blocks: a share of a 32 KiB carveout of 9706 bytes, at least what it
+ * stages), with dy/dx and in 4-D to 16 (two: 15168 bytes), instead of the staging carveout of
+ * gj__module_fit_carveout; 32 warps (GRIDJIT_STAGED_FORWARD_WARPS_PER_SM, both forms) need the
+ * 64 KiB carveout, 0 falls back to the staging carveout, and a 2-D module is not capped. */
 static void staging_forwards_cap_their_resident_warps(void **state) {
     fixture *f = *state;
     static const char config[] = "{\"otype\": \"HashGrid\", \"n_levels\": 16, \"log2_hashmap_size\": 10}";
     static const struct {
         unsigned dims;
         const char *env;
+        int dydx;
         unsigned carveout, shared, attributes; /* expected percent, bytes, cuFuncSetAttribute calls */
     } cases[] = {
-        {3, NULL, 14, 15168, 1},
-        {3, "32", 28, 15168, 1},
+        {3, NULL, 0, 14, 32768 / 3 - 192 - 1024, 1},
+        {3, NULL, 1, 14, 15168, 1},
+        {4, NULL, 0, 14, 15168, 1},
+        {3, "32", 0, 28, 15168, 1},
+        {3, "32", 1, 28, 15168, 1},
         /* The staging carveout: the fake's occupancy of 8 blocks of 9216 + 1024 bytes, 36 %. */
-        {3, "0", 100 * 8 * (9216 + 1024) / (228 * 1024) + 1, 9216, 2},
-        {2, NULL, 100 * 8 * (9216 + 1024) / (228 * 1024) + 1, 9216, 2},
+        {3, "0", 0, 100 * 8 * (9216 + 1024) / (228 * 1024) + 1, 9216, 2},
+        {3, "0", 1, 100 * 8 * (9216 + 1024) / (228 * 1024) + 1, 9216, 2},
+        {2, NULL, 0, 100 * 8 * (9216 + 1024) / (228 * 1024) + 1, 9216, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-        print_message("%u-D, GRIDJIT_STAGED_FORWARD_WARPS_PER_SM=%s\n", cases[i].dims, cases[i].env ? cases[i].env : "(unset)");
+        print_message("%u-D%s, GRIDJIT_STAGED_FORWARD_WARPS_PER_SM=%s\n", cases[i].dims, cases[i].dydx ? " with dy/dx" : "",
+                      cases[i].env ? cases[i].env : "(unset)");
         capped_forward c;
         capped_forward_make(f, config, cases[i].dims, "GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", cases[i].env, 0, 0, &c);
         c.d.y_layout = GJ_LAYOUT_AOS;
+        void *dy_dx = NULL;
+        if (cases[i].dydx) {
+            ok(f, gj_device_alloc(f->ctx, (size_t)N * cases[i].dims * gj_module_output_width(c.m) * 4, &dy_dx));
+            c.d.dy_dx = dy_dx;
+        }
         fake.reset_carveout();
         fake.reset_counts();
         ok(f, gj_forward(c.m, NULL, &c.d));
@@ -658,6 +669,7 @@ static void staging_forwards_cap_their_resident_warps(void **state) {
         ok(f, gj_forward(c.m, NULL, &c.d));
         assert_int_equal(fake.count("cuFuncSetAttribute"), 0); /* chosen once a context */
         assert_int_equal(fake.last_shared(), cases[i].shared);
+        gj_device_free(f->ctx, dy_dx);
         capped_forward_free(f, &c);
     }
     /* Blocks of one warp would need 16 a multiprocessor, more than a cap holds: the staging
@@ -710,16 +722,20 @@ static void grouped_forwards_cap_their_resident_warps(void **state) {
     }
 }
 
-/* One kernel held to two counts: C1's level-group forward takes 24 warps (three blocks) into
- * feature-major outputs and 16 (two) where it stages point-major rows. Each launch gets its
- * own share whatever ran before it in the context (a share chosen for three blocks once made
- * the staging launches after it hold three), the carveout set again only when the count
- * changes. */
+/* One kernel held to two counts: C1's level-group forward with dy/dx takes 24 warps (three
+ * blocks) into feature-major outputs and 16 (two) where it stages point-major rows. Each launch
+ * gets its own share whatever ran before it in the context (a share chosen for three blocks
+ * once made the staging launches after it hold three: gridjit bench's dy/dx forward before
+ * the timed ones cost C1's point-major forward with dy/dx 4.4 %), the carveout set again only
+ * when the count changes. */
 static void one_kernel_keeps_each_cap(void **state) {
     fixture *f = *state;
     static const char c1[] = "{\"otype\": \"HashGrid\", \"log2_hashmap_size\": 19}";
     capped_forward c;
     capped_forward_make(f, c1, 3, "GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM", NULL, 0, 0, &c);
+    void *dy_dx = NULL;
+    ok(f, gj_device_alloc(f->ctx, (size_t)N * 3 * gj_module_output_width(c.m) * 4, &dy_dx));
+    c.d.dy_dx = dy_dx;
     static const struct {
         gj_data_layout layout;
         unsigned shared, attributes;
@@ -737,6 +753,7 @@ static void one_kernel_keeps_each_cap(void **state) {
         assert_int_equal(fake.count("cuFuncSetAttribute"), steps[i].attributes);
         assert_int_equal(fake.last_carveout(), 14);
     }
+    gj_device_free(f->ctx, dy_dx);
     capped_forward_free(f, &c);
 }
 

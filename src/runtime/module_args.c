@@ -12,6 +12,7 @@
 #define GJ__MAX_GRID_X 2147483647ull /* CUDA's limit on gridDim.x */
 #define GJ__CAPPED_FORWARD_WARPS 32u        /* four blocks of 256 threads */
 #define GJ__CAPPED_STAGED_FORWARD_WARPS 16u /* two blocks of 256 threads */
+#define GJ__CAPPED_STAGED_3D_FORWARD_WARPS 24u /* without dy/dx, in 3-D: three blocks */
 #define GJ__CAPPED_GROUPED_FORWARD_WARPS 24u /* three blocks of 256 threads */
 /* Levels per thread of a forward into feature-major outputs that pairs its levels
  * (pairs_forward_levels), and the bounds on its largest table. */
@@ -79,8 +80,14 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
     shape->feature_major_forward_levels = 1;
     if (caps_forward_warps(enc, shape)) {
         shape->forward_warps_per_sm = GJ__CAPPED_FORWARD_WARPS;
-        /* A forward that splits its groups one level a thread (C3) was only slower capped. */
-        shape->staged_forward_warps_per_sm = shape->forward_split ? 0u : GJ__CAPPED_STAGED_FORWARD_WARPS;
+        /* A forward that splits its groups one level a thread (C3) was only slower capped. The
+         * staging forward without dy/dx took 1 % less time at 24 warps than at 16 in 3-D (C1,
+         * C4), 2.6 % more in 4-D (S5); with dy/dx 4.5 % more (C1). */
+        if (!shape->forward_split) {
+            shape->staged_forward_warps_per_sm =
+                shape->n_dims == 3 ? GJ__CAPPED_STAGED_3D_FORWARD_WARPS : GJ__CAPPED_STAGED_FORWARD_WARPS;
+            shape->staged_dydx_forward_warps_per_sm = GJ__CAPPED_STAGED_FORWARD_WARPS;
+        }
         if (pairs_forward_levels(shape)) {
             shape->feature_major_forward_levels = GJ__GROUPED_FORWARD_LEVELS;
             shape->grouped_forward_warps_per_sm = GJ__CAPPED_GROUPED_FORWARD_WARPS;

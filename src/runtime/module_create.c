@@ -135,8 +135,9 @@ static uint64_t env_number(const char *name, uint64_t fallback) {
  * read once per module: GRIDJIT_LEVELS_PER_THREAD (where the options leave it automatic),
  * GRIDJIT_AGGREGATE_MIN, GRIDJIT_STAGE_CARVEOUT, GRIDJIT_FORWARD_WARPS_PER_SM,
  * GRIDJIT_STAGED_FORWARD_WARPS_PER_SM and GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM (the one-level,
- * the staging and the other level-group forwards' resident warps a multiprocessor, at most
- * 64, 0: no cap; unset: the shape's default, gj__module_shape_make). */
+ * the staging (with and without dy/dx alike) and the other level-group forwards' resident
+ * warps a multiprocessor, at most 64, 0: no cap; unset: the shape's default,
+ * gj__module_shape_make). */
 static void launch_tuning(gj__module_shape *shape) {
     if (shape->levels_per_thread == 0) {
         const uint64_t levels = env_number("GRIDJIT_LEVELS_PER_THREAD", 0);
@@ -149,6 +150,9 @@ static void launch_tuning(gj__module_shape *shape) {
     shape->forward_warps_per_sm = warps > 64 ? 64u : (uint32_t)warps;
     const uint64_t staged = env_number("GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", shape->staged_forward_warps_per_sm);
     shape->staged_forward_warps_per_sm = staged > 64 ? 64u : (uint32_t)staged;
+    const uint64_t staged_dydx =
+        env_number("GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", shape->staged_dydx_forward_warps_per_sm);
+    shape->staged_dydx_forward_warps_per_sm = staged_dydx > 64 ? 64u : (uint32_t)staged_dydx;
     const uint64_t grouped = env_number("GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM", shape->grouped_forward_warps_per_sm);
     shape->grouped_forward_warps_per_sm = grouped > 64 ? 64u : (uint32_t)grouped;
 }

@@ -18,7 +18,8 @@ static int stages(gj__kernel_id id) {
 /* The resident blocks a multiprocessor a launch of kernel id is held to (0: as many as fit;
  * gj__module_cap_residency): the one-level forward kernels of a level-major module (no shared
  * memory of their own) to shape.forward_warps_per_sm warps, the level-group forwards to
- * shape.staged_forward_warps_per_sm where they stage point-major rows and to
+ * shape.staged_forward_warps_per_sm (staged_dydx_forward_warps_per_sm with dy/dx) where they
+ * stage point-major rows and to
  * shape.grouped_forward_warps_per_sm where they do not, in whole blocks (at least one); none
  * where that takes more blocks than a cap can hold (small blocks), which leaves a staging
  * launch its staging carveout. */
@@ -30,7 +31,9 @@ static int capped_blocks(const gj_module *m, gj__kernel_id id, const gj__launch_
     if (id == GJ__KERNEL_FORWARD || id == GJ__KERNEL_FORWARD_DYDX) {
         warps = m->shape.forward_warps_per_sm;
     } else if (id == GJ__KERNEL_FORWARD_ROWS || id == GJ__KERNEL_FORWARD_DYDX_ROWS) {
-        warps = dims->shared_bytes ? m->shape.staged_forward_warps_per_sm : m->shape.grouped_forward_warps_per_sm;
+        warps = !dims->shared_bytes            ? m->shape.grouped_forward_warps_per_sm
+                : id == GJ__KERNEL_FORWARD_ROWS ? m->shape.staged_forward_warps_per_sm
+                                                : m->shape.staged_dydx_forward_warps_per_sm;
     }
     if (!warps) {
         return 0;
