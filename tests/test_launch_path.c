@@ -562,6 +562,23 @@ static void capped_forward_free(fixture *f, capped_forward *c) {
     gj_encoding_destroy(c->enc);
 }
 
+/* The last launch (blocks of 8 warps) held to `warps` (0: not held): its carveout set once to
+ * 14 % (32 KiB) with a share per block that fits warps / 8 blocks and not one more, 192 bytes
+ * under its part and the reserved KiB counted; or no carveout and no shared memory. */
+static void expect_cap(unsigned warps) {
+    if (warps) {
+        const unsigned blocks = warps / 8, share = 32768 / blocks - 192;
+        assert_int_equal(fake.count("cuFuncSetAttribute"), 1);
+        assert_int_equal(fake.last_carveout(), 14);
+        assert_int_equal(fake.last_shared(), share - 1024);
+        assert_true(blocks * share <= 32768 && (blocks + 1) * share > 32768);
+    } else {
+        assert_int_equal(fake.count("cuFuncSetAttribute"), 0);
+        assert_int_equal(fake.last_carveout(), GJ_FAKE_NO_CARVEOUT);
+        assert_int_equal(fake.last_shared(), 0);
+    }
+}
+
 /* A level-major forward (one level a block, as asked) held to W resident warps a multiprocessor asks for a
  * share of a 32 KiB carveout per block, so that no more blocks fit: 14 % of 228 KiB (the driver
  * rounds it up to 32 KiB), for 32 warps 6976 bytes a block of 8 warps (8000 with the reserved
@@ -589,18 +606,7 @@ static void forwards_cap_their_resident_warps(void **state) {
         fake.reset_carveout();
         fake.reset_counts();
         ok(f, gj_forward(c.m, NULL, &c.d));
-        if (cases[i].warps) {
-            const unsigned blocks = cases[i].warps / 8; /* blocks of 8 warps */
-            const unsigned share = 32768 / blocks - 192;
-            assert_int_equal(fake.count("cuFuncSetAttribute"), 1);
-            assert_int_equal(fake.last_carveout(), 14);
-            assert_int_equal(fake.last_shared(), share - 1024);
-            assert_true(blocks * share <= 32768 && (blocks + 1) * share > 32768);
-        } else {
-            assert_int_equal(fake.count("cuFuncSetAttribute"), 0);
-            assert_int_equal(fake.last_carveout(), GJ_FAKE_NO_CARVEOUT);
-            assert_int_equal(fake.last_shared(), 0);
-        }
+        expect_cap(cases[i].warps);
         /* Later launches in the context: the same bytes, no attribute set again. */
         const unsigned first = fake.last_shared();
         fake.reset_counts();
@@ -707,17 +713,7 @@ static void grouped_forwards_cap_their_resident_warps(void **state) {
         fake.reset_counts();
         ok(f, gj_forward(c.m, NULL, &c.d));
         assert_int_equal(fake.last_grid_y(), cases[i].grid_y);
-        if (cases[i].warps) {
-            const unsigned blocks = cases[i].warps / 8, share = 32768 / blocks - 192;
-            assert_int_equal(fake.count("cuFuncSetAttribute"), 1);
-            assert_int_equal(fake.last_carveout(), 14);
-            assert_int_equal(fake.last_shared(), share - 1024);
-            assert_true(blocks * share <= 32768 && (blocks + 1) * share > 32768);
-        } else {
-            assert_int_equal(fake.count("cuFuncSetAttribute"), 0);
-            assert_int_equal(fake.last_carveout(), GJ_FAKE_NO_CARVEOUT);
-            assert_int_equal(fake.last_shared(), 0);
-        }
+        expect_cap(cases[i].warps);
         capped_forward_free(f, &c);
     }
 }
