@@ -42,8 +42,8 @@ static int caps_forward_warps(const struct gj_encoding *enc, const gj__module_sh
 
 /* Whether a capped forward into feature-major outputs takes two levels a thread by default,
  * held to 24 warps: each thread reads its point once for two levels. Measured on an H200
- * (docs/benchmarks.md §1): 3-D fp16 grids whose largest table takes 1-2 MiB gained (C1's
- * forward 2 % less time, with dy/dx 2.6 %; F = 1, five levels, Smoothstep, rays 0-3 %), and
+ * (docs/benchmarks.md §1): 3-D fp16 grids whose largest table takes 512 KiB to 8 MiB gained
+ * 0.8-3.4 % (C1's forward 2 %, with dy/dx 2.7 %; F = 1, five levels, Smoothstep, rays), and
  * lost where two tables at a time no longer fit the caches (128 KiB tables that one level
  * alone keeps in L1: 24 % slower; 16 MiB ones in L2: 6-10 %), in 4-D (S5: 2.5-7 %) and in
  * fp32 with F = 1 (8 %, the same table bytes as C1's: not understood). A forward that splits
@@ -508,8 +508,8 @@ void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc
     point_dims(shape, desc->n, 1u, dims);
     args->levels_per_thread = 1;
     if (shape->level_major) {
-        level_groups(shape, desc->n, desc->y, desc->y_layout, GJ__GROUP_FORWARD, shape->forward_split, &args->levels_per_thread,
-                     &args->stage, dims);
+        level_groups(shape, desc->n, desc->y, desc->y_layout, GJ__GROUP_FORWARD, shape->forward_split,
+                     &args->levels_per_thread, &args->stage, dims);
         dims->grid_y += shape->padded_width != shape->n_output_dims; /* the padding columns' slice */
     }
 }
@@ -534,9 +534,9 @@ void gj__backward_args(const gj__module_shape *shape, const gj_backward_desc *de
     point_dims(shape, desc->n, 1u, dims);
     args->levels_per_thread = 1;
     if (shape->level_major) {
-        level_groups(shape, desc->n, desc->dL_dy, desc->dL_dy_layout,
-                     desc->dL_dparams != NULL ? GJ__GROUP_BACKWARD_PARAMS : GJ__GROUP_BACKWARD_INPUT, 0, &args->levels_per_thread,
-                     &args->stage, dims);
+        const gj__group_pass pass = desc->dL_dparams != NULL ? GJ__GROUP_BACKWARD_PARAMS : GJ__GROUP_BACKWARD_INPUT;
+        level_groups(shape, desc->n, desc->dL_dy, desc->dL_dy_layout, pass, 0, &args->levels_per_thread, &args->stage,
+                     dims);
     }
 }
 

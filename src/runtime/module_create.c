@@ -134,9 +134,9 @@ static uint64_t env_number(const char *name, uint64_t fallback) {
 /* Overrides of the launch shapes from the environment (docs/runtime.md, "Launch shapes"),
  * read once per module: GRIDJIT_LEVELS_PER_THREAD (where the options leave it automatic),
  * GRIDJIT_AGGREGATE_MIN, GRIDJIT_STAGE_CARVEOUT, GRIDJIT_FORWARD_WARPS_PER_SM,
- * GRIDJIT_STAGED_FORWARD_WARPS_PER_SM and GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM (the one-level,
- * the staging (with and without dy/dx alike) and the other level-group forwards' resident
- * warps a multiprocessor, at most 64, 0: no cap; unset: the shape's default,
+ * GRIDJIT_STAGED_FORWARD_WARPS_PER_SM and GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM (the one-level
+ * forwards', the staging ones' with or without dy/dx, and the other level-group forwards'
+ * resident warps a multiprocessor, at most 64, 0: no cap; unset: the shape's default,
  * gj__module_shape_make). */
 static void launch_tuning(gj__module_shape *shape) {
     if (shape->levels_per_thread == 0) {

@@ -19,10 +19,9 @@ static int stages(gj__kernel_id id) {
  * gj__module_cap_residency): the one-level forward kernels of a level-major module (no shared
  * memory of their own) to shape.forward_warps_per_sm warps, the level-group forwards to
  * shape.staged_forward_warps_per_sm (staged_dydx_forward_warps_per_sm with dy/dx) where they
- * stage point-major rows and to
- * shape.grouped_forward_warps_per_sm where they do not, in whole blocks (at least one); none
- * where that takes more blocks than a cap can hold (small blocks), which leaves a staging
- * launch its staging carveout. */
+ * stage point-major rows and to shape.grouped_forward_warps_per_sm where they do not, in whole
+ * blocks (at least one); none where that takes more blocks than a cap can hold (small
+ * blocks), which leaves a staging launch its staging carveout. */
 static int capped_blocks(const gj_module *m, gj__kernel_id id, const gj__launch_dims *dims) {
     if (!m->shape.level_major) {
         return 0;
