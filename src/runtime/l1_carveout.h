@@ -15,19 +15,19 @@
 int gj__l1_carveout(uint32_t smem_per_sm, uint32_t reserved_per_block, uint32_t block_bytes, int max_blocks,
                     int *blocks);
 
+/* The most blocks a residency cap holds a kernel to: 32 KiB / 8 leaves a block 3904 bytes,
+ * the 1 KiB reserved on sm_80 and sm_90 included; finer shares are not tried. */
+#define GJ__CAP_MAX_BLOCKS 8
+
 /* The carveout (percent of smem_per_sm) and dynamic shared bytes a block asks for (*shared_bytes,
  * at least min_bytes: what the kernel stages) so that at most `blocks` blocks of a kernel are
  * resident on a multiprocessor: blocks of them fill a 32 KiB carveout, or a 64 KiB one where
  * min_bytes does not fit in 32 (the driver rounds the percent up to a configuration it has;
  * 32 and 64 KiB are ones from sm_70 to sm_90), so the rest of the unified memory stays L1.
  * Each block's share (reserved bytes included) is 192 bytes under 1 / blocks of the carveout,
- * so blocks fit and one more does not; at most 48 KiB (more needs the kernel's opt-in). -1 (and 0 bytes) where smem_per_sm is unknown (0) or
- * smaller than the carveout, blocks is not 1 to GJ__CAP_MAX_BLOCKS, or min_bytes fits in neither
- * carveout. */
-/* The most blocks a residency cap holds a kernel to: 32 KiB / 8 leaves a block 3904 bytes,
- * the 1 KiB reserved on sm_80 and sm_90 included; finer shares are not tried. */
-#define GJ__CAP_MAX_BLOCKS 8
-
+ * so blocks fit and one more does not; at most 48 KiB (more needs the kernel's opt-in). -1
+ * (and 0 bytes) where smem_per_sm is unknown (0) or smaller than the carveout, blocks is not 1
+ * to GJ__CAP_MAX_BLOCKS, or min_bytes fits in neither carveout. */
 int gj__residency_cap(uint32_t smem_per_sm, uint32_t reserved_per_block, int blocks, uint32_t min_bytes,
                       uint32_t *shared_bytes);
 

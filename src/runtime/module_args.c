@@ -49,7 +49,8 @@ static int caps_forward_warps(const struct gj_encoding *enc, const gj__module_sh
  * fp32 with F = 1 (8 %, the same table bytes as C1's: not understood). A forward that splits
  * its groups one level a thread (C3) was only slower in groups. */
 static int pairs_forward_levels(const gj__module_shape *shape) {
-    const uint64_t largest = (uint64_t)shape->largest_level_entries * shape->n_features_per_level * 2u;
+    const uint64_t largest =
+        (uint64_t)shape->largest_level_entries * shape->n_features_per_level * gj__shape_element_size(shape);
     return shape->n_dims == 3 && shape->precision == GJ_PRECISION_FP16 && !shape->forward_split &&
            largest >= GJ__PAIRED_LEVEL_MIN_BYTES && largest <= GJ__PAIRED_LEVEL_MAX_BYTES;
 }

@@ -131,6 +131,12 @@ static uint64_t env_number(const char *name, uint64_t fallback) {
     return (errno || *end || text[0] == '-') ? fallback : (uint64_t)value;
 }
 
+/* A resident-warps cap from the environment (at most 64), or fallback when unset. */
+static uint32_t env_warps(const char *name, uint32_t fallback) {
+    const uint64_t warps = env_number(name, fallback);
+    return warps > 64 ? 64u : (uint32_t)warps;
+}
+
 /* Overrides of the launch shapes from the environment (docs/runtime.md, "Launch shapes"),
  * read once per module: GRIDJIT_LEVELS_PER_THREAD (where the options leave it automatic),
  * GRIDJIT_AGGREGATE_MIN, GRIDJIT_STAGE_CARVEOUT, GRIDJIT_FORWARD_WARPS_PER_SM,
@@ -146,15 +152,13 @@ static void launch_tuning(gj__module_shape *shape) {
     const uint64_t aggregate = env_number("GRIDJIT_AGGREGATE_MIN", GJ__DEFAULT_AGGREGATE_MIN);
     shape->aggregate_min = aggregate > 32 ? 32u : (uint32_t)aggregate;
     shape->stage_carveout = env_number("GRIDJIT_STAGE_CARVEOUT", 1) != 0;
-    const uint64_t warps = env_number("GRIDJIT_FORWARD_WARPS_PER_SM", shape->forward_warps_per_sm);
-    shape->forward_warps_per_sm = warps > 64 ? 64u : (uint32_t)warps;
-    const uint64_t staged = env_number("GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", shape->staged_forward_warps_per_sm);
-    shape->staged_forward_warps_per_sm = staged > 64 ? 64u : (uint32_t)staged;
-    const uint64_t staged_dydx =
-        env_number("GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", shape->staged_dydx_forward_warps_per_sm);
-    shape->staged_dydx_forward_warps_per_sm = staged_dydx > 64 ? 64u : (uint32_t)staged_dydx;
-    const uint64_t grouped = env_number("GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM", shape->grouped_forward_warps_per_sm);
-    shape->grouped_forward_warps_per_sm = grouped > 64 ? 64u : (uint32_t)grouped;
+    shape->forward_warps_per_sm = env_warps("GRIDJIT_FORWARD_WARPS_PER_SM", shape->forward_warps_per_sm);
+    shape->staged_forward_warps_per_sm =
+        env_warps("GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", shape->staged_forward_warps_per_sm);
+    shape->staged_dydx_forward_warps_per_sm =
+        env_warps("GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", shape->staged_dydx_forward_warps_per_sm);
+    shape->grouped_forward_warps_per_sm =
+        env_warps("GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM", shape->grouped_forward_warps_per_sm);
 }
 
 static gj_status new_module(gj__runtime *rt, const gj_encoding *enc, const gj_codegen_options *resolved,
