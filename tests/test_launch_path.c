@@ -633,32 +633,40 @@ static void forwards_cap_their_resident_warps(void **state) {
  * levels a thread, 9216 bytes a block of 256 points) is held by default for hashed 3-D levels
  * to 24 warps (three blocks: a share of a 32 KiB carveout of 9706 bytes, at least what it
  * stages), with dy/dx and in 4-D to 16 (two: 15168 bytes), instead of the staging carveout of
- * gj__module_fit_carveout; 32 warps (GRIDJIT_STAGED_FORWARD_WARPS_PER_SM, both forms) need the
- * 64 KiB carveout, 0 falls back to the staging carveout, and a 2-D module is not capped. */
+ * gj__module_fit_carveout; in 2-D to 24 and with dy/dx 32; 32 warps
+ * (GRIDJIT_STAGED_FORWARD_WARPS_PER_SM, both forms) need the 64 KiB carveout, 0 falls back to
+ * the staging carveout, and dense levels are not capped. */
 static void staging_forwards_cap_their_resident_warps(void **state) {
     fixture *f = *state;
     static const char config[] = "{\"otype\": \"HashGrid\", \"n_levels\": 16, \"log2_hashmap_size\": 10}";
+    /* 16 dense levels of 4^2 to 17^2 cells: the same rows, no hashed level. */
+    static const char dense[] = "{\"otype\": \"DenseGrid\", \"n_levels\": 16, \"base_resolution\": 4, "
+                                "\"per_level_scale\": 1.1}";
     static const struct {
+        const char *config;
         unsigned dims;
         const char *env;
         int dydx;
         unsigned carveout, shared, attributes; /* expected percent, bytes, cuFuncSetAttribute calls */
     } cases[] = {
-        {3, NULL, 0, 14, 32768 / 3 - 192 - 1024, 1},
-        {3, NULL, 1, 14, 15168, 1},
-        {4, NULL, 0, 14, 15168, 1},
-        {3, "32", 0, 28, 15168, 1},
-        {3, "32", 1, 28, 15168, 1},
+        {config, 3, NULL, 0, 14, 32768 / 3 - 192 - 1024, 1},
+        {config, 3, NULL, 1, 14, 15168, 1},
+        {config, 4, NULL, 0, 14, 15168, 1},
+        {config, 3, "32", 0, 28, 15168, 1},
+        {config, 3, "32", 1, 28, 15168, 1},
         /* The staging carveout: the fake's occupancy of 8 blocks of 9216 + 1024 bytes, 36 %. */
-        {3, "0", 0, 100 * 8 * (9216 + 1024) / (228 * 1024) + 1, 9216, 2},
-        {3, "0", 1, 100 * 8 * (9216 + 1024) / (228 * 1024) + 1, 9216, 2},
-        {2, NULL, 0, 100 * 8 * (9216 + 1024) / (228 * 1024) + 1, 9216, 2},
+        {config, 3, "0", 0, 100 * 8 * (9216 + 1024) / (228 * 1024) + 1, 9216, 2},
+        {config, 3, "0", 1, 100 * 8 * (9216 + 1024) / (228 * 1024) + 1, 9216, 2},
+        {config, 2, NULL, 0, 14, 32768 / 3 - 192 - 1024, 1},
+        {config, 2, NULL, 1, 28, 15168, 1},
+        {dense, 2, NULL, 0, 100 * 8 * (9216 + 1024) / (228 * 1024) + 1, 9216, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-        print_message("%u-D%s, GRIDJIT_STAGED_FORWARD_WARPS_PER_SM=%s\n", cases[i].dims, cases[i].dydx ? " with dy/dx" : "",
-                      cases[i].env ? cases[i].env : "(unset)");
+        print_message("%u-D %s%s, GRIDJIT_STAGED_FORWARD_WARPS_PER_SM=%s\n", cases[i].dims, cases[i].config,
+                      cases[i].dydx ? " with dy/dx" : "", cases[i].env ? cases[i].env : "(unset)");
         capped_forward c;
-        capped_forward_make(f, config, cases[i].dims, "GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", cases[i].env, 0, 0, &c);
+        capped_forward_make(f, cases[i].config, cases[i].dims, "GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", cases[i].env, 0, 0,
+                            &c);
         c.d.y_layout = GJ_LAYOUT_AOS;
         void *dy_dx = NULL;
         if (cases[i].dydx) {

@@ -1293,7 +1293,8 @@ static void l1_carveout_holds_blocks_within_half(void **state) {
  * warps for the one-level kernels, and unless the forward splits its groups (C3) 24 for the
  * staging ones in 3-D (16 in 4-D, and 16 with dy/dx); two levels a thread into
  * feature-major outputs held to 24 for 3-D fp16 grids whose largest table takes 512 KiB to
- * 8 MiB; none for 2-D, dense, tiled or point-major ones (measured on an H200:
+ * 8 MiB; in 2-D only the staging ones, 24 (32 with dy/dx); none for dense, tiled or
+ * point-major ones (measured on an H200:
  * docs/runtime.md, "Launch shapes"). */
 static void forward_warps_default_follows_hashed_levels(void **state) {
     fixture *f = *state;
@@ -1301,23 +1302,27 @@ static void forward_warps_default_follows_hashed_levels(void **state) {
         const char *json;
         unsigned dims;
         gj_order order;
-        uint32_t warps, staged_warps, grouped_levels, grouped_warps;
+        uint32_t warps, staged_warps, grouped_levels, grouped_warps, staged_dydx_warps;
     } cases[] = {
-        {"{\"otype\": \"HashGrid\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 24, 2, 24},
-        {"{\"otype\": \"HashGrid\"}", 4, GJ_ORDER_LEVEL_MAJOR, 32, 16, 1, 0},
+        {"{\"otype\": \"HashGrid\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 24, 2, 24, 16},
+        {"{\"otype\": \"HashGrid\"}", 4, GJ_ORDER_LEVEL_MAJOR, 32, 16, 1, 0, 16},
         /* Largest tables of 1 MiB (F = 1), 8 MiB: paired; 16 MiB, 128 KiB, fp32 (4-byte entries): not. */
-        {"{\"otype\": \"HashGrid\", \"n_features_per_level\": 1}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 24, 2, 24},
-        {"{\"otype\": \"HashGrid\", \"log2_hashmap_size\": 21}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 24, 2, 24},
-        {"{\"otype\": \"HashGrid\", \"log2_hashmap_size\": 22}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 24, 1, 0},
-        {"{\"otype\": \"HashGrid\", \"log2_hashmap_size\": 15}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 24, 1, 0},
-        {"{\"otype\": \"HashGrid\", \"n_features_per_level\": 1, \"precision\": \"fp32\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 24, 1, 0},
-        {"{\"otype\": \"HashGrid\", \"n_levels\": 8, \"n_features_per_level\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 0, 1, 0},
-        {"{\"otype\": \"HashGrid\", \"precision\": \"fp32\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 0, 1, 0}, /* split */
-        {"{\"otype\": \"HashGrid\"}", 2, GJ_ORDER_LEVEL_MAJOR, 0, 0, 1, 0},
-        {"{\"otype\": \"HashGrid\"}", 3, GJ_ORDER_POINT_MAJOR, 0, 0, 1, 0},
-        {"{\"otype\": \"HashGrid\", \"n_levels\": 2}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0, 1, 0}, /* 16^3, 32^3 fit: dense */
-        {"{\"otype\": \"DenseGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0, 1, 0},
-        {"{\"otype\": \"TiledGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0, 1, 0},
+        {"{\"otype\": \"HashGrid\", \"n_features_per_level\": 1}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 24, 2, 24, 16},
+        {"{\"otype\": \"HashGrid\", \"log2_hashmap_size\": 21}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 24, 2, 24, 16},
+        {"{\"otype\": \"HashGrid\", \"log2_hashmap_size\": 22}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 24, 1, 0, 16},
+        {"{\"otype\": \"HashGrid\", \"log2_hashmap_size\": 15}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 24, 1, 0, 16},
+        {"{\"otype\": \"HashGrid\", \"n_features_per_level\": 1, \"precision\": \"fp32\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 24, 1, 0, 16},
+        {"{\"otype\": \"HashGrid\", \"n_levels\": 8, \"n_features_per_level\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 0, 1, 0, 0},
+        {"{\"otype\": \"HashGrid\", \"precision\": \"fp32\"}", 3, GJ_ORDER_LEVEL_MAJOR, 32, 0, 1, 0, 0}, /* split */
+        /* 2-D: the staging forwards alone, 24 warps (32 with dy/dx); not where it splits, nor dense. */
+        {"{\"otype\": \"HashGrid\"}", 2, GJ_ORDER_LEVEL_MAJOR, 0, 24, 1, 0, 32},
+        {"{\"otype\": \"HashGrid\", \"n_levels\": 8, \"n_features_per_level\": 4}", 2, GJ_ORDER_LEVEL_MAJOR, 0, 0, 1, 0, 0},
+        {"{\"otype\": \"HashGrid\", \"n_levels\": 5}", 2, GJ_ORDER_LEVEL_MAJOR, 0, 0, 1, 0, 0}, /* up to 256^2: dense */
+        {"{\"otype\": \"HashGrid\"}", 2, GJ_ORDER_POINT_MAJOR, 0, 0, 1, 0, 0},
+        {"{\"otype\": \"HashGrid\"}", 3, GJ_ORDER_POINT_MAJOR, 0, 0, 1, 0, 0},
+        {"{\"otype\": \"HashGrid\", \"n_levels\": 2}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0, 1, 0, 0}, /* 16^3, 32^3 fit: dense */
+        {"{\"otype\": \"DenseGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0, 1, 0, 0},
+        {"{\"otype\": \"TiledGrid\", \"n_levels\": 4}", 3, GJ_ORDER_LEVEL_MAJOR, 0, 0, 1, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         gj_codegen_options opts;
@@ -1330,7 +1335,7 @@ static void forward_warps_default_follows_hashed_levels(void **state) {
                       s.staged_forward_warps_per_sm, s.feature_major_forward_levels, s.grouped_forward_warps_per_sm);
         assert_int_equal(s.forward_warps_per_sm, cases[i].warps);
         assert_int_equal(s.staged_forward_warps_per_sm, cases[i].staged_warps);
-        assert_int_equal(s.staged_dydx_forward_warps_per_sm, cases[i].staged_warps ? 16 : 0); /* with dy/dx */
+        assert_int_equal(s.staged_dydx_forward_warps_per_sm, cases[i].staged_dydx_warps);
         assert_int_equal(s.feature_major_forward_levels, cases[i].grouped_levels);
         assert_int_equal(s.grouped_forward_warps_per_sm, cases[i].grouped_warps);
         gj_encoding_destroy(enc);

@@ -14,22 +14,25 @@
 #define GJ__CAPPED_STAGED_FORWARD_WARPS 16u /* two blocks of 256 threads */
 #define GJ__CAPPED_STAGED_3D_FORWARD_WARPS 24u /* without dy/dx, in 3-D: three blocks */
 #define GJ__CAPPED_GROUPED_FORWARD_WARPS 24u /* three blocks of 256 threads */
+#define GJ__CAPPED_STAGED_2D_FORWARD_WARPS 24u      /* 2-D, without dy/dx: three blocks */
+#define GJ__CAPPED_STAGED_2D_DYDX_FORWARD_WARPS 32u /* 2-D, with dy/dx: four blocks */
 /* Levels per thread of a forward into feature-major outputs that pairs its levels
  * (pairs_forward_levels), and the bounds on its largest table. */
 #define GJ__GROUPED_FORWARD_LEVELS 2u
 #define GJ__PAIRED_LEVEL_MIN_BYTES (512ull << 10)
 #define GJ__PAIRED_LEVEL_MAX_BYTES (8ull << 20)
 
-/* Whether the forwards' resident warps are capped by default (docs/runtime.md, "Launch
- * shapes"; the environment may say otherwise). A hashed level of three or more dimensions
- * scatters each point's eight or more corners over the table, and with every block the
+/* Whether a level-major module has a hashed level: the forwards' resident warps are capped
+ * by default only then (docs/runtime.md, "Launch shapes"; the environment may say otherwise).
+ * A hashed level scatters each point's corners over the table, and with every block the
  * registers allow resident the warps' L1 lines evict one another before the neighbouring
- * corners are read: on an H200, held to 32 warps C1's, C4's, S3's and S5's one-level forwards
- * took 1.3-2.5 % less time, and held to 16 warps C1's point-major forward 1.7 % and with
- * dy/dx 7.5 % less. Two dimensions (four corners: C2 2.3 % slower) and dense levels
- * (neighbouring corners share lines: S4 1.3 % slower) keep every block. */
+ * corners are read. In three or more dimensions (eight or more corners), held to 32 warps
+ * C1's, C4's, S3's and S5's one-level forwards took 1.3-2.5 % less time on an H200, and held
+ * to 16 warps C1's point-major forward 1.7 % and with dy/dx 7.5 % less. Two dimensions (four
+ * corners) cap only the staging forwards (C2's one-level forward was 2.3 % slower capped);
+ * dense levels (neighbouring corners share lines: S4 1.3 % slower) keep every block. */
 static int caps_forward_warps(const struct gj_encoding *enc, const gj__module_shape *shape) {
-    if (!shape->level_major || shape->n_dims < 3) {
+    if (!shape->level_major || shape->n_dims < 2) {
         return 0;
     }
     for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
@@ -38,6 +41,18 @@ static int caps_forward_warps(const struct gj_encoding *enc, const gj__module_sh
         }
     }
     return 0;
+}
+
+/* The 2-D staging forwards' caps (point-major rows longer than a sector: C2's 64-byte rows).
+ * Measured on an H200 against every block resident, two rounds (docs/benchmarks.md §2): at 24
+ * warps without dy/dx C2's forward took 0.9 % less time (0.440 -> 0.436 ms), along rays 0.5 %,
+ * with 4 MiB / 128 KiB / 16 MiB largest tables 1.5-3.5 % less, 12 levels the same, Smoothstep
+ * 0.4 % more; with dy/dx 24 warps lost 2 % along rays, 32 gained 0.2-1.1 % on all six. */
+static void cap_2d_staging_forwards(gj__module_shape *shape) {
+    if (!shape->forward_split) {
+        shape->staged_forward_warps_per_sm = GJ__CAPPED_STAGED_2D_FORWARD_WARPS;
+        shape->staged_dydx_forward_warps_per_sm = GJ__CAPPED_STAGED_2D_DYDX_FORWARD_WARPS;
+    }
 }
 
 /* Whether a capped forward into feature-major outputs takes two levels a thread by default,
@@ -79,7 +94,12 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
     }
     shape->levels_per_thread = opts->levels_per_thread;
     shape->feature_major_forward_levels = 1;
-    if (caps_forward_warps(enc, shape)) {
+    if (!caps_forward_warps(enc, shape)) {
+        return;
+    }
+    if (shape->n_dims == 2) {
+        cap_2d_staging_forwards(shape);
+    } else {
         shape->forward_warps_per_sm = GJ__CAPPED_FORWARD_WARPS;
         /* A forward that splits its groups one level a thread (C3) was only slower capped. The
          * staging forward without dy/dx took 1 % less time at 24 warps than at 16 in 3-D (C1,
