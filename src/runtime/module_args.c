@@ -44,10 +44,11 @@ static int caps_forward_warps(const struct gj_encoding *enc, const gj__module_sh
 }
 
 /* The 2-D staging forwards' caps (point-major rows longer than a sector: C2's 64-byte rows).
- * Measured on an H200 against every block resident, two rounds (docs/benchmarks.md §2): at 24
- * warps without dy/dx C2's forward took 0.9 % less time (0.440 -> 0.436 ms), along rays 0.5 %,
- * with 4 MiB / 128 KiB / 16 MiB largest tables 1.5-3.5 % less, 12 levels the same, Smoothstep
- * 0.4 % more; with dy/dx 24 warps lost 2 % along rays, 32 gained 0.2-1.1 % on all six. */
+ * Measured on an H200 against every block resident, two rounds (docs/benchmarks.md §1, the
+ * twenty-fourth session): at 24 warps without dy/dx C2's forward took 0.9 % less time (0.440
+ * -> 0.436 ms), along rays 0.5 %, with 16 MiB and 128 KiB largest tables 1.5 and 3.5 % less,
+ * with 12 levels the same, with Smoothstep 0.4 % more; with dy/dx 24 warps lost 2 % along
+ * rays, 32 gained 0.2-1.1 % on all six grids. */
 static void cap_2d_staging_forwards(gj__module_shape *shape) {
     if (!shape->forward_split) {
         shape->staged_forward_warps_per_sm = GJ__CAPPED_STAGED_2D_FORWARD_WARPS;
