@@ -9,6 +9,15 @@
 #                              BUILD-tsan); any sanitizer report fails the run; then the
 #                              Python package, pip-installed into BUILD-python, and its tests
 #                              (the package's CMake build stays in BUILD-python/cmake-build)
+#   tools/quickstart.sh valgrind
+#                              the unit tests again under valgrind's memcheck (in
+#                              BUILD-valgrind, each test executable run by valgrind through
+#                              GRIDJIT_TEST_LAUNCHER; NVRTC's own reports suppressed by
+#                              tests/valgrind.supp): any error or definite leak fails the run.
+#                              Without the tests that compile many programs (NVRTC under
+#                              memcheck takes minutes a program) or run the CPU emulation;
+#                              not part of `test` (22 minutes on 2 cores from an empty
+#                              build directory, 4.5 once the tests' caches are filled)
 #   tools/quickstart.sh gpu    on a machine with a GPU: refuses without a usable one, then
 #                              runs the whole suite (every label: gpu, example, install,
 #                              exhaustive; the gpu tests one at a time) and the Python tests
@@ -27,12 +36,15 @@ die() { printf 'quickstart: error: %s\n' "$*" >&2; exit 1; }
 
 usage() {
     cat >&2 <<'EOF'
-Usage: tools/quickstart.sh demo|test|gpu
+Usage: tools/quickstart.sh demo|test|valgrind|gpu
   demo   install missing packages, build (Release) and run `gridjit demo`
   test   install missing packages, build (Release) and run the test suite with ctest,
          then the sanitizer lanes (ASan+UBSan suite, ThreadSanitizer thread test)
          and the Python package's tests in a virtual environment (pip fetches
          scikit-build-core and pytest from PyPI; GRIDJIT_PYTHON_LANE=0 leaves it out)
+  valgrind
+         the same set-up, then the unit tests under valgrind's memcheck (slow:
+         not part of test)
   gpu    the same set-up, then, on a usable GPU only, the whole suite (every label)
          and the Python tests with python3 (GRIDJIT_PREBUILT=1: a build made elsewhere)
 EOF
@@ -41,7 +53,7 @@ EOF
 
 [[ $# -eq 1 ]] || usage
 mode=$1
-[[ $mode == demo || $mode == test || $mode == gpu ]] || usage
+[[ $mode == demo || $mode == test || $mode == valgrind || $mode == gpu ]] || usage
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build_dir=${GRIDJIT_BUILD_DIR:-build}
@@ -49,6 +61,9 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 # ---- Debian packages -------------------------------------------------------
 packages=(cmake gcc make libcjson-dev libcmocka-dev libxxhash-dev pkg-config python3-venv)
+if [[ $mode == valgrind ]]; then
+    packages+=(valgrind)
+fi
 
 install_packages() {
     local missing=() p
@@ -171,6 +186,24 @@ sanitizer_lanes() {
     timings+="; tsan lane $((SECONDS - start)) s"
 }
 
+# ---- memcheck lane (valgrind) ---------------------------------------------------
+# The unit tests, each executable run by valgrind (GRIDJIT_TEST_LAUNCHER), in their own build
+# directory. Left out: the tests that compile dozens of programs with NVRTC (test_compile_archs,
+# the pairwise shards, test_network_codegen: over 15 minutes under memcheck), the CPU
+# emulation of the kernels (hours), and the thread test (ThreadSanitizer's lane). Errors in
+# forked children count too (valgrind follows forks).
+valgrind_lane() {
+    local dir=${build_dir%/}-valgrind start=$SECONDS
+    command -v valgrind >/dev/null 2>&1 || die "valgrind is not installed (apt-get install valgrind)"
+    say "memcheck lane: the unit tests under valgrind in $dir"
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDAToolkit_ROOT="$cuda_root" \
+        "-DGRIDJIT_TEST_LAUNCHER=valgrind;--error-exitcode=99;--leak-check=full;--errors-for-leak-kinds=definite;--suppressions=$PWD/tests/valgrind.supp;-q" >&2
+    cmake --build "$dir" -j"$jobs" >&2
+    ctest --test-dir "$dir" --output-on-failure -j"$jobs" -L unit -LE threads \
+        -E 'emulated|pairwise|test_compile_archs|test_network_codegen' || die "the memcheck lane failed (see above)"
+    timings="memcheck lane $((SECONDS - start)) s"
+}
+
 build_seconds=0
 timings=""
 if [[ $mode == gpu && ${GRIDJIT_PREBUILT:-0} == 1 ]]; then
@@ -256,6 +289,10 @@ gpu_lane() {
 case $mode in
 gpu)
     gpu_lane
+    ;;
+valgrind)
+    valgrind_lane
+    say "all passed under valgrind (build ${build_seconds} s; ${timings}; total $SECONDS s)"
     ;;
 demo)
     say "running $build_dir/gridjit demo"
