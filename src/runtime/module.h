@@ -74,7 +74,7 @@ typedef struct gj__module_shape {
     uint32_t forward_warps_per_sm;
     /* The same for the level-group forwards where they stage point-major rows (a forward that
      * does not split its groups), without dy/dx and with it: 24 and 16 for hashed 3-D levels,
-     * 16 and 16 for 4 or more dimensions, else 0. */
+     * 16 and 16 for 4 or more dimensions, 24 and 32 for hashed 2-D levels, else 0. */
     uint32_t staged_forward_warps_per_sm, staged_dydx_forward_warps_per_sm;
     /* Levels per thread of an automatic forward into feature-major outputs, and that
      * level-group forward's resident warps: 2 and 24 for capped 3-D fp16 grids whose largest
