@@ -237,6 +237,18 @@ gj_status gj__module_load(gj__runtime *rt, const gj_encoding *enc, const gj_code
     return GJ_OK;
 }
 
+static gj_status prepare(gj_module *module, uint32_t passes, uint32_t part_mask, const char *call) {
+    gj__launch_scope scope;
+    gj_status status = gj__module_enter(module, NULL, call, &scope);
+    if (status == GJ_OK) {
+        pthread_mutex_lock(&module->lock);
+        status = gj__module_prepare_for(module, scope.device->sm, passes & module->shape.passes, part_mask);
+        pthread_mutex_unlock(&module->lock);
+        gj__module_leave(module, &scope);
+    }
+    return status;
+}
+
 gj_status gj_module_prepare(gj_module *module, uint32_t passes) {
     static const char call[] = "gj_module_prepare";
     if (!module) {
@@ -247,15 +259,12 @@ gj_status gj_module_prepare(gj_module *module, uint32_t passes) {
         return gj__fail(module->diag, GJ_ERROR_INVALID_ARGUMENT,
                         "%s: passes must be GJ_PASS_* bits (got 0x%x)", call, passes);
     }
-    gj__launch_scope scope;
-    gj_status status = gj__module_enter(module, NULL, call, &scope);
-    if (status == GJ_OK) {
-        pthread_mutex_lock(&module->lock);
-        status = gj__module_prepare_for(module, scope.device->sm, passes & module->shape.passes);
-        pthread_mutex_unlock(&module->lock);
-        gj__module_leave(module, &scope);
-    }
-    return status;
+    return prepare(module, passes, 0, call);
+}
+
+gj_status gj__module_prepare_parts(gj_module *module, uint32_t part_mask, const char *call) {
+    gj__diag_clear(module->diag);
+    return prepare(module, GJ_PASS_ALL, part_mask, call);
 }
 
 /* ----------------------------------------------------------------- destroy */

@@ -114,7 +114,7 @@ static int compiles_cubins_for(gj_module *m, int sm) {
     return yes;
 }
 
-gj_status gj__module_prepare_for(gj_module *m, int sm, uint32_t passes) {
+gj_status gj__module_prepare_for(gj_module *m, int sm, uint32_t passes, uint32_t part_mask) {
     if (m->given) {
         return GJ_OK;
     }
@@ -129,7 +129,8 @@ gj_status gj__module_prepare_for(gj_module *m, int sm, uint32_t passes) {
     gj__arch_parse(NULL, arch_name, &arch);
     for (int p = GJ__PART_ALL + 1; status == GJ_OK && p < GJ__PART_COUNT; ++p) {
         const gj__module_program *ignored;
-        if (!(gj__part_pass((gj__part)p) & passes) || !gj__part_present((gj__part)p, &m->opts) || find(m, (gj__part)p, sm)) {
+        if (!(gj__part_pass((gj__part)p) & passes) || (part_mask && !(part_mask & (1u << p))) ||
+            !gj__part_present((gj__part)p, &m->opts) || find(m, (gj__part)p, sm)) {
             continue;
         }
         if (!parallel) { /* the fallbacks, one by one */
