@@ -57,31 +57,36 @@ GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, fl
 // dL/dparams device function (E::bwd_params) of each point. Faster here than the two kernels
 // below (64 x 2 on the H200: 2.78 ms against 3.20): the per-point part adds 1.75 ms to the
 // network's 0.96, where the level-major kernels take 2.13 on their own.
+// The encoding's dL/dparams of the lane's point i from its dL/d(features) row (fp16, as the
+// network's backward leaves it): E::bwd_params, which takes x again as its forward context.
+template <class C, class E>
+GJ_INLINE void gj_model_encoding_backward(gj_u64 i, gj_u64 n, bool active, const gj_u16* row,
+                                          const float* __restrict__ x,
+                                          const typename E::config::param_t* __restrict__ eparams,
+                                          typename E::config::grad_t* __restrict__ dL_deparams) {
+    typedef typename E::config EC;
+    constexpr int D = EC::D;
+    if (active && dL_deparams) {
+        typename E::out_t dy;
+#pragma unroll
+        for (int k = 0; k < EC::N_OUT_PADDED; ++k)
+            dy.v[k] = gj_from_float<typename EC::param_t>(k < C::IN ? gj_half_to_float(row[k]) : 0.0f);
+        float ectx[D]; // the encoding's forward context: the D input floats (docs/fusion.md)
+#pragma unroll
+        for (int d = 0; d < D; ++d) ectx[d] = x[i * D + d];
+        E::bwd_params(dy, eparams, (const gj_u8*)ectx, dL_deparams, i, n);
+    }
+}
+
 template <class C, class E, int PAD>
 GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, const float* __restrict__ dL_dy,
                                        float dy_scale, const gj_u16* w,
                                        const typename E::config::param_t* __restrict__ eparams, gj_u16* scratch,
                                        const gj_u16* ctx, float* grads,
                                        typename E::config::grad_t* __restrict__ dL_deparams) {
-    typedef typename E::config EC;
-    constexpr int D = EC::D;
     gj_nn_backward_rounds<C, PAD, true>(n, dL_dy, dy_scale, w, scratch, ctx, grads,
                                         [=](gj_u64 i, bool active, const gj_u16* row) {
-        // The kernel's pointers again as __restrict__ (a lambda's captures lose it): the same
-        // machine code as the loop written out.
-        const float* __restrict__ xs = x;
-        const typename EC::param_t* __restrict__ ep = eparams;
-        typename EC::grad_t* __restrict__ dep = dL_deparams;
-        if (active && dep) {
-            typename E::out_t dy;
-#pragma unroll
-            for (int k = 0; k < EC::N_OUT_PADDED; ++k)
-                dy.v[k] = gj_from_float<typename EC::param_t>(k < C::IN ? gj_half_to_float(row[k]) : 0.0f);
-            float ectx[D]; // the encoding's forward context: the D input floats (docs/fusion.md)
-#pragma unroll
-            for (int d = 0; d < D; ++d) ectx[d] = xs[i * D + d];
-            E::bwd_params(dy, ep, (const gj_u8*)ectx, dep, i, n);
-        }
+        gj_model_encoding_backward<C, E>(i, n, active, row, x, eparams, dL_deparams);
     });
 }
 
@@ -100,6 +105,44 @@ GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, c
                                                             dL_deparams);
     });
     gj_nn_backward_flush<C>(grads, dL_dparams);
+}
+
+// A model's training step (docs/networks.md §10), the encoding's own kernels around the network's:
+// the encoding's forward kernel writes the features feature-major (f[k * n + i], the encoding's
+// precision T), this kernel runs each tile's network forward, loss and backward
+// (gj_nn_train_rounds) and writes dL/d(features) over the features in place (each lane its own
+// point's), and the encoding's level-major backward kernel takes them. (One kernel with the
+// encoding's forward and per-point backward in it took 4.95 ms a step of the 64 x 2 model on the
+// H200 against 3.74 for these three: at the backward's 8 warps a multiprocessor the encoding's
+// gathers wait.) dL_dparams (fp32, zeroed by the caller) receives the network's gradients of the
+// scaled loss; loss (or null, zeroed) the mean loss, loss_factor = 1 / (n * OUT); y (or null)
+// the outputs.
+template <class C, class T>
+GJ_INLINE void gj_model_train_features_kernel(gj_u64 n, T* __restrict__ f, const float* __restrict__ target,
+                                              float grad_factor, float loss_factor, const gj_half* __restrict__ params,
+                                              gj_u16* __restrict__ ring, float* __restrict__ y,
+                                              float* __restrict__ dL_dparams, float* __restrict__ loss) {
+    float* grads;
+    gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
+    float squares = 0.0f;
+    gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
+        squares = gj_nn_train_rounds<C, decltype(pad)::value, true>(
+            n, target, grad_factor, y, w, scratch, ring, grads,
+            [&](gj_u64 i, bool active, gj_u16* rows) {
+                T v[C::IN];
+#pragma unroll
+                for (int k = 0; k < C::IN; ++k) v[k] = active ? f[(gj_u64)k * n + i] : gj_from_float<T>(0.0f);
+                gj_nn_put_input<C>(rows, v, active);
+            },
+            [&](gj_u64 i, bool active, const gj_u16* row) {
+                if (active) {
+#pragma unroll
+                    for (int k = 0; k < C::IN; ++k) f[(gj_u64)k * n + i] = gj_from_float<T>(gj_half_to_float(row[k]));
+                }
+            });
+    });
+    gj_nn_backward_flush<C>(grads, dL_dparams);
+    gj_nn_add_loss(loss, squares, loss_factor);
 }
 
 // The backward pass with dL/dinput, in two kernels: this one, the network's backward, writes

@@ -212,6 +212,215 @@ GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, 
     gj_nn_backward_flush<C>(grads, dL_dparams);
 }
 
+// ---- the training step, fused (docs/networks.md §10) ----------------------------------------
+// Forward, the loss's gradient and backward of each tile in one kernel, so that neither the
+// forward context nor the outputs and their gradients go through memory between passes. Per
+// round each warp runs its tile forwards with the context in the warp's own slot of `ring`
+// (C::CTX_HALVES a warp, gridDim.x * C::WARPS slots: written and read back by the same warp
+// within the round, they stay in L2), puts the loss's gradient over its output rows, then goes
+// backwards as gj_nn_backward_rounds does (the block's weight-gradient sums included).
+// The loss is tiny-cuda-nn's L2: per output value (y - target)^2 / (n * OUT), its gradient
+// 2 (y - target) / (n * OUT) times the loss scale, computed in fp32 from the fp16 output and
+// rounded to fp16 once, as tiny-cuda-nn's L2 loss writes it: grad_factor = 2 * scale / (n * OUT).
+// y (or null) receives the outputs. put_input(i, active, x) writes the lane's input row;
+// per_point(i, active, row) follows each tile's backward (row: WITH_DX, the lane's dL/d(input) as
+// fp16). Returns the lane's share of the sum of squared errors.
+template <class C, int PAD, bool WITH_DX, class In, class F>
+GJ_INLINE float gj_nn_train_rounds(gj_u64 n, const float* __restrict__ target, float grad_factor, float* __restrict__ y,
+                                   const gj_u16* w, gj_u16* scratch, gj_u16* ring, float* grads, In put_input,
+                                   F per_point) {
+    const int lane = gj_nn_lane();
+    gj_u16* ctx = ring + ((gj_u64)blockIdx.x * C::WARPS + threadIdx.x / 32) * C::CTX_HALVES;
+    const gj_u64 n_tiles = (n + 31) / 32;
+    float squares = 0.0f;
+#pragma unroll 1
+    for (gj_u64 round = blockIdx.x; round < gj_nn_rounds<C>(n); round += gridDim.x) {
+        const gj_u64 first_tile = round * C::WARPS, tile = first_tile + threadIdx.x / 32;
+        gj_nn_wgrad_block<C::WARPS, C::SCRATCH_HALVES, C::SMEM_GRADS> wg;
+        wg.dparams = grads;
+        wg.warps = (int)(n_tiles - first_tile < (gj_u64)C::WARPS ? n_tiles - first_tile : (gj_u64)C::WARPS);
+        const gj_u64 first = tile * 32, i = first + lane;
+        const bool active = i < n;
+        const int valid = tile < n_tiles ? (n - first < 32 ? (int)(n - first) : 32) : 0;
+        put_input(i, active, scratch);
+        gj_nn_forward_warp<C, PAD>(w, scratch, ctx);
+        // The tile's outputs and targets are one contiguous run each: consecutive lanes take
+        // consecutive values (whole sectors a load), as gj_nn_store_rows does.
+#pragma unroll 4
+        for (int e = lane; e < valid * C::OUT; e += 32) {
+            const int r = e / C::OUT;
+            gj_u16* v = scratch + r * C::S + (e - r * C::OUT);
+            const float out = gj_half_to_float(*v);
+            if (y) y[first * C::OUT + e] = out;
+            const float diff = out - target[first * C::OUT + e];
+            squares = fmaf(diff, diff, squares);
+            *v = gj_float_to_half_bits(grad_factor * diff);
+        }
+        __syncwarp();
+        const gj_u16* g = gj_nn_backward_warp<C, PAD, WITH_DX>(active ? (const gj_half*)(scratch + lane * C::S) : nullptr,
+                                                               1.0f, w, scratch, ctx, wg);
+        per_point(i, active, WITH_DX ? g + lane * C::S : nullptr);
+        __syncwarp();
+    }
+    return squares;
+}
+
+// *loss += factor * the warp's sum of v (loss null: nothing); every lane of the warp calls it.
+GJ_INLINE void gj_nn_add_loss(float* loss, float v, float factor) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += gj_nn_shfl_xor(v, o);
+    if (loss && gj_nn_lane() == 0 && v != 0.0f) atomicAdd(loss, factor * v);
+}
+
+// A network alone: dL_dparams (fp32, zeroed by the caller) receives the gradients of the scaled
+// loss; loss (or null, zeroed by the caller) the mean loss, loss_factor = 1 / (n * OUT).
+template <class C>
+GJ_INLINE void gj_nn_train_kernel(gj_u64 n, const float* __restrict__ x, const float* __restrict__ target,
+                                  float grad_factor, float loss_factor, const gj_half* __restrict__ params,
+                                  gj_u16* __restrict__ ring, float* __restrict__ y, float* __restrict__ dL_dparams,
+                                  float* __restrict__ loss) {
+    float* grads;
+    gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
+    float squares = 0.0f;
+    gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
+        squares = gj_nn_train_rounds<C, decltype(pad)::value, false>(
+            n, target, grad_factor, y, w, scratch, ring, grads,
+            [&](gj_u64 i, bool active, gj_u16* rows) { gj_nn_put_input<C>(rows, active ? x + i * C::IN : x, active); },
+            [](gj_u64, bool, const gj_u16*) {});
+    });
+    gj_nn_backward_flush<C>(grads, dL_dparams);
+    gj_nn_add_loss(loss, squares, loss_factor);
+}
+
+// ---- Adam, tiny-cuda-nn's (optimizers/adam.h; docs/networks.md §10) --------------------------
+// One parameter: its gradient g (of the scaled loss) divided by the loss scale, plus l2_reg
+// times the fp32 master weight; the moments; the parameter's own step count (its bias
+// correction); the update lr * sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + epsilon); the
+// master weight and its rounding written. skip_zero: a zero gradient leaves the parameter, its
+// moments and its step as they are (tiny-cuda-nn's rule for the parameters outside the
+// network's matrices: an encoding's, most of whose entries a batch does not touch).
+struct gj_nn_adam_hyper {
+    float lr, beta1, beta2, epsilon, l2_reg, inv_scale;
+};
+
+struct gj_nn_adam_lr {
+    gj_u32 t; // 0: none yet
+    float lr;
+};
+
+template <class P>
+GJ_INLINE void gj_nn_adam_one(gj_u64 i, float g, bool skip_zero, float l2_reg, const gj_nn_adam_hyper& h,
+                              gj_nn_adam_lr& cache,
+                              P* __restrict__ params, float* __restrict__ master, float* __restrict__ m1,
+                              float* __restrict__ m2, gj_u32* __restrict__ steps) {
+    g *= h.inv_scale;
+    if (skip_zero && g == 0.0f) return;
+    const float w = master[i];
+    g = fmaf(l2_reg, w, g);
+    const float a = m1[i] = fmaf(h.beta1, m1[i], (1.0f - h.beta1) * g);
+    const float b = m2[i] = fmaf(h.beta2, m2[i], (1.0f - h.beta2) * g * g);
+    const gj_u32 t = steps[i] + 1;
+    steps[i] = t;
+    // The bias correction of step t: most parameters share their step count, so a thread
+    // keeps the last one it computed (two powf a parameter cost more than the memory traffic).
+    if (t != cache.t) {
+        cache.t = t;
+        cache.lr = h.lr * sqrtf(1.0f - powf(h.beta2, (float)t)) / (1.0f - powf(h.beta1, (float)t));
+    }
+    const float lr = cache.lr;
+    const float updated = w - lr / (sqrtf(b) + h.epsilon) * a;
+    master[i] = updated;
+    params[i] = gj_from_float<P>(updated);
+}
+
+// Four parameters of one set from element 4q: 16-byte loads and stores where the four are inside
+// the set, the arrays aligned (vec) and none is skipped; else one at a time. The parameters are
+// read only where a skipped one keeps its value.
+template <class P, class G>
+GJ_INLINE void gj_nn_adam_quad(gj_u64 q, gj_u64 n, bool vec, P* __restrict__ params, float* __restrict__ master,
+                               float* __restrict__ m1, float* __restrict__ m2, gj_u32* __restrict__ steps,
+                               const G* __restrict__ grads, bool skip_zero, float l2_reg, const gj_nn_adam_hyper& h,
+                               gj_nn_adam_lr& cache) {
+    const gj_u64 i0 = 4 * q;
+    float g[4];
+    bool whole = vec && i0 + 4 <= n;
+    if (whole) {
+        if constexpr (sizeof(G) == 4) {
+            const gj_f32x4 v = *(const gj_f32x4*)(grads + i0);
+            g[0] = v.x, g[1] = v.y, g[2] = v.z, g[3] = v.w;
+        } else {
+            const gj_u32x2 v = *(const gj_u32x2*)(grads + i0);
+            g[0] = gj_nn_lo(v.x), g[1] = gj_nn_hi(v.x), g[2] = gj_nn_lo(v.y), g[3] = gj_nn_hi(v.y);
+        }
+#pragma unroll
+        for (int k = 0; k < 4; ++k) whole = whole && !(skip_zero && g[k] == 0.0f);
+    }
+    if (!whole) {
+        for (gj_u64 i = i0; i < i0 + 4 && i < n; ++i)
+            gj_nn_adam_one(i, gj_to_float(grads[i]), skip_zero, l2_reg, h, cache, params, master, m1, m2, steps);
+        return;
+    }
+    gj_f32x4 w = *(const gj_f32x4*)(master + i0), a = *(const gj_f32x4*)(m1 + i0), b = *(const gj_f32x4*)(m2 + i0);
+    gj_u32x4 t = *(const gj_u32x4*)(steps + i0);
+    float* wv[4] = {&w.x, &w.y, &w.z, &w.w};
+    float* av[4] = {&a.x, &a.y, &a.z, &a.w};
+    float* bv[4] = {&b.x, &b.y, &b.z, &b.w};
+    gj_u32* tv[4] = {&t.x, &t.y, &t.z, &t.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const float gk = fmaf(l2_reg, *wv[k], g[k] * h.inv_scale);
+        *av[k] = fmaf(h.beta1, *av[k], (1.0f - h.beta1) * gk);
+        *bv[k] = fmaf(h.beta2, *bv[k], (1.0f - h.beta2) * gk * gk);
+        const gj_u32 step = *tv[k] + 1;
+        *tv[k] = step;
+        if (step != cache.t) {
+            cache.t = step;
+            cache.lr = h.lr * sqrtf(1.0f - powf(h.beta2, (float)step)) / (1.0f - powf(h.beta1, (float)step));
+        }
+        *wv[k] -= cache.lr / (sqrtf(*bv[k]) + h.epsilon) * *av[k];
+    }
+    *(gj_f32x4*)(master + i0) = w;
+    *(gj_f32x4*)(m1 + i0) = a;
+    *(gj_f32x4*)(m2 + i0) = b;
+    *(gj_u32x4*)(steps + i0) = t;
+    if constexpr (sizeof(P) == 4) {
+        *(gj_f32x4*)(params + i0) = w;
+    } else {
+        gj_u32x2 r;
+        r.x = gj_pack_half2(w.x, w.y);
+        r.y = gj_pack_half2(w.z, w.w);
+        *(gj_u32x2*)(params + i0) = r;
+    }
+}
+
+// Whether a set's arrays take 16-byte accesses (its parameters and gradients, of 2-byte types, 8).
+GJ_INLINE bool gj_nn_aligned(const void* p, int bytes) { return ((gj_u64)p & (gj_u64)(bytes - 1)) == 0; }
+
+// The network's n_net parameters (fp16, fp32 gradients, l2_reg as given) then, of a model, the
+// encoding's n_enc (its precision P, its gradient sums G; no l2_reg, zero gradients skipped):
+// four parameters a thread at a time (a grid-stride loop over the quads of both sets).
+template <class P, class G>
+GJ_INLINE void gj_nn_adam_kernel(gj_u64 n_net, gj_half* __restrict__ params, float* __restrict__ master,
+                                 float* __restrict__ m1, float* __restrict__ m2, gj_u32* __restrict__ steps,
+                                 const float* __restrict__ grads, gj_u64 n_enc, P* __restrict__ eparams,
+                                 float* __restrict__ emaster, float* __restrict__ em1, float* __restrict__ em2,
+                                 gj_u32* __restrict__ esteps, const G* __restrict__ egrads, gj_nn_adam_hyper h) {
+    const gj_u64 stride = (gj_u64)gridDim.x * blockDim.x, q_net = (n_net + 3) / 4, q_enc = (n_enc + 3) / 4;
+    const bool vec_net = gj_nn_aligned(params, 8) && gj_nn_aligned(master, 16) && gj_nn_aligned(m1, 16) &&
+                         gj_nn_aligned(m2, 16) && gj_nn_aligned(steps, 16) && gj_nn_aligned(grads, 16);
+    const bool vec_enc = gj_nn_aligned(eparams, 4 * sizeof(P)) && gj_nn_aligned(emaster, 16) &&
+                         gj_nn_aligned(em1, 16) && gj_nn_aligned(em2, 16) && gj_nn_aligned(esteps, 16) &&
+                         gj_nn_aligned(egrads, 4 * sizeof(G));
+    gj_nn_adam_lr cache = {0u, 0.0f};
+    for (gj_u64 q = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x; q < q_net + q_enc; q += stride) {
+        if (q < q_net)
+            gj_nn_adam_quad(q, n_net, vec_net, params, master, m1, m2, steps, grads, false, h.l2_reg, h, cache);
+        else
+            gj_nn_adam_quad(q - q_net, n_enc, vec_enc, eparams, emaster, em1, em2, esteps, egrads, true, 0.0f, h,
+                            cache);
+    }
+}
+
 // p[0 .. n) = 0 (32-bit words): gradients before a backward pass that overwrites them.
 GJ_INLINE void gj_nn_zero_kernel(gj_u64 n, gj_u32* __restrict__ p) {
     for (gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (gj_u64)gridDim.x * blockDim.x) p[i] = 0u;

@@ -423,6 +423,153 @@ static void a_model_launches_fused_kernels(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* The fused training step and Adam (docs/networks.md §10) on the fake driver: their own program,
+ * compiled on first use; the gradients and the loss zeroed, then one launch whose loss factors
+ * follow the points, the outputs and the loss scale; the warps' context slots allocated once;
+ * argument errors named before anything is launched. */
+static void the_training_step_launches_its_program(void **state) {
+    (void)state;
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4}, \"network\": "
+                                            "{\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 3}}", 3, 0, &net),
+                     GJ_OK);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
+    char *b = buffer;
+    gj_network_train_desc t;
+    gj_network_train_desc_init(&t);
+    assert_int_equal(t.struct_size, sizeof t);
+    assert_true(t.loss_scale == 0.0f && !t.output && !t.loss);
+    assert_int_equal(gj_network_train_step(NULL, NULL, &t), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj_network_train_step(m, NULL, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "desc is NULL"));
+    t.n = 100;
+    fake.reset_counts();
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "input, target, params, encoding_params and dL_dparams"));
+    t.input = (const float *)(b + 4096);
+    t.target = (const float *)(b + 8192);
+    t.params = b;
+    t.encoding_params = b + (1 << 20);
+    t.dL_dparams = (float *)(b + 131072);
+    t.dL_dencoding_params = b + (2 << 20);
+    t.loss_scale = -1.0f;
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "loss_scale = -1"));
+    t.loss_scale = 0.0f;
+    t.n = (uint64_t)GJ_MAX_POINTS + 1;
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "exceeds GJ_MAX_POINTS"));
+    t.n = 0; /* nothing to do, nothing compiled */
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 0);
+    if (!gj_test_have_nvrtc()) {
+        gj_device_free(ctx, buffer);
+        gj_network_module_destroy(m);
+        gj_network_destroy(net);
+        gj_context_destroy(ctx);
+        skip();
+    }
+    /* The model's step: the encoding module's forward, the network's kernel, the encoding
+     * module's backward; the step program and the encoding's programs for its forward and its
+     * backward to the parameters (each one level a thread and level groups), made on the first
+     * step; the features and the warps' context slots allocated once. */
+    t.n = 100;
+    fake.reset_counts();
+    fake.capture_argument("_train_features", 3); /* grad_factor = 2 * 128 / (100 points x 3 outputs) */
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 5);
+    assert_int_equal(fake.count("cuMemAlloc"), 2);
+    const int launches = fake.count("cuLaunchKernel");
+    assert_true(launches >= 4); /* at least a forward, the zeroing, the network's kernel, a backward */
+    assert_true(fake.captured_float() == (float)(2.0 * 128.0 / 300.0));
+    t.loss = (float *)(b + (3 << 20));
+    t.loss_scale = 4.0f;
+    fake.capture_argument("_train_features", 4); /* loss_factor = 1 / 300 */
+    fake.reset_counts();
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), launches + 1); /* and the loss zeroed */
+    assert_int_equal(fake.count("cuLibraryLoadData"), 0);
+    assert_int_equal(fake.count("cuMemAlloc"), 0);
+    assert_true(fake.captured_float() == (float)(1.0 / 300.0));
+    fake.capture_argument("_train_features", 3);
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    assert_true(fake.captured_float() == (float)(2.0 * 4.0 / 300.0));
+    fake.capture_argument(NULL, -1);
+    t.dL_dencoding_params = NULL;
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "dL_dencoding_params (a model)"));
+
+    /* Adam: one launch over both parameter sets, every array named when missing. */
+    gj_network_adam_desc a;
+    gj_network_adam_desc_init(&a);
+    assert_true(a.learning_rate == 1e-3f && a.beta1 == 0.9f && a.beta2 == 0.999f);
+    assert_int_equal(gj_network_adam_step(m, NULL, &a), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "params must not be NULL"));
+    char *arrays[6];
+    for (int i = 0; i < 6; ++i) {
+        arrays[i] = b + (1 << 21) + i * 65536;
+    }
+    a.params = arrays[0], a.params_fp32 = (float *)arrays[1], a.first_moments = (float *)arrays[2];
+    a.second_moments = (float *)arrays[3], a.steps = (uint32_t *)arrays[4], a.dL_dparams = (const float *)arrays[5];
+    assert_int_equal(gj_network_adam_step(m, NULL, &a), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "encoding_params must not be NULL (a model)"));
+    a.encoding_params = arrays[0], a.encoding_params_fp32 = (float *)arrays[1];
+    a.encoding_first_moments = (float *)arrays[2], a.encoding_second_moments = (float *)arrays[3];
+    a.encoding_steps = (uint32_t *)arrays[4], a.dL_dencoding_params = arrays[5];
+    a.beta2 = 1.0f;
+    assert_int_equal(gj_network_adam_step(m, NULL, &a), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "beta2 = 1"));
+    a.beta2 = 0.99f;
+    a.learning_rate = NAN;
+    assert_int_equal(gj_network_adam_step(m, NULL, &a), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "learning_rate = nan"));
+    a.learning_rate = 1e-2f;
+    fake.reset_counts();
+    assert_int_equal(gj_network_adam_step(m, NULL, &a), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 1);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 0); /* the step's program has it */
+    fake.reset_counts();
+    gj_network_module_destroy(m);
+    assert_int_equal(fake.count("cuMemFree"), 2); /* the features and the slots */
+    gj_network_destroy(net);
+
+    /* A network alone: one kernel after the zeroing; the encoding's arrays refused. */
+    assert_int_equal(gj_network_create(ctx, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1}",
+                                       3, 2, &net),
+                     GJ_OK);
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    t.encoding_params = NULL;
+    t.loss = NULL;
+    t.dL_dencoding_params = b;
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "this network has no encoding"));
+    t.dL_dencoding_params = NULL;
+    fake.reset_counts();
+    fake.capture_argument("_train_step", 3); /* grad_factor = 2 * 4 / (100 points x 2 outputs) */
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 1);
+    assert_int_equal(fake.count("cuLaunchKernel"), 2);
+    assert_true(fake.captured_float() == (float)(2.0 * 4.0 / 200.0));
+    fake.capture_argument(NULL, -1);
+    a.encoding_params = NULL, a.encoding_params_fp32 = NULL, a.encoding_first_moments = NULL;
+    a.encoding_second_moments = NULL, a.encoding_steps = NULL;
+    assert_int_equal(gj_network_adam_step(m, NULL, &a), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "dL_dencoding_params must be NULL: this network has no encoding"));
+    a.dL_dencoding_params = NULL;
+    fake.reset_counts();
+    assert_int_equal(gj_network_adam_step(m, NULL, &a), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 1);
+    gj_device_free(ctx, buffer);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
 /* The carveout set on the first inference launch of a module made with
  * GRIDJIT_NETWORK_CARVEOUT = env (NULL: unset); then what a forward pass set. */
 static void carveouts_with(gj_context *ctx, gj_network *net, const char *env, char *b, int got[2]) {
@@ -505,14 +652,15 @@ static void precompiled_programs_serve_without_nvrtc(void **state) {
     gj_precompile_report report;
     memset(&report, 0xFF, sizeof report);
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_OK);
-    /* inference, the forward for training, the backward, the backward with dL/dinput */
-    assert_int_equal(report.programs, 4);
-    assert_int_equal(report.compiled + report.cached, 4);
+    /* inference, the forward for training, the backward, the backward with dL/dinput, the
+     * fused training step */
+    assert_int_equal(report.programs, 5);
+    assert_int_equal(report.compiled + report.cached, 5);
     assert_true(report.ms >= 0.0);
     /* Again: all found in the cache, nothing compiled. */
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_OK);
-    assert_int_equal(report.programs, 4);
-    assert_int_equal(report.cached, 4);
+    assert_int_equal(report.programs, 5);
+    assert_int_equal(report.cached, 5);
     assert_int_equal(report.compiled, 0);
     assert_int_equal(gj_network_precompile(ctx, NULL, "sm_90", NULL), GJ_ERROR_INVALID_ARGUMENT);
     assert_int_equal(gj_network_precompile(ctx, net, "sm90", NULL), GJ_ERROR_INVALID_ARGUMENT);
@@ -565,8 +713,8 @@ static void a_precompiled_model_trains_without_nvrtc(void **state) {
     assert_int_equal(gj_network_create(ctx, json, 3, 0, &net), GJ_OK);
     gj_precompile_report report;
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_OK);
-    assert_int_equal(report.programs, 8);
-    assert_int_equal(report.compiled, 8);
+    assert_int_equal(report.programs, 13);
+    assert_int_equal(report.compiled, 13);
     gj_network_destroy(net);
     gj_context_destroy(ctx);
 
@@ -645,7 +793,8 @@ static void training_programs_fail_together(void **state) {
 
 /* Without NVRTC and with an empty cache every program of a model fails: the programs compile
  * side by side, so the first failure stops none of the others, and the message names all
- * eight: the network module's four and the encoding module's four (its backward with dL/dx). */
+ * thirteen: the network module's five and the encoding module's eight (its backward with
+ * dL/dx; its forward and backward for the training step). */
 static void a_failed_precompile_names_every_program(void **state) {
     (void)state;
     setenv("GRIDJIT_NVRTC", "off", 1);
@@ -658,15 +807,17 @@ static void a_failed_precompile_names_every_program(void **state) {
     gj_precompile_report report;
     memset(&report, 0xFF, sizeof report);
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_ERROR_NO_NVRTC);
-    assert_int_equal(report.programs, 8);
+    assert_int_equal(report.programs, 13);
     assert_int_equal(report.compiled, 0);
     assert_int_equal(report.cached, 0);
     const char *message = gj_context_errmsg(ctx);
-    if (!strstr(message, "8 of 8 programs failed") || !strstr(message, "gj_network_inference.cu") ||
+    if (!strstr(message, "13 of 13 programs failed") || !strstr(message, "gj_network_inference.cu") ||
         !strstr(message, "gj_network_training.cu") || !strstr(message, "gj_network_backward.cu") ||
-        !strstr(message, "gj_network_training_input.cu") ||
+        !strstr(message, "gj_network_training_input.cu") || !strstr(message, "gj_network_train_step.cu") ||
         !strstr(message, "encoding backward_input,") || !strstr(message, "encoding backward_input_rows") ||
-        !strstr(message, "encoding backward_dx,") || !strstr(message, "encoding backward_dx_rows")) {
+        !strstr(message, "encoding backward_dx,") || !strstr(message, "encoding backward_dx_rows") ||
+        !strstr(message, "encoding forward,") || !strstr(message, "encoding forward_rows") ||
+        !strstr(message, "encoding backward,") || !strstr(message, "encoding backward_rows")) {
         fail_msg("the message does not name every program: %s", message);
     }
     unsetenv("GRIDJIT_NVRTC");
@@ -786,6 +937,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(passes_launch_their_kernels),
         cmocka_unit_test(a_model_launches_fused_kernels),
+        cmocka_unit_test(the_training_step_launches_its_program),
         cmocka_unit_test(forward_grids_stop_at_the_waves_asked_for),
         cmocka_unit_test(a_model_inference_leaves_l1_to_its_encoding),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),

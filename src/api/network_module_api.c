@@ -27,6 +27,7 @@
 #include "model/network.h"
 #include "model/network_init.h"
 #include "runtime/l1_carveout.h"
+#include "runtime/module.h"
 #include "runtime/stream_device.h"
 #include "runtime/user_module.h"
 #include "runtime/workspace.h"
@@ -38,7 +39,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { K_INFERENCE, K_FORWARD, K_BACKWARD, K_ZERO, K_BACKWARD_INPUT, K_FINISH, K_COUNT };
+enum {
+    K_INFERENCE, K_FORWARD, K_BACKWARD, K_ZERO, K_BACKWARD_INPUT, K_FINISH, K_STEP, K_STEP_ZERO, K_ADAM, K_STEP_FEATURES,
+    K_COUNT
+};
 
 struct gj_network_module {
     gj_context *ctx;
@@ -51,6 +55,7 @@ struct gj_network_module {
     gj_kernel *kernels[K_COUNT];
     gj_module *encoding_module; /* a model's encoding backward with dL/dx (made on first use, under lock) */
     gj__workspace features;     /* a model's dL/d(features) for it, per context */
+    gj__workspace ring;         /* the fused training step's context slots, per context */
     /* blocks of a full wave per class, on the first device of that class launched on (0: not known yet) */
     uint64_t wave[GJ__NETWORK_PLAN_CLASSES][K_COUNT];
     uint32_t forward_waves; /* the inference and forward kernels' grid: at most this many waves */
@@ -75,12 +80,19 @@ static long env_in_range(const char *name, long lo, long hi, long fallback) {
     return v && *v && end && !*end && x >= lo && x <= hi ? x : fallback;
 }
 
-static const char *const kernel_suffix[K_COUNT] = {"inference", "forward", "backward", "zero", "backward_input",
-                                                   "finish"};
+static const char *const kernel_suffix[K_COUNT] = {"inference", "forward",    "backward",   "zero", "backward_input",
+                                                   "finish",    "train_step", "train_zero", "adam", "train_features"};
 /* The program each kernel is in. */
-static const gj__network_part kernel_part[K_COUNT] = {GJ__NETWORK_PART_INFERENCE, GJ__NETWORK_PART_TRAINING,
-                                                      GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_BACKWARD,
-                                                      GJ__NETWORK_PART_TRAINING_INPUT, GJ__NETWORK_PART_BACKWARD};
+static const gj__network_part kernel_part[K_COUNT] = {
+    GJ__NETWORK_PART_INFERENCE,      GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_BACKWARD,
+    GJ__NETWORK_PART_BACKWARD,       GJ__NETWORK_PART_TRAINING_INPUT, GJ__NETWORK_PART_BACKWARD,
+    GJ__NETWORK_PART_STEP,           GJ__NETWORK_PART_STEP,     GJ__NETWORK_PART_STEP,
+    GJ__NETWORK_PART_STEP};
+/* 1: a kernel only a model's programs have; -1: only a network alone's (a model's training
+ * step is its encoding module's kernels around NAME_train_features). */
+static int kernel_owner(int k) {
+    return k == K_STEP_FEATURES ? 1 : k == K_STEP ? -1 : 0;
+}
 
 /* GRIDJIT_NETWORK_GRADIENTS_FP32=1: a model sums its encoding's gradients in fp32 whatever
  * the encoding's precision (the code-generation option gradients_fp32), a measuring knob. */
@@ -103,7 +115,7 @@ static void module_options(gj_codegen_options *opts) {
 static gj_status encoding_module_options(const gj__diag *diag, const struct gj_network *net, gj_codegen_options *out) {
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);
-    opts.passes = GJ_PASS_BACKWARD;
+    opts.passes = GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
     opts.gradients_fp32 = env_gradients_fp32();
     opts.gradients_fp32 = gj__grad_is_fp32(&net->encoding->config, &opts);
     return gj__codegen_options_resolve(diag, &opts, out);
@@ -167,6 +179,7 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     m->carveout = (int)env_in_range("GRIDJIT_NETWORK_CARVEOUT", -1, 100, CARVEOUT_RULE);
     pthread_mutex_init(&m->lock, NULL);
     gj__workspace_init(&m->features);
+    gj__workspace_init(&m->ring);
     *out = m;
     return GJ_OK;
 }
@@ -180,6 +193,7 @@ void gj_network_module_destroy(gj_network_module *module) {
     }
     gj_module_destroy(module->encoding_module);
     gj__workspace_destroy(&module->features, &module->ctx->runtime);
+    gj__workspace_destroy(&module->ring, &module->ctx->runtime);
     gj_network_destroy(module->net);
     pthread_mutex_destroy(&module->lock);
     free(module);
@@ -212,11 +226,16 @@ static gj_status launch_elementwise(gj_network_module *m, int k, gj_stream strea
     return gj_kernel_launch(m->kernels[k], &cfg, args);
 }
 
-/* Zeroes bytes (a multiple of 4) at p on stream with the backward program's kernel. */
-static gj_status zero(gj_network_module *m, gj_stream stream, void *p, uint64_t bytes) {
+/* Zeroes bytes (a multiple of 4) at p on stream with the backward program's kernel (or the
+ * training step program's, k). */
+static gj_status zero_with(gj_network_module *m, int k, gj_stream stream, void *p, uint64_t bytes) {
     uint64_t words = bytes / 4;
     void *args[] = {&words, &p};
-    return launch_elementwise(m, K_ZERO, stream, words, args);
+    return launch_elementwise(m, k, stream, words, args);
+}
+
+static gj_status zero(gj_network_module *m, gj_stream stream, void *p, uint64_t bytes) {
+    return zero_with(m, K_ZERO, stream, p, bytes);
 }
 
 void gj_network_pass_desc_init(gj_network_pass_desc *desc) {
@@ -263,18 +282,20 @@ static gj_status make_part_source(gj_context *ctx, const struct gj_network *net,
     out->desc.source = out->source;
     static const char *const file_names[GJ__NETWORK_PART_COUNT] = {
         "gj_network.cu", "gj_network_inference.cu", "gj_network_training.cu", "gj_network_backward.cu",
-        "gj_network_training_input.cu"};
+        "gj_network_training_input.cu", "gj_network_train_step.cu"};
     out->desc.file_name = file_names[part];
     out->desc.kernels = (const char *const *)out->names;
     out->desc.n_kernels = out->n_names;
     return GJ_OK;
 }
 
-/* The encoding module's programs that a model's backward with dL/dinput can launch: gj_backward
- * with dL/dx (and dL/dparams or not), one level a thread or level groups (module_args.c,
+/* The encoding module's programs that a model's passes can launch: gj_backward with dL/dx (and
+ * dL/dparams or not) for the backward with dL/dinput, gj_forward and gj_backward (dL/dparams
+ * alone) for the training step; one level a thread or level groups (module_args.c,
  * gj__backward_kernels; the coarse levels' kernel is in the first). */
 static const gj__part encoding_parts[] = {GJ__PART_BACKWARD_INPUT, GJ__PART_BACKWARD_INPUT_ROWS, GJ__PART_BACKWARD_DX,
-                                          GJ__PART_BACKWARD_DX_ROWS};
+                                          GJ__PART_BACKWARD_DX_ROWS, GJ__PART_FORWARD, GJ__PART_FORWARD_ROWS,
+                                          GJ__PART_BACKWARD, GJ__PART_BACKWARD_ROWS};
 enum { N_ENCODING_PARTS = sizeof encoding_parts / sizeof *encoding_parts };
 
 gj_status gj_network_precompile(gj_context *ctx, const gj_network *net, const char *arch,
@@ -377,7 +398,8 @@ static void make_part(part_job *job) {
         free_part_source(&p);
     }
     for (int k = 0; job->status == GJ_OK && k < K_COUNT; ++k) {
-        if (kernel_part[k] == job->part) {
+        const int owner = kernel_owner(k);
+        if (kernel_part[k] == job->part && (owner == 0 || (owner == 1) == (m->net->encoding != NULL))) {
             char name[128];
             snprintf(name, sizeof name, "%s_%s", GJ__NETWORK_DEFAULT_NAME, kernel_suffix[k]);
             job->status = gj_user_module_kernel(job->made, name, &m->kernels[k]);
@@ -504,6 +526,7 @@ typedef struct launch_job {
     uint64_t n;
     gj_stream stream;
     const char *call;
+    void **ring; /* K_STEP: set to the module's ring for the grid chosen (an argument of the launch) */
 } launch_job;
 
 /* The geometry of a launch of code compiled as a cubin for cubin_sm (0: PTX): the plan of its
@@ -516,11 +539,12 @@ static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
     const int k = job->k;
     const gj__network_plan_class cls = gj__network_plan_class_of(cubin_sm);
     const gj__network_plan *plan = &m->plans[cls];
-    const int backward = k == K_BACKWARD || k == K_BACKWARD_INPUT;
+    const int backward = k == K_BACKWARD || k == K_BACKWARD_INPUT || k == K_STEP || k == K_STEP_FEATURES;
     const int inference = k == K_INFERENCE;
     const uint32_t warps = backward ? plan->warps : inference ? plan->inference_warps : plan->forward_warps;
     const uint32_t threads = 32 * warps;
-    const uint32_t shared_bytes = k == K_BACKWARD_INPUT && m->net->encoding ? plan->backward_input_bytes
+    const int features = (k == K_BACKWARD_INPUT && m->net->encoding) || k == K_STEP_FEATURES;
+    const uint32_t shared_bytes = features                                   ? plan->backward_input_bytes
                                   : backward                                 ? plan->backward_bytes
                                   : inference                                ? plan->inference_bytes
                                                                              : plan->forward_bytes;
@@ -558,12 +582,24 @@ static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
     cfg->grid[0] = (uint32_t)(needed < cap ? needed : cap);
     cfg->block[0] = threads;
     cfg->shared_bytes = shared_bytes;
+    if (job->ring) {
+        /* The training step's warps each keep their tile's context in a slot of their own. */
+        const size_t bytes = (size_t)cfg->grid[0] * warps * plan->ctx_halves * 2;
+        return gj__workspace_get(&m->ring, &m->ctx->runtime, job->stream, bytes, job->call, job->ring);
+    }
     return GJ_OK;
 }
 
 /* Launches kernel k over n points with the plan of the code that serves the stream's context. */
 static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t n, void **args, const char *call) {
-    launch_job job = {m, k, n, stream, call};
+    launch_job job = {m, k, n, stream, call, NULL};
+    return gj__kernel_launch_shaped(m->kernels[k], stream, launch_shape, &job, args, call);
+}
+
+/* The same for the training step, whose argument *ring launch_shape sets. */
+static gj_status launch_step(gj_network_module *m, int k, gj_stream stream, uint64_t n, void **args, void **ring,
+                             const char *call) {
+    launch_job job = {m, k, n, stream, call, ring};
     return gj__kernel_launch_shaped(m->kernels[k], stream, launch_shape, &job, args, call);
 }
 
@@ -818,6 +854,285 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
         status = status == GJ_OK ? gj_backward(encoding_module, stream, &b) : status;
     }
     return status == GJ_OK ? finish_gradients(module, stream, desc, &grads) : status;
+}
+
+/* ---- the fused training step and Adam (docs/networks.md §10) ---------------------------- */
+
+/* tinycudann's loss scale for fp16 training, where a descriptor leaves it 0. */
+#define DEFAULT_LOSS_SCALE 128.0f
+
+static gj_status loss_scale_of(gj_network_module *m, float given, const char *call, float *out) {
+    if (!(given == 0.0f || (given > 0.0f && isfinite(given)))) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: loss_scale = %g: must be finite and greater than 0 (or 0: %g)", call, (double)given,
+                        (double)DEFAULT_LOSS_SCALE);
+    }
+    *out = given == 0.0f ? DEFAULT_LOSS_SCALE : given;
+    return GJ_OK;
+}
+
+void gj_network_train_desc_init(gj_network_train_desc *desc) {
+    if (desc) {
+        memset(desc, 0, sizeof *desc);
+        desc->struct_size = sizeof *desc;
+    }
+}
+
+void gj_network_adam_desc_init(gj_network_adam_desc *desc) {
+    if (desc) {
+        memset(desc, 0, sizeof *desc);
+        desc->struct_size = sizeof *desc;
+        desc->learning_rate = 1e-3f;
+        desc->beta1 = 0.9f;
+        desc->beta2 = 0.999f;
+        desc->epsilon = 1e-8f;
+        desc->l2_reg = 1e-8f;
+    }
+}
+
+static const gj__network_part step_parts[] = {GJ__NETWORK_PART_STEP};
+
+/* The step program, made on a thread of its own beside the encoding module's programs. */
+typedef struct step_job {
+    gj_network_module *m;
+    const char *call;
+    gj__driver *drv;
+    CUcontext context;
+    gj_status status;
+    char message[GJ__MESSAGE_MAX]; /* messages are per thread */
+} step_job;
+
+static void *step_program_on_worker(void *arg) {
+    step_job *job = arg;
+    job->drv->CtxSetCurrent(job->context);
+    job->status = need_parts(job->m, step_parts, 1, job->call);
+    if (job->status != GJ_OK) {
+        snprintf(job->message, sizeof job->message, "%s", gj_context_errmsg(job->m->ctx));
+    }
+    return NULL;
+}
+
+/* What a model's training step runs, made side by side where nothing is yet: the step program
+ * (on a thread) and the encoding module's forward and backward programs (which its prepare
+ * compiles side by side in turn). */
+static gj_status need_model_step(gj_network_module *m, const char *call, gj_module **encoding_module) {
+    gj_status status = need_encoding_module(m, encoding_module);
+    pthread_mutex_lock(&m->lock);
+    const int made = m->programs[GJ__NETWORK_PART_STEP] != NULL;
+    pthread_mutex_unlock(&m->lock);
+    if (status != GJ_OK || made) {
+        return status == GJ_OK ? need_parts(m, step_parts, 1, call) : status;
+    }
+    step_job job = {m, call, NULL, NULL, GJ_OK, {0}};
+    pthread_t thread;
+    int started = 0;
+    if (gj__driver_get(m->ctx->runtime.driver, &m->ctx->diag, &job.drv) == GJ_OK) {
+        job.drv->CtxGetCurrent(&job.context);
+        started = job.context && pthread_create(&thread, NULL, step_program_on_worker, &job) == 0;
+    }
+    /* The encoding's forward and its backward to the parameters alone, one level a thread or
+     * level groups: what gj_forward and gj_backward launch below. */
+    const uint32_t parts = 1u << GJ__PART_FORWARD | 1u << GJ__PART_FORWARD_ROWS | 1u << GJ__PART_BACKWARD |
+                           1u << GJ__PART_BACKWARD_ROWS;
+    status = gj__module_prepare_parts(*encoding_module, parts, call);
+    if (started) {
+        pthread_join(thread, NULL);
+        if (job.status != GJ_OK && status == GJ_OK) {
+            status = gj__fail(&m->ctx->diag, job.status, "%s", job.message);
+        }
+    } else if (status == GJ_OK) {
+        status = need_parts(m, step_parts, 1, call);
+    }
+    return status;
+}
+
+/* A model's training step in three launches: the encoding module's forward writes the features
+ * (feature-major, into the module's workspace), the network's kernel turns them into
+ * dL/d(features) in place, the encoding module's backward adds its parameter gradients. */
+static gj_status train_step_model(gj_network_module *module, gj_stream stream, const gj_network_train_desc *desc,
+                                  float scale, const char *call) {
+    gj_module *encoding_module = NULL;
+    void *features = NULL;
+    gj_status status = need_model_step(module, call, &encoding_module);
+    if (status == GJ_OK) {
+        status = gj__workspace_get(&module->features, &module->ctx->runtime, stream,
+                                   desc->n * module->net->encoding->layout.n_output_dims * encoding_param_size(module),
+                                   call, &features);
+    }
+    if (status == GJ_OK) {
+        gj_forward_desc f;
+        gj_forward_desc_init(&f);
+        f.n = desc->n;
+        f.x = desc->input;
+        f.params = desc->encoding_params;
+        f.y = features;
+        f.y_layout = GJ_LAYOUT_SOA;
+        status = gj_forward(encoding_module, stream, &f);
+    }
+    if (status == GJ_OK) {
+        status = zero_with(module, K_STEP_ZERO, stream, desc->dL_dparams, 4 * module->net->layout.n_params);
+    }
+    if (status == GJ_OK && desc->loss) {
+        status = zero_with(module, K_STEP_ZERO, stream, desc->loss, 4);
+    }
+    if (status != GJ_OK) {
+        return status;
+    }
+    uint64_t n = desc->n;
+    const double values = (double)desc->n * module->net->layout.output_width;
+    float grad_factor = (float)(2.0 * scale / values), loss_factor = (float)(1.0 / values);
+    const float *target = desc->target;
+    const void *params = desc->params;
+    void *ring = NULL;
+    float *y = desc->output, *dparams = desc->dL_dparams, *loss = desc->loss;
+    void *args[] = {&n, &features, &target, &grad_factor, &loss_factor, &params, &ring, &y, &dparams, &loss};
+    status = launch_step(module, K_STEP_FEATURES, stream, n, args, &ring, call);
+    if (status == GJ_OK) {
+        gj_backward_desc b;
+        gj_backward_desc_init(&b);
+        b.n = n;
+        b.x = desc->input;
+        b.params = desc->encoding_params;
+        b.dL_dy = features;
+        b.dL_dy_layout = GJ_LAYOUT_SOA;
+        b.dL_dparams = desc->dL_dencoding_params;
+        b.dL_dparams_mode = GJ_GRAD_OVERWRITE;
+        status = gj_backward(encoding_module, stream, &b);
+    }
+    return status;
+}
+
+gj_status gj_network_train_step(gj_network_module *module, gj_stream stream, const gj_network_train_desc *desc) {
+    static const char call[] = "gj_network_train_step";
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT;
+    }
+    gj__diag_clear(&module->ctx->diag);
+    gj__diag *diag = &module->ctx->diag;
+    if (!desc || desc->struct_size != sizeof *desc) {
+        return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: desc is %s", call,
+                        desc ? "not prepared by gj_network_train_desc_init (struct_size)" : "NULL");
+    }
+    float scale = 0.0f;
+    gj_status status = loss_scale_of(module, desc->loss_scale, call, &scale);
+    if (status != GJ_OK) {
+        return status;
+    }
+    if (desc->n > GJ_MAX_POINTS) {
+        return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: n = %llu exceeds GJ_MAX_POINTS", call,
+                        (unsigned long long)desc->n);
+    }
+    const int model = module->net->encoding != NULL;
+    if (!model && (desc->encoding_params || desc->dL_dencoding_params)) {
+        return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: encoding_params and dL_dencoding_params are for a model; this network has no encoding", call);
+    }
+    if (desc->n == 0) {
+        return GJ_OK;
+    }
+    if (!desc->input || !desc->target || !desc->params || !desc->dL_dparams ||
+        (model && (!desc->encoding_params || !desc->dL_dencoding_params))) {
+        return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: input, target, params%s and dL_dparams%s must not be NULL",
+                        call, model ? ", encoding_params" : "", model ? " and dL_dencoding_params (a model)" : "");
+    }
+    if (model) {
+        return train_step_model(module, stream, desc, scale, call);
+    }
+    status = need_parts(module, step_parts, 1, call);
+    if (status == GJ_OK) {
+        status = zero_with(module, K_STEP_ZERO, stream, desc->dL_dparams, 4 * module->net->layout.n_params);
+    }
+    if (status == GJ_OK && desc->loss) {
+        status = zero_with(module, K_STEP_ZERO, stream, desc->loss, 4);
+    }
+    if (status != GJ_OK) {
+        return status;
+    }
+    uint64_t n = desc->n;
+    const double values = (double)desc->n * module->net->layout.output_width;
+    float grad_factor = (float)(2.0 * scale / values), loss_factor = (float)(1.0 / values);
+    const float *x = desc->input, *target = desc->target;
+    const void *params = desc->params;
+    void *ring = NULL;
+    float *y = desc->output, *dparams = desc->dL_dparams, *loss = desc->loss;
+    void *args[] = {&n, &x, &target, &grad_factor, &loss_factor, &params, &ring, &y, &dparams, &loss};
+    return launch_step(module, K_STEP, stream, n, args, &ring, call);
+}
+
+/* The Adam kernel's hyperparameters (templates/network_kernels.cuh, gj_nn_adam_hyper). */
+typedef struct adam_hyper {
+    float lr, beta1, beta2, epsilon, l2_reg, inv_scale;
+} adam_hyper;
+
+gj_status gj_network_adam_step(gj_network_module *module, gj_stream stream, const gj_network_adam_desc *desc) {
+    static const char call[] = "gj_network_adam_step";
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT;
+    }
+    gj__diag_clear(&module->ctx->diag);
+    gj__diag *diag = &module->ctx->diag;
+    if (!desc || desc->struct_size != sizeof *desc) {
+        return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: desc is %s", call,
+                        desc ? "not prepared by gj_network_adam_desc_init (struct_size)" : "NULL");
+    }
+    float scale = 0.0f;
+    gj_status status = loss_scale_of(module, desc->loss_scale, call, &scale);
+    if (status != GJ_OK) {
+        return status;
+    }
+    const struct {
+        const char *name;
+        float value, lo, hi; /* lo < value < hi, or value == lo where lo_ok */
+        int lo_ok;
+    } checks[] = {{"learning_rate", desc->learning_rate, 0.0f, INFINITY, 1}, {"beta1", desc->beta1, 0.0f, 1.0f, 1},
+                  {"beta2", desc->beta2, 0.0f, 1.0f, 1}, {"epsilon", desc->epsilon, 0.0f, INFINITY, 1},
+                  {"l2_reg", desc->l2_reg, 0.0f, INFINITY, 1}};
+    for (size_t i = 0; i < sizeof checks / sizeof *checks; ++i) {
+        const float v = checks[i].value;
+        if (!((v > checks[i].lo || (checks[i].lo_ok && v == checks[i].lo)) && v < checks[i].hi)) {
+            return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: %s = %g: must be at least %g and below %g", call,
+                            checks[i].name, (double)v, (double)checks[i].lo, (double)checks[i].hi);
+        }
+    }
+    const int model = module->net->encoding != NULL;
+    const void *network_arrays[] = {desc->params, desc->params_fp32, desc->first_moments, desc->second_moments,
+                                    desc->steps, desc->dL_dparams};
+    const void *encoding_arrays[] = {desc->encoding_params, desc->encoding_params_fp32, desc->encoding_first_moments,
+                                     desc->encoding_second_moments, desc->encoding_steps, desc->dL_dencoding_params};
+    static const char *const names[] = {"params", "params_fp32", "first_moments", "second_moments", "steps",
+                                        "dL_dparams"};
+    static const char *const encoding_names[] = {"encoding_params",         "encoding_params_fp32",
+                                                 "encoding_first_moments",  "encoding_second_moments",
+                                                 "encoding_steps",          "dL_dencoding_params"};
+    for (size_t i = 0; i < 6; ++i) {
+        if (!network_arrays[i]) {
+            return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: %s must not be NULL", call, names[i]);
+        }
+        if (model != (encoding_arrays[i] != NULL)) {
+            return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: %s must %s", call, encoding_names[i],
+                            model ? "not be NULL (a model)" : "be NULL: this network has no encoding");
+        }
+    }
+    status = need_parts(module, step_parts, 1, call);
+    if (status != GJ_OK) {
+        return status;
+    }
+    uint64_t n_net = module->net->layout.n_params, n_enc = model ? module->net->encoding->layout.n_params : 0;
+    void *p[12];
+    for (size_t i = 0; i < 6; ++i) {
+        p[i] = (void *)network_arrays[i];
+        p[6 + i] = (void *)encoding_arrays[i];
+    }
+    adam_hyper h = {desc->learning_rate, desc->beta1, desc->beta2, desc->epsilon, desc->l2_reg, 1.0f / scale};
+    void *args[] = {&n_net, &p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &n_enc, &p[6], &p[7], &p[8], &p[9], &p[10], &p[11], &h};
+    /* Four parameters a thread; a grid of many waves (a thread's next quad waits for its last). */
+    const uint64_t quads = (n_net + 3) / 4 + (n_enc + 3) / 4, blocks = (quads + 255) / 256;
+    gj_launch_config cfg;
+    gj_launch_config_init(&cfg);
+    cfg.block[0] = 256;
+    cfg.grid[0] = (uint32_t)(blocks < 1 ? 1 : blocks < 65535 ? blocks : 65535);
+    cfg.stream = stream;
+    return gj_kernel_launch(module->kernels[K_ADAM], &cfg, args);
 }
 
 /* The encoding's parameters: uniform in [-1e-4, 1e-4] * scale, element i from the i-th draw

@@ -289,6 +289,29 @@ static void emit_gradient_kernels(gj__strbuf *sb, const char *name) {
                   name, name);
 }
 
+/* The training step program's helpers: the zeroing of its gradients and the loss, and Adam over
+ * the network's parameters and a model's encoding's (param_type, grad_type: format strings of
+ * the encoding's types, with one %s for the name; a network alone passes plain types, which have
+ * none, and no encoding parameters). */
+static void emit_step_helpers(gj__strbuf *sb, const char *name, const char *param_type, const char *grad_type) {
+    char ptype[320], gtype[320];
+    snprintf(ptype, sizeof ptype, param_type, name);
+    snprintf(gtype, sizeof gtype, grad_type, name);
+    gj__sb_printf(sb,
+                  "extern \"C\" __global__ void %s_train_zero(gj_u64 n, gj_u32* p) {\n"
+                  "    gj_nn_zero_kernel(n, p);\n"
+                  "}\n\n"
+                  "// tiny-cuda-nn's Adam over the network's n_net parameters, then the encoding's n_enc.\n"
+                  "extern \"C\" __global__ void __launch_bounds__(256)\n"
+                  "%s_adam(gj_u64 n_net, gj_half* params, float* master, float* m1, float* m2, gj_u32* steps,\n"
+                  "        const float* grads, gj_u64 n_enc, %s* eparams, float* emaster, float* em1, float* em2,\n"
+                  "        gj_u32* esteps, const %s* egrads, gj_nn_adam_hyper h) {\n"
+                  "    gj_nn_adam_kernel(n_net, params, master, m1, m2, steps, grads, n_enc, eparams, emaster, em1, em2,\n"
+                  "                      esteps, egrads, h);\n"
+                  "}\n\n",
+                  name, name, ptype, gtype);
+}
+
 /* The model's kernels (templates/model_kernels.cuh): the encoding's device functions behind
  * NAME_encoding_ops, the network's warp functions; bounds: launch_bounds'. NAME_backward fuses
  * the encoding's dL/dparams; NAME_backward_input is the network's alone, writing dL/d(features)
@@ -361,12 +384,17 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "}\n\n",
                       bounds->backward, name, name, name, name, name);
     }
-    if (part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_ALL) {
+    if (part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_STEP || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
-                      "// Its plan: the network's, with SMEM_GRADS_INPUT for the block sums.\n"
+                      "// The plan of the kernels that write dL/d(features): the network's, with SMEM_GRADS_INPUT\n"
+                      "// for the block sums.\n"
                       "struct %s_input_config : %s_config {\n"
                       "    static constexpr bool SMEM_GRADS = %s_config::SMEM_GRADS_INPUT;\n"
-                      "};\n\n"
+                      "};\n\n",
+                      name, name, name);
+    }
+    if (part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_ALL) {
+        gj__sb_printf(sb,
                       "// dL_dfeatures: n x %s_config::IN, feature-major, in the encoding's precision (written).\n"
                       "extern \"C\" __global__ void %s\n"
                       "%s_backward_input(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx,\n"
@@ -374,10 +402,25 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "    gj_model_backward_features_kernel<%s_input_config>(n, dL_dy, dy_scale, params, ctx, dL_dparams,\n"
                       "                                                       dL_dfeatures);\n"
                       "}\n\n",
-                      name, name, name, name, bounds->backward, name, name, name);
+                      name, bounds->backward, name, name, name);
     }
     if (backward) {
         emit_gradient_kernels(sb, name);
+    }
+    if (part == GJ__NETWORK_PART_STEP || part == GJ__NETWORK_PART_ALL) {
+        gj__sb_printf(sb,
+                      "// The network's part of the training step, between the encoding's own forward and backward\n"
+                      "// kernels: f (n x %s_config::IN, feature-major) holds the features, then dL/d(features); the\n"
+                      "// gradients (zeroed first: NAME_train_zero) and the loss; ring: the warps' context slots.\n"
+                      "extern \"C\" __global__ void %s\n"
+                      "%s_train_features(gj_u64 n, %s_encoding_config::param_t* f, const float* target, float grad_factor,\n"
+                      "                  float loss_factor, const gj_half* params, gj_u16* ring, float* y, float* dL_dparams,\n"
+                      "                  float* loss) {\n"
+                      "    gj_model_train_features_kernel<%s_input_config>(n, f, target, grad_factor, loss_factor, params,\n"
+                      "                                                   ring, y, dL_dparams, loss);\n"
+                      "}\n\n",
+                      name, bounds->backward, name, name, name);
+        emit_step_helpers(sb, name, "%s_encoding_config::param_t", "%s_encoding_config::grad_t");
     }
 }
 
@@ -420,6 +463,19 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "}\n\n",
                       bounds->backward, name, name);
     }
+    if (part == GJ__NETWORK_PART_STEP || part == GJ__NETWORK_PART_ALL) {
+        gj__sb_printf(sb,
+                      "// The training step, fused: forward, L2 loss, backward to the parameters (zeroed first:\n"
+                      "// NAME_train_zero); ring: the warps' context slots, y and loss may be null.\n"
+                      "extern \"C\" __global__ void %s\n"
+                      "%s_train_step(gj_u64 n, const float* x, const float* target, float grad_factor, float loss_factor,\n"
+                      "              const gj_half* params, gj_u16* ring, float* y, float* dL_dparams, float* loss) {\n"
+                      "    gj_nn_train_kernel<%s_config>(n, x, target, grad_factor, loss_factor, params, ring, y, dL_dparams,\n"
+                      "                                  loss);\n"
+                      "}\n\n",
+                      bounds->backward, name, name);
+        emit_step_helpers(sb, name, "gj_half", "float");
+    }
 }
 
 char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
@@ -440,7 +496,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         /* What the kernels call: the forward function, and for the backward kernel the
          * backward one (NAME_backward_input's encoding backward is the encoding module's). */
         if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_TRAINING ||
-            part == GJ__NETWORK_PART_TRAINING_INPUT) {
+            part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_STEP) {
             enc_opts.passes = GJ_PASS_FORWARD;
         } else if (part == GJ__NETWORK_PART_BACKWARD) {
             enc_opts.passes = GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
@@ -484,10 +540,17 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
 char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
                                 size_t *count) {
     /* Each kernel and its program. */
-    static const char *const suffixes[] = {"inference", "forward", "backward", "zero", "backward_input", "finish"};
-    static const gj__network_part parts[] = {GJ__NETWORK_PART_INFERENCE, GJ__NETWORK_PART_TRAINING,
-                                             GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_BACKWARD,
-                                             GJ__NETWORK_PART_TRAINING_INPUT, GJ__NETWORK_PART_BACKWARD};
+    static const char *const suffixes[] = {"inference",  "forward",    "backward",       "zero",
+                                           "backward_input", "finish", "train_step", "train_zero",
+                                           "adam",       "train_features"};
+    static const gj__network_part parts[] = {GJ__NETWORK_PART_INFERENCE,      GJ__NETWORK_PART_TRAINING,
+                                             GJ__NETWORK_PART_BACKWARD,       GJ__NETWORK_PART_BACKWARD,
+                                             GJ__NETWORK_PART_TRAINING_INPUT, GJ__NETWORK_PART_BACKWARD,
+                                             GJ__NETWORK_PART_STEP,           GJ__NETWORK_PART_STEP,
+                                             GJ__NETWORK_PART_STEP,           GJ__NETWORK_PART_STEP};
+    /* 1: a model's only; -1: a network alone's only (a model's step is the encoding's kernels
+     * around NAME_train_features). */
+    static const int which[] = {0, 0, 0, 0, 0, 0, -1, 0, 0, 1};
     enum { N_KERNELS = sizeof suffixes / sizeof *suffixes };
     const char *name = gj__network_name(opts);
     char **names = calloc(N_KERNELS, sizeof *names);
@@ -499,7 +562,8 @@ char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_o
         return names;
     }
     for (size_t i = 0; i < N_KERNELS; ++i) {
-        if (part != GJ__NETWORK_PART_ALL && part != parts[i]) {
+        if ((part != GJ__NETWORK_PART_ALL && part != parts[i]) || (which[i] == 1 && !net->encoding) ||
+            (which[i] == -1 && net->encoding)) {
             continue;
         }
         const size_t size = strlen(name) + strlen(suffixes[i]) + 3;

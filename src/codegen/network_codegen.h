@@ -19,7 +19,11 @@ typedef enum gj__network_part {
      * dL/d(features), which the encoding's own backward (a module of the encoding) turns into
      * dL/dinput and its dL/dparams. */
     GJ__NETWORK_PART_TRAINING_INPUT = 4,
-    GJ__NETWORK_PART_COUNT = 5
+    /* NAME_train_step (forward, L2 loss and backward to the parameters in one kernel),
+     * NAME_train_zero and NAME_adam: the fused training step (docs/networks.md §10), a program
+     * of its own that a caller of gj_network_train_step needs alone. */
+    GJ__NETWORK_PART_STEP = 5,
+    GJ__NETWORK_PART_COUNT = 6
 } gj__network_part;
 
 /* The network's default device-function name. */
@@ -40,7 +44,8 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
 const char *gj__network_name(const gj_codegen_options *opts);
 
 /* The part's kernels as name expressions ("&NAME_inference"; "&NAME_forward", "&NAME_backward",
- * "&NAME_zero"; a model's "&NAME_backward_input"), *count of them; malloc()ed
+ * "&NAME_zero", "&NAME_finish"; "&NAME_backward_input"; "&NAME_train_step", "&NAME_train_zero",
+ * "&NAME_adam"), *count of them; malloc()ed
  * (gj__free_string_list); NULL on OOM. */
 char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
                                 size_t *count);
