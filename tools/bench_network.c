@@ -26,18 +26,23 @@ static void usage(void) {
            "network module: N points uniform in [0,1)^IN (a model: D), tiny-cuda-nn's\n"
            "initialisation (a model's encoding: gridjit's uniform one), then\n"
            "per pass a warm-up and K launches between CUDA events; the median is printed.\n"
-           "compile_ms: the first inference call, and the first forward + backward, each\n"
-           "compiling its program cold (gridjit's and the driver's caches off).\n"
+           "compile_ms: the first inference call, the first forward + backward and the\n"
+           "first fused training step with Adam, each compiling its programs cold (gridjit's\n"
+           "and the driver's caches off).\n"
            "\n"
            "Passes: inference; forward (keeping the context); backward (dL/dparams, fp32,\n"
            "overwritten: includes zeroing; a model's encoding's too); backward_input (and\n"
-           "dL/dinput); step (forward, then backward with dL/dparams).\n"
+           "dL/dinput); step (forward, then backward with dL/dparams); fused_step (the fused\n"
+           "training step, gj_network_train_step: forward, L2 loss against random targets in\n"
+           "[0,1), backward to the parameters, the loss); train_step (fused_step, then\n"
+           "gj_network_adam_step: what tiny-cuda-nn's training step does).\n"
            "\n"
            "Options: -c/--config, -d/--dims (the network's input width, a model's encoding\n"
            "dimensions), --output-dims\n"
            "(default: the network object's \"n_output_dims\"), -P/--points (default 2^21),\n"
            "-i/--iterations (default 50), -j/--json (one object: {\"config\", \"n_points\",\n"
-           "\"device\", \"compile_ms\": {\"inference\", \"training\"}, \"iterations\",\n"
+           "\"device\", \"compile_ms\": {\"inference\", \"training\", \"train_step\"},\n"
+           "\"iterations\", \"final_loss\" (train_step's last), "
            "\"passes\": {PASS: {\"median_ms\", \"points_per_s\"}}}).\n");
 }
 
@@ -60,10 +65,13 @@ typedef struct run {
     gj_context *ctx;
     gj_network_module *m;
     gj_network_pass_desc d;
+    gj_network_train_desc t;
+    gj_network_adam_desc a;
 } run;
 
-enum { P_INFERENCE, P_FORWARD, P_BACKWARD, P_BACKWARD_INPUT, P_STEP, P_COUNT };
-static const char *const pass_name[P_COUNT] = {"inference", "forward", "backward", "backward_input", "step"};
+enum { P_INFERENCE, P_FORWARD, P_BACKWARD, P_BACKWARD_INPUT, P_STEP, P_FUSED_STEP, P_TRAIN_STEP, P_COUNT };
+static const char *const pass_name[P_COUNT] = {"inference", "forward",    "backward",  "backward_input",
+                                               "step",      "fused_step", "train_step"};
 
 static gj_status one_pass(run *r, int pass) {
     gj_network_pass_desc d = r->d;
@@ -72,12 +80,32 @@ static gj_status one_pass(run *r, int pass) {
     case P_FORWARD: return gj_network_forward(r->m, NULL, &d);
     case P_BACKWARD: d.dL_dinput = NULL; return gj_network_backward(r->m, NULL, &d);
     case P_BACKWARD_INPUT: return gj_network_backward(r->m, NULL, &d);
+    case P_FUSED_STEP: return gj_network_train_step(r->m, NULL, &r->t);
+    case P_TRAIN_STEP: {
+        gj_status s = gj_network_train_step(r->m, NULL, &r->t);
+        return s == GJ_OK ? gj_network_adam_step(r->m, NULL, &r->a) : s;
+    }
     default: {
         gj_status s = gj_network_forward(r->m, NULL, &d);
         d.dL_dinput = NULL;
         return s == GJ_OK ? gj_network_backward(r->m, NULL, &d) : s;
     }
     }
+}
+
+/* A device buffer of bytes zeros. */
+static int upload_zeros(gj_cli_gpu *gpu, size_t bytes, void **ptr) {
+    int rc = gj_cli_gpu_alloc(gpu, bytes, ptr);
+    void *zeros = rc == GJ_CLI_OK && bytes ? calloc(1, bytes) : NULL;
+    if (rc != GJ_CLI_OK || bytes == 0) {
+        return rc;
+    }
+    if (!zeros) {
+        return gj_cli_status_error(CMD, gpu->ctx, GJ_ERROR_OUT_OF_MEMORY, "host buffer");
+    }
+    const gj_status s = gj_memcpy_to_device(gpu->ctx, *ptr, zeros, bytes);
+    free(zeros);
+    return s == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, gpu->ctx, s, "cannot clear device memory");
 }
 
 static int compare_floats(const void *a, const void *b) {
@@ -128,7 +156,9 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
     if (rc == GJ_CLI_OK) {
         rc = gj_cli_gpu_open(CMD, ctx, &gpu, NULL);
     }
-    run r = {ctx, NULL, {0}};
+    run r;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx;
     if (rc == GJ_CLI_OK) {
         const gj_status s = gj_network_module_create(ctx, net, &r.m);
         rc = s == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, s, "cannot make the network module");
@@ -161,11 +191,28 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
     for (int i = 0; rc == GJ_CLI_OK && i < 7; ++i) {
         rc = gj_cli_gpu_alloc(&gpu, bytes[i], ptrs[i]);
     }
+    /* The training step's: targets, fp32 master weights, Adam's moments and step counts (zeroed). */
+    void *target = NULL, *master = NULL, *emaster = NULL, *loss = NULL, *state[6] = {NULL};
+    if (rc == GJ_CLI_OK) {
+        gj_cli_random_floats(&seed, host, n * out, 0.0f, 1.0f);
+        rc = gj_cli_gpu_upload(&gpu, host, n * out, GJ_PRECISION_FP32, &target);
+    }
+    const size_t state_count[6] = {n_params, n_params, n_params, n_enc, n_enc, n_enc};
+    for (int i = 0; rc == GJ_CLI_OK && i < 6; ++i) {
+        rc = upload_zeros(&gpu, 4 * state_count[i], &state[i]);
+    }
+    const size_t fp32_bytes[3] = {4 * n_params, 4 * n_enc, 4};
+    void **fp32_ptrs[3] = {&master, &emaster, &loss};
+    for (int i = 0; rc == GJ_CLI_OK && i < 3; ++i) {
+        rc = gj_cli_gpu_alloc(&gpu, fp32_bytes[i], fp32_ptrs[i]);
+    }
     if (rc == GJ_CLI_OK) {
         gj_network_init_desc init;
         gj_network_init_desc_init(&init);
         init.params = params;
+        init.params_fp32 = master;
         init.encoding_params = eparams;
+        init.encoding_params_fp32 = emaster;
         const gj_status s = gj_network_init_params(r.m, NULL, &init);
         rc = s == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, s, "cannot initialise the parameters");
     }
@@ -180,10 +227,35 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
     r.d.dL_dinput = dx;
     r.d.encoding_params = eparams;
     r.d.dL_dencoding_params = de;
-    double compile_ms[2] = {0, 0};
-    for (int p = 0; rc == GJ_CLI_OK && p < 2; ++p) {
+    gj_network_train_desc_init(&r.t);
+    r.t.n = n;
+    r.t.input = x;
+    r.t.target = target;
+    r.t.params = params;
+    r.t.encoding_params = eparams;
+    r.t.dL_dparams = dw;
+    r.t.dL_dencoding_params = enc ? de : NULL;
+    r.t.loss = loss;
+    gj_network_adam_desc_init(&r.a);
+    r.a.params = params;
+    r.a.params_fp32 = master;
+    r.a.first_moments = state[0];
+    r.a.second_moments = state[1];
+    r.a.steps = state[2];
+    r.a.dL_dparams = dw;
+    if (enc) {
+        r.a.encoding_params = eparams;
+        r.a.encoding_params_fp32 = emaster;
+        r.a.encoding_first_moments = state[3];
+        r.a.encoding_second_moments = state[4];
+        r.a.encoding_steps = state[5];
+        r.a.dL_dencoding_params = de;
+    }
+    static const int compiled_by[3] = {P_INFERENCE, P_STEP, P_TRAIN_STEP};
+    double compile_ms[3] = {0, 0, 0};
+    for (int p = 0; rc == GJ_CLI_OK && p < 3; ++p) {
         const double t0 = gj_cli_now_ms();
-        gj_status s = one_pass(&r, p == 0 ? P_INFERENCE : P_STEP);
+        gj_status s = one_pass(&r, compiled_by[p]);
         if (s == GJ_OK) {
             s = gj_stream_synchronize(ctx, NULL);
         }
@@ -195,6 +267,11 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
         const gj_status s = time_pass(&r, p, iterations, &median[p]);
         rc = s == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, s, "timing failed");
     }
+    float final_loss = 0.0f; /* the last train_step's: a check that training ran (finite) */
+    if (rc == GJ_CLI_OK) {
+        const gj_status s = gj_memcpy_to_host(ctx, &final_loss, loss, sizeof final_loss);
+        rc = s == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, s, "cannot read the loss");
+    }
     if (rc == GJ_CLI_OK) {
         char *hyper = gj_network_hyperparams(net);
         if (json_output) {
@@ -204,8 +281,10 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
             cJSON_AddStringToObject(root, "device", gpu.info.device_name);
             cJSON_AddNumberToObject(compile, "inference", compile_ms[0]);
             cJSON_AddNumberToObject(compile, "training", compile_ms[1]);
+            cJSON_AddNumberToObject(compile, "train_step", compile_ms[2]);
             cJSON_AddItemToObject(root, "compile_ms", compile);
             cJSON_AddNumberToObject(root, "iterations", iterations);
+            cJSON_AddNumberToObject(root, "final_loss", final_loss);
             for (int p = 0; p < P_COUNT; ++p) {
                 cJSON *o = cJSON_CreateObject();
                 cJSON_AddNumberToObject(o, "median_ms", median[p]);
@@ -218,8 +297,11 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
             cJSON_free(text);
             cJSON_Delete(root);
         } else {
-            printf("network   %s\ndevice    %s\npoints    %llu\ncompile   inference %.0f ms, training %.0f ms (cold)\n",
-                   hyper, gpu.info.device_name, (unsigned long long)n, compile_ms[0], compile_ms[1]);
+            printf("network   %s\ndevice    %s\npoints    %llu\n"
+                   "compile   inference %.0f ms, training %.0f ms, train_step %.0f ms (cold)\n"
+                   "loss      %g (after the last train_step)\n",
+                   hyper, gpu.info.device_name, (unsigned long long)n, compile_ms[0], compile_ms[1], compile_ms[2],
+                   (double)final_loss);
             for (int p = 0; p < P_COUNT; ++p) {
                 printf("%-15s %9.4f ms  %8.1f M points/s\n", pass_name[p], median[p],
                        median[p] > 0 ? n / (median[p] * 1e3) : 0.0);
