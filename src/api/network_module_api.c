@@ -143,6 +143,8 @@ static void plan_hints_from_env(gj__network_plan_hints *hints) {
     hints->min_blocks = (uint32_t)env_in_range("GRIDJIT_NETWORK_MIN_BLOCKS", 1, 8, 0);
     hints->forward_warps = env_warps("GRIDJIT_NETWORK_FORWARD_WARPS");
     hints->forward_registers = (uint32_t)env_in_range("GRIDJIT_NETWORK_FORWARD_REGISTERS", 64, 255, 0);
+    hints->step_min_blocks = (uint32_t)env_in_range("GRIDJIT_NETWORK_STEP_MIN_BLOCKS", 1, 8, 0);
+    hints->step_m_tiles = (uint32_t)env_in_range("GRIDJIT_NETWORK_STEP_M_TILES", 1, 1, 0);
 }
 
 gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_network_module **out) {

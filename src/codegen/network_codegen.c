@@ -196,7 +196,7 @@ static void emit_functions(gj__strbuf *sb, const char *name) {
 /* A kernel's __launch_bounds__: the block's threads (warps: "WARPS" or "FORWARD_WARPS"), and
  * a minimum of blocks a multiprocessor where there is one (0: none). */
 typedef struct {
-    char inference[256], forward[256], backward[256];
+    char inference[256], forward[256], backward[256], step[256];
 } launch_bounds_t;
 
 static void launch_bounds_of(char *out, size_t size, const char *name, const char *warps, uint32_t min_blocks) {
@@ -255,6 +255,8 @@ static void launch_bounds(launch_bounds_t *out, const struct gj_network *net, co
                           const gj__network_plan *plans) {
     const gj__network_plan *plan = &plans[GJ__NETWORK_PLAN_PORTABLE];
     launch_bounds_of(out->backward, sizeof out->backward, name, "WARPS", plan->min_blocks);
+    launch_bounds_of(out->step, sizeof out->step, name, "WARPS",
+                     net->hints.step_min_blocks ? net->hints.step_min_blocks : plan->min_blocks);
     const uint32_t registers = net->hints.forward_registers;
     const int budget = registers >= 64 && registers <= 255;
     if (budget) {
@@ -318,7 +320,7 @@ static void emit_step_helpers(gj__strbuf *sb, const char *name, const char *para
  * for the encoding's own backward kernels (a module of the encoding, which the network module
  * launches next, with dL/dx). */
 static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part,
-                               const launch_bounds_t *bounds, int unrolled) {
+                               const launch_bounds_t *bounds, int unrolled, unsigned step_m_tiles) {
     const int forward = part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL;
     const int backward = part == GJ__NETWORK_PART_BACKWARD || part == GJ__NETWORK_PART_ALL;
     gj__sb_printf(sb, "// The encoding as templates/model_kernels.cuh calls it.\n"
@@ -412,19 +414,23 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "// The network's part of the training step, between the encoding's own forward and backward\n"
                       "// kernels: f (n x %s_config::IN, feature-major) holds the features, then dL/d(features); the\n"
                       "// gradients (zeroed first: NAME_train_zero) and the loss; ring: the warps' context slots.\n"
+                      "struct %s_step_config : %s_input_config {\n"
+                      "    static constexpr int FORWARD_M_TILES = %u; // the forward's m-tiles at once (0: the rule)\n"
+                      "};\n\n"
                       "extern \"C\" __global__ void %s\n"
                       "%s_train_features(gj_u64 n, %s_encoding_config::param_t* f, const float* target, float grad_factor,\n"
                       "                  float loss_factor, const gj_half* params, gj_u16* ring, float* y, float* dL_dparams,\n"
                       "                  float* loss) {\n"
-                      "    gj_model_train_features_kernel<%s_input_config>(n, f, target, grad_factor, loss_factor, params,\n"
-                      "                                                   ring, y, dL_dparams, loss);\n"
+                      "    gj_model_train_features_kernel<%s_step_config>(n, f, target, grad_factor, loss_factor, params,\n"
+                      "                                                  ring, y, dL_dparams, loss);\n"
                       "}\n\n",
-                      name, bounds->backward, name, name, name);
+                      name, name, name, step_m_tiles, bounds->step, name, name, name);
         emit_step_helpers(sb, name, "%s_encoding_config::param_t", "%s_encoding_config::grad_t");
     }
 }
 
-static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const launch_bounds_t *bounds) {
+static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const launch_bounds_t *bounds,
+                         unsigned step_m_tiles) {
     gj__sb_append(sb, "// Kernels (templates/network_kernels.cuh): point-major float arrays, any grid size.\n");
     if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
@@ -467,13 +473,16 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
         gj__sb_printf(sb,
                       "// The training step, fused: forward, L2 loss, backward to the parameters (zeroed first:\n"
                       "// NAME_train_zero); ring: the warps' context slots, y and loss may be null.\n"
+                      "struct %s_step_config : %s_config {\n"
+                      "    static constexpr int FORWARD_M_TILES = %u; // the forward's m-tiles at once (0: the rule)\n"
+                      "};\n\n"
                       "extern \"C\" __global__ void %s\n"
                       "%s_train_step(gj_u64 n, const float* x, const float* target, float grad_factor, float loss_factor,\n"
                       "              const gj_half* params, gj_u16* ring, float* y, float* dL_dparams, float* loss) {\n"
-                      "    gj_nn_train_kernel<%s_config>(n, x, target, grad_factor, loss_factor, params, ring, y, dL_dparams,\n"
-                      "                                  loss);\n"
+                      "    gj_nn_train_kernel<%s_step_config>(n, x, target, grad_factor, loss_factor, params, ring, y,\n"
+                      "                                       dL_dparams, loss);\n"
                       "}\n\n",
-                      bounds->backward, name, name);
+                      name, name, step_m_tiles, bounds->step, name, name);
         emit_step_helpers(sb, name, "gj_half", "float");
     }
 }
@@ -529,9 +538,9 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         launch_bounds_t bounds;
         launch_bounds(&bounds, net, name, plans);
         if (net->encoding) {
-            emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels);
+            emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels, net->hints.step_m_tiles);
         } else {
-            emit_kernels(&sb, name, part, &bounds);
+            emit_kernels(&sb, name, part, &bounds, net->hints.step_m_tiles);
         }
     }
     return gj__sb_take(&sb);

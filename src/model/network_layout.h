@@ -38,6 +38,9 @@ typedef struct gj__network_plan_hints {
                                both) */
     uint32_t forward_registers; /* 64 ... 255: the inference and forward kernels are compiled with
                                    __maxnreg__(that) instead of their __launch_bounds__; 0: not */
+    uint32_t step_min_blocks;   /* 1 ... 8: the training step's network kernel asks for that many
+                                   blocks a multiprocessor; 0: as the backward kernels */
+    uint32_t step_m_tiles;      /* 1: its forward computes one m-tile at a time; 0: the rule */
 } gj__network_plan_hints;
 
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */
