@@ -145,7 +145,8 @@ static void unit_states_the_layout(void **state) {
      * none of the other passes' kernels. */
     char *step = gj__network_codegen(net, &module_opts, GJ__NETWORK_PART_STEP, "");
     assert_non_null(step);
-    expect_line(step, "gj_model_train_features_kernel<gj_network_input_config>(n, f, target, grad_factor, loss_factor, params,");
+    expect_line(step, "gj_model_train_features_kernel<gj_network_step_config>(n, f, target, grad_factor, loss_factor, params,");
+    expect_line(step, "struct gj_network_step_config : gj_network_input_config {");
     expect_line(step, "gj_network_train_features(gj_u64 n, gj_network_encoding_config::param_t* f, const float* target, float grad_factor,");
     assert_non_null(strstr(step, "gj_network_train_zero("));
     assert_non_null(strstr(step, "        const float* grads, gj_u64 n_enc, gj_network_encoding_config::param_t* eparams,"));
@@ -191,7 +192,7 @@ static void unit_states_the_layout(void **state) {
     net = make(ctx, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 32, \"n_hidden_layers\": 1}", 3, 2);
     char *alone_step = gj__network_codegen(net, &module_opts, GJ__NETWORK_PART_STEP, "");
     assert_non_null(alone_step);
-    expect_line(alone_step, "    gj_nn_train_kernel<gj_network_config>(n, x, target, grad_factor, loss_factor, params, ring, y, dL_dparams,");
+    expect_line(alone_step, "    gj_nn_train_kernel<gj_network_step_config>(n, x, target, grad_factor, loss_factor, params, ring, y,");
     assert_non_null(strstr(alone_step, "        const float* grads, gj_u64 n_enc, gj_half* eparams,"));
     assert_null(strstr(alone_step, "gj_network_train_features("));
     free(alone_step);

@@ -276,6 +276,20 @@ def test_launches_on_the_fake_driver():
         "        assert 'dL_doutput_scale' in str(exc), exc\n"
         "    else:\n"
         "        raise SystemExit('a loss scale of %r was taken' % bad)\n"
+        "m.train_step(100, p, p, p, p, loss=p, loss_scale=4.0)\n"
+        "m.adam_step(p, p, p, p, p, p, learning_rate=1e-2)\n"
+        "try:\n"
+        "    m.train_step(100, p, 0, p, p)\n"
+        "except gridjit.InvalidArgumentError as exc:\n"
+        "    assert 'target' in str(exc) and exc.call == 'gj_network_train_step', exc\n"
+        "else:\n"
+        "    raise SystemExit('a step without targets was taken')\n"
+        "try:\n"
+        "    m.adam_step(p, p, p, p, p, p, beta1=1.0)\n"
+        "except gridjit.InvalidArgumentError as exc:\n"
+        "    assert 'beta1 = 1' in str(exc), exc\n"
+        "else:\n"
+        "    raise SystemExit('beta1 = 1 was taken')\n"
         "try:\n"
         "    m.backward(100, p, p, p)\n"
         "except gridjit.InvalidArgumentError as exc:\n"
@@ -294,22 +308,22 @@ def test_launches_on_the_fake_driver():
 
 def test_struct_mirrors_include_the_network_descriptors():
     sizes = gridjit.STRUCT_SIZES
-    for name in ("NetworkLayerInfo", "NetworkPassDesc", "NetworkInitDesc"):
+    for name in ("NetworkLayerInfo", "NetworkPassDesc", "NetworkInitDesc", "NetworkTrainDesc", "NetworkAdamDesc"):
         assert sizes[name][0] == sizes[name][1]
     assert json.loads(gridjit.Network(MLP, 3, 1).hyperparams_json)["n_neurons"] == 64
 
 
 @needs_nvrtc
 def test_a_network_precompiles_its_module_programs_into_the_cache(tmp_path):
-    """gj_network_precompile through Network.precompile: the four programs (inference, the
-    forward for training, the backward, the backward with dL/dinput) compiled with NVRTC into the context's cache, then
+    """gj_network_precompile through Network.precompile: the five programs (inference, the
+    forward for training, the backward, the backward with dL/dinput, the training step) compiled with NVRTC into the context's cache, then
     found there; an unknown architecture is an error that names it. Needs NVRTC, not a GPU."""
     ctx = gridjit.Context()
     ctx.set_cache_dir(str(tmp_path))
     net = gridjit.Network({"otype": "FullyFusedMLP", "n_neurons": 16, "n_hidden_layers": 1}, 3, 2, context=ctx)
     first = net.precompile("sm_80")
-    assert first["programs"] == 4 and first["compiled"] == 4 and first["cached"] == 0
+    assert first["programs"] == 5 and first["compiled"] == 5 and first["cached"] == 0
     again = net.precompile("sm_80")
-    assert again["compiled"] == 0 and again["cached"] == 4
+    assert again["compiled"] == 0 and again["cached"] == 5
     with pytest.raises(gridjit.GridJitError, match="sm_1"):
         net.precompile("sm_1")

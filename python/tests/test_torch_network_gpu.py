@@ -296,3 +296,55 @@ def test_torch_compile_of_a_model_holding_networks():
     torch.testing.assert_close(y_compiled, y, rtol=1e-3, atol=1e-4)
     for a, b in zip(torch.autograd.grad(y_compiled.square().mean(), list(model.parameters())), grads):
         assert rel_norm(a, b) < 1e-2
+
+
+# ----------------------------------------------------------------------------- the library's training step
+
+
+def test_library_train_step_and_adam_on_torch_tensors():
+    """gridjit.NetworkModule.train_step and adam_step (gj_network_train_step, gj_network_adam_step,
+    docs/networks.md §10) on torch's device memory: the step's gradients equal forward + the L2
+    loss gradient (computed here as the kernel does) + backward, and 200 steps with Adam lower
+    the loss of a smooth target at least tenfold."""
+    import gridjit
+
+    net = gridjit.Network({"otype": "FullyFusedMLP", "n_neurons": 32, "n_hidden_layers": 2}, 3, 2)
+    m = net.module()
+    n, n_params = 4096, net.n_params
+    gen = torch.Generator(device="cpu").manual_seed(3)
+    x = torch.rand(n, 3, generator=gen).to(DEVICE)
+    target = torch.stack([torch.sin(4 * x[:, 0]) * 0.4 + 0.5, x[:, 1] * x[:, 2]], dim=1).contiguous()
+    params = torch.empty(n_params, dtype=torch.float16, device=DEVICE)
+    master = torch.empty(n_params, dtype=torch.float32, device=DEVICE)
+    m.init_params(params.data_ptr(), params_fp32=master.data_ptr())
+    grads = torch.empty(n_params, dtype=torch.float32, device=DEVICE)
+    y = torch.empty(n, 2, device=DEVICE)
+    loss = torch.empty(1, device=DEVICE)
+    m.train_step(n, x.data_ptr(), target.data_ptr(), params.data_ptr(), grads.data_ptr(), output=y.data_ptr(),
+                 loss=loss.data_ptr())
+    # The same through the passes apart.
+    y2 = torch.empty_like(y)
+    ctx = torch.empty(m.context_bytes(n), dtype=torch.uint8, device=DEVICE)
+    m.forward(n, x.data_ptr(), params.data_ptr(), y2.data_ptr(), ctx.data_ptr())
+    factor = torch.tensor(2.0 * 128.0 / (n * 2), dtype=torch.float32)
+    dy = (factor.to(DEVICE) * (y2 - target)).half().float().contiguous()
+    grads2 = torch.empty_like(grads)
+    m.backward(n, params.data_ptr(), ctx.data_ptr(), dy.data_ptr(), dL_dparams=grads2.data_ptr())
+    torch.cuda.synchronize()
+    assert torch.equal(y, y2)
+    assert abs(float(loss) - float(((y2 - target) ** 2).mean())) <= 1e-5 * float(((y2 - target) ** 2).mean())
+    assert rel_max(grads, grads2) <= 1e-4
+
+    m1 = torch.zeros_like(master)
+    m2 = torch.zeros_like(master)
+    steps = torch.zeros(n_params, dtype=torch.int32, device=DEVICE)
+    first = float(loss)
+    for _ in range(200):
+        m.train_step(n, x.data_ptr(), target.data_ptr(), params.data_ptr(), grads.data_ptr(), loss=loss.data_ptr())
+        m.adam_step(params.data_ptr(), master.data_ptr(), m1.data_ptr(), m2.data_ptr(), steps.data_ptr(),
+                    grads.data_ptr(), learning_rate=1e-2)
+    torch.cuda.synchronize()
+    last = float(loss)
+    assert math.isfinite(last) and last < 0.1 * first, (first, last)
+    assert int(steps.min()) == 200 and int(steps.max()) == 200
+    assert torch.equal(params, master.half())

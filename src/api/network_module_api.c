@@ -892,6 +892,14 @@ void gj_network_adam_desc_init(gj_network_adam_desc *desc) {
     }
 }
 
+/* The L2 loss's factors over n points: its gradient 2 (y - target) * scale / values and its
+ * value (y - target)^2 / values, values = n * the outputs (tiny-cuda-nn's n_total). */
+static void loss_factors(const gj_network_module *m, uint64_t n, float scale, float *grad_factor, float *loss_factor) {
+    const double values = (double)n * m->net->layout.output_width;
+    *grad_factor = (float)(2.0 * scale / values);
+    *loss_factor = (float)(1.0 / values);
+}
+
 static const gj__network_part step_parts[] = {GJ__NETWORK_PART_STEP};
 
 /* The step program, made on a thread of its own beside the encoding module's programs. */
@@ -981,8 +989,8 @@ static gj_status train_step_model(gj_network_module *module, gj_stream stream, c
         return status;
     }
     uint64_t n = desc->n;
-    const double values = (double)desc->n * module->net->layout.output_width;
-    float grad_factor = (float)(2.0 * scale / values), loss_factor = (float)(1.0 / values);
+    float grad_factor, loss_factor;
+    loss_factors(module, desc->n, scale, &grad_factor, &loss_factor);
     const float *target = desc->target;
     const void *params = desc->params;
     void *ring = NULL;
@@ -1051,8 +1059,8 @@ gj_status gj_network_train_step(gj_network_module *module, gj_stream stream, con
         return status;
     }
     uint64_t n = desc->n;
-    const double values = (double)desc->n * module->net->layout.output_width;
-    float grad_factor = (float)(2.0 * scale / values), loss_factor = (float)(1.0 / values);
+    float grad_factor, loss_factor;
+    loss_factors(module, desc->n, scale, &grad_factor, &loss_factor);
     const float *x = desc->input, *target = desc->target;
     const void *params = desc->params;
     void *ring = NULL;

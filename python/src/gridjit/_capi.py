@@ -274,6 +274,46 @@ class NetworkInitDesc(Structure):
     ]
 
 
+class NetworkTrainDesc(Structure):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("n", c_uint64),
+        ("input", c_void_p),
+        ("target", c_void_p),
+        ("params", c_void_p),
+        ("encoding_params", c_void_p),  # a model only
+        ("loss_scale", c_float),  # 0: 128
+        ("dL_dparams", c_void_p),
+        ("dL_dencoding_params", c_void_p),  # a model only
+        ("output", c_void_p),
+        ("loss", c_void_p),
+    ]
+
+
+class NetworkAdamDesc(Structure):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("learning_rate", c_float),
+        ("beta1", c_float),
+        ("beta2", c_float),
+        ("epsilon", c_float),
+        ("l2_reg", c_float),
+        ("loss_scale", c_float),
+        ("params", c_void_p),
+        ("params_fp32", c_void_p),
+        ("first_moments", c_void_p),
+        ("second_moments", c_void_p),
+        ("steps", c_void_p),
+        ("dL_dparams", c_void_p),
+        ("encoding_params", c_void_p),  # a model only: the encoding's six arrays
+        ("encoding_params_fp32", c_void_p),
+        ("encoding_first_moments", c_void_p),
+        ("encoding_second_moments", c_void_p),
+        ("encoding_steps", c_void_p),
+        ("dL_dencoding_params", c_void_p),
+    ]
+
+
 # Opaque handles: plain void pointers.
 context_p = c_void_p
 encoding_p = c_void_p
@@ -469,6 +509,10 @@ _PROTOTYPES = {
     "gj_network_forward": (_status, [network_module_p, stream_t, POINTER(NetworkPassDesc)]),
     "gj_network_backward": (_status, [network_module_p, stream_t, POINTER(NetworkPassDesc)]),
     "gj_network_init_desc_init": (None, [c_void_p]),
+    "gj_network_train_desc_init": (None, [c_void_p]),
+    "gj_network_train_step": (_status, [network_module_p, stream_t, POINTER(NetworkTrainDesc)]),
+    "gj_network_adam_desc_init": (None, [c_void_p]),
+    "gj_network_adam_step": (_status, [network_module_p, stream_t, POINTER(NetworkAdamDesc)]),
     "gj_network_init_params": (_status, [network_module_p, stream_t, POINTER(NetworkInitDesc)]),
 }
 
@@ -511,6 +555,8 @@ INITIALISED_STRUCTS = (
     (NetworkLayerInfo, "gj_network_layer_info_init"),
     (NetworkPassDesc, "gj_network_pass_desc_init"),
     (NetworkInitDesc, "gj_network_init_desc_init"),
+    (NetworkTrainDesc, "gj_network_train_desc_init"),
+    (NetworkAdamDesc, "gj_network_adam_desc_init"),
 )
 
 

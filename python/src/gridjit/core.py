@@ -1086,6 +1086,8 @@ class NetworkModule(_Owned):
         self._handle = handle.value
         self._pass = _capi.init_struct(_capi.NetworkPassDesc, "gj_network_pass_desc_init")
         self._init = _capi.init_struct(_capi.NetworkInitDesc, "gj_network_init_desc_init")
+        self._train = _capi.init_struct(_capi.NetworkTrainDesc, "gj_network_train_desc_init")
+        self._adam = _capi.init_struct(_capi.NetworkAdamDesc, "gj_network_adam_desc_init")
 
     def context_bytes(self, n: int) -> int:
         """Bytes of the forward context for n points."""
@@ -1140,6 +1142,59 @@ class NetworkModule(_Owned):
         desc.dL_doutput_scale = float(loss_scale)
         desc.unscale_gradients = 1 if unscale else 0
         self.context.check(lib.gj_network_backward(self.handle, stream or None, byref(desc)), "gj_network_backward")
+
+    def train_step(
+        self,
+        n: int,
+        input: int,
+        target: int,
+        params: int,
+        dL_dparams: int,
+        *,
+        output: Optional[int] = None,
+        loss: Optional[int] = None,
+        loss_scale: float = 0.0,
+        stream: Optional[int] = None,
+    ) -> None:
+        """gj_network_train_step (docs/networks.md §10): forward, tiny-cuda-nn's L2 loss against
+        target (n x n_output_dims float32) and backward to the parameters in one kernel.
+        dL_dparams (fp32) is overwritten with the gradients of the loss times loss_scale (0:
+        128); output (optional) receives the outputs, loss (optional, one float32) the mean
+        loss."""
+        desc = _capi.NetworkTrainDesc.from_buffer_copy(self._train)
+        desc.n, desc.input, desc.target, desc.params = n, input or None, target or None, params or None
+        desc.dL_dparams, desc.output, desc.loss = dL_dparams or None, output or None, loss or None
+        desc.loss_scale = float(loss_scale)
+        self.context.check(lib.gj_network_train_step(self.handle, stream or None, byref(desc)), "gj_network_train_step")
+
+    def adam_step(
+        self,
+        params: int,
+        params_fp32: int,
+        first_moments: int,
+        second_moments: int,
+        steps: int,
+        dL_dparams: int,
+        *,
+        learning_rate: float = 1e-3,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-8,
+        l2_reg: float = 1e-8,
+        loss_scale: float = 0.0,
+        stream: Optional[int] = None,
+    ) -> None:
+        """gj_network_adam_step: tiny-cuda-nn's Adam (docs/networks.md §10) over the n_params
+        parameters: params (fp16, written), params_fp32 (the master weights), the two moments
+        (float32) and the per-parameter step counts (uint32), all updated from dL_dparams, the
+        gradients of the loss times loss_scale (0: 128, as train_step's)."""
+        desc = _capi.NetworkAdamDesc.from_buffer_copy(self._adam)
+        desc.params, desc.params_fp32 = params or None, params_fp32 or None
+        desc.first_moments, desc.second_moments = first_moments or None, second_moments or None
+        desc.steps, desc.dL_dparams = steps or None, dL_dparams or None
+        desc.learning_rate, desc.beta1, desc.beta2 = float(learning_rate), float(beta1), float(beta2)
+        desc.epsilon, desc.l2_reg, desc.loss_scale = float(epsilon), float(l2_reg), float(loss_scale)
+        self.context.check(lib.gj_network_adam_step(self.handle, stream or None, byref(desc)), "gj_network_adam_step")
 
     def init_params(
         self,
