@@ -212,6 +212,14 @@ static void train_step_matches_the_passes_apart(void **state) {
     }
 }
 
+/* A model of json over dims and its module (the model in *net). */
+static gj_network_module *model_module(gj_context *ctx, const char *json, unsigned dims, gj_network **net) {
+    gj_gpu_ok(ctx, gj_network_create(ctx, json, dims, 0, net), "gj_network_create");
+    gj_network_module *m = NULL;
+    gj_gpu_ok(ctx, gj_network_module_create(ctx, *net, &m), "gj_network_module_create");
+    return m;
+}
+
 /* tiny-cuda-nn's Adam for one parameter (optimizers/adam.h), in float as its kernel computes. */
 static void adam_host(float g, int skip_zero, float l2_reg, const gj_network_adam_desc *a, float scale, float *w,
                       float *m1, float *m2, uint32_t *step) {
@@ -232,13 +240,10 @@ static void adam_matches_the_host_rule(void **state) {
     gj_context *ctx = NULL;
     assert_int_equal(gj_context_create(&ctx), GJ_OK);
     gj_network *net = NULL;
-    gj_gpu_ok(ctx,
-              gj_network_create(ctx, "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 3, \"log2_hashmap_size\": 10},"
-                                     " \"network\": {\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 2}}",
-                                3, 0, &net),
-              "gj_network_create");
-    gj_network_module *m = NULL;
-    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &m), "gj_network_module_create");
+    gj_network_module *m = model_module(ctx,
+                                        "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 3, \"log2_hashmap_size\": "
+                                        "10}, \"network\": {\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 2}}",
+                                        3, &net);
     const size_t sizes[2] = {gj_network_n_mlp_params(net), gj_encoding_n_params(gj_network_encoding(net))};
     assert_int_equal(gj_network_module_encoding_gradient_size(m), 2);
     gj_gpu_rng r = {4242};
@@ -341,13 +346,10 @@ static void training_lowers_the_loss(void **state) {
     gj_context *ctx = NULL;
     assert_int_equal(gj_context_create(&ctx), GJ_OK);
     gj_network *net = NULL;
-    gj_gpu_ok(ctx,
-              gj_network_create(ctx, "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 8, \"log2_hashmap_size\": 14},"
-                                     " \"network\": {\"n_neurons\": 64, \"n_hidden_layers\": 2, \"n_output_dims\": 3}}",
-                                2, 0, &net),
-              "gj_network_create");
-    gj_network_module *m = NULL;
-    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &m), "gj_network_module_create");
+    gj_network_module *m = model_module(ctx,
+                                        "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 8, \"log2_hashmap_size\": "
+                                        "14}, \"network\": {\"n_neurons\": 64, \"n_hidden_layers\": 2, \"n_output_dims\": 3}}",
+                                        2, &net);
     const uint64_t n = 1 << 14, n_mlp = gj_network_n_mlp_params(net);
     const uint64_t n_enc = gj_encoding_n_params(gj_network_encoding(net));
     float *x = malloc(n * 2 * 4), *t = malloc(n * 3 * 4);

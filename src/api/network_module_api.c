@@ -863,13 +863,22 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
 /* tinycudann's loss scale for fp16 training, where a descriptor leaves it 0. */
 #define DEFAULT_LOSS_SCALE 128.0f
 
-static gj_status loss_scale_of(gj_network_module *m, float given, const char *call, float *out) {
-    if (!(given == 0.0f || (given > 0.0f && isfinite(given)))) {
+/* The start of gj_network_train_step and gj_network_adam_step: the message emptied, the
+ * descriptor (missing: NULL; its struct_size against the header's, unprepared: what a wrong one
+ * says) and its loss scale checked; *scale the scale in effect. */
+static gj_status enter_step_call(gj_network_module *m, uint32_t struct_size, size_t expected, float loss_scale,
+                                 int missing, const char *unprepared, const char *call, float *scale) {
+    gj__diag_clear(&m->ctx->diag);
+    if (missing || struct_size != expected) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: desc is %s", call,
+                        missing ? "NULL" : unprepared);
+    }
+    if (!(loss_scale == 0.0f || (loss_scale > 0.0f && isfinite(loss_scale)))) {
         return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
-                        "%s: loss_scale = %g: must be finite and greater than 0 (or 0: %g)", call, (double)given,
+                        "%s: loss_scale = %g: must be finite and greater than 0 (or 0: %g)", call, (double)loss_scale,
                         (double)DEFAULT_LOSS_SCALE);
     }
-    *out = given == 0.0f ? DEFAULT_LOSS_SCALE : given;
+    *scale = loss_scale == 0.0f ? DEFAULT_LOSS_SCALE : loss_scale;
     return GJ_OK;
 }
 
@@ -1017,14 +1026,11 @@ gj_status gj_network_train_step(gj_network_module *module, gj_stream stream, con
     if (!module) {
         return GJ_ERROR_INVALID_ARGUMENT;
     }
-    gj__diag_clear(&module->ctx->diag);
     gj__diag *diag = &module->ctx->diag;
-    if (!desc || desc->struct_size != sizeof *desc) {
-        return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: desc is %s", call,
-                        desc ? "not prepared by gj_network_train_desc_init (struct_size)" : "NULL");
-    }
     float scale = 0.0f;
-    gj_status status = loss_scale_of(module, desc->loss_scale, call, &scale);
+    gj_status status =
+        enter_step_call(module, desc ? desc->struct_size : 0, sizeof *desc, desc ? desc->loss_scale : 0.0f, !desc,
+                        "not prepared by gj_network_train_desc_init (struct_size)", call, &scale);
     if (status != GJ_OK) {
         return status;
     }
@@ -1079,14 +1085,11 @@ gj_status gj_network_adam_step(gj_network_module *module, gj_stream stream, cons
     if (!module) {
         return GJ_ERROR_INVALID_ARGUMENT;
     }
-    gj__diag_clear(&module->ctx->diag);
     gj__diag *diag = &module->ctx->diag;
-    if (!desc || desc->struct_size != sizeof *desc) {
-        return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: desc is %s", call,
-                        desc ? "not prepared by gj_network_adam_desc_init (struct_size)" : "NULL");
-    }
     float scale = 0.0f;
-    gj_status status = loss_scale_of(module, desc->loss_scale, call, &scale);
+    gj_status status =
+        enter_step_call(module, desc ? desc->struct_size : 0, sizeof *desc, desc ? desc->loss_scale : 0.0f, !desc,
+                        "not prepared by gj_network_adam_desc_init (struct_size)", call, &scale);
     if (status != GJ_OK) {
         return status;
     }

@@ -28,9 +28,11 @@ static int has_kernels(const struct gj_network *net, const gj_codegen_options *o
     return !opts->device_functions_only;
 }
 
-static const char *const part_words[] = {"the whole unit", "the inference kernel", "the forward kernel for training",
-                                         "the backward kernel (and the zeroing and finishing ones)",
-                                         "the backward kernel with dL/dinput"};
+static const char *const part_words[GJ__NETWORK_PART_COUNT] = {
+    "the whole unit", "the inference kernel", "the forward kernel for training",
+    "the backward kernel (and the zeroing and finishing ones)", "the backward kernel with dL/dinput",
+    "the training step's kernel (and its zeroing and Adam)"};
+_Static_assert(sizeof part_words / sizeof *part_words == GJ__NETWORK_PART_COUNT, "a description for every part");
 
 /* Where the kernels read the weights from, as the header comment says it. */
 static const char *weights_words(const gj__network_plan *plan) {
