@@ -197,6 +197,10 @@ def test_network_entry_points_refuse_a_null_module():
     assert lib.gj_network_forward(None, None, byref(desc)) == 1
     assert lib.gj_network_backward(None, None, byref(desc)) == 1
     assert lib.gj_network_init_params(None, None, byref(init)) == 1
+    train = _capi.init_struct(_capi.NetworkTrainDesc, "gj_network_train_desc_init")
+    adam = _capi.init_struct(_capi.NetworkAdamDesc, "gj_network_adam_desc_init")
+    assert lib.gj_network_train_step(None, None, byref(train)) == 1
+    assert lib.gj_network_adam_step(None, None, byref(adam)) == 1
     assert lib.gj_network_module_context_bytes(None, 100) == 0
     lib.gj_network_module_destroy(None)  # no-ops
     lib.gj_network_destroy(None)
