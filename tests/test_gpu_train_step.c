@@ -42,6 +42,11 @@ static const step_case cases[] = {
      0.0f},
     {"{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1, \"output_activation\": \"Softplus\"}", 3,
      2, 31, 0.0f},
+    /* 128 neurons: the step's kernel stages the weights the backward reads from global memory. */
+    {"{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4, \"log2_hashmap_size\": 12}, \"network\": "
+     "{\"n_neurons\": 128, \"n_hidden_layers\": 2, \"n_output_dims\": 5}}", 3, 0, 300, 0.0f},
+    {"{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 1, \"activation\": \"Tanh\"}", 4, 3, 129,
+     0.0f},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

@@ -83,6 +83,10 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
     /* A model's backward with dL/dinput keeps no block sums: the same block less their bytes. */
     assert_false(p.input_smem_grads);
     assert_int_equal(p.backward_input_bytes, p.backward_bytes - 4 * 7168);
+    /* Its training step's kernel takes the backward's blocks (staged already). */
+    assert_false(p.step_stage);
+    assert_int_equal(p.step_bytes, p.backward_bytes);
+    assert_int_equal(p.step_input_bytes, p.backward_input_bytes);
     /* Zero hints are no hints. */
     gj__network_plan_hints none = {0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan q;
@@ -143,9 +147,15 @@ static void wide_weights_are_staged_by_the_forward_passes(void **state) {
     assert_true(both.stage && both.stage_backward);
     assert_int_equal(both.backward_bytes, 2 * staged + (both.smem_grads ? 4 * net->layout.n_params : 0) +
                                               2 * both.scratch_halves * both.warps);
+    /* The training step's kernel stages them where the forward does (docs/networks.md §10): its
+     * blocks are the backward's plus the weights. */
+    assert_true(p.step_stage);
+    assert_int_equal(p.step_bytes, p.backward_bytes + 2 * staged);
+    assert_int_equal(p.step_input_bytes, p.backward_input_bytes + 2 * staged);
     gj__network_plan_make(&net->layout, &off, GJ__NETWORK_PLAN_PORTABLE, &neither);
-    assert_false(neither.stage || neither.stage_backward);
+    assert_false(neither.stage || neither.stage_backward || neither.step_stage);
     assert_int_equal(neither.forward_bytes, neither.scratch_halves * neither.forward_warps);
+    assert_int_equal(neither.step_bytes, neither.backward_bytes);
     /* Past the forward limit (128 x 4: 116 KiB), nothing is staged. */
     struct gj_network *deep =
         make("{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 4}", 32, 16);

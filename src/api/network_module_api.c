@@ -545,8 +545,10 @@ static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
     const int inference = k == K_INFERENCE;
     const uint32_t warps = backward ? plan->warps : inference ? plan->inference_warps : plan->forward_warps;
     const uint32_t threads = 32 * warps;
-    const int features = (k == K_BACKWARD_INPUT && m->net->encoding) || k == K_STEP_FEATURES;
-    const uint32_t shared_bytes = features                                   ? plan->backward_input_bytes
+    const int features = k == K_BACKWARD_INPUT && m->net->encoding;
+    const uint32_t shared_bytes = k == K_STEP_FEATURES                       ? plan->step_input_bytes
+                                  : k == K_STEP                              ? plan->step_bytes
+                                  : features                                 ? plan->backward_input_bytes
                                   : backward                                 ? plan->backward_bytes
                                   : inference                                ? plan->inference_bytes
                                                                              : plan->forward_bytes;

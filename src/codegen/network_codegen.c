@@ -104,6 +104,8 @@ static void emit_plan_fields(gj__strbuf *sb, const gj__network_plan *plan, int m
                   plan->smem_grads ? "true" : "false");
     gj__sb_printf(sb, "    static constexpr bool SMEM_GRADS_INPUT = %s; // a model's backward with dL/dinput: the same\n",
                   plan->input_smem_grads ? "true" : "false");
+    gj__sb_printf(sb, "    static constexpr bool STAGE_STEP = %s;      // the training step: weights in shared memory\n",
+                  plan->stage_backward || plan->step_stage ? "true" : "false");
     if (model) {
         gj__sb_printf(sb, "    static constexpr int INFERENCE_WARPS = %u;      // a model's inference kernel: warps per block\n",
                       plan->inference_warps);
@@ -418,6 +420,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "// gradients (zeroed first: NAME_train_zero) and the loss; ring: the warps' context slots.\n"
                       "struct %s_step_config : %s_input_config {\n"
                       "    static constexpr int FORWARD_M_TILES = %u; // the forward's m-tiles at once (0: the rule)\n"
+                      "    static constexpr bool STAGE_BWD = STAGE_STEP;\n"
                       "};\n\n"
                       "extern \"C\" __global__ void %s\n"
                       "%s_train_features(gj_u64 n, %s_encoding_config::param_t* f, const float* target, float grad_factor,\n"
@@ -477,6 +480,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "// NAME_train_zero); ring: the warps' context slots, y and loss may be null.\n"
                       "struct %s_step_config : %s_config {\n"
                       "    static constexpr int FORWARD_M_TILES = %u; // the forward's m-tiles at once (0: the rule)\n"
+                      "    static constexpr bool STAGE_BWD = STAGE_STEP;\n"
                       "};\n\n"
                       "extern \"C\" __global__ void %s\n"
                       "%s_train_step(gj_u64 n, const float* x, const float* target, float grad_factor, float loss_factor,\n"

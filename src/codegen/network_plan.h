@@ -41,6 +41,13 @@ typedef struct gj__network_plan {
     uint32_t inference_bytes;
     uint32_t backward_bytes; /* of the backward kernel */
     uint32_t backward_input_bytes; /* of a model's backward with dL/dinput */
+    /* The training step's network kernel (docs/networks.md §10): the backward's plan (a model's:
+     * the one with dL/dinput's block sums), but its weights in shared memory wherever the forward
+     * stages them and the block still fits, where the backward reads them from global memory
+     * (128 neurons: its forward then runs as fast as the forward kernel's). */
+    int step_stage;
+    uint32_t step_bytes;       /* a network alone's (NAME_train_step) */
+    uint32_t step_input_bytes; /* a model's (NAME_train_features) */
 } gj__network_plan;
 
 /* Output columns a product computes at once (templates/network.cuh: GJ_NN_OUT_CHUNK, which
