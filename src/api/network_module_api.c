@@ -913,6 +913,15 @@ static void loss_factors(const gj_network_module *m, uint64_t n, float scale, fl
 
 static const gj__network_part step_parts[] = {GJ__NETWORK_PART_STEP};
 
+/* What the step's kernel adds to: the network's gradients and the loss, zeroed on the stream. */
+static gj_status zero_step_outputs(gj_network_module *m, gj_stream stream, const gj_network_train_desc *desc) {
+    gj_status status = zero_with(m, K_STEP_ZERO, stream, desc->dL_dparams, 4 * m->net->layout.n_params);
+    if (status == GJ_OK && desc->loss) {
+        status = zero_with(m, K_STEP_ZERO, stream, desc->loss, 4);
+    }
+    return status;
+}
+
 /* The step program, made on a thread of its own beside the encoding module's programs. */
 typedef struct step_job {
     gj_network_module *m;
@@ -990,12 +999,7 @@ static gj_status train_step_model(gj_network_module *module, gj_stream stream, c
         f.y_layout = GJ_LAYOUT_SOA;
         status = gj_forward(encoding_module, stream, &f);
     }
-    if (status == GJ_OK) {
-        status = zero_with(module, K_STEP_ZERO, stream, desc->dL_dparams, 4 * module->net->layout.n_params);
-    }
-    if (status == GJ_OK && desc->loss) {
-        status = zero_with(module, K_STEP_ZERO, stream, desc->loss, 4);
-    }
+    status = status == GJ_OK ? zero_step_outputs(module, stream, desc) : status;
     if (status != GJ_OK) {
         return status;
     }
@@ -1057,12 +1061,7 @@ gj_status gj_network_train_step(gj_network_module *module, gj_stream stream, con
         return train_step_model(module, stream, desc, scale, call);
     }
     status = need_parts(module, step_parts, 1, call);
-    if (status == GJ_OK) {
-        status = zero_with(module, K_STEP_ZERO, stream, desc->dL_dparams, 4 * module->net->layout.n_params);
-    }
-    if (status == GJ_OK && desc->loss) {
-        status = zero_with(module, K_STEP_ZERO, stream, desc->loss, 4);
-    }
+    status = status == GJ_OK ? zero_step_outputs(module, stream, desc) : status;
     if (status != GJ_OK) {
         return status;
     }
