@@ -308,34 +308,43 @@ struct gj_nn_adam_lr {
     float lr;
 };
 
-template <class P>
-GJ_INLINE void gj_nn_adam_one(gj_u64 i, float g, bool skip_zero, float l2_reg, const gj_nn_adam_hyper& h,
-                              gj_nn_adam_lr& cache,
-                              P* __restrict__ params, float* __restrict__ master, float* __restrict__ m1,
-                              float* __restrict__ m2, gj_u32* __restrict__ steps) {
-    g *= h.inv_scale;
-    if (skip_zero && g == 0.0f) return;
-    const float w = master[i];
+// One parameter's update in registers: g its gradient (divided by the loss scale), w its master
+// weight, a and b its moments, t its step count, each updated.
+GJ_INLINE void gj_nn_adam_update(float g, float l2_reg, const gj_nn_adam_hyper& h, gj_nn_adam_lr& cache, float& w,
+                                 float& a, float& b, gj_u32& t) {
     g = fmaf(l2_reg, w, g);
-    const float a = m1[i] = fmaf(h.beta1, m1[i], (1.0f - h.beta1) * g);
-    const float b = m2[i] = fmaf(h.beta2, m2[i], (1.0f - h.beta2) * g * g);
-    const gj_u32 t = steps[i] + 1;
-    steps[i] = t;
+    a = fmaf(h.beta1, a, (1.0f - h.beta1) * g);
+    b = fmaf(h.beta2, b, (1.0f - h.beta2) * g * g);
+    t += 1;
     // The bias correction of step t: most parameters share their step count, so a thread
     // keeps the last one it computed (two powf a parameter cost more than the memory traffic).
     if (t != cache.t) {
         cache.t = t;
         cache.lr = h.lr * sqrtf(1.0f - powf(h.beta2, (float)t)) / (1.0f - powf(h.beta1, (float)t));
     }
-    const float lr = cache.lr;
-    const float updated = w - lr / (sqrtf(b) + h.epsilon) * a;
-    master[i] = updated;
-    params[i] = gj_from_float<P>(updated);
+    w -= cache.lr / (sqrtf(b) + h.epsilon) * a;
+}
+
+// Parameter i: skip_zero leaves it (and its state) as it is where its gradient is zero.
+template <class P>
+GJ_INLINE void gj_nn_adam_one(gj_u64 i, float g, bool skip_zero, float l2_reg, const gj_nn_adam_hyper& h,
+                              gj_nn_adam_lr& cache, P* __restrict__ params, float* __restrict__ master,
+                              float* __restrict__ m1, float* __restrict__ m2, gj_u32* __restrict__ steps) {
+    g *= h.inv_scale;
+    if (skip_zero && g == 0.0f) return;
+    float w = master[i], a = m1[i], b = m2[i];
+    gj_u32 t = steps[i];
+    gj_nn_adam_update(g, l2_reg, h, cache, w, a, b, t);
+    master[i] = w;
+    m1[i] = a;
+    m2[i] = b;
+    steps[i] = t;
+    params[i] = gj_from_float<P>(w);
 }
 
 // Four parameters of one set from element 4q: 16-byte loads and stores where the four are inside
-// the set, the arrays aligned (vec) and none is skipped; else one at a time. The parameters are
-// read only where a skipped one keeps its value.
+// the set, the arrays aligned (vec) and none is skipped; else one at a time (a skipped parameter
+// is not written).
 template <class P, class G>
 GJ_INLINE void gj_nn_adam_quad(gj_u64 q, gj_u64 n, bool vec, P* __restrict__ params, float* __restrict__ master,
                                float* __restrict__ m1, float* __restrict__ m2, gj_u32* __restrict__ steps,
@@ -367,18 +376,7 @@ GJ_INLINE void gj_nn_adam_quad(gj_u64 q, gj_u64 n, bool vec, P* __restrict__ par
     float* bv[4] = {&b.x, &b.y, &b.z, &b.w};
     gj_u32* tv[4] = {&t.x, &t.y, &t.z, &t.w};
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        const float gk = fmaf(l2_reg, *wv[k], g[k] * h.inv_scale);
-        *av[k] = fmaf(h.beta1, *av[k], (1.0f - h.beta1) * gk);
-        *bv[k] = fmaf(h.beta2, *bv[k], (1.0f - h.beta2) * gk * gk);
-        const gj_u32 step = *tv[k] + 1;
-        *tv[k] = step;
-        if (step != cache.t) {
-            cache.t = step;
-            cache.lr = h.lr * sqrtf(1.0f - powf(h.beta2, (float)step)) / (1.0f - powf(h.beta1, (float)step));
-        }
-        *wv[k] -= cache.lr / (sqrtf(*bv[k]) + h.epsilon) * *av[k];
-    }
+    for (int k = 0; k < 4; ++k) gj_nn_adam_update(g[k] * h.inv_scale, l2_reg, h, cache, *wv[k], *av[k], *bv[k], *tv[k]);
     *(gj_f32x4*)(master + i0) = w;
     *(gj_f32x4*)(m1 + i0) = a;
     *(gj_f32x4*)(m2 + i0) = b;

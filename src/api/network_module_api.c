@@ -594,17 +594,16 @@ static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
     return GJ_OK;
 }
 
-/* Launches kernel k over n points with the plan of the code that serves the stream's context. */
-static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t n, void **args, const char *call) {
-    launch_job job = {m, k, n, stream, call, NULL};
-    return gj__kernel_launch_shaped(m->kernels[k], stream, launch_shape, &job, args, call);
-}
-
-/* The same for the training step, whose argument *ring launch_shape sets. */
+/* Launches kernel k over n points with the plan of the code that serves the stream's context;
+ * ring (the training step's kernels): the argument launch_shape sets to the warps' slots. */
 static gj_status launch_step(gj_network_module *m, int k, gj_stream stream, uint64_t n, void **args, void **ring,
                              const char *call) {
     launch_job job = {m, k, n, stream, call, ring};
     return gj__kernel_launch_shaped(m->kernels[k], stream, launch_shape, &job, args, call);
+}
+
+static gj_status launch(gj_network_module *m, int k, gj_stream stream, uint64_t n, void **args, const char *call) {
+    return launch_step(m, k, stream, n, args, NULL, call);
 }
 
 /* desc, or where a caller compiled against an older header made it, *full: the same with the
