@@ -127,7 +127,7 @@ GJ_INLINE void gj_model_train_features_kernel(gj_u64 n, T* __restrict__ f, const
     float squares = 0.0f;
     gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
         squares = gj_nn_train_rounds<C, decltype(pad)::value, true>(
-            n, target, grad_factor, y, w, scratch, ring, grads,
+            n, target, grad_factor, y, w, scratch, ring, grads, dL_dparams,
             [&](gj_u64 i, bool active, gj_u16* rows) {
                 T v[C::IN];
 #pragma unroll

@@ -674,77 +674,111 @@ GJ_INLINE void gj_nn_backprop(gj_u16* out, const gj_u16* d, const gj_u16* w, con
 //     a pair of sums so that each holds four consecutive columns of one row (even t row g,
 //     odd t row g + 8), a quarter of the atomic instructions (the backward kernels of networks
 //     whose sums do not fit their block's shared memory add every round's this way).
+// gj_nn_wgrad_regs (below) keeps a task's sums in the warp's registers across rounds instead.
+
+// How a layer's dL/dW (N x K) is split into tasks for WARPS warps (above): NB column blocks a
+// task, TASKS tasks, PER_WARP of them at most a warp, FLOATS accumulators a lane for them.
+template <int WARPS, int MAX_NB, int K, int N> struct gj_nn_wgrad_tasks {
+    static constexpr int KB = K / 16, MB = N / 16;
+    // Column blocks per task: as many as leave every warp a task, at most MAX_NB.
+    static constexpr int NB = (MAX_NB >= 4 && KB % 4 == 0 && MB * KB >= 4 * WARPS)   ? 4
+                              : (MAX_NB >= 2 && KB % 2 == 0 && MB * KB >= 2 * WARPS) ? 2
+                                                                                     : 1;
+    static constexpr int GROUPS = KB / NB, TASKS = MB * GROUPS;
+    static constexpr int PER_WARP = (TASKS + WARPS - 1) / WARPS, FLOATS = PER_WARP * NB * 8;
+};
+
+// Adds to c the sums of task (mb, nb0) over `tiles` tiles: the calling warp's (me) and those
+// of the warps after it (their scratch SCRATCH halves apart).
+template <gj_u64 SCRATCH, int NB, int S>
+GJ_INLINE void gj_nn_wgrad_task(float (&c)[NB][2][4], int mb, int nb0, const gj_u16* d, const gj_u16* x, int me,
+                                int tiles) {
+#pragma unroll 1
+    for (int w = 0; w < tiles; ++w) {
+        const long long to_w = (long long)(w - me) * (long long)SCRATCH;
+        const gj_u16 *dw = d + to_w, *xw = x + to_w;
+#pragma unroll
+        for (int kp = 0; kp < 2; ++kp) {
+            gj_u32 a[4];
+            gj_nn_frag_a_t<S>(a, dw, 16 * mb, 16 * kp);
+#pragma unroll
+            for (int j = 0; j < NB; ++j) {
+                gj_u32 b[4];
+                gj_nn_frag_b_t<S>(b, xw, 16 * kp, 16 * (nb0 + j));
+                gj_nn_mma(c[j][0], a, b[0], b[1]);
+                gj_nn_mma(c[j][1], a, b[2], b[3]);
+            }
+        }
+    }
+}
+
+// Adds a task's sums c to dparams in tiny-cuda-nn's layout with atomics (the layer's K columns
+// at `offset`); vec: with 16-byte reductions (dparams + offset 16-byte aligned, in global
+// memory): lanes t and t ^ 1 trade a pair of sums so that each holds four consecutive columns
+// of one row (even t row g, odd t row g + 8), a quarter of the atomic instructions.
+template <int NB, int K>
+GJ_INLINE void gj_nn_wgrad_add(float* dparams, gj_u64 offset, int mb, int nb0, const float (&c)[NB][2][4], bool vec) {
+    const int l = gj_nn_lane(), g = l >> 2, t = l & 3;
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+        if (vec) {
+            const bool even = (t & 1) == 0;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const float* v = c[j][h];
+                // even t gives its row g + 8 pair and takes its neighbour's row g pair; odd t the reverse
+                const float r0 = gj_nn_shfl_xor(even ? v[2] : v[0], 1), r1 = gj_nn_shfl_xor(even ? v[3] : v[1], 1);
+                float* p = dparams + offset + (gj_u64)(16 * mb + g + (even ? 0 : 8)) * K + 16 * (nb0 + j) + 8 * h +
+                           4 * (t >> 1);
+                if (even) gj_nn_red_v4(p, v[0], v[1], r0, r1);
+                else gj_nn_red_v4(p, r0, r1, v[2], v[3]);
+            }
+        } else {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float* p = dparams + offset + (gj_u64)(16 * mb + g) * K + 16 * (nb0 + j) + 8 * h + 2 * t;
+                atomicAdd(p, c[j][h][0]);
+                atomicAdd(p + 1, c[j][h][1]);
+                atomicAdd(p + 8 * K, c[j][h][2]);
+                atomicAdd(p + 8 * K + 1, c[j][h][3]);
+            }
+        }
+    }
+}
+
+// One layer's sums over the round's tiles, each task's added once where its kind says (above).
 template <int WARPS, gj_u64 SCRATCH, bool SUMS, bool GLOBAL, int MAX_NB, int K, int N, int S>
 GJ_INLINE void gj_nn_wgrad_layer(float* dparams, gj_u64 offset, const gj_u16* d, const gj_u16* x, int me, int tiles) {
-    constexpr int KB = K / 16, MB = N / 16;
-    // Column blocks per task: as many as leave every warp a task, at most MAX_NB.
-    constexpr int NB = (MAX_NB >= 4 && KB % 4 == 0 && MB * KB >= 4 * WARPS)   ? 4
-                       : (MAX_NB >= 2 && KB % 2 == 0 && MB * KB >= 2 * WARPS) ? 2
-                                                                              : 1;
-    constexpr int GROUPS = KB / NB, TASKS = MB * GROUPS;
-    const int l = gj_nn_lane(), g = l >> 2, t = l & 3;
+    typedef gj_nn_wgrad_tasks<WARPS, MAX_NB, K, N> T;
+    constexpr int NB = T::NB, KB = T::KB;
+    const int l = gj_nn_lane();
     const bool vec = GLOBAL && ((unsigned long long)(dparams + offset) & 15u) == 0;
 #pragma unroll 1
-    for (int task = me; task < TASKS; task += WARPS) {
-        const int mb = task / GROUPS, nb0 = (task % GROUPS) * NB;
+    for (int task = me; task < T::TASKS; task += WARPS) {
+        const int mb = task / T::GROUPS, nb0 = (task % T::GROUPS) * NB;
         float c[NB][2][4];
 #pragma unroll
         for (int j = 0; j < NB; ++j) gj_nn_zero(c[j]);
-#pragma unroll 1
-        for (int w = 0; w < tiles; ++w) {
-            const long long to_w = (long long)(w - me) * (long long)SCRATCH;
-            const gj_u16 *dw = d + to_w, *xw = x + to_w;
+        gj_nn_wgrad_task<SCRATCH, NB, S>(c, mb, nb0, d, x, me, tiles);
+        if constexpr (SUMS) {
 #pragma unroll
-            for (int kp = 0; kp < 2; ++kp) {
-                gj_u32 a[4];
-                gj_nn_frag_a_t<S>(a, dw, 16 * mb, 16 * kp);
-#pragma unroll
-                for (int j = 0; j < NB; ++j) {
-                    gj_u32 b[4];
-                    gj_nn_frag_b_t<S>(b, xw, 16 * kp, 16 * (nb0 + j));
-                    gj_nn_mma(c[j][0], a, b[0], b[1]);
-                    gj_nn_mma(c[j][1], a, b[2], b[3]);
-                }
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < NB; ++j) {
-            if constexpr (SUMS) {
+            for (int j = 0; j < NB; ++j) {
                 gj_f32x4* p = (gj_f32x4*)(dparams + offset + 256ull * (mb * KB + nb0 + j) + 8 * l);
                 gj_f32x4 lo = p[0], hi = p[1];
                 lo.x += c[j][0][0], lo.y += c[j][0][1], lo.z += c[j][0][2], lo.w += c[j][0][3];
                 hi.x += c[j][1][0], hi.y += c[j][1][1], hi.z += c[j][1][2], hi.w += c[j][1][3];
                 p[0] = lo;
                 p[1] = hi;
-            } else if (vec) {
-                const bool even = (t & 1) == 0;
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const float* v = c[j][h];
-                    // even t gives its row g + 8 pair and takes its neighbour's row g pair; odd t the reverse
-                    const float r0 = gj_nn_shfl_xor(even ? v[2] : v[0], 1), r1 = gj_nn_shfl_xor(even ? v[3] : v[1], 1);
-                    float* p = dparams + offset + (gj_u64)(16 * mb + g + (even ? 0 : 8)) * K + 16 * (nb0 + j) + 8 * h +
-                               4 * (t >> 1);
-                    if (even) gj_nn_red_v4(p, v[0], v[1], r0, r1);
-                    else gj_nn_red_v4(p, r0, r1, v[2], v[3]);
-                }
-            } else {
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    float* p = dparams + offset + (gj_u64)(16 * mb + g) * K + 16 * (nb0 + j) + 8 * h + 2 * t;
-                    atomicAdd(p, c[j][h][0]);
-                    atomicAdd(p + 1, c[j][h][1]);
-                    atomicAdd(p + 8 * K, c[j][h][2]);
-                    atomicAdd(p + 8 * K + 1, c[j][h][3]);
-                }
             }
+        } else {
+            gj_nn_wgrad_add<NB, K>(dparams, offset, mb, nb0, c, vec);
         }
     }
 }
 
 // gj_nn_backward_warp hands each layer's D and X to a weight-gradient sink WG: WG::on()
 // (uniform over the warp, and over the block for the block sink) says whether parameter
-// gradients are wanted, WG::layer<K, N, S>(offset, d, x) adds dL/dW of the layer whose weights
+// gradients are wanted, WG::layer<K, N, S>(l, offset, d, x) adds dL/dW of layer l, whose weights
 // start at `offset` in tiny-cuda-nn's layout.
 
 // The warp's own 32 points, added with atomics: the per-point entry points, which know nothing
@@ -752,7 +786,7 @@ GJ_INLINE void gj_nn_wgrad_layer(float* dparams, gj_u64 offset, const gj_u16* d,
 struct gj_nn_wgrad_warp {
     float* dparams; // fp32, tiny-cuda-nn's layout (global or shared); null: none
     GJ_INLINE bool on() const { return dparams != nullptr; }
-    template <int K, int N, int S> GJ_INLINE void layer(gj_u64 offset, const gj_u16* d, const gj_u16* x) const {
+    template <int K, int N, int S> GJ_INLINE void layer(int, gj_u64 offset, const gj_u16* d, const gj_u16* x) const {
         gj_nn_wgrad_layer<1, 0, false, false, 2, K, N, S>(dparams, offset, d, x, 0, 1);
     }
 };
@@ -768,10 +802,119 @@ template <int WARPS, gj_u64 SCRATCH, bool SUMS> struct gj_nn_wgrad_block {
     float* dparams; // SUMS: the shared fragment-order sums; else dL/dparams; null: none
     int warps;
     GJ_INLINE bool on() const { return dparams != nullptr; }
-    template <int K, int N, int S> GJ_INLINE void layer(gj_u64 offset, const gj_u16* d, const gj_u16* x) const {
+    template <int K, int N, int S> GJ_INLINE void layer(int, gj_u64 offset, const gj_u16* d, const gj_u16* x) const {
         __syncthreads();
         gj_nn_wgrad_layer<WARPS, SCRATCH, SUMS, !SUMS, 4, K, N, S>(dparams, offset, d, x, threadIdx.x / 32, warps);
         __syncthreads();
+    }
+};
+
+// The training step's sink (gj_nn_train_rounds): the block sink's rounds, but the tasks of the
+// layers that fit BUDGET accumulators a lane keep their sums in the warp's registers across
+// all of the block's rounds and reach dL/dparams once, at the end (flush), where the block sink
+// adds every round's with atomics that all blocks aim at the same few kilobytes. The layers
+// kept: the last, then the first, then the hidden ones from layer 1 up while the total stays
+// within the budget (the accumulators are live through the whole step: the budget trades them
+// against the registers of the forward and backward); the others go to `rest` each round.
+template <class C, int BUDGET> struct gj_nn_wgrad_regs {
+    typedef gj_nn<C> L;
+    typedef gj_nn_wgrad_block<C::WARPS, C::SCRATCH_HALVES, C::SMEM_GRADS> Rest;
+    static constexpr int FIRST_N = C::NL == 1 ? C::OUT_P : C::W;
+    typedef gj_nn_wgrad_tasks<C::WARPS, 4, C::IN_P, FIRST_N> First;
+    typedef gj_nn_wgrad_tasks<C::WARPS, 4, C::W, C::OUT_P> Last;
+    typedef gj_nn_wgrad_tasks<C::WARPS, 4, C::W, C::W> Hidden;
+    static constexpr int N_HIDDEN = C::NL > 2 ? C::NL - 2 : 0;
+    static constexpr bool KEEP_LAST = C::NL > 1 && Last::FLOATS <= BUDGET;
+    static constexpr int AFTER_LAST = BUDGET - (KEEP_LAST ? Last::FLOATS : 0);
+    static constexpr bool KEEP_FIRST = First::FLOATS <= AFTER_LAST;
+    static constexpr int AFTER_FIRST = AFTER_LAST - (KEEP_FIRST ? First::FLOATS : 0);
+    static constexpr int FIT_HIDDEN = AFTER_FIRST > 0 ? AFTER_FIRST / Hidden::FLOATS : 0;
+    static constexpr int KEPT_HIDDEN = N_HIDDEN < FIT_HIDDEN ? N_HIDDEN : FIT_HIDDEN;
+
+    Rest rest;      // the other layers' sink; rest.warps: the round's warps that hold points
+    float* dparams; // dL/dparams (fp32, global memory); null: none
+    mutable float first[KEEP_FIRST ? First::PER_WARP : 1][First::NB][2][4];
+    mutable float last[KEEP_LAST ? Last::PER_WARP : 1][Last::NB][2][4];
+    mutable float hidden[KEPT_HIDDEN > 0 ? KEPT_HIDDEN : 1][Hidden::PER_WARP][Hidden::NB][2][4];
+
+    // global: dL/dparams; grads: what the block sink adds the other layers to (block sums or global).
+    GJ_INLINE gj_nn_wgrad_regs(float* global, float* grads) : dparams(global) {
+        rest.dparams = grads;
+        rest.warps = 0;
+        if constexpr (KEEP_FIRST) zero<First>(first);
+        if constexpr (KEEP_LAST) zero<Last>(last);
+#pragma unroll
+        for (int h = 0; h < KEPT_HIDDEN; ++h) zero<Hidden>(hidden[h]);
+    }
+    GJ_INLINE bool on() const { return dparams != nullptr; }
+
+    template <int K, int N, int S> GJ_INLINE void layer(int l, gj_u64 offset, const gj_u16* d, const gj_u16* x) const {
+        // The layers whose shape this is; where all are kept, `rest` is not compiled in.
+        constexpr bool IS_FIRST = K == C::IN_P && N == FIRST_N;
+        constexpr bool IS_LAST = C::NL > 1 && K == C::W && N == C::OUT_P;
+        constexpr bool IS_HIDDEN = N_HIDDEN > 0 && K == C::W && N == C::W;
+        constexpr bool ALL_KEPT =
+            (!IS_FIRST || KEEP_FIRST) && (!IS_LAST || KEEP_LAST) && (!IS_HIDDEN || KEPT_HIDDEN == N_HIDDEN);
+        if constexpr (IS_FIRST && KEEP_FIRST) {
+            if (l == 0) return kept<First, S>(first, d, x);
+        }
+        if constexpr (IS_LAST && KEEP_LAST) {
+            if (l == C::NL - 1) return kept<Last, S>(last, d, x);
+        }
+        if constexpr (IS_HIDDEN && KEPT_HIDDEN > 0) {
+            if (l >= 1 && l <= KEPT_HIDDEN) return kept_hidden<S, 0>(l, d, x);
+        }
+        if constexpr (!ALL_KEPT) rest.template layer<K, N, S>(l, offset, d, x);
+    }
+
+    // The kept layers' sums added to dL/dparams, each task's once (every warp of the block
+    // calls it after its last round).
+    GJ_INLINE void flush() const {
+        if (!dparams) return;
+        if constexpr (KEEP_FIRST) add<First, C::IN_P>(first, 0);
+        if constexpr (KEEP_LAST) add<Last, C::W>(last, L::template offset<0>(C::NL - 1));
+#pragma unroll
+        for (int h = 0; h < KEPT_HIDDEN; ++h) add<Hidden, C::W>(hidden[h], L::template offset<0>(h + 1));
+    }
+
+  private:
+    template <class T> static GJ_INLINE void zero(float (&c)[T::PER_WARP][T::NB][2][4]) {
+#pragma unroll
+        for (int k = 0; k < T::PER_WARP; ++k)
+#pragma unroll
+            for (int j = 0; j < T::NB; ++j) gj_nn_zero(c[k][j]);
+    }
+    // The round's tiles of the warp's tasks me, me + WARPS, ... into their accumulators (between
+    // the barriers of the block sink's).
+    template <class T, int S>
+    GJ_INLINE void kept(float (&c)[T::PER_WARP][T::NB][2][4], const gj_u16* d, const gj_u16* x) const {
+        const int me = threadIdx.x / 32;
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < T::PER_WARP; ++k) {
+            const int task = me + k * C::WARPS;
+            if (task < T::TASKS)
+                gj_nn_wgrad_task<C::SCRATCH_HALVES, T::NB, S>(c[k], task / T::GROUPS, (task % T::GROUPS) * T::NB, d,
+                                                              x, me, rest.warps);
+        }
+        __syncthreads();
+    }
+    // Hidden layer l's accumulators chosen by a chain of comparisons (registers take no
+    // run-time index).
+    template <int S, int H> GJ_INLINE void kept_hidden(int l, const gj_u16* d, const gj_u16* x) const {
+        if constexpr (H < KEPT_HIDDEN) {
+            if (l == H + 1) kept<Hidden, S>(hidden[H], d, x);
+            else kept_hidden<S, H + 1>(l, d, x);
+        }
+    }
+    template <class T, int K> GJ_INLINE void add(const float (&c)[T::PER_WARP][T::NB][2][4], gj_u64 offset) const {
+        const int me = threadIdx.x / 32;
+        const bool vec = ((unsigned long long)(dparams + offset) & 15u) == 0;
+#pragma unroll
+        for (int k = 0; k < T::PER_WARP; ++k) {
+            const int task = me + k * C::WARPS;
+            if (task < T::TASKS) gj_nn_wgrad_add<T::NB, K>(dparams, offset, task / T::GROUPS, (task % T::GROUPS) * T::NB, c[k], vec);
+        }
     }
 };
 
@@ -838,8 +981,8 @@ GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, float dy_scale, cons
             if (wg.on()) {
                 gj_nn_rows_from_ctx<C::IN_P, S>(x, ctx, mask);
                 __syncwarp();
-                if constexpr (C::NL == 1) wg.template layer<C::IN_P, C::OUT_P, S>(0, d, x);
-                else wg.template layer<C::IN_P, C::W, S>(0, d, x);
+                if constexpr (C::NL == 1) wg.template layer<C::IN_P, C::OUT_P, S>(0, 0, d, x);
+                else wg.template layer<C::IN_P, C::W, S>(0, 0, d, x);
                 __syncwarp();
             }
             if constexpr (WITH_DX) {
@@ -855,8 +998,8 @@ GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, float dy_scale, cons
         if (wg.on()) {
             gj_nn_kept_to_rows<C::W, S, C::ACT>(x, kept, mask);
             __syncwarp();
-            if (l == C::NL - 1) wg.template layer<C::W, C::OUT_P, S>(L::template offset<0>(l), d, x);
-            else wg.template layer<C::W, C::W, S>(L::template offset<0>(l), d, x);
+            if (l == C::NL - 1) wg.template layer<C::W, C::OUT_P, S>(l, L::template offset<0>(l), d, x);
+            else wg.template layer<C::W, C::W, S>(l, L::template offset<0>(l), d, x);
             __syncwarp();
         }
         if (l == C::NL - 1) gj_nn_backprop<C::W, C::OUT_P, C::W, S, PAD, C::ACT>(x, d, wl, kept, mask);

@@ -218,27 +218,29 @@ GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, 
 // round each warp runs its tile forwards with the context in the warp's own slot of `ring`
 // (C::CTX_HALVES a warp, gridDim.x * C::WARPS slots: written and read back by the same warp
 // within the round, they stay in L2), puts the loss's gradient over its output rows, then goes
-// backwards as gj_nn_backward_rounds does (the block's weight-gradient sums included).
+// backwards as gj_nn_backward_rounds does, its weight gradients through gj_nn_wgrad_regs.
 // The loss is tiny-cuda-nn's L2: per output value (y - target)^2 / (n * OUT), its gradient
 // 2 (y - target) / (n * OUT) times the loss scale, computed in fp32 from the fp16 output and
 // rounded to fp16 once, as tiny-cuda-nn's L2 loss writes it: grad_factor = 2 * scale / (n * OUT).
 // y (or null) receives the outputs. put_input(i, active, x) writes the lane's input row;
 // per_point(i, active, row) follows each tile's backward (row: WITH_DX, the lane's dL/d(input) as
 // fp16). Returns the lane's share of the sum of squared errors.
+// The parameter gradients: the layers that fit C::SUM_REGISTERS accumulators a lane in
+// registers over all of the block's rounds (gj_nn_wgrad_regs, added to dL_dparams at the end),
+// the others to grads every round (the block sums, or dL_dparams itself).
 template <class C, int PAD, bool WITH_DX, class In, class F>
 GJ_INLINE float gj_nn_train_rounds(gj_u64 n, const float* __restrict__ target, float grad_factor, float* __restrict__ y,
-                                   const gj_u16* w, gj_u16* scratch, gj_u16* ring, float* grads, In put_input,
-                                   F per_point) {
+                                   const gj_u16* w, gj_u16* scratch, gj_u16* ring, float* grads,
+                                   float* __restrict__ dL_dparams, In put_input, F per_point) {
     const int lane = gj_nn_lane();
     gj_u16* ctx = ring + ((gj_u64)blockIdx.x * C::WARPS + threadIdx.x / 32) * C::CTX_HALVES;
     const gj_u64 n_tiles = (n + 31) / 32;
     float squares = 0.0f;
+    gj_nn_wgrad_regs<C, C::SUM_REGISTERS> sums(dL_dparams, grads);
 #pragma unroll 1
     for (gj_u64 round = blockIdx.x; round < gj_nn_rounds<C>(n); round += gridDim.x) {
         const gj_u64 first_tile = round * C::WARPS, tile = first_tile + threadIdx.x / 32;
-        gj_nn_wgrad_block<C::WARPS, C::SCRATCH_HALVES, C::SMEM_GRADS> wg;
-        wg.dparams = grads;
-        wg.warps = (int)(n_tiles - first_tile < (gj_u64)C::WARPS ? n_tiles - first_tile : (gj_u64)C::WARPS);
+        sums.rest.warps = (int)(n_tiles - first_tile < (gj_u64)C::WARPS ? n_tiles - first_tile : (gj_u64)C::WARPS);
         const gj_u64 first = tile * 32, i = first + lane;
         const bool active = i < n;
         const int valid = tile < n_tiles ? (n - first < 32 ? (int)(n - first) : 32) : 0;
@@ -258,10 +260,11 @@ GJ_INLINE float gj_nn_train_rounds(gj_u64 n, const float* __restrict__ target, f
         }
         __syncwarp();
         const gj_u16* g = gj_nn_backward_warp<C, PAD, WITH_DX>(active ? (const gj_half*)(scratch + lane * C::S) : nullptr,
-                                                               1.0f, w, scratch, ctx, wg);
+                                                               1.0f, w, scratch, ctx, sums);
         per_point(i, active, WITH_DX ? g + lane * C::S : nullptr);
         __syncwarp();
     }
+    sums.flush();
     return squares;
 }
 
@@ -284,7 +287,7 @@ GJ_INLINE void gj_nn_train_kernel(gj_u64 n, const float* __restrict__ x, const f
     float squares = 0.0f;
     gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
         squares = gj_nn_train_rounds<C, decltype(pad)::value, false>(
-            n, target, grad_factor, y, w, scratch, ring, grads,
+            n, target, grad_factor, y, w, scratch, ring, grads, dL_dparams,
             [&](gj_u64 i, bool active, gj_u16* rows) { gj_nn_put_input<C>(rows, active ? x + i * C::IN : x, active); },
             [](gj_u64, bool, const gj_u16*) {});
     });

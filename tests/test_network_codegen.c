@@ -19,6 +19,7 @@
 #include "gridjit.h"
 #include "codegen/kernels.h"
 #include "codegen/network_codegen.h"
+#include "model/network.h"
 #include "network_sources.h"
 #include "test_env.h"
 
@@ -237,6 +238,52 @@ static void every_width_and_activation_compiles(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* The training step's weight-gradient sums in registers (templates/network.cuh,
+ * gj_nn_wgrad_regs): the rule by default, a module's hint as a number (-1: none); and the
+ * kernels compile with every layer kept (255 floats a lane) where the first, hidden and last
+ * layers share one shape (64 -> 64 x 1 -> 64) or the network is one layer, and with some
+ * hidden layers kept and the others summed per round (32 x 6, 40 floats a lane). */
+static void step_sums_in_registers(void **state) {
+    (void)state;
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.name = GJ__NETWORK_DEFAULT_NAME;
+    gj_network *net = make(ctx, "{\"n_neurons\": 64, \"n_hidden_layers\": 2}", 32, 16);
+    char *src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_STEP, "");
+    assert_non_null(strstr(src, "    static constexpr int SUM_REGISTERS = WARPS <= 4 ? 24 : 0;"));
+    free(src);
+    net->hints.step_sum_registers = -1;
+    src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_STEP, "");
+    assert_non_null(strstr(src, "    static constexpr int SUM_REGISTERS = 0;"));
+    free(src);
+    gj_network_destroy(net);
+    if (!gj_test_have_nvrtc()) {
+        gj_context_destroy(ctx);
+        skip();
+    }
+    static const struct {
+        const char *json;
+        unsigned in, out;
+        int budget;
+    } cases[3] = {{"{\"n_neurons\": 64, \"n_hidden_layers\": 1}", 64, 64, 255},
+                  {"{\"otype\": \"CutlassMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 0}", 64, 3, 255},
+                  {"{\"n_neurons\": 32, \"n_hidden_layers\": 6, \"activation\": \"Tanh\"}", 5, 4, 40}};
+    for (unsigned i = 0; i < 3; ++i) {
+        net = make(ctx, cases[i].json, cases[i].in, cases[i].out);
+        net->hints.step_sum_registers = cases[i].budget;
+        char *unit = gj_test_network_unit(ctx, net, 0);
+        char line[96];
+        snprintf(line, sizeof line, "    static constexpr int SUM_REGISTERS = %d;", cases[i].budget);
+        assert_non_null(strstr(unit, line));
+        gj_test_network_compile(ctx, net, unit, 0, "sm_90");
+        free(unit);
+        gj_network_destroy(net);
+    }
+    gj_context_destroy(ctx);
+}
+
 /* A model's unit (encoding + network device functions, the fused kernels) compiles, and its
  * device functions fuse into a caller's kernel. */
 static void model_device_functions_fuse(void **state) {
@@ -354,6 +401,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(unit_states_the_layout),
         cmocka_unit_test(every_width_and_activation_compiles),
+        cmocka_unit_test(step_sums_in_registers),
         cmocka_unit_test(model_device_functions_fuse),
         cmocka_unit_test(networks_are_offered_to_user_sources),
         cmocka_unit_test(dump_compiles_with_nvcc),

@@ -197,6 +197,36 @@ static void emit_functions(gj__strbuf *sb, const char *name) {
                   name, name, name, name);
 }
 
+/* The training step's network kernel beyond its plan: the forward's m-tiles at once (0: the
+ * templates' rule) and the expression of SUM_REGISTERS, the floats a lane of its weight-gradient
+ * sums it keeps in registers across the block's rounds (templates/network.cuh, gj_nn_wgrad_regs;
+ * 0: none). */
+typedef struct {
+    unsigned m_tiles;
+    char sum_registers[64];
+} step_shape_t;
+
+/* The rule for SUM_REGISTERS, measured on the H200 (C1 models, 2^21 points, two rounds,
+ * train_step against none kept): with 24 floats a lane, blocks of four warps gained (64 x 2
+ * 3.75 -> 3.68 ms, 64 x 3 4.02 -> 3.96, 128 x 2 6.03 -> 5.96), while among the eight-warp
+ * blocks 16 x 2 gained (3.42 -> 3.25) and 64 x 4 lost (4.29 -> 4.72: its kernel's registers went
+ * past 128, one block a multiprocessor instead of two) and 32 x 2 stayed: the rule keeps it to
+ * blocks of at most STEP_SUM_WARPS warps. Larger budgets gained no more on 64 x 2 (all of
+ * its 56 floats: 3.75 ms) and lost more on 64 x 4. */
+#define STEP_SUM_REGISTERS 24u
+#define STEP_SUM_WARPS 4u
+
+static step_shape_t step_shape(const struct gj_network *net) {
+    step_shape_t s = {net->hints.step_m_tiles, ""};
+    const int hint = net->hints.step_sum_registers;
+    if (hint) {
+        snprintf(s.sum_registers, sizeof s.sum_registers, "%d", hint < 0 ? 0 : hint);
+    } else {
+        snprintf(s.sum_registers, sizeof s.sum_registers, "WARPS <= %u ? %u : 0", STEP_SUM_WARPS, STEP_SUM_REGISTERS);
+    }
+    return s;
+}
+
 /* A kernel's __launch_bounds__: the block's threads (warps: "WARPS" or "FORWARD_WARPS"), and
  * a minimum of blocks a multiprocessor where there is one (0: none). */
 typedef struct {
@@ -324,7 +354,7 @@ static void emit_step_helpers(gj__strbuf *sb, const char *name, const char *para
  * for the encoding's own backward kernels (a module of the encoding, which the network module
  * launches next, with dL/dx). */
 static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part,
-                               const launch_bounds_t *bounds, int unrolled, unsigned step_m_tiles) {
+                               const launch_bounds_t *bounds, int unrolled, const step_shape_t *step) {
     const int forward = part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL;
     const int backward = part == GJ__NETWORK_PART_BACKWARD || part == GJ__NETWORK_PART_ALL;
     gj__sb_printf(sb, "// The encoding as templates/model_kernels.cuh calls it.\n"
@@ -421,6 +451,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "struct %s_step_config : %s_input_config {\n"
                       "    static constexpr int FORWARD_M_TILES = %u; // the forward's m-tiles at once (0: the rule)\n"
                       "    static constexpr bool STAGE_BWD = STAGE_STEP;\n"
+                      "    static constexpr int SUM_REGISTERS = %s; // weight-gradient sums kept in registers: floats a lane\n"
                       "};\n\n"
                       "extern \"C\" __global__ void %s\n"
                       "%s_train_features(gj_u64 n, %s_encoding_config::param_t* f, const float* target, float grad_factor,\n"
@@ -429,13 +460,13 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "    gj_model_train_features_kernel<%s_step_config>(n, f, target, grad_factor, loss_factor, params,\n"
                       "                                                  ring, y, dL_dparams, loss);\n"
                       "}\n\n",
-                      name, name, name, step_m_tiles, bounds->step, name, name, name);
+                      name, name, name, step->m_tiles, step->sum_registers, bounds->step, name, name, name);
         emit_step_helpers(sb, name, "%s_encoding_config::param_t", "%s_encoding_config::grad_t");
     }
 }
 
 static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const launch_bounds_t *bounds,
-                         unsigned step_m_tiles) {
+                         const step_shape_t *step) {
     gj__sb_append(sb, "// Kernels (templates/network_kernels.cuh): point-major float arrays, any grid size.\n");
     if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
@@ -481,6 +512,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "struct %s_step_config : %s_config {\n"
                       "    static constexpr int FORWARD_M_TILES = %u; // the forward's m-tiles at once (0: the rule)\n"
                       "    static constexpr bool STAGE_BWD = STAGE_STEP;\n"
+                      "    static constexpr int SUM_REGISTERS = %s; // weight-gradient sums kept in registers: floats a lane\n"
                       "};\n\n"
                       "extern \"C\" __global__ void %s\n"
                       "%s_train_step(gj_u64 n, const float* x, const float* target, float grad_factor, float loss_factor,\n"
@@ -488,7 +520,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "    gj_nn_train_kernel<%s_step_config>(n, x, target, grad_factor, loss_factor, params, ring, y,\n"
                       "                                       dL_dparams, loss);\n"
                       "}\n\n",
-                      name, name, step_m_tiles, bounds->step, name, name);
+                      name, name, step->m_tiles, step->sum_registers, bounds->step, name, name);
         emit_step_helpers(sb, name, "gj_half", "float");
     }
 }
@@ -543,10 +575,11 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
     if (has_kernels(net, opts)) {
         launch_bounds_t bounds;
         launch_bounds(&bounds, net, name, plans);
+        const step_shape_t step = step_shape(net);
         if (net->encoding) {
-            emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels, net->hints.step_m_tiles);
+            emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels, &step);
         } else {
-            emit_kernels(&sb, name, part, &bounds, net->hints.step_m_tiles);
+            emit_kernels(&sb, name, part, &bounds, &step);
         }
     }
     return gj__sb_take(&sb);
