@@ -311,6 +311,13 @@ struct gj_nn_adam_lr {
     float lr;
 };
 
+// The learning rate with the bias correction of step t. Not inlined: the kernel's ten inlined
+// updates would each carry two powf, which took NVRTC longer than the rest of the kernel, and a
+// thread calls it only when the step count changes.
+static __device__ __attribute__((noinline)) float gj_nn_adam_step_lr(const gj_nn_adam_hyper& h, gj_u32 t) {
+    return h.lr * sqrtf(1.0f - powf(h.beta2, (float)t)) / (1.0f - powf(h.beta1, (float)t));
+}
+
 // One parameter's update in registers: g its gradient (divided by the loss scale), w its master
 // weight, a and b its moments, t its step count, each updated.
 GJ_INLINE void gj_nn_adam_update(float g, float l2_reg, const gj_nn_adam_hyper& h, gj_nn_adam_lr& cache, float& w,
@@ -323,7 +330,7 @@ GJ_INLINE void gj_nn_adam_update(float g, float l2_reg, const gj_nn_adam_hyper& 
     // keeps the last one it computed (two powf a parameter cost more than the memory traffic).
     if (t != cache.t) {
         cache.t = t;
-        cache.lr = h.lr * sqrtf(1.0f - powf(h.beta2, (float)t)) / (1.0f - powf(h.beta1, (float)t));
+        cache.lr = gj_nn_adam_step_lr(h, t);
     }
     w -= cache.lr / (sqrtf(b) + h.epsilon) * a;
 }
@@ -368,6 +375,7 @@ GJ_INLINE void gj_nn_adam_quad(gj_u64 q, gj_u64 n, bool vec, P* __restrict__ par
         for (int k = 0; k < 4; ++k) whole = whole && !(skip_zero && g[k] == 0.0f);
     }
     if (!whole) {
+#pragma unroll 1
         for (gj_u64 i = i0; i < i0 + 4 && i < n; ++i)
             gj_nn_adam_one(i, gj_to_float(grads[i]), skip_zero, l2_reg, h, cache, params, master, m1, m2, steps);
         return;
