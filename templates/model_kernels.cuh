@@ -82,9 +82,9 @@ template <class C, class E, int PAD>
 GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, const float* __restrict__ dL_dy,
                                        float dy_scale, const gj_u16* w,
                                        const typename E::config::param_t* __restrict__ eparams, gj_u16* scratch,
-                                       const gj_u16* ctx, float* grads,
+                                       const gj_u16* ctx, float* grads, float* __restrict__ dL_dparams,
                                        typename E::config::grad_t* __restrict__ dL_deparams) {
-    gj_nn_backward_rounds<C, PAD, true>(n, dL_dy, dy_scale, w, scratch, ctx, grads,
+    gj_nn_backward_rounds<C, PAD, true>(n, dL_dy, dy_scale, w, scratch, ctx, grads, dL_dparams,
                                         [=](gj_u64 i, bool active, const gj_u16* row) {
         gj_model_encoding_backward<C, E>(i, n, active, row, x, eparams, dL_deparams);
     });
@@ -102,7 +102,7 @@ GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, c
     gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
     gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
         gj_model_backward_tiles<C, E, decltype(pad)::value>(n, x, dL_dy, dy_scale, w, eparams, scratch, ctx, grads,
-                                                            dL_deparams);
+                                                            dL_dparams, dL_deparams);
     });
     gj_nn_backward_flush<C>(grads, dL_dparams);
 }
@@ -154,8 +154,8 @@ GJ_INLINE void gj_model_train_features_kernel(gj_u64 n, T* __restrict__ f, const
 template <class C, class T, int PAD>
 GJ_INLINE void gj_model_backward_features_tiles(gj_u64 n, const float* __restrict__ dL_dy, float dy_scale,
                                                 const gj_u16* w, gj_u16* scratch, const gj_u16* ctx, float* grads,
-                                                T* __restrict__ dL_df) {
-    gj_nn_backward_rounds<C, PAD, true>(n, dL_dy, dy_scale, w, scratch, ctx, grads,
+                                                float* __restrict__ dL_dparams, T* __restrict__ dL_df) {
+    gj_nn_backward_rounds<C, PAD, true>(n, dL_dy, dy_scale, w, scratch, ctx, grads, dL_dparams,
                                         [&](gj_u64 i, bool active, const gj_u16* row) {
         if (active) {
             // 16 bytes a lane at a time: rows C::S halves apart (a multiple of 8), so the eight
@@ -185,7 +185,8 @@ GJ_INLINE void gj_model_backward_features_kernel(gj_u64 n, const float* __restri
     float* grads;
     gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
     gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
-        gj_model_backward_features_tiles<C, T, decltype(pad)::value>(n, dL_dy, dy_scale, w, scratch, ctx, grads, dL_df);
+        gj_model_backward_features_tiles<C, T, decltype(pad)::value>(n, dL_dy, dy_scale, w, scratch, ctx, grads,
+                                                                     dL_dparams, dL_df);
     });
     gj_nn_backward_flush<C>(grads, dL_dparams);
 }

@@ -112,43 +112,50 @@ GJ_INLINE void gj_nn_forward_kernel(gj_u64 n, const float* __restrict__ x, float
 template <class C> GJ_INLINE gj_u64 gj_nn_rounds(gj_u64 n) { return ((n + 31) / 32 + C::WARPS - 1) / C::WARPS; }
 
 // The round's tile of this warp, its context (a warp past the last tile gets the last tile's:
-// gj_nn_backward_warp reads it and masks what it read) and the sink for the round.
+// gj_nn_backward_warp reads it and masks what it read) and the warps of the round that hold points.
 template <class C> struct gj_nn_round {
     gj_u64 tile;
     const gj_u16* ctx;
-    gj_nn_wgrad_block<C::WARPS, C::SCRATCH_HALVES, C::SMEM_GRADS> wg;
-    GJ_INLINE gj_nn_round(gj_u64 round, gj_u64 n, const gj_u16* contexts, float* grads) {
+    int warps;
+    GJ_INLINE gj_nn_round(gj_u64 round, gj_u64 n, const gj_u16* contexts) {
         const gj_u64 n_tiles = (n + 31) / 32, first = round * C::WARPS;
         tile = first + threadIdx.x / 32;
         ctx = contexts + (tile < n_tiles ? tile : n_tiles - 1) * C::CTX_HALVES;
-        wg.dparams = grads;
-        wg.warps = (int)(n_tiles - first < (gj_u64)C::WARPS ? n_tiles - first : (gj_u64)C::WARPS);
+        warps = (int)(n_tiles - first < (gj_u64)C::WARPS ? n_tiles - first : (gj_u64)C::WARPS);
     }
 };
 
 // Every round of the block's backward: each warp's tile through gj_nn_backward_warp (dL/dy
 // times dy_scale), then per_point(i, active, row) for the lane's point i, the three backward
-// kernels' own part (row: WITH_DX, the lane's dL/d(input) as fp16; else null).
+// kernels' own part (row: WITH_DX, the lane's dL/d(input) as fp16; else null). The parameter
+// gradients: the layers that fit C::SUM_REGISTERS floats a lane in registers across the block's
+// rounds (gj_nn_wgrad_regs), added to dL_dparams after the last; the others to grads every
+// round (the block sums, or dL_dparams itself).
 template <class C, int PAD, bool WITH_DX, class F>
 GJ_INLINE void gj_nn_backward_rounds(gj_u64 n, const float* __restrict__ dL_dy, float dy_scale, const gj_u16* w,
-                                     gj_u16* scratch, const gj_u16* ctx, float* grads, F per_point) {
+                                     gj_u16* scratch, const gj_u16* ctx, float* grads, float* __restrict__ dL_dparams,
+                                     F per_point) {
     const int lane = gj_nn_lane();
+    gj_nn_wgrad_regs<C, C::SUM_REGISTERS> sums(dL_dparams, grads);
 #pragma unroll 1
     for (gj_u64 round = blockIdx.x; round < gj_nn_rounds<C>(n); round += gridDim.x) {
-        const gj_nn_round<C> r(round, n, ctx, grads);
+        const gj_nn_round<C> r(round, n, ctx);
+        sums.rest.warps = r.warps;
         const gj_u64 i = r.tile * 32 + lane;
         const bool active = i < n;
         const gj_u16* g = gj_nn_backward_warp<C, PAD, WITH_DX>(active ? dL_dy + i * C::OUT : nullptr, dy_scale, w,
-                                                               scratch, r.ctx, r.wg);
+                                                               scratch, r.ctx, sums);
         per_point(i, active, WITH_DX ? g + lane * C::S : nullptr);
         __syncwarp();
     }
+    sums.flush();
 }
 
 template <class C, int PAD, bool WITH_DX>
 GJ_INLINE void gj_nn_backward_tiles(gj_u64 n, const float* __restrict__ dL_dy, float dy_scale, const gj_u16* w,
-                                    gj_u16* scratch, const gj_u16* ctx, float* grads, float* __restrict__ dL_dx) {
-    gj_nn_backward_rounds<C, PAD, WITH_DX>(n, dL_dy, dy_scale, w, scratch, ctx, grads,
+                                    gj_u16* scratch, const gj_u16* ctx, float* grads, float* __restrict__ dL_dparams,
+                                    float* __restrict__ dL_dx) {
+    gj_nn_backward_rounds<C, PAD, WITH_DX>(n, dL_dy, dy_scale, w, scratch, ctx, grads, dL_dparams,
                                            [&](gj_u64 i, bool active, const gj_u16* row) {
         if constexpr (WITH_DX) {
             if (active) {
@@ -207,7 +214,8 @@ GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, 
     float* grads;
     gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
     gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
-        gj_nn_backward_tiles<C, decltype(pad)::value, WITH_DX>(n, dL_dy, dy_scale, w, scratch, ctx, grads, dL_dx);
+        gj_nn_backward_tiles<C, decltype(pad)::value, WITH_DX>(n, dL_dy, dy_scale, w, scratch, ctx, grads, dL_dparams,
+                                                               dL_dx);
     });
     gj_nn_backward_flush<C>(grads, dL_dparams);
 }

@@ -238,8 +238,8 @@ static void every_width_and_activation_compiles(void **state) {
     gj_context_destroy(ctx);
 }
 
-/* The training step's weight-gradient sums in registers (templates/network.cuh,
- * gj_nn_wgrad_regs): the rule by default, a module's hint as a number (-1: none); and the
+/* The weight-gradient sums in registers of the backward and step kernels (templates/network.cuh,
+ * gj_nn_wgrad_regs): the rules by default, a module's hint as a number (-1: none); and the
  * kernels compile with every layer kept (255 floats a lane) where the first, hidden and last
  * layers share one shape (64 -> 64 x 1 -> 64) or the network is one layer, and with some
  * hidden layers kept and the others summed per round (32 x 6, 40 floats a lane). */
@@ -252,11 +252,22 @@ static void step_sums_in_registers(void **state) {
     opts.name = GJ__NETWORK_DEFAULT_NAME;
     gj_network *net = make(ctx, "{\"n_neurons\": 64, \"n_hidden_layers\": 2}", 32, 16);
     char *src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_STEP, "");
-    assert_non_null(strstr(src, "    static constexpr int SUM_REGISTERS = WARPS <= 4 ? 24 : 0;"));
+    expect_line(src, "    static constexpr int SUM_REGISTERS = WARPS <= 4 ? 24 : 0;\n"); /* the backward kernels' */
+    expect_line(src, "    static constexpr int SUM_REGISTERS = WARPS <= 4 ? 24 : 0; // weight-gradient sums kept in "
+                     "registers: floats a lane"); /* the step's */
     free(src);
     net->hints.step_sum_registers = -1;
     src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_STEP, "");
-    assert_non_null(strstr(src, "    static constexpr int SUM_REGISTERS = 0;"));
+    expect_line(src, "    static constexpr int SUM_REGISTERS = 0;\n");
+    expect_line(src, "    static constexpr int SUM_REGISTERS = 0; // weight-gradient sums kept in registers: floats a lane");
+    free(src);
+    gj_network_destroy(net);
+    /* 128 neurons: none in the backward kernels (slower so), the rule in the step. */
+    net = make(ctx, "{\"n_neurons\": 128, \"n_hidden_layers\": 2}", 32, 16);
+    src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_STEP, "");
+    expect_line(src, "    static constexpr int SUM_REGISTERS = 0;\n");
+    expect_line(src, "    static constexpr int SUM_REGISTERS = WARPS <= 4 ? 24 : 0; // weight-gradient sums kept in "
+                     "registers: floats a lane");
     free(src);
     gj_network_destroy(net);
     if (!gj_test_have_nvrtc()) {

@@ -120,6 +120,45 @@ static void emit_plan_fields(gj__strbuf *sb, const gj__network_plan *plan, int m
     }
 }
 
+/* Beyond the plan: the training step's forward's m-tiles at once (0: the templates' rule), and
+ * the expressions of SUM_REGISTERS, the floats a lane of weight-gradient sums that the backward
+ * kernels (NAME_config's) and the step's network kernel (NAME_step_config's) keep in registers
+ * across their block's rounds (templates/network.cuh, gj_nn_wgrad_regs; 0: none). */
+typedef struct {
+    unsigned m_tiles;
+    char backward_sums[64];
+    char step_sums[64];
+} step_shape_t;
+
+/* The rules for SUM_REGISTERS, measured on the H200 (C1 models, 2^21 points, two rounds,
+ * against none kept; docs/benchmarks.md §11, twenty-sixth session). The step: with 24 floats a
+ * lane, blocks of four warps gained (64 x 2 3.75 -> 3.68 ms, 64 x 3 4.02 -> 3.96, 128 x 2 6.03 ->
+ * 5.96), while among the eight-warp blocks 16 x 2 gained (3.42 -> 3.25), 64 x 4 lost (4.29 ->
+ * 4.72: its kernel's registers went past 128, one block a multiprocessor instead of two) and
+ * 32 x 2 stayed: so blocks of at most SUM_WARPS warps. Larger budgets gained no more on 64 x 2
+ * (all of its 56 floats: 3.75 ms) and lost more on 64 x 4. The backward kernels: 64 x 2's
+ * backward 2.49 -> 2.44, with dL/dinput 3.51 -> 3.47, 64 x 3's 2.95 -> 2.88, a network
+ * alone's (32 -> 64 x 2 -> 16) 0.975 -> 0.924; 128 x 2's backward kernels, which read their
+ * weights from global memory, lost 6 % (4.00 -> 4.25, 5.39 -> 5.73): so networks at most
+ * BACKWARD_SUM_WIDTH wide. */
+#define SUM_REGISTERS_BUDGET 24u
+#define SUM_WARPS 4u
+#define BACKWARD_SUM_WIDTH 64u
+
+static step_shape_t step_shape(const struct gj_network *net) {
+    step_shape_t s = {net->hints.step_m_tiles, "", ""};
+    const int hint = net->hints.step_sum_registers;
+    if (hint) {
+        snprintf(s.backward_sums, sizeof s.backward_sums, "%d", hint < 0 ? 0 : hint);
+        snprintf(s.step_sums, sizeof s.step_sums, "%d", hint < 0 ? 0 : hint);
+    } else {
+        snprintf(s.step_sums, sizeof s.step_sums, "WARPS <= %u ? %u : 0", SUM_WARPS, SUM_REGISTERS_BUDGET);
+        snprintf(s.backward_sums, sizeof s.backward_sums, "%s",
+                 net->config.network.n_neurons <= BACKWARD_SUM_WIDTH ? s.step_sums : "0");
+    }
+    return s;
+}
+
 /* plans: one per gj__network_plan_class; where they differ the config states both, chosen by
  * the architecture compiled for. */
 static void emit_config(gj__strbuf *sb, const struct gj_network *net, const char *name, const gj__network_plan *plans,
@@ -162,6 +201,11 @@ static void emit_config(gj__strbuf *sb, const struct gj_network *net, const char
         emit_plan_fields(sb, plan, model, forward_min);
         gj__sb_append(sb, "#endif\n");
     }
+    const step_shape_t step = step_shape(net);
+    gj__sb_printf(sb,
+                  "    // the backward kernels' weight-gradient sums kept in registers: floats a lane\n"
+                  "    static constexpr int SUM_REGISTERS = %s;\n",
+                  step.backward_sums);
     gj__sb_append(sb, "};\n");
     gj__sb_printf(sb, "typedef gj_vec<float, %u> %s_out_t;\n\n", lay->output_width, name);
 }
@@ -195,36 +239,6 @@ static void emit_functions(gj__strbuf *sb, const char *name) {
                   "    gj_nn_eval_bwd<%s_config>(dL_dy, params, warp_scratch, warp_ctx, dL_dparams, dL_dx);\n"
                   "}\n\n",
                   name, name, name, name);
-}
-
-/* The training step's network kernel beyond its plan: the forward's m-tiles at once (0: the
- * templates' rule) and the expression of SUM_REGISTERS, the floats a lane of its weight-gradient
- * sums it keeps in registers across the block's rounds (templates/network.cuh, gj_nn_wgrad_regs;
- * 0: none). */
-typedef struct {
-    unsigned m_tiles;
-    char sum_registers[64];
-} step_shape_t;
-
-/* The rule for SUM_REGISTERS, measured on the H200 (C1 models, 2^21 points, two rounds,
- * train_step against none kept): with 24 floats a lane, blocks of four warps gained (64 x 2
- * 3.75 -> 3.68 ms, 64 x 3 4.02 -> 3.96, 128 x 2 6.03 -> 5.96), while among the eight-warp
- * blocks 16 x 2 gained (3.42 -> 3.25) and 64 x 4 lost (4.29 -> 4.72: its kernel's registers went
- * past 128, one block a multiprocessor instead of two) and 32 x 2 stayed: the rule keeps it to
- * blocks of at most STEP_SUM_WARPS warps. Larger budgets gained no more on 64 x 2 (all of
- * its 56 floats: 3.75 ms) and lost more on 64 x 4. */
-#define STEP_SUM_REGISTERS 24u
-#define STEP_SUM_WARPS 4u
-
-static step_shape_t step_shape(const struct gj_network *net) {
-    step_shape_t s = {net->hints.step_m_tiles, ""};
-    const int hint = net->hints.step_sum_registers;
-    if (hint) {
-        snprintf(s.sum_registers, sizeof s.sum_registers, "%d", hint < 0 ? 0 : hint);
-    } else {
-        snprintf(s.sum_registers, sizeof s.sum_registers, "WARPS <= %u ? %u : 0", STEP_SUM_WARPS, STEP_SUM_REGISTERS);
-    }
-    return s;
 }
 
 /* A kernel's __launch_bounds__: the block's threads (warps: "WARPS" or "FORWARD_WARPS"), and
@@ -460,7 +474,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "    gj_model_train_features_kernel<%s_step_config>(n, f, target, grad_factor, loss_factor, params,\n"
                       "                                                  ring, y, dL_dparams, loss);\n"
                       "}\n\n",
-                      name, name, name, step->m_tiles, step->sum_registers, bounds->step, name, name, name);
+                      name, name, name, step->m_tiles, step->step_sums, bounds->step, name, name, name);
         emit_step_helpers(sb, name, "%s_encoding_config::param_t", "%s_encoding_config::grad_t");
     }
 }
@@ -520,7 +534,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "    gj_nn_train_kernel<%s_step_config>(n, x, target, grad_factor, loss_factor, params, ring, y,\n"
                       "                                       dL_dparams, loss);\n"
                       "}\n\n",
-                      name, name, step->m_tiles, step->sum_registers, bounds->step, name, name);
+                      name, name, step->m_tiles, step->step_sums, bounds->step, name, name);
         emit_step_helpers(sb, name, "gj_half", "float");
     }
 }

@@ -28,8 +28,10 @@ extern "C" {
 
 // A configuration as the generated NAME_config states it; the plan's derived numbers are
 // computed here and compared with src/codegen/network_plan.c's below.
+// SUMS_: SUM_REGISTERS, the weight-gradient sums kept in registers across a block's rounds
+// (the generated rule's 24 by default: with WARPS at most 4, the last and first layers kept).
 template <int IN_, int W_, int H_, int OUT_, int ACT_, int OUT_ACT_, bool ONES, int WARPS_, bool STAGE_, bool GRADS_,
-          bool STAGE_BWD_ = STAGE_, int FORWARD_WARPS_ = WARPS_>
+          bool STAGE_BWD_ = STAGE_, int FORWARD_WARPS_ = WARPS_, int SUMS_ = 24>
 struct Cfg {
     static constexpr int IN = IN_, IN_P = (IN_ + 15) / 16 * 16, W = W_, OUT = OUT_, OUT_P = (OUT_ + 15) / 16 * 16;
     static constexpr int NL = H_ + 1, ACT = ACT_, OUT_ACT = OUT_ACT_;
@@ -43,6 +45,7 @@ struct Cfg {
         H_ == 0 ? (gj_u64)IN_P * OUT_P : (gj_u64)IN_P * W_ + (gj_u64)(H_ - 1) * W_ * W_ + (gj_u64)W_ * OUT_P;
     static constexpr int WARPS = WARPS_, FORWARD_WARPS = FORWARD_WARPS_;
     static constexpr bool STAGE = STAGE_, STAGE_BWD = STAGE_BWD_, SMEM_GRADS = GRADS_;
+    static constexpr int SUM_REGISTERS = SUMS_;
 };
 
 // The inference kernel's shape in a model's wide block (src/codegen/network_plan.c): 16 warps
@@ -306,6 +309,13 @@ int main() {
     // Eight forward warps staging the weights, four backward warps reading them (as the 128 x 2
     // plan measured fastest on the H200, docs/networks.md §7).
     run<Cfg<20, 128, 2, 4, LEAKY, TANH, true, 4, true, false, false, 8>>(600, 2, 2e-2);
+    // Weight-gradient sums in registers: none; every layer (all three shapes alike: 64 -> 64 x 1
+    // -> 64, one 64 x 64 block a warp's task); the last, the first and two of four hidden layers
+    // kept, the others summed per block (48 floats a lane) or added per round (no block sums).
+    run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, true, true, 4, 0>>(300, 2, 2e-2);
+    run<Cfg<64, 64, 2, 64, TANH, NONE, true, 4, true, true, true, 4, 255>>(300, 2, 2e-2);
+    run<Cfg<5, 32, 5, 3, SILU, SIGMOID, true, 2, true, true, true, 2, 48>>(200, 2, 2e-2);
+    run<Cfg<5, 32, 5, 3, SILU, SIGMOID, true, 2, true, false, true, 2, 48>>(200, 2, 2e-2);
     std::printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
 }
