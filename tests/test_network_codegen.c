@@ -256,7 +256,7 @@ static void step_sums_in_registers(void **state) {
     expect_line(src, "    static constexpr int SUM_REGISTERS = WARPS <= 4 ? 24 : 0; // weight-gradient sums kept in "
                      "registers: floats a lane"); /* the step's */
     free(src);
-    net->hints.step_sum_registers = -1;
+    net->hints.sum_registers = -1;
     src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_STEP, "");
     expect_line(src, "    static constexpr int SUM_REGISTERS = 0;\n");
     expect_line(src, "    static constexpr int SUM_REGISTERS = 0; // weight-gradient sums kept in registers: floats a lane");
@@ -283,7 +283,7 @@ static void step_sums_in_registers(void **state) {
                   {"{\"n_neurons\": 32, \"n_hidden_layers\": 6, \"activation\": \"Tanh\"}", 5, 4, 40}};
     for (unsigned i = 0; i < 3; ++i) {
         net = make(ctx, cases[i].json, cases[i].in, cases[i].out);
-        net->hints.step_sum_registers = cases[i].budget;
+        net->hints.sum_registers = cases[i].budget;
         char *unit = gj_test_network_unit(ctx, net, 0);
         char line[96];
         snprintf(line, sizeof line, "    static constexpr int SUM_REGISTERS = %d;", cases[i].budget);

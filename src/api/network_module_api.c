@@ -146,8 +146,8 @@ static void plan_hints_from_env(gj__network_plan_hints *hints) {
     hints->step_min_blocks = (uint32_t)env_in_range("GRIDJIT_NETWORK_STEP_MIN_BLOCKS", 1, 8, 0);
     hints->step_m_tiles = (uint32_t)env_in_range("GRIDJIT_NETWORK_STEP_M_TILES", 1, 1, 0);
     /* 0 asks for none: -1 in the hint, whose 0 leaves the rule. */
-    const int sums = (int)env_in_range("GRIDJIT_NETWORK_STEP_SUM_REGISTERS", 0, 255, -1);
-    hints->step_sum_registers = sums == 0 ? -1 : sums > 0 ? sums : 0;
+    const int sums = (int)env_in_range("GRIDJIT_NETWORK_SUM_REGISTERS", 0, 255, -1);
+    hints->sum_registers = sums == 0 ? -1 : sums > 0 ? sums : 0;
 }
 
 gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_network_module **out) {

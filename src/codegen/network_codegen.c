@@ -128,7 +128,7 @@ typedef struct {
     unsigned m_tiles;
     char backward_sums[64];
     char step_sums[64];
-} step_shape_t;
+} beyond_plan_t;
 
 /* The rules for SUM_REGISTERS, measured on the H200 (C1 models, 2^21 points, two rounds,
  * against none kept; docs/benchmarks.md §11, twenty-sixth session). The step: with 24 floats a
@@ -145,9 +145,9 @@ typedef struct {
 #define SUM_WARPS 4u
 #define BACKWARD_SUM_WIDTH 64u
 
-static step_shape_t step_shape(const struct gj_network *net) {
-    step_shape_t s = {net->hints.step_m_tiles, "", ""};
-    const int hint = net->hints.step_sum_registers;
+static beyond_plan_t beyond_plan(const struct gj_network *net) {
+    beyond_plan_t s = {net->hints.step_m_tiles, "", ""};
+    const int hint = net->hints.sum_registers;
     if (hint) {
         snprintf(s.backward_sums, sizeof s.backward_sums, "%d", hint < 0 ? 0 : hint);
         snprintf(s.step_sums, sizeof s.step_sums, "%d", hint < 0 ? 0 : hint);
@@ -201,7 +201,7 @@ static void emit_config(gj__strbuf *sb, const struct gj_network *net, const char
         emit_plan_fields(sb, plan, model, forward_min);
         gj__sb_append(sb, "#endif\n");
     }
-    const step_shape_t step = step_shape(net);
+    const beyond_plan_t step = beyond_plan(net);
     gj__sb_printf(sb,
                   "    // the backward kernels' weight-gradient sums kept in registers: floats a lane\n"
                   "    static constexpr int SUM_REGISTERS = %s;\n",
@@ -368,7 +368,7 @@ static void emit_step_helpers(gj__strbuf *sb, const char *name, const char *para
  * for the encoding's own backward kernels (a module of the encoding, which the network module
  * launches next, with dL/dx). */
 static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part,
-                               const launch_bounds_t *bounds, int unrolled, const step_shape_t *step) {
+                               const launch_bounds_t *bounds, int unrolled, const beyond_plan_t *step) {
     const int forward = part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL;
     const int backward = part == GJ__NETWORK_PART_BACKWARD || part == GJ__NETWORK_PART_ALL;
     gj__sb_printf(sb, "// The encoding as templates/model_kernels.cuh calls it.\n"
@@ -480,7 +480,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
 }
 
 static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const launch_bounds_t *bounds,
-                         const step_shape_t *step) {
+                         const beyond_plan_t *step) {
     gj__sb_append(sb, "// Kernels (templates/network_kernels.cuh): point-major float arrays, any grid size.\n");
     if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
@@ -589,7 +589,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
     if (has_kernels(net, opts)) {
         launch_bounds_t bounds;
         launch_bounds(&bounds, net, name, plans);
-        const step_shape_t step = step_shape(net);
+        const beyond_plan_t step = beyond_plan(net);
         if (net->encoding) {
             emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels, &step);
         } else {

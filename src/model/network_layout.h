@@ -41,8 +41,9 @@ typedef struct gj__network_plan_hints {
     uint32_t step_min_blocks;   /* 1 ... 8: the training step's network kernel asks for that many
                                    blocks a multiprocessor; 0: as the backward kernels */
     uint32_t step_m_tiles;      /* 1: its forward computes one m-tile at a time; 0: the rule */
-    int step_sum_registers;     /* its weight-gradient sums kept in registers, floats a lane:
-                                   1 ... 255 that budget, -1 none, 0 the rule */
+    int sum_registers;          /* the step's and the backward kernels' weight-gradient sums kept in
+                                   registers, floats a lane: 1 ... 255 that budget, -1 none, 0 the
+                                   rules */
 } gj__network_plan_hints;
 
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */
