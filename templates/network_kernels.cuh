@@ -107,9 +107,16 @@ GJ_INLINE void gj_nn_forward_kernel(gj_u64 n, const float* __restrict__ x, float
 }
 
 // The backward kernels go through the points in rounds: round r gives warp k of the block tile
-// r * WARPS + k, and the block's warps meet at the weight-gradient barriers (gj_nn_wgrad_block),
-// so every warp of a block runs every round of it, a warp past the last tile with no point.
+// r * WARPS + k, and the block's warps meet at the weight-gradient barriers (gj_nn_wgrad_block,
+// gj_nn_wgrad_regs), so every warp of a block runs every round of it, a warp past the last tile
+// with no point.
 template <class C> GJ_INLINE gj_u64 gj_nn_rounds(gj_u64 n) { return ((n + 31) / 32 + C::WARPS - 1) / C::WARPS; }
+
+// The warps of round `round` that hold points (all but in the last round).
+template <class C> GJ_INLINE int gj_nn_round_warps(gj_u64 round, gj_u64 n) {
+    const gj_u64 n_tiles = (n + 31) / 32, first = round * C::WARPS;
+    return (int)(n_tiles - first < (gj_u64)C::WARPS ? n_tiles - first : (gj_u64)C::WARPS);
+}
 
 // The round's tile of this warp, its context (a warp past the last tile gets the last tile's:
 // gj_nn_backward_warp reads it and masks what it read) and the warps of the round that hold points.
@@ -121,7 +128,7 @@ template <class C> struct gj_nn_round {
         const gj_u64 n_tiles = (n + 31) / 32, first = round * C::WARPS;
         tile = first + threadIdx.x / 32;
         ctx = contexts + (tile < n_tiles ? tile : n_tiles - 1) * C::CTX_HALVES;
-        warps = (int)(n_tiles - first < (gj_u64)C::WARPS ? n_tiles - first : (gj_u64)C::WARPS);
+        warps = gj_nn_round_warps<C>(round, n);
     }
 };
 
@@ -248,7 +255,7 @@ GJ_INLINE float gj_nn_train_rounds(gj_u64 n, const float* __restrict__ target, f
 #pragma unroll 1
     for (gj_u64 round = blockIdx.x; round < gj_nn_rounds<C>(n); round += gridDim.x) {
         const gj_u64 first_tile = round * C::WARPS, tile = first_tile + threadIdx.x / 32;
-        sums.rest.warps = (int)(n_tiles - first_tile < (gj_u64)C::WARPS ? n_tiles - first_tile : (gj_u64)C::WARPS);
+        sums.rest.warps = gj_nn_round_warps<C>(round, n);
         const gj_u64 first = tile * 32, i = first + lane;
         const bool active = i < n;
         const int valid = tile < n_tiles ? (n - first < 32 ? (int)(n - first) : 32) : 0;

@@ -162,7 +162,7 @@ static beyond_plan_t beyond_plan(const struct gj_network *net) {
 /* plans: one per gj__network_plan_class; where they differ the config states both, chosen by
  * the architecture compiled for. */
 static void emit_config(gj__strbuf *sb, const struct gj_network *net, const char *name, const gj__network_plan *plans,
-                        uint32_t forward_min) {
+                        uint32_t forward_min, const beyond_plan_t *beyond) {
     const int model = net->encoding != NULL;
     const gj__network_plan *plan = &plans[GJ__NETWORK_PLAN_PORTABLE];
     const gj__network_layout *lay = &net->layout;
@@ -201,11 +201,10 @@ static void emit_config(gj__strbuf *sb, const struct gj_network *net, const char
         emit_plan_fields(sb, plan, model, forward_min);
         gj__sb_append(sb, "#endif\n");
     }
-    const beyond_plan_t step = beyond_plan(net);
     gj__sb_printf(sb,
                   "    // the backward kernels' weight-gradient sums kept in registers: floats a lane\n"
                   "    static constexpr int SUM_REGISTERS = %s;\n",
-                  step.backward_sums);
+                  beyond->backward_sums);
     gj__sb_append(sb, "};\n");
     gj__sb_printf(sb, "typedef gj_vec<float, %u> %s_out_t;\n\n", lay->output_width, name);
 }
@@ -582,18 +581,18 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
             gj__emit_template(&sb, "model_kernels.cuh");
         }
     }
-    emit_config(&sb, net, name, plans, forward_min_blocks(net, plans));
+    const beyond_plan_t beyond = beyond_plan(net);
+    emit_config(&sb, net, name, plans, forward_min_blocks(net, plans), &beyond);
     if (part == GJ__NETWORK_PART_ALL) {
         emit_functions(&sb, name);
     }
     if (has_kernels(net, opts)) {
         launch_bounds_t bounds;
         launch_bounds(&bounds, net, name, plans);
-        const beyond_plan_t step = beyond_plan(net);
         if (net->encoding) {
-            emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels, &step);
+            emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels, &beyond);
         } else {
-            emit_kernels(&sb, name, part, &bounds, &step);
+            emit_kernels(&sb, name, part, &bounds, &beyond);
         }
     }
     return gj__sb_take(&sb);
