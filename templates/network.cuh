@@ -105,8 +105,8 @@ template <int A> struct gj_nn_kept_f {
 };
 
 // ---- PTX wrappers ---------------------------------------------------------------
-// (tests/emulated/ supplies host versions of these six, defining GJ_NN_EMULATED, to run this
-// file on the CPU one thread per lane.)
+// (tests/emulated/ supplies host versions of these, defining GJ_NN_EMULATED, to run this file
+// on the CPU one thread per lane.)
 #ifndef GJ_NN_EMULATED
 GJ_INLINE gj_u32 gj_nn_smem_addr(const void* p) {
     gj_u32 a;
@@ -151,6 +151,31 @@ GJ_INLINE void gj_nn_red_v4(float* p, float a, float b, float c, float d) {
     atomicAdd(p + 1, b);
     atomicAdd(p + 2, c);
     atomicAdd(p + 3, d);
+#endif
+}
+
+// A 4-byte copy from global to shared memory that the lane does not wait for (cp.async, sm_80
+// and later; before, a plain copy), both addresses 4-byte aligned: the training step fetches a
+// tile's targets this way while its forward runs. A commit closes the group of copies issued
+// since the last one; gj_nn_copies_wait waits for all of the lane's groups (a __syncwarp after
+// it shows every lane's copies to the warp).
+GJ_INLINE void gj_nn_copy4_async(void* s, const void* g) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(gj_nn_smem_addr(s)), "l"(g) : "memory");
+#else
+    *(gj_u32*)s = *(const gj_u32*)g;
+#endif
+}
+
+GJ_INLINE void gj_nn_copies_commit() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+GJ_INLINE void gj_nn_copies_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 #endif
 }
 

@@ -173,6 +173,12 @@ GJ_INLINE void gj_nn_backward_tiles(gj_u64 n, const float* __restrict__ dL_dy, f
     });
 }
 
+// Where the warps' scratch starts in a backward block's shared memory, in halves: after the
+// staged weights and (SMEM_GRADS) the block's parameter-gradient sums.
+template <class C> GJ_INLINE gj_u64 gj_nn_scratch_offset() {
+    return gj_nn_staged_halves<C, C::STAGE_BWD>() + (C::SMEM_GRADS ? 2 * ((C::N_PARAMS + 3) / 4 * 4) : 0);
+}
+
 // A backward kernel's shared memory: the staged weights, then (SMEM_GRADS) the block's
 // parameter-gradient sums, then each warp's scratch. *grads is where the block adds its
 // parameter gradients: the shared sums, zeroed here (the caller syncs before use), or
@@ -180,15 +186,13 @@ GJ_INLINE void gj_nn_backward_tiles(gj_u64 n, const float* __restrict__ dL_dy, f
 template <class C> GJ_INLINE gj_u16* gj_nn_backward_smem(float* dL_dparams, float** grads) {
     const gj_u64 staged = gj_nn_staged_halves<C, C::STAGE_BWD>();
     *grads = dL_dparams;
-    gj_u64 grad_halves = 0;
     if constexpr (C::SMEM_GRADS) {
-        grad_halves = 2 * ((C::N_PARAMS + 3) / 4 * 4);
         if (dL_dparams) {
             *grads = (float*)(gj_nn_smem + staged);
             for (gj_u64 e = threadIdx.x; e < C::N_PARAMS; e += blockDim.x) (*grads)[e] = 0.0f;
         }
     }
-    return gj_nn_smem + staged + grad_halves + (threadIdx.x / 32) * (gj_u64)C::SCRATCH_HALVES;
+    return gj_nn_smem + gj_nn_scratch_offset<C>() + (threadIdx.x / 32) * (gj_u64)C::SCRATCH_HALVES;
 }
 
 // With SMEM_GRADS, adds the block's parameter-gradient sums (fragment order, gj_nn_wgrad_block)
@@ -243,12 +247,24 @@ GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, 
 // The parameter gradients: the layers that fit C::SUM_REGISTERS accumulators a lane in
 // registers over all of the block's rounds (gj_nn_wgrad_regs, added to dL_dparams at the end),
 // the others to grads every round (the block sums, or dL_dparams itself).
+// C::FETCH_TARGETS: the tile's targets are fetched into the warp's C::TARGET_HALVES after the
+// block's scratch (cp.async) when its round starts, and have arrived by the time its forward is
+// done; read after the forward instead, the warp would wait on them with nothing else to do
+// (docs/networks.md §10).
+template <class C> GJ_INLINE float* gj_nn_target_staging() {
+    return (float*)(gj_nn_smem + gj_nn_scratch_offset<C>() + C::WARPS * C::SCRATCH_HALVES +
+                    (threadIdx.x / 32) * (gj_u64)C::TARGET_HALVES);
+}
+
 template <class C, int PAD, bool WITH_DX, class In, class F>
 GJ_INLINE float gj_nn_train_rounds(gj_u64 n, const float* __restrict__ target, float grad_factor, float* __restrict__ y,
                                    const gj_u16* w, gj_u16* scratch, gj_u16* ring, float* grads,
                                    float* __restrict__ dL_dparams, In put_input, F per_point) {
+    static_assert(!C::FETCH_TARGETS || (C::TARGET_HALVES >= 64 * C::OUT && C::TARGET_HALVES % 8 == 0),
+                  "a warp's staging holds 32 rows of targets and keeps the next 16-byte aligned");
     const int lane = gj_nn_lane();
     gj_u16* ctx = ring + ((gj_u64)blockIdx.x * C::WARPS + threadIdx.x / 32) * C::CTX_HALVES;
+    float* staged = C::FETCH_TARGETS ? gj_nn_target_staging<C>() : nullptr;
     const gj_u64 n_tiles = (n + 31) / 32;
     float squares = 0.0f;
     gj_nn_wgrad_regs<C, C::SUM_REGISTERS> sums(dL_dparams, grads);
@@ -259,17 +275,25 @@ GJ_INLINE float gj_nn_train_rounds(gj_u64 n, const float* __restrict__ target, f
         const gj_u64 first = tile * 32, i = first + lane;
         const bool active = i < n;
         const int valid = tile < n_tiles ? (n - first < 32 ? (int)(n - first) : 32) : 0;
-        put_input(i, active, scratch);
-        gj_nn_forward_warp<C, PAD>(w, scratch, ctx);
         // The tile's outputs and targets are one contiguous run each: consecutive lanes take
         // consecutive values (whole sectors a load), as gj_nn_store_rows does.
+        if constexpr (C::FETCH_TARGETS) {
+            for (int e = lane; e < valid * C::OUT; e += 32) gj_nn_copy4_async(staged + e, target + first * C::OUT + e);
+            gj_nn_copies_commit();
+        }
+        put_input(i, active, scratch);
+        gj_nn_forward_warp<C, PAD>(w, scratch, ctx);
+        if constexpr (C::FETCH_TARGETS) {
+            gj_nn_copies_wait();
+            __syncwarp();
+        }
 #pragma unroll 4
         for (int e = lane; e < valid * C::OUT; e += 32) {
             const int r = e / C::OUT;
             gj_u16* v = scratch + r * C::S + (e - r * C::OUT);
             const float out = gj_half_to_float(*v);
             if (y) y[first * C::OUT + e] = out;
-            const float diff = out - target[first * C::OUT + e];
+            const float diff = out - (C::FETCH_TARGETS ? staged[e] : target[first * C::OUT + e]);
             squares = fmaf(diff, diff, squares);
             *v = gj_float_to_half_bits(grad_factor * diff);
         }

@@ -47,6 +47,16 @@ static const step_case cases[] = {
      "{\"n_neurons\": 128, \"n_hidden_layers\": 2, \"n_output_dims\": 5}}", 3, 0, 300, 0.0f},
     {"{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 1, \"activation\": \"Tanh\"}", 4, 3, 129,
      0.0f},
+    /* Enough points for several rounds a block, each tile's targets fetched into the warp's
+     * staging while its forward runs (the last tile partial; 16 and 3 outputs; fp16 and fp32
+     * features; a network alone). */
+    {"{\"encoding\": {\"otype\": \"HashGrid\", \"log2_hashmap_size\": 15}, \"network\": "
+     "{\"n_neurons\": 64, \"n_hidden_layers\": 2, \"n_output_dims\": 16}}", 3, 0, 262152, 0.0f},
+    {"{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 8, \"precision\": \"fp32\", \"log2_hashmap_size\": "
+     "15}, \"network\": {\"n_neurons\": 32, \"n_hidden_layers\": 2, \"n_output_dims\": 16}}", 3, 0, 200008, 0.0f},
+    {"{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 8, \"log2_hashmap_size\": 15}, \"network\": "
+     "{\"n_neurons\": 64, \"n_hidden_layers\": 2, \"n_output_dims\": 3}}", 3, 0, 200002, 0.0f},
+    {"{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 2}", 32, 16, 200003, 0.0f},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

@@ -261,6 +261,16 @@ static void step_sums_in_registers(void **state) {
     expect_line(src, "    static constexpr int SUM_REGISTERS = 0;\n");
     expect_line(src, "    static constexpr int SUM_REGISTERS = 0; // weight-gradient sums kept in registers: floats a lane");
     free(src);
+    /* The step fetches its targets ahead: 32 rows of 16 floats a warp (the plan's). */
+    src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_STEP, "");
+    expect_line(src, "    static constexpr bool FETCH_TARGETS = true; // a tile's targets fetched while its forward runs");
+    expect_line(src, "    static constexpr gj_u64 TARGET_HALVES = 1024ull; // a warp's staging for them");
+    free(src);
+    net->hints.step_fetch_targets = -1;
+    src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_STEP, "");
+    expect_line(src, "    static constexpr bool FETCH_TARGETS = false; // a tile's targets fetched while its forward runs");
+    expect_line(src, "    static constexpr gj_u64 TARGET_HALVES = 0ull; // a warp's staging for them");
+    free(src);
     gj_network_destroy(net);
     /* 128 neurons: none in the backward kernels (slower so), the rule in the step. */
     net = make(ctx, "{\"n_neurons\": 128, \"n_hidden_layers\": 2}", 32, 16);
@@ -284,6 +294,7 @@ static void step_sums_in_registers(void **state) {
     for (unsigned i = 0; i < 3; ++i) {
         net = make(ctx, cases[i].json, cases[i].in, cases[i].out);
         net->hints.sum_registers = cases[i].budget;
+        net->hints.step_fetch_targets = i == 2 ? -1 : 0; /* the targets read after the forward too */
         char *unit = gj_test_network_unit(ctx, net, 0);
         char line[96];
         snprintf(line, sizeof line, "    static constexpr int SUM_REGISTERS = %d;", cases[i].budget);

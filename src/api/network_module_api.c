@@ -148,6 +148,7 @@ static void plan_hints_from_env(gj__network_plan_hints *hints) {
     /* 0 asks for none: -1 in the hint, whose 0 leaves the rule. */
     const int sums = (int)env_in_range("GRIDJIT_NETWORK_SUM_REGISTERS", 0, 255, -1);
     hints->sum_registers = sums == 0 ? -1 : sums > 0 ? sums : 0;
+    hints->step_fetch_targets = env_switch("GRIDJIT_NETWORK_STEP_FETCH_TARGETS");
 }
 
 gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_network_module **out) {

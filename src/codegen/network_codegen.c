@@ -128,6 +128,7 @@ typedef struct {
     unsigned m_tiles;
     char backward_sums[64];
     char step_sums[64];
+    char step_fetch[256]; /* the step config's statements of its targets fetched ahead */
 } beyond_plan_t;
 
 /* The rules for SUM_REGISTERS, measured on the H200 (C1 models, 2^21 points, two rounds,
@@ -145,8 +146,13 @@ typedef struct {
 #define SUM_WARPS 4u
 #define BACKWARD_SUM_WIDTH 64u
 
-static beyond_plan_t beyond_plan(const struct gj_network *net) {
-    beyond_plan_t s = {net->hints.step_m_tiles, "", ""};
+static beyond_plan_t beyond_plan(const struct gj_network *net, const gj__network_plan *plans) {
+    beyond_plan_t s = {net->hints.step_m_tiles, "", "", ""};
+    const gj__network_plan *p = &plans[GJ__NETWORK_PLAN_PORTABLE]; /* the same in every class */
+    snprintf(s.step_fetch, sizeof s.step_fetch,
+             "    static constexpr bool FETCH_TARGETS = %s; // a tile's targets fetched while its forward runs\n"
+             "    static constexpr gj_u64 TARGET_HALVES = %lluull; // a warp's staging for them\n",
+             p->step_fetch_targets ? "true" : "false", (unsigned long long)p->step_target_halves);
     const int hint = net->hints.sum_registers;
     if (hint) {
         snprintf(s.backward_sums, sizeof s.backward_sums, "%d", hint < 0 ? 0 : hint);
@@ -465,6 +471,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "    static constexpr int FORWARD_M_TILES = %u; // the forward's m-tiles at once (0: the rule)\n"
                       "    static constexpr bool STAGE_BWD = STAGE_STEP;\n"
                       "    static constexpr int SUM_REGISTERS = %s; // weight-gradient sums kept in registers: floats a lane\n"
+                      "%s"
                       "};\n\n"
                       "extern \"C\" __global__ void %s\n"
                       "%s_train_features(gj_u64 n, %s_encoding_config::param_t* f, const float* target, float grad_factor,\n"
@@ -473,7 +480,8 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "    gj_model_train_features_kernel<%s_step_config>(n, f, target, grad_factor, loss_factor, params,\n"
                       "                                                  ring, y, dL_dparams, loss);\n"
                       "}\n\n",
-                      name, name, name, step->m_tiles, step->step_sums, bounds->step, name, name, name);
+                      name, name, name, step->m_tiles, step->step_sums, step->step_fetch, bounds->step, name, name,
+                      name);
         emit_step_helpers(sb, name, "%s_encoding_config::param_t", "%s_encoding_config::grad_t");
     }
 }
@@ -526,6 +534,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "    static constexpr int FORWARD_M_TILES = %u; // the forward's m-tiles at once (0: the rule)\n"
                       "    static constexpr bool STAGE_BWD = STAGE_STEP;\n"
                       "    static constexpr int SUM_REGISTERS = %s; // weight-gradient sums kept in registers: floats a lane\n"
+                      "%s"
                       "};\n\n"
                       "extern \"C\" __global__ void %s\n"
                       "%s_train_step(gj_u64 n, const float* x, const float* target, float grad_factor, float loss_factor,\n"
@@ -533,7 +542,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "    gj_nn_train_kernel<%s_step_config>(n, x, target, grad_factor, loss_factor, params, ring, y,\n"
                       "                                       dL_dparams, loss);\n"
                       "}\n\n",
-                      name, name, step->m_tiles, step->step_sums, bounds->step, name, name);
+                      name, name, step->m_tiles, step->step_sums, step->step_fetch, bounds->step, name, name);
         emit_step_helpers(sb, name, "gj_half", "float");
     }
 }
@@ -581,7 +590,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
             gj__emit_template(&sb, "model_kernels.cuh");
         }
     }
-    const beyond_plan_t beyond = beyond_plan(net);
+    const beyond_plan_t beyond = beyond_plan(net, plans);
     emit_config(&sb, net, name, plans, forward_min_blocks(net, plans), &beyond);
     if (part == GJ__NETWORK_PART_ALL) {
         emit_functions(&sb, name);

@@ -133,6 +133,7 @@ int gj__network_plan_equal(const gj__network_plan *a, const gj__network_plan *b)
            a->forward_bytes == b->forward_bytes && a->backward_bytes == b->backward_bytes &&
            a->backward_input_bytes == b->backward_input_bytes && a->step_stage == b->step_stage &&
            a->step_bytes == b->step_bytes && a->step_input_bytes == b->step_input_bytes &&
+           a->step_fetch_targets == b->step_fetch_targets && a->step_target_halves == b->step_target_halves &&
            a->inference_warps == b->inference_warps &&
            a->inference_stride == b->inference_stride && a->inference_scratch_halves == b->inference_scratch_halves &&
            a->inference_min_blocks == b->inference_min_blocks && a->inference_m_tiles == b->inference_m_tiles &&
@@ -179,6 +180,43 @@ static void wide_inference(const gj__network_layout *layout, const gj__network_p
     p->inference_bytes = (uint32_t)bytes;
 }
 
+/* The training step's kernel fetches each tile's targets while the tile's forward runs (the
+ * plan's step_fetch_targets), unless the staging (32 rows of targets a warp) would leave its
+ * block alone on a multiprocessor of 228 KiB (the large class's; one decision for every class)
+ * where two fitted before. On the H200 (2^21 points, C1 models with 16 outputs, steps with Adam)
+ * 128 x 2 took 5.96 -> 5.70 ms, 16 x 2 3.43 -> 3.34, 64 x 3 3.98 -> 3.94, 32 x 2 3.32 -> 3.29, 64
+ * x 2 3.69 -> 3.70; networks alone (32 -> W x L -> 16) 128 x 2 3.08 -> 2.85, 64 x 2 1.12 -> 1.08.
+ * With the staging of every warp of a block too, 64 x 4 went from two blocks of eight warps a
+ * multiprocessor to one: 4.30 -> 4.59. A hint sets it either way (where the block fits). */
+#define STAGING_SM_BYTES (228u * 1024u)
+#define STAGING_BLOCK_RESERVE 1024u
+
+static uint32_t blocks_fitting(uint64_t bytes) {
+    return (uint32_t)(STAGING_SM_BYTES / (bytes + STAGING_BLOCK_RESERVE));
+}
+
+static void step_fetch_targets(const gj__network_layout *layout, const gj__network_plan_hints *hints, int model,
+                               gj__network_plan *plans) {
+    const int hint = hints ? hints->step_fetch_targets : 0;
+    const uint64_t halves = round_up(64ull * layout->output_width, 8);
+    int fetch = hint >= 0;
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        const uint64_t bytes = model ? plans[c].step_input_bytes : plans[c].step_bytes;
+        const uint64_t with = bytes + 2 * halves * plans[c].warps;
+        const int alone = blocks_fitting(with) < 2 && blocks_fitting(bytes) >= 2;
+        if (with > GJ__NETWORK_MAX_SMEM || (hint == 0 && c == GJ__NETWORK_PLAN_LARGE && alone)) {
+            fetch = 0;
+        }
+    }
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        gj__network_plan *p = &plans[c];
+        p->step_fetch_targets = fetch;
+        p->step_target_halves = fetch ? halves : 0;
+        uint32_t *bytes = model ? &p->step_input_bytes : &p->step_bytes;
+        *bytes += (uint32_t)(2 * p->step_target_halves * p->warps);
+    }
+}
+
 void gj__network_plans_make(const gj__network_layout *layout, const gj__network_plan_hints *hints, int model,
                             gj__network_plan *plans) {
     for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
@@ -187,6 +225,7 @@ void gj__network_plans_make(const gj__network_layout *layout, const gj__network_
             wide_inference(layout, hints, &plans[c]);
         }
     }
+    step_fetch_targets(layout, hints, model, plans);
 }
 
 void gj__network_plan_make(const gj__network_layout *layout, const gj__network_plan_hints *hints,

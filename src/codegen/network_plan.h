@@ -48,6 +48,11 @@ typedef struct gj__network_plan {
     int step_stage;
     uint32_t step_bytes;       /* a network alone's (NAME_train_step) */
     uint32_t step_input_bytes; /* a model's (NAME_train_features) */
+    /* Whether that kernel fetches each tile's targets into a staging of target_halves a warp
+     * while the tile's forward runs (cp.async; the two counts above include the staging). The
+     * same in every class's plan (gj__network_plans_make). */
+    int step_fetch_targets;
+    uint64_t step_target_halves;
 } gj__network_plan;
 
 /* Output columns a product computes at once (templates/network.cuh: GJ_NN_OUT_CHUNK, which

@@ -44,6 +44,8 @@ typedef struct gj__network_plan_hints {
     int sum_registers;          /* the step's and the backward kernels' weight-gradient sums kept in
                                    registers, floats a lane: 1 ... 255 that budget, -1 none, 0 the
                                    rules */
+    int step_fetch_targets;     /* the step's network kernel fetches a tile's targets while its
+                                   forward runs: 1 yes, -1 no, 0 the rule */
 } gj__network_plan_hints;
 
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */

@@ -71,6 +71,10 @@ void gj_nn_mma(float (&c)[4], const gj_u32 (&a)[4], gj_u32 b0, gj_u32 b1);
 float gj_nn_shfl_xor(float v, int m);
 // Fails unless p is 16-byte aligned (as the GPU's 16-byte reduction requires), then four atomics.
 void gj_nn_red_v4(float* p, float a, float b, float c, float d);
+// cp.async: the copy done at once (nothing is left in flight to wait for).
+inline void gj_nn_copy4_async(void* s, const void* g) { std::memcpy(s, g, 4); }
+inline void gj_nn_copies_commit() {}
+inline void gj_nn_copies_wait() {}
 
 // Runs body(thread) for every thread of grid x block, one block at a time, the threads of
 // a block concurrently.
