@@ -37,6 +37,14 @@ static void expect_line(const char *source, const char *line) {
     }
 }
 
+/* The step's program of net (generated as opts say) has lines a and b. */
+static void expect_step_lines(const gj_network *net, const gj_codegen_options *opts, const char *a, const char *b) {
+    char *src = gj__network_codegen(net, opts, GJ__NETWORK_PART_STEP, "");
+    expect_line(src, a);
+    expect_line(src, b);
+    free(src);
+}
+
 static void unit_states_the_layout(void **state) {
     (void)state;
     gj_context *ctx = NULL;
@@ -242,7 +250,8 @@ static void every_width_and_activation_compiles(void **state) {
  * gj_nn_wgrad_regs): the rules by default, a module's hint as a number (-1: none); and the
  * kernels compile with every layer kept (255 floats a lane) where the first, hidden and last
  * layers share one shape (64 -> 64 x 1 -> 64) or the network is one layer, and with some
- * hidden layers kept and the others summed per round (32 x 6, 40 floats a lane). */
+ * hidden layers kept and the others summed per round (32 x 6, 40 floats a lane). The step also
+ * states whether it fetches its targets ahead (the plan's rule, or off by the hint). */
 static void step_sums_in_registers(void **state) {
     (void)state;
     gj_context *ctx = NULL;
@@ -251,34 +260,26 @@ static void step_sums_in_registers(void **state) {
     gj_codegen_options_init(&opts);
     opts.name = GJ__NETWORK_DEFAULT_NAME;
     gj_network *net = make(ctx, "{\"n_neurons\": 64, \"n_hidden_layers\": 2}", 32, 16);
-    char *src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_STEP, "");
-    expect_line(src, "    static constexpr int SUM_REGISTERS = WARPS <= 4 ? 24 : 0;\n"); /* the backward kernels' */
-    expect_line(src, "    static constexpr int SUM_REGISTERS = WARPS <= 4 ? 24 : 0; // weight-gradient sums kept in "
-                     "registers: floats a lane"); /* the step's */
-    free(src);
-    net->hints.sum_registers = -1;
-    src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_STEP, "");
-    expect_line(src, "    static constexpr int SUM_REGISTERS = 0;\n");
-    expect_line(src, "    static constexpr int SUM_REGISTERS = 0; // weight-gradient sums kept in registers: floats a lane");
-    free(src);
+    expect_step_lines(net, &opts, "    static constexpr int SUM_REGISTERS = WARPS <= 4 ? 24 : 0;\n", /* the backward kernels' */
+                      "    static constexpr int SUM_REGISTERS = WARPS <= 4 ? 24 : 0; // weight-gradient sums kept in "
+                      "registers: floats a lane"); /* the step's */
     /* The step fetches its targets ahead: 32 rows of 16 floats a warp (the plan's). */
-    src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_STEP, "");
-    expect_line(src, "    static constexpr bool FETCH_TARGETS = true; // a tile's targets fetched while its forward runs");
-    expect_line(src, "    static constexpr gj_u64 TARGET_HALVES = 1024ull; // a warp's staging for them");
-    free(src);
+    expect_step_lines(net, &opts,
+                      "    static constexpr bool FETCH_TARGETS = true; // a tile's targets fetched while its forward runs",
+                      "    static constexpr gj_u64 TARGET_HALVES = 1024ull; // a warp's staging for them");
+    net->hints.sum_registers = -1;
+    expect_step_lines(net, &opts, "    static constexpr int SUM_REGISTERS = 0;\n",
+                      "    static constexpr int SUM_REGISTERS = 0; // weight-gradient sums kept in registers: floats a lane");
     net->hints.step_fetch_targets = -1;
-    src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_STEP, "");
-    expect_line(src, "    static constexpr bool FETCH_TARGETS = false; // a tile's targets fetched while its forward runs");
-    expect_line(src, "    static constexpr gj_u64 TARGET_HALVES = 0ull; // a warp's staging for them");
-    free(src);
+    expect_step_lines(net, &opts,
+                      "    static constexpr bool FETCH_TARGETS = false; // a tile's targets fetched while its forward runs",
+                      "    static constexpr gj_u64 TARGET_HALVES = 0ull; // a warp's staging for them");
     gj_network_destroy(net);
     /* 128 neurons: none in the backward kernels (slower so), the rule in the step. */
     net = make(ctx, "{\"n_neurons\": 128, \"n_hidden_layers\": 2}", 32, 16);
-    src = gj__network_codegen(net, &opts, GJ__NETWORK_PART_STEP, "");
-    expect_line(src, "    static constexpr int SUM_REGISTERS = 0;\n");
-    expect_line(src, "    static constexpr int SUM_REGISTERS = WARPS <= 4 ? 24 : 0; // weight-gradient sums kept in "
-                     "registers: floats a lane");
-    free(src);
+    expect_step_lines(net, &opts, "    static constexpr int SUM_REGISTERS = 0;\n",
+                      "    static constexpr int SUM_REGISTERS = WARPS <= 4 ? 24 : 0; // weight-gradient sums kept in "
+                      "registers: floats a lane");
     gj_network_destroy(net);
     if (!gj_test_have_nvrtc()) {
         gj_context_destroy(ctx);
