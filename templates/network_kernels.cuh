@@ -232,6 +232,13 @@ GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, 
 }
 
 // ---- the training step, fused (docs/networks.md §10) ----------------------------------------
+// The warp's staging of its tile's targets in a training step's block (C::FETCH_TARGETS): its
+// C::TARGET_HALVES after the block's scratch.
+template <class C> GJ_INLINE float* gj_nn_target_staging() {
+    return (float*)(gj_nn_smem + gj_nn_scratch_offset<C>() + C::WARPS * C::SCRATCH_HALVES +
+                    (threadIdx.x / 32) * (gj_u64)C::TARGET_HALVES);
+}
+
 // Forward, the loss's gradient and backward of each tile in one kernel, so that neither the
 // forward context nor the outputs and their gradients go through memory between passes. Per
 // round each warp runs its tile forwards with the context in the warp's own slot of `ring`
@@ -247,15 +254,9 @@ GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, 
 // The parameter gradients: the layers that fit C::SUM_REGISTERS accumulators a lane in
 // registers over all of the block's rounds (gj_nn_wgrad_regs, added to dL_dparams at the end),
 // the others to grads every round (the block sums, or dL_dparams itself).
-// C::FETCH_TARGETS: the tile's targets are fetched into the warp's C::TARGET_HALVES after the
-// block's scratch (cp.async) when its round starts, and have arrived by the time its forward is
-// done; read after the forward instead, the warp would wait on them with nothing else to do
-// (docs/networks.md §10).
-template <class C> GJ_INLINE float* gj_nn_target_staging() {
-    return (float*)(gj_nn_smem + gj_nn_scratch_offset<C>() + C::WARPS * C::SCRATCH_HALVES +
-                    (threadIdx.x / 32) * (gj_u64)C::TARGET_HALVES);
-}
-
+// C::FETCH_TARGETS: each tile's targets are copied into the warp's staging (cp.async) when its
+// round starts and have arrived by the time its forward is done; read after the forward
+// instead, the warp would wait on them with nothing else to do (docs/networks.md §10).
 template <class C, int PAD, bool WITH_DX, class In, class F>
 GJ_INLINE float gj_nn_train_rounds(gj_u64 n, const float* __restrict__ target, float grad_factor, float* __restrict__ y,
                                    const gj_u16* w, gj_u16* scratch, gj_u16* ring, float* grads,
