@@ -738,9 +738,8 @@ GJ_INLINE void gj_nn_wgrad_task(float (&c)[NB][2][4], int mb, int nb0, const gj_
 }
 
 // Adds a task's sums c to dparams in tiny-cuda-nn's layout with atomics (the layer's K columns
-// at `offset`); vec: with 16-byte reductions (dparams + offset 16-byte aligned, in global
-// memory): lanes t and t ^ 1 trade a pair of sums so that each holds four consecutive columns
-// of one row (even t row g, odd t row g + 8), a quarter of the atomic instructions.
+// at `offset`); vec: with the 16-byte reductions of the overview above (dparams + offset
+// 16-byte aligned, in global memory).
 template <int NB, int K>
 GJ_INLINE void gj_nn_wgrad_add(float* dparams, gj_u64 offset, int mb, int nb0, const float (&c)[NB][2][4], bool vec) {
     const int l = gj_nn_lane(), g = l >> 2, t = l & 3;

@@ -120,10 +120,12 @@ static void emit_plan_fields(gj__strbuf *sb, const gj__network_plan *plan, int m
     }
 }
 
-/* Beyond the plan: the training step's forward's m-tiles at once (0: the templates' rule), and
- * the expressions of SUM_REGISTERS, the floats a lane of weight-gradient sums that the backward
- * kernels (NAME_config's) and the step's network kernel (NAME_step_config's) keep in registers
- * across their block's rounds (templates/network.cuh, gj_nn_wgrad_regs; 0: none). */
+/* What the configs state beyond the plan's fields: the training step's forward's m-tiles at
+ * once (0: the templates' rule), the expressions of SUM_REGISTERS, the floats a lane of
+ * weight-gradient sums that the backward kernels (NAME_config's) and the step's network kernel
+ * (NAME_step_config's) keep in registers across their block's rounds (templates/network.cuh,
+ * gj_nn_wgrad_regs; 0: none), and the step config's statements of the plan's fetch of targets
+ * (the same in every class, so stated once). */
 typedef struct {
     unsigned m_tiles;
     char backward_sums[64];
