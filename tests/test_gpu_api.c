@@ -1,7 +1,8 @@
 /*
  * The runtime API on a device: probing, the context rule, parameter initialisation
  * (against PCG32 on the host), empty batches, passes not compiled, pointer checks with
- * real device pointers, PTX programs, gradient modes, device-memory helpers.
+ * real device pointers, PTX programs, gradient modes, the stream order of a backward whose
+ * coarse kernel runs on a side stream, device-memory helpers.
  * Skipped without a device (the reason is printed).
  */
 #include <setjmp.h>
@@ -385,6 +386,127 @@ static void gradient_modes(void **state) {
     gj_module_destroy(m);
 }
 
+/* One forward -> backward -> forward chain on stream: the backward's dL/dy is what the first
+ * forward writes, the second forward reads the backward's gradients as its parameters. With
+ * sync, a synchronisation after each call. grad and y2 receive the results. */
+typedef struct chain {
+    uint64_t n;
+    void *x, *params, *dy, *grad, *y2;
+    const float *zeros, *garbage; /* host: dL/dy's and the gradient's contents before the chain */
+} chain;
+
+static void run_chain(api *a, gj_module *m, const chain *c, gj_stream stream, int sync, float *grad, float *y2) {
+    const size_t n_params = gj_module_n_params(m), outputs = c->n * gj_module_output_width(m);
+    gj_gpu_put(a->ctx, c->dy, c->zeros, outputs * sizeof(float));
+    gj_gpu_put(a->ctx, c->grad, c->garbage, n_params * sizeof(float));
+    gj_gpu_sync(a->ctx);
+    gj_forward_desc f;
+    gj_forward_desc_init(&f);
+    f.n = c->n;
+    f.x = c->x;
+    f.params = c->params;
+    f.y = c->dy;
+    gj_gpu_ok(a->ctx, gj_forward(m, stream, &f), "gj_forward (dL/dy)");
+    if (sync) {
+        gj_gpu_ok(a->ctx, gj_stream_synchronize(a->ctx, stream), "gj_stream_synchronize");
+    }
+    gj_backward_desc b;
+    gj_backward_desc_init(&b);
+    b.n = c->n;
+    b.x = c->x;
+    b.params = c->params;
+    b.dL_dy = c->dy;
+    b.dL_dparams = c->grad;
+    gj_gpu_ok(a->ctx, gj_backward(m, stream, &b), "gj_backward");
+    if (sync) {
+        gj_gpu_ok(a->ctx, gj_stream_synchronize(a->ctx, stream), "gj_stream_synchronize");
+    }
+    f.params = c->grad;
+    f.y = c->y2;
+    gj_gpu_ok(a->ctx, gj_forward(m, stream, &f), "gj_forward (of the gradients)");
+    gj_gpu_ok(a->ctx, gj_stream_synchronize(a->ctx, stream), "gj_stream_synchronize");
+    gj_gpu_get(a->ctx, grad, c->grad, n_params * sizeof(float));
+    gj_gpu_get(a->ctx, y2, c->y2, outputs * sizeof(float));
+}
+
+/* got within float summation-order rounding of want (sums of up to a few thousand terms of
+ * |value| <= 1); a kernel that ran before its input was written or after its output was
+ * read is far off. */
+static void expect_close(const char *what, const float *got, const float *want, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+        if (!(fabsf(got[i] - want[i]) <= 1e-3f * fmaxf(1.0f, fabsf(want[i])))) {
+            fail_msg("%s %zu: %.9g, with a synchronisation after each call %.9g", what, i, (double)got[i],
+                     (double)want[i]);
+        }
+    }
+}
+
+/* A backward of enough points runs its small levels' kernel on a side stream of the
+ * context, beside the main kernel (runtime/side_stream.h): it still follows what the
+ * caller's stream queued before it and precedes what it queues after, on a stream of the
+ * caller's and on the NULL stream, as the same calls each followed by a synchronisation. */
+static void backward_keeps_the_stream_order(void **state) {
+    api *a = *state;
+    NEED_GPU();
+    gj_module *m = NULL;
+    gj_gpu_ok(a->ctx, gj_module_create(a->ctx, a->enc32, NULL, &m), "gj_module_create");
+    chain c = {1u << 20, NULL, NULL, NULL, NULL, NULL, NULL, NULL}; /* past the side stream's threshold */
+    const size_t n_params = gj_module_n_params(m), outputs = c.n * gj_module_output_width(m);
+    const uint32_t d = gj_encoding_n_dims(a->enc32);
+    float *host = malloc((c.n * d + n_params) * sizeof(float));
+    assert_non_null(host);
+    gj_gpu_rng rng = {11};
+    for (uint64_t k = 0; k < c.n * d + n_params; ++k) {
+        host[k] = k < c.n * d ? gj_gpu_rng_float(&rng, 0.0f, 1.0f) : gj_gpu_rng_float(&rng, -1.0f, 1.0f);
+    }
+    c.x = gj_gpu_upload_floats(a->ctx, host, c.n * d);
+    c.params = gj_gpu_upload_floats(a->ctx, host + c.n * d, n_params);
+    c.dy = gj_gpu_alloc(a->ctx, outputs * sizeof(float));
+    c.grad = gj_gpu_alloc(a->ctx, n_params * sizeof(float));
+    c.y2 = gj_gpu_alloc(a->ctx, outputs * sizeof(float));
+    float *zeros = calloc(outputs, sizeof(float)), *garbage = malloc(n_params * sizeof(float));
+    assert_true(zeros && garbage);
+    for (size_t p = 0; p < n_params; ++p) {
+        garbage[p] = 1e6f; /* overwritten by the backward */
+    }
+    c.zeros = zeros;
+    c.garbage = garbage;
+    float *grad[2], *y2[2];
+    for (int k = 0; k < 2; ++k) {
+        grad[k] = malloc(n_params * sizeof(float));
+        y2[k] = malloc(outputs * sizeof(float));
+        assert_true(grad[k] && y2[k]);
+    }
+    gj_stream stream = NULL;
+    gj_gpu_ok(a->ctx, gj_stream_create(a->ctx, 1, &stream), "gj_stream_create");
+    const gj_stream streams[] = {stream, NULL};
+    for (int s = 0; s < 2; ++s) {
+        run_chain(a, m, &c, streams[s], 1, grad[0], y2[0]);
+        run_chain(a, m, &c, streams[s], 0, grad[1], y2[1]);
+        expect_close("gradient", grad[1], grad[0], n_params);
+        expect_close("forward of the gradients, output", y2[1], y2[0], outputs);
+    }
+    /* The first level (9^3 entries of 2 features) is one of the small ones: its sums came. */
+    size_t nonzero = 0;
+    for (size_t p = 0; p < 729 * 2; ++p) {
+        nonzero += grad[1][p] != 0.0f && fabsf(grad[1][p]) < 1e5f;
+    }
+    assert_true(nonzero > 700 * 2);
+    gj_stream_destroy(a->ctx, stream);
+    for (int k = 0; k < 2; ++k) {
+        free(grad[k]);
+        free(y2[k]);
+    }
+    free(host);
+    free(zeros);
+    free(garbage);
+    void *buffers[] = {c.x, c.params, c.dy, c.grad, c.y2};
+    for (size_t i = 0; i < 5; ++i) {
+        gj_gpu_free(a->ctx, buffers[i]);
+    }
+    gj_module_destroy(m);
+}
+
 static void device_memory_round_trip(void **state) {
     api *a = *state;
     NEED_GPU();
@@ -416,6 +538,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(misaligned_pointers_are_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(ptx_program_matches_cubin, setup, teardown),
         cmocka_unit_test_setup_teardown(gradient_modes, setup, teardown),
+        cmocka_unit_test_setup_teardown(backward_keeps_the_stream_order, setup, teardown),
         cmocka_unit_test_setup_teardown(device_memory_round_trip, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,9 @@
  *     the old one;
  *   - a failed launch still names the call and its configuration;
  *   - a launch that stages point-major rows sets its kernel's L1 carveout once per context;
+ *   - a backward of many points runs its coarse kernel on a side stream of the context,
+ *     forked after the zeroing and joined before the call returns, except on a stream being
+ *     captured or below the threshold; the side streams go with the module;
  *   - gridjit bench --calls reports the time per call.
  * It also prints the host time per call on the fake driver (nothing runs), for profiling
  * the path: `valgrind --tool=callgrind build/tests/test_launch_path` with
@@ -762,6 +765,97 @@ static void one_kernel_keeps_each_cap(void **state) {
 }
 
 /* Host time per call on the fake driver: the cost of gridjit's own path (nothing runs). */
+/* The stream order of one gj_backward of n points on stream (trace entries, fake_driver.h). */
+static const char *backward_trace(fixture *f, uint64_t n, gj_stream stream) {
+    gj_backward_desc d = backward_desc(f);
+    d.n = n;
+    fake.trace_start();
+    ok(f, gj_backward(f->module, stream, &d));
+    return fake.trace();
+}
+
+static void expect_trace(const char *what, const char *got, const char *want) {
+    if (strcmp(got, want) != 0) {
+        fail_msg("%s:\n  got  %s\n  want %s", what, got, want);
+    }
+}
+
+#define BESIDE_N (1u << 20) /* at least GJ__COARSE_BESIDE_MIN_POINTS (nothing runs) */
+
+/* A backward of many points forks to the context's side stream (B) after zeroing the
+ * gradient on the caller's (A), queues the coarse kernel there before the main kernel on A,
+ * and A waits for B before anything queued after the call. */
+static void coarse_kernel_runs_beside(void **state) {
+    fixture *f = *state;
+    ok(f, backward(f, NULL)); /* compiled, known in the primary context; below the threshold */
+    static const char beside[] = "memset(A) record(E1,A) wait(B,E1) launch(gj_encode_backward_rows_coarse,B) "
+                                 "launch(gj_encode_backward_rows,A) record(E2,B) wait(A,E2)";
+    static const char in_order[] = "memset(A) launch(gj_encode_backward_rows,A) launch(gj_encode_backward_rows_coarse,A)";
+    expect_trace("below the threshold", backward_trace(f, N, NULL), in_order);
+    fake.reset_counts();
+    expect_trace("the first large backward", backward_trace(f, BESIDE_N, NULL), beside);
+    /* The side stream is made once, at the greatest priority, with its two events. */
+    assert_int_equal(fake.count("cuStreamCreateWithPriority"), 1);
+    assert_int_equal(fake.count("cuCtxGetStreamPriorityRange"), 1);
+    assert_int_equal(fake.count("cuEventCreate"), 2);
+    fake.reset_counts();
+    expect_trace("the next one", backward_trace(f, BESIDE_N, NULL), beside);
+    static const char *const next[] = {"cuCtxGetCurrent",  "cuCtxGetId",      "cuStreamIsCapturing",
+                                       "cuMemsetD32Async", "cuEventRecord",   "cuStreamWaitEvent",
+                                       "cuLaunchKernel"};
+    expect_calls("a large backward", next, (const long[]){1, 1, 1, 1, 2, 2, 2}, 7);
+
+    /* A stream of another context: that context's own side stream (the fake refuses a launch
+     * on a stream of another context than the current one). */
+    CUstream other = fake.stream_create(fake.context_create(0));
+    assert_non_null(other);
+    ok(f, backward(f, (gj_stream)other)); /* the kernels known in that context */
+    fake.reset_counts();
+    expect_trace("a stream of another context", backward_trace(f, BESIDE_N, (gj_stream)other), beside);
+    assert_int_equal(fake.count("cuStreamCreateWithPriority"), 1);
+
+    /* A stream being captured into a graph keeps both kernels, in order. */
+    fake.set_capturing(CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    expect_trace("a stream being captured", backward_trace(f, BESIDE_N, NULL), in_order);
+    fake.set_capturing(CU_STREAM_CAPTURE_STATUS_NONE);
+
+    /* dL/dx too: zeroed before the fork as well. */
+    gj_backward_desc d = backward_desc(f);
+    d.n = BESIDE_N;
+    d.dL_dx = f->dx;
+    fake.trace_start();
+    ok(f, gj_backward(f->module, NULL, &d));
+    expect_trace("with dL/dx", fake.trace(),
+                 "memset(A) memset(A) record(E1,A) wait(B,E1) launch(gj_encode_backward_input_rows_coarse,B) "
+                 "launch(gj_encode_backward_input_rows,A) record(E2,B) wait(A,E2)");
+
+    /* The side streams and their events go with the module, each in its context. */
+    fake.reset_counts();
+    gj_module_destroy(f->module);
+    f->module = NULL;
+    assert_int_equal(fake.count("cuStreamDestroy"), 2);
+    assert_int_equal(fake.count("cuEventDestroy"), 4);
+}
+
+/* GRIDJIT_COARSE_BESIDE_MIN_POINTS=0 (read when the module is made): never beside. */
+static void coarse_kernel_beside_can_be_turned_off(void **state) {
+    fixture *f = *state;
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.passes = GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
+    setenv("GRIDJIT_COARSE_BESIDE_MIN_POINTS", "0", 1);
+    gj_module *off = NULL;
+    const gj_status made = gj_module_create(f->ctx, f->enc, &opts, &off);
+    unsetenv("GRIDJIT_COARSE_BESIDE_MIN_POINTS");
+    ok(f, made);
+    gj_module_destroy(f->module);
+    f->module = off;
+    ok(f, backward(f, NULL));
+    expect_trace("turned off", backward_trace(f, BESIDE_N, NULL),
+                 "memset(A) launch(gj_encode_backward_rows,A) launch(gj_encode_backward_rows_coarse,A)");
+    assert_int_equal(fake.count("cuStreamCreateWithPriority"), 0);
+}
+
 static void host_time_per_launch(void **state) {
     fixture *f = *state;
     const char *env = getenv("GRIDJIT_LAUNCH_PATH_CALLS");
@@ -828,6 +922,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(staging_forwards_cap_their_resident_warps, setup, teardown),
         cmocka_unit_test_setup_teardown(grouped_forwards_cap_their_resident_warps, setup, teardown),
         cmocka_unit_test_setup_teardown(one_kernel_keeps_each_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(coarse_kernel_runs_beside, setup, teardown),
+        cmocka_unit_test_setup_teardown(coarse_kernel_beside_can_be_turned_off, setup, teardown),
         cmocka_unit_test_setup_teardown(host_time_per_launch, setup, teardown),
         cmocka_unit_test(bench_reports_the_time_per_call),
     };

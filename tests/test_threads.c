@@ -321,8 +321,9 @@ static void a_context_per_thread(void **state) {
 /* Launches of one module from N_THREADS threads on the fake driver (tests/fake_cuda): each
  * thread on its own context's stream (two devices), two of them on the NULL stream (device
  * 0's primary context), all at once from the first launch on, so that the per-context
- * caches, the programs compiled on first use and the fp32 gradient buffer (fp16, F = 1)
- * are built and read concurrently. */
+ * caches, the programs compiled on first use, the fp32 gradient buffer (fp16, F = 1) and
+ * the side streams of every other round's large backward (its coarse kernel beside the main
+ * one, runtime/side_stream.h) are built and used concurrently. */
 #define LAUNCH_ROUNDS 200
 
 typedef struct launcher {
@@ -345,7 +346,7 @@ static void *run_launcher(void *arg) {
         f.y = l->y;
         gj_backward_desc b;
         gj_backward_desc_init(&b);
-        b.n = 777;
+        b.n = i % 2 ? 777u : 1u << 17; /* nothing runs: the buffer's size does not matter */
         b.x = l->x;
         b.params = l->params;
         b.dL_dy = l->dl_dy;
@@ -405,6 +406,9 @@ static void launches_from_many_threads(void **state) {
     assert_int_equal(fake.count("cuLaunchKernel"), (long)N_THREADS * LAUNCH_ROUNDS * 4);
     /* Each context saw its device once (6 contexts of their own, device 0's primary). */
     assert_int_equal(fake.count("cuCtxGetDevice"), N_THREADS - 2 + 1);
+    /* One side stream per context, forked to and joined from by every large backward. */
+    assert_int_equal(fake.count("cuStreamCreateWithPriority"), N_THREADS - 2 + 1);
+    assert_int_equal(fake.count("cuStreamWaitEvent"), (long)N_THREADS * LAUNCH_ROUNDS);
     printf("%d threads x %d rounds of forward + backward: %ld driver calls, %zu programs\n", N_THREADS, LAUNCH_ROUNDS,
            fake.count_all(), gj_module_n_programs(module));
     gj_device_free(ctx, buffer);

@@ -69,6 +69,9 @@ static const entry_point entry_points[] = {
     GJ__ENTRY(StreamCreate, 2000),
     GJ__ENTRY(StreamDestroy, 4000),
     GJ__ENTRY(StreamWaitEvent, 3020),
+    GJ__ENTRY(StreamIsCapturing, 10000),
+    GJ__ENTRY(StreamCreateWithPriority, 5050),
+    GJ__ENTRY(CtxGetStreamPriorityRange, 5050),
     GJ__OPTIONAL_ENTRY(FuncGetParamInfo, 12040),
 };
 #undef GJ__ENTRY

@@ -80,6 +80,9 @@ typedef struct gj__driver {
     PFN_cuStreamCreate_v2000 StreamCreate;
     PFN_cuStreamDestroy_v4000 StreamDestroy;
     PFN_cuStreamWaitEvent_v3020 StreamWaitEvent;
+    PFN_cuStreamIsCapturing_v10000 StreamIsCapturing;
+    PFN_cuStreamCreateWithPriority_v5050 StreamCreateWithPriority;
+    PFN_cuCtxGetStreamPriorityRange_v5050 CtxGetStreamPriorityRange;
     /* Optional (a CUDA 12.4 driver or newer); NULL otherwise. */
     PFN_cuFuncGetParamInfo_v12040 FuncGetParamInfo;
 } gj__driver;

@@ -33,6 +33,7 @@
 #include "model/encoding.h"
 #include "runtime/context_cache.h"
 #include "runtime/scope.h"
+#include "runtime/side_stream.h"
 
 #include "templates/kernel_args.cuh"
 
@@ -81,6 +82,11 @@ typedef struct gj__module_shape {
      * table takes 512 KiB to 8 MiB and whose groups are not split, else 1 and 0. */
     uint32_t feature_major_forward_levels;
     uint32_t grouped_forward_warps_per_sm;
+    /* The coarse backward kernels' blocks per level, a multiple of the multiprocessors (2), and
+     * the fewest points from which they run on a side stream beside the main backward kernel
+     * (runtime/side_stream.h; 0: never). */
+    uint32_t coarse_blocks_per_sm;
+    uint64_t coarse_beside_min_points;
 } gj__module_shape;
 
 /* opts: resolved (gj__codegen_options_resolve). */
@@ -153,6 +159,10 @@ uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, uint32_
 uint32_t gj__group_block_points(const gj__module_shape *shape, uint32_t levels, int split);
 /* One thread per element: init_params and cast_gradients over n_params. */
 void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims);
+/* The coarse kernels' blocks per level per multiprocessor, and the fewest points from which
+ * they run beside the main backward kernel (gj__module_shape). */
+#define GJ__COARSE_BLOCKS_PER_SM 4u
+#define GJ__COARSE_BESIDE_MIN_POINTS 65536ull
 /* Whether a backward launch of desc uses NAME_backward_coarse, and its grid with
  * blocks_per_level blocks (> 0) per level. */
 int gj__backward_uses_coarse(const gj__module_shape *shape, const gj_backward_desc *desc);
@@ -214,6 +224,7 @@ struct gj_module {
     gj__module_device devices[GJ__MODULE_MAX_DEVICES];
     size_t n_devices;
     gj__context_cache contexts; /* per context: device record and kernel functions */
+    gj__side_streams beside;    /* per context: where the coarse backward runs beside the main one */
 };
 
 /* ---- module_device.c: where a launch runs ---- */

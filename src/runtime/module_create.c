@@ -159,6 +159,9 @@ static void launch_tuning(gj__module_shape *shape) {
         env_warps("GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", shape->staged_dydx_forward_warps_per_sm);
     shape->grouped_forward_warps_per_sm =
         env_warps("GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM", shape->grouped_forward_warps_per_sm);
+    const uint64_t coarse_blocks = env_number("GRIDJIT_COARSE_BLOCKS_PER_SM", shape->coarse_blocks_per_sm);
+    shape->coarse_blocks_per_sm = coarse_blocks < 1 ? 1u : coarse_blocks > 32 ? 32u : (uint32_t)coarse_blocks;
+    shape->coarse_beside_min_points = env_number("GRIDJIT_COARSE_BESIDE_MIN_POINTS", shape->coarse_beside_min_points);
 }
 
 static gj_status new_module(gj__runtime *rt, const gj_encoding *enc, const gj_codegen_options *resolved,
@@ -183,6 +186,7 @@ static gj_status new_module(gj__runtime *rt, const gj_encoding *enc, const gj_co
     gj__module_shape_make(&m->shape, &m->enc, &m->opts);
     launch_tuning(&m->shape);
     pthread_mutex_init(&m->lock, NULL);
+    gj__side_streams_init(&m->beside);
     *out = m;
     return GJ_OK;
 }
@@ -274,6 +278,7 @@ void gj_module_destroy(gj_module *module) {
         return;
     }
     gj__module_free_scratch(module);
+    gj__side_streams_destroy(&module->beside, module->drv);
     gj__module_unload_all(module);
     gj__context_cache_free(&module->contexts);
     pthread_mutex_destroy(&module->lock);

@@ -33,7 +33,7 @@ static gj_status device_of(gj_module *m, CUdevice device, int sm, const char *ca
     d->sm = sm;
     /* Two blocks per multiprocessor keep every one busy while each block's shared sums
      * serve many points. */
-    d->coarse_blocks = sms > 0 ? 2u * (uint32_t)sms : 1u;
+    d->coarse_blocks = sms > 0 ? m->shape.coarse_blocks_per_sm * (uint32_t)sms : 1u;
     *out = d;
     return GJ_OK;
 }

@@ -171,6 +171,45 @@ gj_status gj_forward(gj_module *module, gj_stream stream, const gj_forward_desc 
     return status;
 }
 
+/* The main backward kernel and the coarse one (its small levels): independent (other
+ * parameters; dL/dx summed atomically), so from coarse_beside_min_points points the coarse
+ * kernel runs on the context's side stream, queued first so that its blocks take their
+ * places before the main kernel's fill the device, and the caller's stream waits for both.
+ * Both functions are resolved (compiled on first use) before the fork: the side stream's lock
+ * is held only around launches. */
+static gj_status main_and_coarse(gj_module *m, gj__launch_scope *scope, gj__kernel_id main_kernel,
+                                 gj__kernel_id coarse_kernel, const gj__launch_dims *dims, gj_backward_args *args,
+                                 uint64_t n, gj_stream stream, const char *call) {
+    gj__launch_dims coarse_dims;
+    gj__coarse_dims(&m->shape, args->coarse_blocks, &coarse_dims);
+    const uint64_t beside = m->shape.coarse_beside_min_points;
+    CUstream side = NULL;
+    gj_status status = GJ_OK;
+    if (beside && n >= beside) {
+        CUfunction f;
+        status = gj__module_function(m, scope, main_kernel, call, &f);
+        if (status == GJ_OK) {
+            status = gj__module_function(m, scope, coarse_kernel, call, &f);
+        }
+        if (status == GJ_OK) {
+            status = gj__side_fork(&m->beside, m->diag, m->drv, &scope->where, stream, call, &side);
+        }
+    }
+    if (status != GJ_OK) {
+        return status;
+    }
+    if (!side) {
+        status = launch(m, scope, main_kernel, dims, args, stream, call);
+        return status == GJ_OK ? launch(m, scope, coarse_kernel, &coarse_dims, args, stream, call) : status;
+    }
+    status = launch(m, scope, coarse_kernel, &coarse_dims, args, (gj_stream)side, call);
+    if (status == GJ_OK) {
+        status = launch(m, scope, main_kernel, dims, args, stream, call);
+    }
+    const gj_status joined = gj__side_join(&m->beside, m->diag, m->drv, &scope->where, stream, call);
+    return status == GJ_OK ? joined : status;
+}
+
 /* The gradient kernels of a backward launch: dL/dparams and/or dL/dx from the parameters
  * (the main kernel, its small levels, the fp16 gradient cast). */
 static gj_status gradient_kernels(gj_module *module, gj__launch_scope *scope, const gj_backward_desc *desc,
@@ -194,13 +233,10 @@ static gj_status gradient_kernels(gj_module *module, gj__launch_scope *scope, co
     }
     gj__kernel_id main_kernel, coarse_kernel;
     gj__backward_kernels(desc, &args, &main_kernel, &coarse_kernel);
-    if (status == GJ_OK) {
-        status = launch(module, scope, main_kernel, &dims, &args, stream, call);
-    }
     if (status == GJ_OK && coarse) {
-        gj__launch_dims coarse_dims;
-        gj__coarse_dims(&module->shape, args.coarse_blocks, &coarse_dims);
-        status = launch(module, scope, coarse_kernel, &coarse_dims, &args, stream, call);
+        status = main_and_coarse(module, scope, main_kernel, coarse_kernel, &dims, &args, desc->n, stream, call);
+    } else if (status == GJ_OK) {
+        status = launch(module, scope, main_kernel, &dims, &args, stream, call);
     }
     if (status == GJ_OK) {
         status = finish_gradients(module, scope, &plan, desc->dL_dparams, desc->dL_dparams_mode, stream, call);

@@ -17,12 +17,16 @@
 #include <cudaTypedefs.h>
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define FAKE_API __attribute__((visibility("default")))
+
+static void trace(const char *format, ...); /* the stream-order trace, gjfake_trace_start */
 
 /* ------------------------------------------------------------------ counters */
 
@@ -36,7 +40,8 @@
     X(CtxPushCurrent) X(CtxPopCurrent) X(OccupancyMaxActiveBlocksPerMultiprocessor)                        \
     X(OccupancyMaxPotentialBlockSize) X(FuncGetAttribute) X(FuncSetAttribute) X(DeviceCanAccessPeer)      \
     X(CtxEnablePeerAccess) X(MemcpyPeerAsync) X(MemcpyDtoDAsync) X(MemcpyAsync) X(MemcpyHtoDAsync)        \
-    X(MemcpyDtoHAsync) X(StreamCreate) X(StreamDestroy) X(StreamWaitEvent) X(FuncGetParamInfo)
+    X(MemcpyDtoHAsync) X(StreamCreate) X(StreamDestroy) X(StreamWaitEvent) X(FuncGetParamInfo)   \
+    X(StreamIsCapturing) X(StreamCreateWithPriority) X(CtxGetStreamPriorityRange)
 
 enum {
 #define FAKE_ID(name) ID_##name,
@@ -85,6 +90,7 @@ FAKE_API void gjfake_reset_counts(void) {
 #define N_DEVICES 2
 #define MAX_CONTEXTS 16
 #define MAX_STREAMS 64
+#define MAX_EVENTS 256
 #define MAX_LIBRARIES 256
 #define MAX_KERNELS 4096
 #define MAX_FUNCTIONS 16384
@@ -452,6 +458,17 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
     atomic_store(&last_block_x, bx);
     atomic_store(&last_shared, shared);
     capture(f->kernel->name, params);
+    /* A mangled name (_Z<length><name><parameters>) traced by its name alone. */
+    const char *name = f->kernel->name;
+    char plain[256];
+    char *end = NULL;
+    const unsigned long length = strncmp(name, "_Z", 2) == 0 ? strtoul(name + 2, &end, 10) : 0;
+    if (length && length < sizeof plain && strlen(end) >= length) {
+        memcpy(plain, end, length);
+        plain[length] = '\0';
+        name = plain;
+    }
+    trace("launch(%s,%S)", name, stream);
     return CUDA_SUCCESS;
 }
 
@@ -542,10 +559,7 @@ static CUresult fake_MemFree(CUdeviceptr p) {
     }
 FAKE_NOOP(MemcpyHtoD, (CUdeviceptr d, const void *h, size_t n))
 FAKE_NOOP(MemcpyDtoH, (void *h, CUdeviceptr d, size_t n))
-FAKE_NOOP(MemsetD8Async, (CUdeviceptr d, unsigned char v, size_t n, CUstream s))
-FAKE_NOOP(MemsetD32Async, (CUdeviceptr d, unsigned v, size_t n, CUstream s))
 FAKE_NOOP(StreamSynchronize, (CUstream s))
-FAKE_NOOP(EventRecord, (CUevent e, CUstream s))
 FAKE_NOOP(EventSynchronize, (CUevent e))
 FAKE_NOOP(EventDestroy, (CUevent e))
 FAKE_NOOP(EventQuery, (CUevent e))
@@ -556,14 +570,113 @@ FAKE_NOOP(MemcpyAsync, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st))
 FAKE_NOOP(MemcpyHtoDAsync, (CUdeviceptr d, const void *h, size_t n, CUstream st))
 FAKE_NOOP(MemcpyDtoHAsync, (void *h, CUdeviceptr d, size_t n, CUstream st))
 FAKE_NOOP(StreamDestroy, (CUstream s))
-FAKE_NOOP(StreamWaitEvent, (CUstream s, CUevent e, unsigned flags))
 #undef FAKE_NOOP
 
 static CUresult fake_EventCreate(CUevent *e, unsigned flags) {
     COUNT(EventCreate);
     (void)flags;
-    static char events[1];
-    *e = (CUevent)(void *)events;
+    static char events[MAX_EVENTS];
+    static atomic_uint next_event;
+    *e = (CUevent)(void *)&events[atomic_fetch_add(&next_event, 1u) % MAX_EVENTS];
+    return CUDA_SUCCESS;
+}
+
+/* The stream order of what was queued since gjfake_trace_start, one entry per call, in the
+ * order made: "memset(A)", "record(E1,A)" (event E1 recorded on stream A), "wait(B,E1)"
+ * (stream B waits for E1), "launch(KERNEL,B)". Streams are named A, B, ... and events E1,
+ * E2, ... in the order they first appear (the NULL stream is a stream like the others). */
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+static int tracing;
+static char trace_text[8192];
+static const void *trace_streams[26], *trace_events[64];
+static int n_trace_streams, n_trace_events;
+
+FAKE_API void gjfake_trace_start(void) {
+    pthread_mutex_lock(&trace_lock);
+    tracing = 1;
+    trace_text[0] = '\0';
+    n_trace_streams = n_trace_events = 0;
+    pthread_mutex_unlock(&trace_lock);
+}
+
+/* The trace so far, entries separated by spaces ("" when none). */
+FAKE_API const char *gjfake_trace(void) {
+    return trace_text;
+}
+
+/* The index of p among the first n of seen, added when new (-1: no room). Under trace_lock. */
+static int trace_index(const void **seen, int *n, int most, const void *p) {
+    for (int i = 0; i < *n; ++i) {
+        if (seen[i] == p) {
+            return i;
+        }
+    }
+    if (*n == most) {
+        return -1;
+    }
+    seen[*n] = p;
+    return (*n)++;
+}
+
+/* Appends one entry; %S takes a CUstream, %E a CUevent, %s a string. */
+static void trace(const char *format, ...) {
+    pthread_mutex_lock(&trace_lock);
+    if (tracing) {
+        va_list args;
+        va_start(args, format);
+        size_t at = strlen(trace_text);
+        if (at && at < sizeof trace_text - 1) {
+            trace_text[at++] = ' ';
+        }
+        for (const char *c = format; *c && at < sizeof trace_text - 1; ++c) {
+            char piece[300];
+            if (*c != '%') {
+                piece[0] = *c, piece[1] = '\0';
+            } else if (*++c == 'S') {
+                const int i = trace_index(trace_streams, &n_trace_streams, 26, va_arg(args, CUstream));
+                snprintf(piece, sizeof piece, "%c", i < 0 ? '?' : 'A' + i);
+            } else if (*c == 'E') {
+                const int i = trace_index(trace_events, &n_trace_events, 64, va_arg(args, CUevent));
+                snprintf(piece, sizeof piece, "E%d", i + 1);
+            } else {
+                snprintf(piece, sizeof piece, "%s", va_arg(args, const char *));
+            }
+            const size_t len = strlen(piece);
+            if (at + len < sizeof trace_text) {
+                memcpy(trace_text + at, piece, len + 1);
+                at += len;
+            }
+        }
+        trace_text[at] = '\0';
+        va_end(args);
+    }
+    pthread_mutex_unlock(&trace_lock);
+}
+
+static CUresult fake_MemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
+    COUNT(MemsetD8Async);
+    (void)d, (void)v, (void)n;
+    trace("memset(%S)", s);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_MemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s) {
+    COUNT(MemsetD32Async);
+    (void)d, (void)v, (void)n;
+    trace("memset(%S)", s);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_EventRecord(CUevent e, CUstream s) {
+    COUNT(EventRecord);
+    trace("record(%E,%S)", e, s);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_StreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+    COUNT(StreamWaitEvent);
+    (void)flags;
+    trace("wait(%S,%E)", s, e);
     return CUDA_SUCCESS;
 }
 
@@ -641,6 +754,35 @@ static CUresult fake_FuncGetParamInfo(CUfunction f, size_t index, size_t *offset
         *size = index == 0 ? 8 : 4;
     }
     return CUDA_SUCCESS;
+}
+
+/* What cuStreamIsCapturing answers for every stream (gjfake_set_capturing); NONE at first. */
+static atomic_int capture_status = CU_STREAM_CAPTURE_STATUS_NONE;
+
+FAKE_API void gjfake_set_capturing(int status) {
+    atomic_store(&capture_status, status);
+}
+
+static CUresult fake_StreamIsCapturing(CUstream s, CUstreamCaptureStatus *out) {
+    COUNT(StreamIsCapturing);
+    (void)s;
+    *out = (CUstreamCaptureStatus)atomic_load(&capture_status);
+    return CUDA_SUCCESS;
+}
+
+/* The range an H200's driver gives: 0 (least) to -5 (greatest). */
+static CUresult fake_CtxGetStreamPriorityRange(int *least, int *greatest) {
+    COUNT(CtxGetStreamPriorityRange);
+    *least = 0;
+    *greatest = -5;
+    return current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+static CUresult fake_StreamCreateWithPriority(CUstream *out, unsigned flags, int priority) {
+    COUNT(StreamCreateWithPriority);
+    (void)flags, (void)priority;
+    *out = gjfake_stream_create(current());
+    return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 static CUresult fake_StreamCreate(CUstream *out, unsigned flags) {

@@ -29,6 +29,12 @@ typedef struct gj_fake_driver {
     /* Later launches of a kernel whose name ends in suffix keep its argument index (-1: none). */
     void (*capture_argument)(const char *suffix, int index);
     float (*captured_float)(void); /* its first 4 bytes, as a float, of the last such launch */
+    /* What cuStreamIsCapturing answers from now on (a CUstreamCaptureStatus; NONE at first). */
+    void (*set_capturing)(int status);
+    /* The stream order of what is queued from now on: trace() gives "memset(A) record(E1,A)
+     * wait(B,E1) launch(KERNEL,B) ...", streams and events named in the order they appear. */
+    void (*trace_start)(void);
+    const char *(*trace)(void);
 } gj_fake_driver;
 
 /* Loads $GRIDJIT_FAKE_DRIVER (set by tests/CMakeLists.txt) and sets GRIDJIT_DRIVER to it
