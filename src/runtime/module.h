@@ -82,7 +82,7 @@ typedef struct gj__module_shape {
      * table takes 512 KiB to 8 MiB and whose groups are not split, else 1 and 0. */
     uint32_t feature_major_forward_levels;
     uint32_t grouped_forward_warps_per_sm;
-    /* The coarse backward kernels' blocks per level, a multiple of the multiprocessors (2), and
+    /* The coarse backward kernels' blocks per level and multiprocessor (GJ__COARSE_BLOCKS_PER_SM), and
      * the fewest points from which they run on a side stream beside the main backward kernel
      * (runtime/side_stream.h; 0: never). */
     uint32_t coarse_blocks_per_sm;
@@ -167,7 +167,7 @@ void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims);
  * blocks_per_level blocks (> 0) per level. */
 int gj__backward_uses_coarse(const gj__module_shape *shape, const gj_backward_desc *desc);
 void gj__coarse_dims(const gj__module_shape *shape, uint32_t blocks_per_level, gj__launch_dims *dims);
-/* args.coarse_blocks of a backward launch over n points: most (two per multiprocessor of
+/* args.coarse_blocks of a backward launch over n points: most (coarse_blocks_per_sm per multiprocessor of
  * the device), fewer when the batch has fewer blocks' worth of points. */
 uint32_t gj__coarse_blocks(const gj__module_shape *shape, uint64_t n, uint32_t most);
 /* The kernel a launch of filled args runs: the pass's kernel for the outputs asked for,
@@ -197,7 +197,7 @@ typedef struct gj__module_program {
 typedef struct gj__module_device {
     CUdevice device;
     int sm;                 /* compute capability, 90 for 9.0 */
-    uint32_t coarse_blocks; /* blocks per level of the coarse kernels: two per multiprocessor */
+    uint32_t coarse_blocks; /* blocks per level of the coarse kernels: shape.coarse_blocks_per_sm per multiprocessor */
     /* Asked on the first staging launch (gj__module_fit_carveout): shared memory per
      * multiprocessor (0: unknown) and of it, what the system reserves per block. */
     int smem_queried;

@@ -31,8 +31,8 @@ static gj_status device_of(gj_module *m, CUdevice device, int sm, const char *ca
     memset(d, 0, sizeof *d);
     d->device = device;
     d->sm = sm;
-    /* Two blocks per multiprocessor keep every one busy while each block's shared sums
-     * serve many points. */
+    /* A few blocks per multiprocessor (shape.coarse_blocks_per_sm, four) hide the coarse loop's
+     * load latency while each block's shared sums still serve many points. */
     d->coarse_blocks = sms > 0 ? m->shape.coarse_blocks_per_sm * (uint32_t)sms : 1u;
     *out = d;
     return GJ_OK;

@@ -28,7 +28,8 @@ static gj_status side_of(gj__side_streams *s, const gj__diag *d, gj__driver *drv
      * otherwise follow (and hold up) whatever the caller's stream is. The greatest priority:
      * the block scheduler gives its kernel's blocks the places that free up before the
      * caller's kernel's waiting ones, so it runs beside that kernel instead of after its
-     * last wave. Timing off: the events only order. */
+     * last wave (and before other streams' waiting blocks: the kernel is short). Timing off:
+     * the events only order. */
     int least = 0, greatest = 0;
     gj_status status = gj__cuda_checkf(d, drv, drv->CtxGetStreamPriorityRange(&least, &greatest),
                                        "%s: cuCtxGetStreamPriorityRange", call);
