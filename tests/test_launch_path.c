@@ -764,7 +764,6 @@ static void one_kernel_keeps_each_cap(void **state) {
     capped_forward_free(f, &c);
 }
 
-/* Host time per call on the fake driver: the cost of gridjit's own path (nothing runs). */
 /* The stream order of one gj_backward of n points on stream (trace entries, fake_driver.h). */
 static const char *backward_trace(fixture *f, uint64_t n, gj_stream stream) {
     gj_backward_desc d = backward_desc(f);
@@ -797,6 +796,7 @@ static void coarse_kernel_runs_beside(void **state) {
     /* The side stream is made once, at the greatest priority, with its two events. */
     assert_int_equal(fake.count("cuStreamCreateWithPriority"), 1);
     assert_int_equal(fake.count("cuCtxGetStreamPriorityRange"), 1);
+    assert_int_equal(fake.last_priority(), -5);
     assert_int_equal(fake.count("cuEventCreate"), 2);
     fake.reset_counts();
     expect_trace("the next one", backward_trace(f, BESIDE_N, NULL), beside);
@@ -851,11 +851,13 @@ static void coarse_kernel_beside_can_be_turned_off(void **state) {
     gj_module_destroy(f->module);
     f->module = off;
     ok(f, backward(f, NULL));
+    fake.reset_counts();
     expect_trace("turned off", backward_trace(f, BESIDE_N, NULL),
                  "memset(A) launch(gj_encode_backward_rows,A) launch(gj_encode_backward_rows_coarse,A)");
     assert_int_equal(fake.count("cuStreamCreateWithPriority"), 0);
 }
 
+/* Host time per call on the fake driver: the cost of gridjit's own path (nothing runs). */
 static void host_time_per_launch(void **state) {
     fixture *f = *state;
     const char *env = getenv("GRIDJIT_LAUNCH_PATH_CALLS");

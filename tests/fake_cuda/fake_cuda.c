@@ -770,7 +770,7 @@ static CUresult fake_StreamIsCapturing(CUstream s, CUstreamCaptureStatus *out) {
     return CUDA_SUCCESS;
 }
 
-/* The range an H200's driver gives: 0 (least) to -5 (greatest). */
+/* The range recent drivers give: 0 (least) to -5 (greatest). */
 static CUresult fake_CtxGetStreamPriorityRange(int *least, int *greatest) {
     COUNT(CtxGetStreamPriorityRange);
     *least = 0;
@@ -778,9 +778,17 @@ static CUresult fake_CtxGetStreamPriorityRange(int *least, int *greatest) {
     return current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
+/* The priority of the last stream made with cuStreamCreateWithPriority (0 until one is). */
+static atomic_int last_priority;
+
+FAKE_API int gjfake_last_priority(void) {
+    return atomic_load(&last_priority);
+}
+
 static CUresult fake_StreamCreateWithPriority(CUstream *out, unsigned flags, int priority) {
     COUNT(StreamCreateWithPriority);
-    (void)flags, (void)priority;
+    (void)flags;
+    atomic_store(&last_priority, priority);
     *out = gjfake_stream_create(current());
     return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }

@@ -44,6 +44,7 @@ int gj_fake_driver_open(gj_fake_driver *fake) {
         {"gjfake_set_capturing", (void **)&fake->set_capturing},
         {"gjfake_trace_start", (void **)&fake->trace_start},
         {"gjfake_trace", (void **)&fake->trace},
+        {"gjfake_last_priority", (void **)&fake->last_priority},
     };
     for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; ++i) {
         *symbols[i].slot = dlsym(fake->handle, symbols[i].name);

@@ -35,6 +35,7 @@ typedef struct gj_fake_driver {
      * wait(B,E1) launch(KERNEL,B) ...", streams and events named in the order they appear. */
     void (*trace_start)(void);
     const char *(*trace)(void);
+    int (*last_priority)(void); /* of the last cuStreamCreateWithPriority; the greatest is -5 */
 } gj_fake_driver;
 
 /* Loads $GRIDJIT_FAKE_DRIVER (set by tests/CMakeLists.txt) and sets GRIDJIT_DRIVER to it
