@@ -415,6 +415,50 @@ static void options_are_stated_once(void **state) {
     gj_free(options);
 }
 
+/* GRIDJIT_FAST_COMPILE=min, mid or max adds NVRTC's --Ofast-compile at that level to every
+ * program's options (a measuring knob; the options are part of the cache key); anything
+ * else adds nothing. */
+static void fast_compile_is_asked_for_by_name(void **state) {
+    gj_context *ctx = *state;
+    gj__arch arch;
+    assert_int_equal(gj__arch_parse(NULL, "sm_90", &arch), GJ_OK);
+    const char *list[GJ__MAX_COMPILE_OPTIONS];
+    char buffer[GJ__COMPILE_OPTIONS_BUFFER];
+    unsetenv("GRIDJIT_FAST_COMPILE");
+    const unsigned flags = gj__compile_option_flags(1, 1);
+    assert_int_equal(flags, GJ__OPTIONS_LINEINFO | GJ__OPTIONS_SPLIT);
+    const size_t plain = gj__compile_options(arch.name, flags, list, GJ__MAX_COMPILE_OPTIONS, buffer, sizeof buffer);
+    assert_true(plain > 0);
+    static const char *const levels[] = {"min", "mid", "max"};
+    for (int i = 0; i < 3; i++) {
+        setenv("GRIDJIT_FAST_COMPILE", levels[i], 1);
+        const size_t n = gj__compile_options(arch.name, gj__compile_option_flags(1, 1), list, GJ__MAX_COMPILE_OPTIONS,
+                                             buffer, sizeof buffer);
+        assert_int_equal(n, plain + 1);
+        char want[32];
+        snprintf(want, sizeof want, "--Ofast-compile=%s", levels[i]);
+        assert_string_equal(list[n - 1], want);
+    }
+    setenv("GRIDJIT_FAST_COMPILE", "fast", 1);
+    assert_int_equal(gj__compile_option_flags(0, 0), 0u);
+    setenv("GRIDJIT_FAST_COMPILE", "mid", 1);
+    char *stated = gj_compile_options_string("sm_90");
+    assert_non_null(stated);
+    assert_non_null(strstr(stated, "\n--Ofast-compile=mid\n"));
+    gj_free(stated);
+    unsetenv("GRIDJIT_FAST_COMPILE");
+    /* NVRTC takes it (from CUDA 12.8): the same source compiles. */
+    nvrtc_or_skip(ctx);
+    setenv("GRIDJIT_FAST_COMPILE", "mid", 1);
+    gj_program *prog = NULL;
+    const gj_status status = gj_compile_source(ctx, templated_source, NULL, 0, "sm_90", &prog);
+    unsetenv("GRIDJIT_FAST_COMPILE");
+    if (status != GJ_OK) {
+        fail_msg("%s: %s", gj_status_name(status), gj_context_errmsg(ctx));
+    }
+    gj_program_destroy(prog);
+}
+
 /* ------------------------------------------------------------ no NVRTC */
 
 static void disabled_nvrtc_is_reported(void **state) {
@@ -586,6 +630,7 @@ int main(void) {
         T(arch_parse_reads_every_form),
         T(unsupported_arch_lists_the_supported),
         T(options_are_stated_once),
+        T(fast_compile_is_asked_for_by_name),
         T(disabled_nvrtc_is_reported),
         T(null_arguments_are_refused),
         T(empty_program_has_empty_log),
