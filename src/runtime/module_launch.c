@@ -183,7 +183,7 @@ static gj_status main_and_coarse(gj_module *m, gj__launch_scope *scope, gj__kern
     gj__launch_dims coarse_dims;
     gj__coarse_dims(&m->shape, args->coarse_blocks, &coarse_dims);
     const uint64_t beside = m->shape.coarse_beside_min_points;
-    CUstream side = NULL;
+    const gj__side_stream *side = NULL;
     gj_status status = GJ_OK;
     if (beside && n >= beside) {
         CUfunction f;
@@ -202,11 +202,11 @@ static gj_status main_and_coarse(gj_module *m, gj__launch_scope *scope, gj__kern
         status = launch(m, scope, main_kernel, dims, args, stream, call);
         return status == GJ_OK ? launch(m, scope, coarse_kernel, &coarse_dims, args, stream, call) : status;
     }
-    status = launch(m, scope, coarse_kernel, &coarse_dims, args, (gj_stream)side, call);
+    status = launch(m, scope, coarse_kernel, &coarse_dims, args, (gj_stream)side->stream, call);
     if (status == GJ_OK) {
         status = launch(m, scope, main_kernel, dims, args, stream, call);
     }
-    const gj_status joined = gj__side_join(&m->beside, m->diag, m->drv, &scope->where, stream, call);
+    const gj_status joined = gj__side_join(&m->beside, m->diag, m->drv, side, stream, call);
     return status == GJ_OK ? joined : status;
 }
 

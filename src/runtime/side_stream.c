@@ -60,7 +60,7 @@ static gj_status side_of(gj__side_streams *s, const gj__diag *d, gj__driver *drv
 }
 
 gj_status gj__side_fork(gj__side_streams *s, const gj__diag *d, gj__driver *drv, const gj__scope *where,
-                        gj_stream stream, const char *call, CUstream *side) {
+                        gj_stream stream, const char *call, const gj__side_stream **side) {
     *side = NULL;
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
     if (drv->StreamIsCapturing((CUstream)stream, &capture) != CUDA_SUCCESS ||
@@ -82,20 +82,16 @@ gj_status gj__side_fork(gj__side_streams *s, const gj__diag *d, gj__driver *drv,
         pthread_mutex_unlock(&s->lock);
         return status;
     }
-    *side = found->stream;
+    *side = found; /* stays where it is: the lock keeps other forks from growing the array */
     return GJ_OK;
 }
 
-gj_status gj__side_join(gj__side_streams *s, const gj__diag *d, gj__driver *drv, const gj__scope *where,
+gj_status gj__side_join(gj__side_streams *s, const gj__diag *d, gj__driver *drv, const gj__side_stream *side,
                         gj_stream stream, const char *call) {
-    gj__side_stream *found = NULL;
-    gj_status status = side_of(s, d, drv, where, call, &found);
+    gj_status status = gj__cuda_checkf(d, drv, drv->EventRecord(side->join, side->stream),
+                                       "%s: cuEventRecord (join from the side stream)", call);
     if (status == GJ_OK) {
-        status = gj__cuda_checkf(d, drv, drv->EventRecord(found->join, found->stream),
-                                 "%s: cuEventRecord (join from the side stream)", call);
-    }
-    if (status == GJ_OK) {
-        status = gj__cuda_checkf(d, drv, drv->StreamWaitEvent((CUstream)stream, found->join, 0),
+        status = gj__cuda_checkf(d, drv, drv->StreamWaitEvent((CUstream)stream, side->join, 0),
                                  "%s: cuStreamWaitEvent (join from the side stream)", call);
     }
     pthread_mutex_unlock(&s->lock);

@@ -30,15 +30,15 @@ typedef struct gj__side_streams {
 } gj__side_streams;
 
 void gj__side_streams_init(gj__side_streams *s);
-/* In the scope's context (current): *side is the context's side stream, made on first use,
- * ordered after everything queued on stream so far; s->lock is then held until
+/* In the scope's context (current): *side is the context's side stream (made on first use),
+ * its `stream` ordered after everything queued on stream so far; s->lock is then held until
  * gj__side_join. *side NULL (lock not held, GJ_OK): no fork, the stream is being captured or
  * its capture state cannot be told. A failure leaves the lock free and names call on d. */
 gj_status gj__side_fork(gj__side_streams *s, const gj__diag *d, gj__driver *drv, const gj__scope *where,
-                        gj_stream stream, const char *call, CUstream *side);
-/* After a fork that gave a side stream: stream waits for what was queued on it; the lock is
- * released whatever the outcome. */
-gj_status gj__side_join(gj__side_streams *s, const gj__diag *d, gj__driver *drv, const gj__scope *where,
+                        gj_stream stream, const char *call, const gj__side_stream **side);
+/* After a fork that gave side: stream waits for what was queued on it; the lock is released
+ * whatever the outcome. */
+gj_status gj__side_join(gj__side_streams *s, const gj__diag *d, gj__driver *drv, const gj__side_stream *side,
                         gj_stream stream, const char *call);
 /* Destroys every side stream and its events (each in its own context). */
 void gj__side_streams_destroy(gj__side_streams *s, gj__driver *drv);
