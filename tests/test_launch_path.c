@@ -780,6 +780,10 @@ static void expect_trace(const char *what, const char *got, const char *want) {
 }
 
 #define BESIDE_N (1u << 20) /* at least GJ__COARSE_BESIDE_MIN_POINTS (nothing runs) */
+/* The coarse kernel's blocks a level and multiprocessor beside the main kernel and after it
+ * (GJ__COARSE_BESIDE_BLOCKS_PER_SM and GJ__COARSE_BLOCKS_PER_SM of src/runtime/module.h). */
+#define COARSE_BESIDE_BLOCKS 2u
+#define COARSE_AFTER_BLOCKS 4u
 
 /* A backward of many points forks to the context's side stream (B) after zeroing the
  * gradient on the caller's (A), queues the coarse kernel there before the main kernel on A,
@@ -790,9 +794,13 @@ static void coarse_kernel_runs_beside(void **state) {
     static const char beside[] = "memset(A) record(E1,A) wait(B,E1) launch(gj_encode_backward_rows_coarse,B) "
                                  "launch(gj_encode_backward_rows,A) record(E2,B) wait(A,E2)";
     static const char in_order[] = "memset(A) launch(gj_encode_backward_rows,A) launch(gj_encode_backward_rows_coarse,A)";
+    fake.capture_argument("_coarse", -1); /* the coarse kernel's grid.x: its blocks a level */
     expect_trace("below the threshold", backward_trace(f, N, NULL), in_order);
+    assert_int_equal(fake.captured_grid_x(), (N + 255) / 256); /* fewer points than blocks */
     fake.reset_counts();
     expect_trace("the first large backward", backward_trace(f, BESIDE_N, NULL), beside);
+    /* Beside the main kernel two blocks a level and multiprocessor (the fake has 132). */
+    assert_int_equal(fake.captured_grid_x(), COARSE_BESIDE_BLOCKS * 132);
     /* The side stream is made once, at the greatest priority, with its two events. */
     assert_int_equal(fake.count("cuStreamCreateWithPriority"), 1);
     assert_int_equal(fake.count("cuCtxGetStreamPriorityRange"), 1);
@@ -817,6 +825,8 @@ static void coarse_kernel_runs_beside(void **state) {
     /* A stream being captured into a graph keeps both kernels, in order. */
     fake.set_capturing(CU_STREAM_CAPTURE_STATUS_ACTIVE);
     expect_trace("a stream being captured", backward_trace(f, BESIDE_N, NULL), in_order);
+    assert_int_equal(fake.captured_grid_x(), COARSE_AFTER_BLOCKS * 132); /* after it: four */
+    fake.capture_argument(NULL, -1);
     fake.set_capturing(CU_STREAM_CAPTURE_STATUS_NONE);
 
     /* dL/dx too: zeroed before the fork as well. */
@@ -837,7 +847,8 @@ static void coarse_kernel_runs_beside(void **state) {
     assert_int_equal(fake.count("cuEventDestroy"), 4);
 }
 
-/* GRIDJIT_COARSE_BESIDE_MIN_POINTS=0 (read when the module is made): never beside. */
+/* GRIDJIT_COARSE_BESIDE_MIN_POINTS=0 (read when the module is made): never beside; and the
+ * coarse kernel's blocks after and beside the main kernel set by the environment. */
 static void coarse_kernel_beside_can_be_turned_off(void **state) {
     fixture *f = *state;
     gj_codegen_options opts;
@@ -852,9 +863,34 @@ static void coarse_kernel_beside_can_be_turned_off(void **state) {
     f->module = off;
     ok(f, backward(f, NULL));
     fake.reset_counts();
+    fake.capture_argument("_coarse", -1);
     expect_trace("turned off", backward_trace(f, BESIDE_N, NULL),
                  "memset(A) launch(gj_encode_backward_rows,A) launch(gj_encode_backward_rows_coarse,A)");
     assert_int_equal(fake.count("cuStreamCreateWithPriority"), 0);
+    assert_int_equal(fake.captured_grid_x(), COARSE_AFTER_BLOCKS * 132);
+
+    /* The blocks a level and multiprocessor, after and beside the main kernel, from the
+     * environment (read when a module is made). */
+    setenv("GRIDJIT_COARSE_BLOCKS_PER_SM", "3", 1);
+    setenv("GRIDJIT_COARSE_BESIDE_BLOCKS_PER_SM", "1", 1);
+    gj_module *tuned = NULL;
+    const gj_status made_tuned = gj_module_create(f->ctx, f->enc, &opts, &tuned);
+    unsetenv("GRIDJIT_COARSE_BLOCKS_PER_SM");
+    unsetenv("GRIDJIT_COARSE_BESIDE_BLOCKS_PER_SM");
+    ok(f, made_tuned);
+    gj_module_destroy(f->module);
+    f->module = tuned;
+    ok(f, backward(f, NULL));
+    expect_trace("one block beside", backward_trace(f, BESIDE_N, NULL),
+                 "memset(A) record(E1,A) wait(B,E1) launch(gj_encode_backward_rows_coarse,B) "
+                 "launch(gj_encode_backward_rows,A) record(E2,B) wait(A,E2)");
+    assert_int_equal(fake.captured_grid_x(), 1 * 132);
+    fake.set_capturing(CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    expect_trace("three blocks after", backward_trace(f, BESIDE_N, NULL),
+                 "memset(A) launch(gj_encode_backward_rows,A) launch(gj_encode_backward_rows_coarse,A)");
+    fake.set_capturing(CU_STREAM_CAPTURE_STATUS_NONE);
+    assert_int_equal(fake.captured_grid_x(), 3 * 132);
+    fake.capture_argument(NULL, -1);
 }
 
 /* Host time per call on the fake driver: the cost of gridjit's own path (nothing runs). */

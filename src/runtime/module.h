@@ -82,10 +82,12 @@ typedef struct gj__module_shape {
      * table takes 512 KiB to 8 MiB and whose groups are not split, else 1 and 0. */
     uint32_t feature_major_forward_levels;
     uint32_t grouped_forward_warps_per_sm;
-    /* The coarse backward kernels' blocks per level and multiprocessor (GJ__COARSE_BLOCKS_PER_SM), and
-     * the fewest points from which they run on a side stream beside the main backward kernel
-     * (runtime/side_stream.h; 0: never). */
+    /* The coarse backward kernels' blocks per level and multiprocessor after the main backward
+     * kernel (GJ__COARSE_BLOCKS_PER_SM) and beside it (GJ__COARSE_BESIDE_BLOCKS_PER_SM), and the
+     * fewest points from which they run on a side stream beside it (runtime/side_stream.h; 0:
+     * never). */
     uint32_t coarse_blocks_per_sm;
+    uint32_t coarse_beside_blocks_per_sm;
     uint64_t coarse_beside_min_points;
 } gj__module_shape;
 
@@ -159,16 +161,21 @@ uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, uint32_
 uint32_t gj__group_block_points(const gj__module_shape *shape, uint32_t levels, int split);
 /* One thread per element: init_params and cast_gradients over n_params. */
 void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims);
-/* The coarse kernels' blocks per level per multiprocessor, and the fewest points from which
- * they run beside the main backward kernel (gj__module_shape). */
+/* The coarse kernels' blocks per level per multiprocessor, after the main backward kernel and
+ * beside it, and the fewest points from which they run beside it (gj__module_shape). After it,
+ * with the device to themselves, four; beside it two, which on an H200 was as fast as four or
+ * faster on every grid and model measured (S1 9 %, C1 with point-major dL/dy 2 %), where one
+ * made C2's backward 16 % faster but the models' training steps 3 % slower (docs/runtime.md,
+ * "The coarse levels beside the others"). */
 #define GJ__COARSE_BLOCKS_PER_SM 4u
+#define GJ__COARSE_BESIDE_BLOCKS_PER_SM 2u
 #define GJ__COARSE_BESIDE_MIN_POINTS 65536ull
 /* Whether a backward launch of desc uses NAME_backward_coarse, and its grid with
  * blocks_per_level blocks (> 0) per level. */
 int gj__backward_uses_coarse(const gj__module_shape *shape, const gj_backward_desc *desc);
 void gj__coarse_dims(const gj__module_shape *shape, uint32_t blocks_per_level, gj__launch_dims *dims);
-/* args.coarse_blocks of a backward launch over n points: most (coarse_blocks_per_sm per multiprocessor of
- * the device), fewer when the batch has fewer blocks' worth of points. */
+/* args.coarse_blocks of a backward launch over n points: most (the device's coarse_blocks or
+ * coarse_beside_blocks), fewer when the batch has fewer blocks' worth of points. */
 uint32_t gj__coarse_blocks(const gj__module_shape *shape, uint64_t n, uint32_t most);
 /* The kernel a launch of filled args runs: the pass's kernel for the outputs asked for,
  * in its level-group (_rows) form where args has several levels per thread or staging.
@@ -197,7 +204,11 @@ typedef struct gj__module_program {
 typedef struct gj__module_device {
     CUdevice device;
     int sm;                 /* compute capability, 90 for 9.0 */
-    uint32_t coarse_blocks; /* blocks per level of the coarse kernels: shape.coarse_blocks_per_sm per multiprocessor */
+    /* Blocks per level of the coarse kernels, queued after the main kernel on the caller's stream
+     * (shape.coarse_blocks_per_sm per multiprocessor) and beside it on the side stream
+     * (shape.coarse_beside_blocks_per_sm per multiprocessor). */
+    uint32_t coarse_blocks;
+    uint32_t coarse_beside_blocks;
     /* Asked on the first staging launch (gj__module_fit_carveout): shared memory per
      * multiprocessor (0: unknown) and of it, what the system reserves per block. */
     int smem_queried;

@@ -96,6 +96,7 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
     shape->levels_per_thread = opts->levels_per_thread;
     shape->feature_major_forward_levels = 1;
     shape->coarse_blocks_per_sm = GJ__COARSE_BLOCKS_PER_SM;
+    shape->coarse_beside_blocks_per_sm = GJ__COARSE_BESIDE_BLOCKS_PER_SM;
     shape->coarse_beside_min_points = GJ__COARSE_BESIDE_MIN_POINTS;
     if (!caps_forward_warps(enc, shape)) {
         return;

@@ -137,13 +137,21 @@ static uint32_t env_warps(const char *name, uint32_t fallback) {
     return warps > 64 ? 64u : (uint32_t)warps;
 }
 
+/* Coarse blocks per multiprocessor from the environment (1 to 32), or fallback when unset. */
+static uint32_t env_blocks_per_sm(const char *name, uint32_t fallback) {
+    const uint64_t blocks = env_number(name, fallback);
+    return blocks < 1 ? 1u : blocks > 32 ? 32u : (uint32_t)blocks;
+}
+
 /* Overrides of the launch shapes from the environment (docs/runtime.md, "Launch shapes"),
  * read once per module: GRIDJIT_LEVELS_PER_THREAD (where the options leave it automatic),
  * GRIDJIT_AGGREGATE_MIN, GRIDJIT_STAGE_CARVEOUT, GRIDJIT_FORWARD_WARPS_PER_SM,
  * GRIDJIT_STAGED_FORWARD_WARPS_PER_SM and GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM (the one-level
  * forwards', the staging ones' with or without dy/dx, and the other level-group forwards'
  * resident warps a multiprocessor, at most 64, 0: no cap; unset: the shape's default,
- * gj__module_shape_make). */
+ * gj__module_shape_make), GRIDJIT_COARSE_BLOCKS_PER_SM and GRIDJIT_COARSE_BESIDE_BLOCKS_PER_SM
+ * (the coarse kernels' blocks, 1 to 32, after and beside the main backward kernel) and
+ * GRIDJIT_COARSE_BESIDE_MIN_POINTS (0: never beside). */
 static void launch_tuning(gj__module_shape *shape) {
     if (shape->levels_per_thread == 0) {
         const uint64_t levels = env_number("GRIDJIT_LEVELS_PER_THREAD", 0);
@@ -159,8 +167,9 @@ static void launch_tuning(gj__module_shape *shape) {
         env_warps("GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", shape->staged_dydx_forward_warps_per_sm);
     shape->grouped_forward_warps_per_sm =
         env_warps("GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM", shape->grouped_forward_warps_per_sm);
-    const uint64_t coarse_blocks = env_number("GRIDJIT_COARSE_BLOCKS_PER_SM", shape->coarse_blocks_per_sm);
-    shape->coarse_blocks_per_sm = coarse_blocks < 1 ? 1u : coarse_blocks > 32 ? 32u : (uint32_t)coarse_blocks;
+    shape->coarse_blocks_per_sm = env_blocks_per_sm("GRIDJIT_COARSE_BLOCKS_PER_SM", shape->coarse_blocks_per_sm);
+    shape->coarse_beside_blocks_per_sm =
+        env_blocks_per_sm("GRIDJIT_COARSE_BESIDE_BLOCKS_PER_SM", shape->coarse_beside_blocks_per_sm);
     shape->coarse_beside_min_points = env_number("GRIDJIT_COARSE_BESIDE_MIN_POINTS", shape->coarse_beside_min_points);
 }
 

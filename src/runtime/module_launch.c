@@ -180,8 +180,6 @@ gj_status gj_forward(gj_module *module, gj_stream stream, const gj_forward_desc 
 static gj_status main_and_coarse(gj_module *m, gj__launch_scope *scope, gj__kernel_id main_kernel,
                                  gj__kernel_id coarse_kernel, const gj__launch_dims *dims, gj_backward_args *args,
                                  uint64_t n, gj_stream stream, const char *call) {
-    gj__launch_dims coarse_dims;
-    gj__coarse_dims(&m->shape, args->coarse_blocks, &coarse_dims);
     const uint64_t beside = m->shape.coarse_beside_min_points;
     const gj__side_stream *side = NULL;
     gj_status status = GJ_OK;
@@ -198,6 +196,11 @@ static gj_status main_and_coarse(gj_module *m, gj__launch_scope *scope, gj__kern
     if (status != GJ_OK) {
         return status;
     }
+    /* Fewer blocks beside the main kernel than after it (GJ__COARSE_BESIDE_BLOCKS_PER_SM). */
+    args->coarse_blocks =
+        gj__coarse_blocks(&m->shape, n, side ? scope->device->coarse_beside_blocks : scope->device->coarse_blocks);
+    gj__launch_dims coarse_dims;
+    gj__coarse_dims(&m->shape, args->coarse_blocks, &coarse_dims);
     if (!side) {
         status = launch(m, scope, main_kernel, dims, args, stream, call);
         return status == GJ_OK ? launch(m, scope, coarse_kernel, &coarse_dims, args, stream, call) : status;
@@ -226,11 +229,8 @@ static gj_status gradient_kernels(gj_module *module, gj__launch_scope *scope, co
                       stream, call);
     }
     /* Small levels (shared memory): a second kernel of coarse_blocks blocks per level sums
-     * them, and the first one leaves them out. Not enough points for more blocks: fewer. */
+     * them (main_and_coarse sets the count), and the first one leaves them out. */
     const int coarse = gj__backward_uses_coarse(&module->shape, desc);
-    if (coarse) {
-        args.coarse_blocks = gj__coarse_blocks(&module->shape, desc->n, scope->device->coarse_blocks);
-    }
     gj__kernel_id main_kernel, coarse_kernel;
     gj__backward_kernels(desc, &args, &main_kernel, &coarse_kernel);
     if (status == GJ_OK && coarse) {

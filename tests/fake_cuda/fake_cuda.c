@@ -401,31 +401,47 @@ FAKE_API void gjfake_fail_next_launch(CUresult error) {
     atomic_store(&next_launch_error, (int)error);
 }
 
-/* Kernel argument `captured_index` of each successful launch of a kernel whose name ends in
- * captured_suffix (index -1: none), its first 4 bytes: the driver cannot know how many
- * arguments a kernel takes, so the test names a kernel and one of its arguments. */
+/* Of each successful launch of a kernel whose name ends in captured_suffix: its grid's x
+ * dimension, and its argument `captured_index` (-1: none), the argument's first 4 bytes: the
+ * driver cannot know how many arguments a kernel takes, so the test names a kernel and one of
+ * its arguments. */
 static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
 static int captured_index = -1;
 static char captured_suffix[64];
 static uint32_t captured_word;
+static unsigned captured_grid;
 
 FAKE_API void gjfake_capture_argument(const char *kernel_suffix, int index) {
     pthread_mutex_lock(&capture_lock);
-    captured_index = kernel_suffix && strlen(kernel_suffix) < sizeof captured_suffix ? index : -1;
-    if (captured_index >= 0) {
+    captured_suffix[0] = '\0';
+    captured_index = -1;
+    if (kernel_suffix && strlen(kernel_suffix) < sizeof captured_suffix) {
         strcpy(captured_suffix, kernel_suffix);
+        captured_index = index;
     }
     captured_word = 0u;
+    captured_grid = 0u;
     pthread_mutex_unlock(&capture_lock);
 }
 
-static void capture(const char *kernel, void **params) {
+static void capture(const char *kernel, void **params, unsigned grid_x) {
     pthread_mutex_lock(&capture_lock);
     const size_t n = strlen(kernel), m = strlen(captured_suffix);
-    if (captured_index >= 0 && params && n >= m && strcmp(kernel + n - m, captured_suffix) == 0) {
-        memcpy(&captured_word, params[captured_index], sizeof captured_word);
+    if (m && n >= m && strcmp(kernel + n - m, captured_suffix) == 0) {
+        captured_grid = grid_x;
+        if (captured_index >= 0 && params) {
+            memcpy(&captured_word, params[captured_index], sizeof captured_word);
+        }
     }
     pthread_mutex_unlock(&capture_lock);
+}
+
+/* The grid's x dimension of the last such launch (0 until one). */
+FAKE_API unsigned gjfake_captured_grid_x(void) {
+    pthread_mutex_lock(&capture_lock);
+    const unsigned grid = captured_grid;
+    pthread_mutex_unlock(&capture_lock);
+    return grid;
 }
 
 /* The 4 bytes of the captured argument as a float (0 until a launch captured one). */
@@ -457,8 +473,7 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
     atomic_store(&last_grid_y, gy);
     atomic_store(&last_block_x, bx);
     atomic_store(&last_shared, shared);
-    capture(f->kernel->name, params);
-    /* A mangled name (_Z<length><name><parameters>) traced by its name alone. */
+    /* A mangled name (_Z<length><name><parameters>) captured and traced by its name alone. */
     const char *name = f->kernel->name;
     char plain[256];
     char *end = NULL;
@@ -468,6 +483,7 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         plain[length] = '\0';
         name = plain;
     }
+    capture(name, params, gx);
     trace("launch(%s,%S)", name, stream);
     return CUDA_SUCCESS;
 }

@@ -41,6 +41,7 @@ int gj_fake_driver_open(gj_fake_driver *fake) {
         {"gjfake_reset_carveout", (void **)&fake->reset_carveout},
         {"gjfake_capture_argument", (void **)&fake->capture_argument},
         {"gjfake_captured_float", (void **)&fake->captured_float},
+        {"gjfake_captured_grid_x", (void **)&fake->captured_grid_x},
         {"gjfake_set_capturing", (void **)&fake->set_capturing},
         {"gjfake_trace_start", (void **)&fake->trace_start},
         {"gjfake_trace", (void **)&fake->trace},

@@ -26,9 +26,11 @@ typedef struct gj_fake_driver {
     void (*set_capability)(int device, int major, int minor); /* 9.0 until set */
     int (*last_carveout)(void);    /* the last PREFERRED_SHARED_MEMORY_CARVEOUT set, or GJ_FAKE_NO_CARVEOUT */
     void (*reset_carveout)(void);
-    /* Later launches of a kernel whose name ends in suffix keep its argument index (-1: none). */
+    /* Later launches of a kernel whose name ends in suffix keep their grid.x and their argument
+     * index (-1: none). */
     void (*capture_argument)(const char *suffix, int index);
-    float (*captured_float)(void); /* its first 4 bytes, as a float, of the last such launch */
+    float (*captured_float)(void);     /* its first 4 bytes, as a float, of the last such launch */
+    unsigned (*captured_grid_x)(void); /* the last such launch's grid.x (0: none yet) */
     /* What cuStreamIsCapturing answers from now on (a CUstreamCaptureStatus; NONE at first). */
     void (*set_capturing)(int status);
     /* The stream order of what is queued from now on: trace() gives "memset(A) record(E1,A)
