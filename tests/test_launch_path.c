@@ -12,7 +12,8 @@
  *   - a launch that stages point-major rows sets its kernel's L1 carveout once per context;
  *   - a backward of many points runs its coarse kernel on a side stream of the context,
  *     forked after the zeroing and joined before the call returns, except on a stream being
- *     captured or below the threshold; the side streams go with the module;
+ *     captured or below the threshold; the side streams go with the module; the coarse
+ *     kernel takes two blocks a level and multiprocessor there, four in the caller's stream;
  *   - gridjit bench --calls reports the time per call.
  * It also prints the host time per call on the fake driver (nothing runs), for profiling
  * the path: `valgrind --tool=callgrind build/tests/test_launch_path` with
