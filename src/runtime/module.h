@@ -174,8 +174,9 @@ void gj__elementwise_dims(const gj__module_shape *shape, gj__launch_dims *dims);
  * blocks_per_level blocks (> 0) per level. */
 int gj__backward_uses_coarse(const gj__module_shape *shape, const gj_backward_desc *desc);
 void gj__coarse_dims(const gj__module_shape *shape, uint32_t blocks_per_level, gj__launch_dims *dims);
-/* args.coarse_blocks of a backward launch over n points: most (the device's coarse_blocks or
- * coarse_beside_blocks), fewer when the batch has fewer blocks' worth of points. */
+/* args.coarse_blocks of a backward launch over n points: most (the blocks per multiprocessor
+ * after or beside the main kernel, times the device's), fewer when the batch has fewer
+ * blocks' worth of points. */
 uint32_t gj__coarse_blocks(const gj__module_shape *shape, uint64_t n, uint32_t most);
 /* The kernel a launch of filled args runs: the pass's kernel for the outputs asked for,
  * in its level-group (_rows) form where args has several levels per thread or staging.
@@ -204,11 +205,7 @@ typedef struct gj__module_program {
 typedef struct gj__module_device {
     CUdevice device;
     int sm;                 /* compute capability, 90 for 9.0 */
-    /* Blocks per level of the coarse kernels, queued after the main kernel on the caller's stream
-     * (shape.coarse_blocks_per_sm per multiprocessor) and beside it on the side stream
-     * (shape.coarse_beside_blocks_per_sm per multiprocessor). */
-    uint32_t coarse_blocks;
-    uint32_t coarse_beside_blocks;
+    uint32_t multiprocessors; /* the coarse kernels' blocks per level are a count per multiprocessor */
     /* Asked on the first staging launch (gj__module_fit_carveout): shared memory per
      * multiprocessor (0: unknown) and of it, what the system reserves per block. */
     int smem_queried;

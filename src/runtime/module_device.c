@@ -31,12 +31,7 @@ static gj_status device_of(gj_module *m, CUdevice device, int sm, const char *ca
     memset(d, 0, sizeof *d);
     d->device = device;
     d->sm = sm;
-    /* After the main kernel a few blocks per multiprocessor (shape.coarse_blocks_per_sm, four)
-     * hide the coarse loop's load latency while each block's shared sums still serve many
-     * points; beside it (coarse_beside_blocks_per_sm, two) the main kernel's warps hide it, and
-     * fewer blocks take fewer of its places and flush fewer copies of the sums. */
-    d->coarse_blocks = sms > 0 ? m->shape.coarse_blocks_per_sm * (uint32_t)sms : 1u;
-    d->coarse_beside_blocks = sms > 0 ? m->shape.coarse_beside_blocks_per_sm * (uint32_t)sms : 1u;
+    d->multiprocessors = sms > 0 ? (uint32_t)sms : 1u;
     *out = d;
     return GJ_OK;
 }

@@ -196,9 +196,12 @@ static gj_status main_and_coarse(gj_module *m, gj__launch_scope *scope, gj__kern
     if (status != GJ_OK) {
         return status;
     }
-    /* Fewer blocks beside the main kernel than after it (GJ__COARSE_BESIDE_BLOCKS_PER_SM). */
-    args->coarse_blocks =
-        gj__coarse_blocks(&m->shape, n, side ? scope->device->coarse_beside_blocks : scope->device->coarse_blocks);
+    /* After the main kernel a few blocks per multiprocessor (GJ__COARSE_BLOCKS_PER_SM) hide the
+     * coarse loop's load latency while each block's shared sums still serve many points; beside
+     * it (GJ__COARSE_BESIDE_BLOCKS_PER_SM) the main kernel's warps hide it, and fewer blocks take
+     * fewer of its places and flush fewer copies of the sums. */
+    const uint32_t per_sm = side ? m->shape.coarse_beside_blocks_per_sm : m->shape.coarse_blocks_per_sm;
+    args->coarse_blocks = gj__coarse_blocks(&m->shape, n, per_sm * scope->device->multiprocessors);
     gj__launch_dims coarse_dims;
     gj__coarse_dims(&m->shape, args->coarse_blocks, &coarse_dims);
     if (!side) {
