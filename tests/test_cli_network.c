@@ -1,6 +1,6 @@
 /* `gridjit info` with network and model configurations, run as a child process: the summary,
  * the JSON object against the layout rules of docs/networks.md computed here, the widths from
- * options or keys, refusals, and the other commands' refusal of networks. */
+ * options or keys, refusals; eval's checks of its files and its outputs through the fake libcuda. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,14 +273,153 @@ static void info_refuses_bad_networks(void **state) {
     gj_cli_result_free(&r);
 }
 
-/* The commands that take encodings only say so, rather than the encoding parser's complaint. */
-static void other_commands_refuse_networks_plainly(void **state) {
+/* n floats v0, v0 + step, ... written to DIR/NAME. */
+static void write_ramp(const char *dir, const char *name, size_t n, float v0, float step) {
+    float *v = malloc((n ? n : 1) * sizeof *v);
+    assert_non_null(v);
+    for (size_t i = 0; i < n; ++i) {
+        v[i] = v0 + step * (float)(i % 97);
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    assert_int_equal(gj_test_write_file(path, (const char *)v, n * sizeof *v), 0);
+    free(v);
+}
+
+/* DIR/out/NAME's size in bytes, or -1 when it was not written. */
+static long out_size(const char *dir, const char *name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/out/%s", dir, name);
+    size_t size = 0;
+    char *data = gj_test_read_file(path, &size);
+    free(data);
+    return data ? (long)size : -1;
+}
+
+#define EVAL_MODEL                                                                                                    \
+    "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 2, \"log2_hashmap_size\": 8}, \"network\": "             \
+    "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 3}}"
+#define EVAL_NETWORK "{\"otype\": \"CutlassMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1}"
+enum { EVAL_MODEL_PARAMS = 512 + 1024 }; /* 16 x 16 + 16 x 16 (output padded to 16), then 2 levels x 2^8 x 2 */
+
+/* eval of networks and models: the checks it makes before the GPU (the sizes its help states,
+ * the encodings' options refused), each message naming what is wrong; without a driver, "no
+ * GPU" once every input passed. */
+static void eval_checks_network_inputs(void **state) {
     (void)state;
+    char *dir = gj_test_scratch_dir("eval_network_checks");
+    assert_non_null(dir);
+    write_ramp(dir, "p50x3.f32", 150, 0.0f, 0.01f);
+    write_ramp(dir, "p50x5.f32", 250, 0.0f, 0.01f);
+    write_ramp(dir, "w.f32", EVAL_MODEL_PARAMS, -0.5f, 0.01f);
+    write_ramp(dir, "w_short.f32", EVAL_MODEL_PARAMS - 1, -0.5f, 0.01f);
+    write_ramp(dir, "g50x3.f32", 150, -0.5f, 0.01f);
+    write_ramp(dir, "g49x3.f32", 147, -0.5f, 0.01f);
+    char p3[1024], p5[1024], w[1024], w_short[1024], g[1024], g_short[1024], out[1024];
+    snprintf(p3, sizeof p3, "%s/p50x3.f32", dir);
+    snprintf(p5, sizeof p5, "%s/p50x5.f32", dir);
+    snprintf(w, sizeof w, "%s/w.f32", dir);
+    snprintf(w_short, sizeof w_short, "%s/w_short.f32", dir);
+    snprintf(g, sizeof g, "%s/g50x3.f32", dir);
+    snprintf(g_short, sizeof g_short, "%s/g49x3.f32", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
     gj_cli_result r;
-    RUN(&r, "eval", "--config", "{\"otype\": \"CutlassMLP\"}", "--points", "/nonexistent", "--params", "/nonexistent",
-        "--out-dir", "/nonexistent");
-    assert_refused(&r, 1, "is a network configuration: `gridjit eval` takes encodings only so far");
+    RUN(&r, "eval", "--config", EVAL_MODEL, "--points", p3, "--params", w, "--out-dir", out, "--max-level", "0.5");
+    assert_refused(&r, 2, "--max-level: only for an encoding configuration");
     gj_cli_result_free(&r);
+    RUN(&r, "eval", "--config", EVAL_MODEL, "--points", p3, "--params", w, "--dl-dy", g, "--dl-ddldx", p3,
+        "--out-dir", out);
+    assert_refused(&r, 2, "--dl-ddldx: only for an encoding configuration");
+    gj_cli_result_free(&r);
+    RUN(&r, "eval", "--config", EVAL_MODEL, "--points", p3, "--params", w, "--out-dir", out, "--arch", "sm_80");
+    assert_refused(&r, 2, "--arch: only for an encoding configuration");
+    gj_cli_result_free(&r);
+    RUN(&r, "eval", "--config", "{\"otype\": \"HashGrid\"}", "--points", p3, "--params", w, "--out-dir", out,
+        "--output-dims", "3");
+    assert_refused(&r, 2, "--output-dims: only for a network or model configuration");
+    gj_cli_result_free(&r);
+    /* The network's own errors name the key. */
+    RUN(&r, "eval", "--config", "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 24}", "--dims", "5", "--output-dims",
+        "2", "--points", p5, "--params", w, "--out-dir", out);
+    assert_refused(&r, 1, "n_neurons");
+    gj_cli_result_free(&r);
+    /* Sizes: P a multiple of D, W n_params, G N * n_output_dims. */
+    RUN(&r, "eval", "--config", EVAL_MODEL, "--points", p5, "--params", w, "--out-dir", out);
+    assert_refused(&r, 1, "holds 250 floats, not a multiple of D = 3");
+    gj_cli_result_free(&r);
+    RUN(&r, "eval", "--config", EVAL_MODEL, "--points", p3, "--params", w_short, "--out-dir", out);
+    assert_refused(&r, 1, "holds 1535 floats; expected n_params = 1536");
+    gj_cli_result_free(&r);
+    RUN(&r, "eval", "--config", EVAL_MODEL, "--points", p3, "--params", w, "--dl-dy", g_short, "--out-dir", out);
+    assert_refused(&r, 1, "holds 147 floats; expected N * n_output_dims = 150");
+    gj_cli_result_free(&r);
+    /* A network alone: N * n_input_dims points; its output width from --output-dims. */
+    RUN(&r, "eval", "--config", EVAL_NETWORK, "--dims", "3", "--points", p5, "--params", w, "--out-dir", out,
+        "--output-dims", "3");
+    assert_refused(&r, 1, "holds 250 floats, not a multiple of n_input_dims = 3");
+    gj_cli_result_free(&r);
+    /* Every input accepted: without a driver the GPU is what is missing, and nothing is written. */
+    setenv("GRIDJIT_DRIVER", "off", 1);
+    RUN(&r, "eval", "--config", EVAL_MODEL, "--points", p3, "--params", w, "--dl-dy", g, "--out-dir", out);
+    unsetenv("GRIDJIT_DRIVER");
+    assert_refused(&r, 1, "gridjit eval: no GPU");
+    gj_cli_result_free(&r);
+    assert_int_equal(out_size(dir, "y.f32"), -1);
+    free(dir);
+}
+
+/* eval of a model and of a network through the fake libcuda of tests/fake_cuda (NVRTC compiles for
+ * real, nothing runs, the downloads leave zeros): the files its help lists, of the sizes it
+ * states, and the summary line. The values are checked on a device (tests/test_gpu_cli.c). */
+static void eval_writes_network_outputs(void **state) {
+    (void)state;
+    const char *fake = getenv("GRIDJIT_FAKE_DRIVER");
+    if (!fake) {
+        printf("SKIPPED: GRIDJIT_FAKE_DRIVER is not set\n");
+        skip();
+    }
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    char *dir = gj_test_scratch_dir("eval_network_outputs");
+    assert_non_null(dir);
+    write_ramp(dir, "p.f32", 150, 0.0f, 0.01f);
+    write_ramp(dir, "w.f32", EVAL_MODEL_PARAMS, -0.5f, 0.01f);
+    write_ramp(dir, "g.f32", 150, -0.5f, 0.01f);
+    char p[1024], w[1024], g[1024], out[1024];
+    snprintf(p, sizeof p, "%s/p.f32", dir);
+    snprintf(w, sizeof w, "%s/w.f32", dir);
+    snprintf(g, sizeof g, "%s/g.f32", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    setenv("GRIDJIT_DRIVER", fake, 1);
+    gj_cli_result r;
+    RUN(&r, "eval", "--config", EVAL_MODEL, "--points", p, "--params", w, "--dl-dy", g, "--out-dir", out);
+    assert_success(&r);
+    assert_non_null(strstr(r.out, "evaluated 50 points (model, 3 inputs, 3 outputs, 1536 parameters) on "));
+    gj_cli_result_free(&r);
+    assert_int_equal(out_size(dir, "y.f32"), 150 * 4);
+    assert_int_equal(out_size(dir, "dparams.f32"), EVAL_MODEL_PARAMS * 4);
+    assert_int_equal(out_size(dir, "dx.f32"), 150 * 4);
+    assert_int_equal(out_size(dir, "bb_dx.f32"), -1);
+
+    /* A network alone, 3 inputs to 5 outputs, inference: y alone (16 x 16 + 16 x 16 weights). */
+    char *dir2 = gj_test_scratch_dir("eval_network_inference");
+    assert_non_null(dir2);
+    write_ramp(dir2, "w.f32", 512, -0.5f, 0.01f);
+    char w2[1024], out2[1024];
+    snprintf(w2, sizeof w2, "%s/w.f32", dir2);
+    snprintf(out2, sizeof out2, "%s/out", dir2);
+    RUN(&r, "eval", "--config", EVAL_NETWORK, "--dims", "3", "--output-dims", "5", "--points", p, "--params", w2,
+        "--out-dir", out2);
+    unsetenv("GRIDJIT_DRIVER");
+    assert_success(&r);
+    assert_non_null(strstr(r.out, "evaluated 50 points (network, 3 inputs, 5 outputs, 512 parameters) on "));
+    gj_cli_result_free(&r);
+    assert_int_equal(out_size(dir2, "y.f32"), 50 * 5 * 4);
+    assert_int_equal(out_size(dir2, "dparams.f32"), -1);
+    assert_int_equal(out_size(dir2, "dx.f32"), -1);
+    free(dir2);
+    free(dir);
 }
 
 /* precompile of a model, a network and an encoding together: a model module's eight programs
@@ -458,7 +597,8 @@ int main(void) {
         cmocka_unit_test(info_summary_of_a_model),
         cmocka_unit_test(info_reads_a_model_file),
         cmocka_unit_test(info_refuses_bad_networks),
-        cmocka_unit_test(other_commands_refuse_networks_plainly),
+        cmocka_unit_test(eval_checks_network_inputs),
+        cmocka_unit_test(eval_writes_network_outputs),
         cmocka_unit_test(precompile_takes_networks),
         cmocka_unit_test(dump_prints_networks_and_models),
         cmocka_unit_test(sources_take_networks),

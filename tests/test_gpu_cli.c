@@ -1,7 +1,8 @@
 /*
  * gridjit eval and gridjit bench on a device, end to end through the CLI binary: eval's
- * output files against the CPU reference (tolerances: tests/support/gpu_bounds.h),
- * bench's JSON. Skipped without a device or without the CLI.
+ * output files against the CPU reference (tolerances: tests/support/gpu_bounds.h), a
+ * model's and a network's against the references chained (the measure and tolerances of
+ * tests/test_gpu_network.c), bench's JSON. Skipped without a device or without the CLI.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include "cpu_reference.h"
 #include "gpu_bounds.h"
 #include "gpu_harness.h"
+#include "mlp_reference.h"
 #include "run_cli.h"
 
 static void need_gpu_and_cli(void) {
@@ -260,6 +262,163 @@ static void eval_fp16_f1(void **state) {
     run_eval_case(&ec);
 }
 
+/* A network's or model's eval: the files written as eval's help says, their values against the
+ * reference encoding (a model's features rounded to fp16, as the kernels take them) and MLP (h
+ * in fp16 between layers, on the fp16 weights), with and without --dl-dy. */
+typedef struct eval_net_case {
+    const char *name, *json;
+    uint32_t dims; /* a model's encoding dimensions, a network's inputs */
+    uint32_t outputs;
+} eval_net_case;
+
+static double *net_file(const char *dir, const char *name, size_t count) {
+    char *out = join(dir, "out");
+    double *v = read_floats(out, name, count);
+    free(out);
+    return v;
+}
+
+static void run_eval_net_case(const eval_net_case *ec) {
+    gj_context *ctx = NULL;
+    gj_network *net = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    char outputs[16], dims[16];
+    snprintf(outputs, sizeof outputs, "%u", ec->outputs);
+    snprintf(dims, sizeof dims, "%u", ec->dims);
+    assert_int_equal(gj_network_create(ctx, ec->json, ec->dims, ec->outputs, &net), GJ_OK);
+    const gj_encoding *enc = gj_network_encoding(net);
+    const gj_precision ep = enc ? gj_encoding_precision(enc) : GJ_PRECISION_FP32;
+    const uint64_t n = 777, n_mlp = gj_network_n_mlp_params(net), n_params = gj_network_n_params(net);
+    const uint32_t in = ec->dims, out = gj_network_n_output_dims(net), feats = gj_network_input_width(net);
+    gj_ref_mlp mref;
+    gj_ref_mlp_from_network(&mref, net);
+    mref.fp16_hidden = true;
+    gj_ref_encoding eref;
+    if (enc) {
+        gj_ref_from_encoding(&eref, enc);
+    }
+
+    /* The parameters: tiny-cuda-nn's initialisation for the weights, the encoding's of order 1. */
+    float *w = malloc(n_params * sizeof *w), *x = malloc(n * in * sizeof *x), *g = malloc(n * out * sizeof *g);
+    double *wd = malloc(n_params * sizeof *wd);
+    assert_true(w && x && g && wd);
+    gj_ref_pcg32 pcg;
+    gj_ref_pcg32_seed(&pcg, 7, 1);
+    gj_ref_mlp_init_params(&mref, &pcg, 1.0f, w);
+    gj_gpu_rng rng = {0xE7A1ull + n_params};
+    for (uint64_t p = 0; p < n_params; ++p) {
+        if (p >= n_mlp) {
+            w[p] = gj_gpu_rng_float(&rng, -1.0f, 1.0f);
+        }
+        wd[p] = gj_gpu_round(w[p], p < n_mlp ? GJ_PRECISION_FP16 : ep);
+    }
+    for (uint64_t k = 0; k < n * in; ++k) {
+        x[k] = enc ? gj_gpu_rng_float(&rng, 0.0f, 1.0f) : (float)gj_gpu_round(gj_gpu_rng_float(&rng, -1.0f, 1.0f),
+                                                                                 GJ_PRECISION_FP16);
+    }
+    for (uint64_t k = 0; k < n * out; ++k) {
+        g[k] = gj_gpu_rng_float(&rng, -1.0f, 1.0f);
+    }
+    char *dir = gj_test_scratch_dir(ec->name);
+    assert_non_null(dir);
+    write_floats(dir, "p.f32", x, n * in);
+    write_floats(dir, "w.f32", w, n_params);
+    write_floats(dir, "g.f32", g, n * out);
+    char *out_dir = join(dir, "out");
+    const char *args[] = {"eval", "--config", ec->json, "--dims", dims, "--output-dims", outputs, "--points", "p.f32",
+                          "--params", "w.f32", "--out-dir", out_dir, "--dl-dy", "g.f32", NULL};
+    gj_cli_result result;
+    assert_int_equal(gj_test_run_cli(dir, args, &result), 0);
+    if (result.status != 0) {
+        fail_msg("gridjit eval exited %d: %s", result.status, result.err);
+    }
+    gj_cli_result_free(&result);
+    double *y = net_file(dir, "y.f32", n * out), *dp = net_file(dir, "dparams.f32", n_params);
+    double *dx = net_file(dir, "dx.f32", n * in);
+    /* Without dL/dy: the inference kernel, y alone. */
+    char *inference_dir = join(dir, "inference"); /* eval makes it */
+    args[12] = inference_dir;
+    args[13] = NULL;
+    assert_int_equal(gj_test_run_cli(dir, args, &result), 0);
+    if (result.status != 0) {
+        fail_msg("gridjit eval (inference) exited %d: %s", result.status, result.err);
+    }
+    gj_cli_result_free(&result);
+    double *yi = read_floats(inference_dir, "y.f32", n * out);
+    char *no_grad = join(inference_dir, "dparams.f32");
+    size_t size = 0;
+    char *data = gj_test_read_file(no_grad, &size);
+    assert_null(data); /* without --dl-dy there are no gradients */
+
+    /* The references chained. */
+    double *y_ref = calloc(n * out, sizeof *y_ref), *dp_ref = calloc(n_params, sizeof *dp_ref);
+    double *dx_ref = calloc(n * in, sizeof *dx_ref);
+    assert_true(y_ref && dp_ref && dx_ref);
+    double f[GJ_NETWORK_MAX_INPUT_DIMS], yo[GJ_NETWORK_MAX_OUTPUT_DIMS + 15], dyo[GJ_NETWORK_MAX_OUTPUT_DIMS + 15] = {0},
+           df[GJ_NETWORK_MAX_INPUT_DIMS], dxi[GJ_REF_MAX_DIMS];
+    for (uint64_t i = 0; i < n; ++i) {
+        if (enc) {
+            gj_ref_forward(&eref, wd + n_mlp, x + i * in, 1.0, f);
+            for (uint32_t k = 0; k < feats; ++k) {
+                f[k] = gj_gpu_round(f[k], GJ_PRECISION_FP16);
+            }
+        } else {
+            for (uint32_t k = 0; k < in; ++k) {
+                f[k] = x[i * in + k];
+            }
+        }
+        gj_ref_mlp_forward(&mref, wd, f, yo);
+        for (uint32_t c = 0; c < out; ++c) {
+            y_ref[i * out + c] = yo[c];
+            dyo[c] = g[i * out + c];
+        }
+        gj_ref_mlp_backward(&mref, wd, f, dyo, dp_ref, enc ? df : dx_ref + i * in);
+        if (enc) {
+            gj_ref_backward(&eref, wd + n_mlp, x + i * in, 1.0, i, n, df, dp_ref + n_mlp, dxi);
+            for (uint32_t d = 0; d < in; ++d) {
+                dx_ref[i * in + d] = dxi[d];
+            }
+        }
+    }
+    const double e_y = gj_gpu_rel_error(y, y_ref, n * out, 1e-3), e_yi = gj_gpu_rel_error(yi, y_ref, n * out, 1e-3);
+    const double e_dw = gj_gpu_rel_error(dp, dp_ref, n_mlp, 1e-3);
+    const double e_de = gj_gpu_rel_error(dp + n_mlp, dp_ref + n_mlp, n_params - n_mlp, 1e-3);
+    const double e_dx = gj_gpu_rel_error(dx, dx_ref, n * in, 1e-3);
+    const double tol_de = ep == GJ_PRECISION_FP16 ? 5e-2 : 3e-2, tol_dx = enc ? 3e-2 : 2e-2;
+    const int ok = e_y <= 1e-2 && e_yi <= 1e-2 && e_dw <= 2e-2 && e_de <= tol_de && e_dx <= tol_dx;
+    printf("%s eval %s: y %.2e (inference %.2e), network dL/dparams %.2e, encoding dL/dparams %.2e, dL/dx %.2e "
+           "(tolerances 1e-2, 2e-2, %.0e, %.0e)\n",
+           ok ? "PASS" : "FAIL", ec->name, e_y, e_yi, e_dw, e_de, e_dx, tol_de, tol_dx);
+    free(no_grad), free(inference_dir), free(yi), free(y), free(dp), free(dx), free(y_ref), free(dp_ref);
+    free(dx_ref), free(w), free(x), free(g), free(wd), free(out_dir), free(dir);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+    if (!ok) {
+        fail_msg("%s: outside the tolerances (the line above)", ec->name);
+    }
+}
+
+static void eval_model(void **state) {
+    (void)state;
+    need_gpu_and_cli();
+    const eval_net_case ec = {"eval_model",
+                              "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4, \"log2_hashmap_size\": 10, "
+                              "\"base_resolution\": 4}, \"network\": {\"otype\": \"FullyFusedMLP\", \"n_neurons\": 32, "
+                              "\"n_hidden_layers\": 2, \"activation\": \"ReLU\", \"output_activation\": \"None\"}}",
+                              3, 3};
+    run_eval_net_case(&ec);
+}
+
+static void eval_network(void **state) {
+    (void)state;
+    need_gpu_and_cli();
+    const eval_net_case ec = {"eval_network",
+                              "{\"otype\": \"CutlassMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1, "
+                              "\"activation\": \"Tanh\", \"output_activation\": \"Sigmoid\"}",
+                              5, 2};
+    run_eval_net_case(&ec);
+}
+
 static void bench_json(void **state) {
     (void)state;
     need_gpu_and_cli();
@@ -333,6 +492,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(eval_fp32_all_outputs),
         cmocka_unit_test(eval_fp16_f1),
+        cmocka_unit_test(eval_model),
+        cmocka_unit_test(eval_network),
         cmocka_unit_test(bench_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

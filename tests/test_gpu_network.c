@@ -113,19 +113,6 @@ static void *warm(void *arg) {
 
 static void compile_in_parallel(void);
 
-/* max |a - b| / max(max |b|, floor) */
-static double rel_error(const double *a, const double *b, size_t n, double floor) {
-    double err = 0.0, scale = floor;
-    for (size_t i = 0; i < n; ++i) {
-        if (!isfinite(a[i])) {
-            return INFINITY;
-        }
-        err = fmax(err, fabs(a[i] - b[i]));
-        scale = fmax(scale, fabs(b[i]));
-    }
-    return err / scale;
-}
-
 static double *floats_to_doubles(const float *f, size_t n) {
     double *d = malloc((n ? n : 1) * sizeof *d);
     assert_non_null(d);
@@ -251,10 +238,10 @@ static int check_shape(gj_context *ctx, const shape *s) {
     for (uint64_t i = 0; i < n_params; ++i) {
         dw2d[i] *= 0.5;
     }
-    const double e_y = rel_error(yd, y_ref, n * out, 1e-3);
-    const double e_dw = rel_error(dwd, dw_ref, n_params, 1e-3);
-    const double e_dx = rel_error(dxd, dx_ref, n * in, 1e-3);
-    const double e_acc = rel_error(dw2d, dwd, n_params, 1e-6);
+    const double e_y = gj_gpu_rel_error(yd, y_ref, n * out, 1e-3);
+    const double e_dw = gj_gpu_rel_error(dwd, dw_ref, n_params, 1e-3);
+    const double e_dx = gj_gpu_rel_error(dxd, dx_ref, n * in, 1e-3);
+    const double e_acc = gj_gpu_rel_error(dw2d, dwd, n_params, 1e-6);
     const int same_forward = memcmp(y, y2, n * out * 4) == 0;
     const int same_dx = memcmp(dx, dx2, n * in * 4) == 0;
     const int ok = init_ok && same_forward && same_dx && e_y <= 1e-2 && e_dw <= 2e-2 && e_dx <= 2e-2 && e_acc <= 1e-4;
@@ -434,12 +421,12 @@ static int check_model(gj_context *ctx, const model_shape *s) {
         }
     }
     double *yd = floats_to_doubles(y, n * out), *dwd = floats_to_doubles(dw, n_mlp), *dxd = floats_to_doubles(dx, n * D);
-    const double e_y = rel_error(yd, y_ref, n * out, 1e-3);
-    const double e_dw = rel_error(dwd, dw_ref, n_mlp, 1e-3);
-    const double e_de = rel_error(de, de_ref, n_enc, 1e-3);
-    const double e_dx = rel_error(dxd, dx_ref, n * D, 1e-3);
+    const double e_y = gj_gpu_rel_error(yd, y_ref, n * out, 1e-3);
+    const double e_dw = gj_gpu_rel_error(dwd, dw_ref, n_mlp, 1e-3);
+    const double e_de = gj_gpu_rel_error(de, de_ref, n_enc, 1e-3);
+    const double e_dx = gj_gpu_rel_error(dxd, dx_ref, n * D, 1e-3);
     double *dw2d = floats_to_doubles(dw2, n_mlp);
-    const double e_dw2 = rel_error(dw2d, dw_ref, n_mlp, 1e-3), e_de2 = rel_error(de2, de_ref, n_enc, 1e-3);
+    const double e_dw2 = gj_gpu_rel_error(dw2d, dw_ref, n_mlp, 1e-3), e_de2 = gj_gpu_rel_error(de2, de_ref, n_enc, 1e-3);
     const int same_forward = memcmp(y, y2, n * out * 4) == 0;
     const double tol_de = grad_size == 2 ? 5e-2 : 3e-2; /* fp16 sums of many points */
     float *dw3 = download_floats(ctx, d_dw3, n_mlp), *dw4 = download_floats(ctx, d_dw4, n_mlp);
@@ -447,9 +434,9 @@ static int check_model(gj_context *ctx, const model_shape *s) {
     float *dx3 = download_floats(ctx, d_dx3, n * D);
     double *u[5] = {floats_to_doubles(dw3, n_mlp), floats_to_doubles(de3, n_enc), floats_to_doubles(dx3, n * D),
                     floats_to_doubles(dw4, n_mlp), floats_to_doubles(de4, n_enc)};
-    const double e_unscaled[5] = {rel_error(u[0], dw_ref, n_mlp, 1e-3), rel_error(u[1], de_ref, n_enc, 1e-3),
-                                  rel_error(u[2], dx_ref, n * D, 1e-3), rel_error(u[3], dw_ref, n_mlp, 1e-3),
-                                  rel_error(u[4], de_ref, n_enc, 1e-3)};
+    const double e_unscaled[5] = {gj_gpu_rel_error(u[0], dw_ref, n_mlp, 1e-3), gj_gpu_rel_error(u[1], de_ref, n_enc, 1e-3),
+                                  gj_gpu_rel_error(u[2], dx_ref, n * D, 1e-3), gj_gpu_rel_error(u[3], dw_ref, n_mlp, 1e-3),
+                                  gj_gpu_rel_error(u[4], de_ref, n_enc, 1e-3)};
     const int unscaled_ok = e_unscaled[0] <= 2e-2 && e_unscaled[1] <= tol_de && e_unscaled[2] <= 3e-2 &&
                             e_unscaled[3] <= 2e-2 && e_unscaled[4] <= tol_de;
     printf("%s model %s: fp32 encoding gradients, loss scale 128 undone: network %.2e, encoding %.2e, dL/dx %.2e; "

@@ -360,9 +360,9 @@ int gj_cli_open_json_where(const char *cmd, const char *json, const char *where,
     *enc = NULL;
     const gj_cli_config_kind kind = gj_cli_classify_config(json);
     if (kind != GJ_CLI_CONFIG_ENCODING) {
-        /* Said plainly, rather than the encoding parser's complaint about "network" or "n_neurons". */
-        gj_cli_error(cmd, "the configuration%s is a %s configuration: `gridjit %s` takes encodings only so far; "
-                          "`gridjit info --config` describes it and `gridjit dump --config` prints its code",
+        /* Said plainly, rather than the encoding parser's complaint about "network" or "n_neurons"
+         * (the commands send networks and models their own way before they get here). */
+        gj_cli_error(cmd, "the configuration%s is a %s configuration where `gridjit %s` expected an encoding",
                      where, kind == GJ_CLI_CONFIG_MODEL ? "model" : "network", cmd);
         return GJ_CLI_FAILURE;
     }

@@ -1,28 +1,34 @@
 /* gridjit eval: evaluates an encoding on raw float32 files, for debugging and for
- * cross-checking other implementations. */
-#include "cli_gpu.h"
+ * cross-checking other implementations; a network's or model's configuration goes to
+ * tools/eval_network.c. */
+#include "cli_network.h"
+#include "eval_files.h"
+#include "eval_network.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char *const CMD = "eval";
 
 static void usage(void) {
     printf("Usage: gridjit eval --config C [--dims D] --points P --params W [--dl-dy G]\n"
            "                    [--dl-ddldx H] [--max-level M] --out-dir DIR [--arch ARCH]\n"
+           "       gridjit eval --config NETWORK_OR_MODEL [--dims D] [--output-dims OUT]\n"
+           "                    --points P --params W [--dl-dy G] --out-dir DIR\n"
            "\n"
-           "Runs the encoding on the GPU over data files. Every file is raw little-endian\n"
-           "float32, arrays point-major (x0 y0 z0 x1 ...):\n"
+           "Runs the encoding (or the network, or the model: an encoding and its network)\n"
+           "on the GPU over data files. Every file is raw little-endian float32, arrays\n"
+           "point-major (x0 y0 z0 x1 ...):\n"
            "  P  N * D floats: the points (N is the size of P divided by 4 * D)\n"
-           "  W  n_params floats: the parameters (rounded to fp16 when the precision is fp16)\n"
-           "  G  N * n_output_dims floats: dL/dy (rounded likewise)\n"
-           "  H  N * D floats: dL/d(dL/dx), for the backward-of-backward pass\n"
+           "  W  n_params floats: the parameters (rounded to fp16 when the precision is fp16;\n"
+           "     a network's weights are fp16; a model's: the network's, then the encoding's)\n"
+           "  G  N * n_output_dims floats: dL/dy (an encoding's rounded likewise)\n"
+           "  H  N * D floats: dL/d(dL/dx), for the backward-of-backward pass (encodings)\n"
            "Writes to DIR (each file atomically):\n"
            "  y.f32           N * n_output_dims   always\n"
-           "  dparams.f32     n_params            with G: dL/dparams\n"
+           "  dparams.f32     n_params            with G: dL/dparams (in W's order)\n"
            "  dx.f32          N * D               with G: dL/dx\n"
            "  bb_dparams.f32  n_params            with G and H: backward of backward, dL/dparams\n"
            "  bb_ddldy.f32    N * n_output_dims   with G and H: dL/d(dL/dy)\n"
@@ -30,27 +36,32 @@ static void usage(void) {
            "\n"
            "Options:\n"
            "  -c, --config C      configuration: a JSON file, or inline JSON starting with '{'\n"
-           "  -d, --dims D        number of input dimensions (default: the configuration's, else 3)\n"
+           "  -d, --dims D        number of input dimensions (default: the configuration's, else\n"
+           "                      3; a network alone's \"n_input_dims\")\n"
+           "      --output-dims OUT  a network's or model's output width (default: the network\n"
+           "                      object's \"n_output_dims\")\n"
            "  -P, --points P      the points file\n"
            "  -W, --params W      the parameters file\n"
            "  -G, --dl-dy G       the dL/dy file\n"
-           "  -H, --dl-ddldx H    the dL/d(dL/dx) file (needs --dl-dy)\n"
+           "  -H, --dl-ddldx H    the dL/d(dL/dx) file (needs --dl-dy; encodings only)\n"
            "  -m, --max-level M   a number in [0, 1] for every point, or a file of N floats\n"
-           "                      (default 1: all levels)\n"
+           "                      (default 1: all levels; encodings only)\n"
            "  -o, --out-dir DIR   where to write (created if missing)\n"
            "  -a, --arch ARCH     compile for ARCH (e.g. compute_90 for PTX) instead of the\n"
-           "                      device's own architecture\n"
+           "                      device's own architecture (encodings only)\n"
            "  -h, --help          show this help\n"
            "\n"
+           "A network's or model's passes are its module's (docs/networks.md): inference\n"
+           "without G; with G the forward for training, then the backward with dL/dinput.\n"
            "Needs a CUDA device; without one it says so and exits 1.\n");
 }
 
-typedef struct eval_args {
-    const char *config, *dims, *points, *params, *dl_dy, *dl_ddldx, *max_level, *out_dir, *arch;
-} eval_args;
+typedef gj_cli_eval_args eval_args;
 
 static int parse_args(int argc, char **argv, eval_args *args) {
+    enum { OPT_OUTPUT_DIMS = 1000 };
     static const struct option options[] = {
+        {"output-dims", required_argument, NULL, OPT_OUTPUT_DIMS},
         {"config", required_argument, NULL, 'c'},   {"dims", required_argument, NULL, 'd'},
         {"points", required_argument, NULL, 'P'},   {"params", required_argument, NULL, 'W'},
         {"dl-dy", required_argument, NULL, 'G'},    {"dl-ddldx", required_argument, NULL, 'H'},
@@ -70,6 +81,7 @@ static int parse_args(int argc, char **argv, eval_args *args) {
         case 'm': args->max_level = optarg; break;
         case 'o': args->out_dir = optarg; break;
         case 'a': args->arch = optarg; break;
+        case OPT_OUTPUT_DIMS: args->output_dims = optarg; break;
         case 'h': usage(); return -1;
         default: return gj_cli_bad_option(CMD, opt, argv, options);
         }
@@ -86,85 +98,6 @@ static int parse_args(int argc, char **argv, eval_args *args) {
     if (rc == GJ_CLI_OK && args->out_dir[0] == '\0') {
         rc = gj_cli_usage_error(CMD, "--out-dir: empty directory name");
     }
-    return rc;
-}
-
-/* ------------------------------------------------------------------- files */
-
-/* Files are little-endian; on a big-endian host the bytes of each float are swapped. */
-static void from_little_endian(float *values, size_t count) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    for (size_t i = 0; i < count; ++i) {
-        uint32_t bits;
-        memcpy(&bits, &values[i], 4);
-        bits = __builtin_bswap32(bits);
-        memcpy(&values[i], &bits, 4);
-    }
-#else
-    (void)values;
-    (void)count;
-#endif
-}
-
-/* Reads a whole float32 file; *count receives the number of floats. A size that is not
- * a multiple of 4 is refused. */
-static int read_floats(const char *what, const char *path, float **values, size_t *count) {
-    *values = NULL;
-    *count = 0;
-    FILE *file = fopen(path, "rb");
-    struct stat st;
-    if (!file || fstat(fileno(file), &st) != 0 || !S_ISREG(st.st_mode)) {
-        gj_cli_error(CMD, "%s: cannot read %s: %s", what, path, file ? "not a regular file" : strerror(errno));
-        if (file) {
-            fclose(file);
-        }
-        return GJ_CLI_FAILURE;
-    }
-    const size_t size = (size_t)st.st_size;
-    if (size % 4 != 0) {
-        fclose(file);
-        gj_cli_error(CMD, "%s: %s has %zu bytes, not a whole number of float32 values", what, path, size);
-        return GJ_CLI_FAILURE;
-    }
-    *values = malloc(size ? size : 1);
-    const size_t got = *values ? fread(*values, 1, size, file) : 0;
-    const int failed = ferror(file);
-    fclose(file);
-    if (!*values || got != size || failed) {
-        gj_cli_error(CMD, "%s: cannot read %s%s", what, path, *values ? " (short read)" : " (out of memory)");
-        free(*values);
-        *values = NULL;
-        return GJ_CLI_FAILURE;
-    }
-    from_little_endian(*values, size / 4);
-    *count = size / 4;
-    return GJ_CLI_OK;
-}
-
-/* Reads a file that must hold exactly expected floats. */
-static int read_exact(const char *what, const char *path, size_t expected, const char *shape, float **values) {
-    size_t count = 0;
-    int rc = read_floats(what, path, values, &count);
-    if (rc == GJ_CLI_OK && count != expected) {
-        gj_cli_error(CMD, "%s: %s holds %zu floats; expected %s = %zu", what, path, count, shape, expected);
-        free(*values);
-        *values = NULL;
-        rc = GJ_CLI_FAILURE;
-    }
-    return rc;
-}
-
-static int write_floats(const char *dir, const char *name, float *values, size_t count) {
-    const size_t size = strlen(dir) + strlen(name) + 2;
-    char *path = malloc(size);
-    if (!path) {
-        gj_cli_error(CMD, "out of memory");
-        return GJ_CLI_FAILURE;
-    }
-    snprintf(path, size, "%s/%s", dir, name);
-    from_little_endian(values, count); /* the same swap, to little-endian */
-    int rc = gj_cli_write_file_atomic(CMD, path, values, count * sizeof(float));
-    free(path);
     return rc;
 }
 
@@ -203,7 +136,7 @@ static int read_max_level(const eval_args *args, eval_data *d) {
         d->max_level = value;
         return GJ_CLI_OK;
     }
-    return read_exact("--max-level", args->max_level, d->n, "N", &d->max_level_per_point);
+    return gj_cli_eval_read_exact("--max-level", args->max_level, d->n, "N", &d->max_level_per_point);
 }
 
 static int read_inputs(const eval_args *args, const gj_encoding *enc, eval_data *d) {
@@ -212,7 +145,7 @@ static int read_inputs(const eval_args *args, const gj_encoding *enc, eval_data 
     d->n_out = gj_encoding_n_output_dims(enc);
     d->n_params = gj_encoding_n_params(enc);
     size_t count = 0;
-    int rc = read_floats("--points", args->points, &d->x, &count);
+    int rc = gj_cli_eval_read_floats("--points", args->points, &d->x, &count);
     if (rc == GJ_CLI_OK && count % d->n_dims != 0) {
         gj_cli_error(CMD, "--points: %s holds %zu floats, not a multiple of D = %u (N * D floats, point-major)",
                      args->points, count, d->n_dims);
@@ -224,7 +157,7 @@ static int read_inputs(const eval_args *args, const gj_encoding *enc, eval_data 
         rc = GJ_CLI_FAILURE;
     }
     if (rc == GJ_CLI_OK) {
-        rc = read_exact("--params", args->params, (size_t)d->n_params, "n_params", &d->params);
+        rc = gj_cli_eval_read_exact("--params", args->params, (size_t)d->n_params, "n_params", &d->params);
     }
     size_t n_y = 0;
     if (rc == GJ_CLI_OK && !gj_cli_mul_size(d->n, d->n_out, 1, &n_y)) {
@@ -232,10 +165,10 @@ static int read_inputs(const eval_args *args, const gj_encoding *enc, eval_data 
         rc = GJ_CLI_FAILURE;
     }
     if (rc == GJ_CLI_OK && args->dl_dy) {
-        rc = read_exact("--dl-dy", args->dl_dy, n_y, "N * n_output_dims", &d->dl_dy);
+        rc = gj_cli_eval_read_exact("--dl-dy", args->dl_dy, n_y, "N * n_output_dims", &d->dl_dy);
     }
     if (rc == GJ_CLI_OK && args->dl_ddldx) {
-        rc = read_exact("--dl-ddldx", args->dl_ddldx, count, "N * D", &d->dl_ddldx);
+        rc = gj_cli_eval_read_exact("--dl-ddldx", args->dl_ddldx, count, "N * D", &d->dl_ddldx);
     }
     if (rc == GJ_CLI_OK) {
         rc = read_max_level(args, d);
@@ -315,34 +248,18 @@ static int run_passes(gj_cli_gpu *gpu, gj_module *m, const eval_data *d, eval_de
     return status == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, gpu->ctx, status, "the GPU passes failed");
 }
 
-/* Downloads one output (precision elements, or float32) and writes it as float32. */
-static int save(gj_cli_gpu *gpu, const char *dir, const char *name, const void *device, size_t count,
-                gj_precision precision) {
-    float *host = malloc(count ? count * sizeof(float) : 1);
-    if (!host) {
-        gj_cli_error(CMD, "out of memory");
-        return GJ_CLI_FAILURE;
-    }
-    int rc = gj_cli_gpu_download(gpu, device, count, precision, host);
-    if (rc == GJ_CLI_OK) {
-        rc = write_floats(dir, name, host, count);
-    }
-    free(host);
-    return rc;
-}
-
 static int save_outputs(gj_cli_gpu *gpu, const char *dir, const eval_data *d, gj_precision precision,
                         const eval_device *dev) {
     const size_t n_x = d->n * d->n_dims, n_y = d->n * d->n_out, n_p = (size_t)d->n_params;
-    int rc = save(gpu, dir, "y.f32", dev->y, n_y, precision);
+    int rc = gj_cli_eval_save(gpu, dir, "y.f32", dev->y, n_y, precision);
     if (d->dl_dy) {
-        rc = rc ? rc : save(gpu, dir, "dparams.f32", dev->dparams, n_p, precision);
-        rc = rc ? rc : save(gpu, dir, "dx.f32", dev->dx, n_x, GJ_PRECISION_FP32);
+        rc = rc ? rc : gj_cli_eval_save(gpu, dir, "dparams.f32", dev->dparams, n_p, precision);
+        rc = rc ? rc : gj_cli_eval_save(gpu, dir, "dx.f32", dev->dx, n_x, GJ_PRECISION_FP32);
     }
     if (d->dl_ddldx) {
-        rc = rc ? rc : save(gpu, dir, "bb_dparams.f32", dev->bb_dparams, n_p, precision);
-        rc = rc ? rc : save(gpu, dir, "bb_ddldy.f32", dev->bb_ddldy, n_y, precision);
-        rc = rc ? rc : save(gpu, dir, "bb_dx.f32", dev->bb_dx, n_x, GJ_PRECISION_FP32);
+        rc = rc ? rc : gj_cli_eval_save(gpu, dir, "bb_dparams.f32", dev->bb_dparams, n_p, precision);
+        rc = rc ? rc : gj_cli_eval_save(gpu, dir, "bb_ddldy.f32", dev->bb_ddldy, n_y, precision);
+        rc = rc ? rc : gj_cli_eval_save(gpu, dir, "bb_dx.f32", dev->bb_dx, n_x, GJ_PRECISION_FP32);
     }
     return rc;
 }
@@ -387,6 +304,25 @@ static int evaluate(const eval_args *args, gj_context *ctx, const gj_encoding *e
     return rc;
 }
 
+/* An encoding's eval, its configuration read: json, where naming its source in messages. */
+static int eval_encoding(const eval_args *args, const char *json, const char *where) {
+    if (args->output_dims) {
+        return gj_cli_usage_error(CMD, "--output-dims: only for a network or model configuration");
+    }
+    uint32_t n_dims = 0;
+    int rc = gj_cli_parse_dims(CMD, args->dims, &n_dims);
+    gj_context *ctx = NULL;
+    gj_encoding *enc = NULL;
+    if (rc == GJ_CLI_OK) {
+        rc = gj_cli_open_json_where(CMD, json, where, n_dims, &ctx, &enc);
+    }
+    if (rc == GJ_CLI_OK) {
+        rc = evaluate(args, ctx, enc);
+    }
+    gj_cli_close(ctx, enc);
+    return rc;
+}
+
 int gj_cli_eval(int argc, char **argv) {
     eval_args args;
     memset(&args, 0, sizeof args);
@@ -397,17 +333,15 @@ int gj_cli_eval(int argc, char **argv) {
     if (rc != GJ_CLI_OK) {
         return rc;
     }
-    uint32_t n_dims = 0;
-    rc = gj_cli_parse_dims(CMD, args.dims, &n_dims);
-    gj_context *ctx = NULL;
-    gj_encoding *enc = NULL;
+    char *json = NULL;
+    rc = gj_cli_read_config(CMD, args.config, &json);
     if (rc == GJ_CLI_OK) {
-        rc = gj_cli_open(CMD, args.config, n_dims, &ctx, &enc);
+        char where[512];
+        gj_cli_config_where(args.config, where, sizeof where);
+        rc = gj_cli_classify_config(json) == GJ_CLI_CONFIG_ENCODING ? eval_encoding(&args, json, where)
+                                                                   : gj_cli_eval_network(&args, json, where);
     }
-    if (rc == GJ_CLI_OK) {
-        rc = evaluate(&args, ctx, enc);
-    }
-    gj_cli_close(ctx, enc);
+    free(json);
     int flushed = gj_cli_flush_stdout(CMD);
     return rc != GJ_CLI_OK ? rc : flushed;
 }

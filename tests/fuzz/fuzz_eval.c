@@ -11,7 +11,8 @@
  *
  * Oracle: the harness predicts from the documented contract (`gridjit eval --help`:
  * P holds N * D floats, W n_params, G N * n_output_dims, H N * D, M a number in [0, 1] or
- * N floats; --dl-ddldx needs --dl-dy) whether the inputs are acceptable, and checks that
+ * N floats; --dl-ddldx needs --dl-dy; a network's or model's configuration takes neither H
+ * nor M) whether the inputs are acceptable, and checks that
  * the command ends in "no GPU" exactly when they are; that it exits 1 or 2 (2 for the
  * usage errors the contract names) with a
  * "gridjit eval: " message on stderr and nothing on stdout; and that nothing leaks. */
@@ -19,6 +20,7 @@
 
 #include "cli.h"
 #include "cli_common.h"
+#include "cli_network.h"
 #include "gridjit.h"
 
 #include <errno.h>
@@ -58,11 +60,42 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
+/* The same for a network's or model's configuration (`gridjit eval --help`: P holds N * D
+ * floats, D a model's encoding dimensions or a network's inputs, W n_params, G N *
+ * n_output_dims; the encodings' --dl-ddldx and --max-level are usage errors). */
+static int predict_network(const char *json, int have_dims, unsigned dims, size_t points, size_t params,
+                           int have_g, size_t g, int have_h, int m_mode) {
+    if (have_h || m_mode || (have_dims && dims == 0)) {
+        return 2;
+    }
+    gj_network *net = NULL;
+    if (gj_network_create(ctx, json, have_dims ? dims : 0, 0, &net) != GJ_OK) {
+        return 1;
+    }
+    const uint64_t d = gj_network_n_input_dims(net), n_out = gj_network_n_output_dims(net);
+    const uint64_t n_params = gj_network_n_params(net);
+    gj_network_destroy(net);
+    if (points % 4 != 0 || (points / 4) % d != 0) {
+        return 1;
+    }
+    const uint64_t n = points / 4 / d;
+    if (params % 4 != 0 || params / 4 != n_params) {
+        return 1;
+    }
+    if (have_g && (g % 4 != 0 || g / 4 != n * n_out)) {
+        return 1;
+    }
+    return 0;
+}
+
 /* What the documented contract says about the inputs: 2 usage error, 1 refused, 0 fine. */
 static int predict(const char *json, int have_dims, unsigned dims, size_t points, size_t params, int have_g,
                    size_t g, int have_h, size_t h, int m_mode, size_t m_bytes, float m_value) {
     if ((have_dims && dims == 0) || (have_h && !have_g)) {
         return 2;
+    }
+    if (gj_cli_classify_config(json) != GJ_CLI_CONFIG_ENCODING) {
+        return predict_network(json, have_dims, dims, points, params, have_g, g, have_h, m_mode);
     }
     gj_encoding *enc = NULL;
     if (gj_encoding_create(ctx, json, have_dims ? dims : 0, &enc) != GJ_OK) {

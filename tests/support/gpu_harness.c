@@ -7,6 +7,7 @@
 
 #include "gpu_harness.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,6 +142,18 @@ float gj_gpu_rng_float(gj_gpu_rng *rng, float lo, float hi) {
     const float u = (float)(gj_gpu_rng_next(rng) >> 40) * (1.0f / 16777216.0f);
     const float v = lo + (hi - lo) * u;
     return v < hi ? v : lo; /* rounding can reach hi: keep the interval half-open */
+}
+
+double gj_gpu_rel_error(const double *a, const double *b, size_t n, double floor) {
+    double err = 0.0, scale = floor;
+    for (size_t i = 0; i < n; ++i) {
+        if (!isfinite(a[i])) {
+            return INFINITY;
+        }
+        err = fmax(err, fabs(a[i] - b[i]));
+        scale = fmax(scale, fabs(b[i]));
+    }
+    return err / scale;
 }
 
 /* ------------------------------------------------------- parallel compiles */

@@ -48,6 +48,10 @@ uint64_t gj_gpu_rng_next(gj_gpu_rng *rng);
 /* Uniform in [lo, hi) as a float. */
 float gj_gpu_rng_float(gj_gpu_rng *rng, float lo, float hi);
 
+/* The networks' measure of agreement with a reference: max |a - b| / max(max |b|, floor), and
+ * infinity where a holds a value that is not finite. */
+double gj_gpu_rel_error(const double *a, const double *b, size_t n, double floor);
+
 typedef struct gj_gpu_compile_job {
     const gj_encoding *enc;     /* read only: shared by the workers */
     gj_codegen_options opts;
