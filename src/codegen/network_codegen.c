@@ -202,7 +202,7 @@ static void emit_config(gj__strbuf *sb, const struct gj_network *net, const char
     if (gj__network_plan_equal(plan, &plans[GJ__NETWORK_PLAN_LARGE])) {
         emit_plan_fields(sb, plan, model, forward_min);
     } else {
-        /* The runtime launches a program's kernels with the plan of its class (network_module_api.c). */
+        /* The runtime launches a program's kernels with the plan of its class (api/network_launch.c). */
         gj__sb_append(sb, "#if " GJ__NETWORK_PLAN_LARGE_IF " // cubins for sm_90 to sm_110: 227 KiB a block\n");
         emit_plan_fields(sb, &plans[GJ__NETWORK_PLAN_LARGE], model, forward_min);
         gj__sb_append(sb, "#else\n");

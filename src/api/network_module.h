@@ -1,0 +1,114 @@
+/*
+ * gj_network_module's insides, shared by the files that implement it (docs/networks.md §8-§10):
+ *   network_module_api.c   making and destroying a module, its sizes
+ *   network_options.c      what its programs are generated with, the measuring knobs it reads
+ *   network_programs.c     its programs, made on first use (side by side on threads), and
+ *                          gj_network_precompile
+ *   network_launch.c       the geometry of its kernels' launches
+ *   network_passes_api.c   inference, the forward for training, the backward
+ *   network_step_api.c     the fused training step and Adam
+ *   network_init_api.c     the parameters' initialisation
+ * Each program (inference; the forward for training; the backward to the parameters with the
+ * zeroing and finishing kernels; the backward with dL/dinput; the training step with its zeroing
+ * and Adam) is a user module of the generated unit, made on first use: compiled through the disk
+ * cache per architecture by the user-module machinery, which also picks the stream's context and
+ * opts into large shared memory. The launch geometry is the block plan the unit states
+ * (codegen/network_plan.c). A model's backward with dL/dinput is the network's kernel, which
+ * writes dL/d(features) into the module's workspace for the stream's context, then the
+ * encoding's own backward with dL/dx through a gj_module of the encoding (made on first use):
+ * its level-major kernels took 0.67-0.80 of the time of the fused kernel with the encoding's
+ * per-point backward with dL/dx (docs/networks.md §9).
+ */
+#ifndef GJ_API_NETWORK_MODULE_H
+#define GJ_API_NETWORK_MODULE_H
+
+#include "api/context.h"
+#include "codegen/network_codegen.h"
+#include "compile/network_unit.h"
+#include "model/network.h"
+#include "runtime/user_module.h"
+#include "runtime/workspace.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The module's kernels (network_programs.c names them and says which program holds each). */
+typedef enum gj__network_kernel {
+    GJ__NK_INFERENCE,
+    GJ__NK_FORWARD,
+    GJ__NK_BACKWARD,
+    GJ__NK_ZERO,
+    GJ__NK_BACKWARD_INPUT,
+    GJ__NK_FINISH,
+    GJ__NK_STEP,
+    GJ__NK_STEP_ZERO,
+    GJ__NK_ADAM,
+    GJ__NK_STEP_FEATURES,
+    GJ__NK_COUNT
+} gj__network_kernel;
+
+/* A model's inference kernel prefers shared memory for at most half of a multiprocessor's
+ * capacity (l1_carveout.h), unless GRIDJIT_NETWORK_CARVEOUT gives a percent (0 ... 100) or -1
+ * (the driver's choice): a measuring knob (docs/networks.md §8), read when a module is made. */
+#define GJ__NETWORK_CARVEOUT_RULE (-2)
+
+struct gj_network_module {
+    gj_context *ctx;
+    gj_network *net; /* the module's own copy */
+    gj_codegen_options opts;
+    gj_codegen_options encoding_opts; /* a model's: what its encoding module is made with */
+    gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES]; /* the kernels of each architecture class state theirs */
+    pthread_mutex_t lock; /* guards the lazily made programs */
+    gj_user_module *programs[GJ__NETWORK_PART_COUNT];
+    gj_kernel *kernels[GJ__NK_COUNT];
+    gj_module *encoding_module; /* a model's encoding backward with dL/dx (made on first use, under lock) */
+    gj__workspace features;     /* a model's dL/d(features) for it, per context */
+    gj__workspace ring;         /* the fused training step's context slots, per context */
+    /* blocks of a full wave per class, on the first device of that class launched on (0: not known yet) */
+    uint64_t wave[GJ__NETWORK_PLAN_CLASSES][GJ__NK_COUNT];
+    uint32_t forward_waves; /* the inference and forward kernels' grid: at most this many waves */
+    int carveout;           /* a model's inference kernel: GJ__NETWORK_CARVEOUT_RULE, or a percent (-1: the driver's) */
+    int carveout_chosen;    /* prefer_l1 has run (for the first class launched), under lock */
+};
+
+/* The size of a model's encoding parameter: 2 bytes (fp16) or 4 (fp32). */
+static inline size_t gj__network_encoding_param_size(const gj_network_module *m) {
+    return m->net->encoding->config.precision == GJ_PRECISION_FP16 ? 2 : 4;
+}
+
+/* ---- network_options.c ---- */
+/* What a module generates with (and gj_network_precompile, so that their keys agree). */
+void gj__network_module_options(gj_codegen_options *opts);
+/* What a model's encoding module is made with (and gj_network_precompile compiles). */
+gj_status gj__network_encoding_module_options(const gj__diag *diag, const struct gj_network *net,
+                                              gj_codegen_options *out);
+/* The measuring knobs' overrides of the kernels' block plan (they change the generated code). */
+void gj__network_plan_hints_from_env(gj__network_plan_hints *hints);
+/* The launch knobs read when a module is made: the forward passes' waves, the carveout rule. */
+void gj__network_launch_knobs(uint32_t *forward_waves, int *carveout);
+
+/* ---- network_programs.c ---- */
+/* The programs of parts (n at most GJ__NETWORK_PART_COUNT) and their kernels, each made on
+ * first use, side by side on threads; under the module's lock. */
+gj_status gj__network_need_parts(gj_network_module *m, const gj__network_part *parts, size_t n, const char *call);
+/* A model's encoding module (made on first use); under the module's lock. */
+gj_status gj__network_need_encoding_module(gj_network_module *m, gj_module **out);
+
+/* ---- network_launch.c ---- */
+/* Launches kernel k over n points with the plan of the code that serves the stream's context;
+ * ring (the training step's kernels, else NULL): the argument set to the warps' slots. */
+gj_status gj__network_launch_step(gj_network_module *m, gj__network_kernel k, gj_stream stream, uint64_t n,
+                                  void **args, void **ring, const char *call);
+gj_status gj__network_launch(gj_network_module *m, gj__network_kernel k, gj_stream stream, uint64_t n, void **args,
+                             const char *call);
+/* Launches elementwise kernel k, a grid-stride loop over items (blocks of 256 threads, at most
+ * 1024 blocks): the zeroing and the finishing kernels. */
+gj_status gj__network_launch_elementwise(gj_network_module *m, gj__network_kernel k, gj_stream stream,
+                                         uint64_t items, void **args);
+/* Zeroes bytes (a multiple of 4) at p on stream with zeroing kernel k (the backward program's
+ * or the training step program's). */
+gj_status gj__network_zero_with(gj_network_module *m, gj__network_kernel k, gj_stream stream, void *p,
+                                uint64_t bytes);
+
+#endif

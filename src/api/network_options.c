@@ -1,0 +1,83 @@
+/* What a network module's programs are generated with, and the measuring knobs it reads
+ * (network_module.h). */
+#include "api/network_module.h"
+
+#include "codegen/facts.h"
+#include "codegen/options.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The forward passes' grid, in waves, unless GRIDJIT_NETWORK_WAVES (1 ... 64) says otherwise:
+ * a measuring knob (docs/networks.md §8), read when a module is made; it changes no code. */
+#define FORWARD_WAVES 8
+
+/* An environment variable as a whole number from lo to hi; fallback when unset or anything else. */
+static long env_in_range(const char *name, long lo, long hi, long fallback) {
+    const char *v = getenv(name);
+    char *end = NULL;
+    const long x = v ? strtol(v, &end, 10) : 0;
+    return v && *v && end && !*end && x >= lo && x <= hi ? x : fallback;
+}
+
+/* GRIDJIT_NETWORK_GRADIENTS_FP32=1: a model sums its encoding's gradients in fp32 whatever
+ * the encoding's precision (the code-generation option gradients_fp32), a measuring knob. */
+static int env_gradients_fp32(void) {
+    const char *v = getenv("GRIDJIT_NETWORK_GRADIENTS_FP32");
+    return v && !strcmp(v, "1");
+}
+
+/* What a module generates with (and gj_network_precompile, so that their keys agree). */
+void gj__network_module_options(gj_codegen_options *opts) {
+    gj_codegen_options_init(opts);
+    opts->name = GJ__NETWORK_DEFAULT_NAME;
+    opts->gradients_fp32 = env_gradients_fp32();
+}
+
+/* What a model's encoding module is made with (and gj_network_precompile compiles): the
+ * backward passes, and fp32 gradients wherever the encoding accumulates in fp32 anyway
+ * (fp32 parameters, or one feature per level), so that the caller's dL/dencoding_params is
+ * fp32 exactly where the fused kernel takes it so (docs/design.md §8.3). */
+gj_status gj__network_encoding_module_options(const gj__diag *diag, const struct gj_network *net, gj_codegen_options *out) {
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.passes = GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
+    opts.gradients_fp32 = env_gradients_fp32();
+    opts.gradients_fp32 = gj__grad_is_fp32(&net->encoding->config, &opts);
+    return gj__codegen_options_resolve(diag, &opts, out);
+}
+
+/* An environment variable as 1, 2, 4 or 8 (warps), or as 0 / 1 (-1 / 1); 0 when unset or
+ * anything else. */
+static uint32_t env_warps(const char *name) {
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "1") || !strcmp(v, "2") || !strcmp(v, "4") || !strcmp(v, "8")) ? (uint32_t)atoi(v) : 0u;
+}
+
+static int env_switch(const char *name) {
+    const char *v = getenv(name);
+    return !v ? 0 : !strcmp(v, "1") ? 1 : !strcmp(v, "0") ? -1 : 0;
+}
+
+/* Overrides of the kernels' block plan for measuring launch shapes (docs/networks.md,
+ * "Launch shapes"), read once per module. They change the generated code, hence the
+ * programs' cache keys. */
+void gj__network_plan_hints_from_env(gj__network_plan_hints *hints) {
+    hints->warps = env_warps("GRIDJIT_NETWORK_WARPS");
+    hints->stage = env_switch("GRIDJIT_NETWORK_STAGE");
+    hints->smem_grads = env_switch("GRIDJIT_NETWORK_BLOCK_SUMS");
+    hints->min_blocks = (uint32_t)env_in_range("GRIDJIT_NETWORK_MIN_BLOCKS", 1, 8, 0);
+    hints->forward_warps = env_warps("GRIDJIT_NETWORK_FORWARD_WARPS");
+    hints->forward_registers = (uint32_t)env_in_range("GRIDJIT_NETWORK_FORWARD_REGISTERS", 64, 255, 0);
+    hints->step_min_blocks = (uint32_t)env_in_range("GRIDJIT_NETWORK_STEP_MIN_BLOCKS", 1, 8, 0);
+    hints->step_m_tiles = (uint32_t)env_in_range("GRIDJIT_NETWORK_STEP_M_TILES", 1, 1, 0);
+    /* 0 asks for none: -1 in the hint, whose 0 leaves the rule. */
+    const int sums = (int)env_in_range("GRIDJIT_NETWORK_SUM_REGISTERS", 0, 255, -1);
+    hints->sum_registers = sums == 0 ? -1 : sums > 0 ? sums : 0;
+    hints->step_fetch_targets = env_switch("GRIDJIT_NETWORK_STEP_FETCH_TARGETS");
+}
+
+void gj__network_launch_knobs(uint32_t *forward_waves, int *carveout) {
+    *forward_waves = (uint32_t)env_in_range("GRIDJIT_NETWORK_WAVES", 1, 64, FORWARD_WAVES);
+    *carveout = (int)env_in_range("GRIDJIT_NETWORK_CARVEOUT", -1, 100, GJ__NETWORK_CARVEOUT_RULE);
+}

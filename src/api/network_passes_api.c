@@ -1,0 +1,267 @@
+/* A network module's passes: inference, the forward for training, the backward to the
+ * parameters and to the input, with a model's finishing pass (network_module.h). */
+#include "api/network_module.h"
+
+#include "base/widen.h"
+#include "runtime/module.h"
+
+#include <math.h>
+#include <string.h>
+
+static gj_status zero(gj_network_module *m, gj_stream stream, void *p, uint64_t bytes) {
+    return gj__network_zero_with(m, GJ__NK_ZERO, stream, p, bytes);
+}
+
+/* desc, or where a caller compiled against an older header made it, *full: the same with the
+ * fields that layout lacks at their defaults. */
+static const gj_network_pass_desc *widened_desc(const gj_network_pass_desc *desc, gj_network_pass_desc *full) {
+    return gj__widened(desc, offsetof(gj_network_pass_desc, dL_doutput_scale), sizeof *full, full);
+}
+
+static gj_status check_desc(gj_network_module *m, const gj_network_pass_desc *d, const char *call) {
+    if (!d || d->struct_size != sizeof *d) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: desc is %s", call,
+                        d ? "not prepared by gj_network_pass_desc_init (struct_size)" : "NULL");
+    }
+    const float scale = d->dL_doutput_scale;
+    if (!(scale == 0.0f || (scale > 0.0f && isfinite(scale)))) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: dL_doutput_scale = %g: a loss scale must be finite and greater than 0 (or 0: none)", call,
+                        (double)scale);
+    }
+    if (d->n > GJ_MAX_POINTS) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: n = %llu exceeds GJ_MAX_POINTS", call,
+                        (unsigned long long)d->n);
+    }
+    if (d->n && !d->params) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: params must not be NULL", call);
+    }
+    if (d->n && m->net->encoding && !d->encoding_params) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: encoding_params must not be NULL (a model)", call);
+    }
+    if (!m->net->encoding && (d->encoding_params || d->dL_dencoding_params || d->dL_dencoding_params_fp32)) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: encoding_params, dL_dencoding_params and dL_dencoding_params_fp32 are for a model; this "
+                        "network has no encoding",
+                        call);
+    }
+    if (d->unscale_gradients > 1) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: unscale_gradients = %u: must be 0 or 1", call,
+                        d->unscale_gradients);
+    }
+    return GJ_OK;
+}
+
+static gj_status run_forward(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc,
+                             int training, const char *call) {
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT;
+    }
+    gj__diag_clear(&module->ctx->diag);
+    gj_network_pass_desc full;
+    desc = widened_desc(desc, &full);
+    gj_status status = check_desc(module, desc, call);
+    if (status != GJ_OK || desc->n == 0) {
+        return status;
+    }
+    if (!desc->input || !desc->output || (training && !desc->context)) {
+        return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: input, output%s must not be NULL", call,
+                        training ? " and context" : "");
+    }
+    /* The forward for training comes with its backward: their programs compile together. A
+     * network alone's backward with dL/dinput (what a network behind a torch Encoding needs)
+     * joins them; a model's (two more programs, and the encoding's) is made on first use. */
+    static const gj__network_part inference_parts[] = {GJ__NETWORK_PART_INFERENCE};
+    static const gj__network_part training_parts[] = {GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_BACKWARD,
+                                                      GJ__NETWORK_PART_TRAINING_INPUT};
+    status = training ? gj__network_need_parts(module, training_parts, module->net->encoding ? 2 : 3, call)
+                      : gj__network_need_parts(module, inference_parts, 1, call);
+    if (status != GJ_OK) {
+        return status;
+    }
+    uint64_t n = desc->n;
+    const float *x = desc->input;
+    float *y = desc->output;
+    const void *params = desc->params;
+    const void *eparams = desc->encoding_params;
+    void *context = desc->context;
+    void *args_network[] = {&n, &x, &y, &params, &context};
+    void *args_model[] = {&n, &x, &y, &params, &eparams, &context};
+    return gj__network_launch(module, training ? GJ__NK_FORWARD : GJ__NK_INFERENCE, stream, n,
+                  module->net->encoding ? args_model : args_network, call);
+}
+
+gj_status gj_network_inference(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc) {
+    return run_forward(module, stream, desc, 0, "gj_network_inference");
+}
+
+gj_status gj_network_forward(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc) {
+    return run_forward(module, stream, desc, 1, "gj_network_forward");
+}
+
+/* Where a backward pass puts a model's encoding gradients, and what its finishing pass does
+ * (the descriptor checked against the module). */
+typedef struct gradient_plan {
+    void *sums;      /* where the kernels add them up: NULL (not asked for), the caller's fp16 buffer
+                        (converted), or the caller's gradient array itself */
+    int convert;     /* fp16 sums converted into dL_dencoding_params_fp32 */
+    int sums_zeroed; /* the sums start from zero (overwrite, or a conversion's own sums) */
+    float factor;    /* what the finishing pass multiplies by: 1 / the loss scale, or 1 */
+} gradient_plan;
+
+static gj_status plan_gradients(gj_network_module *m, const gj_network_pass_desc *d, float dy_scale,
+                                const char *call, gradient_plan *g) {
+    memset(g, 0, sizeof *g);
+    const int overwrite = d->dL_dparams_mode == GJ_GRAD_OVERWRITE;
+    const int fp16_sums = m->net->encoding && gj_network_module_encoding_gradient_size(m) == 2;
+    if (d->dL_dencoding_params_fp32 && fp16_sums && !d->dL_dencoding_params) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: dL_dencoding_params_fp32 of an encoding whose gradients the kernels sum in fp16 needs "
+                        "dL_dencoding_params too, the fp16 buffer they sum into (gj_network_module_encoding_gradient_"
+                        "size() bytes a parameter)", call);
+    }
+    if (d->dL_dencoding_params_fp32 && !fp16_sums && d->dL_dencoding_params) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: give dL_dencoding_params or dL_dencoding_params_fp32, not both: this encoding's "
+                        "gradients are summed in fp32", call);
+    }
+    if (d->unscale_gradients && !overwrite) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: unscale_gradients needs dL_dparams_mode GJ_GRAD_OVERWRITE (gradients divided in place)",
+                        call);
+    }
+    if (d->unscale_gradients && fp16_sums && d->dL_dencoding_params && !d->dL_dencoding_params_fp32) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: unscale_gradients: fp16 dL_dencoding_params cannot be unscaled (small gradients would "
+                        "underflow); ask for dL_dencoding_params_fp32", call);
+    }
+    g->convert = d->dL_dencoding_params_fp32 && fp16_sums;
+    g->sums = d->dL_dencoding_params_fp32 && !fp16_sums ? (void *)d->dL_dencoding_params_fp32 : d->dL_dencoding_params;
+    g->sums_zeroed = overwrite || g->convert;
+    g->factor = d->unscale_gradients ? 1.0f / dy_scale : 1.0f;
+    return GJ_OK;
+}
+
+/* The finishing pass where one is needed (templates/network_kernels.cuh, gj_nn_finish_kernel):
+ * the conversion of fp16 sums into dL_dencoding_params_fp32, and the division by the loss
+ * scale of the fp32 gradients written (dL_dparams, dL_dinput, an encoding's fp32 sums). */
+static gj_status finish_gradients(gj_network_module *m, gj_stream stream, const gj_network_pass_desc *d,
+                                  const gradient_plan *g) {
+    const int scale = g->factor != 1.0f;
+    if (!g->convert && !scale) {
+        return GJ_OK;
+    }
+    const uint64_t n_encoding = m->net->encoding ? m->net->encoding->layout.n_params : 0;
+    uint64_t n16 = g->convert ? n_encoding : 0;
+    const void *sums = g->convert ? g->sums : NULL;
+    float *out = g->convert ? d->dL_dencoding_params_fp32 : NULL;
+    uint32_t accumulate = g->convert && d->dL_dparams_mode == GJ_GRAD_ACCUMULATE;
+    /* What is scaled in place: nothing (n 0) without a scale. */
+    float *p[3] = {d->dL_dparams, d->dL_dinput, g->convert ? NULL : (float *)g->sums};
+    uint64_t n[3] = {m->net->layout.n_params, d->n * m->net->n_input_dims, n_encoding};
+    uint64_t items = (n16 + 3) / 4; /* the conversion goes four sums a thread */
+    for (int i = 0; i < 3; ++i) {
+        n[i] = scale && p[i] ? n[i] : 0;
+        items = n[i] > items ? n[i] : items;
+    }
+    float factor = g->factor;
+    void *args[] = {&n16, &sums, &out, &accumulate, &n[0], &p[0], &n[1], &p[1], &n[2], &p[2], &factor};
+    return gj__network_launch_elementwise(m, GJ__NK_FINISH, stream, items, args);
+}
+
+gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc) {
+    static const char call[] = "gj_network_backward";
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT;
+    }
+    gj__diag_clear(&module->ctx->diag);
+    gj_network_pass_desc full;
+    desc = widened_desc(desc, &full);
+    gj_status status = check_desc(module, desc, call);
+    if (status != GJ_OK || desc->n == 0) {
+        return status;
+    }
+    const int model = module->net->encoding != NULL;
+    if (!desc->dL_doutput || !desc->context ||
+        (!desc->dL_dparams && !desc->dL_dinput && !desc->dL_dencoding_params && !desc->dL_dencoding_params_fp32)) {
+        return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: dL_doutput and context must not be NULL, and dL_dparams, dL_dinput, "
+                        "dL_dencoding_params or dL_dencoding_params_fp32 must be given", call);
+    }
+    if (model && !desc->input) {
+        return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: input must not be NULL (a model's backward pass reads it again)", call);
+    }
+    if (desc->dL_dparams_mode != GJ_GRAD_OVERWRITE && desc->dL_dparams_mode != GJ_GRAD_ACCUMULATE) {
+        return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: dL_dparams_mode %d is neither overwrite "
+                        "nor accumulate", call, (int)desc->dL_dparams_mode);
+    }
+    float dy_scale = desc->dL_doutput_scale == 0.0f ? 1.0f : desc->dL_doutput_scale;
+    gradient_plan grads;
+    status = plan_gradients(module, desc, dy_scale, call, &grads);
+    if (status != GJ_OK) {
+        return status;
+    }
+    /* The backward with dL/dinput is a kernel of a program of its own. A model's writes
+     * dL/d(features) (n x the encoding's outputs in its precision, feature-major: the encoding's
+     * backward's dL/dy) into the module's workspace, then the encoding module's backward runs. */
+    const int with_input = desc->dL_dinput != NULL;
+    gj_module *encoding_module = NULL;
+    static const gj__network_part parts[] = {GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_TRAINING_INPUT};
+    status = gj__network_need_parts(module, parts, with_input ? 2 : 1, call);
+    if (status == GJ_OK && model && with_input) {
+        status = gj__network_need_encoding_module(module, &encoding_module);
+    }
+    void *features = NULL;
+    if (status == GJ_OK && model && with_input) {
+        status = gj__workspace_get(&module->features, &module->ctx->runtime, stream,
+                                   desc->n * module->net->encoding->layout.n_output_dims * gj__network_encoding_param_size(module),
+                                   call, &features);
+    }
+    const int overwrite = desc->dL_dparams_mode == GJ_GRAD_OVERWRITE;
+    if (status == GJ_OK && desc->dL_dparams && overwrite) {
+        status = zero(module, stream, desc->dL_dparams, 4 * module->net->layout.n_params);
+    }
+    if (status == GJ_OK && grads.sums && grads.sums_zeroed && !(model && with_input)) {
+        status = zero(module, stream, grads.sums,
+                      gj_network_module_encoding_gradient_size(module) * module->net->encoding->layout.n_params);
+    }
+    if (status != GJ_OK) {
+        return status;
+    }
+    uint64_t n = desc->n;
+    const float *x = desc->input;
+    const float *dy = desc->dL_doutput;
+    const void *params = desc->params;
+    const void *eparams = desc->encoding_params;
+    const void *context = desc->context;
+    float *dparams = desc->dL_dparams;
+    void *deparams = grads.sums;
+    float *dx = desc->dL_dinput;
+    if (!model && with_input) {
+        void *args[] = {&n, &dy, &params, &context, &dparams, &dx, &dy_scale};
+        status = gj__network_launch(module, GJ__NK_BACKWARD_INPUT, stream, n, args, call);
+    } else if (!model) {
+        void *args[] = {&n, &dy, &params, &context, &dparams, &dy_scale};
+        status = gj__network_launch(module, GJ__NK_BACKWARD, stream, n, args, call);
+    } else if (!with_input) {
+        void *args[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams, &dy_scale};
+        status = gj__network_launch(module, GJ__NK_BACKWARD, stream, n, args, call);
+    } else {
+        void *args[] = {&n, &dy, &params, &context, &dparams, &features, &dy_scale};
+        status = gj__network_launch(module, GJ__NK_BACKWARD_INPUT, stream, n, args, call);
+        gj_backward_desc b;
+        gj_backward_desc_init(&b);
+        b.n = n;
+        b.x = x;
+        b.params = eparams;
+        b.dL_dy = features;
+        b.dL_dy_layout = GJ_LAYOUT_SOA;
+        b.dL_dparams = deparams;
+        b.dL_dparams_mode = grads.sums_zeroed ? GJ_GRAD_OVERWRITE : GJ_GRAD_ACCUMULATE;
+        b.dL_dx = dx;
+        status = status == GJ_OK ? gj_backward(encoding_module, stream, &b) : status;
+    }
+    return status == GJ_OK ? finish_gradients(module, stream, desc, &grads) : status;
+}
+

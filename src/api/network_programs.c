@@ -1,0 +1,259 @@
+/* A network module's programs: their generated sources, made on first use side by side on
+ * threads (with their kernels looked up), and gj_network_precompile (network_module.h). */
+#include "api/network_module.h"
+
+#include "base/clock.h"
+#include "codegen/facts.h"
+#include "compile/arch.h"
+#include "compile/encoding_unit.h"
+#include "compile/precompile.h"
+#include "compile/user_unit.h"
+#include "runtime/module.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Each kernel's name (NAME_suffix) and the program it is in. */
+static const char *const kernel_suffix[GJ__NK_COUNT] = {"inference", "forward",    "backward",   "zero", "backward_input",
+                                                        "finish",    "train_step", "train_zero", "adam", "train_features"};
+static const gj__network_part kernel_part[GJ__NK_COUNT] = {
+    GJ__NETWORK_PART_INFERENCE, GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_BACKWARD,
+    GJ__NETWORK_PART_TRAINING_INPUT, GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_STEP, GJ__NETWORK_PART_STEP,
+    GJ__NETWORK_PART_STEP, GJ__NETWORK_PART_STEP};
+/* 1: a kernel only a model's programs have; -1: only a network alone's (a model's training
+ * step is its encoding module's kernels around NAME_train_features). */
+static int kernel_owner(gj__network_kernel k) {
+    return k == GJ__NK_STEP_FEATURES ? 1 : k == GJ__NK_STEP ? -1 : 0;
+}
+
+/* A program of a module of net: its generated unit as a user source (what the user-module
+ * machinery compiles and caches). Free with free_part_source. */
+typedef struct part_source {
+    char *source;
+    char **names;
+    size_t n_names;
+    gj_source_desc desc;
+} part_source;
+
+static void free_part_source(part_source *p) {
+    free(p->source);
+    gj__free_string_list(p->names, p->n_names);
+}
+
+static gj_status make_part_source(gj_context *ctx, const struct gj_network *net, const gj_codegen_options *opts,
+                                  gj__network_part part, const char *call, part_source *out) {
+    memset(out, 0, sizeof *out);
+    out->source = gj__network_source(&ctx->compiler, net, opts, part);
+    out->names = gj__network_kernel_names(net, opts, part, &out->n_names);
+    if (!out->source || !out->names) {
+        free_part_source(out);
+        return gj__fail(&ctx->diag, GJ_ERROR_OUT_OF_MEMORY, "%s: out of memory generating source", call);
+    }
+    gj_source_desc_init(&out->desc);
+    out->desc.source = out->source;
+    static const char *const file_names[GJ__NETWORK_PART_COUNT] = {
+        "gj_network.cu", "gj_network_inference.cu", "gj_network_training.cu", "gj_network_backward.cu",
+        "gj_network_training_input.cu", "gj_network_train_step.cu"};
+    out->desc.file_name = file_names[part];
+    out->desc.kernels = (const char *const *)out->names;
+    out->desc.n_kernels = out->n_names;
+    return GJ_OK;
+}
+
+/* The encoding module's programs that a model's passes can launch: gj_backward with dL/dx (and
+ * dL/dparams or not) for the backward with dL/dinput, gj_forward and gj_backward (dL/dparams
+ * alone) for the training step; one level a thread or level groups (module_args.c,
+ * gj__backward_kernels; the coarse levels' kernel is in the first). */
+static const gj__part encoding_parts[] = {GJ__PART_BACKWARD_INPUT, GJ__PART_BACKWARD_INPUT_ROWS, GJ__PART_BACKWARD_DX,
+                                          GJ__PART_BACKWARD_DX_ROWS, GJ__PART_FORWARD, GJ__PART_FORWARD_ROWS,
+                                          GJ__PART_BACKWARD, GJ__PART_BACKWARD_ROWS};
+enum { N_ENCODING_PARTS = sizeof encoding_parts / sizeof *encoding_parts };
+
+gj_status gj_network_precompile(gj_context *ctx, const gj_network *net, const char *arch,
+                                 gj_precompile_report *report) {
+    static const char call[] = "gj_network_precompile";
+    gj_precompile_report ignored;
+    report = report ? report : &ignored;
+    memset(report, 0, sizeof *report);
+    GJ__ENTER(ctx);
+    if (!net || !arch) {
+        return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: net and arch must not be NULL", call);
+    }
+    const double start = gj__now_ms();
+    gj_codegen_options opts;
+    gj__network_module_options(&opts);
+    /* What a module made now would compile: the same plan hints (a shallow copy that only
+     * generates source; the caller's network is not changed). */
+    struct gj_network hinted = *net;
+    gj__network_plan_hints_from_env(&hinted.hints);
+    /* The programs compile side by side (NVRTC compiles concurrently in one process): a
+     * model's three took 3.5 s one after the other on the H200 host, 1.8 s side by side. A
+     * model's encoding module's programs (its backward passes, for dL/dinput) join them. */
+    enum { MAX_PARTS = GJ__NETWORK_PART_COUNT - GJ__NETWORK_PART_INFERENCE, MAX_UNITS = MAX_PARTS + N_ENCODING_PARTS };
+    part_source sources[MAX_PARTS];
+    gj__user_unit units[MAX_PARTS];
+    gj__encoding_unit encoding_units[N_ENCODING_PARTS];
+    char encoding_names[N_ENCODING_PARTS][48];
+    const gj__compile_request *requests[MAX_UNITS];
+    const char *names[MAX_UNITS];
+    gj__arch target;
+    size_t n = 0, n_sources = 0, n_units = 0, n_encoding = 0;
+    gj_status status = gj__arch_parse(&ctx->diag, arch, &target);
+    for (int part = GJ__NETWORK_PART_INFERENCE; status == GJ_OK && part < GJ__NETWORK_PART_COUNT; ++part) {
+        status = make_part_source(ctx, &hinted, &opts, (gj__network_part)part, call, &sources[n_sources]);
+        n_sources += status == GJ_OK;
+        if (status == GJ_OK) {
+            status = gj__user_unit_make(&ctx->compiler, &sources[n_units].desc, &units[n_units]);
+        }
+        if (status == GJ_OK) {
+            units[n_units].request.arch = target;
+            requests[n] = &units[n_units].request;
+            names[n++] = sources[n_units++].desc.file_name;
+        }
+    }
+    gj_codegen_options encoding_opts;
+    if (status == GJ_OK && net->encoding) {
+        status = gj__network_encoding_module_options(&ctx->diag, net, &encoding_opts);
+    }
+    for (size_t i = 0; status == GJ_OK && net->encoding && i < N_ENCODING_PARTS; ++i) {
+        const gj__part part = encoding_parts[i];
+        if (!gj__part_present(part, &encoding_opts)) {
+            continue;
+        }
+        status = gj__encoding_unit_make(&ctx->compiler, net->encoding, &encoding_opts, part, &target, 1,
+                                        &encoding_units[n_encoding]);
+        if (status == GJ_OK) {
+            snprintf(encoding_names[n_encoding], sizeof encoding_names[n_encoding], "encoding %s",
+                     gj__part_name(part));
+            requests[n] = &encoding_units[n_encoding].request;
+            names[n++] = encoding_names[n_encoding++];
+        }
+    }
+    if (status == GJ_OK) {
+        status = gj__precompile_requests(&ctx->compiler, requests, names, n, 0, report);
+    }
+    for (size_t i = 0; i < n_units; ++i) {
+        gj__user_unit_free(&units[i]);
+    }
+    for (size_t i = 0; i < n_sources; ++i) {
+        free_part_source(&sources[i]);
+    }
+    for (size_t i = 0; i < n_encoding; ++i) {
+        gj__encoding_unit_free(&encoding_units[i]);
+    }
+    report->ms = gj__now_ms() - start;
+    return status;
+}
+
+/* A program of the module being made: its part, and what the thread that made it found. */
+typedef struct part_job {
+    gj_network_module *m;
+    gj__network_part part;
+    const char *call;
+    gj__driver *drv;
+    CUcontext context; /* the calling thread's current context, made current on a worker */
+    gj_user_module *made;
+    gj_status status;
+    char message[GJ__MESSAGE_MAX]; /* a worker's error message (messages are per thread) */
+} part_job;
+
+/* Compiles and loads the program of job's part (a user module: for the current context's
+ * device), and looks up its kernels. */
+static void make_part(part_job *job) {
+    gj_network_module *m = job->m;
+    part_source p;
+    job->made = NULL;
+    job->status = make_part_source(m->ctx, m->net, &m->opts, job->part, job->call, &p);
+    if (job->status == GJ_OK) {
+        job->status = gj_user_module_create(m->ctx, &p.desc, &job->made);
+        free_part_source(&p);
+    }
+    for (int k = 0; job->status == GJ_OK && k < GJ__NK_COUNT; ++k) {
+        const int owner = kernel_owner(k);
+        if (kernel_part[k] == job->part && (owner == 0 || (owner == 1) == (m->net->encoding != NULL))) {
+            char name[128];
+            snprintf(name, sizeof name, "%s_%s", GJ__NETWORK_DEFAULT_NAME, kernel_suffix[k]);
+            job->status = gj_user_module_kernel(job->made, name, &m->kernels[k]);
+        }
+    }
+    if (job->status != GJ_OK) {
+        snprintf(job->message, sizeof job->message, "%s", gj_context_errmsg(m->ctx));
+        gj_user_module_destroy(job->made);
+        job->made = NULL;
+    }
+}
+
+static void *make_part_on_worker(void *arg) {
+    part_job *job = arg;
+    if (job->context) {
+        job->drv->CtxSetCurrent(job->context); /* the device the caller's thread compiles for */
+    }
+    make_part(job);
+    return NULL;
+}
+
+/* The programs of parts (n at most GJ__NETWORK_PART_COUNT) and their kernels, each made on
+ * first use; under the module's lock. Those not made yet compile side by side, one on this
+ * thread and the others on threads of their own (NVRTC compiles concurrently in one process):
+ * a training step needs its forward and backward programs together, and the two compiled
+ * apart on two threads in 0.58 s where one program with both kernels took 0.69-0.76 s (two
+ * cores, the 64 x 2 model). A worker's failure is reported here with its message. */
+gj_status gj__network_need_parts(gj_network_module *m, const gj__network_part *parts, size_t n, const char *call) {
+    part_job jobs[GJ__NETWORK_PART_COUNT];
+    pthread_t threads[GJ__NETWORK_PART_COUNT];
+    int started[GJ__NETWORK_PART_COUNT] = {0};
+    size_t n_jobs = 0;
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < n && n_jobs < GJ__NETWORK_PART_COUNT; ++i) {
+        if (!m->programs[parts[i]]) {
+            memset(&jobs[n_jobs], 0, sizeof jobs[n_jobs]);
+            jobs[n_jobs].m = m;
+            jobs[n_jobs].part = parts[i];
+            jobs[n_jobs].call = call;
+            n_jobs++;
+        }
+    }
+    gj__driver *drv = NULL;
+    CUcontext context = NULL;
+    if (n_jobs > 1 && gj__driver_get(m->ctx->runtime.driver, &m->ctx->diag, &drv) == GJ_OK) {
+        drv->CtxGetCurrent(&context);
+    }
+    for (size_t j = 1; drv && j < n_jobs; ++j) {
+        jobs[j].drv = drv;
+        jobs[j].context = context;
+        started[j] = pthread_create(&threads[j], NULL, make_part_on_worker, &jobs[j]) == 0;
+    }
+    for (size_t j = 0; j < n_jobs; ++j) {
+        if (j == 0 || !started[j]) {
+            make_part(&jobs[j]); /* here: the first, and any whose thread did not start */
+        }
+    }
+    gj_status status = GJ_OK;
+    for (size_t j = 0; j < n_jobs; ++j) {
+        if (started[j]) {
+            pthread_join(threads[j], NULL);
+        }
+        if (jobs[j].status == GJ_OK) {
+            m->programs[jobs[j].part] = jobs[j].made;
+        } else if (status == GJ_OK) {
+            status = jobs[j].status;
+            gj__fail(&m->ctx->diag, status, "%s", jobs[j].message);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return status;
+}
+
+/* A model's encoding module (made on first use); under the module's lock. */
+gj_status gj__network_need_encoding_module(gj_network_module *m, gj_module **out) {
+    pthread_mutex_lock(&m->lock);
+    gj_status status = GJ_OK;
+    if (!m->encoding_module) {
+        status = gj_module_create(m->ctx, m->net->encoding, &m->encoding_opts, &m->encoding_module);
+    }
+    *out = m->encoding_module;
+    pthread_mutex_unlock(&m->lock);
+    return status;
+}
+

@@ -1,0 +1,298 @@
+/* A network module's fused training step and Adam (docs/networks.md §10; network_module.h). */
+#include "api/network_module.h"
+
+#include "runtime/module.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the fused training step and Adam (docs/networks.md §10) ---------------------------- */
+
+/* tinycudann's loss scale for fp16 training, where a descriptor leaves it 0. */
+#define DEFAULT_LOSS_SCALE 128.0f
+
+/* The start of gj_network_train_step and gj_network_adam_step: the message emptied, the
+ * descriptor (missing: NULL; its struct_size against the header's, unprepared: what a wrong one
+ * says) and its loss scale checked; *scale the scale in effect. */
+static gj_status enter_step_call(gj_network_module *m, uint32_t struct_size, size_t expected, float loss_scale,
+                                 int missing, const char *unprepared, const char *call, float *scale) {
+    gj__diag_clear(&m->ctx->diag);
+    if (missing || struct_size != expected) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: desc is %s", call,
+                        missing ? "NULL" : unprepared);
+    }
+    if (!(loss_scale == 0.0f || (loss_scale > 0.0f && isfinite(loss_scale)))) {
+        return gj__fail(&m->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: loss_scale = %g: must be finite and greater than 0 (or 0: %g)", call, (double)loss_scale,
+                        (double)DEFAULT_LOSS_SCALE);
+    }
+    *scale = loss_scale == 0.0f ? DEFAULT_LOSS_SCALE : loss_scale;
+    return GJ_OK;
+}
+
+void gj_network_train_desc_init(gj_network_train_desc *desc) {
+    if (desc) {
+        memset(desc, 0, sizeof *desc);
+        desc->struct_size = sizeof *desc;
+    }
+}
+
+void gj_network_adam_desc_init(gj_network_adam_desc *desc) {
+    if (desc) {
+        memset(desc, 0, sizeof *desc);
+        desc->struct_size = sizeof *desc;
+        desc->learning_rate = 1e-3f;
+        desc->beta1 = 0.9f;
+        desc->beta2 = 0.999f;
+        desc->epsilon = 1e-8f;
+        desc->l2_reg = 1e-8f;
+    }
+}
+
+/* The L2 loss's factors over n points: its gradient 2 (y - target) * scale / values and its
+ * value (y - target)^2 / values, values = n * the outputs (tiny-cuda-nn's n_total). */
+static void loss_factors(const gj_network_module *m, uint64_t n, float scale, float *grad_factor, float *loss_factor) {
+    const double values = (double)n * m->net->layout.output_width;
+    *grad_factor = (float)(2.0 * scale / values);
+    *loss_factor = (float)(1.0 / values);
+}
+
+static const gj__network_part step_parts[] = {GJ__NETWORK_PART_STEP};
+
+/* What the step's kernel adds to: the network's gradients and the loss, zeroed on the stream. */
+static gj_status zero_step_outputs(gj_network_module *m, gj_stream stream, const gj_network_train_desc *desc) {
+    gj_status status = gj__network_zero_with(m, GJ__NK_STEP_ZERO, stream, desc->dL_dparams, 4 * m->net->layout.n_params);
+    if (status == GJ_OK && desc->loss) {
+        status = gj__network_zero_with(m, GJ__NK_STEP_ZERO, stream, desc->loss, 4);
+    }
+    return status;
+}
+
+/* The step program, made on a thread of its own beside the encoding module's programs. */
+typedef struct step_job {
+    gj_network_module *m;
+    const char *call;
+    gj__driver *drv;
+    CUcontext context;
+    gj_status status;
+    char message[GJ__MESSAGE_MAX]; /* messages are per thread */
+} step_job;
+
+static void *step_program_on_worker(void *arg) {
+    step_job *job = arg;
+    job->drv->CtxSetCurrent(job->context);
+    job->status = gj__network_need_parts(job->m, step_parts, 1, job->call);
+    if (job->status != GJ_OK) {
+        snprintf(job->message, sizeof job->message, "%s", gj_context_errmsg(job->m->ctx));
+    }
+    return NULL;
+}
+
+/* What a model's training step runs, made side by side where nothing is yet: the step program
+ * (on a thread) and the encoding module's forward and backward programs (which its prepare
+ * compiles side by side in turn). */
+static gj_status need_model_step(gj_network_module *m, const char *call, gj_module **encoding_module) {
+    gj_status status = gj__network_need_encoding_module(m, encoding_module);
+    pthread_mutex_lock(&m->lock);
+    const int made = m->programs[GJ__NETWORK_PART_STEP] != NULL;
+    pthread_mutex_unlock(&m->lock);
+    if (status != GJ_OK || made) {
+        return status == GJ_OK ? gj__network_need_parts(m, step_parts, 1, call) : status;
+    }
+    step_job job = {m, call, NULL, NULL, GJ_OK, {0}};
+    pthread_t thread;
+    int started = 0;
+    if (gj__driver_get(m->ctx->runtime.driver, &m->ctx->diag, &job.drv) == GJ_OK) {
+        job.drv->CtxGetCurrent(&job.context);
+        started = job.context && pthread_create(&thread, NULL, step_program_on_worker, &job) == 0;
+    }
+    /* The encoding's forward and its backward to the parameters alone, one level a thread or
+     * level groups: what gj_forward and gj_backward launch below. */
+    const uint32_t parts = 1u << GJ__PART_FORWARD | 1u << GJ__PART_FORWARD_ROWS | 1u << GJ__PART_BACKWARD |
+                           1u << GJ__PART_BACKWARD_ROWS;
+    status = gj__module_prepare_parts(*encoding_module, parts, call);
+    if (started) {
+        pthread_join(thread, NULL);
+        if (job.status != GJ_OK && status == GJ_OK) {
+            status = gj__fail(&m->ctx->diag, job.status, "%s", job.message);
+        }
+    } else if (status == GJ_OK) {
+        status = gj__network_need_parts(m, step_parts, 1, call);
+    }
+    return status;
+}
+
+/* A model's training step in three launches: the encoding module's forward writes the features
+ * (feature-major, into the module's workspace), the network's kernel turns them into
+ * dL/d(features) in place, the encoding module's backward adds its parameter gradients. */
+static gj_status train_step_model(gj_network_module *module, gj_stream stream, const gj_network_train_desc *desc,
+                                  float scale, const char *call) {
+    gj_module *encoding_module = NULL;
+    void *features = NULL;
+    gj_status status = need_model_step(module, call, &encoding_module);
+    if (status == GJ_OK) {
+        status = gj__workspace_get(&module->features, &module->ctx->runtime, stream,
+                                   desc->n * module->net->encoding->layout.n_output_dims * gj__network_encoding_param_size(module),
+                                   call, &features);
+    }
+    if (status == GJ_OK) {
+        gj_forward_desc f;
+        gj_forward_desc_init(&f);
+        f.n = desc->n;
+        f.x = desc->input;
+        f.params = desc->encoding_params;
+        f.y = features;
+        f.y_layout = GJ_LAYOUT_SOA;
+        status = gj_forward(encoding_module, stream, &f);
+    }
+    status = status == GJ_OK ? zero_step_outputs(module, stream, desc) : status;
+    if (status != GJ_OK) {
+        return status;
+    }
+    uint64_t n = desc->n;
+    float grad_factor, loss_factor;
+    loss_factors(module, desc->n, scale, &grad_factor, &loss_factor);
+    const float *target = desc->target;
+    const void *params = desc->params;
+    void *ring = NULL;
+    float *y = desc->output, *dparams = desc->dL_dparams, *loss = desc->loss;
+    void *args[] = {&n, &features, &target, &grad_factor, &loss_factor, &params, &ring, &y, &dparams, &loss};
+    status = gj__network_launch_step(module, GJ__NK_STEP_FEATURES, stream, n, args, &ring, call);
+    if (status == GJ_OK) {
+        gj_backward_desc b;
+        gj_backward_desc_init(&b);
+        b.n = n;
+        b.x = desc->input;
+        b.params = desc->encoding_params;
+        b.dL_dy = features;
+        b.dL_dy_layout = GJ_LAYOUT_SOA;
+        b.dL_dparams = desc->dL_dencoding_params;
+        b.dL_dparams_mode = GJ_GRAD_OVERWRITE;
+        status = gj_backward(encoding_module, stream, &b);
+    }
+    return status;
+}
+
+gj_status gj_network_train_step(gj_network_module *module, gj_stream stream, const gj_network_train_desc *desc) {
+    static const char call[] = "gj_network_train_step";
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT;
+    }
+    gj__diag *diag = &module->ctx->diag;
+    float scale = 0.0f;
+    gj_status status =
+        enter_step_call(module, desc ? desc->struct_size : 0, sizeof *desc, desc ? desc->loss_scale : 0.0f, !desc,
+                        "not prepared by gj_network_train_desc_init (struct_size)", call, &scale);
+    if (status != GJ_OK) {
+        return status;
+    }
+    if (desc->n > GJ_MAX_POINTS) {
+        return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: n = %llu exceeds GJ_MAX_POINTS", call,
+                        (unsigned long long)desc->n);
+    }
+    const int model = module->net->encoding != NULL;
+    if (!model && (desc->encoding_params || desc->dL_dencoding_params)) {
+        return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: encoding_params and dL_dencoding_params are for a model; this network has no encoding", call);
+    }
+    if (desc->n == 0) {
+        return GJ_OK;
+    }
+    if (!desc->input || !desc->target || !desc->params || !desc->dL_dparams ||
+        (model && (!desc->encoding_params || !desc->dL_dencoding_params))) {
+        return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: input, target, params%s and dL_dparams%s must not be NULL",
+                        call, model ? ", encoding_params" : "", model ? " and dL_dencoding_params (a model)" : "");
+    }
+    if (model) {
+        return train_step_model(module, stream, desc, scale, call);
+    }
+    status = gj__network_need_parts(module, step_parts, 1, call);
+    status = status == GJ_OK ? zero_step_outputs(module, stream, desc) : status;
+    if (status != GJ_OK) {
+        return status;
+    }
+    uint64_t n = desc->n;
+    float grad_factor, loss_factor;
+    loss_factors(module, desc->n, scale, &grad_factor, &loss_factor);
+    const float *x = desc->input, *target = desc->target;
+    const void *params = desc->params;
+    void *ring = NULL;
+    float *y = desc->output, *dparams = desc->dL_dparams, *loss = desc->loss;
+    void *args[] = {&n, &x, &target, &grad_factor, &loss_factor, &params, &ring, &y, &dparams, &loss};
+    return gj__network_launch_step(module, GJ__NK_STEP, stream, n, args, &ring, call);
+}
+
+/* The Adam kernel's hyperparameters (templates/network_kernels.cuh, gj_nn_adam_hyper). */
+typedef struct adam_hyper {
+    float lr, beta1, beta2, epsilon, l2_reg, inv_scale;
+} adam_hyper;
+
+gj_status gj_network_adam_step(gj_network_module *module, gj_stream stream, const gj_network_adam_desc *desc) {
+    static const char call[] = "gj_network_adam_step";
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT;
+    }
+    gj__diag *diag = &module->ctx->diag;
+    float scale = 0.0f;
+    gj_status status =
+        enter_step_call(module, desc ? desc->struct_size : 0, sizeof *desc, desc ? desc->loss_scale : 0.0f, !desc,
+                        "not prepared by gj_network_adam_desc_init (struct_size)", call, &scale);
+    if (status != GJ_OK) {
+        return status;
+    }
+    const struct {
+        const char *name;
+        float value, lo, hi; /* lo < value < hi, or value == lo where lo_ok */
+        int lo_ok;
+    } checks[] = {{"learning_rate", desc->learning_rate, 0.0f, INFINITY, 1}, {"beta1", desc->beta1, 0.0f, 1.0f, 1},
+                  {"beta2", desc->beta2, 0.0f, 1.0f, 1}, {"epsilon", desc->epsilon, 0.0f, INFINITY, 1},
+                  {"l2_reg", desc->l2_reg, 0.0f, INFINITY, 1}};
+    for (size_t i = 0; i < sizeof checks / sizeof *checks; ++i) {
+        const float v = checks[i].value;
+        if (!((v > checks[i].lo || (checks[i].lo_ok && v == checks[i].lo)) && v < checks[i].hi)) {
+            return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: %s = %g: must be at least %g and below %g", call,
+                            checks[i].name, (double)v, (double)checks[i].lo, (double)checks[i].hi);
+        }
+    }
+    const int model = module->net->encoding != NULL;
+    const void *network_arrays[] = {desc->params, desc->params_fp32, desc->first_moments, desc->second_moments,
+                                    desc->steps, desc->dL_dparams};
+    const void *encoding_arrays[] = {desc->encoding_params, desc->encoding_params_fp32, desc->encoding_first_moments,
+                                     desc->encoding_second_moments, desc->encoding_steps, desc->dL_dencoding_params};
+    static const char *const names[] = {"params", "params_fp32", "first_moments", "second_moments", "steps",
+                                        "dL_dparams"};
+    static const char *const encoding_names[] = {"encoding_params",         "encoding_params_fp32",
+                                                 "encoding_first_moments",  "encoding_second_moments",
+                                                 "encoding_steps",          "dL_dencoding_params"};
+    for (size_t i = 0; i < 6; ++i) {
+        if (!network_arrays[i]) {
+            return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: %s must not be NULL", call, names[i]);
+        }
+        if (model != (encoding_arrays[i] != NULL)) {
+            return gj__fail(diag, GJ_ERROR_INVALID_ARGUMENT, "%s: %s must %s", call, encoding_names[i],
+                            model ? "not be NULL (a model)" : "be NULL: this network has no encoding");
+        }
+    }
+    status = gj__network_need_parts(module, step_parts, 1, call);
+    if (status != GJ_OK) {
+        return status;
+    }
+    uint64_t n_net = module->net->layout.n_params, n_enc = model ? module->net->encoding->layout.n_params : 0;
+    void *p[12];
+    for (size_t i = 0; i < 6; ++i) {
+        p[i] = (void *)network_arrays[i];
+        p[6 + i] = (void *)encoding_arrays[i];
+    }
+    adam_hyper h = {desc->learning_rate, desc->beta1, desc->beta2, desc->epsilon, desc->l2_reg, 1.0f / scale};
+    void *args[] = {&n_net, &p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &n_enc, &p[6], &p[7], &p[8], &p[9], &p[10], &p[11], &h};
+    /* Four parameters a thread; a grid of many waves (a thread's next quad waits for its last). */
+    const uint64_t quads = (n_net + 3) / 4 + (n_enc + 3) / 4, blocks = (quads + 255) / 256;
+    gj_launch_config cfg;
+    gj_launch_config_init(&cfg);
+    cfg.block[0] = 256;
+    cfg.grid[0] = (uint32_t)(blocks < 1 ? 1 : blocks < 65535 ? blocks : 65535);
+    cfg.stream = stream;
+    return gj_kernel_launch(module->kernels[GJ__NK_ADAM], &cfg, args);
+}
+
