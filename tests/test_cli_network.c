@@ -422,10 +422,10 @@ static void eval_writes_network_outputs(void **state) {
     free(dir);
 }
 
-/* precompile of a model, a network and an encoding together: a model module's eight programs
- * (inference, the forward for training, the backward, the backward with dL/dinput, and its
- * encoding module's four for dL/dx), a network's four (the same but the encoding's), for two
- * architectures;
+/* precompile of a model and a network together: a model module's fourteen programs
+ * (inference, the forward for training, the backward, the backward with dL/dinput, the
+ * training step, Adam, and its encoding module's eight for dL/dx and the training step), a
+ * network's six (the same but the encoding's), for two architectures;
  * again, all of them found in the cache. A network's errors name the configuration and the key. */
 static void precompile_takes_networks(void **state) {
     (void)state;
@@ -442,12 +442,12 @@ static void precompile_takes_networks(void **state) {
     assert_success(&r);
     assert_non_null(strstr(r.out, "precompiled 2 configurations x 2 architectures"));
     /* A retried run finds what the first attempt compiled (run_cli.h). */
-    assert_non_null(strstr(r.out, r.retried ? ": 0 programs compiled, 36 already cached, 0 failed"
-                                            : ": 36 programs compiled, 0 already cached, 0 failed"));
+    assert_non_null(strstr(r.out, r.retried ? ": 0 programs compiled, 40 already cached, 0 failed"
+                                            : ": 40 programs compiled, 0 already cached, 0 failed"));
     gj_cli_result_free(&r);
     RUN(&r, "precompile", "--config", network, "--config", small_model, "--arch", "sm_90,sm_80", "--cache-dir", dir);
     assert_success(&r);
-    assert_non_null(strstr(r.out, ": 0 programs compiled, 36 already cached, 0 failed"));
+    assert_non_null(strstr(r.out, ": 0 programs compiled, 40 already cached, 0 failed"));
     gj_cli_result_free(&r);
     /* --output-dims gives a model its width; a width given both ways must agree. */
     RUN(&r, "precompile", "--config", network, "--output-dims", "4", "--arch", "sm_90", "--cache-dir", dir);

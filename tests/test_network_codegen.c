@@ -150,16 +150,15 @@ static void unit_states_the_layout(void **state) {
     assert_null(strstr(with_input, "void bwd_params("));
     /* The training step's program of a model: the network's kernel between the encoding
      * module's forward and backward (no encoding code of its own but the forward's device
-     * functions), its zeroing and Adam, typed with the encoding's parameters and gradient sums;
-     * none of the other passes' kernels. */
+     * functions) and its zeroing; none of the other passes' kernels, nor Adam's, whose program
+     * is its own, typed with the encoding's parameters and gradient sums. */
     char *step = gj__network_codegen(net, &module_opts, GJ__NETWORK_PART_STEP, "");
     assert_non_null(step);
     expect_line(step, "gj_model_train_features_kernel<gj_network_step_config>(n, f, target, grad_factor, loss_factor, params,");
     expect_line(step, "struct gj_network_step_config : gj_network_input_config {");
     expect_line(step, "gj_network_train_features(gj_u64 n, gj_network_encoding_config::param_t* f, const float* target, float grad_factor,");
     assert_non_null(strstr(step, "gj_network_train_zero("));
-    assert_non_null(strstr(step, "        const float* grads, gj_u64 n_enc, gj_network_encoding_config::param_t* eparams,"));
-    assert_non_null(strstr(step, "gj_u32* esteps, const gj_network_encoding_config::grad_t* egrads, gj_nn_adam_hyper h)"));
+    assert_null(strstr(step, "gj_network_adam("));
     assert_null(strstr(step, "void bwd_params("));
     assert_null(strstr(step, "gj_network_train_step("));
     assert_null(strstr(step, "gj_network_forward("));
@@ -167,6 +166,15 @@ static void unit_states_the_layout(void **state) {
     assert_null(strstr(step, "gj_network_inference("));
     assert_null(strstr(step, "gj_network_zero("));
     free(step);
+    char *adam = gj__network_codegen(net, &module_opts, GJ__NETWORK_PART_ADAM, "");
+    assert_non_null(adam);
+    expect_line(adam, "        const float* grads, gj_u64 n_enc, gj_network_encoding_config::param_t* eparams,");
+    expect_line(adam, "        gj_u32* esteps, const gj_network_encoding_config::grad_t* egrads, gj_nn_adam_hyper h) {");
+    expect_line(adam, "// One program of a network module: the Adam kernel.");
+    assert_null(strstr(adam, "gj_network_train_features("));
+    assert_null(strstr(adam, "gj_network_train_zero("));
+    assert_null(strstr(adam, "gj_network_backward("));
+    free(adam);
     assert_null(strstr(with_input, "gj_levels_backward<"));
     size_t count = 0;
     char **names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_TRAINING_INPUT, &count);
@@ -180,10 +188,13 @@ static void unit_states_the_layout(void **state) {
     assert_string_equal(names[2], "&gj_network_finish");
     gj__free_string_list(names, count);
     names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_STEP, &count);
-    assert_int_equal(count, 3);
+    assert_int_equal(count, 2);
     assert_string_equal(names[0], "&gj_network_train_zero");
-    assert_string_equal(names[1], "&gj_network_adam");
-    assert_string_equal(names[2], "&gj_network_train_features");
+    assert_string_equal(names[1], "&gj_network_train_features");
+    gj__free_string_list(names, count);
+    names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_ADAM, &count);
+    assert_int_equal(count, 1);
+    assert_string_equal(names[0], "&gj_network_adam");
     gj__free_string_list(names, count);
     names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_ALL, &count);
     assert_int_equal(count, 9);
@@ -202,12 +213,17 @@ static void unit_states_the_layout(void **state) {
     char *alone_step = gj__network_codegen(net, &module_opts, GJ__NETWORK_PART_STEP, "");
     assert_non_null(alone_step);
     expect_line(alone_step, "    gj_nn_train_kernel<gj_network_step_config>(n, x, target, grad_factor, loss_factor, params, ring, y,");
-    assert_non_null(strstr(alone_step, "        const float* grads, gj_u64 n_enc, gj_half* eparams,"));
     assert_null(strstr(alone_step, "gj_network_train_features("));
+    assert_null(strstr(alone_step, "gj_network_adam("));
     free(alone_step);
+    char *alone_adam = gj__network_codegen(net, &module_opts, GJ__NETWORK_PART_ADAM, "");
+    assert_non_null(alone_adam);
+    expect_line(alone_adam, "        const float* grads, gj_u64 n_enc, gj_half* eparams,");
+    free(alone_adam);
     names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_STEP, &count);
-    assert_int_equal(count, 3);
+    assert_int_equal(count, 2);
     assert_string_equal(names[0], "&gj_network_train_step");
+    assert_string_equal(names[1], "&gj_network_train_zero");
     gj__free_string_list(names, count);
     gj_network_destroy(net);
     gj_context_destroy(ctx);

@@ -475,14 +475,14 @@ static void the_training_step_launches_its_program(void **state) {
         skip();
     }
     /* The model's step: the encoding module's forward, the network's kernel, the encoding
-     * module's backward; the step program and the encoding's programs for its forward and its
-     * backward to the parameters (each one level a thread and level groups), made on the first
-     * step; the features and the warps' context slots allocated once. */
+     * module's backward; the step's program, Adam's and the encoding's programs for its forward
+     * and its backward to the parameters (each one level a thread and level groups), made on
+     * the first step; the features and the warps' context slots allocated once. */
     t.n = 100;
     fake.reset_counts();
     fake.capture_argument("_train_features", 3); /* grad_factor = 2 * 128 / (100 points x 3 outputs) */
     assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
-    assert_int_equal(fake.count("cuLibraryLoadData"), 5);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 6);
     assert_int_equal(fake.count("cuMemAlloc"), 2);
     const int launches = fake.count("cuLaunchKernel");
     assert_true(launches >= 4); /* at least a forward, the zeroing, the network's kernel, a backward */
@@ -532,7 +532,7 @@ static void the_training_step_launches_its_program(void **state) {
     fake.reset_counts();
     assert_int_equal(gj_network_adam_step(m, NULL, &a), GJ_OK);
     assert_int_equal(fake.count("cuLaunchKernel"), 1);
-    assert_int_equal(fake.count("cuLibraryLoadData"), 0); /* the step's program has it */
+    assert_int_equal(fake.count("cuLibraryLoadData"), 0); /* made with the step's program */
     fake.reset_counts();
     gj_network_module_destroy(m);
     assert_int_equal(fake.count("cuMemFree"), 2); /* the features and the slots */
@@ -552,7 +552,7 @@ static void the_training_step_launches_its_program(void **state) {
     fake.reset_counts();
     fake.capture_argument("_train_step", 3); /* grad_factor = 2 * 4 / (100 points x 2 outputs) */
     assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
-    assert_int_equal(fake.count("cuLibraryLoadData"), 1);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 2); /* the step's program and Adam's */
     assert_int_equal(fake.count("cuLaunchKernel"), 2);
     assert_true(fake.captured_float() == (float)(2.0 * 4.0 / 200.0));
     fake.capture_argument(NULL, -1);
@@ -564,6 +564,16 @@ static void the_training_step_launches_its_program(void **state) {
     fake.reset_counts();
     assert_int_equal(gj_network_adam_step(m, NULL, &a), GJ_OK);
     assert_int_equal(fake.count("cuLaunchKernel"), 1);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 0);
+    gj_network_module_destroy(m);
+    /* Adam first, in a module of its own: its program alone; then the step's. */
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    fake.reset_counts();
+    assert_int_equal(gj_network_adam_step(m, NULL, &a), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 1);
+    fake.reset_counts();
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 1);
     gj_device_free(ctx, buffer);
     gj_network_module_destroy(m);
     gj_network_destroy(net);
@@ -653,14 +663,14 @@ static void precompiled_programs_serve_without_nvrtc(void **state) {
     memset(&report, 0xFF, sizeof report);
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_OK);
     /* inference, the forward for training, the backward, the backward with dL/dinput, the
-     * fused training step */
-    assert_int_equal(report.programs, 5);
-    assert_int_equal(report.compiled + report.cached, 5);
+     * fused training step, Adam */
+    assert_int_equal(report.programs, 6);
+    assert_int_equal(report.compiled + report.cached, 6);
     assert_true(report.ms >= 0.0);
     /* Again: all found in the cache, nothing compiled. */
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_OK);
-    assert_int_equal(report.programs, 5);
-    assert_int_equal(report.cached, 5);
+    assert_int_equal(report.programs, 6);
+    assert_int_equal(report.cached, 6);
     assert_int_equal(report.compiled, 0);
     assert_int_equal(gj_network_precompile(ctx, NULL, "sm_90", NULL), GJ_ERROR_INVALID_ARGUMENT);
     assert_int_equal(gj_network_precompile(ctx, net, "sm90", NULL), GJ_ERROR_INVALID_ARGUMENT);
@@ -713,8 +723,8 @@ static void a_precompiled_model_trains_without_nvrtc(void **state) {
     assert_int_equal(gj_network_create(ctx, json, 3, 0, &net), GJ_OK);
     gj_precompile_report report;
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_OK);
-    assert_int_equal(report.programs, 13);
-    assert_int_equal(report.compiled, 13);
+    assert_int_equal(report.programs, 14);
+    assert_int_equal(report.compiled, 14);
     gj_network_destroy(net);
     gj_context_destroy(ctx);
 
@@ -793,7 +803,7 @@ static void training_programs_fail_together(void **state) {
 
 /* Without NVRTC and with an empty cache every program of a model fails: the programs compile
  * side by side, so the first failure stops none of the others, and the message names all
- * thirteen: the network module's five and the encoding module's eight (its backward with
+ * fourteen: the network module's six and the encoding module's eight (its backward with
  * dL/dx; its forward and backward for the training step). */
 static void a_failed_precompile_names_every_program(void **state) {
     (void)state;
@@ -807,13 +817,14 @@ static void a_failed_precompile_names_every_program(void **state) {
     gj_precompile_report report;
     memset(&report, 0xFF, sizeof report);
     assert_int_equal(gj_network_precompile(ctx, net, "sm_90", &report), GJ_ERROR_NO_NVRTC);
-    assert_int_equal(report.programs, 13);
+    assert_int_equal(report.programs, 14);
     assert_int_equal(report.compiled, 0);
     assert_int_equal(report.cached, 0);
     const char *message = gj_context_errmsg(ctx);
-    if (!strstr(message, "13 of 13 programs failed") || !strstr(message, "gj_network_inference.cu") ||
+    if (!strstr(message, "14 of 14 programs failed") || !strstr(message, "gj_network_inference.cu") ||
         !strstr(message, "gj_network_training.cu") || !strstr(message, "gj_network_backward.cu") ||
         !strstr(message, "gj_network_training_input.cu") || !strstr(message, "gj_network_train_step.cu") ||
+        !strstr(message, "gj_network_adam.cu") ||
         !strstr(message, "encoding backward_input,") || !strstr(message, "encoding backward_input_rows") ||
         !strstr(message, "encoding backward_dx,") || !strstr(message, "encoding backward_dx_rows") ||
         !strstr(message, "encoding forward,") || !strstr(message, "encoding forward_rows") ||

@@ -20,7 +20,7 @@ static const char *const kernel_suffix[GJ__NK_COUNT] = {"inference", "forward", 
 static const gj__network_part kernel_part[GJ__NK_COUNT] = {
     GJ__NETWORK_PART_INFERENCE, GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_BACKWARD,
     GJ__NETWORK_PART_TRAINING_INPUT, GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_STEP, GJ__NETWORK_PART_STEP,
-    GJ__NETWORK_PART_STEP, GJ__NETWORK_PART_STEP};
+    GJ__NETWORK_PART_ADAM, GJ__NETWORK_PART_STEP};
 /* 1: a kernel only a model's programs have; -1: only a network alone's (a model's training
  * step is its encoding module's kernels around NAME_train_features). */
 static int kernel_owner(gj__network_kernel k) {
@@ -54,7 +54,7 @@ static gj_status make_part_source(gj_context *ctx, const struct gj_network *net,
     out->desc.source = out->source;
     static const char *const file_names[GJ__NETWORK_PART_COUNT] = {
         "gj_network.cu", "gj_network_inference.cu", "gj_network_training.cu", "gj_network_backward.cu",
-        "gj_network_training_input.cu", "gj_network_train_step.cu"};
+        "gj_network_training_input.cu", "gj_network_train_step.cu", "gj_network_adam.cu"};
     out->desc.file_name = file_names[part];
     out->desc.kernels = (const char *const *)out->names;
     out->desc.n_kernels = out->n_names;

@@ -58,7 +58,11 @@ static void loss_factors(const gj_network_module *m, uint64_t n, float scale, fl
     *loss_factor = (float)(1.0 / values);
 }
 
-static const gj__network_part step_parts[] = {GJ__NETWORK_PART_STEP};
+/* The training step's programs: its own and Adam's, made side by side at its first call (a
+ * training step is followed by Adam's; it compiles in a fifth of the step's time). */
+static const gj__network_part step_parts[] = {GJ__NETWORK_PART_STEP, GJ__NETWORK_PART_ADAM};
+enum { N_STEP_PARTS = sizeof step_parts / sizeof *step_parts };
+static const gj__network_part adam_parts[] = {GJ__NETWORK_PART_ADAM};
 
 /* What the step's kernel adds to: the network's gradients and the loss, zeroed on the stream. */
 static gj_status zero_step_outputs(gj_network_module *m, gj_stream stream, const gj_network_train_desc *desc) {
@@ -69,7 +73,7 @@ static gj_status zero_step_outputs(gj_network_module *m, gj_stream stream, const
     return status;
 }
 
-/* The step program, made on a thread of its own beside the encoding module's programs. */
+/* The step's programs, made on a thread of their own beside the encoding module's programs. */
 typedef struct step_job {
     gj_network_module *m;
     const char *call;
@@ -82,23 +86,23 @@ typedef struct step_job {
 static void *step_program_on_worker(void *arg) {
     step_job *job = arg;
     job->drv->CtxSetCurrent(job->context);
-    job->status = gj__network_need_parts(job->m, step_parts, 1, job->call);
+    job->status = gj__network_need_parts(job->m, step_parts, N_STEP_PARTS, job->call);
     if (job->status != GJ_OK) {
         snprintf(job->message, sizeof job->message, "%s", gj_context_errmsg(job->m->ctx));
     }
     return NULL;
 }
 
-/* What a model's training step runs, made side by side where nothing is yet: the step program
- * (on a thread) and the encoding module's forward and backward programs (which its prepare
- * compiles side by side in turn). */
+/* What a model's training step runs, made side by side where nothing is yet: the step's and
+ * Adam's programs (on threads) and the encoding module's forward and backward programs (which
+ * its prepare compiles side by side in turn). */
 static gj_status need_model_step(gj_network_module *m, const char *call, gj_module **encoding_module) {
     gj_status status = gj__network_need_encoding_module(m, encoding_module);
     pthread_mutex_lock(&m->lock);
     const int made = m->programs[GJ__NETWORK_PART_STEP] != NULL;
     pthread_mutex_unlock(&m->lock);
     if (status != GJ_OK || made) {
-        return status == GJ_OK ? gj__network_need_parts(m, step_parts, 1, call) : status;
+        return status == GJ_OK ? gj__network_need_parts(m, step_parts, N_STEP_PARTS, call) : status;
     }
     step_job job = {m, call, NULL, NULL, GJ_OK, {0}};
     pthread_t thread;
@@ -118,7 +122,7 @@ static gj_status need_model_step(gj_network_module *m, const char *call, gj_modu
             status = gj__fail(&m->ctx->diag, job.status, "%s", job.message);
         }
     } else if (status == GJ_OK) {
-        status = gj__network_need_parts(m, step_parts, 1, call);
+        status = gj__network_need_parts(m, step_parts, N_STEP_PARTS, call);
     }
     return status;
 }
@@ -207,7 +211,7 @@ gj_status gj_network_train_step(gj_network_module *module, gj_stream stream, con
     if (model) {
         return train_step_model(module, stream, desc, scale, call);
     }
-    status = gj__network_need_parts(module, step_parts, 1, call);
+    status = gj__network_need_parts(module, step_parts, N_STEP_PARTS, call);
     status = status == GJ_OK ? zero_step_outputs(module, stream, desc) : status;
     if (status != GJ_OK) {
         return status;
@@ -274,7 +278,7 @@ gj_status gj_network_adam_step(gj_network_module *module, gj_stream stream, cons
                             model ? "not be NULL (a model)" : "be NULL: this network has no encoding");
         }
     }
-    status = gj__network_need_parts(module, step_parts, 1, call);
+    status = gj__network_need_parts(module, adam_parts, 1, call);
     if (status != GJ_OK) {
         return status;
     }

@@ -31,7 +31,7 @@ static int has_kernels(const struct gj_network *net, const gj_codegen_options *o
 static const char *const part_words[GJ__NETWORK_PART_COUNT] = {
     "the whole unit", "the inference kernel", "the forward kernel for training",
     "the backward kernel (and the zeroing and finishing ones)", "the backward kernel with dL/dinput",
-    "the training step's kernel (and its zeroing and Adam)"};
+    "the training step's kernel (and its zeroing one)", "the Adam kernel"};
 _Static_assert(sizeof part_words / sizeof *part_words == GJ__NETWORK_PART_COUNT, "a description for every part");
 
 /* Where the kernels read the weights from, as the header comment says it. */
@@ -350,14 +350,22 @@ static void emit_gradient_kernels(gj__strbuf *sb, const char *name) {
  * the network's parameters and a model's encoding's (param_type, grad_type: format strings of
  * the encoding's types, with one %s for the name; a network alone passes plain types, which have
  * none, and no encoding parameters). */
-static void emit_step_helpers(gj__strbuf *sb, const char *name, const char *param_type, const char *grad_type) {
+/* The training step's zeroing kernel (the step's program). */
+static void emit_step_zero(gj__strbuf *sb, const char *name) {
+    gj__sb_printf(sb,
+                  "extern \"C\" __global__ void %s_train_zero(gj_u64 n, gj_u32* p) {\n"
+                  "    gj_nn_zero_kernel(n, p);\n"
+                  "}\n\n",
+                  name);
+}
+
+/* The Adam kernel (a program of its own), over parameters of param_type and gradients of
+ * grad_type (formats of the name: a model's encoding's types). */
+static void emit_adam(gj__strbuf *sb, const char *name, const char *param_type, const char *grad_type) {
     char ptype[320], gtype[320];
     snprintf(ptype, sizeof ptype, param_type, name);
     snprintf(gtype, sizeof gtype, grad_type, name);
     gj__sb_printf(sb,
-                  "extern \"C\" __global__ void %s_train_zero(gj_u64 n, gj_u32* p) {\n"
-                  "    gj_nn_zero_kernel(n, p);\n"
-                  "}\n\n"
                   "// tiny-cuda-nn's Adam over the network's n_net parameters, then the encoding's n_enc.\n"
                   "extern \"C\" __global__ void __launch_bounds__(256)\n"
                   "%s_adam(gj_u64 n_net, gj_half* params, float* master, float* m1, float* m2, gj_u32* steps,\n"
@@ -366,7 +374,7 @@ static void emit_step_helpers(gj__strbuf *sb, const char *name, const char *para
                   "    gj_nn_adam_kernel(n_net, params, master, m1, m2, steps, grads, n_enc, eparams, emaster, em1, em2,\n"
                   "                      esteps, egrads, h);\n"
                   "}\n\n",
-                  name, name, ptype, gtype);
+                  name, ptype, gtype);
 }
 
 /* The model's kernels (templates/model_kernels.cuh): the encoding's device functions behind
@@ -484,7 +492,10 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "}\n\n",
                       name, name, name, step->m_tiles, step->step_sums, step->step_fetch, bounds->step, name, name,
                       name);
-        emit_step_helpers(sb, name, "%s_encoding_config::param_t", "%s_encoding_config::grad_t");
+        emit_step_zero(sb, name);
+    }
+    if (part == GJ__NETWORK_PART_ADAM || part == GJ__NETWORK_PART_ALL) {
+        emit_adam(sb, name, "%s_encoding_config::param_t", "%s_encoding_config::grad_t");
     }
 }
 
@@ -545,7 +556,10 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "                                       dL_dparams, loss);\n"
                       "}\n\n",
                       name, name, step->m_tiles, step->step_sums, step->step_fetch, bounds->step, name, name);
-        emit_step_helpers(sb, name, "gj_half", "float");
+        emit_step_zero(sb, name);
+    }
+    if (part == GJ__NETWORK_PART_ADAM || part == GJ__NETWORK_PART_ALL) {
+        emit_adam(sb, name, "gj_half", "float");
     }
 }
 
@@ -567,7 +581,8 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         /* What the kernels call: the forward function, and for the backward kernel the
          * backward one (NAME_backward_input's encoding backward is the encoding module's). */
         if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_TRAINING ||
-            part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_STEP) {
+            part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_STEP ||
+            part == GJ__NETWORK_PART_ADAM) {
             enc_opts.passes = GJ_PASS_FORWARD;
         } else if (part == GJ__NETWORK_PART_BACKWARD) {
             enc_opts.passes = GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
@@ -619,7 +634,7 @@ char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_o
                                              GJ__NETWORK_PART_BACKWARD,       GJ__NETWORK_PART_BACKWARD,
                                              GJ__NETWORK_PART_TRAINING_INPUT, GJ__NETWORK_PART_BACKWARD,
                                              GJ__NETWORK_PART_STEP,           GJ__NETWORK_PART_STEP,
-                                             GJ__NETWORK_PART_STEP,           GJ__NETWORK_PART_STEP};
+                                             GJ__NETWORK_PART_ADAM,           GJ__NETWORK_PART_STEP};
     /* 1: a model's only; -1: a network alone's only (a model's step is the encoding's kernels
      * around NAME_train_features). */
     static const int which[] = {0, 0, 0, 0, 0, 0, -1, 0, 0, 1};

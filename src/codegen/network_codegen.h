@@ -19,11 +19,15 @@ typedef enum gj__network_part {
      * dL/d(features), which the encoding's own backward (a module of the encoding) turns into
      * dL/dinput and its dL/dparams. */
     GJ__NETWORK_PART_TRAINING_INPUT = 4,
-    /* NAME_train_step (forward, L2 loss and backward to the parameters in one kernel),
-     * NAME_train_zero and NAME_adam: the fused training step (docs/networks.md §10), a program
-     * of its own that a caller of gj_network_train_step needs alone. */
+    /* NAME_train_step (forward, L2 loss and backward to the parameters in one kernel; a
+     * model's NAME_train_features, between its encoding's own kernels) and NAME_train_zero: the
+     * fused training step (docs/networks.md §10), a program of its own. */
     GJ__NETWORK_PART_STEP = 5,
-    GJ__NETWORK_PART_COUNT = 6
+    /* NAME_adam, tiny-cuda-nn's Adam over both parts' parameters: a program of its own, which
+     * the module compiles beside the step's on a thread (in the step's program it took a tenth
+     * of that program's compile, on the critical path of a training step's first call). */
+    GJ__NETWORK_PART_ADAM = 6,
+    GJ__NETWORK_PART_COUNT = 7
 } gj__network_part;
 
 /* The network's default device-function name. */
