@@ -319,15 +319,16 @@ def test_struct_mirrors_include_the_network_descriptors():
 
 @needs_nvrtc
 def test_a_network_precompiles_its_module_programs_into_the_cache(tmp_path):
-    """gj_network_precompile through Network.precompile: the five programs (inference, the
-    forward for training, the backward, the backward with dL/dinput, the training step) compiled with NVRTC into the context's cache, then
-    found there; an unknown architecture is an error that names it. Needs NVRTC, not a GPU."""
+    """gj_network_precompile through Network.precompile: the six programs (inference, the
+    forward for training, the backward, the backward with dL/dinput, the training step, Adam)
+    compiled with NVRTC into the context's cache, then found there; an unknown architecture is
+    an error that names it. Needs NVRTC, not a GPU."""
     ctx = gridjit.Context()
     ctx.set_cache_dir(str(tmp_path))
     net = gridjit.Network({"otype": "FullyFusedMLP", "n_neurons": 16, "n_hidden_layers": 1}, 3, 2, context=ctx)
     first = net.precompile("sm_80")
-    assert first["programs"] == 5 and first["compiled"] == 5 and first["cached"] == 0
+    assert first["programs"] == 6 and first["compiled"] == 6 and first["cached"] == 0
     again = net.precompile("sm_80")
-    assert again["compiled"] == 0 and again["cached"] == 5
+    assert again["compiled"] == 0 and again["cached"] == 6
     with pytest.raises(gridjit.GridJitError, match="sm_1"):
         net.precompile("sm_1")
