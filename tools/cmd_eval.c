@@ -144,31 +144,17 @@ static int read_inputs(const eval_args *args, const gj_encoding *enc, eval_data 
     d->n_dims = gj_encoding_n_dims(enc);
     d->n_out = gj_encoding_n_output_dims(enc);
     d->n_params = gj_encoding_n_params(enc);
-    size_t count = 0;
-    int rc = gj_cli_eval_read_floats("--points", args->points, &d->x, &count);
-    if (rc == GJ_CLI_OK && count % d->n_dims != 0) {
-        gj_cli_error(CMD, "--points: %s holds %zu floats, not a multiple of D = %u (N * D floats, point-major)",
-                     args->points, count, d->n_dims);
-        rc = GJ_CLI_FAILURE;
-    }
-    d->n = count / (d->n_dims ? d->n_dims : 1);
-    if (rc == GJ_CLI_OK && (uint64_t)d->n > GJ_MAX_POINTS) {
-        gj_cli_error(CMD, "--points: %zu points are more than gridjit takes (2^40)", d->n);
-        rc = GJ_CLI_FAILURE;
-    }
+    int rc = gj_cli_eval_read_points(args->points, d->n_dims, "D", &d->x, &d->n);
     if (rc == GJ_CLI_OK) {
         rc = gj_cli_eval_read_exact("--params", args->params, (size_t)d->n_params, "n_params", &d->params);
     }
     size_t n_y = 0;
-    if (rc == GJ_CLI_OK && !gj_cli_mul_size(d->n, d->n_out, 1, &n_y)) {
-        gj_cli_error(CMD, "--points: N * n_output_dims does not fit in memory sizes");
-        rc = GJ_CLI_FAILURE;
-    }
+    rc = rc ? rc : gj_cli_eval_output_count(d->n, d->n_out, &n_y);
     if (rc == GJ_CLI_OK && args->dl_dy) {
         rc = gj_cli_eval_read_exact("--dl-dy", args->dl_dy, n_y, "N * n_output_dims", &d->dl_dy);
     }
     if (rc == GJ_CLI_OK && args->dl_ddldx) {
-        rc = gj_cli_eval_read_exact("--dl-ddldx", args->dl_ddldx, count, "N * D", &d->dl_ddldx);
+        rc = gj_cli_eval_read_exact("--dl-ddldx", args->dl_ddldx, d->n * d->n_dims, "N * D", &d->dl_ddldx);
     }
     if (rc == GJ_CLI_OK) {
         rc = read_max_level(args, d);

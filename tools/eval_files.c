@@ -68,6 +68,33 @@ int gj_cli_eval_read_exact(const char *what, const char *path, size_t expected, 
     return rc;
 }
 
+int gj_cli_eval_read_points(const char *path, uint32_t dims, const char *dims_name, float **x, size_t *n) {
+    size_t count = 0;
+    *n = 0;
+    int rc = gj_cli_eval_read_floats("--points", path, x, &count);
+    if (rc == GJ_CLI_OK && count % dims != 0) {
+        gj_cli_error(CMD, "--points: %s holds %zu floats, not a multiple of %s = %u (N * %s floats, point-major)", path,
+                     count, dims_name, dims, dims_name);
+        rc = GJ_CLI_FAILURE;
+    }
+    if (rc == GJ_CLI_OK && (uint64_t)(count / dims) > GJ_MAX_POINTS) {
+        gj_cli_error(CMD, "--points: %zu points are more than gridjit takes (2^40)", count / dims);
+        rc = GJ_CLI_FAILURE;
+    }
+    if (rc == GJ_CLI_OK) {
+        *n = count / dims;
+    }
+    return rc;
+}
+
+int gj_cli_eval_output_count(size_t n, uint32_t n_out, size_t *count) {
+    if (!gj_cli_mul_size(n, n_out, 1, count)) {
+        gj_cli_error(CMD, "--points: N * n_output_dims does not fit in memory sizes");
+        return GJ_CLI_FAILURE;
+    }
+    return GJ_CLI_OK;
+}
+
 int gj_cli_eval_write_floats(const char *dir, const char *name, float *values, size_t count) {
     const size_t size = strlen(dir) + strlen(name) + 2;
     char *path = malloc(size);

@@ -39,27 +39,13 @@ static int read_inputs(const gj_cli_eval_args *args, const gj_network *net, net_
     d->n_out = gj_network_n_output_dims(net);
     d->n_mlp = gj_network_n_mlp_params(net);
     d->n_enc = gj_network_n_params(net) - d->n_mlp;
-    size_t count = 0;
-    int rc = gj_cli_eval_read_floats("--points", args->points, &d->x, &count);
-    if (rc == GJ_CLI_OK && count % d->n_in != 0) {
-        gj_cli_error(CMD, "--points: %s holds %zu floats, not a multiple of %s = %u (N * %s floats, point-major)",
-                     args->points, count, gj_network_encoding(net) ? "D" : "n_input_dims", d->n_in,
-                     gj_network_encoding(net) ? "D" : "n_input_dims");
-        rc = GJ_CLI_FAILURE;
-    }
-    d->n = count / d->n_in;
-    if (rc == GJ_CLI_OK && (uint64_t)d->n > GJ_MAX_POINTS) {
-        gj_cli_error(CMD, "--points: %zu points are more than gridjit takes (2^40)", d->n);
-        rc = GJ_CLI_FAILURE;
-    }
+    int rc = gj_cli_eval_read_points(args->points, d->n_in, gj_network_encoding(net) ? "D" : "n_input_dims", &d->x,
+                                     &d->n);
     if (rc == GJ_CLI_OK) {
         rc = gj_cli_eval_read_exact("--params", args->params, (size_t)(d->n_mlp + d->n_enc), "n_params", &d->params);
     }
     size_t n_y = 0;
-    if (rc == GJ_CLI_OK && !gj_cli_mul_size(d->n, d->n_out, 1, &n_y)) {
-        gj_cli_error(CMD, "--points: N * n_output_dims does not fit in memory sizes");
-        rc = GJ_CLI_FAILURE;
-    }
+    rc = rc ? rc : gj_cli_eval_output_count(d->n, d->n_out, &n_y);
     if (rc == GJ_CLI_OK && args->dl_dy) {
         rc = gj_cli_eval_read_exact("--dl-dy", args->dl_dy, n_y, "N * n_output_dims", &d->dl_dy);
     }

@@ -52,15 +52,22 @@ static gj_status check_desc(gj_network_module *m, const gj_network_pass_desc *d,
     return GJ_OK;
 }
 
+/* The start of a pass: the message emptied, *desc widened (into *full where an older header
+ * made it) and checked. */
+static gj_status enter_pass(gj_network_module *m, const gj_network_pass_desc **desc, gj_network_pass_desc *full,
+                            const char *call) {
+    gj__diag_clear(&m->ctx->diag);
+    *desc = widened_desc(*desc, full);
+    return check_desc(m, *desc, call);
+}
+
 static gj_status run_forward(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc,
                              int training, const char *call) {
     if (!module) {
         return GJ_ERROR_INVALID_ARGUMENT;
     }
-    gj__diag_clear(&module->ctx->diag);
     gj_network_pass_desc full;
-    desc = widened_desc(desc, &full);
-    gj_status status = check_desc(module, desc, call);
+    gj_status status = enter_pass(module, &desc, &full, call);
     if (status != GJ_OK || desc->n == 0) {
         return status;
     }
@@ -174,10 +181,8 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     if (!module) {
         return GJ_ERROR_INVALID_ARGUMENT;
     }
-    gj__diag_clear(&module->ctx->diag);
     gj_network_pass_desc full;
-    desc = widened_desc(desc, &full);
-    gj_status status = check_desc(module, desc, call);
+    gj_status status = enter_pass(module, &desc, &full, call);
     if (status != GJ_OK || desc->n == 0) {
         return status;
     }

@@ -60,6 +60,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
+/* The sizes both kinds of configuration check (d floats a point, n_out outputs, n_params
+ * parameters): 1 refused, else 0 with *n the points. */
+static int predict_sizes(size_t points, size_t params, int have_g, size_t g, uint64_t d, uint64_t n_out,
+                         uint64_t n_params, uint64_t *n) {
+    if (points % 4 != 0 || (points / 4) % d != 0) {
+        return 1;
+    }
+    *n = points / 4 / d;
+    if (params % 4 != 0 || params / 4 != n_params) {
+        return 1;
+    }
+    if (have_g && (g % 4 != 0 || g / 4 != *n * n_out)) {
+        return 1;
+    }
+    return 0;
+}
+
 /* The same for a network's or model's configuration (`gridjit eval --help`: P holds N * D
  * floats, D a model's encoding dimensions or a network's inputs, W n_params, G N *
  * n_output_dims; the encodings' --dl-ddldx and --max-level are usage errors). */
@@ -75,17 +92,8 @@ static int predict_network(const char *json, int have_dims, unsigned dims, size_
     const uint64_t d = gj_network_n_input_dims(net), n_out = gj_network_n_output_dims(net);
     const uint64_t n_params = gj_network_n_params(net);
     gj_network_destroy(net);
-    if (points % 4 != 0 || (points / 4) % d != 0) {
-        return 1;
-    }
-    const uint64_t n = points / 4 / d;
-    if (params % 4 != 0 || params / 4 != n_params) {
-        return 1;
-    }
-    if (have_g && (g % 4 != 0 || g / 4 != n * n_out)) {
-        return 1;
-    }
-    return 0;
+    uint64_t n = 0;
+    return predict_sizes(points, params, have_g, g, d, n_out, n_params, &n);
 }
 
 /* What the documented contract says about the inputs: 2 usage error, 1 refused, 0 fine. */
@@ -103,14 +111,8 @@ static int predict(const char *json, int have_dims, unsigned dims, size_t points
     }
     const uint64_t d = gj_encoding_n_dims(enc), n_out = gj_encoding_n_output_dims(enc), n_params = gj_encoding_n_params(enc);
     gj_encoding_destroy(enc);
-    if (points % 4 != 0 || (points / 4) % d != 0) {
-        return 1;
-    }
-    const uint64_t n = points / 4 / d;
-    if (params % 4 != 0 || params / 4 != n_params) {
-        return 1;
-    }
-    if (have_g && (g % 4 != 0 || g / 4 != n * n_out)) {
+    uint64_t n = 0;
+    if (predict_sizes(points, params, have_g, g, d, n_out, n_params, &n)) {
         return 1;
     }
     if (have_h && (h % 4 != 0 || h / 4 != n * d)) {
