@@ -33,21 +33,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The module's kernels (network_programs.c names them and says which program holds each). */
-typedef enum gj__network_kernel {
-    GJ__NK_INFERENCE,
-    GJ__NK_FORWARD,
-    GJ__NK_BACKWARD,
-    GJ__NK_ZERO,
-    GJ__NK_BACKWARD_INPUT,
-    GJ__NK_FINISH,
-    GJ__NK_STEP,
-    GJ__NK_STEP_ZERO,
-    GJ__NK_ADAM,
-    GJ__NK_STEP_FEATURES,
-    GJ__NK_COUNT
-} gj__network_kernel;
-
 /* A model's inference kernel prefers shared memory for at most half of a multiprocessor's
  * capacity (l1_carveout.h), unless GRIDJIT_NETWORK_CARVEOUT gives a percent (0 ... 100) or -1
  * (the driver's choice): a measuring knob (docs/networks.md §8), read when a module is made. */

@@ -14,19 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Each kernel's name (NAME_suffix) and the program it is in. */
-static const char *const kernel_suffix[GJ__NK_COUNT] = {"inference", "forward",    "backward",   "zero", "backward_input",
-                                                        "finish",    "train_step", "train_zero", "adam", "train_features"};
-static const gj__network_part kernel_part[GJ__NK_COUNT] = {
-    GJ__NETWORK_PART_INFERENCE, GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_BACKWARD,
-    GJ__NETWORK_PART_TRAINING_INPUT, GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_STEP, GJ__NETWORK_PART_STEP,
-    GJ__NETWORK_PART_ADAM, GJ__NETWORK_PART_STEP};
-/* 1: a kernel only a model's programs have; -1: only a network alone's (a model's training
- * step is its encoding module's kernels around NAME_train_features). */
-static int kernel_owner(gj__network_kernel k) {
-    return k == GJ__NK_STEP_FEATURES ? 1 : k == GJ__NK_STEP ? -1 : 0;
-}
-
 /* A program of a module of net: its generated unit as a user source (what the user-module
  * machinery compiles and caches). Free with free_part_source. */
 typedef struct part_source {
@@ -170,10 +157,9 @@ static void make_part(part_job *job) {
         free_part_source(&p);
     }
     for (int k = 0; job->status == GJ_OK && k < GJ__NK_COUNT; ++k) {
-        const int owner = kernel_owner(k);
-        if (kernel_part[k] == job->part && (owner == 0 || (owner == 1) == (m->net->encoding != NULL))) {
+        if (gj__network_kernels[k].part == job->part && gj__network_has_kernel(m->net, (gj__network_kernel)k)) {
             char name[128];
-            snprintf(name, sizeof name, "%s_%s", GJ__NETWORK_DEFAULT_NAME, kernel_suffix[k]);
+            snprintf(name, sizeof name, "%s_%s", GJ__NETWORK_DEFAULT_NAME, gj__network_kernels[k].suffix);
             job->status = gj_user_module_kernel(job->made, name, &m->kernels[k]);
         }
     }

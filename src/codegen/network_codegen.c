@@ -624,23 +624,28 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
     return gj__sb_take(&sb);
 }
 
+const gj__network_kernel_info gj__network_kernels[GJ__NK_COUNT] = {
+    [GJ__NK_INFERENCE] = {"inference", GJ__NETWORK_PART_INFERENCE, 0},
+    [GJ__NK_FORWARD] = {"forward", GJ__NETWORK_PART_TRAINING, 0},
+    [GJ__NK_BACKWARD] = {"backward", GJ__NETWORK_PART_BACKWARD, 0},
+    [GJ__NK_ZERO] = {"zero", GJ__NETWORK_PART_BACKWARD, 0},
+    [GJ__NK_BACKWARD_INPUT] = {"backward_input", GJ__NETWORK_PART_TRAINING_INPUT, 0},
+    [GJ__NK_FINISH] = {"finish", GJ__NETWORK_PART_BACKWARD, 0},
+    [GJ__NK_STEP] = {"train_step", GJ__NETWORK_PART_STEP, -1},
+    [GJ__NK_STEP_ZERO] = {"train_zero", GJ__NETWORK_PART_STEP, 0},
+    [GJ__NK_ADAM] = {"adam", GJ__NETWORK_PART_ADAM, 0},
+    [GJ__NK_STEP_FEATURES] = {"train_features", GJ__NETWORK_PART_STEP, 1},
+};
+
+int gj__network_has_kernel(const struct gj_network *net, gj__network_kernel k) {
+    const int owner = gj__network_kernels[k].owner;
+    return owner == 0 || (owner == 1) == (net->encoding != NULL);
+}
+
 char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
                                 size_t *count) {
-    /* Each kernel and its program. */
-    static const char *const suffixes[] = {"inference",  "forward",    "backward",       "zero",
-                                           "backward_input", "finish", "train_step", "train_zero",
-                                           "adam",       "train_features"};
-    static const gj__network_part parts[] = {GJ__NETWORK_PART_INFERENCE,      GJ__NETWORK_PART_TRAINING,
-                                             GJ__NETWORK_PART_BACKWARD,       GJ__NETWORK_PART_BACKWARD,
-                                             GJ__NETWORK_PART_TRAINING_INPUT, GJ__NETWORK_PART_BACKWARD,
-                                             GJ__NETWORK_PART_STEP,           GJ__NETWORK_PART_STEP,
-                                             GJ__NETWORK_PART_ADAM,           GJ__NETWORK_PART_STEP};
-    /* 1: a model's only; -1: a network alone's only (a model's step is the encoding's kernels
-     * around NAME_train_features). */
-    static const int which[] = {0, 0, 0, 0, 0, 0, -1, 0, 0, 1};
-    enum { N_KERNELS = sizeof suffixes / sizeof *suffixes };
     const char *name = gj__network_name(opts);
-    char **names = calloc(N_KERNELS, sizeof *names);
+    char **names = calloc(GJ__NK_COUNT, sizeof *names);
     *count = 0;
     if (!names) {
         return NULL;
@@ -648,19 +653,19 @@ char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_o
     if (!has_kernels(net, opts)) {
         return names;
     }
-    for (size_t i = 0; i < N_KERNELS; ++i) {
-        if ((part != GJ__NETWORK_PART_ALL && part != parts[i]) || (which[i] == 1 && !net->encoding) ||
-            (which[i] == -1 && net->encoding)) {
+    for (int k = 0; k < GJ__NK_COUNT; ++k) {
+        const gj__network_kernel_info *info = &gj__network_kernels[k];
+        if ((part != GJ__NETWORK_PART_ALL && part != info->part) || !gj__network_has_kernel(net, (gj__network_kernel)k)) {
             continue;
         }
-        const size_t size = strlen(name) + strlen(suffixes[i]) + 3;
+        const size_t size = strlen(name) + strlen(info->suffix) + 3;
         char *s = malloc(size);
         if (!s) {
             gj__free_string_list(names, *count);
             *count = 0;
             return NULL;
         }
-        snprintf(s, size, "&%s_%s", name, suffixes[i]);
+        snprintf(s, size, "&%s_%s", name, info->suffix);
         names[(*count)++] = s;
     }
     return names;

@@ -30,6 +30,33 @@ typedef enum gj__network_part {
     GJ__NETWORK_PART_COUNT = 7
 } gj__network_part;
 
+/* The kernels of a network's unit, in the order of gj__network_kernels. */
+typedef enum gj__network_kernel {
+    GJ__NK_INFERENCE,
+    GJ__NK_FORWARD,
+    GJ__NK_BACKWARD,
+    GJ__NK_ZERO,
+    GJ__NK_BACKWARD_INPUT,
+    GJ__NK_FINISH,
+    GJ__NK_STEP,
+    GJ__NK_STEP_ZERO,
+    GJ__NK_ADAM,
+    GJ__NK_STEP_FEATURES,
+    GJ__NK_COUNT
+} gj__network_kernel;
+
+/* Each kernel's name (NAME_suffix), the program it is in, and whose unit has it: 0 every
+ * one's, 1 a model's only, -1 a network alone's only (a model's training step is its encoding
+ * module's kernels around NAME_train_features). */
+typedef struct gj__network_kernel_info {
+    const char *suffix;
+    gj__network_part part;
+    int owner;
+} gj__network_kernel_info;
+extern const gj__network_kernel_info gj__network_kernels[GJ__NK_COUNT];
+/* Whether net's unit has kernel k (its owner). */
+int gj__network_has_kernel(const struct gj_network *net, gj__network_kernel k);
+
 /* The network's default device-function name. */
 #define GJ__NETWORK_DEFAULT_NAME "gj_network"
 
