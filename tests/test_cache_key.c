@@ -21,6 +21,7 @@
 #include "compile/meta.h"
 #include "compile/options.h"
 #include "loader/library_identity.h"
+#include "run_cli.h" /* gj_test_scratch_dir */
 #include "test_env.h"
 
 /* ----------------------------------------------------------- a request */
@@ -292,6 +293,58 @@ static void library_identity_is_the_build_id(void **state) {
     free(heap);
 }
 
+/* The identity of the library at path (dlopen'ed, kept open: *handle), through one of its
+ * functions' addresses. */
+static void identity_of_file(const char *path, void **handle, char *id, size_t size) {
+    *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!*handle) {
+        fail_msg("dlopen %s: %s", path, dlerror());
+    }
+    void *fn = dlsym(*handle, "gj_test_no_build_id_value");
+    assert_non_null(fn);
+    assert_int_equal(gj__library_identity(fn, id, size), 0);
+}
+
+/* A library without a GNU build id: its file's size and an XXH3 of its first MiB seeded with
+ * the size, the same for a copy at another path, another for another file. */
+static void library_identity_without_a_build_id(void **state) {
+    (void)state;
+    const char *one = getenv("GRIDJIT_NO_BUILD_ID_1"), *two = getenv("GRIDJIT_NO_BUILD_ID_2");
+    if (!one || !two) {
+        printf("SKIPPED: GRIDJIT_NO_BUILD_ID_1/2 are not set (tests/CMakeLists.txt sets them)\n");
+        skip();
+    }
+    char id1[128], id2[128], id_copy[128];
+    void *h1 = NULL, *h2 = NULL, *h_copy = NULL;
+    identity_of_file(one, &h1, id1, sizeof id1);
+    identity_of_file(two, &h2, id2, sizeof id2);
+    /* Derived here from the file: its image and size. */
+    size_t size = 0;
+    char *image = gj_test_read_file(one, &size);
+    assert_non_null(image);
+    char want[128];
+    snprintf(want, sizeof want, "xxh3:%016llx-%llu",
+             (unsigned long long)XXH3_64bits_withSeed(image, size < ((size_t)1 << 20) ? size : ((size_t)1 << 20),
+                                                      (uint64_t)size),
+             (unsigned long long)size);
+    assert_string_equal(id1, want);
+    assert_true(strncmp(id2, "xxh3:", 5) == 0);
+    assert_string_not_equal(id1, id2);
+    /* The same image under another name: the same identity (no path in it). */
+    char *dir = gj_test_scratch_dir("library_identity");
+    assert_non_null(dir);
+    char copy[4200];
+    snprintf(copy, sizeof copy, "%s/libcopy_of_one.so", dir);
+    assert_int_equal(gj_test_write_file(copy, image, size), 0);
+    identity_of_file(copy, &h_copy, id_copy, sizeof id_copy);
+    assert_string_equal(id_copy, id1);
+    dlclose(h_copy);
+    dlclose(h2);
+    dlclose(h1);
+    free(image);
+    free(dir);
+}
+
 /* ------------------------------------------------------ program metadata */
 
 static uint32_t le32(const uint8_t *p) {
@@ -481,6 +534,7 @@ int main(void) {
         cmocka_unit_test(nvrtc_changes_only_the_full_key),
         cmocka_unit_test(key_is_deterministic),
         cmocka_unit_test(library_identity_is_the_build_id),
+        cmocka_unit_test(library_identity_without_a_build_id),
         cmocka_unit_test(metadata_layout_and_round_trip),
         cmocka_unit_test(malformed_metadata_is_refused),
         cmocka_unit_test(gradients_fp32_changes_every_source),
