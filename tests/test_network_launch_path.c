@@ -178,6 +178,18 @@ static void passes_launch_their_kernels(void **state) {
     init.params_fp32 = NULL;
     assert_int_equal(gj_network_init_params(m, NULL, &init), GJ_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(gj_context_errmsg(ctx), "params or params_fp32"));
+    assert_int_equal(gj_network_init_params(m, NULL, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "desc is NULL"));
+    gj_network_init_desc unprepared = init;
+    unprepared.struct_size = 8;
+    assert_int_equal(gj_network_init_params(m, NULL, &unprepared), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "not prepared by gj_network_init_desc_init"));
+    init.params = b;
+    init.encoding_params = b + 8192; /* a network alone has none */
+    assert_int_equal(gj_network_init_params(m, NULL, &init), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "encoding_params are for a model"));
+    init.params = NULL;
+    init.encoding_params = NULL;
 
     /* Argument errors: named, nothing launched. */
     fake.reset_counts();
@@ -414,7 +426,17 @@ static void a_model_launches_fused_kernels(void **state) {
     gj_network_init_desc init;
     gj_network_init_desc_init(&init);
     init.encoding_params = b;
+    fake.reset_counts();
     assert_int_equal(gj_network_init_params(m, NULL, &init), GJ_OK);
+    assert_int_equal(fake.count("cuMemcpyAsync"), 1); /* the encoding's alone */
+    /* Every array at once: the network's fp16 and fp32, then the encoding's in its precision
+     * and in fp32, one copy each. */
+    init.params = b + (1 << 20);
+    init.params_fp32 = (float *)(b + (2 << 20));
+    init.encoding_params_fp32 = (float *)(b + (3 << 20));
+    fake.reset_counts();
+    assert_int_equal(gj_network_init_params(m, NULL, &init), GJ_OK);
+    assert_int_equal(fake.count("cuMemcpyAsync"), 4);
     gj_device_free(ctx, buffer);
     fake.reset_counts();
     gj_network_module_destroy(m);
