@@ -409,7 +409,7 @@ static void a_kernel_carveout_is_set_once_per_context(void **state) {
     assert_int_equal(fake.last_carveout(), -1);
 
     assert_int_equal(gj_kernel_set_shared_carveout(scale, 101), GJ_ERROR_INVALID_ARGUMENT);
-    assert_non_null(strstr(gj_context_errmsg(f->ctx), "gj_kernel_set_shared_carveout(&scale): percent is 101"));
+    assert_non_null(strstr(gj_context_errmsg(f->ctx), "gj_kernel_set_shared_carveout(scale): percent is 101"));
     assert_int_equal(gj_kernel_set_shared_carveout(scale, -2), GJ_ERROR_INVALID_ARGUMENT);
     assert_int_equal(gj_kernel_set_shared_carveout(NULL, 50), GJ_ERROR_INVALID_ARGUMENT);
     fake.reset_carveout();

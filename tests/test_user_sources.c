@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_driver.h"
 #include "gridjit.h"
 #include "test_env.h"
 
@@ -229,6 +230,80 @@ static void launch_configurations_are_checked(void **state) {
     assert_int_equal(gj_kernel_occupancy(NULL, 128, 0, &blocks), GJ_ERROR_INVALID_ARGUMENT);
 }
 
+/* A real kernel of a user module, through the fake libcuda of tests/fake_cuda (NVRTC compiles
+ * for real, nothing runs): its launch configurations checked and named, a good one launched
+ * with its grid and block, the block suggestion and attributes read, a stream of the
+ * context's made and given back; the runtime's own argument checks. */
+static void a_user_kernels_launch_through_the_fake_driver(void **state) {
+    fixture *f = *state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    gj_fake_driver fake;
+    if (gj_fake_driver_open(&fake) != 0) {
+        skip();
+    }
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_user_module *um = NULL;
+    const gj_status made = gj_user_module_create(ctx, &f->desc, &um);
+    if (made != GJ_OK) {
+        fail_msg("gj_user_module_create: %s", gj_context_errmsg(ctx));
+    }
+    gj_kernel *k = NULL;
+    assert_int_equal(gj_user_module_kernel(um, "scaled<3>", &k), GJ_OK);
+    void *out = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 4096, &out), GJ_OK);
+    void *args[] = {&out};
+    assert_int_equal(gj_kernel_launch(k, NULL, args), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "gj_kernel_launch(scaled<3>): config must not be NULL"));
+    gj_launch_config config;
+    gj_launch_config_init(&config);
+    config.struct_size = 8;
+    assert_int_equal(gj_kernel_launch(k, &config, args), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "prepare it with gj_launch_config_init()"));
+    gj_launch_config_init(&config);
+    config.grid[1] = 0;
+    assert_int_equal(gj_kernel_launch(k, &config, args), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "grid 1x0x1, block 1x1x1: every extent must be at least 1"));
+    gj_launch_config_init(&config);
+    config.block[0] = 33;
+    config.block[1] = 32; /* 1056 threads */
+    assert_int_equal(gj_kernel_launch(k, &config, args), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "a block at most 1024 threads"));
+    fake.reset_counts();
+    gj_launch_config_init(&config);
+    config.grid[0] = 5;
+    config.block[0] = 64;
+    assert_int_equal(gj_kernel_launch(k, &config, args), GJ_OK);
+    assert_int_equal(fake.count("cuLaunchKernel"), 1);
+    assert_int_equal(fake.last_grid_x(), 5);
+    assert_int_equal(fake.last_block_x(), 64);
+    int block = 0, grid = 0, registers = -1, static_shared = -1;
+    assert_int_equal(gj_kernel_suggest_block(k, 0, &block, &grid), GJ_OK);
+    assert_true(block == 256 && grid == 264); /* what the fake answers */
+    assert_int_equal(gj_kernel_suggest_block(k, 0, NULL, &grid), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(gj_kernel_attributes(k, &registers, &static_shared), GJ_OK);
+    assert_true(registers >= 0 && static_shared >= 0);
+    /* A stream of the context's: made, launched on, given back. */
+    gj_stream stream = NULL;
+    assert_int_equal(gj_stream_create(ctx, 1, &stream), GJ_OK);
+    assert_non_null(stream);
+    config.stream = stream;
+    assert_int_equal(gj_kernel_launch(k, &config, args), GJ_OK);
+    gj_stream_destroy(ctx, stream);
+    assert_int_equal(fake.count("cuStreamDestroy"), 1);
+    gj_stream_destroy(NULL, stream); /* no context: nothing */
+    assert_int_equal(gj_stream_create(ctx, 0, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "gj_stream_create: out must not be NULL"));
+    assert_int_equal(gj_device_alloc(ctx, 16, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "gj_device_alloc: ptr must not be NULL"));
+    gj_device_free(ctx, out);
+    gj_user_module_destroy(um);
+    gj_context_destroy(ctx);
+    gj_fake_driver_close(&fake);
+}
+
 /* Networks are offered as encodings are: an encoding's features straight into a network's
  * warp-wide device functions, and a model's header (its encoding as sdf_encoding) beside
  * them in the same unit. */
@@ -388,6 +463,7 @@ int main(void) {
         T(a_compile_error_shows_the_numbered_lines_of_the_users_file),
         T(bad_descriptions_are_refused_before_compiling),
         T(launch_configurations_are_checked),
+        T(a_user_kernels_launch_through_the_fake_driver),
         T(networks_are_offered_as_headers_beside_encodings),
         T(the_worked_example_of_the_fusion_guide_compiles),
     };

@@ -19,19 +19,19 @@ void gj_launch_config_init(gj_launch_config *config) {
 static gj_status check_config(gj_kernel *k, const gj_launch_config *c, const char *call) {
     const gj__diag *d = k->module->diag;
     if (!c) {
-        return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT, "%s(%s): config must not be NULL", call, k->expression);
+        return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT, "%s(%s): config must not be NULL", call, k->name);
     }
     if (c->struct_size != sizeof *c) {
         return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT,
                         "%s(%s): config->struct_size is %u (expected %zu): prepare it with gj_launch_config_init()",
-                        call, k->expression, c->struct_size, sizeof *c);
+                        call, k->name, c->struct_size, sizeof *c);
     }
     const uint64_t threads = (uint64_t)c->block[0] * c->block[1] * c->block[2];
     if (!c->grid[0] || !c->grid[1] || !c->grid[2] || !threads || threads > 1024) {
         return gj__fail(d, GJ_ERROR_INVALID_ARGUMENT,
                         "%s(%s): grid %ux%ux%u, block %ux%ux%u: every extent must be at least 1 and a block at most "
                         "1024 threads",
-                        call, k->expression, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2]);
+                        call, k->name, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2]);
     }
     return GJ_OK;
 }
@@ -43,7 +43,7 @@ static gj_status allow_shared(gj_kernel *k, CUfunction f, uint32_t bytes, const 
     }
     return gj__cuda_checkf(k->module->diag, k->module->drv,
                            k->module->drv->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes),
-                           "%s(%s): cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, %u)", call, k->expression, bytes);
+                           "%s(%s): cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, %u)", call, k->name, bytes);
 }
 
 /* A packed parameter buffer against what the kernel declares (extent: the end of its last
@@ -55,7 +55,7 @@ static gj_status fit_packed(gj_kernel *k, size_t extent, size_t *size, const cha
     }
     if (*size < extent) {
         return gj__fail(k->module->diag, GJ_ERROR_INVALID_ARGUMENT,
-                        "%s(%s): the kernel's parameters take %zu bytes, the buffer holds %zu", call, k->expression,
+                        "%s(%s): the kernel's parameters take %zu bytes, the buffer holds %zu", call, k->name,
                         extent, *size);
     }
     *size = extent;
@@ -79,7 +79,7 @@ static gj_status launch_in(gj_kernel *k, const gj_launch_config *c, const gj__sc
         status = gj__cuda_checkf(m->diag, m->drv,
                                  m->drv->LaunchKernel(f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
                                                       c->block[2], c->shared_bytes, (CUstream)c->stream, params, extra),
-                                 "%s(%s, grid %ux%ux%u, block %ux%ux%u, %u bytes shared)", call, k->expression,
+                                 "%s(%s, grid %ux%ux%u, block %ux%ux%u, %u bytes shared)", call, k->name,
                                  c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
                                  c->shared_bytes);
     }
@@ -149,7 +149,7 @@ gj_status gj_kernel_launch_packed(gj_kernel *kernel, const gj_launch_config *con
                      CU_LAUNCH_PARAM_END};
     if (kernel && args_size && !args) {
         return gj__fail(kernel->module->diag, GJ_ERROR_INVALID_ARGUMENT,
-                        "gj_kernel_launch_packed(%s): args is NULL with %zu bytes", kernel->expression, args_size);
+                        "gj_kernel_launch_packed(%s): args is NULL with %zu bytes", kernel->name, args_size);
     }
     return launch(kernel, config, NULL, extra, "gj_kernel_launch_packed");
 }
@@ -185,7 +185,7 @@ gj_status gj_kernel_occupancy(gj_kernel *kernel, uint32_t block_size, uint32_t s
         status = gj__cuda_checkf(m->diag, m->drv,
                                  m->drv->OccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, f, (int)block_size,
                                                                                    shared_bytes),
-                                 "%s(%s, block %u, %u bytes shared)", call, kernel->expression, block_size,
+                                 "%s(%s, block %u, %u bytes shared)", call, kernel->name, block_size,
                                  shared_bytes);
     }
     gj__scope_leave(m->drv, &where);
@@ -206,7 +206,7 @@ gj_status gj_kernel_suggest_block(gj_kernel *kernel, uint32_t shared_bytes, int 
     struct gj_user_module *m = kernel->module;
     status = gj__cuda_checkf(m->diag, m->drv,
                              m->drv->OccupancyMaxPotentialBlockSize(min_grid, block_size, f, NULL, shared_bytes, 0),
-                             "%s(%s): cuOccupancyMaxPotentialBlockSize", call, kernel->expression);
+                             "%s(%s): cuOccupancyMaxPotentialBlockSize", call, kernel->name);
     gj__scope_leave(m->drv, &where);
     return status;
 }

@@ -44,6 +44,7 @@ static gj_status name_kernels(struct gj_user_module *m, const gj_program *prog) 
         if (!m->kernels[i].expression || !m->kernels[i].lowered) {
             return gj__fail(m->diag, GJ_ERROR_OUT_OF_MEMORY, "out of memory");
         }
+        m->kernels[i].name = m->kernels[i].expression + (m->kernels[i].expression[0] == '&');
     }
     return GJ_OK;
 }
@@ -216,7 +217,7 @@ gj_status gj_user_module_kernel(struct gj_user_module *m, const char *name, gj_k
     return gj__fail(m->diag, GJ_ERROR_NOT_FOUND,
                     "gj_user_module_kernel: no kernel \"%s\" (the source was compiled with %zu kernel name%s%s%s)", name,
                     m->n_kernels, m->n_kernels == 1 ? "" : "s", m->n_kernels ? ", the first " : "",
-                    m->n_kernels ? m->kernels[0].expression : "");
+                    m->n_kernels ? m->kernels[0].name : "");
 }
 
 /* ------------------------------------------------------------- kernels */
@@ -254,14 +255,14 @@ static gj_status function_locked(gj_kernel *k, const gj__scope *where, const cha
     }
     if (status == GJ_OK) {
         status = gj__cuda_checkf(m->diag, m->drv, m->drv->KernelGetFunction(out, p->kernels[k->index]),
-                                 "%s(%s): cuKernelGetFunction", call, k->expression);
+                                 "%s(%s): cuKernelGetFunction", call, k->name);
     }
     if (status == GJ_OK && k->carveout_set) {
         status = gj__cuda_checkf(m->diag, m->drv,
                                  m->drv->FuncSetAttribute(*out, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
                                                           k->carveout),
                                  "%s(%s): cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT, %d)", call,
-                                 k->expression, k->carveout);
+                                 k->name, k->carveout);
     }
     if (status == GJ_OK) {
         slot->functions[k->index] = *out;
@@ -278,7 +279,7 @@ gj_status gj_kernel_set_shared_carveout(gj_kernel *kernel, int percent) {
     if (percent < -1 || percent > 100) {
         return gj__fail(m->diag, GJ_ERROR_INVALID_ARGUMENT,
                         "gj_kernel_set_shared_carveout(%s): percent is %d (must be -1, the driver's choice, or 0 to 100)",
-                        kernel->expression, percent);
+                        kernel->name, percent);
     }
     pthread_mutex_lock(&m->lock);
     kernel->carveout = percent;

@@ -22,6 +22,8 @@ struct gj_kernel {
     struct gj_user_module *module;
     size_t index;
     char *expression; /* "&name" */
+    const char *name; /* what messages call it: the expression as the caller names the kernel
+                         (without the "&" that a plain name takes) */
     char *lowered;
     /* The end of its last parameter (cuFuncGetParamInfo), asked once, by the first packed
      * launch, under the module's lock: what packed launches are checked and trimmed to.
