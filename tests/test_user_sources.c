@@ -1,7 +1,8 @@
 /* User sources through the library (docs/fusion.md): encodings offered as in-memory
  * headers NAME.cuh, several in one source; the compile is cached (a miss, then a hit in a
  * second context); errors name what is wrong (an unknown header, an unknown kernel, a
- * compile error with the numbered lines of the user's file, a bad launch configuration). */
+ * compile error with the numbered lines of the user's file, a bad launch configuration);
+ * a user module's kernels launched through the fake libcuda (made and loaded). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -298,6 +299,28 @@ static void a_user_kernels_launch_through_the_fake_driver(void **state) {
     assert_non_null(strstr(gj_context_errmsg(ctx), "gj_stream_create: out must not be NULL"));
     assert_int_equal(gj_device_alloc(ctx, 16, NULL), GJ_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(gj_context_errmsg(ctx), "gj_device_alloc: ptr must not be NULL"));
+    assert_int_equal(gj_event_create(ctx, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "gj_event_create: out must not be NULL"));
+    /* The same source compiled apart (gj_compile_user) and loaded as a user module. */
+    gj_program *prog = NULL;
+    assert_int_equal(gj_compile_user(ctx, &f->desc, "sm_90", &prog), GJ_OK);
+    gj_user_module *loaded = NULL;
+    fake.reset_counts();
+    assert_int_equal(gj_user_module_load(ctx, prog, &loaded), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 1);
+    gj_kernel *k2 = NULL;
+    assert_int_equal(gj_user_module_kernel(loaded, "shade", &k2), GJ_OK);
+    assert_int_equal(gj_user_module_kernel(loaded, "nope", &k2), GJ_ERROR_NOT_FOUND);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "no kernel \"nope\" (the source was compiled with 2 kernel names, "
+                                                   "the first shade)"));
+    assert_int_equal(gj_user_module_load(ctx, prog, NULL), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "gj_user_module_load: out must not be NULL"));
+    gj_user_module *none = NULL;
+    assert_int_equal(gj_user_module_load(ctx, NULL, &none), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(ctx), "holds no cubin or PTX"));
+    assert_null(none);
+    gj_user_module_destroy(loaded);
+    gj_program_destroy(prog);
     gj_device_free(ctx, out);
     gj_user_module_destroy(um);
     gj_context_destroy(ctx);
