@@ -9,6 +9,8 @@
  *   - a context renewed at the same address (destroyed and made again) is not taken for
  *     the old one;
  *   - a failed launch still names the call and its configuration;
+ *   - a program compiled apart and loaded (gj_module_load) serves every pass from its one
+ *     library;
  *   - a launch that stages point-major rows sets its kernel's L1 carveout once per context;
  *   - a backward of many points runs its coarse kernel on a side stream of the context,
  *     forked after the zeroing and joined before the call returns, except on a stream being
@@ -192,6 +194,34 @@ static void launches_ask_only_for_the_context(void **state) {
     }
     static const char *const bwd[] = {"cuCtxGetCurrent", "cuCtxGetId", "cuMemsetD32Async", "cuLaunchKernel"};
     expect_calls("gj_backward", bwd, (const long[]){K, K, K, 2 * K}, 4);
+}
+
+/* A program compiled apart (gj_compile, what a deployment precompiles offline) and loaded
+ * (gj_module_load): its one library loaded once, its passes launched with no other program
+ * made, every level-major launch one level a block (a whole unit has no level-group kernels). */
+static void a_loaded_program_serves_its_passes(void **state) {
+    fixture *f = *state;
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts);
+    opts.passes = GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
+    gj_program *prog = NULL;
+    ok(f, gj_compile(f->ctx, f->enc, &opts, "sm_90", &prog));
+    gj_module *loaded = NULL;
+    fake.reset_counts();
+    ok(f, gj_module_load(f->ctx, f->enc, &opts, prog, &loaded));
+    gj_program_destroy(prog); /* the module keeps what it needs */
+    gj_module *kept = f->module;
+    f->module = loaded;
+    ok(f, forward(f, NULL));
+    ok(f, backward(f, NULL));
+    ok(f, backward_from_dydx(f, 1));
+    f->module = kept;
+    assert_int_equal(fake.count("cuLibraryLoadData"), 1);
+    assert_true(fake.count("cuLaunchKernel") >= 4); /* the forward, the backward's two, dL/dx */
+    size_t n_programs = gj_module_n_programs(loaded);
+    assert_int_equal(n_programs, 1);
+    gj_module_destroy(loaded);
+    assert_int_equal(fake.count("cuLibraryUnload"), 1);
 }
 
 /* With the forward's dy/dx, dL/dx is one streaming launch after the dL/dparams kernels
@@ -950,6 +980,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(launches_ask_only_for_the_context, setup, teardown),
         cmocka_unit_test_setup_teardown(backward_with_dydx_adds_one_launch, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_loaded_program_serves_its_passes, setup, teardown),
         cmocka_unit_test_setup_teardown(a_new_context_is_asked_once, setup, teardown),
         cmocka_unit_test_setup_teardown(a_thread_without_a_context_keeps_the_stream_s, setup, teardown),
         cmocka_unit_test_setup_teardown(a_renewed_context_is_not_taken_for_the_old_one, setup, teardown),
