@@ -5,14 +5,13 @@
 #include "runtime/l1_carveout.h"
 #include "runtime/stream_device.h"
 
-/* Launches kernel k of the backward program, a grid-stride loop over items (blocks of 256
- * threads, at most 1024 blocks): the zeroing and the finishing kernels. */
-gj_status gj__network_launch_elementwise(gj_network_module *m, gj__network_kernel k, gj_stream stream, uint64_t items, void **args) {
+gj_status gj__network_launch_elementwise(gj_network_module *m, gj__network_kernel k, gj_stream stream, uint64_t items,
+                                         uint32_t max_blocks, void **args) {
     const uint64_t blocks = (items + 255) / 256;
     gj_launch_config cfg;
     gj_launch_config_init(&cfg);
     cfg.block[0] = 256;
-    cfg.grid[0] = (uint32_t)(blocks < 1 ? 1 : blocks < 1024 ? blocks : 1024);
+    cfg.grid[0] = (uint32_t)(blocks < 1 ? 1 : blocks < max_blocks ? blocks : max_blocks);
     cfg.stream = stream;
     return gj_kernel_launch(m->kernels[k], &cfg, args);
 }
@@ -22,7 +21,7 @@ gj_status gj__network_launch_elementwise(gj_network_module *m, gj__network_kerne
 gj_status gj__network_zero_with(gj_network_module *m, gj__network_kernel k, gj_stream stream, void *p, uint64_t bytes) {
     uint64_t words = bytes / 4;
     void *args[] = {&words, &p};
-    return gj__network_launch_elementwise(m, k, stream, words, args);
+    return gj__network_launch_elementwise(m, k, stream, words, GJ__NETWORK_ELEMENTWISE_BLOCKS, args);
 }
 
 /* A model's inference kernel gathers its encoding's table entries through L1: with the shared

@@ -87,10 +87,13 @@ gj_status gj__network_launch_step(gj_network_module *m, gj__network_kernel k, gj
                                   void **args, void **ring, const char *call);
 gj_status gj__network_launch(gj_network_module *m, gj__network_kernel k, gj_stream stream, uint64_t n, void **args,
                              const char *call);
-/* Launches elementwise kernel k, a grid-stride loop over items (blocks of 256 threads, at most
- * 1024 blocks): the zeroing and the finishing kernels. */
+/* The zeroing and finishing kernels' grid-stride loops: at most this many blocks. */
+#define GJ__NETWORK_ELEMENTWISE_BLOCKS 1024u
+/* Launches elementwise kernel k, a grid-stride loop over items in blocks of 256 threads, at
+ * most max_blocks of them (the zeroing and finishing kernels, GJ__NETWORK_ELEMENTWISE_BLOCKS;
+ * Adam's). */
 gj_status gj__network_launch_elementwise(gj_network_module *m, gj__network_kernel k, gj_stream stream,
-                                         uint64_t items, void **args);
+                                         uint64_t items, uint32_t max_blocks, void **args);
 /* Zeroes bytes (a multiple of 4) at p on stream with zeroing kernel k (the backward program's
  * or the training step program's). */
 gj_status gj__network_zero_with(gj_network_module *m, gj__network_kernel k, gj_stream stream, void *p,

@@ -173,7 +173,7 @@ static gj_status finish_gradients(gj_network_module *m, gj_stream stream, const 
     }
     float factor = g->factor;
     void *args[] = {&n16, &sums, &out, &accumulate, &n[0], &p[0], &n[1], &p[1], &n[2], &p[2], &factor};
-    return gj__network_launch_elementwise(m, GJ__NK_FINISH, stream, items, args);
+    return gj__network_launch_elementwise(m, GJ__NK_FINISH, stream, items, GJ__NETWORK_ELEMENTWISE_BLOCKS, args);
 }
 
 gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc) {

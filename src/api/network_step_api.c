@@ -291,12 +291,7 @@ gj_status gj_network_adam_step(gj_network_module *module, gj_stream stream, cons
     adam_hyper h = {desc->learning_rate, desc->beta1, desc->beta2, desc->epsilon, desc->l2_reg, 1.0f / scale};
     void *args[] = {&n_net, &p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &n_enc, &p[6], &p[7], &p[8], &p[9], &p[10], &p[11], &h};
     /* Four parameters a thread; a grid of many waves (a thread's next quad waits for its last). */
-    const uint64_t quads = (n_net + 3) / 4 + (n_enc + 3) / 4, blocks = (quads + 255) / 256;
-    gj_launch_config cfg;
-    gj_launch_config_init(&cfg);
-    cfg.block[0] = 256;
-    cfg.grid[0] = (uint32_t)(blocks < 1 ? 1 : blocks < 65535 ? blocks : 65535);
-    cfg.stream = stream;
-    return gj_kernel_launch(module->kernels[GJ__NK_ADAM], &cfg, args);
+    const uint64_t quads = (n_net + 3) / 4 + (n_enc + 3) / 4;
+    return gj__network_launch_elementwise(module, GJ__NK_ADAM, stream, quads, 65535u, args);
 }
 
