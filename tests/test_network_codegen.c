@@ -144,6 +144,11 @@ static void unit_states_the_layout(void **state) {
     assert_null(strstr(backward, "gj_network_backward_input("));
     assert_non_null(strstr(with_input, "gj_network_backward_input("));
     assert_non_null(strstr(with_input, "gj_network_encoding_config::param_t* dL_dfeatures"));
+    /* Its own zeroing and finishing kernels: the passes it serves need no other program. */
+    assert_non_null(strstr(with_input, "gj_network_input_zero("));
+    assert_non_null(strstr(with_input, "gj_network_input_finish("));
+    assert_null(strstr(with_input, "gj_network_zero("));
+    assert_null(strstr(backward, "gj_network_input_zero("));
     assert_null(strstr(with_input, "gj_network_backward("));
     assert_null(strstr(with_input, "gj_network_forward("));
     assert_null(strstr(with_input, "gj_network_inference("));
@@ -178,8 +183,10 @@ static void unit_states_the_layout(void **state) {
     assert_null(strstr(with_input, "gj_levels_backward<"));
     size_t count = 0;
     char **names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_TRAINING_INPUT, &count);
-    assert_int_equal(count, 1);
+    assert_int_equal(count, 3);
     assert_string_equal(names[0], "&gj_network_backward_input");
+    assert_string_equal(names[1], "&gj_network_input_zero");
+    assert_string_equal(names[2], "&gj_network_input_finish");
     gj__free_string_list(names, count);
     names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_BACKWARD, &count);
     assert_int_equal(count, 3);
@@ -197,7 +204,7 @@ static void unit_states_the_layout(void **state) {
     assert_string_equal(names[0], "&gj_network_adam");
     gj__free_string_list(names, count);
     names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_ALL, &count);
-    assert_int_equal(count, 9);
+    assert_int_equal(count, 11);
     gj__free_string_list(names, count);
     free(backward);
     free(training);

@@ -21,12 +21,22 @@
 #include "cache_support.h"
 #include "fake_driver.h"
 #include "gridjit.h"
+#include "runtime/device_program.h" /* gj__module_test_refuse_loads (a GJ_TEST_HOOKS build) */
 #include "test_env.h"
+
+#include <stdatomic.h>
+
+/* network_background.c's hold (a GJ_TEST_HOOKS build): a thread compiling behind the passes
+ * waits while it is nonzero. */
+extern atomic_int gj__network_test_hold_background;
 
 static gj_fake_driver fake;
 
 static int setup(void **state) {
     (void)state;
+    /* The counts below are those of modules without tiers, whatever the machine's CPUs; the
+     * tests of tiers turn them on for their own modules. */
+    setenv("GRIDJIT_NETWORK_TIERS", "0", 1);
     return gj_fake_driver_open(&fake) == 0 ? 0 : -1;
 }
 
@@ -442,6 +452,180 @@ static void a_model_launches_fused_kernels(void **state) {
     gj_network_module_destroy(m);
     assert_int_equal(fake.count("cuMemFree"), 2); /* both workspaces */
     gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
+/* Tiers (docs/networks.md §10): where the fused backward is not in the disk cache, a model's
+ * first forward for training compiles the unfused backward's programs and a thread compiles the
+ * fused one; until that is loaded the backward runs unfused (the network's kernel writing
+ * dL/d(features) into a buffer of the stream's, the encoding's backward), then fused. A module
+ * made where the cache holds it takes it at once. */
+static const char tier_model[] = "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4}, \"network\": "
+                                 "{\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 1}}";
+
+/* The trace of one backward of m (the network's and the encoding's gradients). */
+static const char *tier_backward(gj_network_module *m, gj_network_pass_desc *d, gj_stream stream) {
+    fake.trace_start();
+    assert_int_equal(gj_network_backward(m, stream, d), GJ_OK);
+    return fake.trace();
+}
+
+static void expect_in(const char *what, const char *trace, const char *part, int present) {
+    if ((strstr(trace, part) != NULL) != present) {
+        fail_msg("%s: \"%s\" %s in: %s", what, part, present ? "missing" : "present", trace);
+    }
+}
+
+static void a_model_backward_runs_unfused_while_the_fused_one_compiles(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
+    char dir[4096];
+    gj_context *ctx = context_with_fresh_cache("gj_network_tiers_XXXXXX", dir, sizeof dir);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, tier_model, 3, 0, &net), GJ_OK);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK); /* nothing compiles yet */
+    assert_int_equal(gj_network_module_wait_compiles(NULL), GJ_ERROR_INVALID_ARGUMENT);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
+    char *b = buffer;
+    gj_network_pass_desc d = desc_over(b, 50);
+    d.encoding_params = b + (1 << 20);
+    d.dL_doutput = (const float *)(b + 65536);
+    d.dL_dparams = (float *)(b + 131072);
+    d.dL_dencoding_params = b + (2 << 20);
+
+    atomic_store(&gj__network_test_hold_background, 1);
+    fake.reset_counts();
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    /* The forward's program, the network's backward with dL/dinput, the encoding module's
+     * backward programs (one level a thread, level groups); not the fused backward (held). */
+    assert_int_equal(fake.count("cuLibraryLoadData"), 4);
+    fake.reset_counts();
+    const char *t = tier_backward(m, &d, NULL);
+    expect_in("unfused", t, "launch(gj_network_input_zero,A)", 1);
+    expect_in("unfused", t, "launch(gj_network_backward_input,A)", 1);
+    expect_in("unfused", t, "launch(gj_encode_backward", 1);
+    expect_in("unfused", t, "launch(gj_network_backward,", 0);
+    expect_in("unfused", t, "launch(gj_network_zero,", 0);
+    assert_int_equal(fake.count("cuMemAlloc"), 1); /* the stream's dL/d(features) */
+    assert_int_equal(fake.count("cuLibraryLoadData"), 0);
+    /* The same stream again: its buffer; another stream: one of its own (backward passes may
+     * run on several streams at once). */
+    fake.reset_counts();
+    tier_backward(m, &d, NULL);
+    assert_int_equal(fake.count("cuMemAlloc"), 0);
+    CUstream other = fake.stream_create(fake.current());
+    assert_non_null(other);
+    tier_backward(m, &d, (gj_stream)other);
+    assert_int_equal(fake.count("cuMemAlloc"), 1);
+    tier_backward(m, &d, (gj_stream)other);
+    assert_int_equal(fake.count("cuMemAlloc"), 1);
+    /* Without the encoding's gradients the encoding's backward has nothing to do. */
+    gj_network_pass_desc network_only = d;
+    network_only.dL_dencoding_params = NULL;
+    t = tier_backward(m, &network_only, NULL);
+    expect_in("the network's gradients alone", t, "launch(gj_network_backward_input,A)", 1);
+    expect_in("the network's gradients alone", t, "launch(gj_encode_backward", 0);
+    /* Another forward meanwhile compiles nothing. */
+    fake.reset_counts();
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 0);
+
+    atomic_store(&gj__network_test_hold_background, 0);
+    assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 1); /* the fused backward, on its thread */
+    t = tier_backward(m, &d, NULL);
+    expect_in("fused", t, "launch(gj_network_zero,A)", 1);
+    expect_in("fused", t, "launch(gj_network_backward,A)", 1);
+    expect_in("fused", t, "launch(gj_network_backward_input", 0);
+    expect_in("fused", t, "launch(gj_encode_backward", 0);
+    gj_network_module_destroy(m);
+
+    /* A module made now finds the fused backward in the cache: no thread (one held would keep
+     * the backward unfused), the fused program from the first forward on. */
+    atomic_store(&gj__network_test_hold_background, 1);
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    fake.reset_counts();
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 2); /* the forward's and the fused backward's */
+    t = tier_backward(m, &d, NULL);
+    expect_in("cached", t, "launch(gj_network_backward,A)", 1);
+    expect_in("cached", t, "launch(gj_network_backward_input", 0);
+    atomic_store(&gj__network_test_hold_background, 0);
+    gj_network_module_destroy(m);
+
+    /* Tiers off: the fused backward compiles with the forward, as always. */
+    setenv("GRIDJIT_NETWORK_TIERS", "0", 1);
+    gj_context *ctx2 = context_with_fresh_cache("gj_network_no_tiers_XXXXXX", dir, sizeof dir);
+    gj_network_module *m2 = NULL;
+    assert_int_equal(gj_network_module_create(ctx2, net, &m2), GJ_OK);
+    atomic_store(&gj__network_test_hold_background, 1);
+    fake.reset_counts();
+    assert_int_equal(gj_network_forward(m2, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 2);
+    t = tier_backward(m2, &d, NULL);
+    expect_in("without tiers", t, "launch(gj_network_backward,A)", 1);
+    atomic_store(&gj__network_test_hold_background, 0);
+    gj_network_module_destroy(m2);
+    gj_context_destroy(ctx2);
+
+    gj_device_free(ctx, buffer);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
+/* A module destroyed while its thread compiles waits for it; a thread whose program fails
+ * (the driver refuses it) is reported by gj_network_module_wait_compiles, and the backward then
+ * compiles the fused program itself. */
+static void a_failed_or_abandoned_compile_behind_the_passes(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
+    char dir[4096];
+    gj_context *ctx = context_with_fresh_cache("gj_network_tiers_fail_XXXXXX", dir, sizeof dir);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, tier_model, 3, 0, &net), GJ_OK);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
+    char *b = buffer;
+    gj_network_pass_desc d = desc_over(b, 50);
+    d.encoding_params = b + (1 << 20);
+    d.dL_doutput = (const float *)(b + 65536);
+    d.dL_dparams = (float *)(b + 131072);
+
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK); /* its thread compiles now */
+    gj_network_module_destroy(m);                             /* and is waited for */
+
+    gj_context *ctx2 = context_with_fresh_cache("gj_network_tiers_fail2_XXXXXX", dir, sizeof dir);
+    assert_int_equal(gj_network_module_create(ctx2, net, &m), GJ_OK);
+    atomic_store(&gj__network_test_hold_background, 1);
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    atomic_store(&gj__module_test_refuse_loads, 1); /* the thread's load, when let go */
+    atomic_store(&gj__network_test_hold_background, 0);
+    assert_int_equal(gj_network_module_wait_compiles(m), GJ_ERROR_CUDA);
+    if (!strstr(gj_context_errmsg(ctx2), "compiled behind the passes failed")) {
+        fail_msg("the failure says: %s", gj_context_errmsg(ctx2));
+    }
+    assert_int_equal(atomic_load(&gj__module_test_refuse_loads), 0);
+    fake.reset_counts();
+    const char *t = tier_backward(m, &d, NULL);
+    expect_in("after the failure", t, "launch(gj_network_backward,A)", 1);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 1); /* compiled (cached) and loaded here */
+    assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK); /* made since */
+    gj_network_module_destroy(m);
+    setenv("GRIDJIT_NETWORK_TIERS", "0", 1);
+    gj_device_free(ctx, buffer);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx2);
     gj_context_destroy(ctx);
 }
 
@@ -970,6 +1154,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(passes_launch_their_kernels),
         cmocka_unit_test(a_model_launches_fused_kernels),
+        cmocka_unit_test(a_model_backward_runs_unfused_while_the_fused_one_compiles),
+        cmocka_unit_test(a_failed_or_abandoned_compile_behind_the_passes),
         cmocka_unit_test(the_training_step_launches_its_program),
         cmocka_unit_test(forward_grids_stop_at_the_waves_asked_for),
         cmocka_unit_test(a_model_inference_leaves_l1_to_its_encoding),

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cache_support.h"
 #include "fake_driver.h"
@@ -419,6 +420,111 @@ static void launches_from_many_threads(void **state) {
     free(dir);
 }
 
+/* A model's module from many threads while its fused backward compiles behind the passes
+ * (docs/networks.md §10, "Tiers"): each thread's forward and backward on a stream of its own
+ * (a few in other contexts), the first forwards deciding at once which programs to make, the
+ * backward unfused until the thread's program is published, then fused. */
+typedef struct model_launcher {
+    gj_network_module *module;
+    gj_stream stream;
+    gj_network_pass_desc d;
+    int failures;
+    char message[512];
+    gj_context *ctx;
+} model_launcher;
+
+#define MODEL_ROUNDS 40
+
+/* network_background.c's hold (a GJ_TEST_HOOKS build): its thread waits while it is nonzero. */
+extern atomic_int gj__network_test_hold_background;
+
+static void *run_model_launcher(void *arg) {
+    model_launcher *l = arg;
+    for (int i = 0; i < MODEL_ROUNDS && !l->failures; ++i) {
+        gj_status status = gj_network_forward(l->module, l->stream, &l->d);
+        if (status == GJ_OK) {
+            status = gj_network_backward(l->module, l->stream, &l->d);
+        }
+        if (status != GJ_OK) {
+            l->failures++;
+            snprintf(l->message, sizeof l->message, "%s: %s", gj_status_name(status), gj_context_errmsg(l->ctx));
+        }
+    }
+    return NULL;
+}
+
+static void a_model_from_many_threads_while_its_backward_compiles(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip(); /* the reason is printed */
+    }
+    gj_fake_driver fake;
+    assert_int_equal(gj_fake_driver_open(&fake), 0);
+    setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
+    char *dir = gjt_scratch("model_launches");
+    gj_context *ctx = make_context(dir);
+    assert_non_null(ctx);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 2, "
+                                            "\"log2_hashmap_size\": 10}, \"network\": {\"n_neurons\": 16, "
+                                            "\"n_hidden_layers\": 1, \"n_output_dims\": 1}}",
+                                       2, 0, &net),
+                     GJ_OK);
+    gj_network_module *module = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &module), GJ_OK);
+    unsetenv("GRIDJIT_NETWORK_TIERS");
+    atomic_store(&gj__network_test_hold_background, 1);
+    fake.capture_argument("_backward_input", -1); /* the unfused backward's network kernel */
+    char *b = NULL; /* host memory from the fake: never touched */
+    assert_int_equal(gj_device_alloc(ctx, 1 << 22, (void **)&b), GJ_OK);
+    model_launcher launchers[N_THREADS];
+    pthread_t threads[N_THREADS];
+    for (int i = 0; i < N_THREADS; ++i) {
+        model_launcher *l = &launchers[i];
+        memset(l, 0, sizeof *l);
+        l->module = module;
+        l->ctx = ctx;
+        l->stream = (gj_stream)fake.stream_create(i < N_THREADS - 2 ? fake.primary(0) : fake.context_create(1));
+        gj_network_pass_desc_init(&l->d);
+        l->d.n = 100;
+        l->d.input = (const float *)b;
+        l->d.params = b;
+        l->d.encoding_params = b;
+        l->d.output = (float *)b;
+        l->d.context = b;
+        l->d.dL_doutput = (const float *)b;
+        l->d.dL_dparams = (float *)b;
+        l->d.dL_dencoding_params = b;
+        assert_int_equal(pthread_create(&threads[i], NULL, run_model_launcher, l), 0);
+    }
+    /* The thread's program is let go once an unfused backward has been launched, so that both
+     * kinds run, and its publication races the launches. */
+    for (int waited_ms = 0; !fake.captured_grid_x() && waited_ms < 120000; ++waited_ms) {
+        nanosleep(&(struct timespec){0, 1000000}, NULL); /* the first forward compiles meanwhile */
+    }
+    assert_true(fake.captured_grid_x() != 0);
+    atomic_store(&gj__network_test_hold_background, 0);
+    for (int i = 0; i < N_THREADS; ++i) {
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+        if (launchers[i].failures) {
+            fail_msg("thread %d: %s", i, launchers[i].message);
+        }
+    }
+    assert_int_equal(gj_network_module_wait_compiles(module), GJ_OK);
+    fake.capture_argument(NULL, -1);
+    fake.trace_start();
+    assert_int_equal(gj_network_backward(module, launchers[0].stream, &launchers[0].d), GJ_OK);
+    if (!strstr(fake.trace(), "launch(gj_network_backward,")) {
+        fail_msg("not the fused backward after the wait: %s", fake.trace());
+    }
+    gj_device_free(ctx, b);
+    gj_network_module_destroy(module);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+    gj_fake_driver_close(&fake);
+    free(dir);
+}
+
 static int teardown(void **state) {
     (void)state;
     for (int c = 0; c < 4; c++) {
@@ -433,6 +539,7 @@ int main(void) {
         cmocka_unit_test_teardown(one_context_many_threads, teardown),
         cmocka_unit_test_teardown(a_context_per_thread, teardown),
         cmocka_unit_test(launches_from_many_threads),
+        cmocka_unit_test(a_model_from_many_threads_while_its_backward_compiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

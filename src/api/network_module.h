@@ -8,6 +8,9 @@
  *   network_passes_api.c   inference, the forward for training, the backward
  *   network_step_api.c     the fused training step and Adam
  *   network_init_api.c     the parameters' initialisation
+ *   network_tiers.c        a model's fused backward compiled on a thread behind its first
+ *                          steps, which its unfused backward serves meanwhile
+ *   network_background.c   that thread, and the waits for it
  * Each program (inference; the forward for training; the backward to the parameters with the
  * zeroing and finishing kernels; the backward with dL/dinput; the training step with its zeroing
  * and Adam) is a user module of the generated unit, made on first use: compiled through the disk
@@ -38,6 +41,26 @@
  * (the driver's choice): a measuring knob (docs/networks.md §8), read when a module is made. */
 #define GJ__NETWORK_CARVEOUT_RULE (-2)
 
+struct gj_network_module;
+/* What the thread runs: part's program made, *message a failure's. */
+typedef gj_status (*gj__network_make_fn)(struct gj_network_module *m, gj__network_part part, char *message,
+                                         size_t message_size);
+
+/* A thread that compiles a program behind the passes (network_background.c): at most one at a time. */
+typedef struct gj__network_background {
+    pthread_mutex_t lock;
+    pthread_cond_t finished;
+    int running;            /* the thread compiles part now */
+    int joinable;           /* a thread was started and not joined yet */
+    uint32_t tried;         /* the parts ever given to a thread (1u << part) */
+    gj__network_part part;
+    gj__network_make_fn make;
+    pthread_t thread;
+    CUcontext context;      /* the starting thread's current context, made current on the thread */
+    gj_status status;       /* what the last one found (GJ_OK: its program is the module's) */
+    char message[GJ__MESSAGE_MAX];
+} gj__network_background;
+
 struct gj_network_module {
     gj_context *ctx;
     gj_network *net; /* the module's own copy */
@@ -55,6 +78,9 @@ struct gj_network_module {
     uint32_t forward_waves; /* the inference and forward kernels' grid: at most this many waves */
     int carveout;           /* a model's inference kernel: GJ__NETWORK_CARVEOUT_RULE, or a percent (-1: the driver's) */
     int carveout_chosen;    /* prefer_l1 has run (for the first class launched), under lock */
+    int tiers;              /* a model's fused backward compiled behind its first steps (GRIDJIT_NETWORK_TIERS) */
+    gj__network_background background;
+    gj__workspace stream_features; /* dL/d(features) of the unfused backward serving meanwhile, per stream */
 };
 
 /* The size of a model's encoding parameter: 2 bytes (fp16) or 4 (fp32). */
@@ -72,6 +98,10 @@ gj_status gj__network_encoding_module_options(const gj__diag *diag, const struct
 void gj__network_plan_hints_from_env(gj__network_plan_hints *hints);
 /* The launch knobs read when a module is made: the forward passes' waves, the carveout rule. */
 void gj__network_launch_knobs(uint32_t *forward_waves, int *carveout);
+/* Whether a model's module compiles its fused backward behind its first steps: GRIDJIT_NETWORK_TIERS
+ * 0 or 1, else where this process may run on at least GJ__NETWORK_TIER_CPUS CPUs. */
+#define GJ__NETWORK_TIER_CPUS 6
+int gj__network_tiers_from_env(void);
 
 /* ---- network_programs.c ---- */
 /* The programs of parts (n at most GJ__NETWORK_PART_COUNT) and their kernels, each made on
@@ -79,6 +109,35 @@ void gj__network_launch_knobs(uint32_t *forward_waves, int *carveout);
 gj_status gj__network_need_parts(gj_network_module *m, const gj__network_part *parts, size_t n, const char *call);
 /* A model's encoding module (made on first use); under the module's lock. */
 gj_status gj__network_need_encoding_module(gj_network_module *m, gj_module **out);
+/* part's program compiled and loaded on this thread without the module's lock, then the
+ * module's (unless one was made meanwhile); cached_only: only from the disk cache, a miss being
+ * GJ_ERROR_NOT_FOUND. message (may be NULL): a failure's message (empty for such a miss). */
+gj_status gj__network_make_part(gj_network_module *m, gj__network_part part, int cached_only, const char *call,
+                                char *message, size_t message_size);
+/* The encoding module made, and the programs of parts (on a thread) and of the encoding module's
+ * encoding_parts (a mask of 1u << gj__part, here) made side by side. */
+gj_status gj__network_need_parts_beside_encoding(gj_network_module *m, const gj__network_part *parts, size_t n,
+                                                 uint32_t encoding_parts, const char *call,
+                                                 gj_module **encoding_module);
+
+/* ---- network_background.c ---- */
+void gj__network_background_init(gj__network_background *b);
+/* Starts a thread running make for part, in the calling thread's current context, unless one
+ * runs or part was given to one before. 1: started. */
+int gj__network_background_start(gj_network_module *m, gj__network_part part, gj__network_make_fn make);
+/* Waits (without the module's lock) for a thread compiling one of parts, if one is. */
+void gj__network_background_wait_parts(gj_network_module *m, const gj__network_part *parts, size_t n);
+/* Whether a thread compiles part now; whether one has been given it (now or before). */
+int gj__network_background_compiling(gj_network_module *m, gj__network_part part);
+int gj__network_background_tried(gj_network_module *m, gj__network_part part);
+/* Waits for the thread and joins it (a module being destroyed). */
+void gj__network_background_join(gj_network_module *m);
+
+/* ---- network_tiers.c ---- */
+/* The programs of the forward for training, a model's first made as the tiers say: with the
+ * fused backward's, or (tiers on, that one not cached) with those of the unfused backward while
+ * a thread compiles the fused one. */
+gj_status gj__network_need_training(gj_network_module *m, const char *call);
 
 /* ---- network_launch.c ---- */
 /* Launches kernel k over n points with the plan of the code that serves the stream's context;

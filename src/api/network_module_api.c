@@ -40,8 +40,11 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     gj__network_plan_hints_from_env(&m->net->hints); /* the module's own copy of the network */
     gj__network_plans_make(&m->net->layout, &m->net->hints, m->net->encoding != NULL, m->plans);
     gj__network_launch_knobs(&m->forward_waves, &m->carveout);
+    m->tiers = m->net->encoding && gj__network_tiers_from_env();
     pthread_mutex_init(&m->lock, NULL);
+    gj__network_background_init(&m->background);
     gj__workspace_init(&m->features);
+    gj__workspace_init(&m->stream_features);
     gj__workspace_init(&m->ring);
     *out = m;
     return GJ_OK;
@@ -51,11 +54,13 @@ void gj_network_module_destroy(gj_network_module *module) {
     if (!module) {
         return;
     }
+    gj__network_background_join(module); /* a program compiling behind the passes */
     for (int p = 0; p < GJ__NETWORK_PART_COUNT; ++p) {
         gj_user_module_destroy(module->programs[p]);
     }
     gj_module_destroy(module->encoding_module);
     gj__workspace_destroy(&module->features, &module->ctx->runtime);
+    gj__workspace_destroy(&module->stream_features, &module->ctx->runtime);
     gj__workspace_destroy(&module->ring, &module->ctx->runtime);
     gj_network_destroy(module->net);
     pthread_mutex_destroy(&module->lock);

@@ -5,8 +5,10 @@
 #include "codegen/facts.h"
 #include "codegen/options.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The forward passes' grid, in waves, unless GRIDJIT_NETWORK_WAVES (1 ... 64) says otherwise:
  * a measuring knob (docs/networks.md §8), read when a module is made; it changes no code. */
@@ -80,4 +82,21 @@ void gj__network_plan_hints_from_env(gj__network_plan_hints *hints) {
 void gj__network_launch_knobs(uint32_t *forward_waves, int *carveout) {
     *forward_waves = (uint32_t)env_in_range("GRIDJIT_NETWORK_WAVES", 1, 64, FORWARD_WAVES);
     *carveout = (int)env_in_range("GRIDJIT_NETWORK_CARVEOUT", -1, 100, GJ__NETWORK_CARVEOUT_RULE);
+}
+
+/* The CPUs this process may run on (its affinity mask; the online ones where that is unknown). */
+static long usable_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        return CPU_COUNT(&set);
+    }
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+/* Tiers pay where each program compiling at once has a core: the unfused backward's four (the
+ * forward's, the network's backward with dL/dinput, the encoding's two) beside the fused one's
+ * thread. With fewer, they share cores with it and the first step comes later, not sooner. */
+int gj__network_tiers_from_env(void) {
+    const int knob = env_switch("GRIDJIT_NETWORK_TIERS");
+    return knob != 0 ? knob > 0 : usable_cpus() >= GJ__NETWORK_TIER_CPUS;
 }

@@ -8,9 +8,6 @@
 #include <math.h>
 #include <string.h>
 
-static gj_status zero(gj_network_module *m, gj_stream stream, void *p, uint64_t bytes) {
-    return gj__network_zero_with(m, GJ__NK_ZERO, stream, p, bytes);
-}
 
 /* desc, or where a caller compiled against an older header made it, *full: the same with the
  * fields that layout lacks at their defaults. */
@@ -75,13 +72,10 @@ static gj_status run_forward(gj_network_module *module, gj_stream stream, const 
         return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: input, output%s must not be NULL", call,
                         training ? " and context" : "");
     }
-    /* The forward for training comes with its backward: their programs compile together. A
-     * network alone's backward with dL/dinput (what a network behind a torch Encoding needs)
-     * joins them; a model's (two more programs, and the encoding's) is made on first use. */
+    /* The forward for training comes with its backward: their programs compile together
+     * (network_tiers.c: which backward's, for a model). */
     static const gj__network_part inference_parts[] = {GJ__NETWORK_PART_INFERENCE};
-    static const gj__network_part training_parts[] = {GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_BACKWARD,
-                                                      GJ__NETWORK_PART_TRAINING_INPUT};
-    status = training ? gj__network_need_parts(module, training_parts, module->net->encoding ? 2 : 3, call)
+    status = training ? gj__network_need_training(module, call)
                       : gj__network_need_parts(module, inference_parts, 1, call);
     if (status != GJ_OK) {
         return status;
@@ -153,7 +147,7 @@ static gj_status plan_gradients(gj_network_module *m, const gj_network_pass_desc
  * the conversion of fp16 sums into dL_dencoding_params_fp32, and the division by the loss
  * scale of the fp32 gradients written (dL_dparams, dL_dinput, an encoding's fp32 sums). */
 static gj_status finish_gradients(gj_network_module *m, gj_stream stream, const gj_network_pass_desc *d,
-                                  const gradient_plan *g) {
+                                  const gradient_plan *g, gj__network_kernel finish) {
     const int scale = g->factor != 1.0f;
     if (!g->convert && !scale) {
         return GJ_OK;
@@ -173,7 +167,7 @@ static gj_status finish_gradients(gj_network_module *m, gj_stream stream, const 
     }
     float factor = g->factor;
     void *args[] = {&n16, &sums, &out, &accumulate, &n[0], &p[0], &n[1], &p[1], &n[2], &p[2], &factor};
-    return gj__network_launch_elementwise(m, GJ__NK_FINISH, stream, items, GJ__NETWORK_ELEMENTWISE_BLOCKS, args);
+    return gj__network_launch_elementwise(m, finish, stream, items, GJ__NETWORK_ELEMENTWISE_BLOCKS, args);
 }
 
 gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc) {
@@ -207,29 +201,43 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     if (status != GJ_OK) {
         return status;
     }
-    /* The backward with dL/dinput is a kernel of a program of its own. A model's writes
-     * dL/d(features) (n x the encoding's outputs in its precision, feature-major: the encoding's
-     * backward's dL/dy) into the module's workspace, then the encoding module's backward runs. */
+    /* The backward with dL/dinput is a kernel of a program of its own, with its zeroing and
+     * finishing kernels. A model's writes dL/d(features) (n x the encoding's outputs in its
+     * precision, feature-major: the encoding's backward's dL/dy) into the module's workspace, then
+     * the encoding module's backward runs; without dL/dinput, the same (unfused) while a thread
+     * compiles the fused backward (network_tiers.c), into a buffer of the stream's, as
+     * backward passes without dL/dinput may run on several streams at once. */
     const int with_input = desc->dL_dinput != NULL;
+    int unfused = model && with_input;
+    if (model && !with_input) {
+        pthread_mutex_lock(&module->lock);
+        const int fused = module->programs[GJ__NETWORK_PART_BACKWARD] != NULL;
+        pthread_mutex_unlock(&module->lock);
+        unfused = !fused && gj__network_background_compiling(module, GJ__NETWORK_PART_BACKWARD);
+    }
+    const int input_program = with_input || unfused;
+    const gj__network_part part = input_program ? GJ__NETWORK_PART_TRAINING_INPUT : GJ__NETWORK_PART_BACKWARD;
+    const gj__network_kernel zero = input_program ? GJ__NK_INPUT_ZERO : GJ__NK_ZERO;
     gj_module *encoding_module = NULL;
-    static const gj__network_part parts[] = {GJ__NETWORK_PART_BACKWARD, GJ__NETWORK_PART_TRAINING_INPUT};
-    status = gj__network_need_parts(module, parts, with_input ? 2 : 1, call);
-    if (status == GJ_OK && model && with_input) {
+    status = gj__network_need_parts(module, &part, 1, call);
+    if (status == GJ_OK && unfused) {
         status = gj__network_need_encoding_module(module, &encoding_module);
     }
     void *features = NULL;
-    if (status == GJ_OK && model && with_input) {
-        status = gj__workspace_get(&module->features, &module->ctx->runtime, stream,
-                                   desc->n * module->net->encoding->layout.n_output_dims * gj__network_encoding_param_size(module),
-                                   call, &features);
+    if (status == GJ_OK && unfused) {
+        const size_t bytes = desc->n * module->net->encoding->layout.n_output_dims * gj__network_encoding_param_size(module);
+        status = with_input ? gj__workspace_get(&module->features, &module->ctx->runtime, stream, bytes, call, &features)
+                            : gj__workspace_get_for_stream(&module->stream_features, &module->ctx->runtime, stream,
+                                                           bytes, call, &features);
     }
     const int overwrite = desc->dL_dparams_mode == GJ_GRAD_OVERWRITE;
     if (status == GJ_OK && desc->dL_dparams && overwrite) {
-        status = zero(module, stream, desc->dL_dparams, 4 * module->net->layout.n_params);
+        status = gj__network_zero_with(module, zero, stream, desc->dL_dparams, 4 * module->net->layout.n_params);
     }
-    if (status == GJ_OK && grads.sums && grads.sums_zeroed && !(model && with_input)) {
-        status = zero(module, stream, grads.sums,
-                      gj_network_module_encoding_gradient_size(module) * module->net->encoding->layout.n_params);
+    if (status == GJ_OK && grads.sums && grads.sums_zeroed && !unfused) {
+        status = gj__network_zero_with(module, zero, stream, grads.sums,
+                                       gj_network_module_encoding_gradient_size(module) *
+                                           module->net->encoding->layout.n_params);
     }
     if (status != GJ_OK) {
         return status;
@@ -249,7 +257,7 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     } else if (!model) {
         void *args[] = {&n, &dy, &params, &context, &dparams, &dy_scale};
         status = gj__network_launch(module, GJ__NK_BACKWARD, stream, n, args, call);
-    } else if (!with_input) {
+    } else if (!unfused) {
         void *args[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams, &dy_scale};
         status = gj__network_launch(module, GJ__NK_BACKWARD, stream, n, args, call);
     } else {
@@ -265,8 +273,12 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
         b.dL_dparams = deparams;
         b.dL_dparams_mode = grads.sums_zeroed ? GJ_GRAD_OVERWRITE : GJ_GRAD_ACCUMULATE;
         b.dL_dx = dx;
-        status = status == GJ_OK ? gj_backward(encoding_module, stream, &b) : status;
+        if (status == GJ_OK && (deparams || dx)) { /* the encoding's part of what was asked for */
+            status = gj_backward(encoding_module, stream, &b);
+        }
     }
-    return status == GJ_OK ? finish_gradients(module, stream, desc, &grads) : status;
+    return status == GJ_OK
+               ? finish_gradients(module, stream, desc, &grads, input_program ? GJ__NK_INPUT_FINISH : GJ__NK_FINISH)
+               : status;
 }
 

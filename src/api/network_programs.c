@@ -138,9 +138,11 @@ typedef struct part_job {
     gj_network_module *m;
     gj__network_part part;
     const char *call;
+    int cached_only;   /* from the disk cache only: a miss is GJ_ERROR_NOT_FOUND, nothing compiled */
     gj__driver *drv;
     CUcontext context; /* the calling thread's current context, made current on a worker */
     gj_user_module *made;
+    gj_kernel *kernels[GJ__NK_COUNT]; /* the part's, looked up in made */
     gj_status status;
     char message[GJ__MESSAGE_MAX]; /* a worker's error message (messages are per thread) */
 } part_job;
@@ -153,20 +155,36 @@ static void make_part(part_job *job) {
     job->made = NULL;
     job->status = make_part_source(m->ctx, m->net, &m->opts, job->part, job->call, &p);
     if (job->status == GJ_OK) {
-        job->status = gj_user_module_create(m->ctx, &p.desc, &job->made);
+        job->status = gj__user_module_create(&m->ctx->runtime, &p.desc, job->cached_only, &job->made);
         free_part_source(&p);
     }
     for (int k = 0; job->status == GJ_OK && k < GJ__NK_COUNT; ++k) {
         if (gj__network_kernels[k].part == job->part && gj__network_has_kernel(m->net, (gj__network_kernel)k)) {
             char name[128];
             snprintf(name, sizeof name, "%s_%s", GJ__NETWORK_DEFAULT_NAME, gj__network_kernels[k].suffix);
-            job->status = gj_user_module_kernel(job->made, name, &m->kernels[k]);
+            job->status = gj_user_module_kernel(job->made, name, &job->kernels[k]);
         }
     }
     if (job->status != GJ_OK) {
         snprintf(job->message, sizeof job->message, "%s", gj_context_errmsg(m->ctx));
         gj_user_module_destroy(job->made);
         job->made = NULL;
+    }
+}
+
+/* Under the module's lock: job's program and kernels become the module's, unless the module has
+ * that part already (made meanwhile by another thread: job's is dropped, as launches may be
+ * reading the module's kernels). */
+static void publish(gj_network_module *m, part_job *job) {
+    if (m->programs[job->part]) {
+        gj_user_module_destroy(job->made);
+        return;
+    }
+    m->programs[job->part] = job->made;
+    for (int k = 0; k < GJ__NK_COUNT; ++k) {
+        if (gj__network_kernels[k].part == job->part) {
+            m->kernels[k] = job->kernels[k];
+        }
     }
 }
 
@@ -184,8 +202,10 @@ static void *make_part_on_worker(void *arg) {
  * thread and the others on threads of their own (NVRTC compiles concurrently in one process):
  * a training step needs its forward and backward programs together, and the two compiled
  * apart on two threads in 0.58 s where one program with both kernels took 0.69-0.76 s (two
- * cores, the 64 x 2 model). A worker's failure is reported here with its message. */
+ * cores, the 64 x 2 model). A worker's failure is reported here with its message. A part
+ * that a background thread compiles (network_tiers.c) is waited for first, without the lock. */
 gj_status gj__network_need_parts(gj_network_module *m, const gj__network_part *parts, size_t n, const char *call) {
+    gj__network_background_wait_parts(m, parts, n);
     part_job jobs[GJ__NETWORK_PART_COUNT];
     pthread_t threads[GJ__NETWORK_PART_COUNT];
     int started[GJ__NETWORK_PART_COUNT] = {0};
@@ -221,13 +241,82 @@ gj_status gj__network_need_parts(gj_network_module *m, const gj__network_part *p
             pthread_join(threads[j], NULL);
         }
         if (jobs[j].status == GJ_OK) {
-            m->programs[jobs[j].part] = jobs[j].made;
+            publish(m, &jobs[j]);
         } else if (status == GJ_OK) {
             status = jobs[j].status;
             gj__fail(&m->ctx->diag, status, "%s", jobs[j].message);
         }
     }
     pthread_mutex_unlock(&m->lock);
+    return status;
+}
+
+gj_status gj__network_make_part(gj_network_module *m, gj__network_part part, int cached_only, const char *call,
+                                char *message, size_t message_size) {
+    part_job job;
+    memset(&job, 0, sizeof job);
+    job.m = m;
+    job.part = part;
+    job.call = call;
+    job.cached_only = cached_only;
+    make_part(&job);
+    if (job.status == GJ_OK) {
+        pthread_mutex_lock(&m->lock);
+        publish(m, &job);
+        pthread_mutex_unlock(&m->lock);
+    } else if (message) {
+        snprintf(message, message_size, "%s", job.status == GJ_ERROR_NOT_FOUND && cached_only ? "" : job.message);
+    }
+    return job.status;
+}
+
+/* need_parts on a worker thread (parts and the encoding module's, beside). */
+typedef struct parts_job {
+    gj_network_module *m;
+    const gj__network_part *parts;
+    size_t n;
+    const char *call;
+    gj__driver *drv;
+    CUcontext context;
+    gj_status status;
+    char message[GJ__MESSAGE_MAX]; /* messages are per thread */
+} parts_job;
+
+static void *need_parts_on_worker(void *arg) {
+    parts_job *job = arg;
+    if (job->context) {
+        job->drv->CtxSetCurrent(job->context); /* else runtime/scope.h's rule, as on the caller's */
+    }
+    job->status = gj__network_need_parts(job->m, job->parts, job->n, job->call);
+    if (job->status != GJ_OK) {
+        snprintf(job->message, sizeof job->message, "%s", gj_context_errmsg(job->m->ctx));
+    }
+    return NULL;
+}
+
+gj_status gj__network_need_parts_beside_encoding(gj_network_module *m, const gj__network_part *parts, size_t n,
+                                                 uint32_t encoding_part_mask, const char *call,
+                                                 gj_module **encoding_module) {
+    gj_status status = gj__network_need_encoding_module(m, encoding_module);
+    if (status != GJ_OK) {
+        return status;
+    }
+    parts_job job = {m, parts, n, call, NULL, NULL, GJ_OK, {0}};
+    pthread_t thread;
+    int started = 0;
+    if (gj__driver_get(m->ctx->runtime.driver, &m->ctx->diag, &job.drv) == GJ_OK) {
+        job.drv->CtxGetCurrent(&job.context);
+        started = pthread_create(&thread, NULL, need_parts_on_worker, &job) == 0;
+    }
+    status = gj__module_prepare_parts(*encoding_module, encoding_part_mask, call);
+    if (started) {
+        pthread_join(thread, NULL);
+        if (job.status != GJ_OK && status == GJ_OK) {
+            status = gj__fail(&m->ctx->diag, job.status, "%s", job.message);
+        }
+    } else if (status == GJ_OK) {
+        status = gj__network_need_parts(m, parts, n, call);
+    }
     return status;
 }
 

@@ -4,7 +4,6 @@
 #include "runtime/module.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 /* ---- the fused training step and Adam (docs/networks.md §10) ---------------------------- */
@@ -73,58 +72,21 @@ static gj_status zero_step_outputs(gj_network_module *m, gj_stream stream, const
     return status;
 }
 
-/* The step's programs, made on a thread of their own beside the encoding module's programs. */
-typedef struct step_job {
-    gj_network_module *m;
-    const char *call;
-    gj__driver *drv;
-    CUcontext context;
-    gj_status status;
-    char message[GJ__MESSAGE_MAX]; /* messages are per thread */
-} step_job;
-
-static void *step_program_on_worker(void *arg) {
-    step_job *job = arg;
-    job->drv->CtxSetCurrent(job->context);
-    job->status = gj__network_need_parts(job->m, step_parts, N_STEP_PARTS, job->call);
-    if (job->status != GJ_OK) {
-        snprintf(job->message, sizeof job->message, "%s", gj_context_errmsg(job->m->ctx));
-    }
-    return NULL;
-}
-
 /* What a model's training step runs, made side by side where nothing is yet: the step's and
- * Adam's programs (on threads) and the encoding module's forward and backward programs (which
- * its prepare compiles side by side in turn). */
+ * Adam's programs (on a thread) and the encoding module's forward and its backward to the
+ * parameters alone, one level a thread or level groups: what gj_forward and gj_backward launch
+ * below (its prepare compiles them side by side in turn). */
 static gj_status need_model_step(gj_network_module *m, const char *call, gj_module **encoding_module) {
-    gj_status status = gj__network_need_encoding_module(m, encoding_module);
     pthread_mutex_lock(&m->lock);
     const int made = m->programs[GJ__NETWORK_PART_STEP] != NULL;
     pthread_mutex_unlock(&m->lock);
-    if (status != GJ_OK || made) {
+    if (made) {
+        gj_status status = gj__network_need_encoding_module(m, encoding_module);
         return status == GJ_OK ? gj__network_need_parts(m, step_parts, N_STEP_PARTS, call) : status;
     }
-    step_job job = {m, call, NULL, NULL, GJ_OK, {0}};
-    pthread_t thread;
-    int started = 0;
-    if (gj__driver_get(m->ctx->runtime.driver, &m->ctx->diag, &job.drv) == GJ_OK) {
-        job.drv->CtxGetCurrent(&job.context);
-        started = job.context && pthread_create(&thread, NULL, step_program_on_worker, &job) == 0;
-    }
-    /* The encoding's forward and its backward to the parameters alone, one level a thread or
-     * level groups: what gj_forward and gj_backward launch below. */
     const uint32_t parts = 1u << GJ__PART_FORWARD | 1u << GJ__PART_FORWARD_ROWS | 1u << GJ__PART_BACKWARD |
                            1u << GJ__PART_BACKWARD_ROWS;
-    status = gj__module_prepare_parts(*encoding_module, parts, call);
-    if (started) {
-        pthread_join(thread, NULL);
-        if (job.status != GJ_OK && status == GJ_OK) {
-            status = gj__fail(&m->ctx->diag, job.status, "%s", job.message);
-        }
-    } else if (status == GJ_OK) {
-        status = gj__network_need_parts(m, step_parts, N_STEP_PARTS, call);
-    }
-    return status;
+    return gj__network_need_parts_beside_encoding(m, step_parts, N_STEP_PARTS, parts, call, encoding_module);
 }
 
 /* A model's training step in three launches: the encoding module's forward writes the features

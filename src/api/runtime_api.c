@@ -108,7 +108,7 @@ gj_status gj_user_module_create(gj_context *ctx, const gj_source_desc *desc, gj_
     if (!out) {
         return gj__fail(&ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "gj_user_module_create: out must not be NULL");
     }
-    return gj__user_module_create(&ctx->runtime, desc, out);
+    return gj__user_module_create(&ctx->runtime, desc, 0, out);
 }
 
 gj_status gj_user_module_load(gj_context *ctx, const gj_program *prog, gj_user_module **out) {

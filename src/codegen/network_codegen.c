@@ -30,7 +30,8 @@ static int has_kernels(const struct gj_network *net, const gj_codegen_options *o
 
 static const char *const part_words[GJ__NETWORK_PART_COUNT] = {
     "the whole unit", "the inference kernel", "the forward kernel for training",
-    "the backward kernel (and the zeroing and finishing ones)", "the backward kernel with dL/dinput",
+    "the backward kernel (and the zeroing and finishing ones)",
+    "the backward kernel with dL/dinput (and the zeroing and finishing ones)",
     "the training step's kernel (and its zeroing one)", "the Adam kernel"};
 _Static_assert(sizeof part_words / sizeof *part_words == GJ__NETWORK_PART_COUNT, "a description for every part");
 
@@ -332,18 +333,21 @@ static void launch_bounds(launch_bounds_t *out, const struct gj_network *net, co
 /* The backward program's helpers (templates/network_kernels.cuh): the zeroing of the
  * gradients a pass overwrites, and the finishing pass (gj_network_pass_desc's
  * dL_dencoding_params_fp32 and unscale_gradients). */
-static void emit_gradient_kernels(gj__strbuf *sb, const char *name) {
+/* The backward passes' zeroing and finishing kernels, NAME_WHICHzero and NAME_WHICHfinish: the
+ * backward program's (which "") and the same pair in the program with dL/dinput ("input_"), so
+ * that a pass served by that program alone needs no other (docs/networks.md §10). */
+static void emit_gradient_kernels(gj__strbuf *sb, const char *name, const char *which) {
     gj__sb_printf(sb,
-                  "extern \"C\" __global__ void %s_zero(gj_u64 n, gj_u32* p) {\n"
+                  "extern \"C\" __global__ void %s_%szero(gj_u64 n, gj_u32* p) {\n"
                   "    gj_nn_zero_kernel(n, p);\n"
                   "}\n\n"
                   "// fp16 sums to fp32 and the loss scale undone (gj_network_pass_desc.unscale_gradients).\n"
                   "extern \"C\" __global__ void __launch_bounds__(256)\n"
-                  "%s_finish(gj_u64 n16, const gj_u16* sums, float* out, gj_u32 accumulate, gj_u64 n_a, float* a,\n"
+                  "%s_%sfinish(gj_u64 n16, const gj_u16* sums, float* out, gj_u32 accumulate, gj_u64 n_a, float* a,\n"
                   "          gj_u64 n_b, float* b, gj_u64 n_c, float* c, float factor) {\n"
                   "    gj_nn_finish_kernel(n16, sums, out, accumulate, n_a, a, n_b, b, n_c, c, factor);\n"
                   "}\n\n",
-                  name, name);
+                  name, which, name, which);
 }
 
 /* The training step program's helpers: the zeroing of its gradients and the loss, and Adam over
@@ -470,7 +474,10 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       name, bounds->backward, name, name, name);
     }
     if (backward) {
-        emit_gradient_kernels(sb, name);
+        emit_gradient_kernels(sb, name, "");
+    }
+    if (part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_ALL) {
+        emit_gradient_kernels(sb, name, "input_");
     }
     if (part == GJ__NETWORK_PART_STEP || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
@@ -527,7 +534,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "    gj_nn_backward_kernel<%s_config, false>(n, dL_dy, dy_scale, params, ctx, dL_dparams, nullptr);\n"
                       "}\n\n",
                       bounds->backward, name, name);
-        emit_gradient_kernels(sb, name);
+        emit_gradient_kernels(sb, name, "");
     }
     if (part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
@@ -538,6 +545,7 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
                       "    gj_nn_backward_kernel<%s_config, true>(n, dL_dy, dy_scale, params, ctx, dL_dparams, dL_dx);\n"
                       "}\n\n",
                       bounds->backward, name, name);
+        emit_gradient_kernels(sb, name, "input_");
     }
     if (part == GJ__NETWORK_PART_STEP || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
@@ -635,6 +643,8 @@ const gj__network_kernel_info gj__network_kernels[GJ__NK_COUNT] = {
     [GJ__NK_STEP_ZERO] = {"train_zero", GJ__NETWORK_PART_STEP, 0},
     [GJ__NK_ADAM] = {"adam", GJ__NETWORK_PART_ADAM, 0},
     [GJ__NK_STEP_FEATURES] = {"train_features", GJ__NETWORK_PART_STEP, 1},
+    [GJ__NK_INPUT_ZERO] = {"input_zero", GJ__NETWORK_PART_TRAINING_INPUT, 0},
+    [GJ__NK_INPUT_FINISH] = {"input_finish", GJ__NETWORK_PART_TRAINING_INPUT, 0},
 };
 
 int gj__network_has_kernel(const struct gj_network *net, gj__network_kernel k) {

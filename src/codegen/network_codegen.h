@@ -17,7 +17,9 @@ typedef enum gj__network_part {
     /* NAME_backward_input, the backward with dL/dinput. A network alone: dL/dx and dL/dparams
      * (NAME_backward has dL/dparams alone). A model: the network's backward writing
      * dL/d(features), which the encoding's own backward (a module of the encoding) turns into
-     * dL/dinput and its dL/dparams. */
+     * dL/dinput and its dL/dparams. With NAME_input_zero and NAME_input_finish, copies of the
+     * backward program's, so that the passes it serves need no other program (a model's
+     * backward with dL/dinput; its backward to the parameters while the fused one compiles). */
     GJ__NETWORK_PART_TRAINING_INPUT = 4,
     /* NAME_train_step (forward, L2 loss and backward to the parameters in one kernel; a
      * model's NAME_train_features, between its encoding's own kernels) and NAME_train_zero: the
@@ -42,6 +44,8 @@ typedef enum gj__network_kernel {
     GJ__NK_STEP_ZERO,
     GJ__NK_ADAM,
     GJ__NK_STEP_FEATURES,
+    GJ__NK_INPUT_ZERO,   /* NAME_input_zero, NAME_input_finish: the zeroing and finishing kernels */
+    GJ__NK_INPUT_FINISH, /* again, in the program with dL/dinput (which then serves a pass alone) */
     GJ__NK_COUNT
 } gj__network_kernel;
 
@@ -75,8 +79,8 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
 const char *gj__network_name(const gj_codegen_options *opts);
 
 /* The part's kernels as name expressions ("&NAME_inference"; "&NAME_forward", "&NAME_backward",
- * "&NAME_zero", "&NAME_finish"; "&NAME_backward_input"; "&NAME_train_step", "&NAME_train_zero",
- * "&NAME_adam"), *count of them; malloc()ed
+ * "&NAME_zero", "&NAME_finish"; "&NAME_backward_input", "&NAME_input_zero", "&NAME_input_finish";
+ * "&NAME_train_step", "&NAME_train_zero", "&NAME_adam"), *count of them; malloc()ed
  * (gj__free_string_list); NULL on OOM. */
 char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
                                 size_t *count);

@@ -287,13 +287,13 @@ gj_status gj__compile(gj__compiler *c, const gj__compile_request *req, gj_progra
     gj_status status = prepare(a);
     if (status == GJ_OK && a->searchable) {
         status = look_up(a, out);
-        if (status == GJ_ERROR_NOT_FOUND) {
-            gj__store_count_miss(c->store);
+        if (status == GJ_ERROR_NOT_FOUND && !req->cached_only) {
+            gj__store_count_miss(c->store); /* a probe's is not one: the compile that follows counts */
         }
     } else if (status == GJ_OK) {
         status = GJ_ERROR_NOT_FOUND;
     }
-    if (status == GJ_ERROR_NOT_FOUND) {
+    if (status == GJ_ERROR_NOT_FOUND && !req->cached_only) {
         status = a->nv ? fill(a, out) : no_nvrtc(a);
     }
     free(a->options);

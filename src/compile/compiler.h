@@ -40,6 +40,7 @@ typedef struct gj__compile_request {
     const gj_codegen_options *opts;
     int module_program;
     int split; /* a whole unit of kernels: split compilation (compile/options.h) */
+    int cached_only; /* a miss is GJ_ERROR_NOT_FOUND (no message), nothing compiled: is it there? */
 } gj__compile_request;
 
 /*

@@ -46,6 +46,7 @@ static const entry_point entry_points[] = {
     GJ__ENTRY(MemsetD8Async, 3020),
     GJ__ENTRY(MemsetD32Async, 3020),
     GJ__ENTRY(StreamSynchronize, 2000),
+    GJ__ENTRY(StreamGetId, 12000), /* a stream's identity for its lifetime: per-stream workspaces' key */
     GJ__ENTRY(EventCreate, 2000),
     GJ__ENTRY(EventRecord, 2000),
     GJ__ENTRY(EventSynchronize, 2000),

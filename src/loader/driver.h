@@ -57,6 +57,7 @@ typedef struct gj__driver {
     PFN_cuMemsetD8Async_v3020 MemsetD8Async;
     PFN_cuMemsetD32Async_v3020 MemsetD32Async;
     PFN_cuStreamSynchronize_v2000 StreamSynchronize;
+    PFN_cuStreamGetId_v12000 StreamGetId;
     PFN_cuEventCreate_v2000 EventCreate;
     PFN_cuEventRecord_v2000 EventRecord;
     PFN_cuEventSynchronize_v2000 EventSynchronize;

@@ -139,7 +139,8 @@ static gj_status program_for(struct gj_user_module *m, int sm, const gj__user_pr
     return status;
 }
 
-gj_status gj__user_module_create(gj__runtime *rt, const gj_source_desc *desc, struct gj_user_module **out) {
+gj_status gj__user_module_create(gj__runtime *rt, const gj_source_desc *desc, int cached_only,
+                                 struct gj_user_module **out) {
     static const char call[] = "gj_user_module_create";
     *out = NULL;
     struct gj_user_module *m = NULL;
@@ -157,7 +158,9 @@ gj_status gj__user_module_create(gj__runtime *rt, const gj_source_desc *desc, st
             int sm = 0;
             status = gj__scope_device(m->diag, m->drv, call, &device, &sm);
             if (status == GJ_OK) {
+                m->unit.request.cached_only = cached_only;
                 status = program_for(m, sm, &ignored); /* now, for the current device */
+                m->unit.request.cached_only = 0;        /* other devices' programs compile */
             }
             gj__scope_leave(m->drv, &where);
         }

@@ -50,7 +50,10 @@ struct gj_user_module {
     gj__context_cache contexts; /* per context: the kernels' functions (made with the kernels) */
 };
 
-gj_status gj__user_module_create(gj__runtime *rt, const gj_source_desc *desc, struct gj_user_module **out);
+/* gj_user_module_create; cached_only: only where the disk cache holds the current device's
+ * program (else GJ_ERROR_NOT_FOUND, with no message, and nothing compiled). */
+gj_status gj__user_module_create(gj__runtime *rt, const gj_source_desc *desc, int cached_only,
+                                 struct gj_user_module **out);
 gj_status gj__user_module_load(gj__runtime *rt, const gj_program *prog, struct gj_user_module **out);
 /* The kernel's function in the scope's context, with one lock and no driver call once the
  * context has seen it; on first use there its program is compiled and loaded for the

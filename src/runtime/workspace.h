@@ -14,6 +14,7 @@
 typedef struct gj__workspace_buffer {
     CUcontext context;
     unsigned long long context_id; /* cuCtxGetId: a destroyed context's reused handle is not it */
+    unsigned long long stream_id;  /* cuStreamGetId + 1 for a stream's own buffer; 0: the context's */
     CUdeviceptr ptr;
     size_t bytes;
 } gj__workspace_buffer;
@@ -29,6 +30,10 @@ void gj__workspace_init(gj__workspace *w);
  * largest buffer when it is large enough, else a new one, allocated now. */
 gj_status gj__workspace_get(gj__workspace *w, gj__runtime *rt, gj_stream stream, size_t bytes, const char *call,
                             void **out);
+/* The same, of the stream's own buffers (keyed by cuStreamGetId, which a destroyed stream's
+ * reused handle does not share): for passes that streams may run at once. */
+gj_status gj__workspace_get_for_stream(gj__workspace *w, gj__runtime *rt, gj_stream stream, size_t bytes,
+                                       const char *call, void **out);
 /* Frees every buffer (each in its own context). */
 void gj__workspace_destroy(gj__workspace *w, gj__runtime *rt);
 

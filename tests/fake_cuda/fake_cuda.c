@@ -41,7 +41,7 @@ static void trace(const char *format, ...); /* the stream-order trace, gjfake_tr
     X(OccupancyMaxPotentialBlockSize) X(FuncGetAttribute) X(FuncSetAttribute) X(DeviceCanAccessPeer)      \
     X(CtxEnablePeerAccess) X(MemcpyPeerAsync) X(MemcpyDtoDAsync) X(MemcpyAsync) X(MemcpyHtoDAsync)        \
     X(MemcpyDtoHAsync) X(StreamCreate) X(StreamDestroy) X(StreamWaitEvent) X(FuncGetParamInfo)   \
-    X(StreamIsCapturing) X(StreamCreateWithPriority) X(CtxGetStreamPriorityRange)
+    X(StreamIsCapturing) X(StreamCreateWithPriority) X(CtxGetStreamPriorityRange) X(StreamGetId)
 
 enum {
 #define FAKE_ID(name) ID_##name,
@@ -700,6 +700,14 @@ static CUresult fake_EventElapsedTime(float *ms, CUevent a, CUevent b) {
     COUNT(EventElapsedTime);
     (void)a, (void)b;
     *ms = 0.5f; /* nothing ran; a finite time keeps the rates the bench prints finite */
+    return CUDA_SUCCESS;
+}
+
+/* A stream's identity: its place in the table (they are never reused here), 0 for the NULL
+ * stream (of the calling thread's context). */
+static CUresult fake_StreamGetId(CUstream s, unsigned long long *id) {
+    COUNT(StreamGetId);
+    *id = s ? (unsigned long long)(s - streams) + 1 : 0;
     return CUDA_SUCCESS;
 }
 

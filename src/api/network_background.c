@@ -1,0 +1,152 @@
+/* A thread that compiles one of a network module's programs behind its passes (network_module.h;
+ * the policy of when: network_tiers.c), and the waits for it. */
+#include "api/network_module.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifdef GJ_TEST_HOOKS
+#include <stdatomic.h>
+#include <time.h>
+/* Nonzero: a thread started to compile waits until it is zero again (tests catch the unfused
+ * backward serving so). */
+atomic_int gj__network_test_hold_background;
+#endif
+
+void gj__network_background_init(gj__network_background *b) {
+    memset(b, 0, sizeof *b);
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->finished, NULL);
+}
+
+static void *compile_behind(void *arg) {
+    gj_network_module *m = arg;
+    gj__network_background *b = &m->background;
+    gj__driver *drv = NULL;
+    if (b->context && gj__driver_get(m->ctx->runtime.driver, &m->ctx->diag, &drv) == GJ_OK) {
+        drv->CtxSetCurrent(b->context); /* the device the starting thread compiled for */
+    }
+#ifdef GJ_TEST_HOOKS
+    while (atomic_load(&gj__network_test_hold_background)) {
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+#endif
+    char message[GJ__MESSAGE_MAX] = "";
+    const gj_status status = b->make(m, b->part, message, sizeof message);
+    pthread_mutex_lock(&b->lock);
+    b->status = status;
+    snprintf(b->message, sizeof b->message, "%s", message);
+    b->running = 0;
+    pthread_cond_broadcast(&b->finished);
+    pthread_mutex_unlock(&b->lock);
+    return NULL;
+}
+
+int gj__network_background_start(gj_network_module *m, gj__network_part part, gj__network_make_fn make) {
+    gj__driver *drv = NULL;
+    CUcontext context = NULL;
+    /* None current: the thread has none either, and compiles where the starting thread would
+     * (runtime/scope.h's rule: device 0's primary context). */
+    if (gj__driver_get(m->ctx->runtime.driver, &m->ctx->diag, &drv) != GJ_OK ||
+        drv->CtxGetCurrent(&context) != CUDA_SUCCESS) {
+        gj__diag_clear(&m->ctx->diag);
+        return 0;
+    }
+    gj__network_background *b = &m->background;
+    pthread_mutex_lock(&b->lock);
+    int started = 0;
+    if (!b->running && !(b->tried & 1u << part)) {
+        if (b->joinable) {
+            pthread_join(b->thread, NULL); /* one that has finished */
+            b->joinable = 0;
+        }
+        b->part = part;
+        b->make = make;
+        b->context = context;
+        b->tried |= 1u << part;
+        b->status = GJ_OK;
+        b->message[0] = '\0';
+        b->running = 1;
+        started = pthread_create(&b->thread, NULL, compile_behind, m) == 0;
+        b->running = started;
+        b->joinable = started;
+    }
+    pthread_mutex_unlock(&b->lock);
+    return started;
+}
+
+void gj__network_background_wait_parts(gj_network_module *m, const gj__network_part *parts, size_t n) {
+    gj__network_background *b = &m->background;
+    pthread_mutex_lock(&b->lock);
+    for (;;) {
+        int wanted = 0;
+        for (size_t i = 0; b->running && i < n; ++i) {
+            wanted |= parts[i] == b->part;
+        }
+        if (!wanted) {
+            break;
+        }
+        pthread_cond_wait(&b->finished, &b->lock);
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
+int gj__network_background_compiling(gj_network_module *m, gj__network_part part) {
+    gj__network_background *b = &m->background;
+    pthread_mutex_lock(&b->lock);
+    const int compiling = b->running && b->part == part;
+    pthread_mutex_unlock(&b->lock);
+    return compiling;
+}
+
+int gj__network_background_tried(gj_network_module *m, gj__network_part part) {
+    gj__network_background *b = &m->background;
+    pthread_mutex_lock(&b->lock);
+    const int tried = (b->tried & 1u << part) != 0;
+    pthread_mutex_unlock(&b->lock);
+    return tried;
+}
+
+void gj__network_background_join(gj_network_module *m) {
+    gj__network_background *b = &m->background;
+    pthread_mutex_lock(&b->lock);
+    while (b->running) {
+        pthread_cond_wait(&b->finished, &b->lock);
+    }
+    if (b->joinable) {
+        pthread_join(b->thread, NULL);
+        b->joinable = 0;
+    }
+    pthread_mutex_unlock(&b->lock);
+    pthread_cond_destroy(&b->finished);
+    pthread_mutex_destroy(&b->lock);
+}
+
+gj_status gj_network_module_wait_compiles(gj_network_module *module) {
+    if (!module) {
+        return GJ_ERROR_INVALID_ARGUMENT;
+    }
+    gj__diag_clear(&module->ctx->diag);
+    gj__network_background *b = &module->background;
+    pthread_mutex_lock(&b->lock);
+    while (b->running) {
+        pthread_cond_wait(&b->finished, &b->lock);
+    }
+    gj_status status = b->status;
+    const gj__network_part part = b->part;
+    char message[GJ__MESSAGE_MAX];
+    snprintf(message, sizeof message, "%s", b->message);
+    pthread_mutex_unlock(&b->lock);
+    if (status == GJ_OK) {
+        return GJ_OK;
+    }
+    pthread_mutex_lock(&module->lock);
+    const int made_since = module->programs[part] != NULL; /* by a pass that needed it */
+    pthread_mutex_unlock(&module->lock);
+    return made_since ? GJ_OK
+                      : gj__fail(&module->ctx->diag, status,
+                                 "gj_network_module_wait_compiles: the program compiled behind the passes failed "
+                                 "(the passes that need it compile it again): %s",
+                                 message);
+}
+
