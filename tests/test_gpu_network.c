@@ -8,7 +8,9 @@
  * prints one PASS or FAIL line with its largest relative errors. The programs are compiled
  * on worker threads first (the disk cache keeps them for the next run). Then models (an
  * encoding and its network in one kernel per pass) against the two references chained:
- * outputs, the network's and the encoding's parameter gradients, and dL/dx.
+ * outputs, the network's and the encoding's parameter gradients, and dL/dx; again with the
+ * backward without dL/dinput served unfused (the network's kernel, then the encoding's), as
+ * while the fused one compiles behind a model's first steps.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +20,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,7 +303,13 @@ static const model_shape models[] = {
 };
 #define N_MODELS (sizeof models / sizeof models[0])
 
-static int check_model(gj_context *ctx, const model_shape *s) {
+/* network_background.c's hold (a GJ_TEST_HOOKS build): a thread compiling behind the passes
+ * waits while it is nonzero. */
+extern atomic_int gj__network_test_hold_background;
+
+/* unfused: the module's fused backward is held on its thread (tiers on, a cache without it), so
+ * that every backward without dL/dinput runs unfused (docs/networks.md §10, "Tiers"). */
+static int check_model(gj_context *ctx, const model_shape *s, int unfused) {
     gj_network *net = NULL;
     gj_gpu_ok(ctx, gj_network_create(ctx, s->json, s->dims, 0, &net), "gj_network_create");
     const gj_encoding *enc = gj_network_encoding(net);
@@ -440,9 +449,9 @@ static int check_model(gj_context *ctx, const model_shape *s) {
     const int unscaled_ok = e_unscaled[0] <= 2e-2 && e_unscaled[1] <= tol_de && e_unscaled[2] <= 3e-2 &&
                             e_unscaled[3] <= 2e-2 && e_unscaled[4] <= tol_de;
     printf("%s model %s: fp32 encoding gradients, loss scale 128 undone: network %.2e, encoding %.2e, dL/dx %.2e; "
-           "without dL/dinput: network %.2e, encoding %.2e\n",
-           unscaled_ok ? "PASS" : "FAIL", s->json, e_unscaled[0], e_unscaled[1], e_unscaled[2], e_unscaled[3],
-           e_unscaled[4]);
+           "without dL/dinput%s: network %.2e, encoding %.2e\n",
+           unscaled_ok ? "PASS" : "FAIL", s->json, e_unscaled[0], e_unscaled[1], e_unscaled[2],
+           unfused ? " (unfused)" : "", e_unscaled[3], e_unscaled[4]);
     for (int i = 0; i < 5; ++i) {
         free(u[i]);
     }
@@ -455,10 +464,10 @@ static int check_model(gj_context *ctx, const model_shape *s) {
     const int ok = same_forward && e_y <= 1e-2 && e_dw <= 2e-2 && e_de <= tol_de && e_dx <= 3e-2 && e_dw2 <= 2e-2 &&
                    e_de2 <= tol_de && unscaled_ok;
     printf("%s model %s (%u dims), %llu points: output %.2e, network dL/dparams %.2e, encoding dL/dparams %.2e "
-           "(%s), dL/dx %.2e (tolerances 1e-2, 2e-2, %.0e, 3e-2); without dL/dinput: network %.2e, encoding %.2e; "
+           "(%s), dL/dx %.2e (tolerances 1e-2, 2e-2, %.0e, 3e-2); without dL/dinput%s: network %.2e, encoding %.2e; "
            "forward = inference %s\n",
            ok ? "PASS" : "FAIL", s->json, D, (unsigned long long)n, e_y, e_dw, e_de, grad_size == 2 ? "fp16" : "fp32",
-           e_dx, tol_de, e_dw2, e_de2, same_forward ? "yes" : "NO");
+           e_dx, tol_de, unfused ? " (unfused)" : "", e_dw2, e_de2, same_forward ? "yes" : "NO");
 
     free(y_ref), free(dx_ref), free(dw_ref), free(de_ref), free(yd), free(dwd), free(dxd), free(dw2d);
     free(y), free(y2), free(dw), free(dx), free(de), free(x), free(dy), free(ep), free(halves), free(wf), free(w);
@@ -467,6 +476,10 @@ static int check_model(gj_context *ctx, const model_shape *s) {
     gj_gpu_free(ctx, d_x), gj_gpu_free(ctx, d_dy), gj_gpu_free(ctx, d_y), gj_gpu_free(ctx, d_y2);
     gj_gpu_free(ctx, d_dw), gj_gpu_free(ctx, d_dx), gj_gpu_free(ctx, d_de), gj_gpu_free(ctx, d_ctx);
     gj_gpu_free(ctx, params), gj_gpu_free(ctx, eparams);
+    if (unfused) {
+        atomic_store(&gj__network_test_hold_background, 0);
+        gj_gpu_ok(ctx, gj_network_module_wait_compiles(m), "gj_network_module_wait_compiles");
+    }
     gj_network_module_destroy(m);
     gj_network_destroy(net);
     return ok;
@@ -494,11 +507,35 @@ static void models_match_the_references(void **state) {
     assert_int_equal(gj_context_create(&ctx), GJ_OK);
     int failed = 0;
     for (size_t i = 0; i < N_MODELS; ++i) {
-        failed += !check_model(ctx, &models[i]);
+        failed += !check_model(ctx, &models[i], 0);
     }
     gj_context_destroy(ctx);
     if (failed) {
         fail_msg("%d of %zu models failed (the FAIL lines above)", failed, N_MODELS);
+    }
+}
+
+/* The same with the backward without dL/dinput served unfused, as while a model's fused backward
+ * compiles behind its first steps: a cache of its own, without the fused programs. */
+static void models_match_the_references_unfused(void **state) {
+    (void)state;
+    const char *base = getenv("GRIDJIT_TEST_TMP");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/unfused_XXXXXX", base && base[0] ? base : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    assert_int_equal(gj_context_set_cache_dir(ctx, dir), GJ_OK);
+    setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
+    int failed = 0;
+    for (size_t i = 0; i < N_MODELS; ++i) {
+        atomic_store(&gj__network_test_hold_background, 1);
+        failed += !check_model(ctx, &models[i], 1);
+    }
+    unsetenv("GRIDJIT_NETWORK_TIERS");
+    gj_context_destroy(ctx);
+    if (failed) {
+        fail_msg("%d of %zu models failed unfused (the FAIL lines above)", failed, N_MODELS);
     }
 }
 
@@ -509,6 +546,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(networks_match_the_reference),
         cmocka_unit_test(models_match_the_references),
+        cmocka_unit_test(models_match_the_references_unfused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,9 +13,11 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cache_support.h"
@@ -629,6 +631,62 @@ static void a_failed_or_abandoned_compile_behind_the_passes(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* A process that exits while its thread compiles waits for it (the compiler's and the driver's
+ * static destructors must not run under it): the child's fused backward is in the cache after. */
+static void exit_waits_for_the_compile_behind_the_passes(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    char dir[4096];
+    gj_context *ctx = context_with_fresh_cache("gj_network_tiers_exit_XXXXXX", dir, sizeof dir);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, tier_model, 3, 0, &net), GJ_OK);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
+    char *b = buffer;
+    gj_network_pass_desc d = desc_over(b, 50);
+    d.encoding_params = b + (1 << 20);
+    d.dL_doutput = (const float *)(b + 65536);
+    d.dL_dparams = (float *)(b + 131072);
+    setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
+    fflush(NULL);
+    const pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        /* cmocka's handlers would jump back into the test in this process: a crash is a crash */
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGBUS, SIG_DFL);
+        signal(SIGILL, SIG_DFL);
+        signal(SIGFPE, SIG_DFL);
+        signal(SIGABRT, SIG_DFL);
+        gj_network_module *m = NULL;
+        const int ok = gj_network_module_create(ctx, net, &m) == GJ_OK && gj_network_forward(m, NULL, &d) == GJ_OK &&
+                       gj_network_backward(m, NULL, &d) == GJ_OK;
+        exit(ok ? 0 : 3); /* its thread still compiling */
+    }
+    int wstatus = 0;
+    assert_int_equal(waitpid(child, &wstatus, 0), child);
+    if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+        fail_msg("the child %s %d", WIFEXITED(wstatus) ? "exited with" : "was killed by signal",
+                 WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : WTERMSIG(wstatus));
+    }
+    atomic_store(&gj__network_test_hold_background, 1); /* a thread now would keep it unfused */
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    fake.reset_counts();
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 2); /* both from the child's cache entries */
+    const char *t = tier_backward(m, &d, NULL);
+    expect_in("after the child", t, "launch(gj_network_backward,A)", 1);
+    atomic_store(&gj__network_test_hold_background, 0);
+    setenv("GRIDJIT_NETWORK_TIERS", "0", 1);
+    gj_network_module_destroy(m);
+    gj_device_free(ctx, buffer);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
 /* The fused training step and Adam (docs/networks.md §10) on the fake driver: their own program,
  * compiled on first use; the gradients and the loss zeroed, then one launch whose loss factors
  * follow the points, the outputs and the loss scale; the warps' context slots allocated once;
@@ -1156,6 +1214,7 @@ int main(void) {
         cmocka_unit_test(a_model_launches_fused_kernels),
         cmocka_unit_test(a_model_backward_runs_unfused_while_the_fused_one_compiles),
         cmocka_unit_test(a_failed_or_abandoned_compile_behind_the_passes),
+        cmocka_unit_test(exit_waits_for_the_compile_behind_the_passes),
         cmocka_unit_test(the_training_step_launches_its_program),
         cmocka_unit_test(forward_grids_stop_at_the_waves_asked_for),
         cmocka_unit_test(a_model_inference_leaves_l1_to_its_encoding),

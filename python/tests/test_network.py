@@ -189,6 +189,18 @@ def test_a_model_module_says_how_it_sums_the_encoding_gradients():
         gridjit.NetworkModule(gridjit.Encoding(GRID, 3))
 
 
+def test_waiting_for_the_compiles_behind_the_passes():
+    """A module with nothing compiling behind its passes (none has run) returns at once, alone
+    or through gridjit.wait_compiles(), which waits for every live module; a closed one is no
+    longer among them; a NULL module is refused."""
+    module = gridjit.Network({"encoding": GRID, "network": MLP}, 3, 1).module()
+    module.wait_compiles()
+    gridjit.wait_compiles()
+    module.close()
+    gridjit.wait_compiles()
+    assert _capi.lib.gj_network_module_wait_compiles(None) == 1
+
+
 def test_network_entry_points_refuse_a_null_module():
     lib = _capi.lib
     desc = _capi.init_struct(_capi.NetworkPassDesc, "gj_network_pass_desc_init")

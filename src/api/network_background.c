@@ -3,6 +3,7 @@
 #include "api/network_module.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef GJ_TEST_HOOKS
@@ -12,6 +13,53 @@
  * backward serving so). */
 atomic_int gj__network_test_hold_background;
 #endif
+
+/* The threads started and not joined yet, all modules', which exit() joins: a process that
+ * ended while one compiles would run the compiler's and the driver's static destructors under
+ * it. exit() runs the handlers registered last first, and NVRTC registers some of its
+ * destructors on first use, so the handler is registered again at each start, after the
+ * compiles and loads before it: a child process ending so crashed in NVRTC 2 times in 8
+ * with one registration at the first start in the process, 0 in 16 with this (tests/
+ * test_network_launch_path.c). Whoever takes a thread off the list joins it: its module (made
+ * again, or destroyed) or the handler. */
+typedef struct unjoined_thread {
+    pthread_t thread;
+    struct unjoined_thread *next;
+} unjoined_thread;
+
+static pthread_mutex_t unjoined_lock = PTHREAD_MUTEX_INITIALIZER;
+static unjoined_thread *unjoined;
+
+static void join_at_exit(void) {
+    pthread_mutex_lock(&unjoined_lock);
+    while (unjoined) {
+        unjoined_thread *u = unjoined;
+        unjoined = u->next;
+        pthread_mutex_unlock(&unjoined_lock);
+        pthread_join(u->thread, NULL);
+        free(u);
+        pthread_mutex_lock(&unjoined_lock);
+    }
+    pthread_mutex_unlock(&unjoined_lock);
+}
+
+/* Joins thread unless exit's handler has taken it (then it is joined there). */
+static void join(pthread_t thread) {
+    pthread_mutex_lock(&unjoined_lock);
+    unjoined_thread **p = &unjoined;
+    while (*p && !pthread_equal((*p)->thread, thread)) {
+        p = &(*p)->next;
+    }
+    unjoined_thread *found = *p;
+    if (found) {
+        *p = found->next;
+    }
+    pthread_mutex_unlock(&unjoined_lock);
+    if (found) {
+        pthread_join(thread, NULL);
+        free(found);
+    }
+}
 
 void gj__network_background_init(gj__network_background *b) {
     memset(b, 0, sizeof *b);
@@ -27,7 +75,8 @@ static void *compile_behind(void *arg) {
         drv->CtxSetCurrent(b->context); /* the device the starting thread compiled for */
     }
 #ifdef GJ_TEST_HOOKS
-    while (atomic_load(&gj__network_test_hold_background)) {
+    /* At most a minute: a test that fails while holding must not hang its process's exit. */
+    for (int ms = 0; atomic_load(&gj__network_test_hold_background) && ms < 60000; ++ms) {
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
 #endif
@@ -57,7 +106,7 @@ int gj__network_background_start(gj_network_module *m, gj__network_part part, gj
     int started = 0;
     if (!b->running && !(b->tried & 1u << part)) {
         if (b->joinable) {
-            pthread_join(b->thread, NULL); /* one that has finished */
+            join(b->thread); /* one that has finished */
             b->joinable = 0;
         }
         b->part = part;
@@ -67,7 +116,18 @@ int gj__network_background_start(gj_network_module *m, gj__network_part part, gj
         b->status = GJ_OK;
         b->message[0] = '\0';
         b->running = 1;
-        started = pthread_create(&b->thread, NULL, compile_behind, m) == 0;
+        atexit(join_at_exit); /* again: after what the compiler and driver registered since */
+        unjoined_thread *u = malloc(sizeof *u);
+        started = u && pthread_create(&b->thread, NULL, compile_behind, m) == 0;
+        if (started) {
+            pthread_mutex_lock(&unjoined_lock);
+            u->thread = b->thread;
+            u->next = unjoined;
+            unjoined = u;
+            pthread_mutex_unlock(&unjoined_lock);
+        } else {
+            free(u);
+        }
         b->running = started;
         b->joinable = started;
     }
@@ -114,7 +174,7 @@ void gj__network_background_join(gj_network_module *m) {
         pthread_cond_wait(&b->finished, &b->lock);
     }
     if (b->joinable) {
-        pthread_join(b->thread, NULL);
+        join(b->thread);
         b->joinable = 0;
     }
     pthread_mutex_unlock(&b->lock);

@@ -31,6 +31,7 @@ from .core import (
     default_context,
     version,
     version_string,
+    wait_compiles,
 )
 from .errors import (
     CompileError,

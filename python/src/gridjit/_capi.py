@@ -503,6 +503,7 @@ _PROTOTYPES = {
     "gj_network_module_destroy": (None, [network_module_p]),
     "gj_network_module_context_bytes": (c_uint64, [network_module_p, c_uint64]),
     "gj_network_module_encoding_gradient_size": (c_size_t, [network_module_p]),
+    "gj_network_module_wait_compiles": (_status, [network_module_p]),
     "gj_network_precompile": (_status, [context_p, network_p, c_char_p, POINTER(PrecompileReport)]),
     "gj_network_pass_desc_init": (None, [c_void_p]),
     "gj_network_inference": (_status, [network_module_p, stream_t, POINTER(NetworkPassDesc)]),

@@ -13,6 +13,7 @@ import ctypes
 import json
 import threading
 import warnings
+import weakref
 from ctypes import byref, c_int, c_size_t, c_uint64, c_void_p
 from dataclasses import dataclass, fields
 from typing import Callable, Iterable, Mapping, Optional, Union
@@ -29,6 +30,12 @@ _exiting = False
 
 def _mark_exiting() -> None:
     global _exiting
+    # A program still compiling behind a module's passes (docs/networks.md §10) is waited for
+    # while the interpreter is whole; the library's own exit handler would otherwise do it later.
+    try:
+        wait_compiles()
+    except Exception:  # noqa: BLE001 - exiting: its failure matters to no one now
+        pass
     _exiting = True
 
 
@@ -1059,6 +1066,19 @@ class Network(_Owned):
         return f"gridjit.Network({self.hyperparams_json}, n_params={self.n_params})"
 
 
+# Every live NetworkModule, for wait_compiles().
+_network_modules: "weakref.WeakSet[NetworkModule]" = weakref.WeakSet()
+
+
+def wait_compiles() -> None:
+    """Returns once no network module compiles a program behind its passes (NetworkModule.
+    wait_compiles for each live one): what a benchmark calls after its first training steps,
+    so that it times the fused kernels (docs/networks.md §10, "Tiers")."""
+    for module in list(_network_modules):
+        if module._handle:  # not closed
+            module.wait_compiles()
+
+
 class NetworkModule(_Owned):
     """A network on the GPU (gj_network_module, docs/networks.md §8): its generated
     kernels, each program (inference; training) compiled through the disk cache on first
@@ -1088,6 +1108,7 @@ class NetworkModule(_Owned):
         self._init = _capi.init_struct(_capi.NetworkInitDesc, "gj_network_init_desc_init")
         self._train = _capi.init_struct(_capi.NetworkTrainDesc, "gj_network_train_desc_init")
         self._adam = _capi.init_struct(_capi.NetworkAdamDesc, "gj_network_adam_desc_init")
+        _network_modules.add(self)
 
     def context_bytes(self, n: int) -> int:
         """Bytes of the forward context for n points."""
@@ -1097,6 +1118,13 @@ class NetworkModule(_Owned):
         """A model's encoding gradient element in bytes: 2 (fp16) or 4 (fp32); 0 for a
         network alone."""
         return int(lib.gj_network_module_encoding_gradient_size(self.handle))
+
+    def wait_compiles(self) -> None:
+        """gj_network_module_wait_compiles: returns once no program of this module compiles
+        behind its passes (a model's fused backward, while the unfused one serves its first
+        training steps: docs/networks.md §10, "Tiers"); raises that compile's error where it
+        failed and no pass has made the program since."""
+        self.context.check(lib.gj_network_module_wait_compiles(self.handle), "gj_network_module_wait_compiles")
 
     def _desc(self, n, input, params, output, context, dL_doutput, dL_dparams, accumulate, dL_dinput):
         desc = _capi.NetworkPassDesc.from_buffer_copy(self._pass)

@@ -89,7 +89,7 @@ from typing import Mapping, Optional, Union
 from . import _capi, _pcg
 from ._torch_launch import _F32, _FusedModelOps, _ModelOps, _NetOps, _Ops
 from .core import CodegenOptions, Context, Encoding as _GridEncoding, Module as _GridModule, default_context
-from .core import Network as _GridNetwork, NetworkModule as _GridNetworkModule
+from .core import Network as _GridNetwork, NetworkModule as _GridNetworkModule, wait_compiles
 
 __all__ = [
     "Encoding",
@@ -100,6 +100,7 @@ __all__ = [
     "encode",
     "free_temporary_memory",
     "supports_jit_fusion",
+    "wait_compiles",
 ]
 
 _PRECISIONS = {torch.float16: "fp16", torch.float32: "fp32"}
