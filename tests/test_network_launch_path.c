@@ -478,28 +478,53 @@ static void expect_in(const char *what, const char *trace, const char *part, int
     }
 }
 
+/* What the tests of tiers share: a context on a fresh cache (tiers on for the modules made
+ * after), the model, and a pass over one device buffer with both parts' gradients asked for
+ * (the encoding's but where encoding_gradients is 0). */
+typedef struct tier_fixture {
+    gj_context *ctx;
+    gj_network *net;
+    void *buffer;
+    gj_network_pass_desc d;
+} tier_fixture;
+
+static void tier_setup(tier_fixture *f, const char *template, int encoding_gradients) {
+    setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
+    char dir[4096];
+    f->ctx = context_with_fresh_cache(template, dir, sizeof dir);
+    f->net = NULL;
+    assert_int_equal(gj_network_create(f->ctx, tier_model, 3, 0, &f->net), GJ_OK);
+    f->buffer = NULL;
+    assert_int_equal(gj_device_alloc(f->ctx, 1 << 22, &f->buffer), GJ_OK);
+    char *b = f->buffer;
+    f->d = desc_over(b, 50);
+    f->d.encoding_params = b + (1 << 20);
+    f->d.dL_doutput = (const float *)(b + 65536);
+    f->d.dL_dparams = (float *)(b + 131072);
+    f->d.dL_dencoding_params = encoding_gradients ? b + (2 << 20) : NULL;
+}
+
+static void tier_teardown(tier_fixture *f) {
+    setenv("GRIDJIT_NETWORK_TIERS", "0", 1);
+    gj_device_free(f->ctx, f->buffer);
+    gj_network_destroy(f->net);
+    gj_context_destroy(f->ctx);
+}
+
 static void a_model_backward_runs_unfused_while_the_fused_one_compiles(void **state) {
     (void)state;
     if (!gj_test_have_nvrtc()) {
         skip();
     }
-    setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
-    char dir[4096];
-    gj_context *ctx = context_with_fresh_cache("gj_network_tiers_XXXXXX", dir, sizeof dir);
-    gj_network *net = NULL;
-    assert_int_equal(gj_network_create(ctx, tier_model, 3, 0, &net), GJ_OK);
+    tier_fixture f;
+    tier_setup(&f, "gj_network_tiers_XXXXXX", 1);
+    gj_context *ctx = f.ctx;
+    gj_network *net = f.net;
+    gj_network_pass_desc d = f.d;
     gj_network_module *m = NULL;
     assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
     assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK); /* nothing compiles yet */
     assert_int_equal(gj_network_module_wait_compiles(NULL), GJ_ERROR_INVALID_ARGUMENT);
-    void *buffer = NULL;
-    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
-    char *b = buffer;
-    gj_network_pass_desc d = desc_over(b, 50);
-    d.encoding_params = b + (1 << 20);
-    d.dL_doutput = (const float *)(b + 65536);
-    d.dL_dparams = (float *)(b + 131072);
-    d.dL_dencoding_params = b + (2 << 20);
 
     atomic_store(&gj__network_test_hold_background, 1);
     fake.reset_counts();
@@ -563,6 +588,7 @@ static void a_model_backward_runs_unfused_while_the_fused_one_compiles(void **st
 
     /* Tiers off: the fused backward compiles with the forward, as always. */
     setenv("GRIDJIT_NETWORK_TIERS", "0", 1);
+    char dir[4096];
     gj_context *ctx2 = context_with_fresh_cache("gj_network_no_tiers_XXXXXX", dir, sizeof dir);
     gj_network_module *m2 = NULL;
     assert_int_equal(gj_network_module_create(ctx2, net, &m2), GJ_OK);
@@ -575,10 +601,7 @@ static void a_model_backward_runs_unfused_while_the_fused_one_compiles(void **st
     atomic_store(&gj__network_test_hold_background, 0);
     gj_network_module_destroy(m2);
     gj_context_destroy(ctx2);
-
-    gj_device_free(ctx, buffer);
-    gj_network_destroy(net);
-    gj_context_destroy(ctx);
+    tier_teardown(&f);
 }
 
 /* A module destroyed while its thread compiles waits for it; a thread whose program fails
@@ -589,24 +612,18 @@ static void a_failed_or_abandoned_compile_behind_the_passes(void **state) {
     if (!gj_test_have_nvrtc()) {
         skip();
     }
-    setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
-    char dir[4096];
-    gj_context *ctx = context_with_fresh_cache("gj_network_tiers_fail_XXXXXX", dir, sizeof dir);
-    gj_network *net = NULL;
-    assert_int_equal(gj_network_create(ctx, tier_model, 3, 0, &net), GJ_OK);
-    void *buffer = NULL;
-    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
-    char *b = buffer;
-    gj_network_pass_desc d = desc_over(b, 50);
-    d.encoding_params = b + (1 << 20);
-    d.dL_doutput = (const float *)(b + 65536);
-    d.dL_dparams = (float *)(b + 131072);
+    tier_fixture f;
+    tier_setup(&f, "gj_network_tiers_fail_XXXXXX", 0);
+    gj_context *ctx = f.ctx;
+    gj_network *net = f.net;
+    gj_network_pass_desc d = f.d;
 
     gj_network_module *m = NULL;
     assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
     assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK); /* its thread compiles now */
     gj_network_module_destroy(m);                             /* and is waited for */
 
+    char dir[4096];
     gj_context *ctx2 = context_with_fresh_cache("gj_network_tiers_fail2_XXXXXX", dir, sizeof dir);
     assert_int_equal(gj_network_module_create(ctx2, net, &m), GJ_OK);
     atomic_store(&gj__network_test_hold_background, 1);
@@ -624,11 +641,8 @@ static void a_failed_or_abandoned_compile_behind_the_passes(void **state) {
     assert_int_equal(fake.count("cuLibraryLoadData"), 1); /* compiled (cached) and loaded here */
     assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK); /* made since */
     gj_network_module_destroy(m);
-    setenv("GRIDJIT_NETWORK_TIERS", "0", 1);
-    gj_device_free(ctx, buffer);
-    gj_network_destroy(net);
     gj_context_destroy(ctx2);
-    gj_context_destroy(ctx);
+    tier_teardown(&f);
 }
 
 /* A process that exits while its thread compiles waits for it (the compiler's and the driver's
@@ -638,18 +652,11 @@ static void exit_waits_for_the_compile_behind_the_passes(void **state) {
     if (!gj_test_have_nvrtc()) {
         skip();
     }
-    char dir[4096];
-    gj_context *ctx = context_with_fresh_cache("gj_network_tiers_exit_XXXXXX", dir, sizeof dir);
-    gj_network *net = NULL;
-    assert_int_equal(gj_network_create(ctx, tier_model, 3, 0, &net), GJ_OK);
-    void *buffer = NULL;
-    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
-    char *b = buffer;
-    gj_network_pass_desc d = desc_over(b, 50);
-    d.encoding_params = b + (1 << 20);
-    d.dL_doutput = (const float *)(b + 65536);
-    d.dL_dparams = (float *)(b + 131072);
-    setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
+    tier_fixture f;
+    tier_setup(&f, "gj_network_tiers_exit_XXXXXX", 0);
+    gj_context *ctx = f.ctx;
+    gj_network *net = f.net;
+    gj_network_pass_desc d = f.d;
     fflush(NULL);
     const pid_t child = fork();
     assert_true(child >= 0);
@@ -680,11 +687,8 @@ static void exit_waits_for_the_compile_behind_the_passes(void **state) {
     const char *t = tier_backward(m, &d, NULL);
     expect_in("after the child", t, "launch(gj_network_backward,A)", 1);
     atomic_store(&gj__network_test_hold_background, 0);
-    setenv("GRIDJIT_NETWORK_TIERS", "0", 1);
     gj_network_module_destroy(m);
-    gj_device_free(ctx, buffer);
-    gj_network_destroy(net);
-    gj_context_destroy(ctx);
+    tier_teardown(&f);
 }
 
 /* The fused training step and Adam (docs/networks.md §10) on the fake driver: their own program,
