@@ -315,6 +315,24 @@ GJ_INLINE void gj_nn_add_loss(float* loss, float v, float factor) {
     if (loss && gj_nn_lane() == 0 && v != 0.0f) atomicAdd(loss, factor * v);
 }
 
+// The same loss as a pass of its own, for a training step served by the passes apart (a model's
+// while its fused step compiles: docs/networks.md §10, "Tiers"): over the n values (points x
+// outputs) of y (the forward's fp16 outputs, as floats) and target, dL_dy = grad_factor *
+// (y - target) rounded to fp16 (as gj_nn_train_rounds puts it), and *loss (or null, zeroed by
+// the caller) += loss_factor * the sum of (y - target)^2. A grid-stride loop; blocks of whole
+// warps (gj_nn_add_loss sums over the warp).
+GJ_INLINE void gj_nn_l2_loss_kernel(gj_u64 n, const float* __restrict__ y, const float* __restrict__ target,
+                                    float grad_factor, float loss_factor, float* __restrict__ dL_dy,
+                                    float* __restrict__ loss) {
+    float squares = 0.0f;
+    for (gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (gj_u64)gridDim.x * blockDim.x) {
+        const float diff = y[i] - target[i];
+        squares = fmaf(diff, diff, squares);
+        dL_dy[i] = gj_half_to_float(gj_float_to_half_bits(grad_factor * diff));
+    }
+    gj_nn_add_loss(loss, squares, loss_factor);
+}
+
 // A network alone: dL_dparams (fp32, zeroed by the caller) receives the gradients of the scaled
 // loss; loss (or null, zeroed by the caller) the mean loss, loss_factor = 1 / (n * OUT).
 template <class C>

@@ -6,7 +6,8 @@
  * the loss, both parts' gradients within their summation order. (test_gpu_network checks those
  * passes against the double reference.) Adam against a host copy of tiny-cuda-nn's rule over
  * three steps, with zero gradients in both parameter sets; and a model trained for a few hundred
- * steps on a smooth target, whose loss must fall.
+ * steps on a smooth target, whose loss must fall. The models' steps again served by the
+ * passes apart with the loss as a kernel of its own (docs/networks.md §10, "Tiers").
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +100,13 @@ static float *get_gradients(gj_context *ctx, const void *device, size_t n, size_
     return f;
 }
 
-static int check_case(gj_context *ctx, const step_case *s) {
+/* network_background.c's hold (a GJ_TEST_HOOKS build): a thread compiling behind the passes
+ * waits while it is nonzero. */
+extern atomic_int gj__network_test_hold_background;
+
+/* unfused (a model, tiers on, a cache without the step's program): the step is served by the
+ * passes apart while its program is held on its thread (docs/networks.md §10, "Tiers"). */
+static int check_case(gj_context *ctx, const step_case *s, int unfused) {
     gj_network *net = NULL;
     gj_gpu_ok(ctx, gj_network_create(ctx, s->json, s->in, s->out, &net), "gj_network_create");
     gj_network_module *m = NULL;
@@ -165,6 +173,11 @@ static int check_case(gj_context *ctx, const step_case *s) {
     d.dL_dparams = d_dw;
     d.dL_dencoding_params = d_de;
     gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward");
+    if (unfused) { /* the backward's own thread let go, so that the step's may start */
+        atomic_store(&gj__network_test_hold_background, 0);
+        gj_gpu_ok(ctx, gj_network_module_wait_compiles(m), "gj_network_module_wait_compiles");
+        atomic_store(&gj__network_test_hold_background, 1);
+    }
 
     /* The fused step. */
     float *d_y2 = gj_gpu_alloc(ctx, n * out * 4), *d_dw2 = gj_gpu_alloc(ctx, n_mlp * 4), *d_loss = gj_gpu_alloc(ctx, 4);
@@ -185,6 +198,10 @@ static int check_case(gj_context *ctx, const step_case *s) {
     /* Twice: the gradients and the loss are overwritten, not added to. */
     gj_gpu_ok(ctx, gj_network_train_step(m, NULL, &ts), "gj_network_train_step (again)");
     gj_gpu_sync(ctx);
+    if (unfused) {
+        atomic_store(&gj__network_test_hold_background, 0);
+        gj_gpu_ok(ctx, gj_network_module_wait_compiles(m), "gj_network_module_wait_compiles");
+    }
     float *y2 = get_floats(ctx, d_y2, n * out), *loss = get_floats(ctx, d_loss, 1);
     float *dw = get_floats(ctx, d_dw, n_mlp), *dw2 = get_floats(ctx, d_dw2, n_mlp);
     float *de = enc ? get_gradients(ctx, d_de, n_enc, grad_size) : NULL;
@@ -198,9 +215,9 @@ static int check_case(gj_context *ctx, const step_case *s) {
      * many points to a few fp16 steps. */
     const double tol_de = grad_size == 2 ? 1e-2 : 1e-4;
     const int ok = same_outputs && e_loss <= 1e-5 && e_dw <= 1e-4 && e_de <= tol_de;
-    printf("%s train step %s (%u in, %u out), %llu points, loss scale %g: outputs %s, loss %.6g against %.6g "
+    printf("%s %strain step %s (%u in, %u out), %llu points, loss scale %g: outputs %s, loss %.6g against %.6g "
            "(%.1e), network dL/dparams %.2e, encoding dL/dparams %.2e (tolerances 1e-5, 1e-4, %.0e)\n",
-           ok ? "PASS" : "FAIL", s->json, in, out, (unsigned long long)n, (double)scale,
+           ok ? "PASS" : "FAIL", unfused ? "unfused " : "", s->json, in, out, (unsigned long long)n, (double)scale,
            same_outputs ? "equal" : "DIFFER", (double)loss[0], loss_ref, e_loss, e_dw, e_de, tol_de);
 
     free(x), free(t), free(y), free(g), free(gh), free(y2), free(loss), free(dw), free(dw2), free(de), free(de2);
@@ -219,11 +236,40 @@ static void train_step_matches_the_passes_apart(void **state) {
     assert_int_equal(gj_context_create(&ctx), GJ_OK);
     int failed = 0;
     for (size_t i = 0; i < N_CASES; ++i) {
-        failed += !check_case(ctx, &cases[i]);
+        failed += !check_case(ctx, &cases[i], 0);
     }
     gj_context_destroy(ctx);
     if (failed) {
         fail_msg("%d of %zu cases failed (the FAIL lines above)", failed, N_CASES);
+    }
+}
+
+/* The same for the models with the step served by the passes apart (the forward, the loss
+ * kernel, the network's backward writing dL/d(features), the encoding's backward), as while its
+ * program compiles behind a model's first steps: a cache of its own, the thread held. */
+static void unfused_train_step_matches_the_passes_apart(void **state) {
+    (void)state;
+    const char *base = getenv("GRIDJIT_TEST_TMP");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/unfused_step_XXXXXX", base && base[0] ? base : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    assert_int_equal(gj_context_set_cache_dir(ctx, dir), GJ_OK);
+    setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
+    int failed = 0, models = 0;
+    for (size_t i = 0; i < N_CASES; ++i) {
+        if (strstr(cases[i].json, "\"encoding\"")) {
+            atomic_store(&gj__network_test_hold_background, 1);
+            failed += !check_case(ctx, &cases[i], 1);
+            models++;
+        }
+    }
+    atomic_store(&gj__network_test_hold_background, 0);
+    unsetenv("GRIDJIT_NETWORK_TIERS");
+    gj_context_destroy(ctx);
+    if (failed) {
+        fail_msg("%d of %d models failed unfused (the FAIL lines above)", failed, models);
     }
 }
 
@@ -434,6 +480,7 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(train_step_matches_the_passes_apart),
+        cmocka_unit_test(unfused_train_step_matches_the_passes_apart),
         cmocka_unit_test(adam_matches_the_host_rule),
         cmocka_unit_test(training_lowers_the_loss),
     };

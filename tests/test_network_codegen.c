@@ -147,6 +147,7 @@ static void unit_states_the_layout(void **state) {
     /* Its own zeroing and finishing kernels: the passes it serves need no other program. */
     assert_non_null(strstr(with_input, "gj_network_input_zero("));
     assert_non_null(strstr(with_input, "gj_network_input_finish("));
+    expect_line(with_input, "    gj_nn_l2_loss_kernel(n, y, target, grad_factor, loss_factor, dL_dy, loss);");
     assert_null(strstr(with_input, "gj_network_zero("));
     assert_null(strstr(backward, "gj_network_input_zero("));
     assert_null(strstr(with_input, "gj_network_backward("));
@@ -183,10 +184,11 @@ static void unit_states_the_layout(void **state) {
     assert_null(strstr(with_input, "gj_levels_backward<"));
     size_t count = 0;
     char **names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_TRAINING_INPUT, &count);
-    assert_int_equal(count, 3);
+    assert_int_equal(count, 4);
     assert_string_equal(names[0], "&gj_network_backward_input");
     assert_string_equal(names[1], "&gj_network_input_zero");
     assert_string_equal(names[2], "&gj_network_input_finish");
+    assert_string_equal(names[3], "&gj_network_input_loss");
     gj__free_string_list(names, count);
     names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_BACKWARD, &count);
     assert_int_equal(count, 3);
@@ -204,7 +206,7 @@ static void unit_states_the_layout(void **state) {
     assert_string_equal(names[0], "&gj_network_adam");
     gj__free_string_list(names, count);
     names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_ALL, &count);
-    assert_int_equal(count, 11);
+    assert_int_equal(count, 12);
     gj__free_string_list(names, count);
     free(backward);
     free(training);

@@ -604,6 +604,81 @@ static void a_model_backward_runs_unfused_while_the_fused_one_compiles(void **st
     tier_teardown(&f);
 }
 
+/* The training step the same way: where its program is not cached, the first step compiles the
+ * programs of the passes apart (the forward's, the network's backward with dL/dinput and the
+ * loss kernel, Adam's, the encoding's backward) while a thread compiles the step's (and the
+ * encoding's forward); until it is loaded the step runs as those passes, with the loss's
+ * factors of the fused kernel, its outputs and context in the stream's buffer. */
+static void a_model_training_step_runs_unfused_while_its_program_compiles(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    tier_fixture f;
+    tier_setup(&f, "gj_network_tiers_step_XXXXXX", 0);
+    char *b = f.buffer;
+    gj_network_train_desc t;
+    gj_network_train_desc_init(&t);
+    t.n = 100; /* one output: 100 values */
+    t.input = (const float *)(b + 4096);
+    t.target = (const float *)(b + 8192);
+    t.params = b;
+    t.encoding_params = b + (1 << 20);
+    t.dL_dparams = (float *)(b + 131072);
+    t.dL_dencoding_params = b + (2 << 20);
+    t.loss = (float *)(b + (3 << 20));
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(f.ctx, f.net, &m), GJ_OK);
+
+    atomic_store(&gj__network_test_hold_background, 1);
+    fake.reset_counts();
+    fake.capture_argument("_input_loss", 3); /* grad_factor = 2 * 128 / 100 */
+    fake.trace_start();
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    const char *tr = fake.trace();
+    /* The forward's program, the network's backward with dL/dinput, Adam's, the encoding
+     * module's two backward programs. */
+    assert_int_equal(fake.count("cuLibraryLoadData"), 5);
+    assert_int_equal(fake.count("cuMemAlloc"), 1); /* the stream's buffer */
+    expect_in("unfused step", tr, "launch(gj_network_forward,A) launch(gj_network_input_zero,A) "
+                                  "launch(gj_network_input_zero,A) launch(gj_network_input_loss,A) "
+                                  "launch(gj_network_backward_input,A) memset(A) launch(gj_encode_backward", 1);
+    expect_in("unfused step", tr, "train_features", 0);
+    assert_true(fake.captured_float() == (float)(2.0 * 128.0 / 100.0));
+    fake.capture_argument("_input_loss", 4); /* loss_factor = 1 / 100 */
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    assert_true(fake.captured_float() == (float)(1.0 / 100.0));
+    fake.capture_argument(NULL, -1);
+    /* Adam is there already. */
+    fake.reset_counts();
+    gj_network_adam_desc a;
+    gj_network_adam_desc_init(&a);
+    a.params = b;
+    a.params_fp32 = a.first_moments = a.second_moments = (float *)(b + 4096);
+    a.steps = (uint32_t *)(b + 8192);
+    a.dL_dparams = (float *)(b + 131072);
+    a.encoding_params = b + (1 << 20);
+    a.encoding_params_fp32 = a.encoding_first_moments = a.encoding_second_moments = (float *)(b + 4096);
+    a.encoding_steps = (uint32_t *)(b + 8192);
+    a.dL_dencoding_params = b + (2 << 20);
+    assert_int_equal(gj_network_adam_step(m, NULL, &a), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 0);
+
+    atomic_store(&gj__network_test_hold_background, 0);
+    fake.reset_counts();
+    assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK);
+    /* On the thread: the encoding's forward programs, then the step's. */
+    assert_int_equal(fake.count("cuLibraryLoadData"), 3);
+    fake.trace_start();
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    tr = fake.trace();
+    expect_in("fused step", tr, "launch(gj_network_train_features,A)", 1);
+    expect_in("fused step", tr, "launch(gj_network_input_loss", 0);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 3); /* nothing more */
+    gj_network_module_destroy(m);
+    tier_teardown(&f);
+}
+
 /* A module destroyed while its thread compiles waits for it; a thread whose program fails
  * (the driver refuses it) is reported by gj_network_module_wait_compiles, and the backward then
  * compiles the fused program itself. */
@@ -1218,6 +1293,7 @@ int main(void) {
         cmocka_unit_test(a_model_launches_fused_kernels),
         cmocka_unit_test(a_model_backward_runs_unfused_while_the_fused_one_compiles),
         cmocka_unit_test(a_failed_or_abandoned_compile_behind_the_passes),
+        cmocka_unit_test(a_model_training_step_runs_unfused_while_its_program_compiles),
         cmocka_unit_test(exit_waits_for_the_compile_behind_the_passes),
         cmocka_unit_test(the_training_step_launches_its_program),
         cmocka_unit_test(forward_grids_stop_at_the_waves_asked_for),

@@ -28,9 +28,10 @@ static void usage(void) {
            "per pass a warm-up and K launches between CUDA events; the median is printed.\n"
            "compile_ms: the first inference call, the first forward + backward and the\n"
            "first fused training step with Adam, each compiling its programs cold (gridjit's\n"
-           "and the driver's caches off); training_all: from the same start until a model's\n"
-           "fused backward, compiled behind the first steps where tiers are on\n"
-           "(GRIDJIT_NETWORK_TIERS), is loaded too (the passes are timed after).\n"
+           "and the driver's caches off); training_all and train_step_all: from the same\n"
+           "starts until a model's fused backward or step, compiled behind the first steps\n"
+           "where tiers are on (GRIDJIT_NETWORK_TIERS), is loaded too (the passes are timed\n"
+           "after).\n"
            "\n"
            "Passes: inference; forward (keeping the context); backward (dL/dparams, fp32,\n"
            "overwritten: includes zeroing; a model's encoding's too); backward_input (and\n"
@@ -44,7 +45,7 @@ static void usage(void) {
            "(default: the network object's \"n_output_dims\"), -P/--points (default 2^21),\n"
            "-i/--iterations (default 50), -j/--json (one object: {\"config\", \"n_points\",\n"
            "\"device\", \"compile_ms\": {\"inference\", \"training\", \"training_all\",\n"
-           "\"train_step\"}, \"iterations\", \"final_loss\" (train_step's last),\n"
+           "\"train_step\", \"train_step_all\"}, \"iterations\", \"final_loss\" (train_step's last),\n"
            "\"passes\": {PASS: {\"median_ms\", \"points_per_s\"}}}).\n");
 }
 
@@ -254,7 +255,7 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
         r.a.dL_dencoding_params = de;
     }
     static const int compiled_by[3] = {P_INFERENCE, P_STEP, P_TRAIN_STEP};
-    double compile_ms[3] = {0, 0, 0}, training_all_ms = 0;
+    double compile_ms[3] = {0, 0, 0}, all_ms[3] = {0, 0, 0};
     for (int p = 0; rc == GJ_CLI_OK && p < 3; ++p) {
         const double t0 = gj_cli_now_ms();
         gj_status s = one_pass(&r, compiled_by[p]);
@@ -262,11 +263,11 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
             s = gj_stream_synchronize(ctx, NULL);
         }
         compile_ms[p] = gj_cli_now_ms() - t0;
-        if (s == GJ_OK && compiled_by[p] == P_STEP) {
-            /* A model's fused backward may still compile behind the first steps (tiers): the
-             * training programs are all there when it is, and the passes are timed after. */
+        /* A model's fused backward or step may still compile behind the first steps (tiers):
+         * all their programs are there when it is, and the passes are timed after. */
+        if (s == GJ_OK) {
             s = gj_network_module_wait_compiles(r.m);
-            training_all_ms = gj_cli_now_ms() - t0;
+            all_ms[p] = gj_cli_now_ms() - t0;
         }
         rc = s == GJ_OK ? GJ_CLI_OK : gj_cli_status_error(CMD, ctx, s, "cannot run the network");
     }
@@ -289,8 +290,9 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
             cJSON_AddStringToObject(root, "device", gpu.info.device_name);
             cJSON_AddNumberToObject(compile, "inference", compile_ms[0]);
             cJSON_AddNumberToObject(compile, "training", compile_ms[1]);
-            cJSON_AddNumberToObject(compile, "training_all", training_all_ms);
+            cJSON_AddNumberToObject(compile, "training_all", all_ms[1]);
             cJSON_AddNumberToObject(compile, "train_step", compile_ms[2]);
+            cJSON_AddNumberToObject(compile, "train_step_all", all_ms[2]);
             cJSON_AddItemToObject(root, "compile_ms", compile);
             cJSON_AddNumberToObject(root, "iterations", iterations);
             cJSON_AddNumberToObject(root, "final_loss", final_loss);
@@ -308,10 +310,10 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
         } else {
             printf("network   %s\ndevice    %s\npoints    %llu\n"
                    "compile   inference %.0f ms, training %.0f ms (all its programs %.0f ms), train_step %.0f "
-                   "ms (cold)\n"
+                   "ms (%.0f ms) (cold)\n"
                    "loss      %g (after the last train_step)\n",
-                   hyper, gpu.info.device_name, (unsigned long long)n, compile_ms[0], compile_ms[1], training_all_ms,
-                   compile_ms[2], (double)final_loss);
+                   hyper, gpu.info.device_name, (unsigned long long)n, compile_ms[0], compile_ms[1], all_ms[1],
+                   compile_ms[2], all_ms[2], (double)final_loss);
             for (int p = 0; p < P_COUNT; ++p) {
                 printf("%-15s %9.4f ms  %8.1f M points/s\n", pass_name[p], median[p],
                        median[p] > 0 ? n / (median[p] * 1e3) : 0.0);

@@ -138,6 +138,10 @@ void gj__network_background_join(gj_network_module *m);
  * fused backward's, or (tiers on, that one not cached) with those of the unfused backward while
  * a thread compiles the fused one. */
 gj_status gj__network_need_training(gj_network_module *m, const char *call);
+/* A model's training step's programs, made as the tiers say: *unfused 0, the fused step's (and
+ * Adam's, and the encoding module's forward and backward); 1 (tiers on, the step's program not
+ * cached), those of the step served by the passes apart while a thread compiles it. */
+gj_status gj__network_need_step(gj_network_module *m, const char *call, gj_module **encoding_module, int *unfused);
 
 /* ---- network_launch.c ---- */
 /* Launches kernel k over n points with the plan of the code that serves the stream's context;

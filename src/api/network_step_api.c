@@ -72,21 +72,79 @@ static gj_status zero_step_outputs(gj_network_module *m, gj_stream stream, const
     return status;
 }
 
-/* What a model's training step runs, made side by side where nothing is yet: the step's and
- * Adam's programs (on a thread) and the encoding module's forward and its backward to the
- * parameters alone, one level a thread or level groups: what gj_forward and gj_backward launch
- * below (its prepare compiles them side by side in turn). */
-static gj_status need_model_step(gj_network_module *m, const char *call, gj_module **encoding_module) {
-    pthread_mutex_lock(&m->lock);
-    const int made = m->programs[GJ__NETWORK_PART_STEP] != NULL;
-    pthread_mutex_unlock(&m->lock);
-    if (made) {
-        gj_status status = gj__network_need_encoding_module(m, encoding_module);
-        return status == GJ_OK ? gj__network_need_parts(m, step_parts, N_STEP_PARTS, call) : status;
+/* The unfused step's loss kernel: at most this many blocks of 256 threads. */
+#define LOSS_BLOCKS 256u
+
+/* 256-byte steps of the stream's scratch buffer. */
+static uint64_t aligned_bytes(uint64_t bytes) {
+    return (bytes + 255) / 256 * 256;
+}
+
+/* A model's training step served by the passes apart while its own program compiles on a thread
+ * (network_tiers.c): the forward for training (its outputs and context into a buffer of the
+ * stream's, the outputs into desc->output where given), the L2 loss's gradient and the loss
+ * (NAME_input_loss, as the fused kernel computes them), the network's backward writing
+ * dL/d(features) and its gradients, the encoding's backward. The same gradients and loss as
+ * the fused step, summed in another order. */
+static gj_status train_step_unfused(gj_network_module *m, gj_stream stream, const gj_network_train_desc *desc,
+                                    float scale, gj_module *encoding_module, const char *call) {
+    const uint64_t n = desc->n, values = n * m->net->layout.output_width;
+    const uint64_t context_bytes = aligned_bytes(gj_network_module_context_bytes(m, n));
+    const uint64_t output_bytes = aligned_bytes(4 * values);
+    const uint64_t feature_bytes = n * m->net->encoding->layout.n_output_dims * gj__network_encoding_param_size(m);
+    char *scratch = NULL;
+    gj_status status = gj__workspace_get_for_stream(&m->stream_features, &m->ctx->runtime, stream,
+                                                    context_bytes + 2 * output_bytes + feature_bytes, call,
+                                                    (void **)&scratch);
+    if (status != GJ_OK) {
+        return status;
     }
-    const uint32_t parts = 1u << GJ__PART_FORWARD | 1u << GJ__PART_FORWARD_ROWS | 1u << GJ__PART_BACKWARD |
-                           1u << GJ__PART_BACKWARD_ROWS;
-    return gj__network_need_parts_beside_encoding(m, step_parts, N_STEP_PARTS, parts, call, encoding_module);
+    void *context = scratch;
+    float *y = desc->output ? desc->output : (float *)(scratch + context_bytes);
+    float *dy = (float *)(scratch + context_bytes + output_bytes);
+    void *features = scratch + context_bytes + 2 * output_bytes;
+    const float *x = desc->input, *target = desc->target;
+    const void *params = desc->params, *eparams = desc->encoding_params;
+    uint64_t count = n;
+    void *forward_args[] = {&count, &x, &y, &params, &eparams, &context};
+    status = gj__network_launch(m, GJ__NK_FORWARD, stream, n, forward_args, call);
+    if (status == GJ_OK) {
+        status = gj__network_zero_with(m, GJ__NK_INPUT_ZERO, stream, desc->dL_dparams, 4 * m->net->layout.n_params);
+    }
+    if (status == GJ_OK && desc->loss) {
+        status = gj__network_zero_with(m, GJ__NK_INPUT_ZERO, stream, desc->loss, 4);
+    }
+    float grad_factor, loss_factor;
+    loss_factors(m, n, scale, &grad_factor, &loss_factor);
+    float *loss = desc->loss;
+    uint64_t n_values = values;
+    const float *y_read = y;
+    void *loss_args[] = {&n_values, &y_read, &target, &grad_factor, &loss_factor, &dy, &loss};
+    /* At most LOSS_BLOCKS blocks: a warp adds its sum of squares to the loss with one atomic, and
+     * fewer of them sum in fp32 with less rounding (the fused kernel's are a wave's warps). */
+    if (status == GJ_OK) {
+        status = gj__network_launch_elementwise(m, GJ__NK_INPUT_LOSS, stream, values, LOSS_BLOCKS, loss_args);
+    }
+    float one = 1.0f; /* dL/dy carries the loss scale already, rounded as the fused kernel rounds it */
+    const float *dy_read = dy;
+    float *dparams = desc->dL_dparams;
+    void *backward_args[] = {&count, &dy_read, &params, &context, &dparams, &features, &one};
+    if (status == GJ_OK) {
+        status = gj__network_launch(m, GJ__NK_BACKWARD_INPUT, stream, n, backward_args, call);
+    }
+    if (status == GJ_OK) {
+        gj_backward_desc b;
+        gj_backward_desc_init(&b);
+        b.n = n;
+        b.x = x;
+        b.params = eparams;
+        b.dL_dy = features;
+        b.dL_dy_layout = GJ_LAYOUT_SOA;
+        b.dL_dparams = desc->dL_dencoding_params;
+        b.dL_dparams_mode = GJ_GRAD_OVERWRITE;
+        status = gj_backward(encoding_module, stream, &b);
+    }
+    return status;
 }
 
 /* A model's training step in three launches: the encoding module's forward writes the features
@@ -96,7 +154,11 @@ static gj_status train_step_model(gj_network_module *module, gj_stream stream, c
                                   float scale, const char *call) {
     gj_module *encoding_module = NULL;
     void *features = NULL;
-    gj_status status = need_model_step(module, call, &encoding_module);
+    int unfused = 0;
+    gj_status status = gj__network_need_step(module, call, &encoding_module, &unfused);
+    if (status == GJ_OK && unfused) {
+        return train_step_unfused(module, stream, desc, scale, encoding_module, call);
+    }
     if (status == GJ_OK) {
         status = gj__workspace_get(&module->features, &module->ctx->runtime, stream,
                                    desc->n * module->net->encoding->layout.n_output_dims * gj__network_encoding_param_size(module),

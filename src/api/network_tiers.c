@@ -15,6 +15,8 @@
 
 #include "runtime/module.h"
 
+#include <stdio.h>
+
 /* The thread's work: part's program made (network_programs.c). */
 static gj_status make_behind(gj_network_module *m, gj__network_part part, char *message, size_t size) {
     return gj__network_make_part(m, part, 0, "gj_network_forward", message, size);
@@ -65,4 +67,72 @@ gj_status gj__network_need_training(gj_network_module *m, const char *call) {
         return gj__network_need_parts(m, fused_parts, N_FUSED_MODEL, call);
     }
     return need_unfused(m, call);
+}
+
+/* ---- the training step ------------------------------------------------------------------ */
+
+/* The step's program and Adam's, and the encoding module's forward and backward to the
+ * parameters alone, one level a thread or level groups: what the fused step launches. */
+static const gj__network_part step_parts[] = {GJ__NETWORK_PART_STEP, GJ__NETWORK_PART_ADAM};
+#define STEP_ENCODING_PARTS                                                                                        \
+    (1u << GJ__PART_FORWARD | 1u << GJ__PART_FORWARD_ROWS | 1u << GJ__PART_BACKWARD | 1u << GJ__PART_BACKWARD_ROWS)
+/* The step served by the passes apart: the forward for training, the network's backward with
+ * dL/dinput (with the loss kernel), Adam's; the encoding module's backward. */
+static const gj__network_part unfused_step_parts[] = {GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_TRAINING_INPUT,
+                                                      GJ__NETWORK_PART_ADAM};
+
+/* The fused step's programs, made side by side where nothing is yet. */
+static gj_status need_fused_step(gj_network_module *m, const char *call, gj_module **encoding_module) {
+    pthread_mutex_lock(&m->lock);
+    const int made = m->programs[GJ__NETWORK_PART_STEP] != NULL;
+    pthread_mutex_unlock(&m->lock);
+    if (made) {
+        gj_status status = gj__network_need_encoding_module(m, encoding_module);
+        return status == GJ_OK ? gj__network_need_parts(m, step_parts, 2, call) : status;
+    }
+    return gj__network_need_parts_beside_encoding(m, step_parts, 2, STEP_ENCODING_PARTS, call, encoding_module);
+}
+
+/* The thread's work for the step: the encoding module's forward programs first (the fused step
+ * launches them; its backward's are the unfused step's already), then the step's program. */
+static gj_status make_step_behind(gj_network_module *m, gj__network_part part, char *message, size_t size) {
+    gj_module *encoding_module = NULL;
+    gj_status status = gj__network_need_encoding_module(m, &encoding_module);
+    if (status == GJ_OK) {
+        status = gj__module_prepare_parts(encoding_module, 1u << GJ__PART_FORWARD | 1u << GJ__PART_FORWARD_ROWS,
+                                          "gj_network_train_step");
+    }
+    if (status != GJ_OK) {
+        snprintf(message, size, "%s", gj_context_errmsg(m->ctx));
+        return status;
+    }
+    return gj__network_make_part(m, part, 0, "gj_network_train_step", message, size);
+}
+
+gj_status gj__network_need_step(gj_network_module *m, const char *call, gj_module **encoding_module, int *unfused) {
+    *unfused = 0;
+    pthread_mutex_lock(&m->lock);
+    const int fused = m->programs[GJ__NETWORK_PART_STEP] != NULL;
+    const int unfused_made = m->programs[GJ__NETWORK_PART_TRAINING] && m->programs[GJ__NETWORK_PART_TRAINING_INPUT] &&
+                             m->programs[GJ__NETWORK_PART_ADAM] && m->encoding_module;
+    pthread_mutex_unlock(&m->lock);
+    if (fused || !m->tiers) {
+        return need_fused_step(m, call, encoding_module);
+    }
+    if (!gj__network_background_compiling(m, GJ__NETWORK_PART_STEP)) {
+        /* As for the backward: a thread's at most once, not where the cache holds it, and none
+         * while another compiles (then the fused step now). */
+        if (gj__network_background_tried(m, GJ__NETWORK_PART_STEP) ||
+            gj__network_make_part(m, GJ__NETWORK_PART_STEP, 1, call, NULL, 0) == GJ_OK ||
+            !gj__network_background_start(m, GJ__NETWORK_PART_STEP, make_step_behind)) {
+            gj__diag_clear(&m->ctx->diag);
+            return need_fused_step(m, call, encoding_module);
+        }
+    }
+    *unfused = 1;
+    if (unfused_made) {
+        return gj__network_need_encoding_module(m, encoding_module);
+    }
+    return gj__network_need_parts_beside_encoding(m, unfused_step_parts, 3, UNFUSED_ENCODING_PARTS, call,
+                                                  encoding_module);
 }

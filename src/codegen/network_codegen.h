@@ -46,6 +46,7 @@ typedef enum gj__network_kernel {
     GJ__NK_STEP_FEATURES,
     GJ__NK_INPUT_ZERO,   /* NAME_input_zero, NAME_input_finish: the zeroing and finishing kernels */
     GJ__NK_INPUT_FINISH, /* again, in the program with dL/dinput (which then serves a pass alone) */
+    GJ__NK_INPUT_LOSS,   /* a model's: the training step's L2 loss as a pass (docs/networks.md §10) */
     GJ__NK_COUNT
 } gj__network_kernel;
 
@@ -79,7 +80,8 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
 const char *gj__network_name(const gj_codegen_options *opts);
 
 /* The part's kernels as name expressions ("&NAME_inference"; "&NAME_forward", "&NAME_backward",
- * "&NAME_zero", "&NAME_finish"; "&NAME_backward_input", "&NAME_input_zero", "&NAME_input_finish";
+ * "&NAME_zero", "&NAME_finish"; "&NAME_backward_input", "&NAME_input_zero", "&NAME_input_finish",
+ * a model's "&NAME_input_loss";
  * "&NAME_train_step", "&NAME_train_zero", "&NAME_adam"), *count of them; malloc()ed
  * (gj__free_string_list); NULL on OOM. */
 char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
