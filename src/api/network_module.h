@@ -80,7 +80,9 @@ struct gj_network_module {
     int carveout_chosen;    /* prefer_l1 has run (for the first class launched), under lock */
     int tiers;              /* a model's fused backward compiled behind its first steps (GRIDJIT_NETWORK_TIERS) */
     gj__network_background background;
-    gj__workspace stream_features; /* dL/d(features) of the unfused backward serving meanwhile, per stream */
+    gj__workspace stream_scratch; /* what the unfused backward and step serving meanwhile keep between
+                                     their launches (dL/d(features); the step's outputs, context and
+                                     dL/dy too), per stream */
 };
 
 /* The size of a model's encoding parameter: 2 bytes (fp16) or 4 (fp32). */

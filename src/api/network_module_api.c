@@ -44,7 +44,7 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     pthread_mutex_init(&m->lock, NULL);
     gj__network_background_init(&m->background);
     gj__workspace_init(&m->features);
-    gj__workspace_init(&m->stream_features);
+    gj__workspace_init(&m->stream_scratch);
     gj__workspace_init(&m->ring);
     *out = m;
     return GJ_OK;
@@ -60,7 +60,7 @@ void gj_network_module_destroy(gj_network_module *module) {
     }
     gj_module_destroy(module->encoding_module);
     gj__workspace_destroy(&module->features, &module->ctx->runtime);
-    gj__workspace_destroy(&module->stream_features, &module->ctx->runtime);
+    gj__workspace_destroy(&module->stream_scratch, &module->ctx->runtime);
     gj__workspace_destroy(&module->ring, &module->ctx->runtime);
     gj_network_destroy(module->net);
     pthread_mutex_destroy(&module->lock);

@@ -227,7 +227,7 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     if (status == GJ_OK && unfused) {
         const size_t bytes = desc->n * module->net->encoding->layout.n_output_dims * gj__network_encoding_param_size(module);
         status = with_input ? gj__workspace_get(&module->features, &module->ctx->runtime, stream, bytes, call, &features)
-                            : gj__workspace_get_for_stream(&module->stream_features, &module->ctx->runtime, stream,
+                            : gj__workspace_get_for_stream(&module->stream_scratch, &module->ctx->runtime, stream,
                                                            bytes, call, &features);
     }
     const int overwrite = desc->dL_dparams_mode == GJ_GRAD_OVERWRITE;

@@ -93,7 +93,7 @@ static gj_status train_step_unfused(gj_network_module *m, gj_stream stream, cons
     const uint64_t output_bytes = aligned_bytes(4 * values);
     const uint64_t feature_bytes = n * m->net->encoding->layout.n_output_dims * gj__network_encoding_param_size(m);
     char *scratch = NULL;
-    gj_status status = gj__workspace_get_for_stream(&m->stream_features, &m->ctx->runtime, stream,
+    gj_status status = gj__workspace_get_for_stream(&m->stream_scratch, &m->ctx->runtime, stream,
                                                     context_bytes + 2 * output_bytes + feature_bytes, call,
                                                     (void **)&scratch);
     if (status != GJ_OK) {
