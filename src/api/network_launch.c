@@ -1,8 +1,10 @@
 /* The launches of a network module's kernels: the geometry of its block plan, the carveout of a
- * model's inference kernel, the elementwise kernels (network_module.h). */
+ * model's inference kernel, the elementwise kernels, a model's backward through dL/d(features)
+ * (network_module.h). */
 #include "api/network_module.h"
 
 #include "runtime/l1_carveout.h"
+#include "runtime/module.h"
 #include "runtime/stream_device.h"
 
 gj_status gj__network_launch_elementwise(gj_network_module *m, gj__network_kernel k, gj_stream stream, uint64_t items,
@@ -143,3 +145,37 @@ gj_status gj__network_launch(gj_network_module *m, gj__network_kernel k, gj_stre
     return gj__network_launch_step(m, k, stream, n, args, NULL, call);
 }
 
+
+gj_status gj__network_backward_through_features(gj_network_module *m, gj_stream stream,
+                                                const gj__network_features_backward *b, const char *call) {
+    uint64_t n = b->n;
+    const float *dy = b->dL_dy;
+    const void *params = b->params;
+    const void *context = b->context;
+    float *dparams = b->dL_dparams;
+    void *features = b->features;
+    float dy_scale = b->dy_scale;
+    void *args[] = {&n, &dy, &params, &context, &dparams, &features, &dy_scale};
+    gj_status status = gj__network_launch(m, GJ__NK_BACKWARD_INPUT, stream, n, args, call);
+    if (status != GJ_OK || (!b->dL_dencoding_params && !b->dL_dx)) {
+        return status; /* the encoding's part: only what was asked for */
+    }
+    return gj__network_encoding_backward(b->encoding_module, stream, n, b->x, b->encoding_params, features,
+                                         b->dL_dencoding_params, b->encoding_mode, b->dL_dx);
+}
+
+gj_status gj__network_encoding_backward(gj_module *encoding_module, gj_stream stream, uint64_t n, const float *x,
+                                        const void *encoding_params, const void *features, void *dL_dparams,
+                                        gj_grad_mode mode, float *dL_dx) {
+    gj_backward_desc e;
+    gj_backward_desc_init(&e);
+    e.n = n;
+    e.x = x;
+    e.params = encoding_params;
+    e.dL_dy = features;
+    e.dL_dy_layout = GJ_LAYOUT_SOA;
+    e.dL_dparams = dL_dparams;
+    e.dL_dparams_mode = mode;
+    e.dL_dx = dL_dx;
+    return gj_backward(encoding_module, stream, &e);
+}

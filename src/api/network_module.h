@@ -4,7 +4,8 @@
  *   network_options.c      what its programs are generated with, the measuring knobs it reads
  *   network_programs.c     its programs, made on first use (side by side on threads), and
  *                          gj_network_precompile
- *   network_launch.c       the geometry of its kernels' launches
+ *   network_launch.c       the geometry of its kernels' launches; a model's backward through
+ *                          dL/d(features) (the network's kernel, then the encoding module's)
  *   network_passes_api.c   inference, the forward for training, the backward
  *   network_step_api.c     the fused training step and Adam
  *   network_init_api.c     the parameters' initialisation
@@ -159,6 +160,28 @@ gj_status gj__network_launch(gj_network_module *m, gj__network_kernel k, gj_stre
  * Adam's). */
 gj_status gj__network_launch_elementwise(gj_network_module *m, gj__network_kernel k, gj_stream stream,
                                          uint64_t items, uint32_t max_blocks, void **args);
+/* A model's backward through dL/d(features) (docs/networks.md §9): the network's kernel
+ * (NAME_backward_input) writes them and adds its gradients, then the encoding module's backward
+ * turns them into what is asked of it (its gradients, dL/dx; neither: nothing). */
+typedef struct gj__network_features_backward {
+    uint64_t n;
+    const float *x, *dL_dy;
+    float dy_scale;
+    const void *params, *encoding_params, *context;
+    float *dL_dparams;           /* added to (zeroed first where overwritten), or NULL */
+    void *features;              /* n x the encoding's outputs, its precision: a workspace */
+    gj_module *encoding_module;
+    void *dL_dencoding_params;   /* or NULL */
+    gj_grad_mode encoding_mode;
+    float *dL_dx;                /* or NULL */
+} gj__network_features_backward;
+gj_status gj__network_backward_through_features(gj_network_module *m, gj_stream stream,
+                                                const gj__network_features_backward *b, const char *call);
+/* The encoding module's backward from dL/d(features) (feature-major, n points): its gradients
+ * (or NULL) as mode says, dL/dx (or NULL). */
+gj_status gj__network_encoding_backward(gj_module *encoding_module, gj_stream stream, uint64_t n, const float *x,
+                                        const void *encoding_params, const void *features, void *dL_dparams,
+                                        gj_grad_mode mode, float *dL_dx);
 /* Zeroes bytes (a multiple of 4) at p on stream with zeroing kernel k (the backward program's
  * or the training step program's). */
 gj_status gj__network_zero_with(gj_network_module *m, gj__network_kernel k, gj_stream stream, void *p,

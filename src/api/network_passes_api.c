@@ -261,21 +261,10 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
         void *args[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams, &dy_scale};
         status = gj__network_launch(module, GJ__NK_BACKWARD, stream, n, args, call);
     } else {
-        void *args[] = {&n, &dy, &params, &context, &dparams, &features, &dy_scale};
-        status = gj__network_launch(module, GJ__NK_BACKWARD_INPUT, stream, n, args, call);
-        gj_backward_desc b;
-        gj_backward_desc_init(&b);
-        b.n = n;
-        b.x = x;
-        b.params = eparams;
-        b.dL_dy = features;
-        b.dL_dy_layout = GJ_LAYOUT_SOA;
-        b.dL_dparams = deparams;
-        b.dL_dparams_mode = grads.sums_zeroed ? GJ_GRAD_OVERWRITE : GJ_GRAD_ACCUMULATE;
-        b.dL_dx = dx;
-        if (status == GJ_OK && (deparams || dx)) { /* the encoding's part of what was asked for */
-            status = gj_backward(encoding_module, stream, &b);
-        }
+        const gj__network_features_backward b = {n, x, dy, dy_scale, params, eparams, context, dparams, features,
+                                                 encoding_module, deparams,
+                                                 grads.sums_zeroed ? GJ_GRAD_OVERWRITE : GJ_GRAD_ACCUMULATE, dx};
+        status = gj__network_backward_through_features(module, stream, &b, call);
     }
     return status == GJ_OK
                ? finish_gradients(module, stream, desc, &grads, input_program ? GJ__NK_INPUT_FINISH : GJ__NK_FINISH)

@@ -125,24 +125,11 @@ static gj_status train_step_unfused(gj_network_module *m, gj_stream stream, cons
     if (status == GJ_OK) {
         status = gj__network_launch_elementwise(m, GJ__NK_INPUT_LOSS, stream, values, LOSS_BLOCKS, loss_args);
     }
-    float one = 1.0f; /* dL/dy carries the loss scale already, rounded as the fused kernel rounds it */
-    const float *dy_read = dy;
-    float *dparams = desc->dL_dparams;
-    void *backward_args[] = {&count, &dy_read, &params, &context, &dparams, &features, &one};
-    if (status == GJ_OK) {
-        status = gj__network_launch(m, GJ__NK_BACKWARD_INPUT, stream, n, backward_args, call);
-    }
-    if (status == GJ_OK) {
-        gj_backward_desc b;
-        gj_backward_desc_init(&b);
-        b.n = n;
-        b.x = x;
-        b.params = eparams;
-        b.dL_dy = features;
-        b.dL_dy_layout = GJ_LAYOUT_SOA;
-        b.dL_dparams = desc->dL_dencoding_params;
-        b.dL_dparams_mode = GJ_GRAD_OVERWRITE;
-        status = gj_backward(encoding_module, stream, &b);
+    if (status == GJ_OK) { /* dL/dy carries the loss scale already, rounded as the fused kernel rounds it */
+        const gj__network_features_backward b = {n, x, dy, 1.0f, params, eparams, context, desc->dL_dparams,
+                                                 features, encoding_module, desc->dL_dencoding_params,
+                                                 GJ_GRAD_OVERWRITE, NULL};
+        status = gj__network_backward_through_features(m, stream, &b, call);
     }
     return status;
 }
@@ -188,16 +175,8 @@ static gj_status train_step_model(gj_network_module *module, gj_stream stream, c
     void *args[] = {&n, &features, &target, &grad_factor, &loss_factor, &params, &ring, &y, &dparams, &loss};
     status = gj__network_launch_step(module, GJ__NK_STEP_FEATURES, stream, n, args, &ring, call);
     if (status == GJ_OK) {
-        gj_backward_desc b;
-        gj_backward_desc_init(&b);
-        b.n = n;
-        b.x = desc->input;
-        b.params = desc->encoding_params;
-        b.dL_dy = features;
-        b.dL_dy_layout = GJ_LAYOUT_SOA;
-        b.dL_dparams = desc->dL_dencoding_params;
-        b.dL_dparams_mode = GJ_GRAD_OVERWRITE;
-        status = gj_backward(encoding_module, stream, &b);
+        status = gj__network_encoding_backward(encoding_module, stream, n, desc->input, desc->encoding_params, features,
+                                               desc->dL_dencoding_params, GJ_GRAD_OVERWRITE, NULL);
     }
     return status;
 }
