@@ -488,20 +488,64 @@ typedef struct tier_fixture {
     gj_network_pass_desc d;
 } tier_fixture;
 
+/* A pass of tier_model over one device buffer b (both parts' gradients asked for, the
+ * encoding's but where encoding_gradients is 0). */
+static gj_network_pass_desc tier_desc(char *b, int encoding_gradients) {
+    gj_network_pass_desc d = desc_over(b, 50);
+    d.encoding_params = b + (1 << 20);
+    d.dL_doutput = (const float *)(b + 65536);
+    d.dL_dparams = (float *)(b + 131072);
+    d.dL_dencoding_params = encoding_gradients ? b + (2 << 20) : NULL;
+    return d;
+}
+
+/* A cache holding tier_model's programs of the unfused passes, not the fused backward's nor the
+ * step's (a thread that gave up: the test hook's -1), made once: the tests below start from
+ * copies of it, so that each compiles only what it is about (under valgrind NVRTC takes about
+ * half a minute a program). */
+static char tier_base[4096];
+
+static void make_tier_base(void) {
+    setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
+    gj_context *ctx = context_with_fresh_cache("gj_network_tier_base_XXXXXX", tier_base, sizeof tier_base);
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(ctx, tier_model, 3, 0, &net), GJ_OK);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
+    gj_network_pass_desc d = tier_desc(buffer, 0);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
+    atomic_store(&gj__network_test_hold_background, -1);
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    assert_int_equal(gj_network_module_wait_compiles(m), GJ_ERROR_INTERNAL); /* given up */
+    atomic_store(&gj__network_test_hold_background, 0);
+    gj_network_module_destroy(m);
+    gj_device_free(ctx, buffer);
+    gj_network_destroy(net);
+    gj_context_destroy(ctx);
+}
+
+/* A context on a fresh copy of tier_base (dir, from template). */
+static gj_context *tier_context(const char *template, char *dir, size_t size) {
+    if (!tier_base[0]) {
+        make_tier_base();
+    }
+    gj_context *ctx = context_with_fresh_cache(template, dir, size);
+    char command[9000];
+    snprintf(command, sizeof command, "cp -a '%s/.' '%s/'", tier_base, dir);
+    assert_int_equal(system(command), 0);
+    return ctx;
+}
+
 static void tier_setup(tier_fixture *f, const char *template, int encoding_gradients) {
     setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
     char dir[4096];
-    f->ctx = context_with_fresh_cache(template, dir, sizeof dir);
+    f->ctx = tier_context(template, dir, sizeof dir);
     f->net = NULL;
     assert_int_equal(gj_network_create(f->ctx, tier_model, 3, 0, &f->net), GJ_OK);
     f->buffer = NULL;
     assert_int_equal(gj_device_alloc(f->ctx, 1 << 22, &f->buffer), GJ_OK);
-    char *b = f->buffer;
-    f->d = desc_over(b, 50);
-    f->d.encoding_params = b + (1 << 20);
-    f->d.dL_doutput = (const float *)(b + 65536);
-    f->d.dL_dparams = (float *)(b + 131072);
-    f->d.dL_dencoding_params = encoding_gradients ? b + (2 << 20) : NULL;
+    f->d = tier_desc(f->buffer, encoding_gradients);
 }
 
 static void tier_teardown(tier_fixture *f) {
@@ -589,7 +633,7 @@ static void a_model_backward_runs_unfused_while_the_fused_one_compiles(void **st
     /* Tiers off: the fused backward compiles with the forward, as always. */
     setenv("GRIDJIT_NETWORK_TIERS", "0", 1);
     char dir[4096];
-    gj_context *ctx2 = context_with_fresh_cache("gj_network_no_tiers_XXXXXX", dir, sizeof dir);
+    gj_context *ctx2 = tier_context("gj_network_no_tiers_XXXXXX", dir, sizeof dir);
     gj_network_module *m2 = NULL;
     assert_int_equal(gj_network_module_create(ctx2, net, &m2), GJ_OK);
     atomic_store(&gj__network_test_hold_background, 1);
@@ -699,7 +743,7 @@ static void a_failed_or_abandoned_compile_behind_the_passes(void **state) {
     gj_network_module_destroy(m);                             /* and is waited for */
 
     char dir[4096];
-    gj_context *ctx2 = context_with_fresh_cache("gj_network_tiers_fail2_XXXXXX", dir, sizeof dir);
+    gj_context *ctx2 = tier_context("gj_network_tiers_fail2_XXXXXX", dir, sizeof dir);
     assert_int_equal(gj_network_module_create(ctx2, net, &m), GJ_OK);
     atomic_store(&gj__network_test_hold_background, 1);
     assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);

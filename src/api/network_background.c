@@ -9,8 +9,8 @@
 #ifdef GJ_TEST_HOOKS
 #include <stdatomic.h>
 #include <time.h>
-/* Nonzero: a thread started to compile waits until it is zero again (tests catch the unfused
- * backward serving so). */
+/* 1: a thread started to compile waits until it is 0 again (tests catch the unfused passes
+ * serving so); -1: it gives up without compiling (tests make a cache without its program). */
 atomic_int gj__network_test_hold_background;
 #endif
 
@@ -76,12 +76,15 @@ static void *compile_behind(void *arg) {
     }
 #ifdef GJ_TEST_HOOKS
     /* At most a minute: a test that fails while holding must not hang its process's exit. */
-    for (int ms = 0; atomic_load(&gj__network_test_hold_background) && ms < 60000; ++ms) {
+    for (int ms = 0; atomic_load(&gj__network_test_hold_background) > 0 && ms < 60000; ++ms) {
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
+    const int abandon = atomic_load(&gj__network_test_hold_background) < 0;
+#else
+    const int abandon = 0;
 #endif
-    char message[GJ__MESSAGE_MAX] = "";
-    const gj_status status = b->make(m, b->part, message, sizeof message);
+    char message[GJ__MESSAGE_MAX] = "abandoned (a test's hook)";
+    const gj_status status = abandon ? GJ_ERROR_INTERNAL : b->make(m, b->part, message, sizeof message);
     pthread_mutex_lock(&b->lock);
     b->status = status;
     snprintf(b->message, sizeof b->message, "%s", message);
