@@ -1,16 +1,16 @@
-/* When a model's fused backward is compiled behind its first steps (network_module.h;
+/* When a model's slowest programs are compiled behind its first steps (network_module.h;
  * docs/networks.md §10, "Tiers"; the thread: network_background.c).
  *
- * The fused backward's program is the slowest of a model's training programs to compile (the
- * 64 x 2 model's: 0.95 s of NVRTC on the development machine, against 0.42 s for the forward's,
- * 0.58 s for the network's backward with dL/dinput and 0.33 s and 0.37 s for the encoding
- * module's backward programs), and the first forward for training waits for it. Where the host
- * has a core for each (GRIDJIT_NETWORK_TIERS), that first forward compiles instead the programs
- * of the unfused backward (the network's kernel writing dL/d(features), the encoding module's
- * backward: the path of the backward with dL/dinput) beside its own, and a thread compiles the
- * fused one: until it is loaded gj_network_backward runs unfused (the same gradients, summed in
- * another order), then fused. The thread's program is taken from the disk cache at once where
- * it is there (no thread, no unfused pass). */
+ * A model's fused backward and its training step's program are the slowest of its programs to
+ * compile (the 64 x 2 model's, NVRTC on the 2-core development machine: 0.83-0.92 s and
+ * 1.11-1.17 s, where the forward's takes 0.39-0.44 s, the network's backward with dL/dinput
+ * 0.60-0.70 s and the encoding module's backward programs 0.30-0.43 s), and the first forward
+ * for training, or the first step, waits for them. Where the host has a core for each
+ * (GRIDJIT_NETWORK_TIERS), the first call compiles instead the programs of the passes apart
+ * (the forward's; the network's kernel writing dL/d(features), with the loss kernel; Adam's for
+ * the step; the encoding module's backward) side by side, and a thread compiles the slow one:
+ * until it is loaded the backward, or the step, runs as those passes (the same results, summed
+ * in another order), then fused. A program the disk cache holds is taken at once (no thread). */
 #include "api/network_module.h"
 
 #include "runtime/module.h"
@@ -45,6 +45,21 @@ static gj_status need_unfused(gj_network_module *m, const char *call) {
                                                          &encoding_module);
 }
 
+/* Whether the passes apart serve part's passes now: a thread compiles part, started here unless
+ * one has had it before (loaded, or failed: then the passes compile it, reporting why), the
+ * disk cache holds it (then it is loaded now) or another thread runs. */
+static int behind(gj_network_module *m, gj__network_part part, gj__network_make_fn make, const char *call) {
+    if (gj__network_background_compiling(m, part)) {
+        return 1;
+    }
+    if (gj__network_background_tried(m, part) || gj__network_make_part(m, part, 1, call, NULL, 0) == GJ_OK ||
+        !gj__network_background_start(m, part, make)) {
+        gj__diag_clear(&m->ctx->diag); /* a probe's miss says nothing */
+        return 0;
+    }
+    return 1;
+}
+
 gj_status gj__network_need_training(gj_network_module *m, const char *call) {
     if (!m->net->encoding) {
         return gj__network_need_parts(m, fused_parts, N_FUSED_NETWORK, call);
@@ -52,18 +67,7 @@ gj_status gj__network_need_training(gj_network_module *m, const char *call) {
     pthread_mutex_lock(&m->lock);
     const int fused = m->programs[GJ__NETWORK_PART_BACKWARD] != NULL;
     pthread_mutex_unlock(&m->lock);
-    if (fused || !m->tiers) {
-        return gj__network_need_parts(m, fused_parts, N_FUSED_MODEL, call);
-    }
-    if (gj__network_background_compiling(m, GJ__NETWORK_PART_BACKWARD)) {
-        return need_unfused(m, call);
-    }
-    /* Once a thread has had it (loaded, or failed: then compiled here, reporting why), or where
-     * the disk cache holds it, or where no thread starts: the fused backward now. */
-    if (gj__network_background_tried(m, GJ__NETWORK_PART_BACKWARD) ||
-        gj__network_make_part(m, GJ__NETWORK_PART_BACKWARD, 1, call, NULL, 0) == GJ_OK ||
-        !gj__network_background_start(m, GJ__NETWORK_PART_BACKWARD, make_behind)) {
-        gj__diag_clear(&m->ctx->diag);
+    if (fused || !m->tiers || !behind(m, GJ__NETWORK_PART_BACKWARD, make_behind, call)) {
         return gj__network_need_parts(m, fused_parts, N_FUSED_MODEL, call);
     }
     return need_unfused(m, call);
@@ -116,18 +120,8 @@ gj_status gj__network_need_step(gj_network_module *m, const char *call, gj_modul
     const int unfused_made = m->programs[GJ__NETWORK_PART_TRAINING] && m->programs[GJ__NETWORK_PART_TRAINING_INPUT] &&
                              m->programs[GJ__NETWORK_PART_ADAM] && m->encoding_module;
     pthread_mutex_unlock(&m->lock);
-    if (fused || !m->tiers) {
+    if (fused || !m->tiers || !behind(m, GJ__NETWORK_PART_STEP, make_step_behind, call)) {
         return need_fused_step(m, call, encoding_module);
-    }
-    if (!gj__network_background_compiling(m, GJ__NETWORK_PART_STEP)) {
-        /* As for the backward: a thread's at most once, not where the cache holds it, and none
-         * while another compiles (then the fused step now). */
-        if (gj__network_background_tried(m, GJ__NETWORK_PART_STEP) ||
-            gj__network_make_part(m, GJ__NETWORK_PART_STEP, 1, call, NULL, 0) == GJ_OK ||
-            !gj__network_background_start(m, GJ__NETWORK_PART_STEP, make_step_behind)) {
-            gj__diag_clear(&m->ctx->diag);
-            return need_fused_step(m, call, encoding_module);
-        }
     }
     *unfused = 1;
     if (unfused_made) {
