@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cpu_reference.h"
+#include "cache_support.h"
 #include "gpu_harness.h"
 #include "gridjit.h"
 #include "mlp_reference.h"
@@ -519,13 +520,8 @@ static void models_match_the_references(void **state) {
  * compiles behind its first steps: a cache of its own, without the fused programs. */
 static void models_match_the_references_unfused(void **state) {
     (void)state;
-    const char *base = getenv("GRIDJIT_TEST_TMP");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/unfused_XXXXXX", base && base[0] ? base : "/tmp");
-    assert_non_null(mkdtemp(dir));
-    gj_context *ctx = NULL;
-    assert_int_equal(gj_context_create(&ctx), GJ_OK);
-    assert_int_equal(gj_context_set_cache_dir(ctx, dir), GJ_OK);
+    char *dir = gjt_scratch("unfused_models");
+    gj_context *ctx = gjt_context(dir, NULL);
     setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
     int failed = 0;
     for (size_t i = 0; i < N_MODELS; ++i) {
@@ -534,6 +530,7 @@ static void models_match_the_references_unfused(void **state) {
     }
     unsetenv("GRIDJIT_NETWORK_TIERS");
     gj_context_destroy(ctx);
+    free(dir);
     if (failed) {
         fail_msg("%d of %zu models failed unfused (the FAIL lines above)", failed, N_MODELS);
     }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache_support.h"
 #include "gpu_harness.h"
 #include "gridjit.h"
 
@@ -249,13 +250,8 @@ static void train_step_matches_the_passes_apart(void **state) {
  * program compiles behind a model's first steps: a cache of its own, the thread held. */
 static void unfused_train_step_matches_the_passes_apart(void **state) {
     (void)state;
-    const char *base = getenv("GRIDJIT_TEST_TMP");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/unfused_step_XXXXXX", base && base[0] ? base : "/tmp");
-    assert_non_null(mkdtemp(dir));
-    gj_context *ctx = NULL;
-    assert_int_equal(gj_context_create(&ctx), GJ_OK);
-    assert_int_equal(gj_context_set_cache_dir(ctx, dir), GJ_OK);
+    char *dir = gjt_scratch("unfused_steps");
+    gj_context *ctx = gjt_context(dir, NULL);
     setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
     int failed = 0, models = 0;
     for (size_t i = 0; i < N_CASES; ++i) {
@@ -268,6 +264,7 @@ static void unfused_train_step_matches_the_passes_apart(void **state) {
     atomic_store(&gj__network_test_hold_background, 0);
     unsetenv("GRIDJIT_NETWORK_TIERS");
     gj_context_destroy(ctx);
+    free(dir);
     if (failed) {
         fail_msg("%d of %d models failed unfused (the FAIL lines above)", failed, models);
     }

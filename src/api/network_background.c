@@ -203,13 +203,12 @@ gj_status gj_network_module_wait_compiles(gj_network_module *module) {
     if (status == GJ_OK) {
         return GJ_OK;
     }
-    pthread_mutex_lock(&module->lock);
-    const int made_since = module->programs[part] != NULL; /* by a pass that needed it */
-    pthread_mutex_unlock(&module->lock);
-    return made_since ? GJ_OK
-                      : gj__fail(&module->ctx->diag, status,
-                                 "gj_network_module_wait_compiles: the program compiled behind the passes failed "
-                                 "(the passes that need it compile it again): %s",
-                                 message);
+    if (gj__network_made(module, &part, 1)) {
+        return GJ_OK; /* since, by a pass that needed it */
+    }
+    return gj__fail(&module->ctx->diag, status,
+                    "gj_network_module_wait_compiles: the program compiled behind the passes failed (the passes "
+                    "that need it compile it again): %s",
+                    message);
 }
 

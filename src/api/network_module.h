@@ -91,6 +91,24 @@ static inline size_t gj__network_encoding_param_size(const gj_network_module *m)
     return m->net->encoding->config.precision == GJ_PRECISION_FP16 ? 2 : 4;
 }
 
+/* Bytes of a model's dL/d(features) (or features) for n points: n x the encoding's outputs, in
+ * its precision, feature-major. */
+static inline uint64_t gj__network_features_bytes(const gj_network_module *m, uint64_t n) {
+    return n * m->net->encoding->layout.n_output_dims * gj__network_encoding_param_size(m);
+}
+
+/* Whether the programs of parts are all made (under the module's lock: they are published by
+ * other threads). */
+static inline int gj__network_made(gj_network_module *m, const gj__network_part *parts, size_t n) {
+    pthread_mutex_lock(&m->lock);
+    int made = 1;
+    for (size_t i = 0; i < n; ++i) {
+        made = made && m->programs[parts[i]] != NULL;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return made;
+}
+
 /* ---- network_options.c ---- */
 /* What a module generates with (and gj_network_precompile, so that their keys agree). */
 void gj__network_module_options(gj_codegen_options *opts);

@@ -8,7 +8,6 @@
 #include <math.h>
 #include <string.h>
 
-
 /* desc, or where a caller compiled against an older header made it, *full: the same with the
  * fields that layout lacks at their defaults. */
 static const gj_network_pass_desc *widened_desc(const gj_network_pass_desc *desc, gj_network_pass_desc *full) {
@@ -209,14 +208,13 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
      * backward passes without dL/dinput may run on several streams at once. */
     const int with_input = desc->dL_dinput != NULL;
     int unfused = model && with_input;
+    const gj__network_part fused_part = GJ__NETWORK_PART_BACKWARD;
     if (model && !with_input) {
-        pthread_mutex_lock(&module->lock);
-        const int fused = module->programs[GJ__NETWORK_PART_BACKWARD] != NULL;
-        pthread_mutex_unlock(&module->lock);
-        unfused = !fused && gj__network_background_compiling(module, GJ__NETWORK_PART_BACKWARD);
+        unfused = !gj__network_made(module, &fused_part, 1) &&
+                  gj__network_background_compiling(module, GJ__NETWORK_PART_BACKWARD);
     }
     const int input_program = with_input || unfused;
-    const gj__network_part part = input_program ? GJ__NETWORK_PART_TRAINING_INPUT : GJ__NETWORK_PART_BACKWARD;
+    const gj__network_part part = input_program ? GJ__NETWORK_PART_TRAINING_INPUT : fused_part;
     const gj__network_kernel zero = input_program ? GJ__NK_INPUT_ZERO : GJ__NK_ZERO;
     gj_module *encoding_module = NULL;
     status = gj__network_need_parts(module, &part, 1, call);
@@ -225,7 +223,7 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     }
     void *features = NULL;
     if (status == GJ_OK && unfused) {
-        const size_t bytes = desc->n * module->net->encoding->layout.n_output_dims * gj__network_encoding_param_size(module);
+        const size_t bytes = gj__network_features_bytes(module, desc->n);
         status = with_input ? gj__workspace_get(&module->features, &module->ctx->runtime, stream, bytes, call, &features)
                             : gj__workspace_get_for_stream(&module->stream_scratch, &module->ctx->runtime, stream,
                                                            bytes, call, &features);

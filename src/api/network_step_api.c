@@ -91,7 +91,7 @@ static gj_status train_step_unfused(gj_network_module *m, gj_stream stream, cons
     const uint64_t n = desc->n, values = n * m->net->layout.output_width;
     const uint64_t context_bytes = aligned_bytes(gj_network_module_context_bytes(m, n));
     const uint64_t output_bytes = aligned_bytes(4 * values);
-    const uint64_t feature_bytes = n * m->net->encoding->layout.n_output_dims * gj__network_encoding_param_size(m);
+    const uint64_t feature_bytes = gj__network_features_bytes(m, n);
     char *scratch = NULL;
     gj_status status = gj__workspace_get_for_stream(&m->stream_scratch, &m->ctx->runtime, stream,
                                                     context_bytes + 2 * output_bytes + feature_bytes, call,
@@ -148,7 +148,7 @@ static gj_status train_step_model(gj_network_module *module, gj_stream stream, c
     }
     if (status == GJ_OK) {
         status = gj__workspace_get(&module->features, &module->ctx->runtime, stream,
-                                   desc->n * module->net->encoding->layout.n_output_dims * gj__network_encoding_param_size(module),
+                                   gj__network_features_bytes(module, desc->n),
                                    call, &features);
     }
     if (status == GJ_OK) {

@@ -34,15 +34,20 @@ static const gj__network_part unfused_parts[] = {GJ__NETWORK_PART_TRAINING, GJ__
 #define UNFUSED_ENCODING_PARTS (1u << GJ__PART_BACKWARD | 1u << GJ__PART_BACKWARD_ROWS)
 
 /* The unfused backward's programs (those the fused one's thread does not compile). */
-static gj_status need_unfused(gj_network_module *m, const char *call) {
+/* Whether the module's encoding module is made (the unfused passes' made with their programs). */
+static int encoding_module_made(gj_network_module *m) {
     pthread_mutex_lock(&m->lock);
-    const int made = m->programs[GJ__NETWORK_PART_TRAINING] && m->programs[GJ__NETWORK_PART_TRAINING_INPUT] &&
-                     m->encoding_module;
+    const int made = m->encoding_module != NULL;
     pthread_mutex_unlock(&m->lock);
+    return made;
+}
+
+static gj_status need_unfused(gj_network_module *m, const char *call) {
     gj_module *encoding_module = NULL;
-    return made ? GJ_OK
-                : gj__network_need_parts_beside_encoding(m, unfused_parts, 2, UNFUSED_ENCODING_PARTS, call,
-                                                         &encoding_module);
+    return gj__network_made(m, unfused_parts, 2) && encoding_module_made(m)
+               ? GJ_OK
+               : gj__network_need_parts_beside_encoding(m, unfused_parts, 2, UNFUSED_ENCODING_PARTS, call,
+                                                        &encoding_module);
 }
 
 /* Whether the passes apart serve part's passes now: a thread compiles part, started here unless
@@ -64,10 +69,8 @@ gj_status gj__network_need_training(gj_network_module *m, const char *call) {
     if (!m->net->encoding) {
         return gj__network_need_parts(m, fused_parts, N_FUSED_NETWORK, call);
     }
-    pthread_mutex_lock(&m->lock);
-    const int fused = m->programs[GJ__NETWORK_PART_BACKWARD] != NULL;
-    pthread_mutex_unlock(&m->lock);
-    if (fused || !m->tiers || !behind(m, GJ__NETWORK_PART_BACKWARD, make_behind, call)) {
+    if (gj__network_made(m, &fused_parts[1], 1) || !m->tiers ||
+        !behind(m, GJ__NETWORK_PART_BACKWARD, make_behind, call)) {
         return gj__network_need_parts(m, fused_parts, N_FUSED_MODEL, call);
     }
     return need_unfused(m, call);
@@ -87,10 +90,7 @@ static const gj__network_part unfused_step_parts[] = {GJ__NETWORK_PART_TRAINING,
 
 /* The fused step's programs, made side by side where nothing is yet. */
 static gj_status need_fused_step(gj_network_module *m, const char *call, gj_module **encoding_module) {
-    pthread_mutex_lock(&m->lock);
-    const int made = m->programs[GJ__NETWORK_PART_STEP] != NULL;
-    pthread_mutex_unlock(&m->lock);
-    if (made) {
+    if (gj__network_made(m, step_parts, 1)) {
         gj_status status = gj__network_need_encoding_module(m, encoding_module);
         return status == GJ_OK ? gj__network_need_parts(m, step_parts, 2, call) : status;
     }
@@ -115,18 +115,12 @@ static gj_status make_step_behind(gj_network_module *m, gj__network_part part, c
 
 gj_status gj__network_need_step(gj_network_module *m, const char *call, gj_module **encoding_module, int *unfused) {
     *unfused = 0;
-    pthread_mutex_lock(&m->lock);
-    const int fused = m->programs[GJ__NETWORK_PART_STEP] != NULL;
-    const int unfused_made = m->programs[GJ__NETWORK_PART_TRAINING] && m->programs[GJ__NETWORK_PART_TRAINING_INPUT] &&
-                             m->programs[GJ__NETWORK_PART_ADAM] && m->encoding_module;
-    pthread_mutex_unlock(&m->lock);
-    if (fused || !m->tiers || !behind(m, GJ__NETWORK_PART_STEP, make_step_behind, call)) {
+    if (gj__network_made(m, step_parts, 1) || !m->tiers || !behind(m, GJ__NETWORK_PART_STEP, make_step_behind, call)) {
         return need_fused_step(m, call, encoding_module);
     }
     *unfused = 1;
-    if (unfused_made) {
-        return gj__network_need_encoding_module(m, encoding_module);
-    }
-    return gj__network_need_parts_beside_encoding(m, unfused_step_parts, 3, UNFUSED_ENCODING_PARTS, call,
-                                                  encoding_module);
+    return gj__network_made(m, unfused_step_parts, 3) && encoding_module_made(m)
+               ? gj__network_need_encoding_module(m, encoding_module) /* made: only fetched */
+               : gj__network_need_parts_beside_encoding(m, unfused_step_parts, 3, UNFUSED_ENCODING_PARTS, call,
+                                                        encoding_module);
 }
