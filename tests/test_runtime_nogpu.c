@@ -1050,6 +1050,65 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(a.stage, 0);
 }
 
+/* The programs a launch takes, as a caller that knows its launches asks for them before
+ * (a model's passes, api/network_programs.c): of each pass the one form the launch runs, for
+ * any point count, with the coarse levels' kernel of the same program. */
+static int part_of(gj__kernel_id id) {
+    return (int)gj__kernel(id)->part;
+}
+
+static void parts_a_launch_takes(void **state) {
+    fixture *f = *state;
+    gj__module_shape s = shape_of(f, NULL);
+    /* The backward to the parameters from feature-major dL/dy: level groups (levels of at most
+     * 8 MiB), one level a block beyond; dL/dx alone one level a block. */
+    assert_int_equal(gj__backward_parts(&s, GJ_LAYOUT_SOA, 1, 0), 1u << GJ__PART_BACKWARD_ROWS);
+    assert_int_equal(gj__backward_parts(&s, GJ_LAYOUT_SOA, 1, 1), 1u << GJ__PART_BACKWARD_INPUT_ROWS);
+    assert_int_equal(gj__backward_parts(&s, GJ_LAYOUT_SOA, 0, 1), 1u << GJ__PART_BACKWARD_DX);
+    gj__module_shape large = s;
+    large.largest_level_entries = (8u << 20) / 8u + 1;
+    assert_int_equal(gj__backward_parts(&large, GJ_LAYOUT_SOA, 1, 0), 1u << GJ__PART_BACKWARD);
+    assert_int_equal(gj__forward_parts(&s, GJ_LAYOUT_SOA, 0), 1u << GJ__PART_FORWARD);
+    assert_int_equal(gj__forward_parts(&s, GJ_LAYOUT_SOA, 1), 1u << GJ__PART_FORWARD_DYDX);
+    gj_codegen_options padded;
+    gj_codegen_options_init(&padded);
+    padded.output_width_multiple = 16; /* rows of 64 bytes: point-major launches stage them */
+    gj__module_shape rows = shape_of(f, &padded);
+    assert_int_equal(gj__forward_parts(&rows, GJ_LAYOUT_AOS, 0), 1u << GJ__PART_FORWARD_ROWS);
+    /* What gj__forward_args and gj__backward_kernels choose for real descriptors of any size. */
+    const gj__module_shape *shapes[3] = {&s, &large, &rows};
+    const uint64_t counts[3] = {1, 1000, 1u << 21};
+    for (int i = 0; i < 3; ++i) {
+        for (int c = 0; c < 3; ++c) {
+            for (int layout = 0; layout < 2; ++layout) {
+                const gj_data_layout l = layout ? GJ_LAYOUT_AOS : GJ_LAYOUT_SOA;
+                gj_forward_desc fd = valid_forward(counts[c]);
+                fd.y_layout = l;
+                gj_forward_args fa;
+                gj__launch_dims dims;
+                gj__forward_args(shapes[i], &fd, &fa, &dims);
+                assert_int_equal(gj__forward_parts(shapes[i], l, 0), 1u << part_of(gj__forward_kernel(&fd, &fa)));
+                gj_backward_desc bd = valid_backward();
+                bd.n = counts[c];
+                bd.dL_dy_layout = l;
+                gj_backward_args ba;
+                gj__backward_args(shapes[i], &bd, &ba, &dims);
+                gj__kernel_id main, coarse;
+                gj__backward_kernels(&bd, &ba, &main, &coarse);
+                assert_true(gj__backward_uses_coarse(shapes[i], &bd));
+                assert_int_equal(part_of(main), part_of(coarse));
+                assert_int_equal(gj__backward_parts(shapes[i], l, 1, 0), 1u << part_of(main));
+                bd.dL_dparams = NULL; /* dL/dx alone: no coarse kernel */
+                bd.dL_dx = ADDR(0x70000);
+                gj__backward_args(shapes[i], &bd, &ba, &dims);
+                gj__backward_kernels(&bd, &ba, &main, &coarse);
+                assert_false(gj__backward_uses_coarse(shapes[i], &bd));
+                assert_int_equal(gj__backward_parts(shapes[i], l, 0, 1), 1u << part_of(main));
+            }
+        }
+    }
+}
+
 static void kernel_args_have_one_layout(void **state) {
     fixture *f = *state;
     /* Independent of the device compiler: 64-bit pointers and u64 first, no holes. */
@@ -1447,6 +1506,7 @@ int main(void) {
         cmocka_unit_test(kernel_names_follow_the_contract),
         cmocka_unit_test_setup_teardown(load_refuses_a_program_of_other_options, setup, teardown),
         cmocka_unit_test_setup_teardown(level_groups_and_staging, setup, teardown),
+        cmocka_unit_test_setup_teardown(parts_a_launch_takes, setup, teardown),
         cmocka_unit_test_setup_teardown(kernel_args_have_one_layout, setup, teardown),
         cmocka_unit_test(eval_refuses_files_that_do_not_fit),
         cmocka_unit_test(bench_without_a_gpu_says_so),

@@ -135,10 +135,18 @@ gj_status gj__network_need_encoding_module(gj_network_module *m, gj_module **out
  * GJ_ERROR_NOT_FOUND. message (may be NULL): a failure's message (empty for such a miss). */
 gj_status gj__network_make_part(gj_network_module *m, gj__network_part part, int cached_only, const char *call,
                                 char *message, size_t message_size);
-/* The encoding module made, and the programs of parts (on a thread) and of the encoding module's
- * encoding_parts (a mask of 1u << gj__part, here) made side by side. */
+/* What a model's passes launch of its encoding module, over feature-major features (or
+ * dL/d(features)), in a mask: gj_forward into them (the training step's), gj_backward to the
+ * encoding's parameters from them (the unfused backward's and step's, the fused step's). */
+#define GJ__NETWORK_ENCODING_FORWARD 1u
+#define GJ__NETWORK_ENCODING_BACKWARD 2u
+/* The encoding module's programs those launches take (a mask of 1u << gj__part): of each pass,
+ * the one form (one level a block, or level groups) that its shape launches, not both. */
+uint32_t gj__network_encoding_parts(const gj_module *encoding_module, unsigned uses);
+/* The encoding module made, and the programs of parts (on a thread) and the encoding module's
+ * programs for encoding_uses (GJ__NETWORK_ENCODING_*) made side by side. */
 gj_status gj__network_need_parts_beside_encoding(gj_network_module *m, const gj__network_part *parts, size_t n,
-                                                 uint32_t encoding_parts, const char *call,
+                                                 unsigned encoding_uses, const char *call,
                                                  gj_module **encoding_module);
 
 /* ---- network_background.c ---- */

@@ -294,8 +294,19 @@ static void *need_parts_on_worker(void *arg) {
     return NULL;
 }
 
+uint32_t gj__network_encoding_parts(const gj_module *encoding_module, unsigned uses) {
+    uint32_t parts = 0;
+    if (uses & GJ__NETWORK_ENCODING_FORWARD) {
+        parts |= gj__forward_parts(&encoding_module->shape, GJ_LAYOUT_SOA, 0);
+    }
+    if (uses & GJ__NETWORK_ENCODING_BACKWARD) {
+        parts |= gj__backward_parts(&encoding_module->shape, GJ_LAYOUT_SOA, 1, 0);
+    }
+    return parts;
+}
+
 gj_status gj__network_need_parts_beside_encoding(gj_network_module *m, const gj__network_part *parts, size_t n,
-                                                 uint32_t encoding_part_mask, const char *call,
+                                                 unsigned encoding_uses, const char *call,
                                                  gj_module **encoding_module) {
     gj_status status = gj__network_need_encoding_module(m, encoding_module);
     if (status != GJ_OK) {
@@ -308,7 +319,8 @@ gj_status gj__network_need_parts_beside_encoding(gj_network_module *m, const gj_
         job.drv->CtxGetCurrent(&job.context);
         started = pthread_create(&thread, NULL, need_parts_on_worker, &job) == 0;
     }
-    status = gj__module_prepare_parts(*encoding_module, encoding_part_mask, call);
+    status = gj__module_prepare_parts(*encoding_module, gj__network_encoding_parts(*encoding_module, encoding_uses),
+                                      call);
     if (started) {
         pthread_join(thread, NULL);
         if (job.status != GJ_OK && status == GJ_OK) {

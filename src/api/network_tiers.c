@@ -28,10 +28,8 @@ static const gj__network_part fused_parts[] = {GJ__NETWORK_PART_TRAINING, GJ__NE
                                                GJ__NETWORK_PART_TRAINING_INPUT};
 enum { N_FUSED_MODEL = 2, N_FUSED_NETWORK = 3 };
 /* The forward for training with the unfused backward's network kernel; the encoding module's
- * backward to the parameters alone from feature-major dL/dy, one level a thread or level groups
- * (what gj_backward launches; module_args.c). */
+ * backward to the parameters alone from feature-major dL/dy (the one form gj_backward launches). */
 static const gj__network_part unfused_parts[] = {GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_TRAINING_INPUT};
-#define UNFUSED_ENCODING_PARTS (1u << GJ__PART_BACKWARD | 1u << GJ__PART_BACKWARD_ROWS)
 
 /* The unfused backward's programs (those the fused one's thread does not compile). */
 /* Whether the module's encoding module is made (the unfused passes' made with their programs). */
@@ -46,7 +44,7 @@ static gj_status need_unfused(gj_network_module *m, const char *call) {
     gj_module *encoding_module = NULL;
     return gj__network_made(m, unfused_parts, 2) && encoding_module_made(m)
                ? GJ_OK
-               : gj__network_need_parts_beside_encoding(m, unfused_parts, 2, UNFUSED_ENCODING_PARTS, call,
+               : gj__network_need_parts_beside_encoding(m, unfused_parts, 2, GJ__NETWORK_ENCODING_BACKWARD, call,
                                                         &encoding_module);
 }
 
@@ -79,10 +77,9 @@ gj_status gj__network_need_training(gj_network_module *m, const char *call) {
 /* ---- the training step ------------------------------------------------------------------ */
 
 /* The step's program and Adam's, and the encoding module's forward and backward to the
- * parameters alone, one level a thread or level groups: what the fused step launches. */
+ * parameters alone: what the fused step launches. */
 static const gj__network_part step_parts[] = {GJ__NETWORK_PART_STEP, GJ__NETWORK_PART_ADAM};
-#define STEP_ENCODING_PARTS                                                                                        \
-    (1u << GJ__PART_FORWARD | 1u << GJ__PART_FORWARD_ROWS | 1u << GJ__PART_BACKWARD | 1u << GJ__PART_BACKWARD_ROWS)
+#define STEP_ENCODING_USES (GJ__NETWORK_ENCODING_FORWARD | GJ__NETWORK_ENCODING_BACKWARD)
 /* The step served by the passes apart: the forward for training, the network's backward with
  * dL/dinput (with the loss kernel), Adam's; the encoding module's backward. */
 static const gj__network_part unfused_step_parts[] = {GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_TRAINING_INPUT,
@@ -94,7 +91,7 @@ static gj_status need_fused_step(gj_network_module *m, const char *call, gj_modu
         gj_status status = gj__network_need_encoding_module(m, encoding_module);
         return status == GJ_OK ? gj__network_need_parts(m, step_parts, 2, call) : status;
     }
-    return gj__network_need_parts_beside_encoding(m, step_parts, 2, STEP_ENCODING_PARTS, call, encoding_module);
+    return gj__network_need_parts_beside_encoding(m, step_parts, 2, STEP_ENCODING_USES, call, encoding_module);
 }
 
 /* The thread's work for the step: the encoding module's forward programs first (the fused step
@@ -103,7 +100,8 @@ static gj_status make_step_behind(gj_network_module *m, gj__network_part part, c
     gj_module *encoding_module = NULL;
     gj_status status = gj__network_need_encoding_module(m, &encoding_module);
     if (status == GJ_OK) {
-        status = gj__module_prepare_parts(encoding_module, 1u << GJ__PART_FORWARD | 1u << GJ__PART_FORWARD_ROWS,
+        status = gj__module_prepare_parts(encoding_module,
+                                          gj__network_encoding_parts(encoding_module, GJ__NETWORK_ENCODING_FORWARD),
                                           "gj_network_train_step");
     }
     if (status != GJ_OK) {
@@ -121,6 +119,6 @@ gj_status gj__network_need_step(gj_network_module *m, const char *call, gj_modul
     *unfused = 1;
     return gj__network_made(m, unfused_step_parts, 3) && encoding_module_made(m)
                ? gj__network_need_encoding_module(m, encoding_module) /* made: only fetched */
-               : gj__network_need_parts_beside_encoding(m, unfused_step_parts, 3, UNFUSED_ENCODING_PARTS, call,
+               : gj__network_need_parts_beside_encoding(m, unfused_step_parts, 3, GJ__NETWORK_ENCODING_BACKWARD, call,
                                                         encoding_module);
 }

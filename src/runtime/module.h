@@ -184,6 +184,13 @@ uint32_t gj__coarse_blocks(const gj__module_shape *shape, uint64_t n, uint32_t m
 gj__kernel_id gj__forward_kernel(const gj_forward_desc *desc, const gj_forward_args *args);
 void gj__backward_kernels(const gj_backward_desc *desc, const gj_backward_args *args, gj__kernel_id *main,
                           gj__kernel_id *coarse);
+/* The programs (a mask of 1u << gj__part) whose kernels a forward launch (dydx: with dy/dx), or
+ * a backward launch to the parameters and/or dL/dx, of shape takes over y or dL/dy in layout
+ * (point-major rows 4-byte aligned): the one-level form or the level-group (_rows) form (with
+ * the coarse levels' kernel, where the launch takes it, of the same program). What a caller
+ * that knows its launches prepares, instead of both forms. */
+uint32_t gj__forward_parts(const gj__module_shape *shape, gj_data_layout layout, int dydx);
+uint32_t gj__backward_parts(const gj__module_shape *shape, gj_data_layout layout, int params, int dx);
 
 /* One module program (a part, docs/runtime.md) compiled for one architecture and loaded:
  * a CUlibrary serves every context and device of that architecture. */

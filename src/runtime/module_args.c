@@ -663,3 +663,38 @@ void gj__backward_kernels(const gj_backward_desc *desc, const gj_backward_args *
         *coarse = gj__kernel_rows_form(*coarse);
     }
 }
+
+/* A stand-in array for the descriptors below: non-null and aligned, never read (the launch
+ * arguments take its address only to choose a kernel). */
+static const float any_array[4];
+
+uint32_t gj__forward_parts(const gj__module_shape *shape, gj_data_layout layout, int dydx) {
+    gj_forward_desc desc;
+    gj_forward_desc_init(&desc);
+    desc.n = 1;
+    desc.x = any_array;
+    desc.y = (void *)any_array;
+    desc.y_layout = layout;
+    desc.dy_dx = dydx ? (float *)any_array : NULL;
+    gj_forward_args args;
+    gj__launch_dims dims;
+    gj__forward_args(shape, &desc, &args, &dims);
+    return 1u << gj__kernel(gj__forward_kernel(&desc, &args))->part;
+}
+
+uint32_t gj__backward_parts(const gj__module_shape *shape, gj_data_layout layout, int params, int dx) {
+    gj_backward_desc desc;
+    gj_backward_desc_init(&desc);
+    desc.n = 1;
+    desc.x = any_array;
+    desc.dL_dy = any_array;
+    desc.dL_dy_layout = layout;
+    desc.dL_dparams = params ? (void *)any_array : NULL;
+    desc.dL_dx = dx ? (float *)any_array : NULL;
+    gj_backward_args args;
+    gj__launch_dims dims;
+    gj__backward_args(shape, &desc, &args, &dims);
+    gj__kernel_id main, coarse;
+    gj__backward_kernels(&desc, &args, &main, &coarse);
+    return 1u << gj__kernel(main)->part | (gj__backward_uses_coarse(shape, &desc) ? 1u << gj__kernel(coarse)->part : 0u);
+}
