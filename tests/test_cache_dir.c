@@ -367,6 +367,60 @@ static void writable_dir_is_not_also_a_layer(void **state) {
 
 /* ------------------------------------------------------------ byte counts */
 
+/* GRIDJIT_LOG_LEVEL sets a new context's log level (debug, info, warning, error; anything else:
+ * warning). At info each compile says what NVRTC and the store took and when it began, and each
+ * cache hit what the lookup took: what a slow first call waited for (docs/cache.md). */
+static void the_log_level_from_the_environment(void **state) {
+    (void)state;
+    char *rw = gjt_scratch("log_level_rw");
+    char path[4500];
+    snprintf(path, sizeof path, "%s/does-not-exist", rw); /* a missing read-only layer: an info */
+    const char *const levels[] = {"info", "debug", "warning", "error", "loud", NULL};
+    const int delivered[] = {1, 1, 0, 0, 0, 0};
+    for (int i = 0; i < 6; ++i) {
+        if (levels[i]) {
+            setenv("GRIDJIT_LOG_LEVEL", levels[i], 1);
+        } else {
+            unsetenv("GRIDJIT_LOG_LEVEL");
+        }
+        gjt_log_capture log;
+        gj_context *ctx = gjt_context(rw, &log);
+        assert_int_equal(gj_context_set_cache_path(ctx, path), GJ_OK);
+        assert_int_equal(fetch_variant(ctx, i), GJ_CACHE_MISS); /* a new entry each time */
+        if ((log.infos > 0) != delivered[i]) {
+            fail_msg("GRIDJIT_LOG_LEVEL=%s: %d infos", levels[i] ? levels[i] : "(unset)", log.infos);
+        }
+        gj_context_destroy(ctx);
+    }
+    setenv("GRIDJIT_LOG_LEVEL", "info", 1);
+    gjt_log_capture log;
+    gj_context *ctx = gjt_context(rw, &log);
+    unsetenv("GRIDJIT_LOG_LEVEL");
+    if (gj_test_have_nvrtc()) {
+        gj_program *prog = NULL;
+        assert_int_equal(gjt_compile_tiny(ctx, 0, "sm_80", &prog), GJ_OK);
+        char key[9];
+        snprintf(key, sizeof key, "%s", gj_program_cache_key(prog));
+        gj_program_destroy(prog);
+        if (log.infos != 1) {
+            fail_msg("%d infos, the last: %s", log.infos, log.last_info);
+        }
+        assert_non_null(strstr(log.last_info, "compiled "));
+        assert_non_null(strstr(log.last_info, "for sm_80"));
+        assert_non_null(strstr(log.last_info, key));
+        assert_non_null(strstr(log.last_info, " ms, stored in "));
+        assert_non_null(strstr(log.last_info, "(t="));
+        assert_int_equal(gjt_compile_tiny(ctx, 0, "sm_80", &prog), GJ_OK);
+        gj_program_destroy(prog);
+        assert_int_equal(log.infos, 2);
+        assert_non_null(strstr(log.last_info, "found "));
+        assert_non_null(strstr(log.last_info, "in the cache"));
+        assert_non_null(strstr(log.last_info, key));
+    }
+    gj_context_destroy(ctx);
+    free(rw);
+}
+
 static void byte_counts_parse(void **state) {
     (void)state;
     uint64_t n = 0;
@@ -417,6 +471,7 @@ int main(void) {
         cmocka_unit_test_setup(broken_read_only_entry_is_skipped, clear_env),
         cmocka_unit_test_setup(unsafe_layers_are_refused, clear_env),
         cmocka_unit_test_setup(writable_dir_is_not_also_a_layer, clear_env),
+        cmocka_unit_test_setup(the_log_level_from_the_environment, clear_env),
         cmocka_unit_test_setup(byte_counts_parse, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A thread keeps the messages of the few contexts it used last. Four is plenty: a slot
@@ -51,10 +52,22 @@ static void default_sink(void *user, gj_log_level level, const char *message) {
             message);
 }
 
+/* The level GRIDJIT_LOG_LEVEL names (debug, info, warning, error), else WARNING. */
+static gj_log_level level_from_env(void) {
+    static const char *const names[] = {"debug", "info", "warning", "error"};
+    const char *env = getenv("GRIDJIT_LOG_LEVEL");
+    for (int i = 0; env && i < 4; ++i) {
+        if (strcmp(env, names[i]) == 0) {
+            return (gj_log_level)i;
+        }
+    }
+    return GJ_LOG_WARNING;
+}
+
 void gj__diag_init(gj__diag *d) {
     d->log_fn = default_sink;
     d->log_user = NULL;
-    atomic_init(&d->log_level, GJ_LOG_WARNING);
+    atomic_init(&d->log_level, level_from_env());
 }
 
 void gj__diag_clear(const gj__diag *d) {

@@ -22,7 +22,8 @@ typedef struct gj__diag {
 /* Length of a message, with its NUL. */
 #define GJ__MESSAGE_MAX 2048
 
-/* Default sink (warnings and errors to stderr, "gridjit: " prefix) at level WARNING. */
+/* Default sink (to stderr, "gridjit: " prefix) at level WARNING, or at the level
+ * GRIDJIT_LOG_LEVEL names (debug, info, warning, error). */
 void gj__diag_init(gj__diag *d);
 
 /* Empties the calling thread's message for d: every public call does this on entry. */

@@ -156,6 +156,9 @@ static gj_status look_up(const attempt *a, gj_program **out) {
     gj__meta_free(&l.meta);
     if (status == GJ_OK) {
         (*out)->compile_ms = gj__now_ms() - start;
+        gj__log(a->c->diag, GJ_LOG_INFO, "found %s (%s) for %s in the cache, key %.8s: %.1f ms (t=%.1f)",
+                a->req->unit.file_name, a->req->unit.n_names ? a->req->unit.names[0] : "no kernels",
+                a->req->arch.name, a->key.hex, (*out)->compile_ms, start);
     } else if (status == GJ_ERROR_OUT_OF_MEMORY) {
         gj__fail(a->c->diag, status, "out of memory reading the cache");
     }
@@ -216,12 +219,20 @@ static gj_status compile_now(const attempt *a, gj_program **out) {
     }
     const double start = gj__now_ms();
     status = gj__nvrtc_compile(a->c->diag, a->nv, &a->req->unit, &a->req->arch, a->options, a->n_options, out);
-    gj__store_count_fill(a->c->store, gj__now_ms() - start);
+    const double compiled = gj__now_ms();
+    gj__store_count_fill(a->c->store, compiled - start);
     if (*out) {
         tag(*out, a->searchable ? GJ_CACHE_MISS : GJ_CACHE_OFF, a->key.hex, a->key.config_hex);
     }
     if (status == GJ_OK && a->searchable) {
         store(a, *out);
+    }
+    if (status == GJ_OK) {
+        /* What a slow first call waited for: each compile's own time, its store's, and when it
+         * began (CLOCK_MONOTONIC, to line up compiles that ran side by side). */
+        gj__log(a->c->diag, GJ_LOG_INFO, "compiled %s (%s) for %s, key %.8s: NVRTC %.0f ms, stored in %.0f ms (t=%.1f)",
+                a->req->unit.file_name, a->req->unit.n_names ? a->req->unit.names[0] : "no kernels",
+                a->req->arch.name, a->key.hex, compiled - start, gj__now_ms() - compiled, start);
     }
     return status;
 }

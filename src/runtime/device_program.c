@@ -1,6 +1,7 @@
 /* Compiling and loading a program for a device architecture (see device_program.h). */
 #include "runtime/device_program.h"
 
+#include "base/clock.h"
 #include "compile/program.h"
 
 #include <stdio.h>
@@ -30,6 +31,7 @@ CUresult gj__library_load(gj__driver *drv, const gj_program *prog, CUlibrary *ou
 gj_status gj__program_load(const gj__diag *d, gj__driver *drv, const gj_program *prog, const char *const *lowered,
                            size_t n, CUlibrary *library, CUkernel *kernels) {
     *library = NULL;
+    const double start = gj__now_ms();
     gj_status status = gj__cuda_check(d, drv, gj__library_load(drv, prog, library), "cuLibraryLoadData");
     for (size_t i = 0; status == GJ_OK && i < n; ++i) {
         kernels[i] = NULL;
@@ -45,6 +47,12 @@ gj_status gj__program_load(const gj__diag *d, gj__driver *drv, const gj_program 
         }
     }
     if (status == GJ_OK) {
+        const char *first = "a program";
+        for (size_t i = n; i-- > 0;) {
+            first = lowered[i] ? lowered[i] : first;
+        }
+        gj__log(d, GJ_LOG_INFO, "loaded %s (key %.8s) for the device: %.1f ms (t=%.1f)", first,
+                gj_program_cache_key(prog), gj__now_ms() - start, start);
         return GJ_OK;
     }
     if (*library) {

@@ -67,6 +67,7 @@ void gjt_log(void *user, gj_log_level level, const char *message) {
         snprintf(capture->last, sizeof capture->last, "%s", message);
     } else if (level == GJ_LOG_INFO) {
         capture->infos++;
+        snprintf(capture->last_info, sizeof capture->last_info, "%s", message);
     }
 }
 

@@ -24,7 +24,8 @@ void gjt_remove_tree(const char *path);
 typedef struct gjt_log_capture {
     int warnings;
     int infos;
-    char last[2048];
+    char last[2048];      /* the last warning or error */
+    char last_info[2048]; /* the last info */
 } gjt_log_capture;
 void gjt_log(void *user, gj_log_level level, const char *message);
 
