@@ -31,7 +31,6 @@ enum { N_FUSED_MODEL = 2, N_FUSED_NETWORK = 3 };
  * backward to the parameters alone from feature-major dL/dy (the one form gj_backward launches). */
 static const gj__network_part unfused_parts[] = {GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_TRAINING_INPUT};
 
-/* The unfused backward's programs (those the fused one's thread does not compile). */
 /* Whether the module's encoding module is made (the unfused passes' made with their programs). */
 static int encoding_module_made(gj_network_module *m) {
     pthread_mutex_lock(&m->lock);
@@ -40,6 +39,7 @@ static int encoding_module_made(gj_network_module *m) {
     return made;
 }
 
+/* The unfused backward's programs (those the fused one's thread does not compile). */
 static gj_status need_unfused(gj_network_module *m, const char *call) {
     gj_module *encoding_module = NULL;
     return gj__network_made(m, unfused_parts, 2) && encoding_module_made(m)

@@ -142,6 +142,12 @@ static gj_status program_from_blob(const attempt *a, gj__blob *blob, lookup *l, 
 
 /* GJ_OK with *out on a hit (its compile_ms: the time the lookup took), GJ_ERROR_NOT_FOUND
  * on a miss. */
+/* "gridjit.cu (&NAME_forward) for sm_90, key 087231f8": what the log calls a's program. */
+static void describe(const attempt *a, char *out, size_t size) {
+    snprintf(out, size, "%s (%s) for %s, key %.8s", a->req->unit.file_name,
+             a->req->unit.n_names ? a->req->unit.names[0] : "no kernels", a->req->arch.name, a->key.hex);
+}
+
 static gj_status look_up(const attempt *a, gj_program **out) {
     const double start = gj__now_ms();
     gj__blob blob;
@@ -156,9 +162,12 @@ static gj_status look_up(const attempt *a, gj_program **out) {
     gj__meta_free(&l.meta);
     if (status == GJ_OK) {
         (*out)->compile_ms = gj__now_ms() - start;
-        gj__log(a->c->diag, GJ_LOG_INFO, "found %s (%s) for %s in the cache, key %.8s: %.1f ms (t=%.1f)",
-                a->req->unit.file_name, a->req->unit.n_names ? a->req->unit.names[0] : "no kernels",
-                a->req->arch.name, a->key.hex, (*out)->compile_ms, start);
+        if (gj__log_enabled(a->c->diag, GJ_LOG_INFO)) {
+            char what[512];
+            describe(a, what, sizeof what);
+            gj__log(a->c->diag, GJ_LOG_INFO, "found %s in the cache: %.1f ms (t=%.1f)", what, (*out)->compile_ms,
+                    start);
+        }
     } else if (status == GJ_ERROR_OUT_OF_MEMORY) {
         gj__fail(a->c->diag, status, "out of memory reading the cache");
     }
@@ -227,12 +236,13 @@ static gj_status compile_now(const attempt *a, gj_program **out) {
     if (status == GJ_OK && a->searchable) {
         store(a, *out);
     }
-    if (status == GJ_OK) {
+    if (status == GJ_OK && gj__log_enabled(a->c->diag, GJ_LOG_INFO)) {
         /* What a slow first call waited for: each compile's own time, its store's, and when it
          * began (CLOCK_MONOTONIC, to line up compiles that ran side by side). */
-        gj__log(a->c->diag, GJ_LOG_INFO, "compiled %s (%s) for %s, key %.8s: NVRTC %.0f ms, stored in %.0f ms (t=%.1f)",
-                a->req->unit.file_name, a->req->unit.n_names ? a->req->unit.names[0] : "no kernels",
-                a->req->arch.name, a->key.hex, compiled - start, gj__now_ms() - compiled, start);
+        char what[512];
+        describe(a, what, sizeof what);
+        gj__log(a->c->diag, GJ_LOG_INFO, "compiled %s: NVRTC %.0f ms, stored in %.0f ms (t=%.1f)", what,
+                compiled - start, gj__now_ms() - compiled, start);
     }
     return status;
 }

@@ -47,12 +47,12 @@ gj_status gj__program_load(const gj__diag *d, gj__driver *drv, const gj_program 
         }
     }
     if (status == GJ_OK) {
-        const char *first = "a program";
-        for (size_t i = n; i-- > 0;) {
-            first = lowered[i] ? lowered[i] : first;
+        size_t first = 0; /* the program's first kernel names it in the log */
+        while (first < n && !lowered[first]) {
+            first++;
         }
-        gj__log(d, GJ_LOG_INFO, "loaded %s (key %.8s) for the device: %.1f ms (t=%.1f)", first,
-                gj_program_cache_key(prog), gj__now_ms() - start, start);
+        gj__log(d, GJ_LOG_INFO, "loaded %s (key %.8s) for the device: %.1f ms (t=%.1f)",
+                first < n ? lowered[first] : "a program", gj_program_cache_key(prog), gj__now_ms() - start, start);
         return GJ_OK;
     }
     if (*library) {
