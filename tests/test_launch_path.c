@@ -199,6 +199,13 @@ static void launches_ask_only_for_the_context(void **state) {
 /* A program compiled apart (gj_compile, what a deployment precompiles offline) and loaded
  * (gj_module_load): its one library loaded once, its passes launched with no other program
  * made, every level-major launch one level a block (a whole unit has no level-group kernels). */
+/* The last info message (a loaded program's, below). */
+static void keep_info(void *user, gj_log_level level, const char *message) {
+    if (level == GJ_LOG_INFO) {
+        snprintf(user, 512, "%s", message);
+    }
+}
+
 static void a_loaded_program_serves_its_passes(void **state) {
     fixture *f = *state;
     gj_codegen_options opts;
@@ -208,7 +215,18 @@ static void a_loaded_program_serves_its_passes(void **state) {
     ok(f, gj_compile(f->ctx, f->enc, &opts, "sm_90", &prog));
     gj_module *loaded = NULL;
     fake.reset_counts();
+    char info[512] = "";
+    gj_context_set_log(f->ctx, keep_info, info);
+    gj_context_set_log_level(f->ctx, GJ_LOG_INFO);
     ok(f, gj_module_load(f->ctx, f->enc, &opts, prog, &loaded));
+    gj_context_set_log_level(f->ctx, GJ_LOG_WARNING);
+    gj_context_set_log(f->ctx, NULL, NULL);
+    /* At info the load says what it loaded and what the driver took (docs/cache.md). */
+    char key[9];
+    snprintf(key, sizeof key, "%s", gj_program_cache_key(prog));
+    if (!strstr(info, "loaded ") || !strstr(info, "for the device: ") || (key[0] && !strstr(info, key))) {
+        fail_msg("the load's info: \"%s\" (key %s)", info, key);
+    }
     gj_program_destroy(prog); /* the module keeps what it needs */
     gj_module *kept = f->module;
     f->module = loaded;
