@@ -537,7 +537,11 @@ static gj_context *tier_context(const char *template, char *dir, size_t size) {
     return ctx;
 }
 
+/* Skips the test where NVRTC is missing (the tiers compile). */
 static void tier_setup(tier_fixture *f, const char *template, int encoding_gradients) {
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
     setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
     char dir[4096];
     f->ctx = tier_context(template, dir, sizeof dir);
@@ -557,9 +561,6 @@ static void tier_teardown(tier_fixture *f) {
 
 static void a_model_backward_runs_unfused_while_the_fused_one_compiles(void **state) {
     (void)state;
-    if (!gj_test_have_nvrtc()) {
-        skip();
-    }
     tier_fixture f;
     tier_setup(&f, "gj_network_tiers_XXXXXX", 1);
     gj_context *ctx = f.ctx;
@@ -656,9 +657,6 @@ static void a_model_backward_runs_unfused_while_the_fused_one_compiles(void **st
  * factors of the fused kernel, its outputs and context in the stream's buffer. */
 static void a_model_training_step_runs_unfused_while_its_program_compiles(void **state) {
     (void)state;
-    if (!gj_test_have_nvrtc()) {
-        skip();
-    }
     tier_fixture f;
     tier_setup(&f, "gj_network_tiers_step_XXXXXX", 0);
     char *b = f.buffer;
@@ -730,9 +728,6 @@ static void a_model_training_step_runs_unfused_while_its_program_compiles(void *
  * compiles the fused program itself. */
 static void a_failed_or_abandoned_compile_behind_the_passes(void **state) {
     (void)state;
-    if (!gj_test_have_nvrtc()) {
-        skip();
-    }
     tier_fixture f;
     tier_setup(&f, "gj_network_tiers_fail_XXXXXX", 0);
     gj_context *ctx = f.ctx;
@@ -770,9 +765,6 @@ static void a_failed_or_abandoned_compile_behind_the_passes(void **state) {
  * static destructors must not run under it): the child's fused backward is in the cache after. */
 static void exit_waits_for_the_compile_behind_the_passes(void **state) {
     (void)state;
-    if (!gj_test_have_nvrtc()) {
-        skip();
-    }
     tier_fixture f;
     tier_setup(&f, "gj_network_tiers_exit_XXXXXX", 0);
     gj_context *ctx = f.ctx;

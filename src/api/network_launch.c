@@ -145,7 +145,6 @@ gj_status gj__network_launch(gj_network_module *m, gj__network_kernel k, gj_stre
     return gj__network_launch_step(m, k, stream, n, args, NULL, call);
 }
 
-
 gj_status gj__network_backward_through_features(gj_network_module *m, gj_stream stream,
                                                 const gj__network_features_backward *b, const char *call) {
     uint64_t n = b->n;

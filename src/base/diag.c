@@ -56,7 +56,7 @@ static void default_sink(void *user, gj_log_level level, const char *message) {
 static gj_log_level level_from_env(void) {
     static const char *const names[] = {"debug", "info", "warning", "error"};
     const char *env = getenv("GRIDJIT_LOG_LEVEL");
-    for (int i = 0; env && i < 4; ++i) {
+    for (size_t i = 0; env && i < sizeof names / sizeof names[0]; ++i) {
         if (strcmp(env, names[i]) == 0) {
             return (gj_log_level)i;
         }

@@ -46,13 +46,15 @@ gj_status gj__program_load(const gj__diag *d, gj__driver *drv, const gj_program 
                                      lowered[i]);
         }
     }
-    if (status == GJ_OK) {
+    if (status == GJ_OK && gj__log_enabled(d, GJ_LOG_INFO)) {
         size_t first = 0; /* the program's first kernel names it in the log */
         while (first < n && !lowered[first]) {
             first++;
         }
         gj__log(d, GJ_LOG_INFO, "loaded %s (key %.8s) for the device: %.1f ms (t=%.1f)",
                 first < n ? lowered[first] : "a program", gj_program_cache_key(prog), gj__now_ms() - start, start);
+    }
+    if (status == GJ_OK) {
         return GJ_OK;
     }
     if (*library) {
