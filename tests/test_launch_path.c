@@ -9,6 +9,8 @@
  *   - a context renewed at the same address (destroyed and made again) is not taken for
  *     the old one;
  *   - a failed launch still names the call and its configuration;
+ *   - a launch of a loaded pass does not wait for another pass's programs being compiled
+ *     (gj_module_prepare on another thread);
  *   - a program compiled apart and loaded (gj_module_load) serves every pass from its one
  *     library;
  *   - a launch that stages point-major rows sets its kernel's L1 carveout once per context;
@@ -321,6 +323,56 @@ static void a_thread_without_a_context_keeps_the_stream_s(void **state) {
     static const char *const calls[] = {"cuCtxGetCurrent", "cuStreamGetCtx", "cuCtxSetCurrent", "cuCtxGetId",
                                         "cuLaunchKernel"};
     expect_calls("a launch from a thread without a context", calls, (const long[]){1, 1, 1, 1, 1}, 5);
+}
+
+/* A pass's programs compiled on one thread (gj_module_prepare) while another launches a pass
+ * already loaded: the launch does not wait for the compile (the module compiles without its
+ * lock and loads under it). The compile takes NVRTC hundreds of milliseconds (the cache is
+ * off); the launch, on the fake driver, well under a millisecond. */
+typedef struct preparing {
+    gj_module *module;
+    gj_status status;
+    double ms;
+} preparing;
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static void *prepare_the_forward(void *arg) {
+    preparing *p = arg;
+    const double start = now_ms();
+    p->status = gj_module_prepare(p->module, GJ_PASS_FORWARD);
+    p->ms = now_ms() - start;
+    return NULL;
+}
+
+static void a_launch_does_not_wait_for_another_pass_s_compile(void **state) {
+    fixture *f = *state;
+    ok(f, gj_context_set_cache_enabled(f->ctx, 0));
+    ok(f, backward(f, NULL)); /* the backward's programs compiled and loaded */
+    preparing p = {f->module, GJ_OK, 0};
+    pthread_t thread;
+    const double start = now_ms();
+    assert_int_equal(pthread_create(&thread, NULL, prepare_the_forward, &p), 0);
+    const struct timespec a_while = {0, 20 * 1000 * 1000}; /* the compile under way */
+    nanosleep(&a_while, NULL);
+    const double launch_start = now_ms();
+    ok(f, backward(f, NULL));
+    const double launch_ms = now_ms() - launch_start;
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    ok(f, p.status);
+    const double prepare_ms = now_ms() - start;
+    printf("prepare of the forward %.1f ms; a backward launched meanwhile %.2f ms\n", p.ms, launch_ms);
+    /* Waiting for the compile would take the launch nearly to the prepare's end. */
+    if (launch_ms > 0.5 * (prepare_ms - 20.0)) {
+        fail_msg("the backward took %.1f ms while the forward's %.1f ms prepare ran", launch_ms, prepare_ms);
+    }
+    fake.reset_counts();
+    ok(f, forward(f, NULL)); /* prepared: launched with nothing compiled or loaded */
+    assert_int_equal(fake.count("cuLibraryLoadData"), 0);
 }
 
 static void a_renewed_context_is_not_taken_for_the_old_one(void **state) {
@@ -1002,6 +1054,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(a_new_context_is_asked_once, setup, teardown),
         cmocka_unit_test_setup_teardown(a_thread_without_a_context_keeps_the_stream_s, setup, teardown),
         cmocka_unit_test_setup_teardown(a_renewed_context_is_not_taken_for_the_old_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_launch_does_not_wait_for_another_pass_s_compile, setup, teardown),
         cmocka_unit_test_setup_teardown(a_failed_launch_names_the_call, setup, teardown),
         cmocka_unit_test_setup_teardown(user_kernel_launches_ask_only_for_the_context, setup, teardown),
         cmocka_unit_test_setup_teardown(a_kernel_carveout_is_set_once_per_context, setup, teardown),

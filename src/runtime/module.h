@@ -280,9 +280,10 @@ void gj__module_free_scratch(struct gj_module *m);
  * cache) and loaded on first use. Call with m->lock held. */
 gj_status gj__module_program_for(struct gj_module *m, int sm, gj__kernel_id id, const gj__module_program **out);
 /* Compiles the parts of passes for architecture sm in parallel and loads them: those of
- * part_mask (bit 1 << part) among them, or all (0). */
+ * part_mask (bit 1 << part) among them, or all (0). Call without m->lock: it compiles
+ * without it (launches of the module's loaded programs go on meanwhile) and loads under it. */
 gj_status gj__module_prepare_for(struct gj_module *m, int sm, uint32_t passes, uint32_t part_mask);
-/* The same for the current context's device, entered and locked as gj_module_prepare does
+/* The same for the current context's device, entered as gj_module_prepare does
  * (call: the public function that asks, for messages). */
 gj_status gj__module_prepare_parts(struct gj_module *m, uint32_t part_mask, const char *call);
 /* Fills p from prog (a program of part; GJ__PART_ALL: every kernel of the passes) and

@@ -254,9 +254,7 @@ static gj_status prepare(gj_module *module, uint32_t passes, uint32_t part_mask,
     gj__launch_scope scope;
     gj_status status = gj__module_enter(module, NULL, call, &scope);
     if (status == GJ_OK) {
-        pthread_mutex_lock(&module->lock);
         status = gj__module_prepare_for(module, scope.device->sm, passes & module->shape.passes, part_mask);
-        pthread_mutex_unlock(&module->lock);
         gj__module_leave(module, &scope);
     }
     return status;

@@ -114,6 +114,13 @@ static int compiles_cubins_for(gj_module *m, int sm) {
     return yes;
 }
 
+/* Whether part p of passes (and of part_mask, when not 0) is wanted and not yet loaded for sm.
+ * Call with m->lock held. */
+static int wanted(gj_module *m, gj__part p, int sm, uint32_t passes, uint32_t part_mask) {
+    return (gj__part_pass(p) & passes) && (!part_mask || (part_mask & (1u << p))) && gj__part_present(p, &m->opts) &&
+           !find(m, p, sm);
+}
+
 gj_status gj__module_prepare_for(gj_module *m, int sm, uint32_t passes, uint32_t part_mask) {
     if (m->given) {
         return GJ_OK;
@@ -127,10 +134,10 @@ gj_status gj__module_prepare_for(gj_module *m, int sm, uint32_t passes, uint32_t
     snprintf(arch_name, sizeof arch_name, "sm_%d", sm);
     gj__arch arch;
     gj__arch_parse(NULL, arch_name, &arch);
+    pthread_mutex_lock(&m->lock);
     for (int p = GJ__PART_ALL + 1; status == GJ_OK && p < GJ__PART_COUNT; ++p) {
         const gj__module_program *ignored;
-        if (!(gj__part_pass((gj__part)p) & passes) || (part_mask && !(part_mask & (1u << p))) ||
-            !gj__part_present((gj__part)p, &m->opts) || find(m, (gj__part)p, sm)) {
+        if (!wanted(m, (gj__part)p, sm, passes, part_mask)) {
             continue;
         }
         if (!parallel) { /* the fallbacks, one by one */
@@ -144,19 +151,25 @@ gj_status gj__module_prepare_for(gj_module *m, int sm, uint32_t passes, uint32_t
             n++;
         }
     }
+    pthread_mutex_unlock(&m->lock);
+    /* Compiled without the lock: a launch of the module's other programs, which takes it on
+     * entry, does not wait for these compiles (a model's training step prepares the encoding's
+     * forward on a thread while its passes apart launch the encoding's backward). */
     gj__compile_all(m->rt->compiler, jobs, n, 0);
+    pthread_mutex_lock(&m->lock);
     for (size_t i = 0; i < n; ++i) {
         if (status == GJ_OK && jobs[i].status != GJ_OK) {
             status = gj__fail(m->diag, jobs[i].status, "%s", jobs[i].message);
         }
         const gj__module_program *ignored;
-        if (status == GJ_OK) {
+        if (status == GJ_OK && !find(m, units[i].part, sm)) { /* not loaded by a launch meanwhile */
             status = obtain(m, units[i].part, sm, jobs[i].program, &ignored);
         } else {
             gj_program_destroy(jobs[i].program);
         }
         gj__encoding_unit_free(&units[i]);
     }
+    pthread_mutex_unlock(&m->lock);
     return status;
 }
 
