@@ -71,7 +71,10 @@ struct gj_network_module {
     pthread_mutex_t lock; /* guards the lazily made programs */
     gj_user_module *programs[GJ__NETWORK_PART_COUNT];
     gj_kernel *kernels[GJ__NK_COUNT];
-    gj_module *encoding_module; /* a model's encoding backward with dL/dx (made on first use, under lock) */
+    /* A model's encoding module (its passes in a model's; made on first use, under encoding_lock:
+     * not the programs' lock, which a compile of the network's programs holds throughout). */
+    pthread_mutex_t encoding_lock;
+    gj_module *encoding_module;
     gj__workspace features;     /* a model's dL/d(features) for it, per context */
     gj__workspace ring;         /* the fused training step's context slots, per context */
     /* blocks of a full wave per class, on the first device of that class launched on (0: not known yet) */
@@ -128,13 +131,18 @@ int gj__network_tiers_from_env(void);
 /* The programs of parts (n at most GJ__NETWORK_PART_COUNT) and their kernels, each made on
  * first use, side by side on threads; under the module's lock. */
 gj_status gj__network_need_parts(gj_network_module *m, const gj__network_part *parts, size_t n, const char *call);
-/* A model's encoding module (made on first use); under the module's lock. */
+/* A model's encoding module (made on first use); under the module's encoding_lock. */
 gj_status gj__network_need_encoding_module(gj_network_module *m, gj_module **out);
 /* part's program compiled and loaded on this thread without the module's lock, then the
  * module's (unless one was made meanwhile); cached_only: only from the disk cache, a miss being
  * GJ_ERROR_NOT_FOUND. message (may be NULL): a failure's message (empty for such a miss). */
 gj_status gj__network_make_part(gj_network_module *m, gj__network_part part, int cached_only, const char *call,
                                 char *message, size_t message_size);
+/* gj__network_make_part (not cached_only) with the encoding module's programs for
+ * encoding_uses (GJ__NETWORK_ENCODING_*) prepared on a thread beside it; part becomes the
+ * module's once both are made. */
+gj_status gj__network_make_part_beside_encoding(gj_network_module *m, gj__network_part part, unsigned encoding_uses,
+                                                const char *call, char *message, size_t message_size);
 /* What a model's passes launch of its encoding module, over feature-major features (or
  * dL/d(features)), in a mask: gj_forward into them (the training step's), gj_backward to the
  * encoding's parameters from them (the unfused backward's and step's, the fused step's). */

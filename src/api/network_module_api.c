@@ -42,6 +42,7 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     gj__network_launch_knobs(&m->forward_waves, &m->carveout);
     m->tiers = m->net->encoding && gj__network_tiers_from_env();
     pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->encoding_lock, NULL);
     gj__network_background_init(&m->background);
     gj__workspace_init(&m->features);
     gj__workspace_init(&m->stream_scratch);
@@ -64,6 +65,7 @@ void gj_network_module_destroy(gj_network_module *module) {
     gj__workspace_destroy(&module->ring, &module->ctx->runtime);
     gj_network_destroy(module->net);
     pthread_mutex_destroy(&module->lock);
+    pthread_mutex_destroy(&module->encoding_lock);
     free(module);
 }
 

@@ -270,6 +270,71 @@ gj_status gj__network_make_part(gj_network_module *m, gj__network_part part, int
     return job.status;
 }
 
+/* The encoding module's programs for uses prepared on a worker thread (beside a network
+ * program compiled on the caller's). */
+typedef struct encoding_job {
+    gj_network_module *m;
+    unsigned uses;
+    const char *call;
+    gj__driver *drv;
+    CUcontext context;
+    gj_status status;
+    char message[GJ__MESSAGE_MAX]; /* messages are per thread */
+} encoding_job;
+
+static void *prepare_encoding_on_worker(void *arg) {
+    encoding_job *job = arg;
+    if (job->context) {
+        job->drv->CtxSetCurrent(job->context); /* the device the caller's thread compiles for */
+    }
+    gj_module *encoding_module = NULL;
+    job->status = gj__network_need_encoding_module(job->m, &encoding_module);
+    if (job->status == GJ_OK) {
+        job->status = gj__module_prepare_parts(
+            encoding_module, gj__network_encoding_parts(encoding_module, job->uses), job->call);
+    }
+    if (job->status != GJ_OK) {
+        snprintf(job->message, sizeof job->message, "%s", gj_context_errmsg(job->m->ctx));
+    }
+    return NULL;
+}
+
+gj_status gj__network_make_part_beside_encoding(gj_network_module *m, gj__network_part part, unsigned encoding_uses,
+                                                const char *call, char *message, size_t message_size) {
+    encoding_job beside = {m, encoding_uses, call, NULL, NULL, GJ_OK, {0}};
+    pthread_t thread;
+    int started = 0;
+    if (gj__driver_get(m->ctx->runtime.driver, &m->ctx->diag, &beside.drv) == GJ_OK) {
+        beside.drv->CtxGetCurrent(&beside.context);
+        started = pthread_create(&thread, NULL, prepare_encoding_on_worker, &beside) == 0;
+    }
+    gj__diag_clear(&m->ctx->diag);
+    if (!started) {
+        prepare_encoding_on_worker(&beside);
+    }
+    part_job job;
+    memset(&job, 0, sizeof job);
+    job.m = m;
+    job.part = part;
+    job.call = call;
+    make_part(&job);
+    if (started) {
+        pthread_join(thread, NULL);
+    }
+    /* Published once the encoding's programs are loaded too: a launch that finds part made finds
+     * what it launches of the encoding made as well. */
+    const gj_status status = job.status != GJ_OK ? job.status : beside.status;
+    if (status == GJ_OK) {
+        pthread_mutex_lock(&m->lock);
+        publish(m, &job);
+        pthread_mutex_unlock(&m->lock);
+        return GJ_OK;
+    }
+    gj_user_module_destroy(job.made);
+    snprintf(message, message_size, "%s", job.status != GJ_OK ? job.message : beside.message);
+    return status;
+}
+
 /* need_parts on a worker thread (parts and the encoding module's, beside). */
 typedef struct parts_job {
     gj_network_module *m;
@@ -332,15 +397,15 @@ gj_status gj__network_need_parts_beside_encoding(gj_network_module *m, const gj_
     return status;
 }
 
-/* A model's encoding module (made on first use); under the module's lock. */
+/* A model's encoding module (made on first use); under the module's encoding_lock. */
 gj_status gj__network_need_encoding_module(gj_network_module *m, gj_module **out) {
-    pthread_mutex_lock(&m->lock);
+    pthread_mutex_lock(&m->encoding_lock);
     gj_status status = GJ_OK;
     if (!m->encoding_module) {
         status = gj_module_create(m->ctx, m->net->encoding, &m->encoding_opts, &m->encoding_module);
     }
     *out = m->encoding_module;
-    pthread_mutex_unlock(&m->lock);
+    pthread_mutex_unlock(&m->encoding_lock);
     return status;
 }
 
