@@ -74,6 +74,7 @@ GJ_INLINE void gj_store_padding(void* base, gj_u64 stride_point, gj_u64 stride_k
 template <class C>
 GJ_INLINE void gj_store_entry(typename C::param_t* dst, const float (&y)[C::F]) {
     constexpr int W = C::F * (int)sizeof(typename C::param_t) / 4;
+    static_assert(W >= 2, "a split forward's entries take at least 8 bytes");
     gj_u32 w[W];
 #pragma unroll
     for (int k = 0; k < W; ++k) {
@@ -169,6 +170,18 @@ struct gj_forward_op {
         limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
     }
 
+    // The split forward's direct stores (args.stage GJ_STAGE_DIRECT): the level's entry whole.
+    // False where the values are stored one by one.
+    GJ_INLINE bool store_whole(gj_u32 level, const float (&y)[C::F]) const {
+        if constexpr (C::LEVEL_MAJOR && C::FORWARD_SPLIT) {
+            if (a.stage == GJ_STAGE_DIRECT) {
+                gj_store_entry<C>((typename C::param_t*)a.y + i * a.y_stride_point + level * C::F, y);
+                return true;
+            }
+        }
+        return false;
+    }
+
     template <int MODE>
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::param_t T;
@@ -184,9 +197,7 @@ struct gj_forward_op {
         if (C::LEVEL_MAJOR && staged) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) staged[(level - first) * C::F + f] = gj_from_float<T>(y[f]);
-        } else if (C::LEVEL_MAJOR && C::FORWARD_SPLIT && a.stage == GJ_STAGE_DIRECT) {
-            gj_store_entry<C>((T*)a.y + i * a.y_stride_point + level * C::F, y);
-        } else if (a.y) {
+        } else if (a.y && !store_whole(level, y)) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) gj_store_element<C>(a.y, a.y_stride_point, a.y_stride_feature, i, level * C::F + f, y[f]);
         }
