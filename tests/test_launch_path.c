@@ -534,7 +534,8 @@ static void staged_launches_prefer_l1(void **state) {
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);
     opts.passes = GJ_PASS_FORWARD;
-    /* Staged: the forward's entries (8 bytes) would otherwise be stored whole (GJ_STAGE_DIRECT). */
+    /* Staged (the default, set here as well): with GRIDJIT_DIRECT_SPLIT_STORES=1 the forward's
+     * entries (8 bytes) would be stored whole instead (GJ_STAGE_DIRECT). */
     setenv("GRIDJIT_DIRECT_SPLIT_STORES", "0", 1);
     for (int off = 0; off < 2; ++off) {
         if (off) {

@@ -924,12 +924,16 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(a.levels_per_thread, 4);
     assert_int_equal(dims.grid_y, 2); /* one group, plus the padding slice */
     /* An entry of 8 bytes: the group of four levels is split one level a thread, 64
-     * threads a level, 64 points a block, each entry stored whole (no shared memory). */
+     * threads a level, 64 points a block, staged by default; with direct stores
+     * (GRIDJIT_DIRECT_SPLIT_STORES=1) each entry is stored whole, no shared memory. */
     assert_true(s.forward_split);
+    assert_int_equal(a.stage, GJ_STAGE_SHARED);
+    s.direct_split_stores = 1;
+    gj__forward_args(&s, &d, &a, &dims);
     assert_int_equal(a.stage, GJ_STAGE_DIRECT);
     assert_int_equal(dims.shared_bytes, 0);
     assert_int_equal(dims.grid_x, (1000 + 63) / 64);
-    s.direct_split_stores = 0; /* GRIDJIT_DIRECT_SPLIT_STORES=0: staged */
+    s.direct_split_stores = 0;
     gj__forward_args(&s, &d, &a, &dims);
     assert_int_equal(a.stage, GJ_STAGE_SHARED);
     gj__config entry = f->enc->config; /* fp32, F = 2: 8 bytes */
@@ -969,6 +973,7 @@ static void level_groups_and_staging(void **state) {
     gj__forward_args(&s, &d, &a, &dims);
     assert_int_equal(a.stage, GJ_STAGE_DIRECT);
     assert_int_equal(gj__forward_kernel(&d, &a), GJ__KERNEL_FORWARD_ROWS); /* the level-group kernel */
+    s.direct_split_stores = 0;
 
     gj_backward_desc b = valid_backward();
     gj_backward_args ba;
@@ -998,6 +1003,7 @@ static void level_groups_and_staging(void **state) {
     gj_codegen_options_init(&opts);
     opts.levels_per_thread = 3;
     s = shape_of(f, &opts);
+    s.direct_split_stores = 1;
     gj__forward_args(&s, &d, &a, &dims);
     assert_int_equal(a.levels_per_thread, 3);
     assert_int_equal(dims.grid_y, 2);
@@ -1040,6 +1046,7 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(dims.grid_x, (1000 + 8191) / 8192);
     opts.points_per_thread = 1;
     s = shape_of(f, &opts);
+    s.direct_split_stores = 1;
     gj__forward_args(&s, &d, &a, &dims);
     assert_int_equal(a.stage, GJ_STAGE_DIRECT);
     assert_int_equal(dims.shared_bytes, 0);

@@ -94,7 +94,7 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
         }
     }
     shape->levels_per_thread = opts->levels_per_thread;
-    shape->direct_split_stores = 1;
+    shape->direct_split_stores = 0; /* until measured on a GPU: GRIDJIT_DIRECT_SPLIT_STORES=1 */
     shape->feature_major_forward_levels = 1;
     shape->coarse_blocks_per_sm = GJ__COARSE_BLOCKS_PER_SM;
     shape->coarse_beside_blocks_per_sm = GJ__COARSE_BESIDE_BLOCKS_PER_SM;
