@@ -23,6 +23,7 @@
 #include "cache_support.h"
 #include "fake_driver.h"
 #include "gridjit.h"
+#include "codegen/network_codegen.h" /* gj__network_part: the parts the test hooks report */
 #include "runtime/device_program.h" /* gj__module_test_refuse_loads (a GJ_TEST_HOOKS build) */
 #include "test_env.h"
 
@@ -31,6 +32,7 @@
 /* network_background.c's hold (a GJ_TEST_HOOKS build): a thread compiling behind the passes
  * waits while it is nonzero. */
 extern atomic_int gj__network_test_hold_background;
+extern atomic_uint gj__network_test_made_at_start;
 
 static gj_fake_driver fake;
 
@@ -578,6 +580,11 @@ static void a_model_backward_runs_unfused_while_the_fused_one_compiles(void **st
      * backward program (the one form of its two that its backward from feature-major dL/dy
      * takes: the backward below loads nothing); not the fused backward (held). */
     assert_int_equal(fake.count("cuLibraryLoadData"), 3);
+    /* The thread was started once they were made: they compile without it beside them. */
+    const unsigned made = atomic_load(&gj__network_test_made_at_start);
+    assert_true(made & (1u << GJ__NETWORK_PART_TRAINING));
+    assert_true(made & (1u << GJ__NETWORK_PART_TRAINING_INPUT));
+    assert_false(made & (1u << GJ__NETWORK_PART_BACKWARD));
     fake.reset_counts();
     const char *t = tier_backward(m, &d, NULL);
     expect_in("unfused", t, "launch(gj_network_input_zero,A)", 1);
@@ -632,6 +639,22 @@ static void a_model_backward_runs_unfused_while_the_fused_one_compiles(void **st
     atomic_store(&gj__network_test_hold_background, 0);
     gj_network_module_destroy(m);
 
+    /* GRIDJIT_NETWORK_TIERS_OVERLAP=1: the thread starts before the passes apart's programs are
+     * made, beside them (here it gives up at once: the test hook's -1). */
+    setenv("GRIDJIT_NETWORK_TIERS_OVERLAP", "1", 1);
+    char overlap_dir[4096];
+    gj_context *ctx3 = tier_context("gj_network_tiers_overlap_XXXXXX", overlap_dir, sizeof overlap_dir);
+    gj_network_module *m3 = NULL;
+    assert_int_equal(gj_network_module_create(ctx3, net, &m3), GJ_OK);
+    unsetenv("GRIDJIT_NETWORK_TIERS_OVERLAP");
+    atomic_store(&gj__network_test_hold_background, -1);
+    assert_int_equal(gj_network_forward(m3, NULL, &d), GJ_OK);
+    assert_int_equal(gj_network_module_wait_compiles(m3), GJ_ERROR_INTERNAL); /* given up */
+    atomic_store(&gj__network_test_hold_background, 0);
+    assert_false(atomic_load(&gj__network_test_made_at_start) & (1u << GJ__NETWORK_PART_TRAINING));
+    gj_network_module_destroy(m3);
+    gj_context_destroy(ctx3);
+
     /* Tiers off: the fused backward compiles with the forward, as always. */
     setenv("GRIDJIT_NETWORK_TIERS", "0", 1);
     char dir[4096];
@@ -682,6 +705,10 @@ static void a_model_training_step_runs_unfused_while_its_program_compiles(void *
     /* The forward's program, the network's backward with dL/dinput, Adam's, the encoding
      * module's backward program (the form its backward takes). */
     assert_int_equal(fake.count("cuLibraryLoadData"), 4);
+    const unsigned made = atomic_load(&gj__network_test_made_at_start); /* the thread after them */
+    assert_true(made & (1u << GJ__NETWORK_PART_ADAM));
+    assert_true(made & (1u << GJ__NETWORK_PART_TRAINING_INPUT));
+    assert_false(made & (1u << GJ__NETWORK_PART_STEP));
     assert_int_equal(fake.count("cuMemAlloc"), 1); /* the stream's buffer */
     expect_in("unfused step", tr, "launch(gj_network_forward,A) launch(gj_network_input_zero,A) "
                                   "launch(gj_network_input_zero,A) launch(gj_network_input_loss,A) "

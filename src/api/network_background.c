@@ -12,6 +12,8 @@
 /* 1: a thread started to compile waits until it is 0 again (tests catch the unfused passes
  * serving so); -1: it gives up without compiling (tests make a cache without its program). */
 atomic_int gj__network_test_hold_background;
+/* The parts made (1u << part) when the last thread was asked to start. */
+atomic_uint gj__network_test_made_at_start;
 #endif
 
 /* The threads started and not joined yet, all modules', which exit() joins: a process that
@@ -95,6 +97,13 @@ static void *compile_behind(void *arg) {
 }
 
 int gj__network_background_start(gj_network_module *m, gj__network_part part, gj__network_make_fn make) {
+#ifdef GJ_TEST_HOOKS
+    uint32_t made = 0; /* what the tests see of when the thread starts */
+    for (int p = 0; p < GJ__NETWORK_PART_COUNT; ++p) {
+        made |= gj__network_made(m, (const gj__network_part[]){(gj__network_part)p}, 1) ? 1u << p : 0u;
+    }
+    atomic_store(&gj__network_test_made_at_start, made);
+#endif
     gj__driver *drv = NULL;
     CUcontext context = NULL;
     /* None current: the thread has none either, and compiles where the starting thread would

@@ -83,6 +83,8 @@ struct gj_network_module {
     int carveout;           /* a model's inference kernel: GJ__NETWORK_CARVEOUT_RULE, or a percent (-1: the driver's) */
     int carveout_chosen;    /* prefer_l1 has run (for the first class launched), under lock */
     int tiers;              /* a model's fused backward compiled behind its first steps (GRIDJIT_NETWORK_TIERS) */
+    int tiers_overlap;      /* that thread started before the first call's programs, not after
+                               (GRIDJIT_NETWORK_TIERS_OVERLAP) */
     gj__network_background background;
     gj__workspace stream_scratch; /* what the unfused backward and step serving meanwhile keep between
                                      their launches (dL/d(features); the step's outputs, context and
@@ -126,6 +128,9 @@ void gj__network_launch_knobs(uint32_t *forward_waves, int *carveout);
  * 0 or 1, else where this process may run on at least GJ__NETWORK_TIER_CPUS CPUs. */
 #define GJ__NETWORK_TIER_CPUS 6
 int gj__network_tiers_from_env(void);
+/* GRIDJIT_NETWORK_TIERS_OVERLAP=1: the tiers' thread starts before the passes apart's programs
+ * compile (beside them), not after them; anything else, after. */
+int gj__network_tiers_overlap_from_env(void);
 
 /* ---- network_programs.c ---- */
 /* The programs of parts (n at most GJ__NETWORK_PART_COUNT) and their kernels, each made on

@@ -41,6 +41,7 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     gj__network_plans_make(&m->net->layout, &m->net->hints, m->net->encoding != NULL, m->plans);
     gj__network_launch_knobs(&m->forward_waves, &m->carveout);
     m->tiers = m->net->encoding && gj__network_tiers_from_env();
+    m->tiers_overlap = gj__network_tiers_overlap_from_env();
     pthread_mutex_init(&m->lock, NULL);
     pthread_mutex_init(&m->encoding_lock, NULL);
     gj__network_background_init(&m->background);

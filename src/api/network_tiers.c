@@ -48,30 +48,54 @@ static gj_status need_unfused(gj_network_module *m, const char *call) {
                                                         &encoding_module);
 }
 
-/* Whether the passes apart serve part's passes now: a thread compiles part, started here unless
- * one has had it before (loaded, or failed: then the passes compile it, reporting why), the
- * disk cache holds it (then it is loaded now) or another thread runs. */
-static int behind(gj_network_module *m, gj__network_part part, gj__network_make_fn make, const char *call) {
+/* What the passes apart do about part (BEHIND_*): a thread compiles it (serve apart), or none has
+ * had it and the disk cache does not hold it (serve apart and start one), or the fused program is
+ * made now (loaded from the cache) or is to be (a thread had it before: loaded, or failed, and
+ * the passes compile it, reporting why). */
+enum { BEHIND_NONE, BEHIND_RUNS, BEHIND_START };
+static int behind_plan(gj_network_module *m, gj__network_part part, const char *call) {
     if (gj__network_background_compiling(m, part)) {
-        return 1;
+        return BEHIND_RUNS;
     }
-    if (gj__network_background_tried(m, part) || gj__network_make_part(m, part, 1, call, NULL, 0) == GJ_OK ||
-        !gj__network_background_start(m, part, make)) {
-        gj__diag_clear(&m->ctx->diag); /* a probe's miss says nothing */
-        return 0;
+    const int start = !gj__network_background_tried(m, part) && gj__network_make_part(m, part, 1, call, NULL, 0) != GJ_OK;
+    gj__diag_clear(&m->ctx->diag); /* a probe's miss says nothing */
+    return start ? BEHIND_START : BEHIND_NONE;
+}
+
+/* The passes apart's programs made (need), with part's thread started as plan says: after them,
+ * so that the first call's programs do not share the host with the slowest program while they
+ * compile (GRIDJIT_NETWORK_TIERS_OVERLAP=1: before, beside them). A thread that cannot start
+ * leaves part to the passes' next call, which compiles it (it has been given to a thread). */
+static gj_status serve_apart(gj_network_module *m, int plan, gj__network_part part, gj__network_make_fn make,
+                             gj_status (*need)(gj_network_module *, const char *, void *), const char *call,
+                             void *user) {
+    const int start = plan == BEHIND_START;
+    if (start && m->tiers_overlap) {
+        gj__network_background_start(m, part, make);
     }
-    return 1;
+    gj_status status = need(m, call, user);
+    if (start && !m->tiers_overlap && status == GJ_OK) {
+        gj__network_background_start(m, part, make);
+    }
+    return status;
+}
+
+static gj_status need_unfused_apart(gj_network_module *m, const char *call, void *user) {
+    (void)user;
+    return need_unfused(m, call);
 }
 
 gj_status gj__network_need_training(gj_network_module *m, const char *call) {
     if (!m->net->encoding) {
         return gj__network_need_parts(m, fused_parts, N_FUSED_NETWORK, call);
     }
-    if (gj__network_made(m, &fused_parts[1], 1) || !m->tiers ||
-        !behind(m, GJ__NETWORK_PART_BACKWARD, make_behind, call)) {
+    const int plan = gj__network_made(m, &fused_parts[1], 1) || !m->tiers
+                         ? BEHIND_NONE
+                         : behind_plan(m, GJ__NETWORK_PART_BACKWARD, call);
+    if (plan == BEHIND_NONE) {
         return gj__network_need_parts(m, fused_parts, N_FUSED_MODEL, call);
     }
-    return need_unfused(m, call);
+    return serve_apart(m, plan, GJ__NETWORK_PART_BACKWARD, make_behind, need_unfused_apart, call, NULL);
 }
 
 /* ---- the training step ------------------------------------------------------------------ */
@@ -102,14 +126,22 @@ static gj_status make_step_behind(gj_network_module *m, gj__network_part part, c
                                                  message, size);
 }
 
-gj_status gj__network_need_step(gj_network_module *m, const char *call, gj_module **encoding_module, int *unfused) {
-    *unfused = 0;
-    if (gj__network_made(m, step_parts, 1) || !m->tiers || !behind(m, GJ__NETWORK_PART_STEP, make_step_behind, call)) {
-        return need_fused_step(m, call, encoding_module);
-    }
-    *unfused = 1;
+/* The unfused step's programs, and the encoding module (*(gj_module **)user). */
+static gj_status need_unfused_step(gj_network_module *m, const char *call, void *user) {
+    gj_module **encoding_module = user;
     return gj__network_made(m, unfused_step_parts, 3) && encoding_module_made(m)
                ? gj__network_need_encoding_module(m, encoding_module) /* made: only fetched */
                : gj__network_need_parts_beside_encoding(m, unfused_step_parts, 3, GJ__NETWORK_ENCODING_BACKWARD, call,
                                                         encoding_module);
+}
+
+gj_status gj__network_need_step(gj_network_module *m, const char *call, gj_module **encoding_module, int *unfused) {
+    *unfused = 0;
+    const int plan =
+        gj__network_made(m, step_parts, 1) || !m->tiers ? BEHIND_NONE : behind_plan(m, GJ__NETWORK_PART_STEP, call);
+    if (plan == BEHIND_NONE) {
+        return need_fused_step(m, call, encoding_module);
+    }
+    *unfused = 1;
+    return serve_apart(m, plan, GJ__NETWORK_PART_STEP, make_step_behind, need_unfused_step, call, encoding_module);
 }
