@@ -270,47 +270,66 @@ gj_status gj__network_make_part(gj_network_module *m, gj__network_part part, int
     return job.status;
 }
 
-/* The encoding module's programs for uses prepared on a worker thread (beside a network
- * program compiled on the caller's). */
-typedef struct encoding_job {
+/* Work for a thread of its own, in the starting thread's current context (runtime/scope.h's rule
+ * where it has none), with its failure's message (messages are per thread). */
+typedef struct worker {
     gj_network_module *m;
-    unsigned uses;
     const char *call;
+    gj_status (*work)(struct worker *w);
     gj__driver *drv;
     CUcontext context;
+    pthread_t thread;
+    int started;
     gj_status status;
-    char message[GJ__MESSAGE_MAX]; /* messages are per thread */
-} encoding_job;
+    char message[GJ__MESSAGE_MAX];
+} worker;
 
-static void *prepare_encoding_on_worker(void *arg) {
-    encoding_job *job = arg;
-    if (job->context) {
-        job->drv->CtxSetCurrent(job->context); /* the device the caller's thread compiles for */
+static void *run_worker(void *arg) {
+    worker *w = arg;
+    if (w->context) {
+        w->drv->CtxSetCurrent(w->context); /* the device the starting thread compiles for */
     }
-    gj_module *encoding_module = NULL;
-    job->status = gj__network_need_encoding_module(job->m, &encoding_module);
-    if (job->status == GJ_OK) {
-        job->status = gj__module_prepare_parts(
-            encoding_module, gj__network_encoding_parts(encoding_module, job->uses), job->call);
-    }
-    if (job->status != GJ_OK) {
-        snprintf(job->message, sizeof job->message, "%s", gj_context_errmsg(job->m->ctx));
+    w->status = w->work(w);
+    if (w->status != GJ_OK) {
+        snprintf(w->message, sizeof w->message, "%s", gj_context_errmsg(w->m->ctx));
     }
     return NULL;
 }
 
+/* Starts w's work on a thread; where none starts (or the driver is missing), w->started is 0 and
+ * the caller does it on its own. */
+static void worker_start(worker *w) {
+    w->started = 0;
+    w->status = GJ_OK;
+    w->message[0] = '\0';
+    if (gj__driver_get(w->m->ctx->runtime.driver, &w->m->ctx->diag, &w->drv) == GJ_OK) {
+        w->drv->CtxGetCurrent(&w->context);
+        w->started = pthread_create(&w->thread, NULL, run_worker, w) == 0;
+    }
+    gj__diag_clear(&w->m->ctx->diag);
+}
+
+/* The encoding module's programs for uses (beside a network program compiled on the caller's). */
+typedef struct encoding_work {
+    worker w; /* first: the worker is the work */
+    unsigned uses;
+} encoding_work;
+
+static gj_status prepare_encoding(worker *w) {
+    encoding_work *e = (encoding_work *)w;
+    gj_module *encoding_module = NULL;
+    gj_status status = gj__network_need_encoding_module(w->m, &encoding_module);
+    return status == GJ_OK ? gj__module_prepare_parts(encoding_module,
+                                                      gj__network_encoding_parts(encoding_module, e->uses), w->call)
+                           : status;
+}
+
 gj_status gj__network_make_part_beside_encoding(gj_network_module *m, gj__network_part part, unsigned encoding_uses,
                                                 const char *call, char *message, size_t message_size) {
-    encoding_job beside = {m, encoding_uses, call, NULL, NULL, GJ_OK, {0}};
-    pthread_t thread;
-    int started = 0;
-    if (gj__driver_get(m->ctx->runtime.driver, &m->ctx->diag, &beside.drv) == GJ_OK) {
-        beside.drv->CtxGetCurrent(&beside.context);
-        started = pthread_create(&thread, NULL, prepare_encoding_on_worker, &beside) == 0;
-    }
-    gj__diag_clear(&m->ctx->diag);
-    if (!started) {
-        prepare_encoding_on_worker(&beside);
+    encoding_work beside = {{.m = m, .call = call, .work = prepare_encoding}, encoding_uses};
+    worker_start(&beside.w);
+    if (!beside.w.started) {
+        run_worker(&beside.w);
     }
     part_job job;
     memset(&job, 0, sizeof job);
@@ -318,12 +337,12 @@ gj_status gj__network_make_part_beside_encoding(gj_network_module *m, gj__networ
     job.part = part;
     job.call = call;
     make_part(&job);
-    if (started) {
-        pthread_join(thread, NULL);
+    if (beside.w.started) {
+        pthread_join(beside.w.thread, NULL);
     }
     /* Published once the encoding's programs are loaded too: a launch that finds part made finds
      * what it launches of the encoding made as well. */
-    const gj_status status = job.status != GJ_OK ? job.status : beside.status;
+    const gj_status status = job.status != GJ_OK ? job.status : beside.w.status;
     if (status == GJ_OK) {
         pthread_mutex_lock(&m->lock);
         publish(m, &job);
@@ -331,32 +350,20 @@ gj_status gj__network_make_part_beside_encoding(gj_network_module *m, gj__networ
         return GJ_OK;
     }
     gj_user_module_destroy(job.made);
-    snprintf(message, message_size, "%s", job.status != GJ_OK ? job.message : beside.message);
+    snprintf(message, message_size, "%s", job.status != GJ_OK ? job.message : beside.w.message);
     return status;
 }
 
-/* need_parts on a worker thread (parts and the encoding module's, beside). */
-typedef struct parts_job {
-    gj_network_module *m;
+/* The programs of parts (need_parts), beside the encoding module's. */
+typedef struct parts_work {
+    worker w; /* first: the worker is the work */
     const gj__network_part *parts;
     size_t n;
-    const char *call;
-    gj__driver *drv;
-    CUcontext context;
-    gj_status status;
-    char message[GJ__MESSAGE_MAX]; /* messages are per thread */
-} parts_job;
+} parts_work;
 
-static void *need_parts_on_worker(void *arg) {
-    parts_job *job = arg;
-    if (job->context) {
-        job->drv->CtxSetCurrent(job->context); /* else runtime/scope.h's rule, as on the caller's */
-    }
-    job->status = gj__network_need_parts(job->m, job->parts, job->n, job->call);
-    if (job->status != GJ_OK) {
-        snprintf(job->message, sizeof job->message, "%s", gj_context_errmsg(job->m->ctx));
-    }
-    return NULL;
+static gj_status need_parts_work(worker *w) {
+    parts_work *p = (parts_work *)w;
+    return gj__network_need_parts(w->m, p->parts, p->n, w->call);
 }
 
 uint32_t gj__network_encoding_parts(const gj_module *encoding_module, unsigned uses) {
@@ -377,19 +384,14 @@ gj_status gj__network_need_parts_beside_encoding(gj_network_module *m, const gj_
     if (status != GJ_OK) {
         return status;
     }
-    parts_job job = {m, parts, n, call, NULL, NULL, GJ_OK, {0}};
-    pthread_t thread;
-    int started = 0;
-    if (gj__driver_get(m->ctx->runtime.driver, &m->ctx->diag, &job.drv) == GJ_OK) {
-        job.drv->CtxGetCurrent(&job.context);
-        started = pthread_create(&thread, NULL, need_parts_on_worker, &job) == 0;
-    }
+    parts_work beside = {{.m = m, .call = call, .work = need_parts_work}, parts, n};
+    worker_start(&beside.w);
     status = gj__module_prepare_parts(*encoding_module, gj__network_encoding_parts(*encoding_module, encoding_uses),
                                       call);
-    if (started) {
-        pthread_join(thread, NULL);
-        if (job.status != GJ_OK && status == GJ_OK) {
-            status = gj__fail(&m->ctx->diag, job.status, "%s", job.message);
+    if (beside.w.started) {
+        pthread_join(beside.w.thread, NULL);
+        if (beside.w.status != GJ_OK && status == GJ_OK) {
+            status = gj__fail(&m->ctx->diag, beside.w.status, "%s", beside.w.message);
         }
     } else if (status == GJ_OK) {
         status = gj__network_need_parts(m, parts, n, call);
