@@ -753,6 +753,38 @@ static void a_model_training_step_runs_unfused_while_its_program_compiles(void *
 /* A module destroyed while its thread compiles waits for it; a thread whose program fails
  * (the driver refuses it) is reported by gj_network_module_wait_compiles, and the backward then
  * compiles the fused program itself. */
+/* One thread a module: a first step that comes while the backward's thread runs (held here)
+ * compiles the step's program then and there and runs fused, starting no thread of its own. */
+static void a_step_while_the_backward_s_thread_runs_compiles_its_own(void **state) {
+    (void)state;
+    tier_fixture f;
+    tier_setup(&f, "gj_network_tiers_busy_XXXXXX", 1);
+    char *b = f.buffer;
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(f.ctx, f.net, &m), GJ_OK);
+    atomic_store(&gj__network_test_hold_background, 1);
+    assert_int_equal(gj_network_forward(m, NULL, &f.d), GJ_OK); /* the backward's thread, held */
+    const unsigned made = atomic_load(&gj__network_test_made_at_start);
+    gj_network_train_desc t;
+    gj_network_train_desc_init(&t);
+    t.n = 100;
+    t.input = (const float *)(b + 4096);
+    t.target = (const float *)(b + 8192);
+    t.params = b;
+    t.encoding_params = b + (1 << 20);
+    t.dL_dparams = (float *)(b + 131072);
+    t.dL_dencoding_params = b + (2 << 20);
+    t.loss = (float *)(b + (3 << 20));
+    fake.trace_start();
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    expect_in("a step beside the backward's thread", fake.trace(), "train_features", 1);
+    assert_int_equal(atomic_load(&gj__network_test_made_at_start), made); /* no thread asked for */
+    atomic_store(&gj__network_test_hold_background, 0);
+    assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK);
+    gj_network_module_destroy(m);
+    tier_teardown(&f);
+}
+
 static void a_failed_or_abandoned_compile_behind_the_passes(void **state) {
     (void)state;
     tier_fixture f;
@@ -1360,6 +1392,7 @@ int main(void) {
         cmocka_unit_test(a_model_backward_runs_unfused_while_the_fused_one_compiles),
         cmocka_unit_test(a_failed_or_abandoned_compile_behind_the_passes),
         cmocka_unit_test(a_model_training_step_runs_unfused_while_its_program_compiles),
+        cmocka_unit_test(a_step_while_the_backward_s_thread_runs_compiles_its_own),
         cmocka_unit_test(exit_waits_for_the_compile_behind_the_passes),
         cmocka_unit_test(the_training_step_launches_its_program),
         cmocka_unit_test(forward_grids_stop_at_the_waves_asked_for),

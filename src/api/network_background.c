@@ -171,6 +171,14 @@ int gj__network_background_compiling(gj_network_module *m, gj__network_part part
     return compiling;
 }
 
+int gj__network_background_busy(gj_network_module *m) {
+    gj__network_background *b = &m->background;
+    pthread_mutex_lock(&b->lock);
+    const int running = b->running;
+    pthread_mutex_unlock(&b->lock);
+    return running;
+}
+
 int gj__network_background_tried(gj_network_module *m, gj__network_part part) {
     gj__network_background *b = &m->background;
     pthread_mutex_lock(&b->lock);

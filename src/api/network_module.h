@@ -169,8 +169,10 @@ void gj__network_background_init(gj__network_background *b);
 int gj__network_background_start(gj_network_module *m, gj__network_part part, gj__network_make_fn make);
 /* Waits (without the module's lock) for a thread compiling one of parts, if one is. */
 void gj__network_background_wait_parts(gj_network_module *m, const gj__network_part *parts, size_t n);
-/* Whether a thread compiles part now; whether one has been given it (now or before). */
+/* Whether a thread compiles part now; whether one compiles any part now; whether one has been
+ * given part (now or before). */
 int gj__network_background_compiling(gj_network_module *m, gj__network_part part);
+int gj__network_background_busy(gj_network_module *m);
 int gj__network_background_tried(gj_network_module *m, gj__network_part part);
 /* Waits for the thread and joins it (a module being destroyed). */
 void gj__network_background_join(gj_network_module *m);

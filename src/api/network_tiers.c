@@ -51,13 +51,14 @@ static gj_status need_unfused(gj_network_module *m, const char *call) {
 /* What the passes apart do about part (BEHIND_*): a thread compiles it (serve apart), or none has
  * had it and the disk cache does not hold it (serve apart and start one), or the fused program is
  * made now (loaded from the cache) or is to be (a thread had it before: loaded, or failed, and
- * the passes compile it, reporting why). */
+ * the passes compile it, reporting why; or the module's one thread compiles another part). */
 enum { BEHIND_NONE, BEHIND_RUNS, BEHIND_START };
 static int behind_plan(gj_network_module *m, gj__network_part part, const char *call) {
     if (gj__network_background_compiling(m, part)) {
         return BEHIND_RUNS;
     }
-    const int start = !gj__network_background_tried(m, part) && gj__network_make_part(m, part, 1, call, NULL, 0) != GJ_OK;
+    const int start = !gj__network_background_busy(m) && !gj__network_background_tried(m, part) &&
+                      gj__network_make_part(m, part, 1, call, NULL, 0) != GJ_OK;
     gj__diag_clear(&m->ctx->diag); /* a probe's miss says nothing */
     return start ? BEHIND_START : BEHIND_NONE;
 }
