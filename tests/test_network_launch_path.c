@@ -554,6 +554,22 @@ static void tier_setup(tier_fixture *f, const char *template, int encoding_gradi
     f->d = tier_desc(f->buffer, encoding_gradients);
 }
 
+/* A training step of tier_model over one device buffer b: 100 points (one output: 100 values),
+ * both parts' gradients. */
+static gj_network_train_desc tier_train_desc(char *b) {
+    gj_network_train_desc t;
+    gj_network_train_desc_init(&t);
+    t.n = 100;
+    t.input = (const float *)(b + 4096);
+    t.target = (const float *)(b + 8192);
+    t.params = b;
+    t.encoding_params = b + (1 << 20);
+    t.dL_dparams = (float *)(b + 131072);
+    t.dL_dencoding_params = b + (2 << 20);
+    t.loss = (float *)(b + (3 << 20));
+    return t;
+}
+
 static void tier_teardown(tier_fixture *f) {
     setenv("GRIDJIT_NETWORK_TIERS", "0", 1);
     gj_device_free(f->ctx, f->buffer);
@@ -683,16 +699,7 @@ static void a_model_training_step_runs_unfused_while_its_program_compiles(void *
     tier_fixture f;
     tier_setup(&f, "gj_network_tiers_step_XXXXXX", 0);
     char *b = f.buffer;
-    gj_network_train_desc t;
-    gj_network_train_desc_init(&t);
-    t.n = 100; /* one output: 100 values */
-    t.input = (const float *)(b + 4096);
-    t.target = (const float *)(b + 8192);
-    t.params = b;
-    t.encoding_params = b + (1 << 20);
-    t.dL_dparams = (float *)(b + 131072);
-    t.dL_dencoding_params = b + (2 << 20);
-    t.loss = (float *)(b + (3 << 20));
+    gj_network_train_desc t = tier_train_desc(b);
     gj_network_module *m = NULL;
     assert_int_equal(gj_network_module_create(f.ctx, f.net, &m), GJ_OK);
 
@@ -737,8 +744,8 @@ static void a_model_training_step_runs_unfused_while_its_program_compiles(void *
     atomic_store(&gj__network_test_hold_background, 0);
     fake.reset_counts();
     assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK);
-    /* On the thread: the encoding's forward program (the form its forward into feature-major
-     * features takes), then the step's. */
+    /* On the thread: the step's program, and beside it the encoding's forward program (the form
+     * its forward into feature-major features takes). */
     assert_int_equal(fake.count("cuLibraryLoadData"), 2);
     fake.trace_start();
     assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
@@ -750,9 +757,6 @@ static void a_model_training_step_runs_unfused_while_its_program_compiles(void *
     tier_teardown(&f);
 }
 
-/* A module destroyed while its thread compiles waits for it; a thread whose program fails
- * (the driver refuses it) is reported by gj_network_module_wait_compiles, and the backward then
- * compiles the fused program itself. */
 /* One thread a module: a first step that comes while the backward's thread runs (held here)
  * compiles the step's program then and there and runs fused, starting no thread of its own. */
 static void a_step_while_the_backward_s_thread_runs_compiles_its_own(void **state) {
@@ -765,16 +769,7 @@ static void a_step_while_the_backward_s_thread_runs_compiles_its_own(void **stat
     atomic_store(&gj__network_test_hold_background, 1);
     assert_int_equal(gj_network_forward(m, NULL, &f.d), GJ_OK); /* the backward's thread, held */
     const unsigned made = atomic_load(&gj__network_test_made_at_start);
-    gj_network_train_desc t;
-    gj_network_train_desc_init(&t);
-    t.n = 100;
-    t.input = (const float *)(b + 4096);
-    t.target = (const float *)(b + 8192);
-    t.params = b;
-    t.encoding_params = b + (1 << 20);
-    t.dL_dparams = (float *)(b + 131072);
-    t.dL_dencoding_params = b + (2 << 20);
-    t.loss = (float *)(b + (3 << 20));
+    gj_network_train_desc t = tier_train_desc(b);
     fake.trace_start();
     assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
     expect_in("a step beside the backward's thread", fake.trace(), "train_features", 1);
@@ -785,6 +780,9 @@ static void a_step_while_the_backward_s_thread_runs_compiles_its_own(void **stat
     tier_teardown(&f);
 }
 
+/* A module destroyed while its thread compiles waits for it; a thread whose program fails
+ * (the driver refuses it) is reported by gj_network_module_wait_compiles, and the backward then
+ * compiles the fused program itself. */
 static void a_failed_or_abandoned_compile_behind_the_passes(void **state) {
     (void)state;
     tier_fixture f;
