@@ -251,19 +251,29 @@ gj_status gj__network_need_parts(gj_network_module *m, const gj__network_part *p
     return status;
 }
 
+/* part's program made on this thread without the module's lock (into *job), not yet published. */
+static void make_part_here(gj_network_module *m, gj__network_part part, int cached_only, const char *call,
+                           part_job *job) {
+    memset(job, 0, sizeof *job);
+    job->m = m;
+    job->part = part;
+    job->call = call;
+    job->cached_only = cached_only;
+    make_part(job);
+}
+
+static void publish_locked(gj_network_module *m, part_job *job) {
+    pthread_mutex_lock(&m->lock);
+    publish(m, job);
+    pthread_mutex_unlock(&m->lock);
+}
+
 gj_status gj__network_make_part(gj_network_module *m, gj__network_part part, int cached_only, const char *call,
                                 char *message, size_t message_size) {
     part_job job;
-    memset(&job, 0, sizeof job);
-    job.m = m;
-    job.part = part;
-    job.call = call;
-    job.cached_only = cached_only;
-    make_part(&job);
+    make_part_here(m, part, cached_only, call, &job);
     if (job.status == GJ_OK) {
-        pthread_mutex_lock(&m->lock);
-        publish(m, &job);
-        pthread_mutex_unlock(&m->lock);
+        publish_locked(m, &job);
     } else if (message) {
         snprintf(message, message_size, "%s", job.status == GJ_ERROR_NOT_FOUND && cached_only ? "" : job.message);
     }
@@ -332,11 +342,7 @@ gj_status gj__network_make_part_beside_encoding(gj_network_module *m, gj__networ
         run_worker(&beside.w);
     }
     part_job job;
-    memset(&job, 0, sizeof job);
-    job.m = m;
-    job.part = part;
-    job.call = call;
-    make_part(&job);
+    make_part_here(m, part, 0, call, &job);
     if (beside.w.started) {
         pthread_join(beside.w.thread, NULL);
     }
@@ -344,9 +350,7 @@ gj_status gj__network_make_part_beside_encoding(gj_network_module *m, gj__networ
      * what it launches of the encoding made as well. */
     const gj_status status = job.status != GJ_OK ? job.status : beside.w.status;
     if (status == GJ_OK) {
-        pthread_mutex_lock(&m->lock);
-        publish(m, &job);
-        pthread_mutex_unlock(&m->lock);
+        publish_locked(m, &job);
         return GJ_OK;
     }
     gj_user_module_destroy(job.made);

@@ -39,8 +39,9 @@ static int encoding_module_made(gj_network_module *m) {
     return made;
 }
 
-/* The unfused backward's programs (those the fused one's thread does not compile). */
-static gj_status need_unfused(gj_network_module *m, const char *call) {
+/* The unfused backward's programs (those the fused one's thread does not compile); user unused. */
+static gj_status need_unfused(gj_network_module *m, const char *call, void *user) {
+    (void)user;
     gj_module *encoding_module = NULL;
     return gj__network_made(m, unfused_parts, 2) && encoding_module_made(m)
                ? GJ_OK
@@ -81,11 +82,6 @@ static gj_status serve_apart(gj_network_module *m, int plan, gj__network_part pa
     return status;
 }
 
-static gj_status need_unfused_apart(gj_network_module *m, const char *call, void *user) {
-    (void)user;
-    return need_unfused(m, call);
-}
-
 gj_status gj__network_need_training(gj_network_module *m, const char *call) {
     if (!m->net->encoding) {
         return gj__network_need_parts(m, fused_parts, N_FUSED_NETWORK, call);
@@ -96,7 +92,7 @@ gj_status gj__network_need_training(gj_network_module *m, const char *call) {
     if (plan == BEHIND_NONE) {
         return gj__network_need_parts(m, fused_parts, N_FUSED_MODEL, call);
     }
-    return serve_apart(m, plan, GJ__NETWORK_PART_BACKWARD, make_behind, need_unfused_apart, call, NULL);
+    return serve_apart(m, plan, GJ__NETWORK_PART_BACKWARD, make_behind, need_unfused, call, NULL);
 }
 
 /* ---- the training step ------------------------------------------------------------------ */

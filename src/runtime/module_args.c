@@ -501,12 +501,12 @@ uint32_t gj__group_block_points(const gj__module_shape *shape, uint32_t levels, 
 }
 
 /* Whether a split forward can store each level's entry of its rows whole: the rows' array and
- * its row stride (the padded width) aligned to the entry's bytes, a power of two. */
+ * its row stride (the padded width) aligned to the entry's bytes (a split forward's entries take
+ * 8, 16 or 32 bytes: gj__forward_split). */
 static int entries_aligned(const gj__module_shape *shape, const void *rows) {
     const uint32_t element = (uint32_t)gj__shape_element_size(shape);
     const uint32_t entry = shape->n_features_per_level * element;
-    return entry >= 8 && (entry & (entry - 1)) == 0 && (uintptr_t)rows % entry == 0 &&
-           (shape->padded_width * element) % entry == 0;
+    return (uintptr_t)rows % entry == 0 && (shape->padded_width * element) % entry == 0;
 }
 
 /* Levels per thread (a split forward: per block, at most its threads), staging and grid
