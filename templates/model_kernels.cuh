@@ -12,8 +12,8 @@
 // instance of the per-level code; point i of n chooses stochastic interpolation's sample as
 // gridjit's own kernels do).
 // Arrays are point-major: x[i * D + d], y[i * OUT + c], dL_dy[i * OUT + c]; dL/d(features)
-// feature-major. The network's forward context of tile t is at ctx + t * C::CTX_HALVES; the
-// encoding keeps none (its backward takes x again).
+// feature-major. The network's forward context of tile t is at ctx + t *
+// gj_nn_pass_ctx_halves<C>() (network.cuh); the encoding keeps none (its backward takes x again).
 // ---------------------------------------------------------------------------
 #ifndef GJ_MODEL_KERNELS_CUH
 #define GJ_MODEL_KERNELS_CUH
@@ -35,7 +35,8 @@ GJ_INLINE void gj_model_forward_tiles(gj_u64 n, const float* __restrict__ x, flo
         for (int d = 0; d < D; ++d) in.v[d] = active ? x[i * D + d] : 0.0f;
         const typename E::out_t f = E::fwd(in, eparams, nullptr);
         gj_nn_put_input<C>(scratch, f.v, active);
-        gj_nn_forward_warp<C, PAD>(w, scratch, ctx ? ctx + tile * C::CTX_HALVES : nullptr);
+        gj_nn_forward_warp<C, PAD, !gj_nn_recomputes<C>::value>(w, scratch,
+                                                                 ctx ? ctx + tile * gj_nn_pass_ctx_halves<C>() : nullptr);
         const gj_u64 first = tile * 32;
         gj_nn_store_rows<C::OUT, C::S>(y + first * C::OUT, scratch, n - first < 32 ? (int)(n - first) : 32);
         __syncwarp();

@@ -463,6 +463,29 @@ GJ_INLINE void gj_nn_kept_to_rows(gj_u16* x, const gj_u16* region, gj_u32 mask) 
 // Whether act'(z) depends on the kept value (every activation but None).
 template <int A> __host__ __device__ constexpr bool gj_nn_derivative_reads_kept() { return A != GJ_NN_NONE; }
 
+// ---- the pass kernels' context: kept, or recomputed --------------------------------------------
+// Where the configuration states C::RECOMPUTE true, the pass kernels (a network's and a model's
+// forward for training and backward kernels) keep only region 0 of each tile's context, the padded
+// input rows: gj_nn_pass_ctx_halves<C>() = 32 * C::IN_P halves a tile instead of C::CTX_HALVES, a
+// fifth of it for a 64 x 2 network behind 32 features (the forward writes a fifth of the bytes, the
+// backward reads a fifth). The backward then recomputes the output of the hidden layer below each
+// layer from those rows with the forward's own products, in the same order, so the values it works
+// with are the forward's bit for bit (gj_nn_recompute_rows). It needs hidden activations that keep
+// h (not Sine or SiLU, which keep z) and an output activation whose derivative reads nothing kept
+// (None). The per-point entry points and the training step's kernel (whose context stays in L2)
+// keep everything.
+template <class C, class = void> struct gj_nn_recomputes {
+    static constexpr bool value = false;
+};
+template <class C> struct gj_nn_recomputes<C, decltype(void(C::RECOMPUTE))> {
+    static constexpr bool value = C::RECOMPUTE;
+    static_assert(!C::RECOMPUTE || (!gj_nn_keeps_z<C::ACT>() && !gj_nn_derivative_reads_kept<C::OUT_ACT>()),
+                  "recomputing needs activations that keep h and an output activation that reads nothing kept");
+};
+template <class C> __host__ __device__ constexpr gj_u64 gj_nn_pass_ctx_halves() {
+    return gj_nn_recomputes<C>::value ? 32ull * C::IN_P : C::CTX_HALVES;
+}
+
 // ---- forward ---------------------------------------------------------------------------------
 // The forward's m-tiles at once: both where their accumulators fit in registers, else one at a
 // time, or what the configuration asks for (C::FORWARD_M_TILES, 0 for this rule: a model's
@@ -479,8 +502,9 @@ template <class C> struct gj_nn_forward_m_tiles<C, decltype(void(C::FORWARD_M_TI
 
 // The warp's tile through the network. In: the padded input rows in X (gj_nn_put_input).
 // Out: row p of X holds point p's C::OUT_P outputs (fp16, after the output activation).
-// ctx (null: inference) receives the forward context. w: the weights (rows padded by PAD).
-template <class C, int PAD>
+// ctx (null: inference) receives the forward context: all of it, or without KEEP region 0
+// alone (the input rows a recomputing backward starts from). w: the weights (rows padded by PAD).
+template <class C, int PAD, bool KEEP = true>
 GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
     typedef gj_nn<C> L;
     constexpr int S = C::S;
@@ -495,7 +519,7 @@ GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
             float out[1][N / 8][4];
             product(cols, out, c0);
             __syncwarp();
-            if (ctx && gj_nn_derivative_reads_kept<C::OUT_ACT>())
+            if (KEEP && ctx && gj_nn_derivative_reads_kept<C::OUT_ACT>())
                 gj_nn_store_ctx_cols<C::OUT_P, N>(ctx + L::ctx_offset(C::NL), r0, c0, out[0], gj_nn_kept_f<C::OUT_ACT>());
             gj_nn_store_c<N, S>(rows + c0, r0, out[0], gj_nn_act_f<C::OUT_ACT>());
         });
@@ -513,7 +537,7 @@ GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
             __syncwarp();
 #pragma unroll
             for (int m = 0; m < MT; ++m) {
-                if (ctx && gj_nn_derivative_reads_kept<C::OUT_ACT>())
+                if (KEEP && ctx && gj_nn_derivative_reads_kept<C::OUT_ACT>())
                     gj_nn_store_ctx<C::OUT_P>(ctx + L::ctx_offset(1), r0 + 16 * m, out[m], gj_nn_kept_f<C::OUT_ACT>());
                 gj_nn_store_c<C::OUT_P, S>(x, r0 + 16 * m, out[m], gj_nn_act_f<C::OUT_ACT>());
             }
@@ -521,7 +545,7 @@ GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
             float acc[MT][C::W / 8][4];
             gj_u32 a[MT][C::W / 16][4];
             gj_nn_layer_smem<MT, C::IN_P, C::W, S, PAD>(acc, x, r0, w);
-            if (ctx) {
+            if (KEEP && ctx) {
 #pragma unroll
                 for (int m = 0; m < MT; ++m)
                     gj_nn_store_ctx<C::W>(ctx + L::ctx_offset(1), r0 + 16 * m, acc[m], gj_nn_kept_f<C::ACT>());
@@ -531,7 +555,7 @@ GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
 #pragma unroll
                 for (int m = 0; m < MT; ++m) gj_nn_to_a<C::W, C::ACT>(a[m], acc[m]);
                 gj_nn_layer<MT, C::W, C::W, PAD>(acc, a, w + L::template offset<PAD>(l));
-                if (ctx) {
+                if (KEEP && ctx) {
 #pragma unroll
                     for (int m = 0; m < MT; ++m)
                         gj_nn_store_ctx<C::W>(ctx + L::ctx_offset(l + 1), r0 + 16 * m, acc[m], gj_nn_kept_f<C::ACT>());
@@ -551,7 +575,7 @@ GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
                 __syncwarp();
 #pragma unroll
                 for (int m = 0; m < MT; ++m) {
-                    if (ctx && gj_nn_derivative_reads_kept<C::OUT_ACT>())
+                    if (KEEP && ctx && gj_nn_derivative_reads_kept<C::OUT_ACT>())
                         gj_nn_store_ctx<C::OUT_P>(ctx + L::ctx_offset(C::NL), r0 + 16 * m, out[m],
                                                   gj_nn_kept_f<C::OUT_ACT>());
                     gj_nn_store_c<C::OUT_P, S>(x, r0 + 16 * m, out[m], gj_nn_act_f<C::OUT_ACT>());
@@ -590,7 +614,9 @@ GJ_INLINE void gj_nn_store_rows(float* __restrict__ y, const gj_u16* rows, int v
 // ---- backward --------------------------------------------------------------------------------
 // Columns nb .. nb + 15 of rows rm .. rm + 15 of a backward product (c: its two 16 x 8
 // accumulator tiles) times act'(kept), into OUT as fp16 (stride S); inactive rows zeros.
-template <int K, int S, int ACT>
+// kept: a context region in fragment order, or (KEPT_ROWS) rows of stride S, which may be OUT
+// itself: each lane reads the two words it then overwrites, and no other lane's.
+template <int K, int S, int ACT, bool KEPT_ROWS = false>
 GJ_INLINE void gj_nn_backprop_store(gj_u16* out, const float (&c)[2][4], const gj_u16* kept, int rm, int nb, gj_u32 mask) {
     const int l = gj_nn_lane(), g = l >> 2, t = l & 3;
     const bool lo_on = (mask >> (rm + g)) & 1u, hi_on = (mask >> (rm + g + 8)) & 1u;
@@ -599,8 +625,10 @@ GJ_INLINE void gj_nn_backprop_store(gj_u16* out, const float (&c)[2][4], const g
         const int col = nb + 8 * j + 2 * t;
         float v[4] = {c[j][0], c[j][1], c[j][2], c[j][3]};
         if (kept) {
-            const gj_u32 k0 = gj_nn_ctx_load<K>(kept, rm / 16, (nb + 8 * j) / 8, 0);
-            const gj_u32 k1 = gj_nn_ctx_load<K>(kept, rm / 16, (nb + 8 * j) / 8, 1);
+            const gj_u32 k0 = KEPT_ROWS ? *(const gj_u32*)(kept + (rm + g) * S + col)
+                                        : gj_nn_ctx_load<K>(kept, rm / 16, (nb + 8 * j) / 8, 0);
+            const gj_u32 k1 = KEPT_ROWS ? *(const gj_u32*)(kept + (rm + g + 8) * S + col)
+                                        : gj_nn_ctx_load<K>(kept, rm / 16, (nb + 8 * j) / 8, 1);
             v[0] *= gj_nn_grad_from_kept<ACT>(gj_nn_lo(k0));
             v[1] *= gj_nn_grad_from_kept<ACT>(gj_nn_hi(k0));
             v[2] *= gj_nn_grad_from_kept<ACT>(gj_nn_lo(k1));
@@ -613,7 +641,7 @@ GJ_INLINE void gj_nn_backprop_store(gj_u16* out, const float (&c)[2][4], const g
 
 // gj_nn_backprop for D wider than GJ_NN_OUT_CHUNK (a chunked output layer's delta): D's
 // fragments are loaded per column block from shared memory, not held in registers.
-template <int K, int N, int NCOLS, int S, int PAD, int ACT>
+template <int K, int N, int NCOLS, int S, int PAD, int ACT, bool KEPT_ROWS>
 GJ_INLINE void gj_nn_backprop_wide(gj_u16* out, const gj_u16* d, const gj_u16* w, const gj_u16* kept, gj_u32 mask) {
 #pragma unroll 1
     for (int r0 = 0; r0 < 32; r0 += 16) {
@@ -632,17 +660,18 @@ GJ_INLINE void gj_nn_backprop_wide(gj_u16* out, const gj_u16* d, const gj_u16* w
                     gj_nn_mma(c[j], a, b[0], b[1]);
                 }
             }
-            gj_nn_backprop_store<K, S, ACT>(out, c, kept, r0, nb, mask);
+            gj_nn_backprop_store<K, S, ACT, KEPT_ROWS>(out, c, kept, r0, nb, mask);
         }
     }
 }
 
 // Out (32 x NCOLS of K) = D (32 x N) . W (N x K, rows of K + PAD), times act'(kept) of the
-// layer below (KEPT: its context region, 32 x K in fragment order; null for the input, which
-// has none), as fp16 into OUT (stride S); rows whose point is inactive (bit clear in mask) are
-// zeros (gj_nn_backprop below: this form for N up to GJ_NN_OUT_CHUNK, the wide one above).
+// layer below (KEPT: its context region, 32 x K in fragment order, or with KEPT_ROWS its rows,
+// which may be OUT's; null for the input, which has none), as fp16 into OUT (stride S); rows
+// whose point is inactive (bit clear in mask) are zeros (gj_nn_backprop below: this form for N
+// up to GJ_NN_OUT_CHUNK, the wide one above).
 // Both m-tiles share each weight fragment where their A fragments fit in registers (N <= 64).
-template <int K, int N, int NCOLS, int S, int PAD, int ACT>
+template <int K, int N, int NCOLS, int S, int PAD, int ACT, bool KEPT_ROWS>
 GJ_INLINE void gj_nn_backprop_narrow(gj_u16* out, const gj_u16* d, const gj_u16* w, const gj_u16* kept,
                                      gj_u32 mask) {
     constexpr int MT = N <= 64 ? 2 : 1;
@@ -673,15 +702,50 @@ GJ_INLINE void gj_nn_backprop_narrow(gj_u16* out, const gj_u16* d, const gj_u16*
                 }
             }
 #pragma unroll
-            for (int m = 0; m < MT; ++m) gj_nn_backprop_store<K, S, ACT>(out, c[m], kept, r0 + 16 * m, nb, mask);
+            for (int m = 0; m < MT; ++m)
+                gj_nn_backprop_store<K, S, ACT, KEPT_ROWS>(out, c[m], kept, r0 + 16 * m, nb, mask);
         }
     }
 }
 
-template <int K, int N, int NCOLS, int S, int PAD, int ACT>
+template <int K, int N, int NCOLS, int S, int PAD, int ACT, bool KEPT_ROWS = false>
 GJ_INLINE void gj_nn_backprop(gj_u16* out, const gj_u16* d, const gj_u16* w, const gj_u16* kept, gj_u32 mask) {
-    if constexpr (N > GJ_NN_OUT_CHUNK) gj_nn_backprop_wide<K, N, NCOLS, S, PAD, ACT>(out, d, w, kept, mask);
-    else gj_nn_backprop_narrow<K, N, NCOLS, S, PAD, ACT>(out, d, w, kept, mask);
+    if constexpr (N > GJ_NN_OUT_CHUNK) gj_nn_backprop_wide<K, N, NCOLS, S, PAD, ACT, KEPT_ROWS>(out, d, w, kept, mask);
+    else gj_nn_backprop_narrow<K, N, NCOLS, S, PAD, ACT, KEPT_ROWS>(out, d, w, kept, mask);
+}
+
+// Rows of X (stride S) := the kept value (h) of hidden layer `top` for the warp's tile, its
+// rows whose bit of mask is clear zeros, recomputed from the input rows of ctx (region 0) with
+// the forward's products in the forward's order (gj_nn_forward_warp), one m-tile at a time:
+// the values the forward kept, bit for bit (gj_nn_recomputes).
+template <class C, int PAD>
+GJ_INLINE void gj_nn_recompute_rows(gj_u16* x, const gj_u16* ctx, const gj_u16* w, int top, gj_u32 mask) {
+    typedef gj_nn<C> L;
+    constexpr int S = C::S;
+    const int g = gj_nn_lane() >> 2;
+    gj_nn_rows_from_ctx<C::IN_P, S>(x, ctx, mask);
+    __syncwarp();
+#pragma unroll 1
+    for (int r0 = 0; r0 < 32; r0 += 16) {
+        float acc[1][C::W / 8][4];
+        gj_u32 a[1][C::W / 16][4];
+        gj_nn_layer_smem<1, C::IN_P, C::W, S, PAD>(acc, x, r0, w);
+#pragma unroll 1
+        for (int l = 1; l <= top; ++l) {
+            gj_nn_to_a<C::W, C::ACT>(a[0], acc[0]);
+            gj_nn_layer<1, C::W, C::W, PAD>(acc, a, w + L::template offset<PAD>(l));
+        }
+        __syncwarp(); // every lane has read rows r0 .. r0 + 15 before they are overwritten
+        const bool lo_on = (mask >> (r0 + g)) & 1u, hi_on = (mask >> (r0 + g + 8)) & 1u;
+#pragma unroll
+        for (int j = 0; j < C::W / 8; ++j) {
+            const float* v = acc[0][j];
+            gj_u16* p = x + (r0 + g) * S + 8 * j + 2 * (gj_nn_lane() & 3);
+            *(gj_u32*)p = lo_on ? gj_pack_half2(gj_nn_kept<C::ACT>(v[0]), gj_nn_kept<C::ACT>(v[1])) : 0u;
+            *(gj_u32*)(p + 8 * S) = hi_on ? gj_pack_half2(gj_nn_kept<C::ACT>(v[2]), gj_nn_kept<C::ACT>(v[3])) : 0u;
+        }
+    }
+    __syncwarp();
 }
 
 // ---- where a backward pass adds dL/dW -------------------------------------------------------
@@ -961,7 +1025,7 @@ GJ_INLINE gj_u64 gj_nn_sums_to_layout(gj_u64 offset, int K, gj_u64 e) {
 // point at some tile's context). wg: where dL/dW goes (above). WITH_DX: also dL/dx, left as
 // fp16 in row p of the returned buffer (columns < C::IN). Returns the buffer holding dL/dx
 // (or null).
-template <class C, int PAD, bool WITH_DX, class T, class WG>
+template <class C, int PAD, bool WITH_DX, bool RECOMPUTE = false, class T, class WG>
 GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, float dy_scale, const gj_u16* w, gj_u16* x,
                                             const gj_u16* ctx, const WG& wg) {
     typedef gj_nn<C> L;
@@ -1018,16 +1082,19 @@ GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, float dy_scale, cons
             }
             return nullptr;
         }
-        const gj_u16* kept = ctx + L::ctx_offset(l); // the kept value of layer l - 1: layer l's input
+        // The kept value of layer l - 1 (layer l's input): its context region, or recomputed
+        // into the rows of X, where the backprop then reads it (and overwrites it).
+        const gj_u16* kept = RECOMPUTE ? x : ctx + L::ctx_offset(l);
+        if constexpr (RECOMPUTE) gj_nn_recompute_rows<C, PAD>(x, ctx, w, l - 1, mask);
         if (wg.on()) {
-            gj_nn_kept_to_rows<C::W, S, C::ACT>(x, kept, mask);
+            if constexpr (!RECOMPUTE) gj_nn_kept_to_rows<C::W, S, C::ACT>(x, kept, mask);
             __syncwarp();
             if (l == C::NL - 1) wg.template layer<C::W, C::OUT_P, S>(l, L::template offset<0>(l), d, x);
             else wg.template layer<C::W, C::W, S>(l, L::template offset<0>(l), d, x);
             __syncwarp();
         }
-        if (l == C::NL - 1) gj_nn_backprop<C::W, C::OUT_P, C::W, S, PAD, C::ACT>(x, d, wl, kept, mask);
-        else gj_nn_backprop<C::W, C::W, C::W, S, PAD, C::ACT>(x, d, wl, kept, mask);
+        if (l == C::NL - 1) gj_nn_backprop<C::W, C::OUT_P, C::W, S, PAD, C::ACT, RECOMPUTE>(x, d, wl, kept, mask);
+        else gj_nn_backprop<C::W, C::W, C::W, S, PAD, C::ACT, RECOMPUTE>(x, d, wl, kept, mask);
         gj_u16* tmp = x; // the new delta is in x: swap the buffers
         x = d;
         d = tmp;

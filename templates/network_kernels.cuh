@@ -16,7 +16,8 @@
 // blockIdx.x * FORWARD_WARPS + warp, then every gridDim.x * FORWARD_WARPS-th (any grid size is
 // correct); the backward kernels go in rounds (gj_nn_rounds).
 // Arrays are point-major: x[i * IN + c], y[i * OUT + c], dL_dy[i * OUT + c], dL_dx[i * IN + c];
-// the forward context of tile t at ctx + t * C::CTX_HALVES.
+// the forward context of tile t at ctx + t * gj_nn_pass_ctx_halves<C>() (all of it, or the
+// input rows alone where C::RECOMPUTE: network.cuh, gj_nn_recomputes).
 // ---------------------------------------------------------------------------
 #ifndef GJ_NETWORK_KERNELS_CUH
 #define GJ_NETWORK_KERNELS_CUH
@@ -84,7 +85,8 @@ GJ_INLINE void gj_nn_forward_tiles(gj_u64 n, const float* __restrict__ x, float*
         const gj_u64 i = tile * 32 + lane;
         const bool active = i < n;
         gj_nn_put_input<C>(scratch, active ? x + i * C::IN : x, active);
-        gj_nn_forward_warp<C, PAD>(w, scratch, ctx ? ctx + tile * C::CTX_HALVES : nullptr);
+        gj_nn_forward_warp<C, PAD, !gj_nn_recomputes<C>::value>(w, scratch,
+                                                                 ctx ? ctx + tile * gj_nn_pass_ctx_halves<C>() : nullptr);
         const gj_u64 first = tile * 32;
         gj_nn_store_rows<C::OUT, C::S>(y + first * C::OUT, scratch, n - first < 32 ? (int)(n - first) : 32);
         __syncwarp();
@@ -127,7 +129,7 @@ template <class C> struct gj_nn_round {
     GJ_INLINE gj_nn_round(gj_u64 round, gj_u64 n, const gj_u16* contexts) {
         const gj_u64 n_tiles = (n + 31) / 32, first = round * C::WARPS;
         tile = first + threadIdx.x / 32;
-        ctx = contexts + (tile < n_tiles ? tile : n_tiles - 1) * C::CTX_HALVES;
+        ctx = contexts + (tile < n_tiles ? tile : n_tiles - 1) * gj_nn_pass_ctx_halves<C>();
         warps = gj_nn_round_warps<C>(round, n);
     }
 };
@@ -150,8 +152,8 @@ GJ_INLINE void gj_nn_backward_rounds(gj_u64 n, const float* __restrict__ dL_dy, 
         sums.rest.warps = r.warps;
         const gj_u64 i = r.tile * 32 + lane;
         const bool active = i < n;
-        const gj_u16* g = gj_nn_backward_warp<C, PAD, WITH_DX>(active ? dL_dy + i * C::OUT : nullptr, dy_scale, w,
-                                                               scratch, r.ctx, sums);
+        const gj_u16* g = gj_nn_backward_warp<C, PAD, WITH_DX, gj_nn_recomputes<C>::value>(
+            active ? dL_dy + i * C::OUT : nullptr, dy_scale, w, scratch, r.ctx, sums);
         per_point(i, active, WITH_DX ? g + lane * C::S : nullptr);
         __syncwarp();
     }

@@ -536,6 +536,45 @@ static void models_match_the_references_unfused(void **state) {
     }
 }
 
+/* The same, networks and models, with the pass kernels recomputing the hidden layers' outputs
+ * in the backward (GRIDJIT_NETWORK_RECOMPUTE=1, read when a module is made; a cache of its
+ * own): against the reference as before, the eligible ones (ReLU and no output activation)
+ * keeping a context of their input rows alone, the others (Sine, SiLU, an output activation)
+ * all of it. */
+static void networks_and_models_match_the_references_recomputing(void **state) {
+    (void)state;
+    char *dir = gjt_scratch("recomputing");
+    gj_context *ctx = gjt_context(dir, NULL);
+    setenv("GRIDJIT_NETWORK_RECOMPUTE", "1", 1);
+    int failed = 0;
+    for (size_t i = 0; i < N_SHAPES; ++i) {
+        failed += !check_shape(ctx, &shapes[i]);
+    }
+    for (size_t i = 0; i < N_MODELS; ++i) {
+        failed += !check_model(ctx, &models[i], 0);
+    }
+    /* 64 x 2 behind 3 inputs (padded to 16): 32 rows of 16 halves a tile; 16 x 1, Tanh and
+     * Sigmoid out: everything (16 + 16 + 16). */
+    gj_network *net = make_network(ctx, &shapes[0]);
+    gj_network_module *m = NULL;
+    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &m), "gj_network_module_create");
+    assert_int_equal(gj_network_module_context_bytes(m, 100), 4 * 32 * 16 * 2);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    net = make_network(ctx, &shapes[1]);
+    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &m), "gj_network_module_create");
+    assert_int_equal(gj_network_module_context_bytes(m, 100), 4 * 32 * (16 + 16 + 16) * 2);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    unsetenv("GRIDJIT_NETWORK_RECOMPUTE");
+    gj_context_destroy(ctx);
+    free(dir);
+    if (failed) {
+        fail_msg("%d of %zu networks and models failed recomputing (the FAIL lines above)", failed,
+                 N_SHAPES + N_MODELS);
+    }
+}
+
 int main(void) {
     if (!gj_gpu_available(NULL)) {
         return GJ_TEST_SKIP_ALL;
@@ -544,6 +583,7 @@ int main(void) {
         cmocka_unit_test(networks_match_the_reference),
         cmocka_unit_test(models_match_the_references),
         cmocka_unit_test(models_match_the_references_unfused),
+        cmocka_unit_test(networks_and_models_match_the_references_recomputing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

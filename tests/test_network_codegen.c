@@ -332,6 +332,51 @@ static void step_sums_in_registers(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* The recompute hint (GRIDJIT_NETWORK_RECOMPUTE): the config states RECOMPUTE where the
+ * activations allow it (hidden ones that keep h, no output activation), and such units compile
+ * for sm_90 and sm_80, networks and a model; elsewhere the hint leaves the unit as it was. */
+static void recomputing_units(void **state) {
+    (void)state;
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    static const struct {
+        const char *json;
+        unsigned in, out;
+        int eligible;
+    } cases[] = {{"{\"n_neurons\": 64, \"n_hidden_layers\": 2}", 32, 16, 1},
+                 {"{\"n_neurons\": 128, \"n_hidden_layers\": 3, \"activation\": \"LeakyReLU\"}", 3, 256, 1},
+                 {"{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 8}, \"network\": {\"n_neurons\": 32, "
+                  "\"n_hidden_layers\": 4, \"activation\": \"Squareplus\", \"n_output_dims\": 4}}", 3, 0, 1},
+                 {"{\"n_neurons\": 64, \"n_hidden_layers\": 2, \"activation\": \"SiLU\"}", 32, 16, 0},
+                 {"{\"n_neurons\": 64, \"n_hidden_layers\": 2, \"output_activation\": \"Sigmoid\"}", 32, 16, 0}};
+    const int nvrtc = gj_test_have_nvrtc();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        gj_network *net = make(ctx, cases[i].json, cases[i].in, cases[i].out);
+        char *plain = gj_test_network_unit(ctx, net, 0);
+        net->hints.recompute = 1;
+        char *unit = gj_test_network_unit(ctx, net, 0);
+        const char *line = "    static constexpr bool RECOMPUTE = true;";
+        if (cases[i].eligible) {
+            expect_line(unit, line);
+            if (nvrtc) {
+                gj_test_network_compile(ctx, net, unit, 0, "sm_90");
+                gj_test_network_compile(ctx, net, unit, 0, "sm_80");
+            }
+        } else {
+            assert_null(strstr(unit, line));
+            assert_string_equal(unit, plain);
+        }
+        assert_null(strstr(plain, line));
+        free(plain);
+        free(unit);
+        gj_network_destroy(net);
+    }
+    gj_context_destroy(ctx);
+    if (!nvrtc) {
+        skip();
+    }
+}
+
 /* A model's unit (encoding + network device functions, the fused kernels) compiles, and its
  * device functions fuse into a caller's kernel. */
 static void model_device_functions_fuse(void **state) {
@@ -450,6 +495,7 @@ int main(void) {
         cmocka_unit_test(unit_states_the_layout),
         cmocka_unit_test(every_width_and_activation_compiles),
         cmocka_unit_test(step_sums_in_registers),
+        cmocka_unit_test(recomputing_units),
         cmocka_unit_test(model_device_functions_fuse),
         cmocka_unit_test(networks_are_offered_to_user_sources),
         cmocka_unit_test(dump_compiles_with_nvcc),

@@ -71,7 +71,7 @@ void gj_network_module_destroy(gj_network_module *module) {
 }
 
 uint64_t gj_network_module_context_bytes(const gj_network_module *module, uint64_t n) {
-    return module ? (n + 31) / 32 * module->plans[GJ__NETWORK_PLAN_PORTABLE].ctx_halves * 2 : 0; /* any class's */
+    return module ? (n + 31) / 32 * module->plans[GJ__NETWORK_PLAN_PORTABLE].pass_ctx_halves * 2 : 0; /* any class's */
 }
 
 size_t gj_network_module_encoding_gradient_size(const gj_network_module *module) {

@@ -200,6 +200,10 @@ static void emit_config(gj__strbuf *sb, const struct gj_network *net, const char
                   (unsigned long long)plan->forward_scratch_halves);
     gj__sb_printf(sb, "    static constexpr gj_u64 CTX_HALVES = %lluull;     // forward context of one warp's 32 points\n",
                   (unsigned long long)plan->ctx_halves);
+    if (plan->recompute) {
+        gj__sb_append(sb, "    static constexpr bool RECOMPUTE = true; // the pass kernels keep the input rows alone, the backward\n"
+                          "                                            // recomputes the hidden layers' outputs from them\n");
+    }
     if (gj__network_plan_equal(plan, &plans[GJ__NETWORK_PLAN_LARGE])) {
         emit_plan_fields(sb, plan, model, forward_min);
     } else {

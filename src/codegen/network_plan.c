@@ -118,6 +118,20 @@ static void apply_hints(const gj__network_plan_hints *hints, uint64_t staged, ui
     }
 }
 
+/* Whether the backward may recompute the hidden layers' outputs instead of reading them from
+ * the context (templates/network.cuh, gj_nn_recomputes): hidden activations whose kept value is
+ * their output (not Sine or SiLU, which keep z) and no output activation (whose derivative would
+ * read the output's kept value). */
+static int can_recompute(const gj__network_layout *layout) {
+    for (uint32_t l = 0; l + 1 < layout->n_layers; ++l) {
+        const gj_activation a = layout->layers[l].activation;
+        if (a == GJ_ACTIVATION_SINE || a == GJ_ACTIVATION_SILU) {
+            return 0;
+        }
+    }
+    return layout->layers[layout->n_layers - 1].activation == GJ_ACTIVATION_NONE;
+}
+
 gj__network_plan_class gj__network_plan_class_of(int cubin_sm) {
     const int arch = 10 * cubin_sm; /* as __CUDA_ARCH__ spells it */
     return arch >= GJ__NETWORK_PLAN_LARGE_FROM && arch < GJ__NETWORK_PLAN_LARGE_UNTIL ? GJ__NETWORK_PLAN_LARGE
@@ -127,6 +141,7 @@ gj__network_plan_class gj__network_plan_class_of(int cubin_sm) {
 int gj__network_plan_equal(const gj__network_plan *a, const gj__network_plan *b) {
     return a->stride == b->stride && a->scratch_halves == b->scratch_halves &&
            a->forward_scratch_halves == b->forward_scratch_halves && a->ctx_halves == b->ctx_halves &&
+           a->recompute == b->recompute && a->pass_ctx_halves == b->pass_ctx_halves &&
            a->staged_halves == b->staged_halves && a->warps == b->warps && a->forward_warps == b->forward_warps &&
            a->stage == b->stage && a->stage_backward == b->stage_backward && a->smem_grads == b->smem_grads &&
            a->input_smem_grads == b->input_smem_grads && a->min_blocks == b->min_blocks &&
@@ -245,6 +260,8 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
         }
     }
     p.ctx_halves += 32ull * (layout->padded_input_width + layout->padded_output_width);
+    p.recompute = hints && hints->recompute > 0 && can_recompute(layout);
+    p.pass_ctx_halves = p.recompute ? 32ull * layout->padded_input_width : p.ctx_halves;
     p.stride = widest + 8;
     p.scratch_halves = 64ull * p.stride;
     p.forward_scratch_halves = layout->n_layers == 1 && layout->padded_output_width > GJ__NETWORK_OUT_CHUNK

@@ -18,7 +18,13 @@ typedef struct gj__network_plan {
     uint64_t forward_scratch_halves; /* per warp in the forward kernels: one buffer, or both
                                         (no hidden layers and more than GJ__NETWORK_OUT_CHUNK
                                         padded outputs, computed in chunks into the second) */
-    uint64_t ctx_halves;     /* forward context of one 32-point tile */
+    uint64_t ctx_halves;     /* forward context of one 32-point tile: all of it (the per-point
+                                entry points' and the training step's) */
+    int recompute;           /* the pass kernels keep only its input rows and the backward
+                                recomputes the hidden layers' outputs (templates/network.cuh,
+                                gj_nn_recomputes; the same in every class) */
+    uint64_t pass_ctx_halves; /* what the pass kernels keep of a tile: ctx_halves, or recomputing
+                                 32 rows of the padded input */
     uint64_t staged_halves;  /* the weights with rows padded by 8, rounded to 8 (0: not staged) */
     uint32_t warps;          /* per block of the backward kernels */
     uint32_t forward_warps;  /* per block of the inference and forward kernels */

@@ -46,6 +46,9 @@ typedef struct gj__network_plan_hints {
                                    rules */
     int step_fetch_targets;     /* the step's network kernel fetches a tile's targets while its
                                    forward runs: 1 yes, -1 no, 0 the rule */
+    int recompute;              /* 1: the pass kernels keep only the input rows of the forward's
+                                   context and the backward recomputes the hidden layers' outputs,
+                                   where the activations allow it; -1 or 0: they keep it all */
 } gj__network_plan_hints;
 
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */

@@ -58,6 +58,15 @@ template <class C> struct WideInference : C {
     static constexpr int FORWARD_M_TILES = 1;
 };
 
+// The same configuration with the pass kernels recomputing the hidden layers' outputs in the
+// backward from the input rows the forward keeps (network.cuh, gj_nn_recomputes).
+template <class C> struct Recomputing : C {
+    static constexpr bool RECOMPUTE = true;
+};
+template <class C> constexpr bool can_recompute() {
+    return !gj_nn_keeps_z<C::ACT>() && !gj_nn_derivative_reads_kept<C::OUT_ACT>();
+}
+
 static const char* const names[] = {"None", "ReLU", "LeakyReLU", "Exponential", "Sine", "Sigmoid", "Squareplus",
                                     "Softplus", "Tanh", "SiLU"};
 
@@ -87,6 +96,52 @@ static void report(const char* what, const char* shape, double err, double tol) 
     failures += !ok;
 }
 
+// The pass kernels recomputing (Recomputing<C>) against the same kernels keeping the whole
+// context, whose results run() has checked against the reference: the forward's outputs and
+// kept input rows, dL/dx and a model's dL/d(features) equal bit for bit (the backward works with
+// the very values the forward kept), dL/dparams equal up to the order of the atomic additions
+// (and bit for bit with one warp, whose additions come in one order), and the plan's context a
+// tile the templates'.
+template <class C>
+static void recompute_case(const char* shape, unsigned n, unsigned grid, const std::vector<float>& x,
+                           const std::vector<float>& dy, const gj_half* params, const std::vector<gj_u16>& ctx,
+                           const std::vector<float>& y_fwd, const std::vector<float>& dx,
+                           const std::vector<double>& dw_ref, const std::vector<gj_half>& df_half, double tol) {
+    typedef Recomputing<C> R;
+    constexpr gj_u64 HALVES = gj_nn_pass_ctx_halves<R>();
+    static_assert(HALVES == 32ull * C::IN_P && gj_nn_pass_ctx_halves<C>() == C::CTX_HALVES, "the tile's context");
+    const gj_u64 tiles = (n + 31) / 32;
+    std::vector<gj_u16> kept(tiles * HALVES, 0xFFFFu);
+    std::vector<float> y((size_t)n * C::OUT, NAN), dx_r((size_t)n * C::IN, NAN), dw(C::N_PARAMS, 0.0f);
+    gj_emulate_launch(grid, 32 * R::FORWARD_WARPS,
+                      [&] { gj_nn_forward_kernel<R>(n, x.data(), y.data(), params, kept.data()); });
+    gj_emulate_launch(grid, 32 * R::WARPS, [&] {
+        gj_nn_backward_kernel<R, true>(n, dy.data(), 1.0f, params, kept.data(), dw.data(), dx_r.data());
+    });
+    std::vector<gj_half> df((size_t)n * C::IN, gj_half{0x7E00u});
+    std::vector<float> dw_model(C::N_PARAMS, 0.0f);
+    gj_emulate_launch(grid, 32 * R::WARPS, [&] {
+        gj_model_backward_features_kernel<R>(n, dy.data(), 1.0f, params, kept.data(), dw_model.data(), df.data());
+    });
+    int differ = 0;
+    for (size_t i = 0; i < y.size(); ++i) differ += std::memcmp(&y[i], &y_fwd[i], sizeof(float)) != 0;
+    for (gj_u64 t = 0; t < tiles; ++t)
+        differ += std::memcmp(&kept[t * HALVES], &ctx[t * C::CTX_HALVES], HALVES * sizeof(gj_u16)) != 0;
+    for (size_t i = 0; i < dx.size(); ++i) differ += std::memcmp(&dx_r[i], &dx[i], sizeof(float)) != 0;
+    for (size_t i = 0; i < df.size(); ++i) differ += df[i].bits != df_half[i].bits;
+    char what[320];
+    std::snprintf(what, sizeof what, "%s, recomputing", shape);
+    if (differ) {
+        std::printf("FAIL %s: %d outputs, kept rows, dL/dx or dL/df differ from the kept context's\n", what, differ);
+        ++failures;
+    } else {
+        std::printf("PASS %s: outputs, kept rows, dL/dx and dL/df equal the kept context's\n", what);
+    }
+    std::vector<double> g(dw.begin(), dw.end()), gm(dw_model.begin(), dw_model.end());
+    report("dL/dparams", what, rel_error(g, dw_ref, 1e-3), 2 * tol);
+    report("model dL/dparams", what, rel_error(gm, dw_ref, 1e-3), 2 * tol);
+}
+
 template <class C> static void run(unsigned n, unsigned grid, double tol) {
     char shape[256], json[512];
     std::snprintf(shape, sizeof shape, "%d-%dx%d-%d %s/%s pad %g, %u points, %d/%d warps%s%s", C::IN, C::W, C::NL - 1, C::OUT,
@@ -114,6 +169,18 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
                     plan.stride, (unsigned long long)plan.scratch_halves,
                     (unsigned long long)plan.forward_scratch_halves, (unsigned long long)plan.ctx_halves,
                     (unsigned long long)net->layout.n_params);
+        ++failures;
+    }
+    // The plan of a recomputing module (the hint) states the context the templates index.
+    gj__network_plan_hints hints = {};
+    hints.recompute = 1;
+    gj__network_plan rplan;
+    gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &rplan);
+    const gj_u64 recomputing_ctx = can_recompute<C>() ? 32ull * C::IN_P : C::CTX_HALVES; // recompute_case checks the templates'
+    if (rplan.recompute != (int)can_recompute<C>() || rplan.pass_ctx_halves != recomputing_ctx || plan.recompute ||
+        plan.pass_ctx_halves != C::CTX_HALVES) {
+        std::printf("FAIL plan %s: recompute %d, its context %llu; without the hint %d, %llu\n", shape, rplan.recompute,
+                    (unsigned long long)rplan.pass_ctx_halves, plan.recompute, (unsigned long long)plan.pass_ctx_halves);
         ++failures;
     }
     gj_ref_mlp ref;
@@ -219,6 +286,9 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
     report("model dL/dparams", shape, rel_error(g3, dw_ref, 1e-3), 2 * tol);
     report("model dL/df fp16", shape, rel_error(fh, dx_ref, 1e-3), 2 * tol);
     report("model dL/df fp32", shape, rel_error(ff, dx_ref, 1e-3), 2 * tol);
+    if constexpr (can_recompute<C>()) {
+        recompute_case<C>(shape, n, grid, x, dy, params, ctx, y_fwd, dx, dw_ref, df_half, tol);
+    }
 }
 
 // gj_nn_finish_kernel: fp16 sums converted (set, or added to) with the factor, and three fp32
@@ -354,6 +424,16 @@ int main() {
     run<Cfg<64, 64, 2, 64, TANH, NONE, true, 4, true, true, true, 4, 255>>(300, 2, 2e-2);
     run<Cfg<5, 32, 5, 3, SILU, SIGMOID, true, 2, true, true, true, 2, 48>>(200, 2, 2e-2);
     run<Cfg<5, 32, 5, 3, SILU, SIGMOID, true, 2, true, false, true, 2, 48>>(200, 2, 2e-2);
+    // Recomputing (every shape above whose activations allow it runs it too): the activations
+    // that keep h with no output activation, one warp (whose dL/dparams come in one order), no
+    // hidden layer (nothing to recompute: the input rows alone), 128 wide read from global memory.
+    run<Cfg<6, 32, 2, 3, SIGMOID, NONE, true, 1, true, true>>(100, 1, 2e-2);
+    run<Cfg<4, 16, 2, 3, EXP, NONE, true, 2, true, false>>(70, 2, 2e-2);
+    run<Cfg<8, 64, 1, 4, SOFTPLUS, NONE, true, 2, false, true>>(96, 2, 2e-2);
+    run<Cfg<7, 32, 2, 5, SQUAREPLUS, NONE, false, 2, true, true, true, 4>>(150, 2, 2e-2);
+    run<Cfg<5, 32, 1, 2, NONE, NONE, true, 1, true, false>>(40, 1, 2e-2);
+    run<Cfg<16, 16, 0, 8, NONE, NONE, true, 2, true, true>>(60, 1, 2e-2);
+    run<Cfg<20, 128, 2, 4, LEAKY, NONE, true, 2, true, true, false>>(130, 2, 2e-2);
     std::printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
 }
