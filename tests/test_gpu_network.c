@@ -516,13 +516,20 @@ static void models_match_the_references(void **state) {
     }
 }
 
+/* A context with a cache of its own (scratch directory `name`, *dir to free) for a module
+ * knob, the environment variable `knob` set to 1 (read when each module is made). */
+static gj_context *knob_context(const char *name, const char *knob, char **dir) {
+    *dir = gjt_scratch(name);
+    setenv(knob, "1", 1);
+    return gjt_context(*dir, NULL);
+}
+
 /* The same with the backward without dL/dinput served unfused, as while a model's fused backward
  * compiles behind its first steps: a cache of its own, without the fused programs. */
 static void models_match_the_references_unfused(void **state) {
     (void)state;
-    char *dir = gjt_scratch("unfused_models");
-    gj_context *ctx = gjt_context(dir, NULL);
-    setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
+    char *dir = NULL;
+    gj_context *ctx = knob_context("unfused_models", "GRIDJIT_NETWORK_TIERS", &dir);
     int failed = 0;
     for (size_t i = 0; i < N_MODELS; ++i) {
         atomic_store(&gj__network_test_hold_background, 1);
@@ -543,9 +550,8 @@ static void models_match_the_references_unfused(void **state) {
  * all of it. */
 static void networks_and_models_match_the_references_recomputing(void **state) {
     (void)state;
-    char *dir = gjt_scratch("recomputing");
-    gj_context *ctx = gjt_context(dir, NULL);
-    setenv("GRIDJIT_NETWORK_RECOMPUTE", "1", 1);
+    char *dir = NULL;
+    gj_context *ctx = knob_context("recomputing", "GRIDJIT_NETWORK_RECOMPUTE", &dir);
     int failed = 0;
     for (size_t i = 0; i < N_SHAPES; ++i) {
         failed += !check_shape(ctx, &shapes[i]);
