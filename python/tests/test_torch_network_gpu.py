@@ -186,6 +186,43 @@ def test_model_against_encoding_and_the_torch_mlp(levels):
     assert rel_norm(x.grad * 128.0, xr.grad) < 3e-2, rel_norm(x.grad * 128.0, xr.grad)
 
 
+@pytest.mark.parametrize("kind", ["network", "model"])
+def test_recomputing_backward_equals_keeping(kind, monkeypatch):
+    """GRIDJIT_NETWORK_RECOMPUTE=1 (read when the C module is made, at the first call): the
+    forward keeps the input rows alone and the backward recomputes the hidden layers' outputs
+    with the forward's own products, so outputs and dL/dx equal the default's bit for bit and
+    the parameter gradients differ only by the order of their atomic sums."""
+    torch.manual_seed(5)
+
+    def make():
+        if kind == "network":
+            return gjt.Network(7, 5, MLP64, seed=3)
+        return gjt.NetworkWithInputEncoding(3, 5, GRID, MLP64, seed=3)
+
+    def run(module, x):
+        x = x.detach().clone().requires_grad_(True)
+        y = module(x)
+        y.backward(torch.randn_like(y, generator=torch.Generator(DEVICE).manual_seed(9)) / y.shape[0])
+        return y.detach(), x.grad, module.params.grad
+
+    x = torch.rand(2000, 7 if kind == "network" else 3, device=DEVICE)
+    keeping = make()
+    with torch.no_grad():
+        keeping.params.uniform_(-0.5, 0.5)
+    y0, dx0, g0 = run(keeping, x)
+    monkeypatch.setenv("GRIDJIT_NETWORK_RECOMPUTE", "1")
+    recomputing = make()
+    with torch.no_grad():
+        recomputing.params.copy_(keeping.params)
+    y1, dx1, g1 = run(recomputing, x)
+    # 7 inputs, or the grid's 16 features, padded to 16: a tile keeps 32 rows of 16 halves.
+    native = recomputing._native
+    assert (native.module if kind == "network" else native.model_module).context_bytes(32) == 32 * 16 * 2
+    assert torch.equal(y0, y1)
+    assert torch.equal(dx0, dx1)
+    assert rel_norm(g1, g0) < 1e-5, rel_norm(g1, g0)
+
+
 def test_model_state_dict_round_trip():
     model = gjt.NetworkWithInputEncoding(3, 1, GRID, MLP64, seed=1)
     other = gjt.NetworkWithInputEncoding(3, 1, GRID, MLP64, seed=2)
