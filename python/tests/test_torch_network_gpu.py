@@ -202,7 +202,8 @@ def test_recomputing_backward_equals_keeping(kind, monkeypatch):
     def run(module, x):
         x = x.detach().clone().requires_grad_(True)
         y = module(x)
-        y.backward(torch.randn_like(y, generator=torch.Generator(DEVICE).manual_seed(9)) / y.shape[0])
+        dy = torch.randn(y.shape, generator=torch.Generator(DEVICE).manual_seed(9), device=DEVICE)
+        y.backward(dy / y.shape[0])
         return y.detach(), x.grad, module.params.grad
 
     x = torch.rand(2000, 7 if kind == "network" else 3, device=DEVICE)
