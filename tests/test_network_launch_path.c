@@ -1085,6 +1085,63 @@ static void a_model_inference_leaves_l1_to_its_encoding(void **state) {
     gj_context_destroy(ctx);
 }
 
+/* A model recomputing in the backward (GRIDJIT_NETWORK_RECOMPUTE=1) keeps the input rows alone
+ * (a context of 32 rows of 32 halves a tile for 16 levels of 2 features), and its forward then
+ * runs in the inference kernel's block of 16 warps with the inference's carveout; the backward
+ * keeps its block. Without the knob the forward keeps its own block and leaves the carveout to
+ * the driver, and the context holds every layer. */
+static void a_recomputing_model_forward_takes_the_inference_block(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_network *model = NULL;
+    assert_int_equal(gj_network_create(ctx, "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 16}, \"network\": "
+                                            "{\"n_neurons\": 64, \"n_hidden_layers\": 2, \"n_output_dims\": 16}}",
+                                       3, 0, &model),
+                     GJ_OK);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
+    char *b = buffer;
+    unsigned block[2][3], shared[2][2];
+    int carveout[2];
+    for (int recompute = 0; recompute < 2; ++recompute) {
+        gj_network_module *m = module_with_env(ctx, model, "GRIDJIT_NETWORK_RECOMPUTE", recompute ? "1" : NULL);
+        assert_int_equal(gj_network_module_context_bytes(m, 64), recompute ? 2 * 32 * 32 * 2 : 2 * 32 * (32 + 64 + 64 + 16) * 2);
+        gj_network_pass_desc d = desc_over(b, 1000);
+        d.encoding_params = b + (1 << 20);
+        assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
+        block[recompute][0] = fake.last_block_x();
+        shared[recompute][0] = fake.last_shared();
+        fake.reset_carveout();
+        assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+        block[recompute][1] = fake.last_block_x();
+        shared[recompute][1] = fake.last_shared();
+        carveout[recompute] = fake.last_carveout();
+        d.dL_doutput = (const float *)(b + 65536);
+        d.dL_dparams = (float *)(b + 131072);
+        d.dL_dencoding_params = b + (2 << 20);
+        d.dL_dparams_mode = GJ_GRAD_ACCUMULATE; /* no zeroing launch before the backward's */
+        assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+        assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK);
+        block[recompute][2] = fake.last_block_x();
+        gj_network_module_destroy(m);
+    }
+    assert_int_equal(block[0][0], 512); /* the fake is an sm_90: the wide inference block */
+    assert_int_equal(block[1][0], 512);
+    assert_int_equal(block[0][1], 128); /* the forward's four warps */
+    assert_int_equal(carveout[0], GJ_FAKE_NO_CARVEOUT);
+    assert_int_equal(block[1][1], 512); /* recomputing: the inference's block, shared memory, carveout */
+    assert_int_equal(shared[1][1], shared[1][0]);
+    assert_true(carveout[1] >= 1 && carveout[1] <= 50);
+    assert_int_equal(block[1][2], block[0][2]);
+    gj_device_free(ctx, buffer);
+    gj_network_destroy(model);
+    gj_context_destroy(ctx);
+}
+
 /* gj_network_precompile fills the cache with what a module needs: a module made afterwards
  * without NVRTC loads both programs from it. */
 static void precompiled_programs_serve_without_nvrtc(void **state) {
@@ -1395,6 +1452,7 @@ int main(void) {
         cmocka_unit_test(the_training_step_launches_its_program),
         cmocka_unit_test(forward_grids_stop_at_the_waves_asked_for),
         cmocka_unit_test(a_model_inference_leaves_l1_to_its_encoding),
+        cmocka_unit_test(a_recomputing_model_forward_takes_the_inference_block),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),
         cmocka_unit_test(a_precompiled_model_trains_without_nvrtc),
         cmocka_unit_test(training_programs_fail_together),

@@ -31,9 +31,10 @@ gj_status gj__network_zero_with(gj_network_module *m, gj__network_kernel k, gj_s
  * the H200 and ran at half speed (docs/networks.md, "Shared memory against L1"). So it prefers
  * fewer blocks (l1_carveout.h: within half the capacity, at least two) and the rest as L1, and
  * one where its plan's block is the wide one of 16 warps (one_block: the block that asks for one
- * and is made to be alone); *per_sm becomes the blocks that then fit. */
-static gj_status prefer_l1(gj_network_module *m, gj_stream stream, uint32_t shared_bytes, int one_block, int *per_sm,
-                           const char *call) {
+ * and is made to be alone); *per_sm becomes the blocks that then fit. k: the inference kernel, or
+ * the forward of a model that recomputes (which runs in the inference kernel's block). */
+static gj_status prefer_l1(gj_network_module *m, gj__network_kernel k, gj_stream stream, uint32_t shared_bytes,
+                           int one_block, int *per_sm, const char *call) {
     int percent = m->carveout, blocks = one_block && *per_sm > 1 ? 1 : *per_sm;
     if (percent == GJ__NETWORK_CARVEOUT_RULE) {
         int smem = 0, reserved = 0;
@@ -52,7 +53,7 @@ static gj_status prefer_l1(gj_network_module *m, gj_stream stream, uint32_t shar
     if (percent == -1 && m->carveout == GJ__NETWORK_CARVEOUT_RULE) {
         return GJ_OK; /* nothing known: the driver's choice stands */
     }
-    gj_status status = gj_kernel_set_shared_carveout(m->kernels[GJ__NK_INFERENCE], percent);
+    gj_status status = gj_kernel_set_shared_carveout(m->kernels[k], percent);
     if (status != GJ_OK) {
         return status;
     }
@@ -81,7 +82,10 @@ static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
     const gj__network_plan_class cls = gj__network_plan_class_of(cubin_sm);
     const gj__network_plan *plan = &m->plans[cls];
     const int backward = k == GJ__NK_BACKWARD || k == GJ__NK_BACKWARD_INPUT || k == GJ__NK_STEP || k == GJ__NK_STEP_FEATURES;
-    const int inference = k == GJ__NK_INFERENCE;
+    /* A model's forward that keeps the input rows alone runs in the inference kernel's block
+     * (network_codegen.c, emit_model_kernels). */
+    const int wide_forward = k == GJ__NK_FORWARD && m->net->encoding && plan->recompute;
+    const int inference = k == GJ__NK_INFERENCE || wide_forward;
     const uint32_t warps = backward ? plan->warps : inference ? plan->inference_warps : plan->forward_warps;
     const uint32_t threads = 32 * warps;
     const int features = k == GJ__NK_BACKWARD_INPUT && m->net->encoding;
@@ -105,12 +109,12 @@ static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
         /* The carveout is the kernel's in every context: the first class launched chooses it
          * (a module on GPUs of both classes keeps that class's choice; speed alone differs). */
         pthread_mutex_lock(&m->lock);
-        const int choose_carveout = k == GJ__NK_INFERENCE && m->net->encoding && !m->carveout_chosen;
+        const int choose_carveout = inference && m->net->encoding && !m->carveout_chosen[wide_forward];
         pthread_mutex_unlock(&m->lock);
         if (status == GJ_OK && choose_carveout) {
-            status = prefer_l1(m, job->stream, shared_bytes, plan->inference_min_blocks == 1, &per_sm, job->call);
+            status = prefer_l1(m, k, job->stream, shared_bytes, plan->inference_min_blocks == 1, &per_sm, job->call);
             pthread_mutex_lock(&m->lock);
-            m->carveout_chosen = status == GJ_OK;
+            m->carveout_chosen[wide_forward] = status == GJ_OK;
             pthread_mutex_unlock(&m->lock);
         }
         if (status != GJ_OK) {

@@ -80,8 +80,10 @@ struct gj_network_module {
     /* blocks of a full wave per class, on the first device of that class launched on (0: not known yet) */
     uint64_t wave[GJ__NETWORK_PLAN_CLASSES][GJ__NK_COUNT];
     uint32_t forward_waves; /* the inference and forward kernels' grid: at most this many waves */
-    int carveout;           /* a model's inference kernel: GJ__NETWORK_CARVEOUT_RULE, or a percent (-1: the driver's) */
-    int carveout_chosen;    /* prefer_l1 has run (for the first class launched), under lock */
+    int carveout;           /* a model's inference kernel (and its forward where it recomputes):
+                               GJ__NETWORK_CARVEOUT_RULE, or a percent (-1: the driver's) */
+    int carveout_chosen[2]; /* prefer_l1 has run for the inference kernel [0], the forward [1] (for
+                               the first class launched), under lock */
     int tiers;              /* a model's fused backward compiled behind its first steps (GRIDJIT_NETWORK_TIERS) */
     int tiers_overlap;      /* that thread started before the first call's programs, not after
                                (GRIDJIT_NETWORK_TIERS_OVERLAP) */

@@ -390,8 +390,23 @@ static void emit_adam(gj__strbuf *sb, const char *name, const char *param_type, 
  * the encoding's dL/dparams; NAME_backward_input is the network's alone, writing dL/d(features)
  * for the encoding's own backward kernels (a module of the encoding, which the network module
  * launches next, with dL/dx). */
+static void emit_inference_config(gj__strbuf *sb, const char *name) {
+    gj__sb_printf(sb,
+                  "// The inference kernel's plan: its own warps a block and rows (as wide as the network's\n"
+                  "// input or output where its block is one of 16 warps: docs/networks.md §9).\n"
+                  "struct %s_inference_config : %s_config {\n"
+                  "    static constexpr int FORWARD_WARPS = %s_config::INFERENCE_WARPS;\n"
+                  "    static constexpr int S = %s_config::INFERENCE_S;\n"
+                  "    static constexpr gj_u64 FORWARD_SCRATCH_HALVES = %s_config::INFERENCE_SCRATCH_HALVES;\n"
+                  "    static constexpr int FORWARD_M_TILES = %s_config::INFERENCE_M_TILES;\n"
+                  "};\n\n",
+                  name, name, name, name, name, name);
+}
+
+/* recompute: the plan's (the same in every class); the forward for training then keeps the
+ * input rows alone and runs in the inference kernel's block (docs/networks.md §8). */
 static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part,
-                               const launch_bounds_t *bounds, int unrolled, const beyond_plan_t *step) {
+                               const launch_bounds_t *bounds, int unrolled, const beyond_plan_t *step, int recompute) {
     const int forward = part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL;
     const int backward = part == GJ__NETWORK_PART_BACKWARD || part == GJ__NETWORK_PART_ALL;
     gj__sb_printf(sb, "// The encoding as templates/model_kernels.cuh calls it.\n"
@@ -420,31 +435,33 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
     }
     gj__sb_append(sb, "};\n\n");
     gj__sb_append(sb, "// Kernels (templates/model_kernels.cuh): point-major float arrays, any grid size.\n");
-    if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_ALL) {
+    const int inference = part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_ALL;
+    if (inference || (forward && recompute)) {
+        emit_inference_config(sb, name);
+    }
+    if (inference) {
         gj__sb_printf(sb,
-                      "// The inference kernel's plan: its own warps a block and rows (as wide as the network's\n"
-                      "// input or output where its block is one of 16 warps: docs/networks.md §9).\n"
-                      "struct %s_inference_config : %s_config {\n"
-                      "    static constexpr int FORWARD_WARPS = %s_config::INFERENCE_WARPS;\n"
-                      "    static constexpr int S = %s_config::INFERENCE_S;\n"
-                      "    static constexpr gj_u64 FORWARD_SCRATCH_HALVES = %s_config::INFERENCE_SCRATCH_HALVES;\n"
-                      "    static constexpr int FORWARD_M_TILES = %s_config::INFERENCE_M_TILES;\n"
-                      "};\n\n"
                       "extern \"C\" __global__ void %s\n"
                       "%s_inference(gj_u64 n, const float* x, float* y, const gj_half* params,\n"
                       "             const %s_encoding_config::param_t* eparams) {\n"
                       "    gj_model_forward_kernel<%s_inference_config, %s_encoding_ops>(n, x, y, params, eparams, nullptr);\n"
                       "}\n\n",
-                      name, name, name, name, name, name, bounds->inference, name, name, name, name);
+                      bounds->inference, name, name, name, name);
     }
     if (forward) {
+        /* Recomputing, the forward keeps the input rows alone: the inference kernel's work and
+         * as much L1 for the encoding's gathers, so its block too. */
+        if (recompute) {
+            gj__sb_append(sb, "// Keeping the input rows alone (RECOMPUTE), the forward runs in the inference kernel's block.\n");
+        }
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
                       "%s_forward(gj_u64 n, const float* x, float* y, const gj_half* params,\n"
                       "           const %s_encoding_config::param_t* eparams, gj_u16* ctx) {\n"
-                      "    gj_model_forward_kernel<%s_config, %s_encoding_ops>(n, x, y, params, eparams, ctx);\n"
+                      "    gj_model_forward_kernel<%s_%sconfig, %s_encoding_ops>(n, x, y, params, eparams, ctx);\n"
                       "}\n\n",
-                      bounds->forward, name, name, name, name);
+                      recompute ? bounds->inference : bounds->forward, name, name, name,
+                      recompute ? "inference_" : "", name);
     }
     if (backward) {
         gj__sb_printf(sb,
@@ -637,7 +654,8 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         launch_bounds_t bounds;
         launch_bounds(&bounds, net, name, plans);
         if (net->encoding) {
-            emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels, &beyond);
+            emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels, &beyond,
+                               plans[GJ__NETWORK_PLAN_PORTABLE].recompute);
         } else {
             emit_kernels(&sb, name, part, &bounds, &beyond);
         }

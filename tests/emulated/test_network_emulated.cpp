@@ -127,6 +127,18 @@ static void recompute_case(const char* shape, unsigned n, unsigned grid, const s
     for (size_t i = 0; i < y.size(); ++i) differ += std::memcmp(&y[i], &y_fwd[i], sizeof(float)) != 0;
     for (gj_u64 t = 0; t < tiles; ++t)
         differ += std::memcmp(&kept[t * HALVES], &ctx[t * C::CTX_HALVES], HALVES * sizeof(gj_u16)) != 0;
+    if constexpr (!gj_nn_out_chunked<C>()) {
+        // A model's forward recomputing runs in the inference kernel's wide block (rows as wide
+        // as the input or output, one m-tile at a time): the same outputs and kept rows.
+        typedef Recomputing<WideInference<C>> RW;
+        static_assert(gj_nn_pass_ctx_halves<RW>() == HALVES, "the wide block keeps the same rows");
+        std::vector<gj_u16> kept_wide(tiles * HALVES, 0xFFFFu);
+        std::vector<float> y_wide((size_t)n * C::OUT, NAN);
+        gj_emulate_launch(grid, 32 * RW::FORWARD_WARPS,
+                          [&] { gj_nn_forward_kernel<RW>(n, x.data(), y_wide.data(), params, kept_wide.data()); });
+        differ += std::memcmp(y_wide.data(), y.data(), y.size() * sizeof(float)) != 0;
+        differ += kept_wide != kept;
+    }
     for (size_t i = 0; i < dx.size(); ++i) differ += std::memcmp(&dx_r[i], &dx[i], sizeof(float)) != 0;
     for (size_t i = 0; i < df.size(); ++i) differ += df[i].bits != df_half[i].bits;
     char what[320];
