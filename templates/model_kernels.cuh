@@ -60,11 +60,12 @@ GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, fl
 // network's 0.96, where the level-major kernels take 2.13 on their own.
 // The encoding's dL/dparams of the lane's point i from its dL/d(features) row (fp16, as the
 // network's backward leaves it): E::bwd_params, which takes x again as its forward context.
+// small: the block's sums of the encoding's small levels (below), or null.
 template <class C, class E>
 GJ_INLINE void gj_model_encoding_backward(gj_u64 i, gj_u64 n, bool active, const gj_u16* row,
                                           const float* __restrict__ x,
                                           const typename E::config::param_t* __restrict__ eparams,
-                                          typename E::config::grad_t* __restrict__ dL_deparams) {
+                                          typename E::config::grad_t* __restrict__ dL_deparams, float* small) {
     typedef typename E::config EC;
     constexpr int D = EC::D;
     if (active && dL_deparams) {
@@ -75,7 +76,56 @@ GJ_INLINE void gj_model_encoding_backward(gj_u64 i, gj_u64 n, bool active, const
         float ectx[D]; // the encoding's forward context: the D input floats (docs/fusion.md)
 #pragma unroll
         for (int d = 0; d < D; ++d) ectx[d] = x[i * D + d];
-        E::bwd_params(dy, eparams, (const gj_u8*)ectx, dL_deparams, i, n);
+        E::bwd_params(dy, eparams, (const gj_u8*)ectx, dL_deparams, i, n, small);
+    }
+}
+
+// The encoding's small levels (those whose gradients fit a block's shared memory, which lead
+// its level table: E::SMALL_FLOATS floats) summed per block in fp32 shared memory after the
+// warps' scratch (C::SMALL_SUMS_FLOATS, the plan's room for them; 0: none), then added to
+// dL/dparams once a block: every point hits the same few thousand entries of these levels,
+// where global atomics queue on the same addresses (the encoding's own backward sums them so
+// in NAME_backward_coarse).
+template <class C, class = void> struct gj_model_small_room {
+    static constexpr gj_u32 value = 0;
+};
+template <class C> struct gj_model_small_room<C, decltype(void(C::SMALL_SUMS_FLOATS))> {
+    static constexpr gj_u32 value = C::SMALL_SUMS_FLOATS;
+};
+template <class C, class E> __host__ __device__ constexpr bool gj_model_sums_small() {
+    return gj_model_small_room<C>::value > 0 && E::SMALL_FLOATS > 0;
+}
+
+// The block's small-level sums, zeroed (the caller meets at a barrier before they are added
+// to), or null: none (dL_deparams null, or the plan has no room).
+template <class C, class E> GJ_INLINE float* gj_model_small_sums(const void* dL_deparams) {
+    if constexpr (gj_model_sums_small<C, E>()) {
+        static_assert(E::SMALL_FLOATS <= gj_model_small_room<C>::value, "the plan's room holds the small levels");
+        if (!dL_deparams) return nullptr;
+        float* sums = (float*)(gj_nn_smem + gj_nn_scratch_offset<C>() + C::WARPS * C::SCRATCH_HALVES);
+        for (gj_u32 k = threadIdx.x; k < E::SMALL_FLOATS; k += blockDim.x) sums[k] = 0.0f;
+        return sums;
+    } else {
+        return nullptr;
+    }
+}
+
+// Adds the block's non-zero small-level sums to dL_deparams (the small levels lead it).
+template <class C, class E>
+GJ_INLINE void gj_model_small_flush(const float* sums, typename E::config::grad_t* __restrict__ dL_deparams) {
+    if constexpr (gj_model_sums_small<C, E>()) {
+        if (!sums) return; // uniform: dL_deparams is the kernel's
+        __syncthreads();
+        if constexpr (sizeof(typename E::config::grad_t) == 2) {
+            static_assert(E::SMALL_FLOATS % 2 == 0, "fp16 gradients are added in pairs");
+            for (gj_u32 k = 2 * threadIdx.x; k < E::SMALL_FLOATS; k += 2 * blockDim.x) {
+                if (sums[k] != 0.0f || sums[k + 1] != 0.0f) gj_atomic_add_half2(dL_deparams + k, sums[k], sums[k + 1]);
+            }
+        } else {
+            for (gj_u32 k = threadIdx.x; k < E::SMALL_FLOATS; k += blockDim.x) {
+                if (sums[k] != 0.0f) gj_atomic_add(dL_deparams + k, sums[k]); // grad_t: float
+            }
+        }
     }
 }
 
@@ -84,10 +134,10 @@ GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, co
                                        float dy_scale, const gj_u16* w,
                                        const typename E::config::param_t* __restrict__ eparams, gj_u16* scratch,
                                        const gj_u16* ctx, float* grads, float* __restrict__ dL_dparams,
-                                       typename E::config::grad_t* __restrict__ dL_deparams) {
+                                       typename E::config::grad_t* __restrict__ dL_deparams, float* small) {
     gj_nn_backward_rounds<C, PAD, true>(n, dL_dy, dy_scale, w, scratch, ctx, grads, dL_dparams,
                                         [=](gj_u64 i, bool active, const gj_u16* row) {
-        gj_model_encoding_backward<C, E>(i, n, active, row, x, eparams, dL_deparams);
+        gj_model_encoding_backward<C, E>(i, n, active, row, x, eparams, dL_deparams, small);
     });
 }
 
@@ -101,11 +151,14 @@ GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, c
                                         typename E::config::grad_t* __restrict__ dL_deparams) {
     float* grads;
     gj_u16* scratch = gj_nn_backward_smem<C>(dL_dparams, &grads);
-    gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
-        gj_model_backward_tiles<C, E, decltype(pad)::value>(n, x, dL_dy, dy_scale, w, eparams, scratch, ctx, grads,
-                                                            dL_dparams, dL_deparams);
-    });
+    float* small = gj_model_small_sums<C, E>(dL_deparams);
+    gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS || gj_model_sums_small<C, E>()>(
+        params, [&](const gj_u16* w, auto pad) {
+            gj_model_backward_tiles<C, E, decltype(pad)::value>(n, x, dL_dy, dy_scale, w, eparams, scratch, ctx, grads,
+                                                                dL_dparams, dL_deparams, small);
+        });
     gj_nn_backward_flush<C>(grads, dL_dparams);
+    gj_model_small_flush<C, E>(small, dL_deparams);
 }
 
 // A model's training step (docs/networks.md §10), the encoding's own kernels around the network's:

@@ -581,6 +581,25 @@ static void networks_and_models_match_the_references_recomputing(void **state) {
     }
 }
 
+/* The models with their fused backward summing the encoding's leading small levels in the
+ * block's shared memory (GRIDJIT_NETWORK_SMALL_SUMS=1; where the block fits: the large class,
+ * as the H200's cubins are), against the reference as before. */
+static void models_match_the_references_summing_small_levels(void **state) {
+    (void)state;
+    char *dir = NULL;
+    gj_context *ctx = knob_context("small_sums", "GRIDJIT_NETWORK_SMALL_SUMS", &dir);
+    int failed = 0;
+    for (size_t i = 0; i < N_MODELS; ++i) {
+        failed += !check_model(ctx, &models[i], 0);
+    }
+    unsetenv("GRIDJIT_NETWORK_SMALL_SUMS");
+    gj_context_destroy(ctx);
+    free(dir);
+    if (failed) {
+        fail_msg("%d of %zu models failed summing small levels (the FAIL lines above)", failed, N_MODELS);
+    }
+}
+
 int main(void) {
     if (!gj_gpu_available(NULL)) {
         return GJ_TEST_SKIP_ALL;
@@ -590,6 +609,7 @@ int main(void) {
         cmocka_unit_test(models_match_the_references),
         cmocka_unit_test(models_match_the_references_unfused),
         cmocka_unit_test(networks_and_models_match_the_references_recomputing),
+        cmocka_unit_test(models_match_the_references_summing_small_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

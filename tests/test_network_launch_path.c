@@ -1142,6 +1142,47 @@ static void a_recomputing_model_forward_takes_the_inference_block(void **state) 
     gj_context_destroy(ctx);
 }
 
+/* GRIDJIT_NETWORK_SMALL_SUMS=1: a model's fused backward (C1's encoding: level 0, 4096 entries of
+ * 2 features, is small) takes 32 KiB more shared memory for the small level's sums, on the
+ * fake's sm_90 (the large class); the forward and the backward with dL/dinput keep theirs. */
+static void a_model_backward_summing_small_levels_takes_their_room(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_network *model = NULL;
+    assert_int_equal(gj_network_create(ctx, "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 16}, \"network\": "
+                                            "{\"n_neurons\": 64, \"n_hidden_layers\": 2, \"n_output_dims\": 16}}",
+                                       3, 0, &model),
+                     GJ_OK);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
+    char *b = buffer;
+    unsigned shared[2][2];
+    for (int sums = 0; sums < 2; ++sums) {
+        gj_network_module *m = module_with_env(ctx, model, "GRIDJIT_NETWORK_SMALL_SUMS", sums ? "1" : NULL);
+        gj_network_pass_desc d = desc_over(b, 1000);
+        d.encoding_params = b + (1 << 20);
+        assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+        shared[sums][0] = fake.last_shared();
+        d.dL_doutput = (const float *)(b + 65536);
+        d.dL_dparams = (float *)(b + 131072);
+        d.dL_dencoding_params = b + (2 << 20);
+        d.dL_dparams_mode = GJ_GRAD_ACCUMULATE; /* no zeroing launch before the backward's */
+        assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+        assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK);
+        shared[sums][1] = fake.last_shared();
+        gj_network_module_destroy(m);
+    }
+    assert_int_equal(shared[1][0], shared[0][0]);
+    assert_int_equal(shared[1][1], shared[0][1] + 4096 * 2 * 4);
+    gj_device_free(ctx, buffer);
+    gj_network_destroy(model);
+    gj_context_destroy(ctx);
+}
+
 /* gj_network_precompile fills the cache with what a module needs: a module made afterwards
  * without NVRTC loads both programs from it. */
 static void precompiled_programs_serve_without_nvrtc(void **state) {
@@ -1453,6 +1494,7 @@ int main(void) {
         cmocka_unit_test(forward_grids_stop_at_the_waves_asked_for),
         cmocka_unit_test(a_model_inference_leaves_l1_to_its_encoding),
         cmocka_unit_test(a_recomputing_model_forward_takes_the_inference_block),
+        cmocka_unit_test(a_model_backward_summing_small_levels_takes_their_room),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),
         cmocka_unit_test(a_precompiled_model_trains_without_nvrtc),
         cmocka_unit_test(training_programs_fail_together),

@@ -88,7 +88,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
     assert_int_equal(p.step_bytes, p.backward_bytes);
     assert_int_equal(p.step_input_bytes, p.backward_input_bytes);
     /* Zero hints are no hints. */
-    gj__network_plan_hints none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan q;
     gj__network_plan_make(&net->layout, &none, GJ__NETWORK_PLAN_PORTABLE, &q);
     assert_same_plan(&p, &q);
@@ -98,7 +98,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
 static void hints_replace_the_choices(void **state) {
     (void)state;
     struct gj_network *net = make(small, 32, 16);
-    gj__network_plan_hints hints = {2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints hints = {2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan p;
     gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 2);
@@ -110,17 +110,17 @@ static void hints_replace_the_choices(void **state) {
     assert_int_equal(p.backward_bytes, 2 * 64 * 72 * 2); /* two buffers a warp */
     assert_int_equal(p.backward_input_bytes, p.backward_bytes);
     /* The block-sums hint sets both backward kernels' choice. */
-    gj__network_plan_hints sums = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints sums = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &sums, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_true(p.smem_grads && p.input_smem_grads);
     assert_int_equal(p.backward_input_bytes, p.backward_bytes);
     /* One at a time: 8 warps alone keeps the plan's staging and block sums. */
-    gj__network_plan_hints eight = {8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints eight = {8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &eight, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 8);
     assert_true(p.stage && p.smem_grads);
     /* A warp count that is not 1, 2, 4 or 8 is no hint. */
-    gj__network_plan_hints three = {3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints three = {3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &three, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 4);
     gj_network_destroy(net);
@@ -141,7 +141,7 @@ static void wide_weights_are_staged_by_the_forward_passes(void **state) {
     assert_int_equal(p.staged_halves, staged);
     assert_int_equal(p.forward_bytes, 2 * staged + p.scratch_halves * p.forward_warps);
     assert_int_equal(p.backward_bytes, (p.smem_grads ? 4 * net->layout.n_params : 0) + 2 * p.scratch_halves * p.warps);
-    gj__network_plan_hints on = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, off = {0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints on = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, off = {0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan both, neither;
     gj__network_plan_make(&net->layout, &on, GJ__NETWORK_PLAN_PORTABLE, &both);
     assert_true(both.stage && both.stage_backward);
@@ -212,7 +212,7 @@ static void the_forward_warps_hint_leaves_the_backward(void **state) {
     (void)state;
     struct gj_network *net = make(small, 32, 16);
     gj__network_plan p;
-    gj__network_plan_hints forward_two = {0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0}, eight_then_one = {8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints forward_two = {0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0}, eight_then_one = {8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &forward_two, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 4);
     assert_int_equal(p.forward_warps, 2);
@@ -239,7 +239,7 @@ static void hints_that_do_not_fit_are_dropped(void **state) {
     gj__network_plan plain, hinted;
     gj__network_plan_make(&net->layout, NULL, GJ__NETWORK_PLAN_PORTABLE, &plain);
     assert_false(plain.smem_grads);
-    gj__network_plan_hints hints = {8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints hints = {8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &hinted);
     assert_same_plan(&plain, &hinted);
     gj_network_destroy(net);
@@ -253,7 +253,7 @@ static void generated_code_follows_the_hints(void **state) {
     assert_non_null(strstr(plain, "WARPS = 4;"));
     assert_non_null(strstr(plain, "STAGE = true;"));
     assert_non_null(strstr(plain, "STAGE_BWD = true;"));
-    net->hints = (gj__network_plan_hints){2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    net->hints = (gj__network_plan_hints){2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     char *hinted = source_of(net, GJ__NETWORK_PART_TRAINING);
     assert_non_null(strstr(hinted, "WARPS = 2;"));
     assert_non_null(strstr(hinted, "STAGE = false;"));
@@ -262,13 +262,13 @@ static void generated_code_follows_the_hints(void **state) {
     /* No minimum of blocks unless asked for; then every kernel's bounds state it. */
     assert_non_null(strstr(plain, "void __launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_forward("));
     assert_null(strstr(plain, "__launch_bounds__(32 * net_config::FORWARD_WARPS, "));
-    net->hints = (gj__network_plan_hints){0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0};
+    net->hints = (gj__network_plan_hints){0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0};
     char *bounded = source_of(net, GJ__NETWORK_PART_TRAINING);
     char *bounded_backward = source_of(net, GJ__NETWORK_PART_BACKWARD);
     assert_non_null(strstr(bounded, "void __launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_forward("));
     assert_non_null(strstr(bounded_backward, "void __launch_bounds__(32 * net_config::WARPS, 2)\nnet_backward("));
     free(bounded_backward);
-    net->hints = (gj__network_plan_hints){0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0}; /* out of range: no hint */
+    net->hints = (gj__network_plan_hints){0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0}; /* out of range: no hint */
     char *unbounded = source_of(net, GJ__NETWORK_PART_TRAINING);
     assert_string_equal(unbounded, plain);
     free(plain);
@@ -527,7 +527,7 @@ static void the_step_fetches_its_targets_ahead(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
         gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES], one;
         cases[i].net->hints.step_fetch_targets = cases[i].hint;
-        gj__network_plans_make(&cases[i].net->layout, &cases[i].net->hints, cases[i].model, plans);
+        gj__network_plans_make(&cases[i].net->layout, &cases[i].net->hints, cases[i].model, 0, plans);
         for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
             gj__network_plan_make(&cases[i].net->layout, &cases[i].net->hints, (gj__network_plan_class)c, &one);
             assert_int_equal(plans[c].step_fetch_targets, cases[i].fetch);
@@ -550,6 +550,57 @@ static void the_step_fetches_its_targets_ahead(void **state) {
     gj_network_destroy(alone);
 }
 
+/* The small_sums hint: a model's fused backward gets room for its encoding's leading small
+ * levels' fp32 sums (C1: level 0, 4096 entries of 2 features, 32 KiB) after the warps' scratch
+ * where its block still fits, two a multiprocessor on the large class (64 x 2: 80.3 + 32 KiB),
+ * within 96 KiB on the portable one (no); nothing without the hint, for a network alone, or
+ * where the sums would not fit. The generated backward program states it, and its
+ * encoding's leading small floats, and compiles. */
+static void a_model_s_backward_may_sum_its_small_levels_in_shared_memory(void **state) {
+    (void)state;
+    struct gj_network *model = make_model(64, 2);
+    const uint32_t floats = gj__network_small_floats(model);
+    assert_int_equal(floats, 4096 * 2);
+    gj__network_plan plain[GJ__NETWORK_PLAN_CLASSES], hinted[GJ__NETWORK_PLAN_CLASSES], alone[GJ__NETWORK_PLAN_CLASSES];
+    gj__network_plans_make(&model->layout, &model->hints, 1, floats, plain);
+    model->hints.small_sums = 1;
+    gj__network_plans_make(&model->layout, &model->hints, 1, floats, hinted);
+    gj__network_plans_make(&model->layout, &model->hints, 0, floats, alone);
+    const gj__network_plan *large = &hinted[GJ__NETWORK_PLAN_LARGE];
+    assert_int_equal(large->small_sums_floats, floats);
+    assert_int_equal(large->backward_bytes, plain[GJ__NETWORK_PLAN_LARGE].backward_bytes + 4 * floats);
+    assert_true(2 * (large->backward_bytes + 1024) <= 228 * 1024);
+    assert_int_equal(large->backward_input_bytes, plain[GJ__NETWORK_PLAN_LARGE].backward_input_bytes);
+    assert_int_equal(large->step_input_bytes, plain[GJ__NETWORK_PLAN_LARGE].step_input_bytes);
+    assert_true(gj__network_plan_equal(&hinted[GJ__NETWORK_PLAN_PORTABLE], &plain[GJ__NETWORK_PLAN_PORTABLE]));
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        assert_int_equal(plain[c].small_sums_floats, 0);
+        assert_int_equal(alone[c].small_sums_floats, 0);
+    }
+    char *src = source_of(model, GJ__NETWORK_PART_BACKWARD);
+    assert_non_null(strstr(src, "    static constexpr gj_u32 SMALL_SUMS_FLOATS = 8192;"));
+    assert_non_null(strstr(src, "    static constexpr gj_u32 SMALL_FLOATS = 8192;"));
+    free(src);
+    if (gj_test_have_nvrtc()) { /* the whole unit: sm_90's cubin sums them, sm_80's does not */
+        gj_context *ctx = NULL;
+        assert_int_equal(gj_context_create(&ctx), GJ_OK);
+        char *unit = gj_test_network_unit(ctx, model, 0);
+        gj_test_network_compile(ctx, model, unit, 0, "sm_90");
+        gj_test_network_compile(ctx, model, unit, 0, "sm_80");
+        free(unit);
+        gj_context_destroy(ctx);
+    }
+    gj_network_destroy(model);
+    /* Sums that would leave the block alone on a multiprocessor (here 12 levels' worth) are none. */
+    model = make_model(64, 2);
+    model->hints.small_sums = 1;
+    gj__network_plans_make(&model->layout, &model->hints, 1, 12 * 4096, hinted);
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        assert_int_equal(hinted[c].small_sums_floats, 0);
+    }
+    gj_network_destroy(model);
+}
+
 /* A model's inference kernel on the large class: one block of 16 warps, rows as wide as the
  * network's input or output, one m-tile at a time, within 63 KiB (so that the 64 KiB carveout
  * holds it); the portable class, networks alone, models whose block would not fit and hints keep
@@ -563,8 +614,8 @@ static void a_model_s_inference_takes_one_wide_block(void **state) {
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
         struct gj_network *model = make_model(shapes[i].width, shapes[i].hidden);
         gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES], alone[GJ__NETWORK_PLAN_CLASSES], one;
-        gj__network_plans_make(&model->layout, &model->hints, 1, plans);
-        gj__network_plans_make(&model->layout, &model->hints, 0, alone);
+        gj__network_plans_make(&model->layout, &model->hints, 1, 0, plans);
+        gj__network_plans_make(&model->layout, &model->hints, 0, 0, alone);
         for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
             without_step_staging(&plans[c], 1);
             without_step_staging(&alone[c], 0);
@@ -600,11 +651,11 @@ static void a_model_s_inference_takes_one_wide_block(void **state) {
     struct gj_network *model = make_model(64, 2);
     gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
     model->hints.forward_warps = 4;
-    gj__network_plans_make(&model->layout, &model->hints, 1, plans);
+    gj__network_plans_make(&model->layout, &model->hints, 1, 0, plans);
     assert_int_equal(plans[GJ__NETWORK_PLAN_LARGE].inference_warps, 4);
     model->hints.forward_warps = 0;
     model->hints.forward_registers = 168;
-    gj__network_plans_make(&model->layout, &model->hints, 1, plans);
+    gj__network_plans_make(&model->layout, &model->hints, 1, 0, plans);
     assert_int_equal(plans[GJ__NETWORK_PLAN_LARGE].inference_warps, 4);
     model->hints.forward_registers = 0;
     if (!gj_test_have_nvrtc()) {
@@ -654,6 +705,7 @@ int main(void) {
         cmocka_unit_test(each_architecture_compiles_its_class_s_plan),
         cmocka_unit_test(narrow_models_forward_kernels_ask_for_two_blocks),
         cmocka_unit_test(a_model_s_inference_takes_one_wide_block),
+        cmocka_unit_test(a_model_s_backward_may_sum_its_small_levels_in_shared_memory),
         cmocka_unit_test(the_step_fetches_its_targets_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

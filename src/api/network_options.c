@@ -78,6 +78,7 @@ void gj__network_plan_hints_from_env(gj__network_plan_hints *hints) {
     hints->sum_registers = sums == 0 ? -1 : sums > 0 ? sums : 0;
     hints->step_fetch_targets = env_switch("GRIDJIT_NETWORK_STEP_FETCH_TARGETS");
     hints->recompute = env_switch("GRIDJIT_NETWORK_RECOMPUTE");
+    hints->small_sums = env_switch("GRIDJIT_NETWORK_SMALL_SUMS");
 }
 
 void gj__network_launch_knobs(uint32_t *forward_waves, int *carveout) {

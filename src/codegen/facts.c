@@ -22,6 +22,18 @@ uint32_t gj__small_level_floats(const struct gj_encoding *enc, const gj_codegen_
     return most;
 }
 
+uint32_t gj__leading_small_floats(const struct gj_encoding *enc, const gj_codegen_options *opts) {
+    uint32_t floats = 0;
+    for (uint32_t l = 0; l < enc->layout.n_levels; ++l) {
+        const gj__level *level = &enc->layout.levels[l];
+        if (!gj__level_is_small(&enc->config, level, opts)) {
+            break;
+        }
+        floats += level->entries * enc->config.n_features_per_level;
+    }
+    return floats;
+}
+
 uint32_t gj__padded_width(const struct gj_encoding *enc, const gj_codegen_options *opts) {
     const uint32_t n = enc->layout.n_output_dims, m = opts->output_width_multiple ? opts->output_width_multiple : 1;
     return (n + m - 1) / m * m;

@@ -9,6 +9,9 @@
 int gj__level_is_small(const gj__config *config, const gj__level *level, const gj_codegen_options *opts);
 /* The most gradient floats of a small level (0 if none): NAME_backward_coarse's shared memory. */
 uint32_t gj__small_level_floats(const struct gj_encoding *enc, const gj_codegen_options *opts);
+/* The floats of the small levels that lead the table (their gradients, in the level's order:
+ * a leading small level's at its parameter offset), up to the first level that is not small. */
+uint32_t gj__leading_small_floats(const struct gj_encoding *enc, const gj_codegen_options *opts);
 /* The index mode the generated code uses for a level (templates/hash.cuh): the layout's
  * (dense, hashed, wrapping), with GJ__INDEX_POW2 where the table size is a power of two. */
 #define GJ__INDEX_POW2 4u

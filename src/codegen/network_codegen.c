@@ -14,10 +14,20 @@
 
 #include "codegen/codegen.h"
 #include "codegen/emit.h"
+#include "codegen/facts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+uint32_t gj__network_small_floats(const struct gj_network *net) {
+    if (!net->encoding) {
+        return 0;
+    }
+    gj_codegen_options opts;
+    gj_codegen_options_init(&opts); /* level-major, as a module generates its model's encoding */
+    return gj__leading_small_floats(net->encoding, &opts);
+}
 
 const char *gj__network_name(const gj_codegen_options *opts) {
     return (!opts->name || strcmp(opts->name, "gj_encode") == 0) ? GJ__NETWORK_DEFAULT_NAME : opts->name;
@@ -107,6 +117,10 @@ static void emit_plan_fields(gj__strbuf *sb, const gj__network_plan *plan, int m
                   plan->input_smem_grads ? "true" : "false");
     gj__sb_printf(sb, "    static constexpr bool STAGE_STEP = %s;      // the training step: weights in shared memory\n",
                   plan->stage_backward || plan->step_stage ? "true" : "false");
+    if (plan->small_sums_floats) {
+        gj__sb_printf(sb, "    static constexpr gj_u32 SMALL_SUMS_FLOATS = %u; // a model's backward: room for its small levels' sums\n",
+                      plan->small_sums_floats);
+    }
     if (model) {
         gj__sb_printf(sb, "    static constexpr int INFERENCE_WARPS = %u;      // a model's inference kernel: warps per block\n",
                       plan->inference_warps);
@@ -406,7 +420,8 @@ static void emit_inference_config(gj__strbuf *sb, const char *name) {
 /* recompute: the plan's (the same in every class); the forward for training then keeps the
  * input rows alone and runs in the inference kernel's block (docs/networks.md §8). */
 static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part,
-                               const launch_bounds_t *bounds, int unrolled, const beyond_plan_t *step, int recompute) {
+                               const launch_bounds_t *bounds, int unrolled, const beyond_plan_t *step, int recompute,
+                               uint32_t small_floats) {
     const int forward = part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL;
     const int backward = part == GJ__NETWORK_PART_BACKWARD || part == GJ__NETWORK_PART_ALL;
     gj__sb_printf(sb, "// The encoding as templates/model_kernels.cuh calls it.\n"
@@ -419,16 +434,22 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "    }\n",
                   name, name, name, name, name);
     if (backward) {
-        /* dL/dparams alone: the level loop with one instance of the per-level code. */
+        /* dL/dparams alone: the level loop with one instance of the per-level code; small: the
+         * block's sums of the small levels (templates/model_kernels.cuh), or null. */
+        gj__sb_printf(sb, "    static constexpr gj_u32 SMALL_FLOATS = %u; // the leading small levels' gradients\n",
+                      unrolled ? 0u : small_floats);
         gj__sb_append(sb, "    static __device__ __forceinline__ void bwd_params(const out_t& dy, const config::param_t* p,\n"
-                          "                                                      const gj_u8* ctx, config::grad_t* g, gj_u64 i, gj_u64 n) {\n");
+                          "                                                      const gj_u8* ctx, config::grad_t* g, gj_u64 i, gj_u64 n,\n"
+                          "                                                      float* small) {\n");
         if (unrolled) {
-            gj__sb_printf(sb, "        %s_encoding_bwd(dy, p, ctx, g, nullptr, 1.0f, i, n);\n", name);
+            gj__sb_printf(sb, "        (void)small;\n"
+                              "        %s_encoding_bwd(dy, p, ctx, g, nullptr, 1.0f, i, n);\n", name);
         } else {
             gj__sb_printf(sb, "        float x[config::D], unused[config::D];\n"
                               "        gj_restore_context<config>(ctx, x);\n"
                               "        gj_levels_backward<config, %s_encoding_levels, true>(x, dy.v, p, g, unused, false,\n"
-                              "                                                          gj_level_limit<config>(1.0f), i, n);\n",
+                              "                                                          gj_level_limit<config>(1.0f), i, n, small,\n"
+                              "                                                          SMALL_FLOATS);\n",
                           name);
         }
         gj__sb_append(sb, "    }\n");
@@ -605,10 +626,11 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
                           const char *options_text) {
     const char *name = gj__network_name(opts);
     gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
-    gj__network_plans_make(&net->layout, &net->hints, net->encoding != NULL, plans);
+    gj__network_plans_make(&net->layout, &net->hints, net->encoding != NULL, gj__network_small_floats(net), plans);
     gj__strbuf sb;
     gj__sb_init(&sb);
     emit_header(&sb, net, opts, part, plans, options_text);
+    uint32_t small_floats = 0; /* the model's encoding's leading small levels, as generated here */
     if (net->encoding) {
         char enc_name[256];
         snprintf(enc_name, sizeof enc_name, "%s_encoding", name);
@@ -627,6 +649,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         } else if (has_kernels(net, opts)) {
             enc_opts.passes |= GJ_PASS_FORWARD | GJ_PASS_BACKWARD;
         }
+        small_floats = gj__leading_small_floats(net->encoding, &enc_opts);
         char *enc_source = gj__codegen(net->encoding, &enc_opts, GJ__PART_ALL, options_text);
         if (!enc_source) {
             gj__sb_free(&sb);
@@ -655,7 +678,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         launch_bounds(&bounds, net, name, plans);
         if (net->encoding) {
             emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels, &beyond,
-                               plans[GJ__NETWORK_PLAN_PORTABLE].recompute);
+                               plans[GJ__NETWORK_PLAN_PORTABLE].recompute, small_floats);
         } else {
             emit_kernels(&sb, name, part, &bounds, &beyond);
         }

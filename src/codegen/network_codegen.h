@@ -77,6 +77,11 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
                           const char *options_text);
 
 /* The name the network's functions get under opts. */
+/* The floats of a model's encoding's leading small levels, whose gradients its fused backward
+ * may sum in shared memory (0 for a network alone; the plan's room for them,
+ * gj__network_plans_make; what a module generates: level-major). */
+uint32_t gj__network_small_floats(const struct gj_network *net);
+
 const char *gj__network_name(const gj_codegen_options *opts);
 
 /* The part's kernels as name expressions ("&NAME_inference"; "&NAME_forward", "&NAME_backward",

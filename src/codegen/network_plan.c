@@ -142,6 +142,7 @@ int gj__network_plan_equal(const gj__network_plan *a, const gj__network_plan *b)
     return a->stride == b->stride && a->scratch_halves == b->scratch_halves &&
            a->forward_scratch_halves == b->forward_scratch_halves && a->ctx_halves == b->ctx_halves &&
            a->recompute == b->recompute && a->pass_ctx_halves == b->pass_ctx_halves &&
+           a->small_sums_floats == b->small_sums_floats &&
            a->staged_halves == b->staged_halves && a->warps == b->warps && a->forward_warps == b->forward_warps &&
            a->stage == b->stage && a->stage_backward == b->stage_backward && a->smem_grads == b->smem_grads &&
            a->input_smem_grads == b->input_smem_grads && a->min_blocks == b->min_blocks &&
@@ -232,8 +233,27 @@ static void step_fetch_targets(const gj__network_layout *layout, const gj__netwo
     }
 }
 
+/* A model's fused backward sums its encoding's leading small levels in its block's shared memory
+ * (the hint small_sums: measuring), where the block then still fits: two a multiprocessor of
+ * 228 KiB on the large class, BLOCK_BUDGET on the portable one. */
+static void small_sums(const gj__network_plan_hints *hints, uint32_t small_floats, gj__network_plan *plans) {
+    if (!hints || hints->small_sums <= 0 || small_floats == 0) {
+        return;
+    }
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        gj__network_plan *p = &plans[c];
+        const uint64_t bytes = p->backward_bytes + 4ull * small_floats;
+        const int fits = c == GJ__NETWORK_PLAN_LARGE ? bytes <= GJ__NETWORK_MAX_SMEM && blocks_fitting(bytes) >= 2
+                                                     : bytes <= BLOCK_BUDGET;
+        if (fits) {
+            p->small_sums_floats = small_floats;
+            p->backward_bytes = (uint32_t)bytes;
+        }
+    }
+}
+
 void gj__network_plans_make(const gj__network_layout *layout, const gj__network_plan_hints *hints, int model,
-                            gj__network_plan *plans) {
+                            uint32_t small_floats, gj__network_plan *plans) {
     for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
         gj__network_plan_make(layout, hints, (gj__network_plan_class)c, &plans[c]);
         if (model && c == GJ__NETWORK_PLAN_LARGE) {
@@ -241,6 +261,9 @@ void gj__network_plans_make(const gj__network_layout *layout, const gj__network_
         }
     }
     step_fetch_targets(layout, hints, model, plans);
+    if (model) {
+        small_sums(hints, small_floats, plans);
+    }
 }
 
 void gj__network_plan_make(const gj__network_layout *layout, const gj__network_plan_hints *hints,

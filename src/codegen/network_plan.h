@@ -25,6 +25,9 @@ typedef struct gj__network_plan {
                                 gj_nn_recomputes; the same in every class) */
     uint64_t pass_ctx_halves; /* what the pass kernels keep of a tile: ctx_halves, or recomputing
                                  32 rows of the padded input */
+    uint32_t small_sums_floats; /* a model's fused backward: its block's room for the encoding's
+                                   leading small levels' sums, fp32 after the warps' scratch
+                                   (templates/model_kernels.cuh; backward_bytes includes it); 0: none */
     uint64_t staged_halves;  /* the weights with rows padded by 8, rounded to 8 (0: not staged) */
     uint32_t warps;          /* per block of the backward kernels */
     uint32_t forward_warps;  /* per block of the inference and forward kernels */
@@ -106,9 +109,11 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
                            gj__network_plan_class cls, gj__network_plan *out);
 
 /* The plans of every class (plans: GJ__NETWORK_PLAN_CLASSES of them) of a network alone
- * (model 0) or behind an encoding (model 1), whose inference kernel may take a wide block. */
+ * (model 0) or behind an encoding (model 1), whose inference kernel may take a wide block;
+ * small_floats: the model's encoding's leading small levels (gj__network_small_floats), which
+ * its fused backward may sum in shared memory. */
 void gj__network_plans_make(const gj__network_layout *layout, const gj__network_plan_hints *hints, int model,
-                            gj__network_plan *plans);
+                            uint32_t small_floats, gj__network_plan *plans);
 
 /* Whether two plans make the same kernels and launches (the generated code states one plan
  * for both classes where they agree). */

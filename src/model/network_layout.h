@@ -49,6 +49,9 @@ typedef struct gj__network_plan_hints {
     int recompute;              /* 1: the pass kernels keep only the input rows of the forward's
                                    context and the backward recomputes the hidden layers' outputs,
                                    where the activations allow it; -1 or 0: they keep it all */
+    int small_sums;             /* 1: a model's fused backward sums its encoding's leading small
+                                   levels per block in shared memory, where the block still fits;
+                                   -1 or 0: with global atomics */
 } gj__network_plan_hints;
 
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */
