@@ -645,7 +645,7 @@ GJ_INLINE void gj_levels_forward(const float (&x)[C::D], const typename C::param
 // 70 % of the time of the three instances the run-time choice needs (docs/benchmarks.md §7).
 // small (PARAMS_ONLY; null: none): a block's fp32 sums in shared memory of the small levels
 // that lead the table, small_floats of them (a level's sums at small + its offset): their
-// gradients go there instead of to grad (a model's fused backward, templates/model_kernels.cuh).
+// gradients go there instead of to grad (a model's fused backward sums its small levels so).
 template <class C, class LV, bool PARAMS_ONLY = false>
 GJ_INLINE void gj_levels_backward(const float (&x)[C::D], const typename C::param_t* dL_dy,
                                   const typename C::param_t* __restrict__ params, typename C::grad_t* __restrict__ grad,

@@ -991,10 +991,14 @@ GJ_INLINE void gj_levels_forward(const float (&x)[C::D], const typename C::param
 // PARAMS_ONLY: dL/dparams alone (grad not null, want_dx false), the one instance of the
 // per-level code compiled: a model's training kernel without dL/dinput compiles in about
 // 70 % of the time of the three instances the run-time choice needs (docs/benchmarks.md §7).
+// small (PARAMS_ONLY; null: none): a block's fp32 sums in shared memory of the small levels
+// that lead the table, small_floats of them (a level's sums at small + its offset): their
+// gradients go there instead of to grad (a model's fused backward sums its small levels so).
 template <class C, class LV, bool PARAMS_ONLY = false>
 GJ_INLINE void gj_levels_backward(const float (&x)[C::D], const typename C::param_t* dL_dy,
                                   const typename C::param_t* __restrict__ params, typename C::grad_t* __restrict__ grad,
-                                  float (&dldx)[C::D], bool want_dx, float limit, gj_u64 rng_index, gj_u64 rng_stride) {
+                                  float (&dldx)[C::D], bool want_dx, float limit, gj_u64 rng_index, gj_u64 rng_stride,
+                                  float* small = nullptr, gj_u32 small_floats = 0) {
 #pragma unroll 1
     for (int l = 0; l < C::L && (float)l < limit; ++l) {
         const gj_level& lv = LV::at((gj_u32)l);
@@ -1002,6 +1006,15 @@ GJ_INLINE void gj_levels_backward(const float (&x)[C::D], const typename C::para
         gj_load_level<C>(dL_dy + l * C::F, g);
         float u = 0.0f;
         if constexpr (C::STOCHASTIC) u = grad ? gj_stochastic_sample(rng_index, (gj_u32)l, rng_stride) : 0.0f;
+        if constexpr (PARAMS_ONLY && C::SMALL_MODES != 0) {
+            if (small && lv.small && lv.offset + (gj_u64)lv.entries * C::F <= small_floats) {
+                gj_with_mode<C::SMALL_MODES>(lv.mode, [&](auto mode) {
+                    gj_level_backward<C, decltype(mode)::value, true, false, float, true>(
+                        x, lv, params + lv.offset, g, small + lv.offset, dldx, u);
+                });
+                continue;
+            }
+        }
         gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
             if constexpr (PARAMS_ONLY) {
                 gj_level_backward<C, decltype(mode)::value, true, false>(x, lv, params + lv.offset, g, grad + lv.offset,
