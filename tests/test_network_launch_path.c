@@ -1085,11 +1085,61 @@ static void a_model_inference_leaves_l1_to_its_encoding(void **state) {
     gj_context_destroy(ctx);
 }
 
-/* A small model for the knobs' launches (its programs compile quickly: under valgrind NVRTC
- * takes about half a minute a program): level 0 of its encoding (16^3 entries) is small, its
- * inference kernel takes the wide block of 16 warps. */
-static const char small_model[] = "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 2}, \"network\": "
-                                  "{\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 4}}";
+/* What the stand-in driver saw of a model module's launches, the module made with the
+ * environment variable knob set to value (NULL: unset): the inference, the forward and the
+ * fused backward (accumulating: no zeroing launch), each one's block and shared memory, the
+ * forward's carveout; and the module's context for 64 points. */
+typedef struct knob_launches {
+    unsigned block[3], shared[3];
+    int forward_carveout;
+    uint64_t context_64;
+} knob_launches;
+
+static knob_launches launches_with(gj_context *ctx, gj_network *model, const char *knob, const char *value, char *b) {
+    knob_launches r;
+    gj_network_module *m = module_with_env(ctx, model, knob, value);
+    r.context_64 = gj_network_module_context_bytes(m, 64);
+    gj_network_pass_desc d = desc_over(b, 1000);
+    d.encoding_params = b + (1 << 20);
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
+    r.block[0] = fake.last_block_x();
+    r.shared[0] = fake.last_shared();
+    fake.reset_carveout();
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    r.block[1] = fake.last_block_x();
+    r.shared[1] = fake.last_shared();
+    r.forward_carveout = fake.last_carveout();
+    d.dL_doutput = (const float *)(b + 65536);
+    d.dL_dparams = (float *)(b + 131072);
+    d.dL_dencoding_params = b + (2 << 20);
+    d.dL_dparams_mode = GJ_GRAD_ACCUMULATE;
+    assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
+    assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK);
+    r.block[2] = fake.last_block_x();
+    r.shared[2] = fake.last_shared();
+    gj_network_module_destroy(m);
+    return r;
+}
+
+/* launches_with the small model below, knob off and on (off[0], on[1]). */
+static void knob_off_and_on(const char *knob, knob_launches r[2]) {
+    /* A small model (its programs compile quickly: under valgrind NVRTC takes about half a
+     * minute a program): level 0 of its encoding (16^3 entries) is small, its inference kernel
+     * takes the wide block of 16 warps. */
+    static const char small_model[] = "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 2}, \"network\": "
+                                      "{\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 4}}";
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    gj_network *model = NULL;
+    assert_int_equal(gj_network_create(ctx, small_model, 3, 0, &model), GJ_OK);
+    void *buffer = NULL;
+    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
+    r[0] = launches_with(ctx, model, knob, NULL, buffer);
+    r[1] = launches_with(ctx, model, knob, "1", buffer);
+    gj_device_free(ctx, buffer);
+    gj_network_destroy(model);
+    gj_context_destroy(ctx);
+}
 
 /* A model recomputing in the backward (GRIDJIT_NETWORK_RECOMPUTE=1) keeps the input rows alone
  * (a context of 32 rows of 16 halves a tile: 2 levels of 2 features, padded), and its forward
@@ -1101,48 +1151,18 @@ static void a_recomputing_model_forward_takes_the_inference_block(void **state) 
     if (!gj_test_have_nvrtc()) {
         skip();
     }
-    gj_context *ctx = NULL;
-    assert_int_equal(gj_context_create(&ctx), GJ_OK);
-    gj_network *model = NULL;
-    assert_int_equal(gj_network_create(ctx, small_model, 3, 0, &model), GJ_OK);
-    void *buffer = NULL;
-    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
-    char *b = buffer;
-    unsigned block[2][3], shared[2][2];
-    int carveout[2];
-    for (int recompute = 0; recompute < 2; ++recompute) {
-        gj_network_module *m = module_with_env(ctx, model, "GRIDJIT_NETWORK_RECOMPUTE", recompute ? "1" : NULL);
-        assert_int_equal(gj_network_module_context_bytes(m, 64), recompute ? 2 * 32 * 16 * 2 : 2 * 32 * (16 + 16 + 16) * 2);
-        gj_network_pass_desc d = desc_over(b, 1000);
-        d.encoding_params = b + (1 << 20);
-        assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
-        block[recompute][0] = fake.last_block_x();
-        shared[recompute][0] = fake.last_shared();
-        fake.reset_carveout();
-        assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
-        block[recompute][1] = fake.last_block_x();
-        shared[recompute][1] = fake.last_shared();
-        carveout[recompute] = fake.last_carveout();
-        d.dL_doutput = (const float *)(b + 65536);
-        d.dL_dparams = (float *)(b + 131072);
-        d.dL_dencoding_params = b + (2 << 20);
-        d.dL_dparams_mode = GJ_GRAD_ACCUMULATE; /* no zeroing launch before the backward's */
-        assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
-        assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK);
-        block[recompute][2] = fake.last_block_x();
-        gj_network_module_destroy(m);
-    }
-    assert_int_equal(block[0][0], 512); /* the fake is an sm_90: the wide inference block */
-    assert_int_equal(block[1][0], 512);
-    assert_int_not_equal(block[0][1], 512); /* the forward's own block */
-    assert_int_equal(carveout[0], GJ_FAKE_NO_CARVEOUT);
-    assert_int_equal(block[1][1], 512); /* recomputing: the inference's block, shared memory, carveout */
-    assert_int_equal(shared[1][1], shared[1][0]);
-    assert_true(carveout[1] >= 1 && carveout[1] <= 50);
-    assert_int_equal(block[1][2], block[0][2]);
-    gj_device_free(ctx, buffer);
-    gj_network_destroy(model);
-    gj_context_destroy(ctx);
+    knob_launches r[2];
+    knob_off_and_on("GRIDJIT_NETWORK_RECOMPUTE", r);
+    assert_int_equal(r[0].context_64, 2 * 32 * (16 + 16 + 16) * 2);
+    assert_int_equal(r[1].context_64, 2 * 32 * 16 * 2);
+    assert_int_equal(r[0].block[0], 512); /* the fake is an sm_90: the wide inference block */
+    assert_int_equal(r[1].block[0], 512);
+    assert_int_not_equal(r[0].block[1], 512); /* the forward's own block */
+    assert_int_equal(r[0].forward_carveout, GJ_FAKE_NO_CARVEOUT);
+    assert_int_equal(r[1].block[1], 512); /* recomputing: the inference's block, shared memory, carveout */
+    assert_int_equal(r[1].shared[1], r[1].shared[0]);
+    assert_true(r[1].forward_carveout >= 1 && r[1].forward_carveout <= 50);
+    assert_int_equal(r[1].block[2], r[0].block[2]);
 }
 
 /* GRIDJIT_NETWORK_SMALL_SUMS=1: a model's fused backward (level 0 of its encoding, 4096 entries of
@@ -1153,34 +1173,12 @@ static void a_model_backward_summing_small_levels_takes_their_room(void **state)
     if (!gj_test_have_nvrtc()) {
         skip();
     }
-    gj_context *ctx = NULL;
-    assert_int_equal(gj_context_create(&ctx), GJ_OK);
-    gj_network *model = NULL;
-    assert_int_equal(gj_network_create(ctx, small_model, 3, 0, &model), GJ_OK);
-    void *buffer = NULL;
-    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
-    char *b = buffer;
-    unsigned shared[2][2];
-    for (int sums = 0; sums < 2; ++sums) {
-        gj_network_module *m = module_with_env(ctx, model, "GRIDJIT_NETWORK_SMALL_SUMS", sums ? "1" : NULL);
-        gj_network_pass_desc d = desc_over(b, 1000);
-        d.encoding_params = b + (1 << 20);
-        assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
-        shared[sums][0] = fake.last_shared();
-        d.dL_doutput = (const float *)(b + 65536);
-        d.dL_dparams = (float *)(b + 131072);
-        d.dL_dencoding_params = b + (2 << 20);
-        d.dL_dparams_mode = GJ_GRAD_ACCUMULATE; /* no zeroing launch before the backward's */
-        assert_int_equal(gj_network_backward(m, NULL, &d), GJ_OK);
-        assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK);
-        shared[sums][1] = fake.last_shared();
-        gj_network_module_destroy(m);
-    }
-    assert_int_equal(shared[1][0], shared[0][0]);
-    assert_int_equal(shared[1][1], shared[0][1] + 4096 * 2 * 4);
-    gj_device_free(ctx, buffer);
-    gj_network_destroy(model);
-    gj_context_destroy(ctx);
+    knob_launches r[2];
+    knob_off_and_on("GRIDJIT_NETWORK_SMALL_SUMS", r);
+    assert_int_equal(r[1].shared[1], r[0].shared[1]);
+    assert_int_equal(r[1].block[2], r[0].block[2]);
+    assert_int_equal(r[1].shared[2], r[0].shared[2] + 4096 * 2 * 4);
+    assert_int_equal(r[1].context_64, r[0].context_64);
 }
 
 /* gj_network_precompile fills the cache with what a module needs: a module made afterwards
