@@ -399,11 +399,7 @@ static void emit_adam(gj__strbuf *sb, const char *name, const char *param_type, 
                   name, ptype, gtype);
 }
 
-/* The model's kernels (templates/model_kernels.cuh): the encoding's device functions behind
- * NAME_encoding_ops, the network's warp functions; bounds: launch_bounds'. NAME_backward fuses
- * the encoding's dL/dparams; NAME_backward_input is the network's alone, writing dL/d(features)
- * for the encoding's own backward kernels (a module of the encoding, which the network module
- * launches next, with dL/dx). */
+/* NAME_inference_config: the inference kernel's block (and a recomputing model's forward's). */
 static void emit_inference_config(gj__strbuf *sb, const char *name) {
     gj__sb_printf(sb,
                   "// The inference kernel's plan: its own warps a block and rows (as wide as the network's\n"
@@ -417,8 +413,14 @@ static void emit_inference_config(gj__strbuf *sb, const char *name) {
                   name, name, name, name, name, name);
 }
 
-/* recompute: the plan's (the same in every class); the forward for training then keeps the
- * input rows alone and runs in the inference kernel's block (docs/networks.md §8). */
+/* The model's kernels (templates/model_kernels.cuh): the encoding's device functions behind
+ * NAME_encoding_ops, the network's warp functions; bounds: launch_bounds'. NAME_backward fuses
+ * the encoding's dL/dparams; NAME_backward_input is the network's alone, writing dL/d(features)
+ * for the encoding's own backward kernels (a module of the encoding, which the network module
+ * launches next, with dL/dx). recompute: the plan's (the same in every class): the forward for
+ * training then keeps the input rows alone and runs in the inference kernel's block
+ * (docs/networks.md §8); small_floats: the encoding's leading small levels as generated, which
+ * the fused backward sums in shared memory where the plan has room for them (§9). */
 static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part,
                                const launch_bounds_t *bounds, int unrolled, const beyond_plan_t *step, int recompute,
                                uint32_t small_floats) {
