@@ -560,16 +560,7 @@ struct gj_backward_coarse_op {
             if constexpr (INPUT) gj_add_point_dldx<C>(a, i, p.dldx);
         }
         __syncthreads();
-        typename C::grad_t* grad = (typename C::grad_t*)a.dL_dparams + lv.offset;
-        if constexpr (sizeof(typename C::grad_t) == 2) {
-            for (gj_u32 k = 2 * threadIdx.x; k < n_sums; k += 2 * C::BLOCK) {
-                if (sums[k] != 0.0f || sums[k + 1] != 0.0f) gj_atomic_add_half2(grad + k, sums[k], sums[k + 1]);
-            }
-        } else {
-            for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) {
-                if (sums[k] != 0.0f) gj_atomic_add((float*)grad + k, sums[k]);
-            }
-        }
+        gj_add_block_sums(sums, (typename C::grad_t*)a.dL_dparams + lv.offset, n_sums, C::BLOCK);
     }
 };
 

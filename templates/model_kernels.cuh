@@ -115,17 +115,10 @@ template <class C, class E>
 GJ_INLINE void gj_model_small_flush(const float* sums, typename E::config::grad_t* __restrict__ dL_deparams) {
     if constexpr (gj_model_sums_small<C, E>()) {
         if (!sums) return; // uniform: dL_deparams is the kernel's
+        static_assert(sizeof(typename E::config::grad_t) == 4 || E::SMALL_FLOATS % 2 == 0,
+                      "fp16 gradients are added in pairs");
         __syncthreads();
-        if constexpr (sizeof(typename E::config::grad_t) == 2) {
-            static_assert(E::SMALL_FLOATS % 2 == 0, "fp16 gradients are added in pairs");
-            for (gj_u32 k = 2 * threadIdx.x; k < E::SMALL_FLOATS; k += 2 * blockDim.x) {
-                if (sums[k] != 0.0f || sums[k + 1] != 0.0f) gj_atomic_add_half2(dL_deparams + k, sums[k], sums[k + 1]);
-            }
-        } else {
-            for (gj_u32 k = threadIdx.x; k < E::SMALL_FLOATS; k += blockDim.x) {
-                if (sums[k] != 0.0f) gj_atomic_add(dL_deparams + k, sums[k]); // grad_t: float
-            }
-        }
+        gj_add_block_sums(sums, dL_deparams, E::SMALL_FLOATS, 32 * C::WARPS);
     }
 }
 

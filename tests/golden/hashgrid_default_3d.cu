@@ -515,6 +515,23 @@ GJ_INLINE void gj_add_entry_values(G* __restrict__ grad, gj_u32 index, const flo
     }
 }
 
+// Adds a block's fp32 shared-memory sums of n gradient values (sums[k] for grad[k]) to grad,
+// the non-zero ones, each of the block's `threads` threads every threads-th (fp16 gradients in
+// pairs: n even): how the sums of small levels leave a block (NAME_backward_coarse, a model's
+// fused backward).
+template <class G>
+GJ_INLINE void gj_add_block_sums(const float* sums, G* grad, gj_u32 n, gj_u32 threads) {
+    if constexpr (sizeof(G) == 2) {
+        for (gj_u32 k = 2 * threadIdx.x; k < n; k += 2 * threads) {
+            if (sums[k] != 0.0f || sums[k + 1] != 0.0f) gj_atomic_add_half2(grad + k, sums[k], sums[k + 1]);
+        }
+    } else {
+        for (gj_u32 k = threadIdx.x; k < n; k += threads) {
+            if (sums[k] != 0.0f) gj_atomic_add((float*)grad + k, sums[k]);
+        }
+    }
+}
+
 // Adds weight * g to the gradient of one entry.
 template <class C, bool SHARED = false, class G>
 GJ_INLINE void gj_add_entry(G* __restrict__ grad, gj_u32 index, float weight, const float (&g)[C::F]) {
@@ -1744,16 +1761,7 @@ struct gj_backward_coarse_op {
             if constexpr (INPUT) gj_add_point_dldx<C>(a, i, p.dldx);
         }
         __syncthreads();
-        typename C::grad_t* grad = (typename C::grad_t*)a.dL_dparams + lv.offset;
-        if constexpr (sizeof(typename C::grad_t) == 2) {
-            for (gj_u32 k = 2 * threadIdx.x; k < n_sums; k += 2 * C::BLOCK) {
-                if (sums[k] != 0.0f || sums[k + 1] != 0.0f) gj_atomic_add_half2(grad + k, sums[k], sums[k + 1]);
-            }
-        } else {
-            for (gj_u32 k = threadIdx.x; k < n_sums; k += C::BLOCK) {
-                if (sums[k] != 0.0f) gj_atomic_add((float*)grad + k, sums[k]);
-            }
-        }
+        gj_add_block_sums(sums, (typename C::grad_t*)a.dL_dparams + lv.offset, n_sums, C::BLOCK);
     }
 };
 
