@@ -11,11 +11,6 @@
 #ifndef GJ_KERNEL_ARGS_CUH
 #define GJ_KERNEL_ARGS_CUH
 
-/* gj_forward_args.stage and gj_backward_args.stage: how point-major rows are moved. */
-#define GJ_STAGE_NONE 0u
-#define GJ_STAGE_SHARED 1u /* through the block's shared memory, in coalesced words */
-#define GJ_STAGE_DIRECT 2u /* the split forward's entries stored whole, no shared memory */
-
 typedef struct gj_forward_args {
     unsigned long long n;                 /* points */
     const float *x;                       /* inputs, D per point */
@@ -30,10 +25,7 @@ typedef struct gj_forward_args {
      * of its points; grid y = ceil(levels / levels_per_thread) level groups. stage = 1 (with
      * point-major y rows, when a group's F * levels_per_thread outputs are whole 32-bit
      * words): each block keeps its rows' group in dynamic shared memory, block * points per
-     * thread * ((group bytes / 4) | 1) words, and writes them with coalesced stores.
-     * stage = 2 (a forward that splits its groups one level a thread, FORWARD_SPLIT, with rows
-     * and entries aligned to an entry's 8, 16 or 32 bytes): no shared memory; a warp takes
-     * the group's levels of 32 / levels_per_thread points and stores each entry whole. */
+     * thread * ((group bytes / 4) | 1) words, and writes them with coalesced stores. */
     unsigned int levels_per_thread;
     unsigned int stage;
     /* Or NULL: dy/dx compact, as dy_dx but 16-bit, each level's values divided by its scale

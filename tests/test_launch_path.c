@@ -534,9 +534,6 @@ static void staged_launches_prefer_l1(void **state) {
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);
     opts.passes = GJ_PASS_FORWARD;
-    /* Staged (the default, set here as well): with GRIDJIT_DIRECT_SPLIT_STORES=1 the forward's
-     * entries (8 bytes) would be stored whole instead (GJ_STAGE_DIRECT). */
-    setenv("GRIDJIT_DIRECT_SPLIT_STORES", "0", 1);
     for (int off = 0; off < 2; ++off) {
         if (off) {
             setenv("GRIDJIT_STAGE_CARVEOUT", "0", 1);
@@ -580,7 +577,6 @@ static void staged_launches_prefer_l1(void **state) {
         gj_device_free(f->ctx, y);
         gj_module_destroy(m);
     }
-    unsetenv("GRIDJIT_DIRECT_SPLIT_STORES");
 
     /* One kernel, staged and not: the backward to the parameters takes four levels per
      * thread either way (backward_rows), staging point-major dL/dy rows only. Its carveout

@@ -923,19 +923,10 @@ static void level_groups_and_staging(void **state) {
     gj__forward_args(&s, &d, &a, &dims);
     assert_int_equal(a.levels_per_thread, 4);
     assert_int_equal(dims.grid_y, 2); /* one group, plus the padding slice */
+    assert_int_equal(a.stage, 1);
     /* An entry of 8 bytes: the group of four levels is split one level a thread, 64
-     * threads a level, 64 points a block, staged by default; with direct stores
-     * (GRIDJIT_DIRECT_SPLIT_STORES=1) each entry is stored whole, no shared memory. */
+     * threads a level, 64 points a block. */
     assert_true(s.forward_split);
-    assert_int_equal(a.stage, GJ_STAGE_SHARED);
-    s.direct_split_stores = 1;
-    gj__forward_args(&s, &d, &a, &dims);
-    assert_int_equal(a.stage, GJ_STAGE_DIRECT);
-    assert_int_equal(dims.shared_bytes, 0);
-    assert_int_equal(dims.grid_x, (1000 + 63) / 64);
-    s.direct_split_stores = 0;
-    gj__forward_args(&s, &d, &a, &dims);
-    assert_int_equal(a.stage, GJ_STAGE_SHARED);
     gj__config entry = f->enc->config; /* fp32, F = 2: 8 bytes */
     gj_codegen_options order;
     gj_codegen_options_init(&order);
@@ -964,16 +955,7 @@ static void level_groups_and_staging(void **state) {
     gj__forward_args(&s, &d, &a, &dims);
     assert_int_equal(a.stage, 0);
     assert_int_equal(dims.shared_bytes, 0);
-    s.direct_split_stores = 1;
-    d.y = ADDR(0x30004); /* words, but not whole 8-byte entries: staged, not direct */
-    gj__forward_args(&s, &d, &a, &dims);
-    assert_int_equal(a.stage, GJ_STAGE_SHARED);
-    assert_int_equal(dims.shared_bytes, 9 * 4 * 64);
     d.y = aligned;
-    gj__forward_args(&s, &d, &a, &dims);
-    assert_int_equal(a.stage, GJ_STAGE_DIRECT);
-    assert_int_equal(gj__forward_kernel(&d, &a), GJ__KERNEL_FORWARD_ROWS); /* the level-group kernel */
-    s.direct_split_stores = 0;
 
     gj_backward_desc b = valid_backward();
     gj_backward_args ba;
@@ -998,16 +980,15 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(dims.grid_y, 4);
 
     /* A fixed count, capped at the levels; groups of 3 leave a short last group (grid y 2),
-     * its entries stored whole too (as they would be staged: its 8 bytes a row are whole words). */
+     * staged too (its 8 bytes a row are whole words). */
     gj_codegen_options opts;
     gj_codegen_options_init(&opts);
     opts.levels_per_thread = 3;
     s = shape_of(f, &opts);
-    s.direct_split_stores = 1;
     gj__forward_args(&s, &d, &a, &dims);
     assert_int_equal(a.levels_per_thread, 3);
     assert_int_equal(dims.grid_y, 2);
-    assert_int_equal(a.stage, GJ_STAGE_DIRECT);
+    assert_int_equal(a.stage, 1);
     assert_int_equal(dims.grid_x, (1000 + 84) / 85); /* 256 / 3 = 85 threads a level */
     opts.levels_per_thread = 100;
     s = shape_of(f, &opts);
@@ -1046,13 +1027,8 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(dims.grid_x, (1000 + 8191) / 8192);
     opts.points_per_thread = 1;
     s = shape_of(f, &opts);
-    s.direct_split_stores = 1;
     gj__forward_args(&s, &d, &a, &dims);
-    assert_int_equal(a.stage, GJ_STAGE_DIRECT);
-    assert_int_equal(dims.shared_bytes, 0);
-    s.direct_split_stores = 0;
-    gj__forward_args(&s, &d, &a, &dims);
-    assert_int_equal(a.stage, GJ_STAGE_SHARED);
+    assert_int_equal(a.stage, 1);
     assert_int_equal(dims.shared_bytes, 5 * 4 * 512);
     /* A split group wider than the block is cut to the block's threads (one point a block). */
     opts.block_size = 32;

@@ -69,7 +69,6 @@ typedef struct gj__module_shape {
     /* Staging launches prefer the L1 carveout of gj__module_fit_carveout (1), or leave it to
      * the driver (0: GRIDJIT_STAGE_CARVEOUT=0). */
     int stage_carveout;
-    int direct_split_stores; /* a split forward's point-major rows without staging (GJ_STAGE_DIRECT) */
     /* The one-level forward kernels' resident warps a multiprocessor (gj__module_cap_residency;
      * docs/runtime.md, "Launch shapes"): 32 for hashed levels of 3 or more dimensions, else
      * 0 (as many as fit). */

@@ -94,7 +94,6 @@ void gj__module_shape_make(gj__module_shape *shape, const struct gj_encoding *en
         }
     }
     shape->levels_per_thread = opts->levels_per_thread;
-    shape->direct_split_stores = 0; /* until measured on a GPU: GRIDJIT_DIRECT_SPLIT_STORES=1 */
     shape->feature_major_forward_levels = 1;
     shape->coarse_blocks_per_sm = GJ__COARSE_BLOCKS_PER_SM;
     shape->coarse_beside_blocks_per_sm = GJ__COARSE_BESIDE_BLOCKS_PER_SM;
@@ -500,15 +499,6 @@ uint32_t gj__group_block_points(const gj__module_shape *shape, uint32_t levels, 
     return threads * shape->points_per_thread;
 }
 
-/* Whether a split forward can store each level's entry of its rows whole: the rows' array and
- * its row stride (the padded width) aligned to the entry's bytes (a split forward's entries take
- * 8, 16 or 32 bytes: gj__forward_split). */
-static int entries_aligned(const gj__module_shape *shape, const void *rows) {
-    const uint32_t element = (uint32_t)gj__shape_element_size(shape);
-    const uint32_t entry = shape->n_features_per_level * element;
-    return (uintptr_t)rows % entry == 0 && (shape->padded_width * element) % entry == 0;
-}
-
 /* Levels per thread (a split forward: per block, at most its threads), staging and grid
  * of a level-major launch over rows (y or dL/dy). */
 static void level_groups(const gj__module_shape *shape, uint64_t n, const void *rows, gj_data_layout layout,
@@ -523,11 +513,7 @@ static void level_groups(const gj__module_shape *shape, uint64_t n, const void *
     const uint32_t points = gj__group_block_points(shape, levels, split);
     dims->grid_x = (uint32_t)((n + points - 1) / points);
     dims->shared_bytes = gj__stage_bytes(shape, levels, points, rows, layout);
-    *stage = dims->shared_bytes != 0 ? GJ_STAGE_SHARED : GJ_STAGE_NONE;
-    if (*stage && split && shape->direct_split_stores && entries_aligned(shape, rows)) {
-        dims->shared_bytes = 0;
-        *stage = GJ_STAGE_DIRECT;
-    }
+    *stage = dims->shared_bytes != 0;
 }
 
 void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc, gj_forward_args *args,

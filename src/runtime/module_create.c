@@ -160,7 +160,6 @@ static void launch_tuning(gj__module_shape *shape) {
     const uint64_t aggregate = env_number("GRIDJIT_AGGREGATE_MIN", GJ__DEFAULT_AGGREGATE_MIN);
     shape->aggregate_min = aggregate > 32 ? 32u : (uint32_t)aggregate;
     shape->stage_carveout = env_number("GRIDJIT_STAGE_CARVEOUT", 1) != 0;
-    shape->direct_split_stores = env_number("GRIDJIT_DIRECT_SPLIT_STORES", shape->direct_split_stores) != 0;
     shape->forward_warps_per_sm = env_warps("GRIDJIT_FORWARD_WARPS_PER_SM", shape->forward_warps_per_sm);
     shape->staged_forward_warps_per_sm =
         env_warps("GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", shape->staged_forward_warps_per_sm);

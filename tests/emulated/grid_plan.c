@@ -15,7 +15,7 @@ struct gj_emu_shape {
 };
 
 gj_emu_shape *gj_emu_shape_create(const gj_encoding *enc, const gj_codegen_options *opts, unsigned aggregate_min,
-                                  int direct_split_stores, char *err, size_t err_size) {
+                                  char *err, size_t err_size) {
     gj__diag diag;
     gj__diag_init(&diag);
     gj_codegen_options resolved;
@@ -32,7 +32,6 @@ gj_emu_shape *gj_emu_shape_create(const gj_encoding *enc, const gj_codegen_optio
     }
     gj__module_shape_make(&s->shape, enc, &resolved);
     s->shape.aggregate_min = aggregate_min;
-    s->shape.direct_split_stores = direct_split_stores;
     return s;
 }
 

@@ -22,10 +22,9 @@ typedef struct gj_emu_plan_launch {
 typedef struct gj_emu_shape gj_emu_shape;
 
 /* The module shape of enc with opts (resolved here), levels_per_thread as the options'
- * and aggregate_min and direct_split_stores as the module would read them from the
- * environment. NULL with err. */
+ * and aggregate_min as the module would read them from the environment. NULL with err. */
 gj_emu_shape *gj_emu_shape_create(const gj_encoding *enc, const gj_codegen_options *opts, unsigned aggregate_min,
-                                  int direct_split_stores, char *err, size_t err_size);
+                                  char *err, size_t err_size);
 void gj_emu_shape_destroy(gj_emu_shape *shape);
 uint32_t gj_emu_shape_levels_per_thread(const gj_emu_shape *shape, int point_major_rows, int backward_params);
 

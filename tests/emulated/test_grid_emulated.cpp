@@ -8,9 +8,7 @@
 //
 // Per unit, a few variants of what the runtime decides per launch: AoS or SoA rows,
 // levels per thread (automatic: 8, staged, for C1-like AoS rows; forced to 1, 2, 3 or 8:
-// AoS rows staged, SoA not; the forwards that split their groups one level a thread, entries of
-// 8 bytes or more, also with their entries stored whole, GJ_STAGE_DIRECT, in the "direct"
-// variants), warp aggregation of gradient atomics (off, from 1 or 2 lanes),
+// AoS rows staged, SoA not), warp aggregation of gradient atomics (off, from 1 or 2 lanes),
 // inputs uniform or ordered along rays (so that runs of lanes share cells), max_level
 // scalar or per point, gradients overwritten or accumulated. Every variant runs forward (y;
 // y with dy/dx), backward (dL/dparams with dL/dx; dL/dparams alone; dL/dx alone, with the
@@ -49,7 +47,6 @@ struct variant {
     float max_level; // < 0: per point
     inputs in;
     gj_grad_mode mode;
-    bool direct = false; // a split forward's point-major entries stored whole (GJ_STAGE_DIRECT)
 };
 
 const float PER_POINT = -1.0f;
@@ -60,7 +57,6 @@ const float PER_POINT = -1.0f;
 // thread, aggregate_min, then "point" for a per-point max_level, "rays" for rays.
 const variant level_major_variants[] = {
     {"aos-auto-agg2-rays", GJ_LAYOUT_AOS, 0, 2, 1.0f, RAYS, GJ_GRAD_OVERWRITE},
-    {"aos-auto-agg0-direct", GJ_LAYOUT_AOS, 0, 0, 1.0f, UNIFORM, GJ_GRAD_OVERWRITE, true},
     {"soa-auto-agg0-point", GJ_LAYOUT_SOA, 0, 0, PER_POINT, UNIFORM, GJ_GRAD_ACCUMULATE},
     {"soa-lpt2-agg1", GJ_LAYOUT_SOA, 2, 1, 0.6f, UNIFORM, GJ_GRAD_OVERWRITE},
     {"soa-lpt3-agg2-point-rays", GJ_LAYOUT_SOA, 3, 2, PER_POINT, RAYS, GJ_GRAD_ACCUMULATE},
@@ -68,7 +64,6 @@ const variant level_major_variants[] = {
     {"soa-lpt8-agg1-point", GJ_LAYOUT_SOA, 8, 1, PER_POINT, UNIFORM, GJ_GRAD_OVERWRITE},
     {"aos-lpt1-agg1-rays", GJ_LAYOUT_AOS, 1, 1, 1.0f, RAYS, GJ_GRAD_ACCUMULATE},
     {"aos-lpt2-agg2-point", GJ_LAYOUT_AOS, 2, 2, PER_POINT, UNIFORM, GJ_GRAD_OVERWRITE},
-    {"aos-lpt3-agg1-point-direct", GJ_LAYOUT_AOS, 3, 1, PER_POINT, UNIFORM, GJ_GRAD_ACCUMULATE, true},
 };
 const variant point_major_variants[] = {
     {"aos-agg2-rays", GJ_LAYOUT_AOS, 0, 2, 1.0f, RAYS, GJ_GRAD_OVERWRITE},
@@ -336,10 +331,6 @@ void with_gradients(case_run& c, device& dev, void* dL_dparams, gj_grad_mode mod
     }
 }
 
-// Forward launches that stored a split group's entries whole (GJ_STAGE_DIRECT): the "direct"
-// variants of the units whose forward splits its groups must make some.
-size_t direct_launches = 0;
-
 void run_forward(case_run& c, device& dev, void* y, float* dy_dx, const char* what, void* dy_dx_compact = nullptr) {
     gj_forward_desc f;
     gj_forward_desc_init(&f);
@@ -356,13 +347,6 @@ void run_forward(case_run& c, device& dev, void* y, float* dy_dx, const char* wh
     gj_emu_plan_launch l;
     char err[2048];
     if (!planned(c, gj_emu_plan_forward(c.shape, &f, &args, &l, err, sizeof err), what, err)) return;
-    if (args.stage == GJ_STAGE_DIRECT) {
-        ++direct_launches;
-        if (!c.v->direct) {
-            std::printf("FAILED %s: %s: stores its entries whole without being asked to\n", c.name.c_str(), what);
-            ++c.failures;
-        }
-    }
     dev.kernels_run.push_back(describe(l));
     launch(c, l, args, what);
 }
@@ -588,7 +572,7 @@ size_t run_case(gj_context* ctx, const gj_emu_unit* u, const variant* v, uint64_
     opts.output_width_multiple = u->output_width_multiple;
     opts.levels_per_thread = v->levels_per_thread;
     char err[2048];
-    c.shape = gj_emu_shape_create(c.enc, &opts, v->aggregate_min, v->direct, err, sizeof err);
+    c.shape = gj_emu_shape_create(c.enc, &opts, v->aggregate_min, err, sizeof err);
     if (!c.shape) {
         std::printf("FAILED %s: options refused: %s\n", c.name.c_str(), err);
         gj_encoding_destroy(c.enc);
@@ -718,10 +702,6 @@ int main(int argc, char** argv) {
         std::printf("FAILED: no case matches \"%s\" (--list shows them)\n", filter ? filter : "");
         return 1;
     }
-    if ((!filter || !*filter) && direct_launches == 0) {
-        std::printf("FAILED: no forward stored its entries whole (the direct variants)\n");
-        ++failed;
-    }
-    std::printf("%zu of %zu cases failed (%zu forward launches with direct stores)\n", failed, ran, direct_launches);
+    std::printf("%zu of %zu cases failed\n", failed, ran);
     return failed ? 1 : 0;
 }

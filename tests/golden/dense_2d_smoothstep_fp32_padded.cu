@@ -1086,11 +1086,6 @@ GJ_INLINE void gj_levels_backward_backward(const float (&x)[C::D], const float (
 #ifndef GJ_KERNEL_ARGS_CUH
 #define GJ_KERNEL_ARGS_CUH
 
-/* gj_forward_args.stage and gj_backward_args.stage: how point-major rows are moved. */
-#define GJ_STAGE_NONE 0u
-#define GJ_STAGE_SHARED 1u /* through the block's shared memory, in coalesced words */
-#define GJ_STAGE_DIRECT 2u /* the split forward's entries stored whole, no shared memory */
-
 typedef struct gj_forward_args {
     unsigned long long n;                 /* points */
     const float *x;                       /* inputs, D per point */
@@ -1105,10 +1100,7 @@ typedef struct gj_forward_args {
      * of its points; grid y = ceil(levels / levels_per_thread) level groups. stage = 1 (with
      * point-major y rows, when a group's F * levels_per_thread outputs are whole 32-bit
      * words): each block keeps its rows' group in dynamic shared memory, block * points per
-     * thread * ((group bytes / 4) | 1) words, and writes them with coalesced stores.
-     * stage = 2 (a forward that splits its groups one level a thread, FORWARD_SPLIT, with rows
-     * and entries aligned to an entry's 8, 16 or 32 bytes): no shared memory; a warp takes
-     * the group's levels of 32 / levels_per_thread points and stores each entry whole. */
+     * thread * ((group bytes / 4) | 1) words, and writes them with coalesced stores. */
     unsigned int levels_per_thread;
     unsigned int stage;
     /* Or NULL: dy/dx compact, as dy_dx but 16-bit, each level's values divided by its scale
@@ -1269,30 +1261,6 @@ GJ_INLINE void gj_store_padding(void* base, gj_u64 stride_point, gj_u64 stride_k
     for (int k = C::N_OUT; k < C::N_OUT_PADDED; ++k) gj_store_element<C>(base, stride_point, stride_k, i, k, 0.0f);
 }
 
-// The F values of one level as whole words at dst, which is aligned to their size (8, 16 or
-// 32 bytes: an entry the split forward writes directly, gj_forward_groups): one vector store
-// per 16 bytes, where F stores of an element would each fill a part of the same sector.
-template <class C>
-GJ_INLINE void gj_store_entry(typename C::param_t* dst, const float (&y)[C::F]) {
-    constexpr int W = C::F * (int)sizeof(typename C::param_t) / 4;
-    static_assert(W >= 2, "a split forward's entries take at least 8 bytes");
-    gj_u32 w[W];
-#pragma unroll
-    for (int k = 0; k < W; ++k) {
-        if constexpr (sizeof(typename C::param_t) == 2) w[k] = gj_pack_half2(y[2 * k], y[2 * k + 1]);
-        else w[k] = __float_as_uint(y[k]);
-    }
-    if constexpr (W % 4 == 0) {
-#pragma unroll
-        for (int c = 0; c < W / 4; ++c) ((gj_u32x4*)dst)[c] = gj_u32x4{w[4 * c], w[4 * c + 1], w[4 * c + 2], w[4 * c + 3]};
-    } else if constexpr (W == 2) {
-        *(gj_u32x2*)dst = gj_u32x2{w[0], w[1]};
-    } else {
-#pragma unroll
-        for (int k = 0; k < W; ++k) ((gj_u32*)dst)[k] = w[k];
-    }
-}
-
 // The D floats of point i of a strided fp32 array (dL/dx).
 template <class C>
 GJ_INLINE void gj_store_point(float* base, gj_u64 stride_point, gj_u64 stride_dim, gj_u64 i, const float (&v)[C::D]) {
@@ -1371,18 +1339,6 @@ struct gj_forward_op {
         limit = gj_level_limit<C>(gj_point_max_level(a.max_level_per_point, a.max_level, i));
     }
 
-    // The split forward's direct stores (args.stage GJ_STAGE_DIRECT): the level's entry whole.
-    // False where the values are stored one by one.
-    GJ_INLINE bool store_whole(gj_u32 level, const float (&y)[C::F]) const {
-        if constexpr (C::LEVEL_MAJOR && C::FORWARD_SPLIT) {
-            if (a.stage == GJ_STAGE_DIRECT) {
-                gj_store_entry<C>((typename C::param_t*)a.y + i * a.y_stride_point + level * C::F, y);
-                return true;
-            }
-        }
-        return false;
-    }
-
     template <int MODE>
     GJ_INLINE void run(gj_u32 level, const gj_level& lv) {
         typedef typename C::param_t T;
@@ -1398,7 +1354,7 @@ struct gj_forward_op {
         if (C::LEVEL_MAJOR && staged) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) staged[(level - first) * C::F + f] = gj_from_float<T>(y[f]);
-        } else if (a.y && !store_whole(level, y)) {
+        } else if (a.y) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) gj_store_element<C>(a.y, a.y_stride_point, a.y_stride_feature, i, level * C::F + f, y[f]);
         }
@@ -1499,11 +1455,7 @@ GJ_INLINE void gj_forward_groups(const gj_forward_args& a) {
     if constexpr (C::LEVEL_MAJOR && C::FORWARD_SPLIT) {
         const gj_level_group<C> group(a.levels_per_thread);
         const gj_u32 lanes = C::BLOCK / a.levels_per_thread; // the runtime keeps the group <= BLOCK
-        // Staged: a warp takes one level of 32 points. Direct (GJ_STAGE_DIRECT): a warp takes
-        // the group's levels of 32 / levels points, whose entries are whole sectors of rows.
-        const bool direct = a.stage == GJ_STAGE_DIRECT;
-        const gj_u32 slot = direct ? threadIdx.x % a.levels_per_thread : threadIdx.x / lanes;
-        const gj_u32 lane = direct ? threadIdx.x / a.levels_per_thread : threadIdx.x - slot * lanes;
+        const gj_u32 slot = threadIdx.x / lanes, lane = threadIdx.x - slot * lanes;
         const gj_u64 first = (gj_u64)blockIdx.x * lanes * C::PPT;
         if (group.first >= C::L) { // the slice that writes the padding columns
             if (a.y && slot == 0) {
@@ -1517,7 +1469,7 @@ GJ_INLINE void gj_forward_groups(const gj_forward_args& a) {
         }
         const gj_stage<C> stage(a.levels_per_thread, first, lanes * C::PPT);
         const gj_u32 level = group.first + slot; // threads past the group (a short last group) only copy
-        if (level < group.last && lane < lanes) {
+        if (level < group.last) {
 #pragma unroll
             for (int p = 0; p < C::PPT; ++p) {
                 const gj_u64 i = first + lane + (gj_u64)p * lanes;
@@ -1527,11 +1479,11 @@ GJ_INLINE void gj_forward_groups(const gj_forward_args& a) {
 #endif
                 gj_forward_op<C, DYDX> op{a, i};
                 op.load_point();
-                if (a.stage == GJ_STAGE_SHARED) op.staged = stage.row(i), op.first = group.first;
+                if (a.stage) op.staged = stage.row(i), op.first = group.first;
                 gj_visit_level<C, LV>(level, op);
             }
         }
-        if (a.stage == GJ_STAGE_SHARED) gj_write_staged_group<C>(a, stage, group);
+        if (a.stage) gj_write_staged_group<C>(a, stage, group);
     } else if constexpr (C::LEVEL_MAJOR) {
         const gj_level_group<C> group(a.levels_per_thread);
         if (group.first >= C::L) { // the slice that writes the padding columns
