@@ -517,10 +517,10 @@ static void models_match_the_references(void **state) {
 }
 
 /* A context with a cache of its own (scratch directory `name`, *dir to free) for a module
- * knob, the environment variable `knob` set to 1 (read when each module is made). */
-static gj_context *knob_context(const char *name, const char *knob, char **dir) {
+ * knob, the environment variable `knob` set to value (read when each module is made). */
+static gj_context *knob_context(const char *name, const char *knob, const char *value, char **dir) {
     *dir = gjt_scratch(name);
-    setenv(knob, "1", 1);
+    setenv(knob, value, 1);
     return gjt_context(*dir, NULL);
 }
 
@@ -529,7 +529,7 @@ static gj_context *knob_context(const char *name, const char *knob, char **dir) 
 static void models_match_the_references_unfused(void **state) {
     (void)state;
     char *dir = NULL;
-    gj_context *ctx = knob_context("unfused_models", "GRIDJIT_NETWORK_TIERS", &dir);
+    gj_context *ctx = knob_context("unfused_models", "GRIDJIT_NETWORK_TIERS", "1", &dir);
     int failed = 0;
     for (size_t i = 0; i < N_MODELS; ++i) {
         atomic_store(&gj__network_test_hold_background, 1);
@@ -544,14 +544,14 @@ static void models_match_the_references_unfused(void **state) {
 }
 
 /* The same, networks and models, with the pass kernels recomputing the hidden layers' outputs
- * in the backward (GRIDJIT_NETWORK_RECOMPUTE=1, read when a module is made; a cache of its
- * own): against the reference as before, the eligible ones (ReLU and no output activation)
- * keeping a context of their input rows alone, the others (Sine, SiLU, an output activation)
- * all of it. */
+ * in the backward wherever the activations allow it (GRIDJIT_NETWORK_RECOMPUTE=1, read when a
+ * module is made; by default only up to 64 wide; a cache of its own): against the reference as
+ * before, the eligible ones (ReLU and no output activation) keeping a context of their input
+ * rows alone, 128 wide too, the others (Sine, SiLU, an output activation) all of it. */
 static void networks_and_models_match_the_references_recomputing(void **state) {
     (void)state;
     char *dir = NULL;
-    gj_context *ctx = knob_context("recomputing", "GRIDJIT_NETWORK_RECOMPUTE", &dir);
+    gj_context *ctx = knob_context("recomputing", "GRIDJIT_NETWORK_RECOMPUTE", "1", &dir);
     int failed = 0;
     for (size_t i = 0; i < N_SHAPES; ++i) {
         failed += !check_shape(ctx, &shapes[i]);
@@ -581,13 +581,43 @@ static void networks_and_models_match_the_references_recomputing(void **state) {
     }
 }
 
+/* The same keeping the whole context (GRIDJIT_NETWORK_RECOMPUTE=0; the small levels' sums then
+ * none either), as every network did before the recompute was measured faster up to 64 wide:
+ * 64 x 2 behind 3 inputs keeps its input, two hidden layers' outputs and the output. */
+static void networks_and_models_match_the_references_keeping(void **state) {
+    (void)state;
+    char *dir = NULL;
+    gj_context *ctx = knob_context("keeping", "GRIDJIT_NETWORK_RECOMPUTE", "0", &dir);
+    int failed = 0;
+    for (size_t i = 0; i < N_SHAPES; ++i) {
+        failed += !check_shape(ctx, &shapes[i]);
+    }
+    for (size_t i = 0; i < N_MODELS; ++i) {
+        failed += !check_model(ctx, &models[i], 0);
+    }
+    gj_network *net = make_network(ctx, &shapes[0]);
+    gj_network_module *m = NULL;
+    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &m), "gj_network_module_create");
+    assert_int_equal(gj_network_module_context_bytes(m, 100), 4 * 32 * (16 + 64 + 64 + 16) * 2);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    unsetenv("GRIDJIT_NETWORK_RECOMPUTE");
+    gj_context_destroy(ctx);
+    free(dir);
+    if (failed) {
+        fail_msg("%d of %zu networks and models failed keeping the context (the FAIL lines above)", failed,
+                 N_SHAPES + N_MODELS);
+    }
+}
+
 /* The models with their fused backward summing the encoding's leading small levels in the
- * block's shared memory (GRIDJIT_NETWORK_SMALL_SUMS=1; where the block fits: the large class,
- * as the H200's cubins are), against the reference as before. */
+ * block's shared memory wherever the block fits (GRIDJIT_NETWORK_SMALL_SUMS=1; by default only
+ * where the model recomputes; the large class, as the H200's cubins are), against the reference
+ * as before. */
 static void models_match_the_references_summing_small_levels(void **state) {
     (void)state;
     char *dir = NULL;
-    gj_context *ctx = knob_context("small_sums", "GRIDJIT_NETWORK_SMALL_SUMS", &dir);
+    gj_context *ctx = knob_context("small_sums", "GRIDJIT_NETWORK_SMALL_SUMS", "1", &dir);
     int failed = 0;
     for (size_t i = 0; i < N_MODELS; ++i) {
         failed += !check_model(ctx, &models[i], 0);
@@ -609,6 +639,7 @@ int main(void) {
         cmocka_unit_test(models_match_the_references),
         cmocka_unit_test(models_match_the_references_unfused),
         cmocka_unit_test(networks_and_models_match_the_references_recomputing),
+        cmocka_unit_test(networks_and_models_match_the_references_keeping),
         cmocka_unit_test(models_match_the_references_summing_small_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -248,13 +248,13 @@ static void train_step_matches_the_passes_apart(void **state) {
 /* The same for the models with the step served by the passes apart (the forward, the loss
  * kernel, the network's backward writing dL/d(features), the encoding's backward), as while its
  * program compiles behind a model's first steps: a cache of its own (scratch), the thread held;
- * knob (or NULL): a module knob set to 1 besides. */
-static void unfused_models_match(const char *scratch, const char *knob) {
+ * knob (or NULL): a module knob set to value besides. */
+static void unfused_models_match(const char *scratch, const char *knob, const char *value) {
     char *dir = gjt_scratch(scratch);
     gj_context *ctx = gjt_context(dir, NULL);
     setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
     if (knob) {
-        setenv(knob, "1", 1);
+        setenv(knob, value, 1);
     }
     int failed = 0, models = 0;
     for (size_t i = 0; i < N_CASES; ++i) {
@@ -279,14 +279,15 @@ static void unfused_models_match(const char *scratch, const char *knob) {
 
 static void unfused_train_step_matches_the_passes_apart(void **state) {
     (void)state;
-    unfused_models_match("unfused_steps", NULL);
+    unfused_models_match("unfused_steps", NULL, NULL);
 }
 
-/* The same with the network's context the input rows alone (GRIDJIT_NETWORK_RECOMPUTE=1): the
- * unfused step keeps its forward's context in a buffer the module sizes from it. */
-static void unfused_recomputing_train_step_matches_the_passes_apart(void **state) {
+/* The same with the network's whole context (GRIDJIT_NETWORK_RECOMPUTE=0; by default the models
+ * up to 64 wide keep their input rows alone): the unfused step keeps its forward's context in a
+ * buffer the module sizes from it. */
+static void unfused_keeping_train_step_matches_the_passes_apart(void **state) {
     (void)state;
-    unfused_models_match("unfused_recomputing_steps", "GRIDJIT_NETWORK_RECOMPUTE");
+    unfused_models_match("unfused_keeping_steps", "GRIDJIT_NETWORK_RECOMPUTE", "0");
 }
 
 /* A model of json over dims and its module (the model in *net). */
@@ -497,7 +498,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(train_step_matches_the_passes_apart),
         cmocka_unit_test(unfused_train_step_matches_the_passes_apart),
-        cmocka_unit_test(unfused_recomputing_train_step_matches_the_passes_apart),
+        cmocka_unit_test(unfused_keeping_train_step_matches_the_passes_apart),
         cmocka_unit_test(adam_matches_the_host_rule),
         cmocka_unit_test(training_lowers_the_loss),
     };

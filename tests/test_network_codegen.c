@@ -332,9 +332,10 @@ static void step_sums_in_registers(void **state) {
     gj_context_destroy(ctx);
 }
 
-/* The recompute hint (GRIDJIT_NETWORK_RECOMPUTE): the config states RECOMPUTE where the
- * activations allow it (hidden ones that keep h, no output activation), and such units compile
- * for sm_90 and sm_80, networks and a model; elsewhere the hint leaves the unit as it was. */
+/* Recomputing (GRIDJIT_NETWORK_RECOMPUTE): the config states RECOMPUTE where the activations
+ * allow it (hidden ones that keep h, no output activation): by default where the hidden layers
+ * are at most 64 wide, with the hint 1 wider too, with -1 nowhere; such units compile for sm_90
+ * and sm_80, networks and a model; elsewhere the hint leaves the unit as it was. */
 static void recomputing_units(void **state) {
     (void)state;
     gj_context *ctx = NULL;
@@ -342,20 +343,25 @@ static void recomputing_units(void **state) {
     static const struct {
         const char *json;
         unsigned in, out;
-        int eligible;
-    } cases[] = {{"{\"n_neurons\": 64, \"n_hidden_layers\": 2}", 32, 16, 1},
-                 {"{\"n_neurons\": 128, \"n_hidden_layers\": 3, \"activation\": \"LeakyReLU\"}", 3, 256, 1},
+        int eligible, by_default;
+    } cases[] = {{"{\"n_neurons\": 64, \"n_hidden_layers\": 2}", 32, 16, 1, 1},
+                 {"{\"n_neurons\": 128, \"n_hidden_layers\": 3, \"activation\": \"LeakyReLU\"}", 3, 256, 1, 0},
                  {"{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 8}, \"network\": {\"n_neurons\": 32, "
-                  "\"n_hidden_layers\": 4, \"activation\": \"Squareplus\", \"n_output_dims\": 4}}", 3, 0, 1},
-                 {"{\"n_neurons\": 64, \"n_hidden_layers\": 2, \"activation\": \"SiLU\"}", 32, 16, 0},
-                 {"{\"n_neurons\": 64, \"n_hidden_layers\": 2, \"output_activation\": \"Sigmoid\"}", 32, 16, 0}};
+                  "\"n_hidden_layers\": 4, \"activation\": \"Squareplus\", \"n_output_dims\": 4}}", 3, 0, 1, 1},
+                 {"{\"n_neurons\": 64, \"n_hidden_layers\": 2, \"activation\": \"SiLU\"}", 32, 16, 0, 0},
+                 {"{\"n_neurons\": 64, \"n_hidden_layers\": 2, \"output_activation\": \"Sigmoid\"}", 32, 16, 0, 0}};
     const int nvrtc = gj_test_have_nvrtc();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         gj_network *net = make(ctx, cases[i].json, cases[i].in, cases[i].out);
+        const char *line = "    static constexpr bool RECOMPUTE = true;";
+        char *by_default = gj_test_network_unit(ctx, net, 0);
+        assert_int_equal(strstr(by_default, line) != NULL, cases[i].by_default);
+        net->hints.recompute = -1;
         char *plain = gj_test_network_unit(ctx, net, 0);
         net->hints.recompute = 1;
         char *unit = gj_test_network_unit(ctx, net, 0);
-        const char *line = "    static constexpr bool RECOMPUTE = true;";
+        assert_string_equal(by_default, cases[i].by_default ? unit : plain);
+        free(by_default);
         if (cases[i].eligible) {
             expect_line(unit, line);
             if (nvrtc) {

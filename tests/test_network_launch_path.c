@@ -88,8 +88,9 @@ static void passes_launch_their_kernels(void **state) {
                      GJ_OK);
     gj_network_module *m = NULL;
     assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
-    /* 100 points: 4 tiles of 32; context: the padded input (16), a hidden layer (16), the output (16). */
-    assert_int_equal(gj_network_module_context_bytes(m, 100), 4 * 32 * (16 + 16 + 16) * 2);
+    /* 100 points: 4 tiles of 32; context: the padded input (16) alone, the backward recomputing
+     * the hidden layer (16 wide: by default). */
+    assert_int_equal(gj_network_module_context_bytes(m, 100), 4 * 32 * 16 * 2);
     assert_int_equal(gj_network_module_context_bytes(NULL, 100), 0);
     void *buffer = NULL;
     assert_int_equal(gj_device_alloc(ctx, 1 << 20, &buffer), GJ_OK);
@@ -1036,8 +1037,9 @@ static void carveouts_with(gj_context *ctx, gj_network *net, const char *env, ch
 }
 
 /* A model's inference kernel asks for shared memory for at most half of a multiprocessor's
- * (the fake's 228 KiB), leaving the rest to L1; its forward pass and a network alone leave
- * the choice to the driver; GRIDJIT_NETWORK_CARVEOUT gives a percent, -1 the driver's
+ * (the fake's 228 KiB), leaving the rest to L1, and so does its forward where it recomputes (64
+ * wide: by default; keeping the context, a_recomputing_model_forward_takes_the_inference_block);
+ * a network alone leaves the choice to the driver; GRIDJIT_NETWORK_CARVEOUT gives a percent, -1 the driver's
  * choice, and anything else is ignored. Nothing runs: the fake driver records the value. */
 static void a_model_inference_leaves_l1_to_its_encoding(void **state) {
     (void)state;
@@ -1059,7 +1061,7 @@ static void a_model_inference_leaves_l1_to_its_encoding(void **state) {
     carveouts_with(ctx, model, NULL, buffer, got);
     const int rule = got[0];
     assert_true(rule >= 1 && rule <= 50);
-    assert_int_equal(got[1], GJ_FAKE_NO_CARVEOUT);
+    assert_int_equal(got[1], rule); /* recomputing (by default), its forward runs in the inference's block */
     carveouts_with(ctx, model, "75", buffer, got);
     assert_int_equal(got[0], 75);
     carveouts_with(ctx, model, "-1", buffer, got);
@@ -1097,6 +1099,7 @@ typedef struct knob_launches {
 
 static knob_launches launches_with(gj_context *ctx, gj_network *model, const char *knob, const char *value, char *b) {
     knob_launches r;
+    memset(&r, 0, sizeof r); /* compared whole: the padding too */
     gj_network_module *m = module_with_env(ctx, model, knob, value);
     r.context_64 = gj_network_module_context_bytes(m, 64);
     gj_network_pass_desc d = desc_over(b, 1000);
@@ -1122,7 +1125,8 @@ static knob_launches launches_with(gj_context *ctx, gj_network *model, const cha
 }
 
 /* launches_with the small model below, knob off and on (off[0], on[1]). */
-static void knob_off_and_on(const char *knob, knob_launches r[2]) {
+/* r[0] with the knob 0, r[1] with it 1, r[2] with it unset (the rule). */
+static void knob_off_and_on(const char *knob, knob_launches r[3]) {
     /* A small model (its programs compile quickly: under valgrind NVRTC takes about half a
      * minute a program): level 0 of its encoding (16^3 entries) is small, its inference kernel
      * takes the wide block of 16 warps. */
@@ -1134,25 +1138,27 @@ static void knob_off_and_on(const char *knob, knob_launches r[2]) {
     assert_int_equal(gj_network_create(ctx, small_model, 3, 0, &model), GJ_OK);
     void *buffer = NULL;
     assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
-    r[0] = launches_with(ctx, model, knob, NULL, buffer);
+    r[0] = launches_with(ctx, model, knob, "0", buffer);
     r[1] = launches_with(ctx, model, knob, "1", buffer);
+    r[2] = launches_with(ctx, model, knob, NULL, buffer);
     gj_device_free(ctx, buffer);
     gj_network_destroy(model);
     gj_context_destroy(ctx);
 }
 
-/* A model recomputing in the backward (GRIDJIT_NETWORK_RECOMPUTE=1) keeps the input rows alone
- * (a context of 32 rows of 16 halves a tile: 2 levels of 2 features, padded), and its forward
- * then runs in the inference kernel's block of 16 warps with the inference's carveout; the
- * backward keeps its block. Without the knob the forward keeps its own block and leaves the
- * carveout to the driver, and the context holds every layer. */
+/* A model recomputing in the backward (GRIDJIT_NETWORK_RECOMPUTE=1, and by default: its hidden
+ * layer is 16 wide) keeps the input rows alone (a context of 32 rows of 16 halves a tile: 2
+ * levels of 2 features, padded), and its forward then runs in the inference kernel's block of 16
+ * warps with the inference's carveout; the backward keeps its block. With the knob 0 the forward
+ * keeps its own block and leaves the carveout to the driver, and the context holds every layer. */
 static void a_recomputing_model_forward_takes_the_inference_block(void **state) {
     (void)state;
     if (!gj_test_have_nvrtc()) {
         skip();
     }
-    knob_launches r[2];
+    knob_launches r[3];
     knob_off_and_on("GRIDJIT_NETWORK_RECOMPUTE", r);
+    assert_memory_equal(&r[2], &r[1], sizeof r[1]);
     assert_int_equal(r[0].context_64, 2 * 32 * (16 + 16 + 16) * 2);
     assert_int_equal(r[1].context_64, 2 * 32 * 16 * 2);
     assert_int_equal(r[0].block[0], 512); /* the fake is an sm_90: the wide inference block */
@@ -1165,16 +1171,18 @@ static void a_recomputing_model_forward_takes_the_inference_block(void **state) 
     assert_int_equal(r[1].block[2], r[0].block[2]);
 }
 
-/* GRIDJIT_NETWORK_SMALL_SUMS=1: a model's fused backward (level 0 of its encoding, 4096 entries of
- * 2 features, is small) takes 32 KiB more shared memory for the small level's sums, on the
- * fake's sm_90 (the large class); the forward keeps its own. */
+/* GRIDJIT_NETWORK_SMALL_SUMS=1, and by default where the model recomputes (this one does): a
+ * model's fused backward (level 0 of its encoding, 4096 entries of 2 features, is small) takes
+ * 32 KiB more shared memory for the small level's sums, on the fake's sm_90 (the large class);
+ * the forward keeps its own. */
 static void a_model_backward_summing_small_levels_takes_their_room(void **state) {
     (void)state;
     if (!gj_test_have_nvrtc()) {
         skip();
     }
-    knob_launches r[2];
+    knob_launches r[3];
     knob_off_and_on("GRIDJIT_NETWORK_SMALL_SUMS", r);
+    assert_memory_equal(&r[2], &r[1], sizeof r[1]);
     assert_int_equal(r[1].shared[1], r[0].shared[1]);
     assert_int_equal(r[1].block[2], r[0].block[2]);
     assert_int_equal(r[1].shared[2], r[0].shared[2] + 4096 * 2 * 4);
@@ -1269,8 +1277,8 @@ static void a_precompiled_model_trains_without_nvrtc(void **state) {
     assert_int_equal(gj_network_create(ctx, json, 3, 0, &net), GJ_OK);
     gj_network_module *m = NULL;
     assert_int_equal(gj_network_module_create(ctx, net, &m), GJ_OK);
-    /* 40 points: 2 tiles of (16 + 16 + 16) x 32 halves. */
-    assert_int_equal(gj_network_module_context_bytes(m, 40), 6144);
+    /* 40 points: 2 tiles of 16 x 32 halves (the input rows: it recomputes by default). */
+    assert_int_equal(gj_network_module_context_bytes(m, 40), 2048);
     void *buffer = NULL;
     assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
     char *b = buffer;

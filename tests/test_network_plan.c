@@ -414,6 +414,13 @@ static void narrow_models_forward_kernels_ask_for_two_blocks(void **state) {
                                    "\"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 2}}";
     struct gj_network *narrow = make(model64, 3, 16), *wide = make(model128, 3, 16), *alone = make(small, 32, 16);
     char *inference = source_of(narrow, GJ__NETWORK_PART_INFERENCE);
+    /* By default the 64-wide model recomputes, and its forward takes the inference kernel's
+     * bounds; keeping its context, the forward's own. */
+    char *recomputing_forward = source_of(narrow, GJ__NETWORK_PART_TRAINING);
+    assert_non_null(strstr(recomputing_forward, "__launch_bounds__(32 * net_config::INFERENCE_WARPS, "
+                                                "net_config::INFERENCE_MIN_BLOCKS)\nnet_forward("));
+    free(recomputing_forward);
+    narrow->hints.recompute = -1;
     char *forward = source_of(narrow, GJ__NETWORK_PART_TRAINING);
     char *backward = source_of(narrow, GJ__NETWORK_PART_BACKWARD);
     char *wide_inference = source_of(wide, GJ__NETWORK_PART_INFERENCE);
@@ -447,6 +454,7 @@ static void narrow_models_forward_kernels_ask_for_two_blocks(void **state) {
         }
         /* The premise: the shapes without the bound are those with eight forward warps. */
         assert_true(shapes[i].two || most_warps == 8);
+        model->hints.recompute = -1; /* the forward's own block (recomputing: the inference's) */
         char *src = source_of(model, GJ__NETWORK_PART_TRAINING);
         const int two = strstr(src, "__launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_forward(") != NULL;
         if (two != shapes[i].two) {
@@ -550,22 +558,30 @@ static void the_step_fetches_its_targets_ahead(void **state) {
     gj_network_destroy(alone);
 }
 
-/* The small_sums hint: a model's fused backward gets room for its encoding's leading small
- * levels' fp32 sums (C1: level 0, 4096 entries of 2 features, 32 KiB) after the warps' scratch
- * where its block still fits, two a multiprocessor on the large class (64 x 2: 80.3 + 32 KiB),
- * within 96 KiB on the portable one (no); nothing without the hint, for a network alone, or
- * where the sums would not fit. The generated backward program states it, and its
- * encoding's leading small floats, and compiles. */
+/* The small sums: a model's fused backward gets room for its encoding's leading small levels'
+ * fp32 sums (C1: level 0, 4096 entries of 2 features, 32 KiB) after the warps' scratch where its
+ * block still fits, two a multiprocessor on the large class (64 x 2: 80.3 + 32 KiB), within 96
+ * KiB on the portable one (no); by default where the plan recomputes (64 x 2, not 128 x 2, nor a
+ * model keeping its context), with the hint 1 wherever it fits, with -1 nowhere; never for a
+ * network alone or where the sums would not fit. The generated backward program states it, and
+ * its encoding's leading small floats, and compiles. */
 static void a_model_s_backward_may_sum_its_small_levels_in_shared_memory(void **state) {
     (void)state;
     struct gj_network *model = make_model(64, 2);
     const uint32_t floats = gj__network_small_floats(model);
     assert_int_equal(floats, 4096 * 2);
     gj__network_plan plain[GJ__NETWORK_PLAN_CLASSES], hinted[GJ__NETWORK_PLAN_CLASSES], alone[GJ__NETWORK_PLAN_CLASSES];
+    gj__network_plan by_default[GJ__NETWORK_PLAN_CLASSES];
+    gj__network_plans_make(&model->layout, &model->hints, 1, floats, by_default);
+    model->hints.small_sums = -1;
     gj__network_plans_make(&model->layout, &model->hints, 1, floats, plain);
     model->hints.small_sums = 1;
     gj__network_plans_make(&model->layout, &model->hints, 1, floats, hinted);
     gj__network_plans_make(&model->layout, &model->hints, 0, floats, alone);
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        assert_true(by_default[c].recompute);
+        assert_true(gj__network_plan_equal(&by_default[c], &hinted[c]));
+    }
     const gj__network_plan *large = &hinted[GJ__NETWORK_PLAN_LARGE];
     assert_int_equal(large->small_sums_floats, floats);
     assert_int_equal(large->backward_bytes, plain[GJ__NETWORK_PLAN_LARGE].backward_bytes + 4 * floats);
@@ -589,6 +605,23 @@ static void a_model_s_backward_may_sum_its_small_levels_in_shared_memory(void **
         gj_test_network_compile(ctx, model, unit, 0, "sm_80");
         free(unit);
         gj_context_destroy(ctx);
+    }
+    gj_network_destroy(model);
+    /* Not by default where the plan keeps the context: a model told to keep it, or 128 wide;
+     * the hint still asks for them there. */
+    model = make_model(64, 2);
+    model->hints.recompute = -1;
+    gj__network_plans_make(&model->layout, &model->hints, 1, floats, by_default);
+    model->hints.small_sums = 1;
+    gj__network_plans_make(&model->layout, &model->hints, 1, floats, hinted);
+    assert_int_equal(by_default[GJ__NETWORK_PLAN_LARGE].small_sums_floats, 0);
+    assert_int_equal(hinted[GJ__NETWORK_PLAN_LARGE].small_sums_floats, floats);
+    gj_network_destroy(model);
+    model = make_model(128, 2);
+    gj__network_plans_make(&model->layout, &model->hints, 1, floats, by_default);
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        assert_false(by_default[c].recompute);
+        assert_int_equal(by_default[c].small_sums_floats, 0);
     }
     gj_network_destroy(model);
     /* Sums that would leave the block alone on a multiprocessor (here 12 levels' worth) are none. */

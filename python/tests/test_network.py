@@ -151,16 +151,23 @@ def test_generate_is_deterministic():
 # ----------------------------------------------------------------------------- modules
 
 
-def test_module_of_a_network_and_its_context_size():
+def test_module_of_a_network_and_its_context_size(monkeypatch):
     net = gridjit.Network({"otype": "FullyFusedMLP", "n_neurons": 16, "n_hidden_layers": 1}, 3, 2)
     module = net.module()  # no driver needed until a launch
-    # docs/networks.md §8: per 32 points, the padded input (16) and each layer's output (16, 16), fp16.
-    assert module.context_bytes(100) == 4 * 32 * (16 + 16 + 16) * 2
+    # docs/networks.md §8: per 32 points the padded input (16), fp16; the backward recomputes the
+    # hidden layer's output (16 wide: by default).
+    assert module.context_bytes(100) == 4 * 32 * 16 * 2
     assert module.context_bytes(0) == 0
     module.close()
     module.close()
     with pytest.raises(ValueError, match="closed"):
         module.context_bytes(1)
+    # Keeping the context (GRIDJIT_NETWORK_RECOMPUTE=0 when the module is made): each layer's output too.
+    monkeypatch.setenv("GRIDJIT_NETWORK_RECOMPUTE", "0")
+    keeping = net.module()
+    assert keeping.context_bytes(100) == 4 * 32 * (16 + 16 + 16) * 2
+    keeping.close()
+    monkeypatch.delenv("GRIDJIT_NETWORK_RECOMPUTE")
     # A model's module runs the fused encoding + network kernels: its context is per point too.
     model = gridjit.Network({"encoding": GRID, "network": MLP}, 3, 1).module()
     assert model.context_bytes(32) > 0

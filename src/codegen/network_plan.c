@@ -132,6 +132,27 @@ static int can_recompute(const gj__network_layout *layout) {
     return layout->layers[layout->n_layers - 1].activation == GJ_ACTIVATION_NONE;
 }
 
+/* Hidden layers at most this wide recompute by default. Measured on an H200 (2^21 points, C1
+ * models): 32 and 64 neurons gain 0.3-0.5 ms a forward + backward (the forward writes a fifth
+ * of the context, the backward reads a fifth); 128 neurons lose 1.2 ms in the backward, whose
+ * recomputing products no longer hide behind the encoding's atomics (docs/networks.md §8). */
+#define RECOMPUTE_MAX_NEURONS 64u
+
+static int recompute_pays(const gj__network_layout *layout) {
+    for (uint32_t l = 0; l + 1 < layout->n_layers; ++l) {
+        if (layout->layers[l].fan_out > RECOMPUTE_MAX_NEURONS) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The hint (GRIDJIT_NETWORK_RECOMPUTE): 1 where allowed, -1 never, 0 the rule above. */
+static int recomputes(const gj__network_layout *layout, const gj__network_plan_hints *hints) {
+    const int hint = hints ? hints->recompute : 0;
+    return hint >= 0 && can_recompute(layout) && (hint > 0 || recompute_pays(layout));
+}
+
 gj__network_plan_class gj__network_plan_class_of(int cubin_sm) {
     const int arch = 10 * cubin_sm; /* as __CUDA_ARCH__ spells it */
     return arch >= GJ__NETWORK_PLAN_LARGE_FROM && arch < GJ__NETWORK_PLAN_LARGE_UNTIL ? GJ__NETWORK_PLAN_LARGE
@@ -234,14 +255,22 @@ static void step_fetch_targets(const gj__network_layout *layout, const gj__netwo
 }
 
 /* A model's fused backward sums its encoding's leading small levels in its block's shared memory
- * (the hint small_sums: measuring), where the block then still fits: two a multiprocessor of
- * 228 KiB on the large class, BLOCK_BUDGET on the portable one. */
+ * where the block then still fits: two a multiprocessor of 228 KiB on the large class,
+ * BLOCK_BUDGET on the portable one. By default where the plan recomputes: measured on an H200,
+ * with the recompute the sums took C1 + 32 x 2's backward from 2.24 to 1.98 ms and 64 x 2's from
+ * 2.30 to 2.25 (64 x 4 the same); keeping the context, 64 x 2's grew from 2.44 to 2.66 and
+ * 128 x 2's from 3.94 to 5.12 (docs/networks.md §9). The hint (GRIDJIT_NETWORK_SMALL_SUMS): 1
+ * wherever the block fits, -1 never. */
 static void small_sums(const gj__network_plan_hints *hints, uint32_t small_floats, gj__network_plan *plans) {
-    if (!hints || hints->small_sums <= 0 || small_floats == 0) {
+    const int hint = hints ? hints->small_sums : 0;
+    if (hint < 0 || small_floats == 0) {
         return;
     }
     for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
         gj__network_plan *p = &plans[c];
+        if (hint == 0 && !p->recompute) {
+            continue;
+        }
         const uint64_t bytes = p->backward_bytes + 4ull * small_floats;
         const int fits = c == GJ__NETWORK_PLAN_LARGE ? bytes <= GJ__NETWORK_MAX_SMEM && blocks_fitting(bytes) >= 2
                                                      : bytes <= BLOCK_BUDGET;
@@ -283,7 +312,7 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
         }
     }
     p.ctx_halves += 32ull * (layout->padded_input_width + layout->padded_output_width);
-    p.recompute = hints && hints->recompute > 0 && can_recompute(layout);
+    p.recompute = recomputes(layout, hints);
     p.pass_ctx_halves = p.recompute ? 32ull * layout->padded_input_width : p.ctx_halves;
     p.stride = widest + 8;
     p.scratch_halves = 64ull * p.stride;

@@ -46,12 +46,13 @@ typedef struct gj__network_plan_hints {
                                    rules */
     int step_fetch_targets;     /* the step's network kernel fetches a tile's targets while its
                                    forward runs: 1 yes, -1 no, 0 the rule */
-    int recompute;              /* 1: the pass kernels keep only the input rows of the forward's
+    int recompute;              /* the pass kernels keep only the input rows of the forward's
                                    context and the backward recomputes the hidden layers' outputs,
-                                   where the activations allow it; -1 or 0: they keep it all */
-    int small_sums;             /* 1: a model's fused backward sums its encoding's leading small
-                                   levels per block in shared memory, where the block still fits;
-                                   -1 or 0: with global atomics */
+                                   where the activations allow it: 1 yes, -1 no (they keep it
+                                   all), 0 the rule (hidden layers up to 64 wide) */
+    int small_sums;             /* a model's fused backward sums its encoding's leading small
+                                   levels per block in shared memory, where the block still fits:
+                                   1 yes, -1 no (global atomics), 0 the rule (where it recomputes) */
 } gj__network_plan_hints;
 
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */

@@ -183,16 +183,22 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
                     (unsigned long long)net->layout.n_params);
         ++failures;
     }
-    // The plan of a recomputing module (the hint) states the context the templates index.
+    // The plan of a recomputing module (the hint 1) states the context the templates index; the
+    // hint -1 keeps it all; by default the plan recomputes where allowed and at most 64 wide.
     gj__network_plan_hints hints = {};
     hints.recompute = 1;
-    gj__network_plan rplan;
+    gj__network_plan rplan, kplan;
     gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &rplan);
+    hints.recompute = -1;
+    gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &kplan);
     const gj_u64 recomputing_ctx = can_recompute<C>() ? 32ull * C::IN_P : C::CTX_HALVES; // recompute_case checks the templates'
-    if (rplan.recompute != (int)can_recompute<C>() || rplan.pass_ctx_halves != recomputing_ctx || plan.recompute ||
-        plan.pass_ctx_halves != C::CTX_HALVES) {
-        std::printf("FAIL plan %s: recompute %d, its context %llu; without the hint %d, %llu\n", shape, rplan.recompute,
-                    (unsigned long long)rplan.pass_ctx_halves, plan.recompute, (unsigned long long)plan.pass_ctx_halves);
+    const int by_default = can_recompute<C>() && (C::NL == 1 || C::W <= 64); // no hidden layer: nothing wide
+    if (rplan.recompute != (int)can_recompute<C>() || rplan.pass_ctx_halves != recomputing_ctx || kplan.recompute ||
+        kplan.pass_ctx_halves != C::CTX_HALVES || plan.recompute != by_default ||
+        plan.pass_ctx_halves != (by_default ? recomputing_ctx : C::CTX_HALVES)) {
+        std::printf("FAIL plan %s: recompute %d, its context %llu; keeping %d, %llu; by default %d, %llu\n", shape,
+                    rplan.recompute, (unsigned long long)rplan.pass_ctx_halves, kplan.recompute,
+                    (unsigned long long)kplan.pass_ctx_halves, plan.recompute, (unsigned long long)plan.pass_ctx_halves);
         ++failures;
     }
     gj_ref_mlp ref;
