@@ -192,7 +192,8 @@ def test_recomputing_backward_equals_keeping(kind, monkeypatch):
     call): the forward keeps the input rows alone and the backward recomputes the hidden layers'
     outputs with the forward's own products; GRIDJIT_NETWORK_RECOMPUTE=0 keeps the whole context.
     Outputs are equal bit for bit, a network's dL/dx too; a model's dL/dx (summed over levels with
-    atomics) and the parameter gradients differ only by the order of their atomic sums."""
+    atomics) and the parameter gradients differ only by the order of their atomic sums (in fp16
+    for the encoding's)."""
     torch.manual_seed(5)
 
     def make():
@@ -211,6 +212,9 @@ def test_recomputing_backward_equals_keeping(kind, monkeypatch):
         return native.module if kind == "network" else native.model_module
 
     x = torch.rand(2000, 7 if kind == "network" else 3, device=DEVICE)
+    # A recomputing model's fused backward also sums its small levels in fp32 by default, which
+    # rounds their gradients otherwise: off here, so that the recompute alone is compared.
+    monkeypatch.setenv("GRIDJIT_NETWORK_SMALL_SUMS", "0")
     monkeypatch.setenv("GRIDJIT_NETWORK_RECOMPUTE", "0")
     keeping = make()
     with torch.no_grad():
@@ -228,9 +232,15 @@ def test_recomputing_backward_equals_keeping(kind, monkeypatch):
     assert torch.equal(y0, y1)
     if kind == "network":
         assert torch.equal(dx0, dx1)
+        assert rel_norm(g1, g0) < 1e-5, rel_norm(g1, g0)
     else:
         assert rel_norm(dx1, dx0) < 1e-5, rel_norm(dx1, dx0)
-    assert rel_norm(g1, g0) < 1e-5, rel_norm(g1, g0)
+        # The network's gradients are fp32 sums; the fp16 encoding's are fp16 sums, whose
+        # rounding follows the atomics' order (on the H200 the whole vector differed by 1.2e-4):
+        # within a few units of fp16's last place (2^-10), where a wrong recompute is off by O(1).
+        n_mlp = recomputing.n_mlp_params
+        assert rel_norm(g1[:n_mlp], g0[:n_mlp]) < 1e-5, rel_norm(g1[:n_mlp], g0[:n_mlp])
+        assert rel_norm(g1[n_mlp:], g0[n_mlp:]) < 5e-3, rel_norm(g1[n_mlp:], g0[n_mlp:])
 
 
 def test_model_state_dict_round_trip():
