@@ -543,15 +543,25 @@ static void models_match_the_references_unfused(void **state) {
     }
 }
 
-/* The same, networks and models, with the pass kernels recomputing the hidden layers' outputs
- * in the backward wherever the activations allow it (GRIDJIT_NETWORK_RECOMPUTE=1, read when a
- * module is made; by default only up to 64 wide; a cache of its own): against the reference as
- * before, the eligible ones (ReLU and no output activation) keeping a context of their input
- * rows alone, 128 wide too, the others (Sine, SiLU, an output activation) all of it. */
-static void networks_and_models_match_the_references_recomputing(void **state) {
-    (void)state;
+/* A network module's context for 100 points (4 tiles). */
+static uint64_t context_of(gj_context *ctx, const shape *sh) {
+    gj_network *net = make_network(ctx, sh);
+    gj_network_module *m = NULL;
+    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &m), "gj_network_module_create");
+    const uint64_t bytes = gj_network_module_context_bytes(m, 100);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+    return bytes;
+}
+
+/* Every network and model against the reference with GRIDJIT_NETWORK_RECOMPUTE set to value
+ * (read when a module is made; a cache of its own, scratch), and the contexts it keeps: the
+ * first shape's (64 x 2 behind 3 inputs, padded to 16) first_bytes for 100 points; the second's
+ * (16 x 1, Tanh and Sigmoid out: nothing to recompute) everything, 16 + 16 + 16 rows. */
+static void all_match_with_recompute(const char *scratch, const char *value, const char *what,
+                                     uint64_t first_bytes) {
     char *dir = NULL;
-    gj_context *ctx = knob_context("recomputing", "GRIDJIT_NETWORK_RECOMPUTE", "1", &dir);
+    gj_context *ctx = knob_context(scratch, "GRIDJIT_NETWORK_RECOMPUTE", value, &dir);
     int failed = 0;
     for (size_t i = 0; i < N_SHAPES; ++i) {
         failed += !check_shape(ctx, &shapes[i]);
@@ -559,26 +569,24 @@ static void networks_and_models_match_the_references_recomputing(void **state) {
     for (size_t i = 0; i < N_MODELS; ++i) {
         failed += !check_model(ctx, &models[i], 0);
     }
-    /* 64 x 2 behind 3 inputs (padded to 16): 32 rows of 16 halves a tile; 16 x 1, Tanh and
-     * Sigmoid out: everything (16 + 16 + 16). */
-    gj_network *net = make_network(ctx, &shapes[0]);
-    gj_network_module *m = NULL;
-    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &m), "gj_network_module_create");
-    assert_int_equal(gj_network_module_context_bytes(m, 100), 4 * 32 * 16 * 2);
-    gj_network_module_destroy(m);
-    gj_network_destroy(net);
-    net = make_network(ctx, &shapes[1]);
-    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &m), "gj_network_module_create");
-    assert_int_equal(gj_network_module_context_bytes(m, 100), 4 * 32 * (16 + 16 + 16) * 2);
-    gj_network_module_destroy(m);
-    gj_network_destroy(net);
+    assert_int_equal(context_of(ctx, &shapes[0]), first_bytes);
+    assert_int_equal(context_of(ctx, &shapes[1]), 4 * 32 * (16 + 16 + 16) * 2);
     unsetenv("GRIDJIT_NETWORK_RECOMPUTE");
     gj_context_destroy(ctx);
     free(dir);
     if (failed) {
-        fail_msg("%d of %zu networks and models failed recomputing (the FAIL lines above)", failed,
-                 N_SHAPES + N_MODELS);
+        fail_msg("%d of %zu networks and models failed %s (the FAIL lines above)", failed, N_SHAPES + N_MODELS,
+                 what);
     }
+}
+
+/* The pass kernels recomputing the hidden layers' outputs in the backward wherever the
+ * activations allow it (GRIDJIT_NETWORK_RECOMPUTE=1; by default only up to 64 wide): the
+ * eligible ones (ReLU and no output activation) keep a context of their input rows alone, 128
+ * wide too, the others (Sine, SiLU, an output activation) all of it. */
+static void networks_and_models_match_the_references_recomputing(void **state) {
+    (void)state;
+    all_match_with_recompute("recomputing", "1", "recomputing", 4 * 32 * 16 * 2);
 }
 
 /* The same keeping the whole context (GRIDJIT_NETWORK_RECOMPUTE=0; the small levels' sums then
@@ -586,28 +594,7 @@ static void networks_and_models_match_the_references_recomputing(void **state) {
  * 64 x 2 behind 3 inputs keeps its input, two hidden layers' outputs and the output. */
 static void networks_and_models_match_the_references_keeping(void **state) {
     (void)state;
-    char *dir = NULL;
-    gj_context *ctx = knob_context("keeping", "GRIDJIT_NETWORK_RECOMPUTE", "0", &dir);
-    int failed = 0;
-    for (size_t i = 0; i < N_SHAPES; ++i) {
-        failed += !check_shape(ctx, &shapes[i]);
-    }
-    for (size_t i = 0; i < N_MODELS; ++i) {
-        failed += !check_model(ctx, &models[i], 0);
-    }
-    gj_network *net = make_network(ctx, &shapes[0]);
-    gj_network_module *m = NULL;
-    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &m), "gj_network_module_create");
-    assert_int_equal(gj_network_module_context_bytes(m, 100), 4 * 32 * (16 + 64 + 64 + 16) * 2);
-    gj_network_module_destroy(m);
-    gj_network_destroy(net);
-    unsetenv("GRIDJIT_NETWORK_RECOMPUTE");
-    gj_context_destroy(ctx);
-    free(dir);
-    if (failed) {
-        fail_msg("%d of %zu networks and models failed keeping the context (the FAIL lines above)", failed,
-                 N_SHAPES + N_MODELS);
-    }
+    all_match_with_recompute("keeping", "0", "keeping the context", 4 * 32 * (16 + 64 + 64 + 16) * 2);
 }
 
 /* The models with their fused backward summing the encoding's leading small levels in the
