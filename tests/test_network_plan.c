@@ -624,6 +624,23 @@ static void a_model_s_backward_may_sum_its_small_levels_in_shared_memory(void **
         assert_int_equal(by_default[c].small_sums_floats, 0);
     }
     gj_network_destroy(model);
+    /* 64 wide, 2 and 4 hidden layers (measured) stage the backward's weights and recompute; 8
+     * hidden layers do not stage them (70 KB), and keep their context, in every class. */
+    static const struct {
+        uint32_t hidden;
+        int recomputes;
+    } depths[] = {{2, 1}, {4, 1}, {8, 0}};
+    for (size_t i = 0; i < sizeof depths / sizeof depths[0]; ++i) {
+        model = make_model(64, depths[i].hidden);
+        gj__network_plans_make(&model->layout, &model->hints, 1, floats, by_default);
+        for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+            assert_int_equal(by_default[c].recompute, depths[i].recomputes);
+            assert_int_equal(by_default[c].stage_backward, depths[i].recomputes);
+            assert_int_equal(by_default[c].pass_ctx_halves,
+                             depths[i].recomputes ? 32 * 32 : by_default[c].ctx_halves); /* C1: 32 features */
+        }
+        gj_network_destroy(model);
+    }
     /* Sums that would leave the block alone on a multiprocessor (here 12 levels' worth) are none. */
     model = make_model(64, 2);
     model->hints.small_sums = 1;

@@ -132,10 +132,14 @@ static int can_recompute(const gj__network_layout *layout) {
     return layout->layers[layout->n_layers - 1].activation == GJ_ACTIVATION_NONE;
 }
 
-/* Hidden layers at most this wide recompute by default. Measured on an H200 (2^21 points, C1
- * models): 32 and 64 neurons gain 0.3-0.5 ms a forward + backward (the forward writes a fifth
- * of the context, the backward reads a fifth); 128 neurons lose 1.2 ms in the backward, whose
- * recomputing products no longer hide behind the encoding's atomics (docs/networks.md §8). */
+/* Hidden layers at most this wide recompute by default, where the backward stages its weights
+ * in shared memory (below, after the plan's fit). Measured on an H200 (2^21 points, C1 models):
+ * 32 and 64 neurons, two and four hidden layers, gain 0.3-0.5 ms a forward + backward (the
+ * forward writes a fifth of the context, the backward reads a fifth); 128 x 2, whose backward
+ * reads its weights from global memory, loses 1.2 ms in the backward: the recomputing products
+ * no longer hide behind the encoding's atomics (docs/networks.md §8). Deeper 64-wide networks
+ * (from six hidden layers their weights are not staged) and their (L - 1) L / 2 products are
+ * unmeasured: they keep their context. */
 #define RECOMPUTE_MAX_NEURONS 64u
 
 static int recompute_pays(const gj__network_layout *layout) {
@@ -148,9 +152,18 @@ static int recompute_pays(const gj__network_layout *layout) {
 }
 
 /* The hint (GRIDJIT_NETWORK_RECOMPUTE): 1 where allowed, -1 never, 0 the rule above. */
+static int recompute_hint(const gj__network_plan_hints *hints) {
+    return hints ? hints->recompute : 0;
+}
+
 static int recomputes(const gj__network_layout *layout, const gj__network_plan_hints *hints) {
-    const int hint = hints ? hints->recompute : 0;
+    const int hint = recompute_hint(hints);
     return hint >= 0 && can_recompute(layout) && (hint > 0 || recompute_pays(layout));
+}
+
+static void keep_context(gj__network_plan *p) {
+    p->recompute = 0;
+    p->pass_ctx_halves = p->ctx_halves;
 }
 
 gj__network_plan_class gj__network_plan_class_of(int cubin_sm) {
@@ -283,11 +296,18 @@ static void small_sums(const gj__network_plan_hints *hints, uint32_t small_float
 
 void gj__network_plans_make(const gj__network_layout *layout, const gj__network_plan_hints *hints, int model,
                             uint32_t small_floats, gj__network_plan *plans) {
+    int recomputing = 1;
     for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
         gj__network_plan_make(layout, hints, (gj__network_plan_class)c, &plans[c]);
         if (model && c == GJ__NETWORK_PLAN_LARGE) {
             wide_inference(layout, hints, &plans[c]);
         }
+        recomputing &= plans[c].recompute;
+    }
+    /* The context is the same in every class: by the rule, recomputing where every class's
+     * backward stages its weights. */
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES && !recomputing; ++c) {
+        keep_context(&plans[c]);
     }
     step_fetch_targets(layout, hints, model, plans);
     if (model) {
@@ -342,6 +362,9 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
      * fused backward to the parameters alone took 2.71 against 2.45 (it keeps the sums). */
     p.input_smem_grads = 0;
     apply_hints(hints, staged, layout->n_params, &p);
+    if (recompute_hint(hints) == 0 && !p.stage_backward) {
+        keep_context(&p); /* the recomputing products would read the weights from global memory */
+    }
     p.forward_bytes = (uint32_t)forward_bytes(&p);
     p.inference_warps = p.forward_warps;
     p.inference_stride = p.stride;

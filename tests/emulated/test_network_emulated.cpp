@@ -184,7 +184,8 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
         ++failures;
     }
     // The plan of a recomputing module (the hint 1) states the context the templates index; the
-    // hint -1 keeps it all; by default the plan recomputes where allowed and at most 64 wide.
+    // hint -1 keeps it all; by default the plan recomputes where allowed, at most 64 wide and
+    // with the backward's weights staged in shared memory.
     gj__network_plan_hints hints = {};
     hints.recompute = 1;
     gj__network_plan rplan, kplan;
@@ -192,7 +193,8 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
     hints.recompute = -1;
     gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &kplan);
     const gj_u64 recomputing_ctx = can_recompute<C>() ? 32ull * C::IN_P : C::CTX_HALVES; // recompute_case checks the templates'
-    const int by_default = can_recompute<C>() && (C::NL == 1 || C::W <= 64); // no hidden layer: nothing wide
+    const int by_default = can_recompute<C>() && (C::NL == 1 || C::W <= 64) && // no hidden layer: nothing wide
+                           plan.stage_backward;
     if (rplan.recompute != (int)can_recompute<C>() || rplan.pass_ctx_halves != recomputing_ctx || kplan.recompute ||
         kplan.pass_ctx_halves != C::CTX_HALVES || plan.recompute != by_default ||
         plan.pass_ctx_halves != (by_default ? recomputing_ctx : C::CTX_HALVES)) {
