@@ -133,8 +133,9 @@ static int can_recompute(const gj__network_layout *layout) {
 }
 
 /* Hidden layers at most this wide recompute by default, where the backward stages its weights
- * in shared memory (below, after the plan's fit). Measured on an H200 (2^21 points, C1 models):
- * 32 and 64 neurons, two and four hidden layers, gain 0.3-0.5 ms a forward + backward (the
+ * in shared memory (else the recomputing products would read them from global memory).
+ * Measured on an H200 (2^21 points, C1 models): 32 and 64 neurons, two and four hidden
+ * layers, gain 0.3-0.5 ms a forward + backward (the
  * forward writes a fifth of the context, the backward reads a fifth); 128 x 2, whose backward
  * reads its weights from global memory, loses 1.2 ms in the backward: the recomputing products
  * no longer hide behind the encoding's atomics (docs/networks.md §8). Deeper 64-wide networks
@@ -151,14 +152,12 @@ static int recompute_pays(const gj__network_layout *layout) {
     return 1;
 }
 
-/* The hint (GRIDJIT_NETWORK_RECOMPUTE): 1 where allowed, -1 never, 0 the rule above. */
-static int recompute_hint(const gj__network_plan_hints *hints) {
-    return hints ? hints->recompute : 0;
-}
-
-static int recomputes(const gj__network_layout *layout, const gj__network_plan_hints *hints) {
-    const int hint = recompute_hint(hints);
-    return hint >= 0 && can_recompute(layout) && (hint > 0 || recompute_pays(layout));
+/* Whether plan p (of layout, its staging fitted) recomputes. The hint (GRIDJIT_NETWORK_RECOMPUTE):
+ * 1 where the activations allow it, -1 never, 0 the rule above. */
+static int recomputes(const gj__network_layout *layout, const gj__network_plan_hints *hints,
+                      const gj__network_plan *p) {
+    const int hint = hints ? hints->recompute : 0;
+    return hint >= 0 && can_recompute(layout) && (hint > 0 || (recompute_pays(layout) && p->stage_backward));
 }
 
 static void keep_context(gj__network_plan *p) {
@@ -332,8 +331,6 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
         }
     }
     p.ctx_halves += 32ull * (layout->padded_input_width + layout->padded_output_width);
-    p.recompute = recomputes(layout, hints);
-    p.pass_ctx_halves = p.recompute ? 32ull * layout->padded_input_width : p.ctx_halves;
     p.stride = widest + 8;
     p.scratch_halves = 64ull * p.stride;
     p.forward_scratch_halves = layout->n_layers == 1 && layout->padded_output_width > GJ__NETWORK_OUT_CHUNK
@@ -362,9 +359,8 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
      * fused backward to the parameters alone took 2.71 against 2.45 (it keeps the sums). */
     p.input_smem_grads = 0;
     apply_hints(hints, staged, layout->n_params, &p);
-    if (recompute_hint(hints) == 0 && !p.stage_backward) {
-        keep_context(&p); /* the recomputing products would read the weights from global memory */
-    }
+    p.recompute = recomputes(layout, hints, &p);
+    p.pass_ctx_halves = p.recompute ? 32ull * layout->padded_input_width : p.ctx_halves;
     p.forward_bytes = (uint32_t)forward_bytes(&p);
     p.inference_warps = p.forward_warps;
     p.inference_stride = p.stride;

@@ -49,7 +49,8 @@ typedef struct gj__network_plan_hints {
     int recompute;              /* the pass kernels keep only the input rows of the forward's
                                    context and the backward recomputes the hidden layers' outputs,
                                    where the activations allow it: 1 yes, -1 no (they keep it
-                                   all), 0 the rule (hidden layers up to 64 wide) */
+                                   all), 0 the rule (hidden layers up to 64 wide whose backward
+                                   stages the weights) */
     int small_sums;             /* a model's fused backward sums its encoding's leading small
                                    levels per block in shared memory, where the block still fits:
                                    1 yes, -1 no (global atomics), 0 the rule (where it recomputes) */
