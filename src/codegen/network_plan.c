@@ -135,12 +135,11 @@ static int can_recompute(const gj__network_layout *layout) {
 /* Hidden layers at most this wide recompute by default, where the backward stages its weights
  * in shared memory (else the recomputing products would read them from global memory).
  * Measured on an H200 (2^21 points, C1 models): 32 and 64 neurons, two and four hidden
- * layers, gain 0.3-0.5 ms a forward + backward (the
- * forward writes a fifth of the context, the backward reads a fifth); 128 x 2, whose backward
- * reads its weights from global memory, loses 1.2 ms in the backward: the recomputing products
- * no longer hide behind the encoding's atomics (docs/networks.md §8). Deeper 64-wide networks
- * (from six hidden layers their weights are not staged) and their (L - 1) L / 2 products are
- * unmeasured: they keep their context. */
+ * layers, gain 0.3-0.5 ms a forward + backward (the forward writes a fifth of the context,
+ * the backward reads a fifth); 128 x 2, whose backward reads its weights from global memory,
+ * loses 1.2 ms in the backward: the recomputing products no longer hide behind the encoding's
+ * atomics (docs/networks.md §8). Deeper 64-wide networks (from six hidden layers their weights
+ * are not staged) and their (L - 1) L / 2 products are unmeasured: they keep their context. */
 #define RECOMPUTE_MAX_NEURONS 64u
 
 static int recompute_pays(const gj__network_layout *layout) {
