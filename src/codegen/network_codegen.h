@@ -76,12 +76,12 @@ int gj__network_has_kernel(const struct gj_network *net, gj__network_kernel k);
 char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,
                           const char *options_text);
 
-/* The name the network's functions get under opts. */
 /* The floats of a model's encoding's leading small levels, whose gradients its fused backward
  * may sum in shared memory (0 for a network alone; the plan's room for them,
  * gj__network_plans_make; what a module generates: level-major). */
 uint32_t gj__network_small_floats(const struct gj_network *net);
 
+/* The name the network's functions get under opts. */
 const char *gj__network_name(const gj_codegen_options *opts);
 
 /* The part's kernels as name expressions ("&NAME_inference"; "&NAME_forward", "&NAME_backward",
