@@ -61,6 +61,15 @@ GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, fl
 // The encoding's dL/dparams of the lane's point i from its dL/d(features) row (fp16, as the
 // network's backward leaves it): E::bwd_params, which takes x again as its forward context.
 // small: the block's sums of the encoding's small levels (below), or null.
+// E::READS_ROW: E::bwd_params_row takes dL/d(features) in place (an fp16 encoding's): the
+// level loop reads each level's values from the row in shared memory.
+template <class E, class = void> struct gj_model_reads_row {
+    static constexpr bool value = false;
+};
+template <class E> struct gj_model_reads_row<E, decltype(void(E::READS_ROW))> {
+    static constexpr bool value = E::READS_ROW;
+};
+
 template <class C, class E>
 GJ_INLINE void gj_model_encoding_backward(gj_u64 i, gj_u64 n, bool active, const gj_u16* row,
                                           const float* __restrict__ x,
@@ -68,7 +77,15 @@ GJ_INLINE void gj_model_encoding_backward(gj_u64 i, gj_u64 n, bool active, const
                                           typename E::config::grad_t* __restrict__ dL_deparams, float* small) {
     typedef typename E::config EC;
     constexpr int D = EC::D;
-    if (active && dL_deparams) {
+    if constexpr (gj_model_reads_row<E>::value && sizeof(typename EC::param_t) == 2) {
+        static_assert(EC::L * EC::F <= C::IN, "the row holds every level's dL/dy");
+        if (active && dL_deparams) {
+            float ex[D];
+#pragma unroll
+            for (int d = 0; d < D; ++d) ex[d] = x[i * D + d];
+            E::bwd_params_row((const typename EC::param_t*)row, ex, eparams, dL_deparams, i, n, small);
+        }
+    } else if (active && dL_deparams) {
         typename E::out_t dy;
 #pragma unroll
         for (int k = 0; k < EC::N_OUT_PADDED; ++k)

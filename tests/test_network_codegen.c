@@ -140,6 +140,9 @@ static void unit_states_the_layout(void **state) {
     assert_non_null(strstr(backward, "gj_network_zero("));
     assert_non_null(strstr(backward, "gj_network_finish("));
     assert_non_null(strstr(backward, "void bwd_params("));
+    /* The level loop's form reads dL/d(features) where the network's backward leaves them. */
+    assert_non_null(strstr(backward, "void bwd_params_row("));
+    expect_line(backward, "    static constexpr bool READS_ROW = true;");
     assert_null(strstr(backward, "gj_network_forward("));
     assert_null(strstr(backward, "gj_network_backward_input("));
     assert_non_null(strstr(with_input, "gj_network_backward_input("));

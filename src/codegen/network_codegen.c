@@ -455,6 +455,22 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                           name);
         }
         gj__sb_append(sb, "    }\n");
+        if (!unrolled) {
+            /* The same reading dL/dy where the network's backward left it (its fp16 row in shared
+             * memory) and x as it is: the level loop indexes dL/dy by level, so a copy of it
+             * would live in local memory, with a conversion of every value. */
+            gj__sb_printf(sb, "    static constexpr bool READS_ROW = true;\n"
+                              "    static __device__ __forceinline__ void bwd_params_row(const config::param_t* dy,\n"
+                              "                                                          const float (&x)[config::D],\n"
+                              "                                                          const config::param_t* p, config::grad_t* g,\n"
+                              "                                                          gj_u64 i, gj_u64 n, float* small) {\n"
+                              "        float unused[config::D];\n"
+                              "        gj_levels_backward<config, %s_encoding_levels, true>(x, dy, p, g, unused, false,\n"
+                              "                                                          gj_level_limit<config>(1.0f), i, n, small,\n"
+                              "                                                          SMALL_FLOATS);\n"
+                              "    }\n",
+                          name);
+        }
     }
     gj__sb_append(sb, "};\n\n");
     gj__sb_append(sb, "// Kernels (templates/model_kernels.cuh): point-major float arrays, any grid size.\n");
