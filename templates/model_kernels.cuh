@@ -10,7 +10,8 @@
 // wrapper of the encoding: E::config, E::in_t, E::out_t, E::fwd(x, params, ctx) (the encoding's
 // NAME_encoding) and E::bwd_params(dL_dy, params, ctx, dL_dparams, i, n) (dL/dparams alone, one
 // instance of the per-level code; point i of n chooses stochastic interpolation's sample as
-// gridjit's own kernels do).
+// gridjit's own kernels do); where E::READS_ROW, E::bwd_params_row, the same from dL/dy in place
+// and x (gj_model_encoding_backward).
 // Arrays are point-major: x[i * D + d], y[i * OUT + c], dL_dy[i * OUT + c]; dL/d(features)
 // feature-major. The network's forward context of tile t is at ctx + t *
 // gj_nn_pass_ctx_halves<C>() (network.cuh); the encoding keeps none (its backward takes x again).
