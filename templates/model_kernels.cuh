@@ -78,23 +78,19 @@ GJ_INLINE void gj_model_encoding_backward(gj_u64 i, gj_u64 n, bool active, const
                                           typename E::config::grad_t* __restrict__ dL_deparams, float* small) {
     typedef typename E::config EC;
     constexpr int D = EC::D;
+    if (!active || !dL_deparams) return;
+    float ex[D]; // the encoding's forward context: the D input floats (docs/fusion.md)
+#pragma unroll
+    for (int d = 0; d < D; ++d) ex[d] = x[i * D + d];
     if constexpr (gj_model_reads_row<E>::value && sizeof(typename EC::param_t) == 2) {
         static_assert(EC::L * EC::F <= C::IN, "the row holds every level's dL/dy");
-        if (active && dL_deparams) {
-            float ex[D];
-#pragma unroll
-            for (int d = 0; d < D; ++d) ex[d] = x[i * D + d];
-            E::bwd_params_row((const typename EC::param_t*)row, ex, eparams, dL_deparams, i, n, small);
-        }
-    } else if (active && dL_deparams) {
+        E::bwd_params_row((const typename EC::param_t*)row, ex, eparams, dL_deparams, i, n, small);
+    } else {
         typename E::out_t dy;
 #pragma unroll
         for (int k = 0; k < EC::N_OUT_PADDED; ++k)
             dy.v[k] = gj_from_float<typename EC::param_t>(k < C::IN ? gj_half_to_float(row[k]) : 0.0f);
-        float ectx[D]; // the encoding's forward context: the D input floats (docs/fusion.md)
-#pragma unroll
-        for (int d = 0; d < D; ++d) ectx[d] = x[i * D + d];
-        E::bwd_params(dy, eparams, (const gj_u8*)ectx, dL_deparams, i, n, small);
+        E::bwd_params(dy, eparams, (const gj_u8*)ex, dL_deparams, i, n, small);
     }
 }
 
