@@ -14,6 +14,7 @@
 #include "gridjit.h"
 #include "codegen/network_codegen.h"
 #include "codegen/network_plan.h"
+#include "api/network_module.h"
 #include "model/network.h"
 #include "network_sources.h"
 #include "test_env.h"
@@ -88,7 +89,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
     assert_int_equal(p.step_bytes, p.backward_bytes);
     assert_int_equal(p.step_input_bytes, p.backward_input_bytes);
     /* Zero hints are no hints. */
-    gj__network_plan_hints none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan q;
     gj__network_plan_make(&net->layout, &none, GJ__NETWORK_PLAN_PORTABLE, &q);
     assert_same_plan(&p, &q);
@@ -98,7 +99,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
 static void hints_replace_the_choices(void **state) {
     (void)state;
     struct gj_network *net = make(small, 32, 16);
-    gj__network_plan_hints hints = {2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints hints = {2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan p;
     gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 2);
@@ -110,17 +111,17 @@ static void hints_replace_the_choices(void **state) {
     assert_int_equal(p.backward_bytes, 2 * 64 * 72 * 2); /* two buffers a warp */
     assert_int_equal(p.backward_input_bytes, p.backward_bytes);
     /* The block-sums hint sets both backward kernels' choice. */
-    gj__network_plan_hints sums = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints sums = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &sums, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_true(p.smem_grads && p.input_smem_grads);
     assert_int_equal(p.backward_input_bytes, p.backward_bytes);
     /* One at a time: 8 warps alone keeps the plan's staging and block sums. */
-    gj__network_plan_hints eight = {8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints eight = {8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &eight, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 8);
     assert_true(p.stage && p.smem_grads);
     /* A warp count that is not 1, 2, 4 or 8 is no hint. */
-    gj__network_plan_hints three = {3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints three = {3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &three, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 4);
     gj_network_destroy(net);
@@ -141,7 +142,7 @@ static void wide_weights_are_staged_by_the_forward_passes(void **state) {
     assert_int_equal(p.staged_halves, staged);
     assert_int_equal(p.forward_bytes, 2 * staged + p.scratch_halves * p.forward_warps);
     assert_int_equal(p.backward_bytes, (p.smem_grads ? 4 * net->layout.n_params : 0) + 2 * p.scratch_halves * p.warps);
-    gj__network_plan_hints on = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, off = {0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints on = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, off = {0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan both, neither;
     gj__network_plan_make(&net->layout, &on, GJ__NETWORK_PLAN_PORTABLE, &both);
     assert_true(both.stage && both.stage_backward);
@@ -212,7 +213,7 @@ static void the_forward_warps_hint_leaves_the_backward(void **state) {
     (void)state;
     struct gj_network *net = make(small, 32, 16);
     gj__network_plan p;
-    gj__network_plan_hints forward_two = {0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0}, eight_then_one = {8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints forward_two = {0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0}, eight_then_one = {8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &forward_two, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 4);
     assert_int_equal(p.forward_warps, 2);
@@ -239,7 +240,7 @@ static void hints_that_do_not_fit_are_dropped(void **state) {
     gj__network_plan plain, hinted;
     gj__network_plan_make(&net->layout, NULL, GJ__NETWORK_PLAN_PORTABLE, &plain);
     assert_false(plain.smem_grads);
-    gj__network_plan_hints hints = {8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints hints = {8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &hinted);
     assert_same_plan(&plain, &hinted);
     gj_network_destroy(net);
@@ -253,7 +254,7 @@ static void generated_code_follows_the_hints(void **state) {
     assert_non_null(strstr(plain, "WARPS = 4;"));
     assert_non_null(strstr(plain, "STAGE = true;"));
     assert_non_null(strstr(plain, "STAGE_BWD = true;"));
-    net->hints = (gj__network_plan_hints){2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    net->hints = (gj__network_plan_hints){2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     char *hinted = source_of(net, GJ__NETWORK_PART_TRAINING);
     assert_non_null(strstr(hinted, "WARPS = 2;"));
     assert_non_null(strstr(hinted, "STAGE = false;"));
@@ -262,13 +263,13 @@ static void generated_code_follows_the_hints(void **state) {
     /* No minimum of blocks unless asked for; then every kernel's bounds state it. */
     assert_non_null(strstr(plain, "void __launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_forward("));
     assert_null(strstr(plain, "__launch_bounds__(32 * net_config::FORWARD_WARPS, "));
-    net->hints = (gj__network_plan_hints){0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0};
+    net->hints = (gj__network_plan_hints){0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     char *bounded = source_of(net, GJ__NETWORK_PART_TRAINING);
     char *bounded_backward = source_of(net, GJ__NETWORK_PART_BACKWARD);
     assert_non_null(strstr(bounded, "void __launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_forward("));
     assert_non_null(strstr(bounded_backward, "void __launch_bounds__(32 * net_config::WARPS, 2)\nnet_backward("));
     free(bounded_backward);
-    net->hints = (gj__network_plan_hints){0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0}; /* out of range: no hint */
+    net->hints = (gj__network_plan_hints){0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0}; /* out of range: no hint */
     char *unbounded = source_of(net, GJ__NETWORK_PART_TRAINING);
     assert_string_equal(unbounded, plain);
     free(plain);
@@ -512,6 +513,21 @@ static void narrow_models_forward_kernels_ask_for_two_blocks(void **state) {
 
 /* p as gj__network_plan_make made it: without the staging of the step's targets that
  * gj__network_plans_make adds (model as passed to it). */
+/* Undoes the fused backward's global sums in a model's plan p of class c (the network's own
+ * plan: network), asserting that they are the one difference in its block sums: the large
+ * class, where the network's plan sums per block and the model recomputes, 32-wide hidden
+ * layers excepted (a_model_s_fused_backward_sums_in_global_memory). */
+static void without_fused_sums(gj__network_plan *p, const gj__network_plan *network, int c, uint32_t hidden_width,
+                               uint64_t n_params) {
+    const int rule = c == GJ__NETWORK_PLAN_LARGE && network->smem_grads && p->recompute && hidden_width != 32;
+    assert_int_equal(p->smem_grads, rule ? 0 : network->smem_grads);
+    if (rule) {
+        assert_int_equal(p->backward_bytes + 4 * ((n_params + 3) / 4 * 4), network->backward_bytes);
+        p->smem_grads = network->smem_grads;
+        p->backward_bytes = network->backward_bytes;
+    }
+}
+
 static void without_step_staging(gj__network_plan *p, int model) {
     uint32_t *bytes = model ? &p->step_input_bytes : &p->step_bytes;
     *bytes -= (uint32_t)(2 * p->step_target_halves * p->warps);
@@ -670,6 +686,7 @@ static void a_model_s_inference_takes_one_wide_block(void **state) {
             without_step_staging(&plans[c], 1);
             without_step_staging(&alone[c], 0);
             gj__network_plan_make(&model->layout, NULL, (gj__network_plan_class)c, &one);
+            without_fused_sums(&plans[c], &one, c, shapes[i].width, model->layout.n_params);
             assert_same_plan(&plans[c], &one); /* the rest of the plan is the network's */
             assert_true(gj__network_plan_equal(&alone[c], &one));
             assert_int_equal(one.inference_warps, one.forward_warps);
@@ -741,6 +758,70 @@ static void a_model_s_inference_takes_one_wide_block(void **state) {
     gj_network_destroy(model);
 }
 
+/* A model's fused backward on the large class adds the network's weight gradients to global
+ * memory each round where the plan recomputes, 32-wide hidden layers excepted (measured:
+ * network_plan.c, fused_sums): its block loses the sums' 4 bytes a parameter; the portable
+ * class, a network alone, the backward with dL/dinput, the step and a model keeping its context
+ * keep their plans. GRIDJIT_NETWORK_FUSED_BLOCK_SUMS=1 keeps the block sums, =0 drops them in
+ * both classes; GRIDJIT_NETWORK_BLOCK_SUMS decides for every backward kernel. The generated
+ * program states both classes' choices. */
+static void a_model_s_fused_backward_sums_in_global_memory(void **state) {
+    (void)state;
+    const int L = GJ__NETWORK_PLAN_LARGE, P = GJ__NETWORK_PLAN_PORTABLE;
+    struct gj_network *model = make_model(64, 2), *narrow = make_model(32, 2);
+    const uint32_t floats = gj__network_small_floats(model);
+    gj__network_plan m[GJ__NETWORK_PLAN_CLASSES], alone[GJ__NETWORK_PLAN_CLASSES], hinted[GJ__NETWORK_PLAN_CLASSES];
+    gj__network_plans_make(&model->layout, &model->hints, 1, floats, m);
+    gj__network_plans_make(&model->layout, &model->hints, 0, floats, alone);
+    assert_true(alone[L].smem_grads && alone[P].smem_grads);
+    assert_false(m[L].smem_grads);
+    assert_true(m[P].smem_grads);
+    assert_int_equal(m[L].small_sums_floats, floats);
+    assert_int_equal(m[L].backward_bytes, alone[L].backward_bytes - 4 * 7168 + 4 * floats);
+    model->hints.fused_smem_grads = 1; /* the network's plan for the fused backward */
+    gj__network_plans_make(&model->layout, &model->hints, 1, floats, hinted);
+    model->hints.fused_smem_grads = 0;
+    assert_true(hinted[L].smem_grads);
+    assert_int_equal(m[L].backward_input_bytes, hinted[L].backward_input_bytes);
+    assert_int_equal(m[L].step_input_bytes, hinted[L].step_input_bytes);
+    assert_int_equal(m[L].input_smem_grads, hinted[L].input_smem_grads);
+    assert_true(gj__network_plan_equal(&m[P], &hinted[P]));
+    char *src = source_of(model, GJ__NETWORK_PART_BACKWARD);
+    assert_non_null(strstr(src, "(cubins for sm_90 to sm_110): 4 warps per block (forward), 4 (backward), weights "
+                                "staged in shared memory, parameter gradients summed in global memory; shared memory "
+                                "35072 bytes (forward), 86272 (backward)."));
+    assert_non_null(strstr(src, "(other architectures, PTX): 4 warps per block (forward), 4 (backward), weights staged "
+                                "in shared memory, parameter gradients summed per block in shared memory"));
+    free(src);
+    /* 32 wide keeps them; the hint 0 drops them there too, in both classes. */
+    gj__network_plans_make(&narrow->layout, &narrow->hints, 1, floats, m);
+    assert_true(m[L].smem_grads && m[P].smem_grads);
+    setenv("GRIDJIT_NETWORK_FUSED_BLOCK_SUMS", "0", 1);
+    gj__network_plan_hints_from_env(&narrow->hints);
+    gj__network_plans_make(&narrow->layout, &narrow->hints, 1, floats, hinted);
+    assert_false(hinted[L].smem_grads || hinted[P].smem_grads);
+    /* The hint 1: the network's plan. */
+    setenv("GRIDJIT_NETWORK_FUSED_BLOCK_SUMS", "1", 1);
+    gj__network_plan_hints_from_env(&model->hints);
+    unsetenv("GRIDJIT_NETWORK_FUSED_BLOCK_SUMS");
+    gj__network_plans_make(&model->layout, &model->hints, 1, floats, hinted);
+    assert_true(hinted[L].smem_grads && hinted[P].smem_grads);
+    assert_int_equal(hinted[L].backward_bytes, alone[L].backward_bytes + 4 * floats);
+    /* GRIDJIT_NETWORK_BLOCK_SUMS=1 keeps every backward kernel's sums, this one's too. */
+    model->hints.fused_smem_grads = 0;
+    model->hints.smem_grads = 1;
+    gj__network_plans_make(&model->layout, &model->hints, 1, floats, hinted);
+    assert_true(hinted[L].smem_grads);
+    /* A model keeping its context keeps its block sums. */
+    model->hints.smem_grads = 0;
+    model->hints.recompute = -1;
+    gj__network_plans_make(&model->layout, &model->hints, 1, floats, hinted);
+    assert_false(hinted[L].recompute);
+    assert_true(hinted[L].smem_grads);
+    gj_network_destroy(model);
+    gj_network_destroy(narrow);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_layout_gets_the_plan_s_choices),
@@ -757,6 +838,7 @@ int main(void) {
         cmocka_unit_test(a_model_s_inference_takes_one_wide_block),
         cmocka_unit_test(a_model_s_backward_may_sum_its_small_levels_in_shared_memory),
         cmocka_unit_test(the_step_fetches_its_targets_ahead),
+        cmocka_unit_test(a_model_s_fused_backward_sums_in_global_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

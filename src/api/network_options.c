@@ -79,6 +79,7 @@ void gj__network_plan_hints_from_env(gj__network_plan_hints *hints) {
     hints->step_fetch_targets = env_switch("GRIDJIT_NETWORK_STEP_FETCH_TARGETS");
     hints->recompute = env_switch("GRIDJIT_NETWORK_RECOMPUTE");
     hints->small_sums = env_switch("GRIDJIT_NETWORK_SMALL_SUMS");
+    hints->fused_smem_grads = env_switch("GRIDJIT_NETWORK_FUSED_BLOCK_SUMS");
 }
 
 void gj__network_launch_knobs(uint32_t *forward_waves, int *carveout) {

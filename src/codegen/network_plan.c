@@ -265,6 +265,36 @@ static void step_fetch_targets(const gj__network_layout *layout, const gj__netwo
     }
 }
 
+/* A model's fused backward on the large class adds the network's weight gradients that its
+ * lanes' registers do not keep (gj_nn_wgrad_regs) to dL/dparams each round with 16-byte
+ * reductions, instead of summing them in the block's shared memory and adding the sums once:
+ * ncu on an H100 showed the 64 x 2 model's kernel waiting on its instructions' latencies at 8
+ * warps a multiprocessor (6.2 cycles between a warp's instructions, 31 % of the SM's issue, L2
+ * 73 %), and the block sums cost each round two passes over shared memory and the barriers of
+ * the warps' tasks, where the reductions join the encoding's atomics in L2 without waiting.
+ * Measured there (C1 models -> 16, 2^21 points, two rounds; docs/benchmarks.md §11, the
+ * thirty-seventh session), the backward took 64 x 1 2.61 -> 2.09 ms, 64 x 2 2.40 -> 2.26-2.29,
+ * 64 x 3 2.78 -> 2.44, 16 x 2 2.31 -> 2.11, and 32 x 2 2.04 -> 2.08 (so 32-wide networks keep
+ * their block sums); 64 x 4 and 128 wide sum in global memory already. The rule: where the plan
+ * recomputes and the hidden layers are not 32 wide. The portable class (unmeasured) keeps its
+ * plan. GRIDJIT_NETWORK_BLOCK_SUMS decides for every backward kernel where it is set;
+ * GRIDJIT_NETWORK_FUSED_BLOCK_SUMS for this one in both classes: 1 the network's plan, 0 global. */
+static void fused_sums(const gj__network_layout *layout, const gj__network_plan_hints *hints,
+                       gj__network_plan *plans) {
+    const int hint = hints ? hints->fused_smem_grads : 0;
+    if ((hints && hints->smem_grads) || hint > 0) {
+        return;
+    }
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        gj__network_plan *p = &plans[c];
+        const int rule = c == GJ__NETWORK_PLAN_LARGE && p->recompute && layout->layers[0].fan_out != 32;
+        if (p->smem_grads && (hint < 0 || rule)) {
+            p->smem_grads = 0;
+            p->backward_bytes = (uint32_t)backward_bytes(p, layout->n_params);
+        }
+    }
+}
+
 /* A model's fused backward sums its encoding's leading small levels in its block's shared memory
  * where the block then still fits: two a multiprocessor of 228 KiB on the large class,
  * BLOCK_BUDGET on the portable one. By default where the plan recomputes: measured on an H200,
@@ -309,6 +339,7 @@ void gj__network_plans_make(const gj__network_layout *layout, const gj__network_
     }
     step_fetch_targets(layout, hints, model, plans);
     if (model) {
+        fused_sums(layout, hints, plans);
         small_sums(hints, small_floats, plans);
     }
 }

@@ -54,6 +54,9 @@ typedef struct gj__network_plan_hints {
     int small_sums;             /* a model's fused backward sums its encoding's leading small
                                    levels per block in shared memory, where the block still fits:
                                    1 yes, -1 no (global atomics), 0 the rule (where it recomputes) */
+    int fused_smem_grads;       /* a model's fused backward sums the network's dL/dparams per block
+                                   in shared memory: 1 yes (where its plan does), -1 no (global
+                                   reductions each round), 0 the rule (codegen/network_plan.c) */
 } gj__network_plan_hints;
 
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */
