@@ -10,8 +10,8 @@
 // wrapper of the encoding: E::config, E::in_t, E::out_t, E::fwd(x, params, ctx) (the encoding's
 // NAME_encoding) and E::bwd_params(dL_dy, params, ctx, dL_dparams, i, n) (dL/dparams alone, one
 // instance of the per-level code; point i of n chooses stochastic interpolation's sample as
-// gridjit's own kernels do); where E::READS_ROW, E::bwd_params_row, the same from dL/dy in place
-// and x (gj_model_encoding_backward).
+// gridjit's own kernels do) and E::READS_ROW; where it is true, E::bwd_params_row, the same from
+// dL/dy in place and x (gj_model_encoding_backward).
 // Arrays are point-major: x[i * D + d], y[i * OUT + c], dL_dy[i * OUT + c]; dL/d(features)
 // feature-major. The network's forward context of tile t is at ctx + t *
 // gj_nn_pass_ctx_halves<C>() (network.cuh); the encoding keeps none (its backward takes x again).
@@ -64,12 +64,6 @@ GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, fl
 // small: the block's sums of the encoding's small levels (below), or null.
 // E::READS_ROW: E::bwd_params_row takes dL/d(features) in place (an fp16 encoding's): the
 // level loop reads each level's values from the row in shared memory.
-template <class E, class = void> struct gj_model_reads_row {
-    static constexpr bool value = false;
-};
-template <class E> struct gj_model_reads_row<E, decltype(void(E::READS_ROW))> {
-    static constexpr bool value = E::READS_ROW;
-};
 
 template <class C, class E>
 GJ_INLINE void gj_model_encoding_backward(gj_u64 i, gj_u64 n, bool active, const gj_u16* row,
@@ -82,7 +76,7 @@ GJ_INLINE void gj_model_encoding_backward(gj_u64 i, gj_u64 n, bool active, const
     float ex[D]; // the encoding's forward context: the D input floats (docs/fusion.md)
 #pragma unroll
     for (int d = 0; d < D; ++d) ex[d] = x[i * D + d];
-    if constexpr (gj_model_reads_row<E>::value && sizeof(typename EC::param_t) == 2) {
+    if constexpr (E::READS_ROW && sizeof(typename EC::param_t) == 2) {
         static_assert(EC::L * EC::F <= C::IN, "the row holds every level's dL/dy");
         E::bwd_params_row((const typename EC::param_t*)row, ex, eparams, dL_deparams, i, n, small);
     } else {

@@ -455,7 +455,10 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                           name);
         }
         gj__sb_append(sb, "    }\n");
-        if (!unrolled) {
+        if (unrolled) {
+            /* The unrolled levels index dL/dy with constants: a copy of it stays in registers. */
+            gj__sb_append(sb, "    static constexpr bool READS_ROW = false;\n");
+        } else {
             /* The same reading dL/dy where the network's backward left it (its fp16 row in shared
              * memory) and x as it is: the level loop indexes dL/dy by level, so a copy of it
              * would live in local memory, with a conversion of every value. */
