@@ -413,33 +413,39 @@ GJ_INLINE void gj_nn_adam_one(gj_u64 i, float g, bool skip_zero, float l2_reg, c
 }
 
 // Four parameters of one set from element 4q: 16-byte loads and stores where the four are inside
-// the set, the arrays aligned (vec) and none is skipped; else one at a time (a skipped parameter
-// is not written).
+// the set and the arrays aligned (vec), else one at a time. A parameter that skip_zero skips keeps
+// its values: with 16-byte accesses they are written back as they were read (its fp16 copy too),
+// since a quad with some zero gradients is common (a 2-D grid trained on 2^18 points has them in
+// most quads of its fine levels) and one parameter at a time took twice as long there; a quad
+// whose four are all skipped is not touched.
 template <class P, class G>
 GJ_INLINE void gj_nn_adam_quad(gj_u64 q, gj_u64 n, bool vec, P* __restrict__ params, float* __restrict__ master,
                                float* __restrict__ m1, float* __restrict__ m2, gj_u32* __restrict__ steps,
                                const G* __restrict__ grads, bool skip_zero, float l2_reg, const gj_nn_adam_hyper& h,
                                gj_nn_adam_lr& cache) {
     const gj_u64 i0 = 4 * q;
-    float g[4];
-    bool whole = vec && i0 + 4 <= n;
-    if (whole) {
-        if constexpr (sizeof(G) == 4) {
-            const gj_f32x4 v = *(const gj_f32x4*)(grads + i0);
-            g[0] = v.x, g[1] = v.y, g[2] = v.z, g[3] = v.w;
-        } else {
-            const gj_u32x2 v = *(const gj_u32x2*)(grads + i0);
-            g[0] = gj_nn_lo(v.x), g[1] = gj_nn_hi(v.x), g[2] = gj_nn_lo(v.y), g[3] = gj_nn_hi(v.y);
-        }
-#pragma unroll
-        for (int k = 0; k < 4; ++k) whole = whole && !(skip_zero && g[k] == 0.0f);
-    }
-    if (!whole) {
+    if (!vec || i0 + 4 > n) {
 #pragma unroll 1
         for (gj_u64 i = i0; i < i0 + 4 && i < n; ++i)
             gj_nn_adam_one(i, gj_to_float(grads[i]), skip_zero, l2_reg, h, cache, params, master, m1, m2, steps);
         return;
     }
+    float g[4];
+    if constexpr (sizeof(G) == 4) {
+        const gj_f32x4 v = *(const gj_f32x4*)(grads + i0);
+        g[0] = v.x, g[1] = v.y, g[2] = v.z, g[3] = v.w;
+    } else {
+        const gj_u32x2 v = *(const gj_u32x2*)(grads + i0);
+        g[0] = gj_nn_lo(v.x), g[1] = gj_nn_hi(v.x), g[2] = gj_nn_lo(v.y), g[3] = gj_nn_hi(v.y);
+    }
+    bool live[4], any = false, all = true;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        live[k] = !(skip_zero && g[k] == 0.0f);
+        any = any || live[k];
+        all = all && live[k];
+    }
+    if (!any) return;
     gj_f32x4 w = *(const gj_f32x4*)(master + i0), a = *(const gj_f32x4*)(m1 + i0), b = *(const gj_f32x4*)(m2 + i0);
     gj_u32x4 t = *(const gj_u32x4*)(steps + i0);
     float* wv[4] = {&w.x, &w.y, &w.z, &w.w};
@@ -447,17 +453,32 @@ GJ_INLINE void gj_nn_adam_quad(gj_u64 q, gj_u64 n, bool vec, P* __restrict__ par
     float* bv[4] = {&b.x, &b.y, &b.z, &b.w};
     gj_u32* tv[4] = {&t.x, &t.y, &t.z, &t.w};
 #pragma unroll
-    for (int k = 0; k < 4; ++k) gj_nn_adam_update(g[k] * h.inv_scale, l2_reg, h, cache, *wv[k], *av[k], *bv[k], *tv[k]);
+    for (int k = 0; k < 4; ++k)
+        if (live[k]) gj_nn_adam_update(g[k] * h.inv_scale, l2_reg, h, cache, *wv[k], *av[k], *bv[k], *tv[k]);
     *(gj_f32x4*)(master + i0) = w;
     *(gj_f32x4*)(m1 + i0) = a;
     *(gj_f32x4*)(m2 + i0) = b;
     *(gj_u32x4*)(steps + i0) = t;
     if constexpr (sizeof(P) == 4) {
+        if (!all) { // a skipped parameter keeps its own value (not necessarily its master weight's)
+            const gj_f32x4 old = *(const gj_f32x4*)(params + i0);
+            const float ov[4] = {old.x, old.y, old.z, old.w};
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                if (!live[k]) *wv[k] = ov[k];
+        }
         *(gj_f32x4*)(params + i0) = w;
     } else {
         gj_u32x2 r;
         r.x = gj_pack_half2(w.x, w.y);
         r.y = gj_pack_half2(w.z, w.w);
+        if (!all) { // a skipped parameter keeps its own fp16 bits (not necessarily its master weight's rounding)
+            const gj_u32x2 old = *(const gj_u32x2*)(params + i0);
+            const gj_u32 keep_x = (live[0] ? 0u : 0xffffu) | (live[1] ? 0u : 0xffff0000u);
+            const gj_u32 keep_y = (live[2] ? 0u : 0xffffu) | (live[3] ? 0u : 0xffff0000u);
+            r.x = (r.x & ~keep_x) | (old.x & keep_x);
+            r.y = (r.y & ~keep_y) | (old.y & keep_y);
+        }
         *(gj_u32x2*)(params + i0) = r;
     }
 }
