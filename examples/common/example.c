@@ -377,3 +377,20 @@ void ex_mlp_forward_cpu(const float *w, const float *x, float h1[EX_HID], float 
         out[n] = (float)s;
     }
 }
+
+gj_network *ex_model_create(int dims, uint32_t n_out) {
+    gj_network *model = NULL;
+    EX_CHECK(gj_network_create(ex_ctx, EX_MODEL, (uint32_t)dims, n_out, &model));
+    gj_encoding *enc = NULL;
+    EX_CHECK(gj_encoding_create(ex_ctx, EX_HASHGRID, (uint32_t)dims, &enc));
+    const uint64_t mlp = gj_network_n_mlp_params(model), grid = gj_encoding_n_params(enc);
+    const uint64_t model_grid = gj_encoding_n_params(gj_network_encoding(model));
+    gj_encoding_destroy(enc);
+    if (mlp != EX_N_WEIGHTS || model_grid != grid || gj_network_padded_output_width(model) != EX_OUT) {
+        ex_fail("the model's parameters (%llu network, %llu encoding, %u outputs padded) are not the MLP's and the "
+                "encoding's (%d, %llu, %d)",
+                (unsigned long long)mlp, (unsigned long long)model_grid, gj_network_padded_output_width(model),
+                EX_N_WEIGHTS, (unsigned long long)grid, EX_OUT);
+    }
+    return model;
+}

@@ -22,6 +22,18 @@ extern const char ex_fused_inference_cu[];
 /* The MLP (common/mlp.cuh): 32 -> 64 -> 64 -> 16, weights W0 (64 x 32), W1 (64 x 64),
  * W2 (16 x 64), row-major (output x input), one after the other. */
 enum { EX_IN = 32, EX_HID = 64, EX_OUT = 16, EX_W0 = 0, EX_W1 = 2048, EX_W2 = 6144, EX_N_WEIGHTS = 7168 };
+/* The same MLP as tiny-cuda-nn's network configuration, and the model of both (encoding + network)
+ * that gridjit's network module runs: its weights are in the MLP's layout above (tiny-cuda-nn's),
+ * so the same weights and encoding parameters serve the hand-written kernels and the module. */
+#define EX_NETWORK                                                                                                  \
+    "{\"otype\": \"FullyFusedMLP\", \"activation\": \"ReLU\", \"output_activation\": \"None\", "         \
+    "\"n_neurons\": 64, \"n_hidden_layers\": 2}"
+#define EX_MODEL "{\"encoding\": " EX_HASHGRID ", \"network\": " EX_NETWORK "}"
+/* The model for dims input dimensions and n_out outputs (padded to 16 as tiny-cuda-nn pads them,
+ * so at most 16 computes the MLP above); exits unless its parameters match the MLP's and the
+ * encoding's. */
+gj_network *ex_model_create(int dims, uint32_t n_out);
+
 /* Shared memory of the inference kernels per block: the padded weights, 80 bytes per point. */
 #define EX_WEIGHTS_SHARED 16640u
 #define EX_INFER_SHARED(warps) (EX_WEIGHTS_SHARED + (uint32_t)(warps) * 32u * 80u)

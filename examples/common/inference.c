@@ -8,18 +8,63 @@
 typedef struct pipeline {
     uint64_t n;
     gj_module *module;    /* gridjit's own kernels (the unfused forward) */
+    gj_network_module *model; /* gridjit's network module of the same model (encoding + MLP) */
     gj_kernel *fused, *mlp[2]; /* mlp[soa] */
     int soa;              /* the unfused pipeline's feature layout: 0 point-major (AoS), 1 feature-major */
     uint32_t fused_grid, mlp_grid, block, shared;
     float *x;
     void *params;
     uint16_t *weights, *features, *y;
+    float *y_model;       /* the module's outputs (fp16 values as floats) */
 } pipeline;
 
 static void run_fused(void *user) {
     pipeline *p = user;
     void *args[] = {&p->x, &p->params, &p->weights, &p->y, &p->n};
     ex_launch(p->fused, p->fused_grid, p->block, p->shared, args);
+}
+
+/* The same model through gridjit's network module: its inference kernel, generated for this
+ * configuration, fuses the encoding and the network as fused_infer does by hand. */
+static void run_model(void *user) {
+    pipeline *p = user;
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = p->n;
+    d.input = p->x;
+    d.params = p->weights;
+    d.encoding_params = p->params;
+    d.output = p->y_model;
+    EX_CHECK(gj_network_inference(p->model, NULL, &d));
+}
+
+/* The module's first inference in a context of its own with gridjit's disk cache off: the
+ * compile of its inference program, the load and one small launch. */
+static double model_cold_ms(const gj_network *model, const pipeline *p) {
+    gj_context *cold = NULL;
+    if (gj_context_create(&cold) != GJ_OK) {
+        ex_fail("gj_context_create failed");
+    }
+    gj_context_set_cache_enabled(cold, 0);
+    gj_network_module *m = NULL;
+    const double start = ex_now_ms();
+    gj_status status = gj_network_module_create(cold, model, &m);
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = 32;
+    d.input = p->x;
+    d.params = p->weights;
+    d.encoding_params = p->params;
+    d.output = p->y_model;
+    if (status == GJ_OK) status = gj_network_inference(m, NULL, &d);
+    if (status == GJ_OK) status = gj_stream_synchronize(cold, NULL);
+    const double ms = ex_now_ms() - start;
+    if (status != GJ_OK) {
+        ex_fail("the module's cold inference: %s: %s", gj_status_name(status), gj_context_errmsg(cold));
+    }
+    gj_network_module_destroy(m);
+    gj_context_destroy(cold);
+    return ms;
 }
 
 static void run_encoding(void *user) {
@@ -73,6 +118,8 @@ void ex_inference_run(const gj_runtime_info *info, const ex_inference_options *o
     memset(&p, 0, sizeof p);
     p.n = o->points ? o->points : (1ull << 21);
     EX_CHECK(gj_module_create(ex_ctx, enc, NULL, &p.module));
+    gj_network *model = ex_model_create(3, EX_OUT);
+    EX_CHECK(gj_network_module_create(ex_ctx, model, &p.model));
     gj_user_module *fused_module = ex_module(&fused_program), *mlp_module = ex_module(&mlp_program);
     p.fused = ex_kernel(fused_module, "fused_infer<0>");
     p.mlp[0] = ex_kernel(mlp_module, "mlp_infer<0>");
@@ -107,6 +154,7 @@ void ex_inference_run(const gj_runtime_info *info, const ex_inference_options *o
     p.weights = ex_alloc(EX_N_WEIGHTS * 2);
     p.features = ex_alloc(n * EX_IN * 2);
     p.y = ex_alloc(n * EX_OUT * 2);
+    p.y_model = ex_alloc(n * EX_OUT * sizeof(float));
     ex_upload(p.x, x_host, n * 3 * sizeof(float));
     ex_upload(p.weights, w_half, EX_N_WEIGHTS * 2);
     gj_init_desc init;
@@ -168,6 +216,16 @@ void ex_inference_run(const gj_runtime_info *info, const ex_inference_options *o
         max_abs = fmax(max_abs, d);
         max_rel = fmax(max_rel, d / fmax(fabs(fb[i]), 1e-2 * max_y));
     }
+    /* 3. The module against the fused kernel, every output: the same weights, parameters and
+     *    points, so the same numbers up to the order of the fp32 sums inside the mma tiles. */
+    run_model(&p);
+    EX_CHECK(gj_stream_synchronize(ex_ctx, NULL));
+    ex_download(fb, p.y_model, n * EX_OUT * sizeof(float));
+    double model_rel = 0.0;
+    for (uint64_t i = 0; i < n * EX_OUT; ++i) {
+        model_rel = fmax(model_rel, fabs((double)fb[i] - fa[i]) / fmax(fabs(fa[i]), 1e-2 * max_y));
+    }
+    r->model_max_rel_diff = model_rel;
     free(fa);
     free(fb);
     r->max_abs_diff = max_abs;
@@ -179,6 +237,8 @@ void ex_inference_run(const gj_runtime_info *info, const ex_inference_options *o
         printf("fused vs unfused (%llu points x 16 outputs): max |diff| %.3g, max relative %.3g, %llu outputs differ "
                "(%llu with feature-major features)\n",
                (unsigned long long)n, max_abs, max_rel, (unsigned long long)differing, (unsigned long long)soa_differ);
+        printf("network module vs fused (%llu points x 16 outputs): max relative %.3g\n", (unsigned long long)n,
+               model_rel);
     }
     /* fp16 outputs carry 11 significant bits; an error of the fragment layout shows up as
      * differences of the order of the outputs themselves. */
@@ -187,6 +247,9 @@ void ex_inference_run(const gj_runtime_info *info, const ex_inference_options *o
     }
     if (!(max_rel <= 1e-2)) {
         ex_fail("fused and unfused outputs disagree: max |diff| %g, max relative %g", max_abs, max_rel);
+    }
+    if (!(model_rel <= 1e-2)) {
+        ex_fail("the network module's outputs disagree with the fused kernel's: max relative %g", model_rel);
     }
     if (soa_differ != differing) { /* the same features in another layout: the same outputs */
         ex_fail("the MLP kernel gives other outputs for feature-major features (%llu vs %llu differ from the fused)",
@@ -201,7 +264,9 @@ void ex_inference_run(const gj_runtime_info *info, const ex_inference_options *o
         r->unfused_soa_ms = ex_time_ms(run_unfused, &p, 5, 25);
         r->encoding_soa_ms = ex_time_ms(run_encoding, &p, 5, 25);
         p.soa = 0;
+        r->model_ms = ex_time_ms(run_model, &p, 5, 25);
         r->cold_compile_ms = ex_cold_compile_ms(&fused_program, info->arch);
+        r->model_cold_ms = model_cold_ms(model, &p);
     }
 
     gj_device_free(ex_ctx, p.x);
@@ -209,6 +274,9 @@ void ex_inference_run(const gj_runtime_info *info, const ex_inference_options *o
     gj_device_free(ex_ctx, p.weights);
     gj_device_free(ex_ctx, p.features);
     gj_device_free(ex_ctx, p.y);
+    gj_device_free(ex_ctx, p.y_model);
+    gj_network_module_destroy(p.model);
+    gj_network_destroy(model);
     free(x_host);
     free(w_host);
     free(w_half);

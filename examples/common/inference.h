@@ -16,6 +16,9 @@ typedef struct ex_inference_result {
     double fused_ms, unfused_ms, encoding_ms; /* medians; 0 without --bench (unfused: point-major features) */
     double unfused_soa_ms, encoding_soa_ms;   /* the same with feature-major (SoA) features */
     double cold_compile_ms;                   /* the fused kernel, disk cache off; 0 without --bench */
+    double model_ms;                          /* gridjit's network module of the same model (gj_network_inference) */
+    double model_cold_ms;                     /* its first inference, disk cache off: compile, load, launch */
+    double model_max_rel_diff;                /* module vs fused outputs */
     double max_abs_diff, max_rel_diff;        /* fused vs unfused outputs */
     double cpu_max_abs_diff;                  /* MLP kernel vs the CPU, on a sample */
     double max_abs_output;

@@ -1,11 +1,13 @@
 /* fused_inference: tiny-cuda-nn's default HashGrid and a 64-neuron MLP in one kernel
  * (fused_inference.cu), compared with gridjit's own forward kernel followed by an MLP
- * kernel on the same weights.
+ * kernel on the same weights, and with gridjit's network module of the same model
+ * (gj_network_inference: a kernel gridjit generates for the configuration).
  *
  *   fused_inference [--bench] [--points N] [--warps W]
  *
  * Without a GPU it compiles the kernels for sm_90 and says that nothing ran. With one, it
- * checks the MLP kernel against the CPU and the fused outputs against the unfused ones;
+ * checks the MLP kernel against the CPU and the fused outputs against the unfused ones and
+ * the module's;
  * --bench adds the times (median of 25 launches after 5 warm-ups) and the cold compile
  * time of the fused kernel, as one JSON line. */
 #define _POSIX_C_SOURCE 200809L
@@ -55,11 +57,13 @@ int main(int argc, char **argv) {
     if (options.bench) {
         printf("{\"example\": \"fused_inference\", \"device\": \"%s\", \"points\": %llu, \"warps\": %d, "
                "\"inference_ms\": {\"fused\": %.4f, \"unfused\": %.4f, \"unfused_soa\": %.4f, \"encoding_only\": %.4f, "
-               "\"encoding_only_soa\": %.4f}, "
-               "\"cold_compile_ms\": {\"fused_inference\": %.1f}, \"max_abs_diff\": %.3g, \"max_rel_diff\": %.3g, "
+               "\"encoding_only_soa\": %.4f, \"module\": %.4f}, "
+               "\"cold_compile_ms\": {\"fused_inference\": %.1f, \"module_first_inference\": %.1f}, "
+               "\"max_abs_diff\": %.3g, \"max_rel_diff\": %.3g, \"module_max_rel_diff\": %.3g, "
                "\"registers\": %d, \"cuda_cache_disable\": \"%s\"}\n",
                info.device_name, (unsigned long long)options.points, options.warps, r.fused_ms, r.unfused_ms,
-               r.unfused_soa_ms, r.encoding_ms, r.encoding_soa_ms, r.cold_compile_ms, r.max_abs_diff, r.max_rel_diff, r.registers,
+               r.unfused_soa_ms, r.encoding_ms, r.encoding_soa_ms, r.model_ms, r.cold_compile_ms, r.model_cold_ms,
+               r.max_abs_diff, r.max_rel_diff, r.model_max_rel_diff, r.registers,
                getenv("CUDA_CACHE_DISABLE") ? getenv("CUDA_CACHE_DISABLE") : "");
     }
     gj_context_destroy(ex_ctx);

@@ -1,33 +1,42 @@
 /* fused_training: fitting a picture with a hash grid (fp16 parameters) and a 64-neuron MLP,
- * trained by fused kernels (fused_training.cu), in two pipelines:
+ * in three pipelines:
  *
- *   fused (--encoding-backward kernel, the default pipeline): one kernel for the
- *     encoding's forward, the MLP's forward and backward and dL/dfeatures (feature-major);
- *     gridjit's level-major backward kernel (gj_backward) for the encoding's parameter
- *     gradients; Adam.
- *   fully fused (--encoding-backward device): one kernel for everything, the encoding's
- *     backward through its device function grid_bwd; Adam.
+ *   module (--pipeline module, first): gridjit's network module of the model (the encoding
+ *     and a FullyFusedMLP, kernels gridjit generates for the configuration):
+ *     gj_network_train_step (forward, L2 loss, backward) and gj_network_adam_step.
+ *   fused (--pipeline fused), this file's kernel (fused_training.cu) with the MLP written by
+ *     hand (common/mlp.cuh): one kernel for the encoding's forward, the MLP's forward and
+ *     backward and dL/dfeatures (feature-major); gridjit's level-major backward kernel
+ *     (gj_backward) for the encoding's parameter gradients; Adam.
+ *   fully fused (--pipeline fully-fused): one kernel of this file for everything, the
+ *     encoding's backward through its device function grid_bwd; Adam.
+ *
+ * All three train the same parameter buffers (the module's weights are in tiny-cuda-nn's
+ * layout, which is the hand-written MLP's too).
  *
  *   fused_training [--steps N] [--batch-log2 B] [--out-dir DIR] [--warps W]
- *                  [--encoding-backward kernel|device|both]
+ *                  [--pipeline module|fused|fully-fused|all]
  *   fused_training --bench [--points N] [--warps W] [--infer-warps W]
  *
- * Without a GPU it compiles the kernels for sm_90 and says that nothing ran (with --bench
- * it also prints the cold compile time of each program).
+ * Without a GPU it compiles the kernels for sm_90, and the module's programs, and says that
+ * nothing ran (with --bench it also prints the cold compile time of each of this file's
+ * programs).
  *
  * With one it first checks the kernels: the mma fragment layouts against the CPU, the
  * MLP's backward (weight gradients, dL/dfeatures) against a CPU reference, and one step of
  * each pipeline against the unfused pipeline (gridjit's forward -> MLP forward -> MLP
- * backward -> gridjit's backward). Then, for each pipeline asked for (both by default),
- * it trains a 2-D picture with sharp edges (2^18 random samples per step), prints the
- * loss, asserts that the picture's error fell below a threshold, and writes the target and
- * the learned picture side by side (fused_training.ppm and .png; fully_fused_training.*).
+ * backward -> gridjit's backward). Then, for each pipeline asked for (all by default), it
+ * trains a 2-D picture with sharp edges (2^18 random samples per step), prints the loss,
+ * asserts that the picture's error fell below a threshold, and writes the target and the
+ * learned picture side by side (module_training.ppm and .png; fused_training.*;
+ * fully_fused_training.*).
  *
- * --bench prints one JSON line: inference (fused, unfused), a training step (fused, fully
- * fused, unfused; forward, backward and Adam) and the forward+backward alone on 2^21
- * points of tiny-cuda-nn's default HashGrid (3-D), medians of 25 runs after 5 warm-ups,
- * and the cold compile times (gridjit's disk cache off, CUDA_CACHE_DISABLE=1) of the
- * fused programs. */
+ * --bench prints one JSON line: inference (module, fused, unfused), a training step
+ * (module, fused, fully fused, unfused; forward, backward and Adam) and the
+ * forward+backward alone on 2^21 points of tiny-cuda-nn's default HashGrid (3-D), medians
+ * of 25 runs after 5 warm-ups, and the cold compile times (gridjit's disk cache off,
+ * CUDA_CACHE_DISABLE=1) of the fused programs and of the module's first inference and
+ * first step. */
 #define _POSIX_C_SOURCE 200809L
 #include "example.h"
 #include "inference.h"
@@ -41,11 +50,14 @@ extern const char ex_fused_training_cu[];
 
 /* The modes of train<MODE> (fused_training.cu). */
 enum { FUSED = 0, MLP_BWD = 1, RENDER = 2, MLP_FWD = 3, FULLY_FUSED = 4, N_MODES = 5 };
-/* The two fused training pipelines: where the encoding's backward runs. */
-typedef enum pipeline { PIPE_FUSED = 0, PIPE_FULLY_FUSED = 1, N_PIPES = 2 } pipeline;
-static const char *const pipe_option[N_PIPES] = {"kernel", "device"}; /* --encoding-backward */
-static const char *const pipe_name[N_PIPES] = {"fused", "fully_fused"};
-static const int pipe_mode[N_PIPES] = {FUSED, FULLY_FUSED};
+/* The training pipelines: the two of this file's kernels (where the encoding's backward runs),
+ * and gridjit's network module of the same model (kernels gridjit generates). The first
+ * N_KERNEL_PIPES have programs of their own. */
+typedef enum pipeline { PIPE_FUSED = 0, PIPE_FULLY_FUSED = 1, PIPE_MODULE = 2, N_PIPES = 3 } pipeline;
+enum { N_KERNEL_PIPES = 2 };
+static const char *const pipe_option[N_PIPES] = {"fused", "fully-fused", "module"}; /* --pipeline */
+static const char *const pipe_name[N_PIPES] = {"fused", "fully_fused", "module"};
+static const int pipe_mode[N_KERNEL_PIPES] = {FUSED, FULLY_FUSED};
 #define LOSS_SCALE 4096.0f /* the gradients are computed for LOSS_SCALE x the mean loss (fp16 range) */
 #define N_CHANNELS 3
 
@@ -96,9 +108,16 @@ typedef struct trainer {
     uint64_t n, n_params; /* batch size; the encoding's parameters */
     gj_encoding *enc;
     gj_module *module; /* gridjit's own kernels (the unfused pipeline, the fused pipeline's backward, init) */
-    ex_program pipe_program[N_PIPES], support_program;
-    gj_user_module *pipe_module[N_PIPES], *support_module;
-    gj_kernel *train[N_MODES], *adam[N_PIPES], *sample, *selftest;
+    ex_program pipe_program[N_KERNEL_PIPES], support_program;
+    gj_user_module *pipe_module[N_KERNEL_PIPES], *support_module;
+    gj_kernel *train[N_MODES], *adam[N_KERNEL_PIPES], *sample, *selftest;
+    /* The module pipeline: the model (this encoding, the MLP as a FullyFusedMLP with 3 outputs,
+     * padded to 16: the same weights) and its module, training the same parameter buffers. */
+    gj_network *model;
+    gj_network_module *model_module;
+    void *model_grid_grad;              /* its encoding gradients: grid_grad where they are fp16 */
+    uint32_t *param_steps, *weight_steps; /* its Adam's per-parameter step counts */
+    float *model_loss, *model_y;        /* the mean loss of its last step; rendered outputs (n x 3) */
     uint32_t grid[N_MODES];
     /* device memory */
     float *x, *targets, *loss;
@@ -154,6 +173,7 @@ static void trainer_create(trainer *t, int dims, uint64_t n, int warps, const in
         ex_fail("Adam takes the parameters four at a time: %llu is not a multiple of 4", (unsigned long long)t->n_params);
     }
     make_programs(t);
+    t->model = ex_model_create(dims, N_CHANNELS);
 }
 
 static void trainer_load(trainer *t) {
@@ -164,7 +184,7 @@ static void trainer_load(trainer *t) {
     t->train[RENDER] = ex_kernel(t->support_module, "train<2>");
     t->sample = ex_kernel(t->support_module, "sample<0>");
     t->selftest = ex_kernel(t->support_module, "selftest<0>");
-    for (int q = 0; q < N_PIPES; ++q) {
+    for (int q = 0; q < N_KERNEL_PIPES; ++q) {
         if (t->use[q]) {
             t->pipe_module[q] = ex_module(&t->pipe_program[q]);
             t->train[pipe_mode[q]] = ex_kernel(t->pipe_module[q], t->pipe_program[q].kernels[0]);
@@ -195,6 +215,15 @@ static void trainer_load(trainer *t) {
     t->features = ex_alloc(n * EX_IN * 2);
     t->dL_dfeatures = ex_alloc(n * EX_IN * 2);
     t->y = ex_alloc(n * EX_OUT * 2);
+    if (t->use[PIPE_MODULE]) {
+        EX_CHECK(gj_network_module_create(ex_ctx, t->model, &t->model_module));
+        const size_t grad_size = gj_network_module_encoding_gradient_size(t->model_module);
+        t->model_grid_grad = grad_size == 2 ? (void *)t->grid_grad : ex_alloc_zero(np * grad_size);
+        t->param_steps = ex_alloc_zero(np * 4);
+        t->weight_steps = ex_alloc_zero(EX_N_WEIGHTS * 4);
+        t->model_loss = ex_alloc_zero(sizeof(float));
+        t->model_y = ex_alloc(n * N_CHANNELS * sizeof(float));
+    }
 }
 
 /* Parameters: gridjit's initialiser (uniform in +-1e-4 x scale), weights Xavier-uniform;
@@ -218,6 +247,10 @@ static void trainer_init_params(trainer *t, float scale, uint64_t seed) {
     ex_zero(t->weights_m, EX_N_WEIGHTS * 4);
     ex_zero(t->weights_v, EX_N_WEIGHTS * 4);
     ex_zero(t->weight_grad, EX_N_WEIGHTS * 4);
+    if (t->model_module) {
+        ex_zero(t->param_steps, t->n_params * 4);
+        ex_zero(t->weight_steps, EX_N_WEIGHTS * 4);
+    }
     t->step = 0;
 }
 
@@ -318,9 +351,66 @@ static void fully_fused_step(void *user) {
     adam(user, PIPE_FULLY_FUSED, 1);
 }
 
+/* The module pipeline's forward, loss and backward: gj_network_train_step (the model's kernels:
+ * the encoding's forward and the network in one kernel, the loss, the backward to both parts'
+ * parameters; the gradients overwritten, of the loss times loss_scale). grad_scale as the
+ * kernels above take it: dL/dout = grad_scale (out - target), i.e. a loss scale of
+ * grad_scale * N_CHANNELS * n / 2 on tiny-cuda-nn's L2 loss (mean over the n x 3 values). */
+static void model_forward_backward_n(trainer *t, uint64_t n, float grad_scale) {
+    gj_network_train_desc d;
+    gj_network_train_desc_init(&d);
+    d.n = n;
+    d.input = t->x;
+    d.target = t->targets;
+    d.params = t->weights;
+    d.encoding_params = t->params;
+    d.loss_scale = grad_scale * (float)(N_CHANNELS * n) / 2.0f;
+    d.dL_dparams = t->weight_grad;
+    d.dL_dencoding_params = t->model_grid_grad;
+    d.loss = t->model_loss;
+    EX_CHECK(gj_network_train_step(t->model_module, NULL, &d));
+}
+
+static void model_forward_backward(void *user) {
+    trainer *t = user;
+    model_forward_backward_n(t, t->n, t->grad_scale);
+}
+
+/* The module's Adam: tiny-cuda-nn's (a step count per parameter; an encoding parameter without
+ * gradient left as it is), with this file's hyperparameters and no L2 regularisation. */
+static void model_adam(trainer *t) {
+    gj_network_adam_desc a;
+    gj_network_adam_desc_init(&a);
+    a.learning_rate = t->lr;
+    a.beta1 = 0.9f;
+    a.beta2 = 0.99f;
+    a.epsilon = 1e-15f;
+    a.l2_reg = 0.0f;
+    a.loss_scale = LOSS_SCALE;
+    a.params = t->weights;
+    a.params_fp32 = t->weights_master;
+    a.first_moments = t->weights_m;
+    a.second_moments = t->weights_v;
+    a.steps = t->weight_steps;
+    a.dL_dparams = t->weight_grad;
+    a.encoding_params = t->params;
+    a.encoding_params_fp32 = t->params_master;
+    a.encoding_first_moments = t->params_m;
+    a.encoding_second_moments = t->params_v;
+    a.encoding_steps = t->param_steps;
+    a.dL_dencoding_params = t->model_grid_grad;
+    EX_CHECK(gj_network_adam_step(t->model_module, NULL, &a));
+}
+
+static void model_step(void *user) {
+    model_forward_backward(user);
+    model_adam(user);
+}
+
 /* The step of each pipeline (for the demo) and what it runs. */
-static const ex_work_fn pipe_step[N_PIPES] = {fused_step, fully_fused_step};
-static const char *const pipe_step_name[N_PIPES] = {"fused kernel + gj_backward", "fully fused kernel"};
+static const ex_work_fn pipe_step[N_PIPES] = {fused_step, fully_fused_step, model_step};
+static const char *const pipe_step_name[N_PIPES] = {"fused kernel + gj_backward", "fully fused kernel",
+                                                    "gj_network_train_step + gj_network_adam_step"};
 
 /* The same with gridjit's kernels around the MLP's (features in global memory). */
 static void unfused_forward_backward_n(trainer *t, uint64_t n, float grad_scale) {
@@ -348,7 +438,26 @@ static float read_loss(trainer *t, uint64_t n) { /* the mean squared error accum
     return sum / (float)(N_CHANNELS * n);
 }
 
+/* The mean squared error of pipeline q's last step (the module writes it; the kernels add to t->loss). */
+static float read_pipe_loss(trainer *t, pipeline q, uint64_t n) {
+    float mean = 0.0f;
+    if (q == PIPE_MODULE) {
+        ex_download(&mean, t->model_loss, sizeof mean);
+        return mean;
+    }
+    return read_loss(t, n);
+}
+
 static void trainer_destroy(trainer *t) {
+    if (t->model_grid_grad != t->grid_grad) {
+        gj_device_free(ex_ctx, t->model_grid_grad);
+    }
+    void *model_buffers[] = {t->param_steps, t->weight_steps, t->model_loss, t->model_y};
+    for (size_t i = 0; i < sizeof model_buffers / sizeof model_buffers[0]; ++i) {
+        gj_device_free(ex_ctx, model_buffers[i]);
+    }
+    gj_network_module_destroy(t->model_module);
+    gj_network_destroy(t->model);
     void *buffers[] = {t->x,        t->targets,        t->loss,           t->params,      t->grid_grad,
                        t->weights,  t->features,       t->dL_dfeatures,   t->y,           t->params_master,
                        t->params_m, t->params_v,       t->weights_master, t->weights_m,   t->weights_v,
@@ -356,7 +465,7 @@ static void trainer_destroy(trainer *t) {
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; ++i) {
         gj_device_free(ex_ctx, buffers[i]);
     }
-    for (int q = 0; q < N_PIPES; ++q) {
+    for (int q = 0; q < N_KERNEL_PIPES; ++q) {
         gj_user_module_destroy(t->pipe_module[q]);
         ex_program_free(&t->pipe_program[q]);
     }
@@ -513,32 +622,40 @@ static double relative_l2(const float *a, const float *b, size_t n) {
 /* 3. One forward+backward of each fused pipeline against the unfused pipeline (point-major
  *    features, the reference), on the same points; and the unfused pipeline with
  *    feature-major features, which must agree with it almost exactly. */
-enum { RUN_UNFUSED, RUN_UNFUSED_SOA, RUN_FUSED, RUN_FULLY_FUSED, N_RUNS };
+enum { RUN_UNFUSED, RUN_UNFUSED_SOA, RUN_FUSED, RUN_FULLY_FUSED, RUN_MODULE, N_RUNS };
 
 static void check_fused_vs_unfused(trainer *t, uint64_t n, float grad_scale) {
     static const char *const run_name[N_RUNS] = {"unfused", "unfused with feature-major features", "fused",
-                                                 "fully fused"};
+                                                 "fully fused", "network module"};
     const size_t np = t->n_params;
     uint16_t *gh = malloc(np * 2);
     float *grid[N_RUNS], w[N_RUNS][EX_N_WEIGHTS], loss[N_RUNS];
-    const int ran[N_RUNS] = {1, 1, t->use[PIPE_FUSED], t->use[PIPE_FULLY_FUSED]};
+    const int ran[N_RUNS] = {1, 1, t->use[PIPE_FUSED], t->use[PIPE_FULLY_FUSED], t->use[PIPE_MODULE]};
+    /* The module's encoding gradients: fp16 in grid_grad, or fp32 in a buffer of their own. */
+    const int model_fp32 = t->use[PIPE_MODULE] && t->model_grid_grad != (void *)t->grid_grad;
+    float *ones = malloc(np * 4);
     for (int r = 0; r < N_RUNS; ++r) {
         grid[r] = malloc(np * 4);
         if (!grid[r]) {
             ex_fail("out of host memory");
         }
     }
-    if (!gh) {
+    if (!gh || !ones) {
         ex_fail("out of host memory");
+    }
+    for (size_t i = 0; i < np; ++i) {
+        ones[i] = 1.0f;
     }
     sample(t, n, 1234, 0);
     for (int r = 0; r < N_RUNS; ++r) {
         if (!ran[r]) {
             continue;
         }
-        /* The fused pipeline overwrites the encoding's gradients: it gets ones there (which
-         * would show), the others, which add to them, zeros. */
-        if (r == RUN_FUSED) {
+        /* The fused pipeline and the module overwrite the encoding's gradients: they get ones
+         * there (which would show), the others, which add to them, zeros. */
+        if (r == RUN_MODULE && model_fp32) {
+            ex_upload(t->model_grid_grad, ones, np * 4);
+        } else if (r == RUN_FUSED || r == RUN_MODULE) {
             for (size_t i = 0; i < np; ++i) {
                 gh[i] = 0x3c00u; /* 1.0 in fp16 */
             }
@@ -550,6 +667,12 @@ static void check_fused_vs_unfused(trainer *t, uint64_t n, float grad_scale) {
         ex_zero(t->loss, 4);
         if (r == RUN_FUSED) {
             fused_forward_backward_n(t, n, grad_scale);
+        } else if (r == RUN_MODULE) {
+            for (size_t i = 0; i < EX_N_WEIGHTS; ++i) {
+                w[r][i] = 1.0f; /* overwritten too */
+            }
+            ex_upload(t->weight_grad, w[r], sizeof w[r]);
+            model_forward_backward_n(t, n, grad_scale);
         } else if (r == RUN_FULLY_FUSED) {
             launch_train(t, FULLY_FUSED, n, grad_scale);
         } else {
@@ -558,10 +681,18 @@ static void check_fused_vs_unfused(trainer *t, uint64_t n, float grad_scale) {
             t->soa = 0;
         }
         EX_CHECK(gj_stream_synchronize(ex_ctx, NULL));
-        ex_download(gh, t->grid_grad, np * 2);
-        gj_halves_to_floats(gh, grid[r], np);
+        if (r == RUN_MODULE && model_fp32) {
+            ex_download(grid[r], t->model_grid_grad, np * 4);
+        } else {
+            ex_download(gh, t->grid_grad, np * 2);
+            gj_halves_to_floats(gh, grid[r], np);
+        }
         ex_download(w[r], t->weight_grad, sizeof w[r]);
-        ex_download(&loss[r], t->loss, 4);
+        if (r == RUN_MODULE) { /* its mean loss, as the sum the kernels add */
+            loss[r] = read_pipe_loss(t, PIPE_MODULE, n) * (float)(N_CHANNELS * n);
+        } else {
+            ex_download(&loss[r], t->loss, 4);
+        }
     }
     size_t touched = 0;
     for (size_t i = 0; i < np; ++i) {
@@ -580,7 +711,8 @@ static void check_fused_vs_unfused(trainer *t, uint64_t n, float grad_scale) {
         const double e_w = relative_l2(w[r], w[RUN_UNFUSED], EX_N_WEIGHTS);
         /* The unfused pipeline in either layout computes the same numbers; the fused ones
          * differ by the rounding of the outputs (the unfused MLP backward reads them as
-         * fp16) and, fully fused, by the fp16 atomics of grid_bwd, one per point and level. */
+         * fp16) and, fully fused, by the fp16 atomics of grid_bwd, one per point and level;
+         * the module by the order of its sums. */
         const int soa = r == RUN_UNFUSED_SOA;
         const double max_loss = soa ? 1e-5 : 1e-2, max_grid = soa ? 1e-2 : 5e-2, max_w = soa ? 1e-4 : 2e-2;
         const int good = e_loss <= max_loss && e_grid <= max_grid && e_w <= max_w;
@@ -608,6 +740,7 @@ static void check_fused_vs_unfused(trainer *t, uint64_t n, float grad_scale) {
     ex_zero(t->weight_grad, EX_N_WEIGHTS * 4);
     ex_zero(t->loss, 4);
     free(gh);
+    free(ones);
     for (int r = 0; r < N_RUNS; ++r) {
         free(grid[r]);
     }
@@ -697,30 +830,57 @@ static uint8_t to_byte(float v) {
     return (uint8_t)lrintf(v * 255.0f);
 }
 
-/* Renders the network on a width x width grid of pixel centres; returns the mean squared
- * error against the picture and writes target | learned side by side as out_dir/NAME.ppm
- * and .png. */
-static double render(trainer *t, int width, const char *out_dir, const char *name) {
+/* The first three outputs of the network at the n points of t->x, as floats: by the render
+ * kernel (fp16 outputs), or for the module pipeline by gj_network_inference. */
+static void outputs(trainer *t, pipeline q, uint64_t n, float *rgb_out) {
+    if (q == PIPE_MODULE) {
+        gj_network_pass_desc d;
+        gj_network_pass_desc_init(&d);
+        d.n = n;
+        d.input = t->x;
+        d.params = t->weights;
+        d.encoding_params = t->params;
+        d.output = t->model_y;
+        EX_CHECK(gj_network_inference(t->model_module, NULL, &d));
+        ex_download(rgb_out, t->model_y, n * N_CHANNELS * sizeof(float));
+        return;
+    }
+    launch_train(t, RENDER, n, 0.0f);
+    uint16_t *y = malloc(n * EX_OUT * 2);
+    if (!y) {
+        ex_fail("out of host memory");
+    }
+    ex_download(y, t->y, n * EX_OUT * 2);
+    for (uint64_t i = 0; i < n; ++i) {
+        for (int k = 0; k < N_CHANNELS; ++k) {
+            rgb_out[i * N_CHANNELS + k] = ex_half_to_float(y[i * EX_OUT + k]);
+        }
+    }
+    free(y);
+}
+
+/* Renders the network of pipeline q on a width x width grid of pixel centres; returns the mean
+ * squared error against the picture and writes target | learned side by side as
+ * out_dir/NAME.ppm and .png. */
+static double render(trainer *t, pipeline q, int width, const char *out_dir, const char *name) {
     const uint64_t n = (uint64_t)width * width;
     if (n > t->n) {
         ex_fail("the picture is larger than a batch");
     }
     sample(t, n, 0, (uint32_t)width);
-    launch_train(t, RENDER, n, 0.0f);
-    EX_CHECK(gj_stream_synchronize(ex_ctx, NULL));
-    uint16_t *y = malloc(n * EX_OUT * 2);
+    float *y = malloc(n * N_CHANNELS * 4);
     float *targets = malloc(n * N_CHANNELS * 4);
     uint8_t *rgb = malloc(n * 2 * 3);
     if (!y || !targets || !rgb) {
         ex_fail("out of host memory");
     }
-    ex_download(y, t->y, n * EX_OUT * 2);
+    outputs(t, q, n, y);
     ex_download(targets, t->targets, n * N_CHANNELS * 4);
     double se = 0.0;
     for (uint64_t i = 0; i < n; ++i) {
         const uint64_t r = i / (uint64_t)width, c = i % (uint64_t)width;
         for (int k = 0; k < 3; ++k) {
-            const float v = ex_half_to_float(y[i * EX_OUT + k]), target = targets[i * 3 + k];
+            const float v = y[i * N_CHANNELS + k], target = targets[i * 3 + k];
             se += ((double)v - target) * ((double)v - target);
             rgb[(r * 2 * width + c) * 3 + k] = to_byte(target);
             rgb[(r * 2 * width + width + c) * 3 + k] = to_byte(v);
@@ -749,19 +909,21 @@ static double render(trainer *t, int width, const char *out_dir, const char *nam
 /* ------------------------------------------------------------------ main */
 typedef struct options {
     int bench, steps, batch_log2, warps, infer_warps;
-    int use[N_PIPES]; /* --encoding-backward: the pipelines the demo checks and trains */
+    int use[N_PIPES]; /* --pipeline: the pipelines the demo checks and trains */
     uint64_t points;
     const char *out_dir;
 } options;
 
 static void usage(void) {
     fputs("usage: fused_training [--steps N] [--batch-log2 B] [--out-dir DIR] [--warps W]\n"
-          "                      [--encoding-backward kernel|device|both]\n"
+          "                      [--pipeline module|fused|fully-fused|all]\n"
           "       fused_training --bench [--points N] [--warps W] [--infer-warps W]\n"
-          "(--warps: 4 or 8 warps per block of the training kernels; --encoding-backward: the\n"
-          " encoding's backward by gridjit's backward kernel after the fused kernel (kernel, the\n"
-          " default pipeline), inside the fused kernel by grid_bwd (device), or each in turn\n"
-          " (both, the default of the demo); --bench always measures both)\n",
+          "(--pipeline: gridjit's network module of the model (module), this example's fused kernel\n"
+          " with gridjit's backward kernel for the encoding (fused), or its kernel with the\n"
+          " encoding's backward inside (fully-fused), or each in turn (all, the default of the\n"
+          " demo); --encoding-backward kernel|device|both is the older name of fused, fully-fused\n"
+          " and both of them; --warps: 4 or 8 warps per block of this example's training kernels;\n"
+          " --bench always measures every pipeline)\n",
           stderr);
     exit(2);
 }
@@ -775,9 +937,11 @@ static void usage(void) {
  * squared error. */
 static double demo_train(trainer *t, pipeline q, const options *o) {
     static const char *const title[N_PIPES] = {
-        "fused kernel + gridjit's backward kernel for the encoding (--encoding-backward kernel)",
-        "fully fused kernel, the encoding's backward by grid_bwd (--encoding-backward device)"};
-    static const char *const picture_name[N_PIPES] = {"fused_training", "fully_fused_training"};
+        "fused kernel + gridjit's backward kernel for the encoding (--pipeline fused)",
+        "fully fused kernel, the encoding's backward by grid_bwd (--pipeline fully-fused)",
+        "gridjit's network module of the model (--pipeline module)"};
+    static const char *const picture_name[N_PIPES] = {"fused_training", "fully_fused_training",
+                                                      "module_training"};
     trainer_init_params(t, 1.0f, 5);
     printf("training, %s: %llu samples per step, %d steps, loss scale %g, Adam (lr %g, beta 0.9/0.99)\n", title[q],
            (unsigned long long)t->n, o->steps, (double)LOSS_SCALE, (double)t->lr);
@@ -791,16 +955,19 @@ static double demo_train(trainer *t, pipeline q, const options *o) {
         }
         pipe_step[q](t);
         if (report) {
-            loss = read_loss(t, t->n);
+            loss = read_pipe_loss(t, q, t->n);
             printf("step %5d  loss %.6f  (PSNR %.2f dB)\n", s, loss, -10.0 * log10(loss));
         }
     }
     EX_CHECK(gj_stream_synchronize(ex_ctx, NULL));
     const double elapsed = ex_now_ms() - start;
+    if (q == PIPE_MODULE) { /* the step timed below is the fused one, not its first tier's */
+        EX_CHECK(gj_network_module_wait_compiles(t->model_module));
+    }
     const double step_ms = ex_time_ms(pipe_step[q], t, 2, 21);
     printf("%d steps in %.0f ms (with sampling and loss reads); a step (%s + Adam) takes %.3f ms\n", o->steps,
            elapsed, pipe_step_name[q], step_ms);
-    const double mse = render(t, 512, o->out_dir, picture_name[q]);
+    const double mse = render(t, q, 512, o->out_dir, picture_name[q]);
     printf("picture: mean squared error %.6f (PSNR %.2f dB), limit %g after %d steps\n", mse, -10.0 * log10(mse),
            DEMO_MSE_LIMIT, DEMO_STEPS);
     return mse;
@@ -816,9 +983,11 @@ static int demo(const options *o) {
     check_fused_vs_unfused(&t, 1ull << 14, 1.0f);
 
     int failed = 0;
-    for (int q = 0; q < N_PIPES; ++q) {
+    static const pipeline order[N_PIPES] = {PIPE_MODULE, PIPE_FUSED, PIPE_FULLY_FUSED};
+    for (int i = 0; i < N_PIPES; ++i) {
+        const pipeline q = order[i];
         if (o->use[q]) {
-            const double mse = demo_train(&t, (pipeline)q, o);
+            const double mse = demo_train(&t, q, o);
             if (o->steps >= DEMO_STEPS && !(mse < DEMO_MSE_LIMIT)) {
                 fprintf(stderr, "error: %s: the picture's error did not fall below %g\n", pipe_name[q],
                         DEMO_MSE_LIMIT);
@@ -830,17 +999,49 @@ static int demo(const options *o) {
     return failed;
 }
 
+/* The module's first training step in a context of its own with gridjit's disk cache off: its
+ * programs' compile (those the first step waits for), their load and the step with Adam, on
+ * t's buffers (the same device's primary context). */
+static double model_cold_step_ms(trainer *t) {
+    gj_context *cold = NULL;
+    if (gj_context_create(&cold) != GJ_OK) {
+        ex_fail("gj_context_create failed");
+    }
+    gj_context_set_cache_enabled(cold, 0);
+    gj_network_module *warm = t->model_module;
+    const double start = ex_now_ms();
+    gj_status status = gj_network_module_create(cold, t->model, &t->model_module);
+    if (status == GJ_OK) {
+        model_step(t);
+        status = gj_stream_synchronize(cold, NULL);
+    }
+    const double ms = ex_now_ms() - start;
+    if (status != GJ_OK) {
+        ex_fail("the module's cold first step: %s: %s", gj_status_name(status), gj_context_errmsg(cold));
+    }
+    EX_CHECK(gj_network_module_wait_compiles(t->model_module)); /* before destroying it */
+    gj_network_module_destroy(t->model_module);
+    t->model_module = warm;
+    gj_context_destroy(cold);
+    return ms;
+}
+
 static int bench(const gj_runtime_info *info, const options *o) {
     ex_inference_options io = {.points = o->points, .warps = o->infer_warps, .bench = 1, .verbose = 1};
     ex_inference_result ir;
     ex_inference_run(info, &io, &ir);
 
-    static const int both[N_PIPES] = {1, 1};
+    static const int all[N_PIPES] = {1, 1, 1};
     trainer t;
-    trainer_create(&t, 3, o->points, o->warps, both);
+    trainer_create(&t, 3, o->points, o->warps, all);
     trainer_load(&t);
     trainer_init_params(&t, 1.0f, 5);
     sample(&t, t.n, 17, 0);
+    /* The module's first step compiles its programs (possibly some behind the first steps):
+     * one step, then wait for every compile, before timing it. */
+    model_step(&t);
+    EX_CHECK(gj_network_module_wait_compiles(t.model_module));
+    const double model_fb = ex_time_ms(model_forward_backward, &t, 5, 25);
     const double fused_fb = ex_time_ms(fused_forward_backward, &t, 5, 25);
     const double fused_kernel = ex_time_ms(fused_kernel_only, &t, 5, 25);
     const double fused_encoding_backward = ex_time_ms(fused_encoding_backward_only, &t, 5, 25);
@@ -852,35 +1053,41 @@ static int bench(const gj_runtime_info *info, const options *o) {
     const double fully_fused = ex_time_ms(fully_fused_step, &t, 5, 25);
     trainer_init_params(&t, 1.0f, 5);
     const double unfused = ex_time_ms(unfused_step, &t, 5, 25);
+    trainer_init_params(&t, 1.0f, 5);
+    const double model = ex_time_ms(model_step, &t, 5, 25);
     t.soa = 1;
     const double unfused_soa_fb = ex_time_ms(unfused_forward_backward, &t, 5, 25);
     trainer_init_params(&t, 1.0f, 5);
     const double unfused_soa = ex_time_ms(unfused_step, &t, 5, 25);
     t.soa = 0;
-    double compile_ms[N_PIPES];
-    int registers[N_PIPES];
-    for (int q = 0; q < N_PIPES; ++q) {
+    double compile_ms[N_KERNEL_PIPES];
+    int registers[N_KERNEL_PIPES];
+    for (int q = 0; q < N_KERNEL_PIPES; ++q) {
         compile_ms[q] = ex_cold_compile_ms(&t.pipe_program[q], info->arch);
         int static_shared = 0;
         EX_CHECK(gj_kernel_attributes(t.train[pipe_mode[q]], &registers[q], &static_shared));
         printf("%s training kernel: %d registers, %u blocks of %d threads, %u bytes of shared memory\n",
                pipe_name[q], registers[q], t.grid[pipe_mode[q]], 32 * t.warps, train_shared(pipe_mode[q], t.warps));
     }
+    const double model_cold = model_cold_step_ms(&t);
     printf("{\"example\": \"fused_training\", \"device\": \"%s\", \"points\": %llu, "
            "\"inference_ms\": {\"fused\": %.4f, \"unfused\": %.4f, \"unfused_soa\": %.4f, \"encoding_only\": %.4f, "
-           "\"encoding_only_soa\": %.4f}, "
-           "\"train_step_ms\": {\"fused\": %.4f, \"fully_fused\": %.4f, \"unfused\": %.4f, \"unfused_soa\": %.4f}, "
-           "\"fwd_bwd_ms\": {\"fused\": %.4f, \"fully_fused\": %.4f, \"unfused\": %.4f, \"unfused_soa\": %.4f}, "
+           "\"encoding_only_soa\": %.4f, \"module\": %.4f}, "
+           "\"train_step_ms\": {\"fused\": %.4f, \"fully_fused\": %.4f, \"unfused\": %.4f, \"unfused_soa\": %.4f, "
+           "\"module\": %.4f}, "
+           "\"fwd_bwd_ms\": {\"fused\": %.4f, \"fully_fused\": %.4f, \"unfused\": %.4f, \"unfused_soa\": %.4f, "
+           "\"module\": %.4f}, "
            "\"fused_parts_ms\": {\"kernel\": %.4f, \"encoding_backward\": %.4f}, "
            "\"cold_compile_ms\": {\"fused_inference\": %.1f, \"fused_training\": %.1f, "
-           "\"fully_fused_training\": %.1f}, "
-           "\"inference_max_rel_diff\": %.3g, "
+           "\"fully_fused_training\": %.1f, \"module_first_inference\": %.1f, \"module_first_step\": %.1f}, "
+           "\"inference_max_rel_diff\": %.3g, \"module_inference_max_rel_diff\": %.3g, "
            "\"registers\": {\"fused_inference\": %d, \"fused_training\": %d, \"fully_fused_training\": %d}, "
            "\"warps\": {\"inference\": %d, \"training\": %d}, \"cuda_cache_disable\": \"%s\"}\n",
            info->device_name, (unsigned long long)o->points, ir.fused_ms, ir.unfused_ms, ir.unfused_soa_ms,
-           ir.encoding_ms, ir.encoding_soa_ms, fused, fully_fused, unfused, unfused_soa, fused_fb, fully_fused_fb,
-           unfused_fb, unfused_soa_fb, fused_kernel, fused_encoding_backward, ir.cold_compile_ms,
-           compile_ms[PIPE_FUSED], compile_ms[PIPE_FULLY_FUSED], ir.max_rel_diff, ir.registers,
+           ir.encoding_ms, ir.encoding_soa_ms, ir.model_ms, fused, fully_fused, unfused, unfused_soa, model, fused_fb,
+           fully_fused_fb, unfused_fb, unfused_soa_fb, model_fb, fused_kernel, fused_encoding_backward,
+           ir.cold_compile_ms, compile_ms[PIPE_FUSED], compile_ms[PIPE_FULLY_FUSED], ir.model_cold_ms, model_cold,
+           ir.max_rel_diff, ir.model_max_rel_diff, ir.registers,
            registers[PIPE_FUSED], registers[PIPE_FULLY_FUSED], o->infer_warps, o->warps,
            getenv("CUDA_CACHE_DISABLE") ? getenv("CUDA_CACHE_DISABLE") : "");
     trainer_destroy(&t);
@@ -892,12 +1099,18 @@ static int bench(const gj_runtime_info *info, const options *o) {
 static int no_gpu(const options *o) {
     trainer t;
     trainer_create(&t, o->bench ? 3 : 2, 1ull << 18, o->warps, o->use);
-    for (int q = 0; q < N_PIPES; ++q) {
+    for (int q = 0; q < N_KERNEL_PIPES; ++q) {
         if (o->use[q]) {
             ex_compile_report(&t.pipe_program[q], "sm_90");
         }
     }
     ex_compile_report(&t.support_program, "sm_90");
+    if (o->use[PIPE_MODULE]) { /* the module's programs, as a GPU's first passes would compile them */
+        gj_precompile_report report;
+        EX_CHECK(gj_network_precompile(ex_ctx, t.model, "sm_90", &report));
+        printf("the network module's programs for sm_90: %u compiled, %u from the cache (%.0f ms)\n", report.compiled,
+               report.cached, report.ms);
+    }
     if (o->bench) {
         ex_inference_options io = {.points = o->points, .warps = o->infer_warps, .bench = 1};
         ex_inference_result ir;
@@ -916,7 +1129,7 @@ static int no_gpu(const options *o) {
 
 int main(int argc, char **argv) {
     options o = {.bench = 0, .steps = DEMO_STEPS, .batch_log2 = 18, .warps = 8, .infer_warps = 16,
-                 .use = {1, 1}, .points = 1ull << 21, .out_dir = "."};
+                 .use = {1, 1, 1}, .points = 1ull << 21, .out_dir = "."};
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const int more = i + 1 < argc;
@@ -927,12 +1140,21 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--warps") == 0 && more) o.warps = atoi(argv[++i]);
         else if (strcmp(a, "--infer-warps") == 0 && more) o.infer_warps = atoi(argv[++i]);
         else if (strcmp(a, "--points") == 0 && more) o.points = strtoull(argv[++i], NULL, 0);
-        else if (strcmp(a, "--encoding-backward") == 0 && more) {
+        else if (strcmp(a, "--pipeline") == 0 && more) {
+            const char *v = argv[++i];
+            const int all = strcmp(v, "all") == 0;
+            int any = 0;
+            for (int q = 0; q < N_PIPES; ++q) {
+                o.use[q] = all || strcmp(v, pipe_option[q]) == 0;
+                any |= o.use[q];
+            }
+            if (!any) usage();
+        } else if (strcmp(a, "--encoding-backward") == 0 && more) { /* the older option */
             const char *v = argv[++i];
             const int both = strcmp(v, "both") == 0;
-            for (int q = 0; q < N_PIPES; ++q) {
-                o.use[q] = both || strcmp(v, pipe_option[q]) == 0;
-            }
+            o.use[PIPE_FUSED] = both || strcmp(v, "kernel") == 0;
+            o.use[PIPE_FULLY_FUSED] = both || strcmp(v, "device") == 0;
+            o.use[PIPE_MODULE] = 0;
             if (!o.use[PIPE_FUSED] && !o.use[PIPE_FULLY_FUSED]) usage();
         } else usage();
     }
@@ -941,7 +1163,7 @@ int main(int argc, char **argv) {
         usage(); /* the batch holds at least the 512 x 512 picture */
     }
     if (o.bench) {
-        o.use[PIPE_FUSED] = o.use[PIPE_FULLY_FUSED] = 1; /* the benchmark measures both */
+        o.use[PIPE_FUSED] = o.use[PIPE_FULLY_FUSED] = o.use[PIPE_MODULE] = 1; /* the benchmark measures all */
         setenv("CUDA_CACHE_DISABLE", "1", 0);            /* cold compiles: no driver-side cache either */
     }
     ex_init();
