@@ -394,3 +394,15 @@ gj_network *ex_model_create(int dims, uint32_t n_out) {
     }
     return model;
 }
+
+gj_status ex_model_inference(gj_network_module *module, uint64_t n, const float *x, const void *weights,
+                             const void *params, float *y) {
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = n;
+    d.input = x;
+    d.params = weights;
+    d.encoding_params = params;
+    d.output = y;
+    return gj_network_inference(module, NULL, &d);
+}

@@ -28,14 +28,7 @@ static void run_fused(void *user) {
  * configuration, fuses the encoding and the network as fused_infer does by hand. */
 static void run_model(void *user) {
     pipeline *p = user;
-    gj_network_pass_desc d;
-    gj_network_pass_desc_init(&d);
-    d.n = p->n;
-    d.input = p->x;
-    d.params = p->weights;
-    d.encoding_params = p->params;
-    d.output = p->y_model;
-    EX_CHECK(gj_network_inference(p->model, NULL, &d));
+    EX_CHECK(ex_model_inference(p->model, p->n, p->x, p->weights, p->params, p->y_model));
 }
 
 /* The module's first inference in a context of its own with gridjit's disk cache off: the
@@ -49,14 +42,7 @@ static double model_cold_ms(const gj_network *model, const pipeline *p) {
     gj_network_module *m = NULL;
     const double start = ex_now_ms();
     gj_status status = gj_network_module_create(cold, model, &m);
-    gj_network_pass_desc d;
-    gj_network_pass_desc_init(&d);
-    d.n = 32;
-    d.input = p->x;
-    d.params = p->weights;
-    d.encoding_params = p->params;
-    d.output = p->y_model;
-    if (status == GJ_OK) status = gj_network_inference(m, NULL, &d);
+    if (status == GJ_OK) status = ex_model_inference(m, 32, p->x, p->weights, p->params, p->y_model);
     if (status == GJ_OK) status = gj_stream_synchronize(cold, NULL);
     const double ms = ex_now_ms() - start;
     if (status != GJ_OK) {

@@ -834,14 +834,7 @@ static uint8_t to_byte(float v) {
  * kernel (fp16 outputs), or for the module pipeline by gj_network_inference. */
 static void outputs(trainer *t, pipeline q, uint64_t n, float *rgb_out) {
     if (q == PIPE_MODULE) {
-        gj_network_pass_desc d;
-        gj_network_pass_desc_init(&d);
-        d.n = n;
-        d.input = t->x;
-        d.params = t->weights;
-        d.encoding_params = t->params;
-        d.output = t->model_y;
-        EX_CHECK(gj_network_inference(t->model_module, NULL, &d));
+        EX_CHECK(ex_model_inference(t->model_module, n, t->x, t->weights, t->params, t->model_y));
         ex_download(rgb_out, t->model_y, n * N_CHANNELS * sizeof(float));
         return;
     }
