@@ -9,7 +9,8 @@
 // or not. No GPU needed: this checks the fragment and index arithmetic the GPU tests check
 // again on hardware. A model's backward kernel with dL/dinput (templates/model_kernels.cuh:
 // the network's backward writing dL/d(features) feature-major, in fp16 or fp32) runs on the
-// same shapes, its dL/d(features) against the reference's dL/dx.
+// same shapes, its dL/d(features) against the reference's dL/dx. The training step's loss
+// kernel, the finishing pass and Adam (every path of its quads) against host rules.
 #include "cuda_host.h"
 
 #include "../../templates/network.cuh"
@@ -391,7 +392,126 @@ static void loss_case(unsigned grid, unsigned n, bool with_loss) {
     }
 }
 
+// gj_nn_adam_kernel (tiny-cuda-nn's Adam) over three steps against the host rule: the network's
+// parameters (fp16 copies, fp32 gradients, l2_reg, none skipped) and an encoding's (copies P and
+// gradients G, fp16 or fp32; a zero gradient skips the parameter), in quads whose four are all
+// updated, all skipped (not touched) or mixed (the 16-byte path writing the skipped ones back as
+// read), a tail shorter than four, and with the arrays one element off 16-byte alignment (one
+// parameter at a time). A skipped parameter's copy starts unlike its master's rounding and must
+// keep its bits; the element after each array must stay as it was.
+template <class T> static gj_u32 copy_bits(T v) {
+    if constexpr (sizeof(T) == 2) {
+        return v.bits;
+    } else {
+        return __float_as_uint(v);
+    }
+}
+
+template <class P, class G> static void adam_case(unsigned grid, unsigned n_net, unsigned n_enc, bool aligned) {
+    const gj_nn_adam_hyper h = {1e-2f, 0.9f, 0.99f, 1e-8f, 1e-3f, 1.0f / 128.0f};
+    const unsigned off = aligned ? 0u : 1u;
+    struct Set {
+        std::vector<float> master, m1, m2, grad;
+        std::vector<gj_u32> steps;
+        std::vector<gj_u32> copy_start; // the copies' bits as they started
+    };
+    unsigned state = 5 + n_enc;
+    auto make = [&](unsigned n, bool encoding) {
+        Set set;
+        set.master.assign(n + off + 1, 0.0f), set.m1.assign(n + off + 1, 0.0f), set.m2.assign(n + off + 1, 0.0f);
+        set.grad.assign(n, 0.0f), set.steps.assign(n + off + 1, 0u), set.copy_start.assign(n, 0u);
+        for (unsigned i = 0; i < n; ++i) {
+            set.master[off + i] = (float)(uniform(state) - 0.5);
+            const unsigned quad = i / 4, k = i % 4;
+            // The encoding's quads: all updated, all skipped, or mixed (the middle two skipped).
+            const bool zero = encoding && (quad % 3 == 1 || (quad % 3 == 2 && (k == 1 || k == 2)));
+            set.grad[i] = zero ? 0.0f : (float)round_half(uniform(state) * 128.0 - 64.0);
+        }
+        return set;
+    };
+    Set net = make(n_net, false), enc = make(n_enc, true);
+    std::vector<gj_half> net_copy(n_net + off + 1);
+    std::vector<P> enc_copy(n_enc + off + 1);
+    std::vector<float> net_grad(n_net + off + 1, 0.0f);
+    std::vector<G> enc_grad(n_enc + off + 1);
+    for (unsigned i = 0; i < n_net; ++i) {
+        net_copy[off + i] = gj_from_float<gj_half>(net.master[off + i]);
+        net_grad[off + i] = net.grad[i];
+    }
+    for (unsigned i = 0; i < n_enc; ++i) {
+        // A skipped parameter's copy starts elsewhere than its master's rounding.
+        enc_copy[off + i] = gj_from_float<P>(enc.master[off + i] + (enc.grad[i] == 0.0f ? 0.25f : 0.0f));
+        enc.copy_start[i] = copy_bits(enc_copy[off + i]);
+        enc_grad[off + i] = gj_from_float<G>(enc.grad[i]);
+    }
+    net_copy[off + n_net] = gj_from_float<gj_half>(7.0f), enc_copy[off + n_enc] = gj_from_float<P>(7.0f);
+    std::vector<Set> want = {net, enc};
+    for (int step = 0; step < 3; ++step) {
+        gj_emulate_launch(grid, 32, [&] {
+            gj_nn_adam_kernel(n_net, net_copy.data() + off, net.master.data() + off, net.m1.data() + off,
+                              net.m2.data() + off, net.steps.data() + off, net_grad.data() + off, n_enc,
+                              enc_copy.data() + off, enc.master.data() + off, enc.m1.data() + off,
+                              enc.m2.data() + off, enc.steps.data() + off, enc_grad.data() + off, h);
+        });
+        for (int s = 0; s < 2; ++s) { // the host rule (optimizers/adam.h), as templates/network_kernels.cuh states it
+            Set& w = want[s];
+            const unsigned n = s == 0 ? n_net : n_enc;
+            for (unsigned i = 0; i < n; ++i) {
+                float g = (s == 0 ? w.grad[i] : gj_to_float(gj_from_float<G>(w.grad[i]))) * h.inv_scale;
+                if (s == 1 && g == 0.0f) continue;
+                float& x = w.master[off + i];
+                g = std::fma(s == 0 ? h.l2_reg : 0.0f, x, g);
+                w.m1[off + i] = std::fma(h.beta1, w.m1[off + i], (1.0f - h.beta1) * g);
+                w.m2[off + i] = std::fma(h.beta2, w.m2[off + i], (1.0f - h.beta2) * g * g);
+                const gj_u32 t = ++w.steps[off + i];
+                const float lr = h.lr * std::sqrt(1.0f - std::pow(h.beta2, (float)t)) / (1.0f - std::pow(h.beta1, (float)t));
+                x -= lr / (std::sqrt(w.m2[off + i]) + h.epsilon) * w.m1[off + i];
+            }
+        }
+    }
+    double worst = 0.0;
+    int wrong = 0;
+    for (int s = 0; s < 2; ++s) {
+        const Set& got = s == 0 ? net : enc;
+        const Set& w = want[s];
+        const unsigned n = s == 0 ? n_net : n_enc;
+        for (unsigned i = 0; i < n; ++i) {
+            const unsigned j = off + i;
+            const float values[3][2] = {{got.master[j], w.master[j]}, {got.m1[j], w.m1[j]}, {got.m2[j], w.m2[j]}};
+            for (const auto& v : values) {
+                const double e = std::fabs((double)v[0] - v[1]) / std::fmax(std::fabs((double)v[1]), 1e-6);
+                worst = e > worst ? e : worst;
+            }
+            wrong += got.steps[j] != w.steps[j];
+            // The copy: the rounding of the master weight, or a skipped parameter's bits as they started.
+            const gj_u32 copy = s == 0 ? copy_bits(net_copy[j]) : copy_bits(enc_copy[j]);
+            const gj_u32 expect = s == 1 && w.steps[j] == 0
+                                      ? enc.copy_start[i]
+                                      : (s == 0 ? copy_bits(gj_from_float<gj_half>(got.master[j]))
+                                                : copy_bits(gj_from_float<P>(got.master[j])));
+            wrong += copy != expect;
+        }
+        wrong += got.steps[off + n] != 0u; // past the end: untouched
+    }
+    wrong += copy_bits(net_copy[off + n_net]) != copy_bits(gj_from_float<gj_half>(7.0f));
+    wrong += copy_bits(enc_copy[off + n_enc]) != copy_bits(gj_from_float<P>(7.0f));
+    char shape[96];
+    std::snprintf(shape, sizeof shape, "adam grid %u net %u enc %u (%s, %s) %s", grid, n_net, n_enc,
+                  sizeof(P) == 2 ? "fp16" : "fp32", sizeof(G) == 2 ? "fp16 gradients" : "fp32 gradients",
+                  aligned ? "aligned" : "unaligned");
+    if (wrong || worst > 1e-5) {
+        std::printf("FAIL %s: %d wrong steps or copies, worst relative error %g\n", shape, wrong, worst);
+        ++failures;
+    } else {
+        std::printf("ok   %s (worst relative error %.2g)\n", shape, worst);
+    }
+}
+
 int main() {
+    adam_case<gj_half, gj_half>(2, 37, 203, true);
+    adam_case<gj_half, gj_half>(1, 8, 66, false);
+    adam_case<float, float>(3, 16, 130, true);
+    adam_case<float, float>(1, 5, 97, false);
     loss_case(1, 1000, true);
     loss_case(7, 100, true);
     loss_case(3, 4099, false);
