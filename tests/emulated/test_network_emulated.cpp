@@ -9,8 +9,9 @@
 // or not. No GPU needed: this checks the fragment and index arithmetic the GPU tests check
 // again on hardware. A model's backward kernel with dL/dinput (templates/model_kernels.cuh:
 // the network's backward writing dL/d(features) feature-major, in fp16 or fp32) runs on the
-// same shapes, its dL/d(features) against the reference's dL/dx. The training step's loss
-// kernel, the finishing pass and Adam (every path of its quads) against host rules.
+// same shapes, its dL/d(features) against the reference's dL/dx. A network's fused training
+// step against the passes apart; the loss kernel, the finishing pass and Adam (every path of
+// its quads) against host rules.
 #include "cuda_host.h"
 
 #include "../../templates/network.cuh"
@@ -392,6 +393,67 @@ static void loss_case(unsigned grid, unsigned n, bool with_loss) {
     }
 }
 
+// gj_nn_train_kernel (a network alone's fused step: forward, L2 loss, backward in one kernel,
+// the context in a ring of per-warp slots, the targets fetched ahead or read in place) against
+// the same step in passes apart on the same emulation: the forward kernel keeping the context,
+// the loss's gradient as the step rounds it (fp16 of grad_factor (y - target)), the backward
+// kernel. Outputs bit for bit, the loss to 1e-5, dL/dparams to 1e-5 (relative L2: the same
+// products summed in the same rounds, the loss's gradients the same bits).
+template <class C, bool FETCH> struct StepCfg : C {
+    static constexpr bool FETCH_TARGETS = FETCH;
+    static constexpr gj_u64 TARGET_HALVES = (64ull * C::OUT + 7) / 8 * 8;
+};
+
+template <class C, bool FETCH> static void step_case(unsigned n, unsigned grid) {
+    typedef StepCfg<C, FETCH> S;
+    unsigned state = 77u + C::IN * 3u + C::W + n;
+    std::vector<gj_half> w(C::N_PARAMS);
+    for (auto& v : w) v.bits = gj_float_to_half_bits((float)((uniform(state) - 0.5) * 0.5));
+    std::vector<float> x((size_t)n * C::IN), target((size_t)n * C::OUT);
+    for (float& v : x) v = (float)round_half(uniform(state));
+    for (float& v : target) v = (float)uniform(state);
+    const float scale = 128.0f, grad_factor = 2.0f * scale / (float)((size_t)n * C::OUT);
+    const float loss_factor = 1.0f / (float)((size_t)n * C::OUT);
+    const unsigned block = 32 * C::WARPS;
+
+    // The step, fused.
+    std::vector<gj_u16> ring((size_t)grid * C::WARPS * C::CTX_HALVES, 0xFFFFu);
+    std::vector<float> y_step((size_t)n * C::OUT, NAN), dw_step(C::N_PARAMS, 0.0f);
+    float loss = 0.0f;
+    gj_emulate_launch(grid, block, [&] {
+        gj_nn_train_kernel<S>(n, x.data(), target.data(), grad_factor, loss_factor, w.data(), ring.data(),
+                              y_step.data(), dw_step.data(), &loss);
+    });
+    // The same in passes apart.
+    const gj_u64 tiles = (n + 31) / 32;
+    std::vector<gj_u16> ctx(tiles * C::CTX_HALVES, 0xFFFFu);
+    std::vector<float> y((size_t)n * C::OUT, NAN), dy((size_t)n * C::OUT), dw(C::N_PARAMS, 0.0f);
+    gj_emulate_launch(grid, 32 * C::FORWARD_WARPS,
+                      [&] { gj_nn_forward_kernel<C>(n, x.data(), y.data(), w.data(), ctx.data()); });
+    double want_loss = 0.0;
+    for (size_t e = 0; e < y.size(); ++e) {
+        const float diff = y[e] - target[e];
+        dy[e] = gj_half_to_float(gj_float_to_half_bits(grad_factor * diff));
+        want_loss += (double)loss_factor * diff * diff;
+    }
+    gj_emulate_launch(grid, block,
+                      [&] { gj_nn_backward_kernel<C, false>(n, dy.data(), 1.0f, w.data(), ctx.data(), dw.data(), nullptr); });
+    int outputs_differ = 0;
+    for (size_t e = 0; e < y.size(); ++e) outputs_differ += std::memcmp(&y[e], &y_step[e], sizeof(float)) != 0;
+    const std::vector<double> a(dw_step.begin(), dw_step.end()), b(dw.begin(), dw.end());
+    const double e_w = rel_error(a, b, 1e-6), e_loss = std::fabs(loss - want_loss) / want_loss;
+    char shape[160];
+    std::snprintf(shape, sizeof shape, "fused step %d-%dx%d-%d %s, %u points, grid %u, %d warps%s%s", C::IN, C::W,
+                  C::NL - 1, C::OUT, names[C::ACT], n, grid, C::WARPS, C::SMEM_GRADS ? ", block sums" : "",
+                  FETCH ? ", targets fetched ahead" : "");
+    if (outputs_differ || e_loss > 1e-5 || e_w > 1e-5) {
+        std::printf("FAIL %s: %d outputs differ, loss %.2g, dL/dparams %.2g\n", shape, outputs_differ, e_loss, e_w);
+        ++failures;
+    } else {
+        std::printf("ok   %s (loss %.2g, dL/dparams %.2g)\n", shape, e_loss, e_w);
+    }
+}
+
 // gj_nn_adam_kernel (tiny-cuda-nn's Adam) over three steps against the host rule: the network's
 // parameters (fp16 copies, fp32 gradients, l2_reg, none skipped) and an encoding's (copies P and
 // gradients G, fp16 or fp32; a zero gradient skips the parameter), in quads whose four are all
@@ -520,6 +582,12 @@ int main() {
     finish_case(2, 103, false, false, 1.0f / 128.0f);
     finish_case(64, 6, false, true, 1.0f);
     enum { NONE, RELU, LEAKY, EXP, SINE, SIGMOID, SQUAREPLUS, SOFTPLUS, TANH, SILU };
+    // The fused step: block sums or not, targets fetched ahead or read in place, several
+    // rounds a block, a tail tile, no hidden layer.
+    step_case<Cfg<3, 16, 1, 1, RELU, NONE, true, 2, true, true>, true>(77, 2);
+    step_case<Cfg<37, 64, 2, 5, LEAKY, SIGMOID, true, 4, false, false>, false>(150, 1);
+    step_case<Cfg<32, 32, 3, 16, SINE, NONE, false, 2, true, false>, true>(300, 3);
+    step_case<Cfg<5, 64, 0, 2, NONE, EXP, true, 1, true, true>, false>(33, 1);
     run<Cfg<3, 16, 1, 1, RELU, NONE, true, 2, true, true>>(77, 2, 2e-2);
     run<Cfg<37, 64, 2, 5, TANH, SIGMOID, true, 4, false, false>>(150, 1, 2e-2);
     run<Cfg<32, 32, 3, 16, SINE, SILU, false, 1, true, false>>(64, 1, 2e-2);
