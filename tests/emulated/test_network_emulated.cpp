@@ -9,8 +9,8 @@
 // or not. No GPU needed: this checks the fragment and index arithmetic the GPU tests check
 // again on hardware. A model's backward kernel with dL/dinput (templates/model_kernels.cuh:
 // the network's backward writing dL/d(features) feature-major, in fp16 or fp32) runs on the
-// same shapes, its dL/d(features) against the reference's dL/dx. A network's fused training
-// step against the passes apart; the loss kernel, the finishing pass and Adam (every path of
+// same shapes, its dL/d(features) against the reference's dL/dx. The fused training step
+// kernels (a network's, a model's network kernel over its features) against the passes apart; the loss kernel, the finishing pass and Adam (every path of
 // its quads) against host rules.
 #include "cuda_host.h"
 
@@ -452,6 +452,38 @@ template <class C, bool FETCH> static void step_case(unsigned n, unsigned grid) 
     } else {
         std::printf("ok   %s (loss %.2g, dL/dparams %.2g)\n", shape, e_loss, e_w);
     }
+    // A model's step kernel (gj_model_train_features_kernel): the features feature-major in f, in
+    // the encoding's precision (fp16 here; x is fp16-exact), replaced by dL/d(features); against
+    // the passes apart's backward with dL/d(features) (gj_model_backward_features_kernel).
+    std::vector<gj_half> f((size_t)n * C::IN), df_apart((size_t)n * C::IN, gj_half{0x7E00u});
+    for (unsigned i = 0; i < n; ++i)
+        for (int k = 0; k < C::IN; ++k) f[(size_t)k * n + i].bits = gj_float_to_half_bits(x[(size_t)i * C::IN + k]);
+    std::vector<float> y_model((size_t)n * C::OUT, NAN), dw_model(C::N_PARAMS, 0.0f), dw_apart(C::N_PARAMS, 0.0f);
+    float model_loss = 0.0f;
+    gj_emulate_launch(grid, block, [&] {
+        gj_model_train_features_kernel<S>(n, f.data(), target.data(), grad_factor, loss_factor, w.data(), ring.data(),
+                                          y_model.data(), dw_model.data(), &model_loss);
+    });
+    gj_emulate_launch(grid, block, [&] {
+        gj_model_backward_features_kernel<C>(n, dy.data(), 1.0f, w.data(), ctx.data(), dw_apart.data(), df_apart.data());
+    });
+    int model_differ = 0, nonzero = 0;
+    for (const gj_half& v : df_apart) nonzero += (v.bits & 0x7FFFu) != 0;
+    if (nonzero == 0) { // a case whose dL/d(features) are all zero would check nothing
+        std::printf("FAIL model %s: every dL/d(features) of the passes apart is zero\n", shape);
+        ++failures;
+    }
+    for (size_t e = 0; e < y.size(); ++e) model_differ += std::memcmp(&y[e], &y_model[e], sizeof(float)) != 0;
+    for (size_t e = 0; e < f.size(); ++e) model_differ += f[e].bits != df_apart[e].bits;
+    const std::vector<double> am(dw_model.begin(), dw_model.end()), bm(dw_apart.begin(), dw_apart.end());
+    const double e_wm = rel_error(am, bm, 1e-6), e_lm = std::fabs(model_loss - want_loss) / want_loss;
+    if (model_differ || e_lm > 1e-5 || e_wm > 1e-5) {
+        std::printf("FAIL model %s: %d outputs or dL/d(features) differ, loss %.2g, dL/dparams %.2g\n", shape,
+                    model_differ, e_lm, e_wm);
+        ++failures;
+    } else {
+        std::printf("ok   model %s (dL/d(features) bit for bit, loss %.2g, dL/dparams %.2g)\n", shape, e_lm, e_wm);
+    }
 }
 
 // gj_nn_adam_kernel (tiny-cuda-nn's Adam) over three steps against the host rule: the network's
@@ -584,7 +616,7 @@ int main() {
     enum { NONE, RELU, LEAKY, EXP, SINE, SIGMOID, SQUAREPLUS, SOFTPLUS, TANH, SILU };
     // The fused step: block sums or not, targets fetched ahead or read in place, several
     // rounds a block, a tail tile, no hidden layer.
-    step_case<Cfg<3, 16, 1, 1, RELU, NONE, true, 2, true, true>, true>(77, 2);
+    step_case<Cfg<3, 16, 1, 1, TANH, NONE, true, 2, true, true>, true>(77, 2);
     step_case<Cfg<37, 64, 2, 5, LEAKY, SIGMOID, true, 4, false, false>, false>(150, 1);
     step_case<Cfg<32, 32, 3, 16, SINE, NONE, false, 2, true, false>, true>(300, 3);
     step_case<Cfg<5, 64, 0, 2, NONE, EXP, true, 1, true, true>, false>(33, 1);
