@@ -10,8 +10,9 @@
 // again on hardware. A model's backward kernel with dL/dinput (templates/model_kernels.cuh:
 // the network's backward writing dL/d(features) feature-major, in fp16 or fp32) runs on the
 // same shapes, its dL/d(features) against the reference's dL/dx. The fused training step
-// kernels (a network's, a model's network kernel over its features) against the passes apart; the loss kernel, the finishing pass and Adam (every path of
-// its quads) against host rules.
+// kernels (a network's, a model's network kernel over its features) against the passes
+// apart; the loss kernel, the finishing pass and Adam (every path of its quads) against host
+// rules.
 #include "cuda_host.h"
 
 #include "../../templates/network.cuh"
