@@ -511,8 +511,6 @@ static void narrow_models_forward_kernels_ask_for_two_blocks(void **state) {
     gj_network_destroy(alone);
 }
 
-/* p as gj__network_plan_make made it: without the staging of the step's targets that
- * gj__network_plans_make adds (model as passed to it). */
 /* Undoes the fused backward's global sums in a model's plan p of class c (the network's own
  * plan: network), asserting that they are the one difference in its block sums: the large
  * class, where the network's plan sums per block and the model recomputes, 32-wide hidden
@@ -528,6 +526,8 @@ static void without_fused_sums(gj__network_plan *p, const gj__network_plan *netw
     }
 }
 
+/* p as gj__network_plan_make made it: without the staging of the step's targets that
+ * gj__network_plans_make adds (model as passed to it). */
 static void without_step_staging(gj__network_plan *p, int model) {
     uint32_t *bytes = model ? &p->step_input_bytes : &p->step_bytes;
     *bytes -= (uint32_t)(2 * p->step_target_halves * p->warps);

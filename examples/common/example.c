@@ -148,12 +148,17 @@ void ex_compile_report(const ex_program *p, const char *arch) {
     gj_program_destroy(prog);
 }
 
-double ex_cold_compile_ms(const ex_program *p, const char *arch) {
+gj_context *ex_cold_context(void) {
     gj_context *cold = NULL;
     if (gj_context_create(&cold) != GJ_OK) {
         ex_fail("gj_context_create failed");
     }
     gj_context_set_cache_enabled(cold, 0);
+    return cold;
+}
+
+double ex_cold_compile_ms(const ex_program *p, const char *arch) {
+    gj_context *cold = ex_cold_context();
     gj_source_desc desc;
     ex_program_desc(p, &desc);
     gj_program *prog = NULL;

@@ -83,6 +83,8 @@ void ex_program_free(ex_program *p);
 
 /* Compiles for arch through the cache and reports (the path without a GPU). */
 void ex_compile_report(const ex_program *p, const char *arch);
+/* A fresh context with gridjit's disk cache off (cold compiles); destroy it with gj_context_destroy. */
+gj_context *ex_cold_context(void);
 /* Milliseconds of a compile of p for arch with gridjit's disk cache off (a fresh context). */
 double ex_cold_compile_ms(const ex_program *p, const char *arch);
 /* Loads p for the current device. */

@@ -34,11 +34,7 @@ static void run_model(void *user) {
 /* The module's first inference in a context of its own with gridjit's disk cache off: the
  * compile of its inference program, the load and one small launch. */
 static double model_cold_ms(const gj_network *model, const pipeline *p) {
-    gj_context *cold = NULL;
-    if (gj_context_create(&cold) != GJ_OK) {
-        ex_fail("gj_context_create failed");
-    }
-    gj_context_set_cache_enabled(cold, 0);
+    gj_context *cold = ex_cold_context();
     gj_network_module *m = NULL;
     const double start = ex_now_ms();
     gj_status status = gj_network_module_create(cold, model, &m);

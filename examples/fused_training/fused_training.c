@@ -633,18 +633,14 @@ static void check_fused_vs_unfused(trainer *t, uint64_t n, float grad_scale) {
     const int ran[N_RUNS] = {1, 1, t->use[PIPE_FUSED], t->use[PIPE_FULLY_FUSED], t->use[PIPE_MODULE]};
     /* The module's encoding gradients: fp16 in grid_grad, or fp32 in a buffer of their own. */
     const int model_fp32 = t->use[PIPE_MODULE] && t->model_grid_grad != (void *)t->grid_grad;
-    float *ones = malloc(np * 4);
     for (int r = 0; r < N_RUNS; ++r) {
         grid[r] = malloc(np * 4);
         if (!grid[r]) {
             ex_fail("out of host memory");
         }
     }
-    if (!gh || !ones) {
+    if (!gh) {
         ex_fail("out of host memory");
-    }
-    for (size_t i = 0; i < np; ++i) {
-        ones[i] = 1.0f;
     }
     sample(t, n, 1234, 0);
     for (int r = 0; r < N_RUNS; ++r) {
@@ -654,7 +650,10 @@ static void check_fused_vs_unfused(trainer *t, uint64_t n, float grad_scale) {
         /* The fused pipeline and the module overwrite the encoding's gradients: they get ones
          * there (which would show), the others, which add to them, zeros. */
         if (r == RUN_MODULE && model_fp32) {
-            ex_upload(t->model_grid_grad, ones, np * 4);
+            for (size_t i = 0; i < np; ++i) {
+                grid[r][i] = 1.0f; /* the run's buffer, read back into after the run */
+            }
+            ex_upload(t->model_grid_grad, grid[r], np * 4);
         } else if (r == RUN_FUSED || r == RUN_MODULE) {
             for (size_t i = 0; i < np; ++i) {
                 gh[i] = 0x3c00u; /* 1.0 in fp16 */
@@ -740,7 +739,6 @@ static void check_fused_vs_unfused(trainer *t, uint64_t n, float grad_scale) {
     ex_zero(t->weight_grad, EX_N_WEIGHTS * 4);
     ex_zero(t->loss, 4);
     free(gh);
-    free(ones);
     for (int r = 0; r < N_RUNS; ++r) {
         free(grid[r]);
     }
@@ -996,11 +994,7 @@ static int demo(const options *o) {
  * programs' compile (those the first step waits for), their load and the step with Adam, on
  * t's buffers (the same device's primary context). */
 static double model_cold_step_ms(trainer *t) {
-    gj_context *cold = NULL;
-    if (gj_context_create(&cold) != GJ_OK) {
-        ex_fail("gj_context_create failed");
-    }
-    gj_context_set_cache_enabled(cold, 0);
+    gj_context *cold = ex_cold_context();
     gj_network_module *warm = t->model_module;
     const double start = ex_now_ms();
     gj_status status = gj_network_module_create(cold, t->model, &t->model_module);
