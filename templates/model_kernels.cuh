@@ -19,23 +19,19 @@
 #ifndef GJ_MODEL_KERNELS_CUH
 #define GJ_MODEL_KERNELS_CUH
 
-template <class C, class E, int PAD>
-GJ_INLINE void gj_model_forward_tiles(gj_u64 n, const float* __restrict__ x, float* __restrict__ y, const gj_u16* w,
-                                      const typename E::config::param_t* __restrict__ eparams, gj_u16* scratch,
-                                      gj_u16* ctx) {
-    constexpr int D = E::config::D;
+// The network's forward over the warp's tiles of 32 points; features(i, active, scratch) puts
+// point i's features into the warp's input rows (the encoding's forward in registers, or the
+// features read from memory).
+template <class C, int PAD, class Features>
+GJ_INLINE void gj_model_forward_tiles(gj_u64 n, float* __restrict__ y, const gj_u16* w, gj_u16* scratch, gj_u16* ctx,
+                                      Features features) {
     const int lane = gj_nn_lane();
     const gj_u64 n_tiles = (n + 31) / 32;
 #pragma unroll 1
     for (gj_u64 tile = (gj_u64)blockIdx.x * C::FORWARD_WARPS + threadIdx.x / 32; tile < n_tiles;
          tile += (gj_u64)gridDim.x * C::FORWARD_WARPS) {
         const gj_u64 i = tile * 32 + lane;
-        const bool active = i < n;
-        typename E::in_t in;
-#pragma unroll
-        for (int d = 0; d < D; ++d) in.v[d] = active ? x[i * D + d] : 0.0f;
-        const typename E::out_t f = E::fwd(in, eparams, nullptr);
-        gj_nn_put_input<C>(scratch, f.v, active);
+        features(i, i < n, scratch);
         gj_nn_forward_warp<C, PAD, !gj_nn_recomputes<C>::value>(w, scratch,
                                                                  ctx ? ctx + tile * gj_nn_pass_ctx_halves<C>() : nullptr);
         const gj_u64 first = tile * 32;
@@ -44,13 +40,85 @@ GJ_INLINE void gj_model_forward_tiles(gj_u64 n, const float* __restrict__ x, flo
     }
 }
 
+// The fused forward: each point encoded in registers by the encoding's device function.
 template <class C, class E>
 GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, float* __restrict__ y,
                                        const gj_half* __restrict__ params,
                                        const typename E::config::param_t* __restrict__ eparams, gj_u16* __restrict__ ctx) {
+    constexpr int D = E::config::D;
     gj_u16* scratch = gj_nn_forward_scratch<C>();
     gj_nn_with_weights<C, C::STAGE, false>(params, [&](const gj_u16* w, auto pad) {
-        gj_model_forward_tiles<C, E, decltype(pad)::value>(n, x, y, w, eparams, scratch, ctx);
+        gj_model_forward_tiles<C, decltype(pad)::value>(n, y, w, scratch, ctx, [&](gj_u64 i, bool active, gj_u16* rows) {
+            typename E::in_t in;
+#pragma unroll
+            for (int d = 0; d < D; ++d) in.v[d] = active ? x[i * D + d] : 0.0f;
+            const typename E::out_t f = E::fwd(in, eparams, nullptr);
+            gj_nn_put_input<C>(rows, f.v, active);
+        });
+    });
+}
+
+// The forward of a model's inference in two passes (docs/networks.md §9): the encoding's own
+// level-major forward kernel has written the features feature-major (f[k * n + i], the
+// encoding's precision T), and this kernel runs the network over them. The same outputs as
+// gj_model_forward_kernel, bit for bit: the same features, the same network.
+// C::FEATURES_FETCH: each warp copies its next tile's features into a staging of its own in
+// shared memory (32 x C::IN values, feature-major, after the warps' scratch) while the tile runs,
+// 16 bytes a copy where n is a multiple of 8 and the tile whole (16-byte aligned rows of 32
+// values), else value by value; without it the lanes read their features as the tile starts.
+template <class C, class T>
+GJ_INLINE void gj_model_forward_features_kernel(gj_u64 n, const T* __restrict__ f, float* __restrict__ y,
+                                                const gj_half* __restrict__ params, gj_u16* __restrict__ ctx) {
+    gj_u16* scratch = gj_nn_forward_scratch<C>();
+    gj_nn_with_weights<C, C::STAGE, false>(params, [&](const gj_u16* w, auto pad) {
+        constexpr int PAD = decltype(pad)::value;
+        if constexpr (C::FEATURES_FETCH) {
+            T* stage = (T*)(gj_nn_smem + gj_nn_staged_halves<C, C::STAGE>() + C::FORWARD_WARPS * C::FORWARD_SCRATCH_HALVES) +
+                       (threadIdx.x / 32) * 32 * C::IN;
+            const int lane = gj_nn_lane();
+            const gj_u64 n_tiles = (n + 31) / 32, step = (gj_u64)gridDim.x * C::FORWARD_WARPS;
+            const bool aligned = sizeof(T) == 2 && n % 8 == 0 && ((gj_u64)f & 15) == 0;
+            const auto fetch = [&](gj_u64 tile) {
+                if (tile >= n_tiles) return;
+                const gj_u64 first = tile * 32;
+                if (aligned && first + 32 <= n) {
+                    for (int c = lane; c < 4 * C::IN; c += 32) {
+                        const int k = c / 4, q = c % 4;
+                        gj_nn_copy16_async(stage + k * 32 + 8 * q, f + (gj_u64)k * n + first + 8 * q);
+                    }
+                    gj_nn_copies_commit();
+                } else {
+#pragma unroll
+                    for (int k = 0; k < C::IN; ++k)
+                        stage[k * 32 + lane] = first + lane < n ? f[(gj_u64)k * n + first + lane] : gj_from_float<T>(0.0f);
+                }
+            };
+            gj_u64 tile = (gj_u64)blockIdx.x * C::FORWARD_WARPS + threadIdx.x / 32;
+            fetch(tile);
+#pragma unroll 1
+            for (; tile < n_tiles; tile += step) {
+                gj_nn_copies_wait();
+                __syncwarp();
+                T v[C::IN];
+#pragma unroll
+                for (int k = 0; k < C::IN; ++k) v[k] = stage[k * 32 + lane];
+                __syncwarp(); // every lane has its features: the staging takes the next tile's
+                fetch(tile + step);
+                const gj_u64 first = tile * 32;
+                gj_nn_put_input<C>(scratch, v, first + lane < n);
+                gj_nn_forward_warp<C, PAD, !gj_nn_recomputes<C>::value>(
+                    w, scratch, ctx ? ctx + tile * gj_nn_pass_ctx_halves<C>() : nullptr);
+                gj_nn_store_rows<C::OUT, C::S>(y + first * C::OUT, scratch, n - first < 32 ? (int)(n - first) : 32);
+                __syncwarp();
+            }
+        } else {
+            gj_model_forward_tiles<C, PAD>(n, y, w, scratch, ctx, [&](gj_u64 i, bool active, gj_u16* rows) {
+                T v[C::IN];
+#pragma unroll
+                for (int k = 0; k < C::IN; ++k) v[k] = active ? f[(gj_u64)k * n + i] : gj_from_float<T>(0.0f);
+                gj_nn_put_input<C>(rows, v, active);
+            });
+        }
     });
 }
 

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <math.h>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "emu_common.h"
@@ -73,6 +75,14 @@ float gj_nn_shfl_xor(float v, int m);
 void gj_nn_red_v4(float* p, float a, float b, float c, float d);
 // cp.async: the copy done at once (nothing is left in flight to wait for).
 inline void gj_nn_copy4_async(void* s, const void* g) { std::memcpy(s, g, 4); }
+// 16-byte aligned on both sides, as cp.async's 16-byte copies must be (a fault on the GPU).
+inline void gj_nn_copy16_async(void* s, const void* g) {
+    if ((uintptr_t)s % 16u || (uintptr_t)g % 16u) {
+        std::fprintf(stderr, "cp.async 16: %p <- %p is not 16-byte aligned\n", s, g);
+        std::abort();
+    }
+    std::memcpy(s, g, 16);
+}
 inline void gj_nn_copies_commit() {}
 inline void gj_nn_copies_wait() {}
 

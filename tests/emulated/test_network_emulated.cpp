@@ -11,7 +11,7 @@
 // the network's backward writing dL/d(features) feature-major, in fp16 or fp32) runs on the
 // same shapes, its dL/d(features) against the reference's dL/dx. The fused training step
 // kernels (a network's, a model's network kernel over its features) against the passes
-// apart; the loss kernel, the finishing pass and Adam (every path of its quads) against host
+// apart; a model's inference over its features against the forward; the loss kernel, the finishing pass and Adam (every path of its quads) against host
 // rules.
 #include "cuda_host.h"
 
@@ -502,6 +502,62 @@ template <class T> static gj_u32 copy_bits(T v) {
     }
 }
 
+// A model's inference in two passes: the network over features that the encoding's forward
+// wrote feature-major in fp16 (gj_model_forward_features_kernel, in the wide inference block,
+// a model's: no input padding), each warp's next tile fetched into its staging while the tile
+// runs (FETCH: 16-byte copies where n is a multiple of 8 and the tile whole, else value by
+// value) or read as the tile starts; against the network's forward over the same values as
+// point-major floats, bit for bit.
+template <class C, bool FETCH> struct FeaturesCfg : WideInference<C> {
+    static constexpr bool FEATURES_FETCH = FETCH;
+};
+template <class C> static void features_case(unsigned n, unsigned grid) {
+    static_assert(C::INPUT_PADDING == 0.0f, "a model's network: no input padding");
+    typedef WideInference<C> WC;
+    unsigned state = 91u + C::IN * 5u + C::W + n;
+    std::vector<gj_half> w(C::N_PARAMS);
+    // Weights and features of order 1 / fan-in and 1: no unit saturates (tanh of sums of 32
+    // products of 0.25 did, and every point gave the same output).
+    for (auto& v : w) v.bits = gj_float_to_half_bits((float)(uniform(state) * 0.1));
+    std::vector<float> x((size_t)n * C::IN);
+    std::vector<gj_half> f((size_t)n * C::IN);
+    for (unsigned i = 0; i < n; ++i) {
+        for (int k = 0; k < C::IN; ++k) {
+            const float v = (float)round_half(uniform(state));
+            x[(size_t)i * C::IN + k] = v;
+            f[(size_t)k * n + i].bits = gj_float_to_half_bits(v);
+        }
+    }
+    std::vector<float> want((size_t)n * C::OUT, NAN);
+    gj_emulate_launch(grid, 32 * WC::FORWARD_WARPS,
+                      [&] { gj_nn_forward_kernel<WC>(n, x.data(), want.data(), w.data(), nullptr); });
+    // Points whose outputs differ (a network whose units are all dead would hide a point's
+    // features swapped for another's).
+    if (n > 1 && std::memcmp(&want[0], &want[C::OUT], sizeof(float)) == 0) {
+        std::printf("FAIL inference over features %d-%dx%d-%d: the first two points give the same output\n", C::IN,
+                    C::W, C::NL - 1, C::OUT);
+        ++failures;
+    }
+    for (int fetch = 0; fetch < 2; ++fetch) {
+        std::vector<float> y((size_t)n * C::OUT, NAN);
+        gj_emulate_launch(grid, 32 * WC::FORWARD_WARPS, [&] {
+            if (fetch) gj_model_forward_features_kernel<FeaturesCfg<C, true>>(n, f.data(), y.data(), w.data(), nullptr);
+            else gj_model_forward_features_kernel<FeaturesCfg<C, false>>(n, f.data(), y.data(), w.data(), nullptr);
+        });
+        int differ = 0;
+        for (size_t e = 0; e < y.size(); ++e) differ += std::memcmp(&y[e], &want[e], sizeof(float)) != 0;
+        char shape[160];
+        std::snprintf(shape, sizeof shape, "inference over features %d-%dx%d-%d %s, %u points, grid %u%s", C::IN, C::W,
+                      C::NL - 1, C::OUT, names[C::ACT], n, grid, fetch ? ", fetched ahead" : "");
+        if (differ) {
+            std::printf("FAIL %s: %d outputs differ from the forward over the same values\n", shape, differ);
+            ++failures;
+        } else {
+            std::printf("ok   %s\n", shape);
+        }
+    }
+}
+
 template <class P, class G> static void adam_case(unsigned grid, unsigned n_net, unsigned n_enc, bool aligned) {
     const gj_nn_adam_hyper h = {1e-2f, 0.9f, 0.99f, 1e-8f, 1e-3f, 1.0f / 128.0f};
     const unsigned off = aligned ? 0u : 1u;
@@ -615,6 +671,14 @@ int main() {
     finish_case(2, 103, false, false, 1.0f / 128.0f);
     finish_case(64, 6, false, true, 1.0f);
     enum { NONE, RELU, LEAKY, EXP, SINE, SIGMOID, SQUAREPLUS, SOFTPLUS, TANH, SILU };
+    // A model's inference over its features: 16-byte copies with a last tile of 8 points (value by
+    // value), n not a multiple of 8 (every tile value by value), several tiles a warp (the fetch
+    // of the next while one runs), inputs not a multiple of 8, fewer points than a tile.
+    features_case<Cfg<32, 64, 2, 16, TANH, NONE, false, 4, true, true>>(1000, 1);
+    features_case<Cfg<32, 64, 2, 16, TANH, NONE, false, 4, true, true>>(1003, 2);
+    features_case<Cfg<16, 32, 1, 3, TANH, SIGMOID, false, 4, true, true>>(4096, 1);
+    features_case<Cfg<24, 16, 3, 8, SINE, NONE, false, 4, true, true>>(520, 2);
+    features_case<Cfg<32, 64, 2, 16, TANH, NONE, false, 4, true, true>>(17, 1);
     // The fused step: block sums or not, targets fetched ahead or read in place, several
     // rounds a block, a tail tile, no hidden layer.
     step_case<Cfg<3, 16, 1, 1, TANH, NONE, true, 2, true, true>, true>(77, 2);
