@@ -617,6 +617,94 @@ static void models_match_the_references_summing_small_levels(void **state) {
     }
 }
 
+/* A model's inference in two passes (GRIDJIT_NETWORK_INFERENCE_FEATURES=1: the encoding module's
+ * forward into features, then the network over them; fetch: GRIDJIT_NETWORK_FEATURES_FETCH=1,
+ * each warp's next tile's features copied ahead) against the fused kernel (the knob 0), bit for
+ * bit: the same features, the same network. n points; the features go through the stream's
+ * buffer in chunks of 128 MiB, so 2^21 + 1003 points of 32 fp16 features take two, the last of a
+ * count that is not a multiple of 8 (its tiles' features read value by value). */
+static int infers_alike(gj_context *ctx, const char *json, unsigned dims, uint64_t n, int fetch) {
+    gj_network *net = NULL;
+    gj_gpu_ok(ctx, gj_network_create(ctx, json, dims, 0, &net), "gj_network_create");
+    gj_network_module *two = NULL, *one = NULL;
+    setenv("GRIDJIT_NETWORK_INFERENCE_FEATURES", "1", 1);
+    setenv("GRIDJIT_NETWORK_FEATURES_FETCH", fetch ? "1" : "0", 1);
+    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &two), "gj_network_module_create");
+    setenv("GRIDJIT_NETWORK_INFERENCE_FEATURES", "0", 1);
+    gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &one), "gj_network_module_create (fused)");
+    unsetenv("GRIDJIT_NETWORK_INFERENCE_FEATURES");
+    unsetenv("GRIDJIT_NETWORK_FEATURES_FETCH");
+    const gj_encoding *enc = gj_network_encoding(net);
+    const uint64_t n_mlp = gj_network_n_mlp_params(net), n_enc = gj_encoding_n_params(enc);
+    const unsigned out = gj_network_n_output_dims(net);
+    void *params = gj_gpu_alloc(ctx, n_mlp * 2);
+    gj_network_init_desc init;
+    gj_network_init_desc_init(&init);
+    init.params = params;
+    gj_gpu_ok(ctx, gj_network_init_params(two, NULL, &init), "gj_network_init_params");
+    gj_gpu_rng r = {5 + n};
+    double *ep = malloc(n_enc * sizeof *ep);
+    float *x = malloc(n * dims * sizeof *x);
+    assert_non_null(ep);
+    assert_non_null(x);
+    for (uint64_t i = 0; i < n_enc; ++i) {
+        ep[i] = gj_gpu_rng_float(&r, -1.0f, 1.0f);
+    }
+    for (uint64_t i = 0; i < n * dims; ++i) {
+        x[i] = gj_gpu_rng_float(&r, 0.0f, 1.0f);
+    }
+    void *eparams = gj_gpu_upload(ctx, ep, n_enc, gj_encoding_precision(enc));
+    float *d_x = gj_gpu_upload_floats(ctx, x, n * dims);
+    float *d_y1 = gj_gpu_alloc(ctx, n * out * 4), *d_y2 = gj_gpu_alloc(ctx, n * out * 4);
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = n;
+    d.input = d_x;
+    d.params = params;
+    d.encoding_params = eparams;
+    d.output = d_y2;
+    gj_gpu_ok(ctx, gj_network_inference(two, NULL, &d), "gj_network_inference (two passes)");
+    d.output = d_y1;
+    gj_gpu_ok(ctx, gj_network_inference(one, NULL, &d), "gj_network_inference (fused)");
+    gj_gpu_sync(ctx);
+    float *y1 = download_floats(ctx, d_y1, n * out), *y2 = download_floats(ctx, d_y2, n * out);
+    uint64_t differ = 0;
+    for (uint64_t i = 0; i < n * out; ++i) {
+        differ += memcmp(&y1[i], &y2[i], sizeof *y1) != 0 || y1[i] != y1[i];
+    }
+    printf("%s inference in two passes%s against the fused kernel: %s, %llu points, %llu of %llu outputs differ\n",
+           differ ? "FAIL" : "PASS", fetch ? " (features fetched ahead)" : "", json, (unsigned long long)n,
+           (unsigned long long)differ, (unsigned long long)(n * out));
+    free(y1), free(y2), free(x), free(ep);
+    gj_gpu_free(ctx, d_x), gj_gpu_free(ctx, d_y1), gj_gpu_free(ctx, d_y2), gj_gpu_free(ctx, params);
+    gj_gpu_free(ctx, eparams);
+    gj_network_module_destroy(two);
+    gj_network_module_destroy(one);
+    gj_network_destroy(net);
+    return differ == 0;
+}
+
+static void models_infer_alike_in_one_pass_and_two(void **state) {
+    (void)state;
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    int failed = 0;
+    for (size_t i = 0; i < N_MODELS; ++i) {
+        failed += !infers_alike(ctx, models[i].json, models[i].dims, models[i].n, 0);
+        failed += !infers_alike(ctx, models[i].json, models[i].dims, models[i].n, 1);
+    }
+    static const char c1[] = "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"otype\": \"FullyFusedMLP\", "
+                             "\"n_neurons\": 64, \"n_hidden_layers\": 2, \"n_output_dims\": 16}}";
+    for (int fetch = 0; fetch < 2; ++fetch) {
+        failed += !infers_alike(ctx, c1, 3, (1u << 21) + 1003, fetch);
+        failed += !infers_alike(ctx, c1, 3, 4096, fetch);
+    }
+    gj_context_destroy(ctx);
+    if (failed) {
+        fail_msg("%d models infer differently in two passes (the FAIL lines above)", failed);
+    }
+}
+
 int main(void) {
     if (!gj_gpu_available(NULL)) {
         return GJ_TEST_SKIP_ALL;
@@ -624,6 +712,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(networks_match_the_reference),
         cmocka_unit_test(models_match_the_references),
+        cmocka_unit_test(models_infer_alike_in_one_pass_and_two),
         cmocka_unit_test(models_match_the_references_unfused),
         cmocka_unit_test(networks_and_models_match_the_references_recomputing),
         cmocka_unit_test(networks_and_models_match_the_references_keeping),

@@ -1058,6 +1058,9 @@ static void a_model_inference_leaves_l1_to_its_encoding(void **state) {
     void *buffer = NULL;
     assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
     int got[2];
+    /* The fused inference kernel's (in two passes, by default, the inference gathers in the
+     * encoding module's kernel, which chooses its own). */
+    setenv("GRIDJIT_NETWORK_INFERENCE_FEATURES", "0", 1);
     carveouts_with(ctx, model, NULL, buffer, got);
     const int rule = got[0];
     assert_true(rule >= 1 && rule <= 50);
@@ -1073,6 +1076,7 @@ static void a_model_inference_leaves_l1_to_its_encoding(void **state) {
         carveouts_with(ctx, model, ignored[i], buffer, got);
         assert_int_equal(got[0], rule);
     }
+    unsetenv("GRIDJIT_NETWORK_INFERENCE_FEATURES");
     /* A network alone: no encoding gathers to keep L1 for. */
     gj_network_module *m = NULL;
     assert_int_equal(gj_network_module_create(ctx, alone, &m), GJ_OK);
@@ -1146,18 +1150,48 @@ static void knob_off_and_on(const char *knob, knob_launches r[3]) {
     gj_context_destroy(ctx);
 }
 
+/* A model's inference in two passes (GRIDJIT_NETWORK_INFERENCE_FEATURES=1; by default only where
+ * its fused kernel would not take the wide block, and this small model's takes it): its network's
+ * kernel over the features runs in the inference kernel's block (the wide block of 16 warps on
+ * the fake's sm_90) with the same shared memory, and with GRIDJIT_NETWORK_FEATURES_FETCH=1 each
+ * warp's staging of a tile's features after it (32 x 4 fp16 values, the encoding's 2 levels of 2
+ * features); the forward and the backward are the same either way. */
+static void a_model_s_inference_runs_in_two_passes(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    knob_launches r[3], f[3];
+    knob_off_and_on("GRIDJIT_NETWORK_INFERENCE_FEATURES", r);
+    setenv("GRIDJIT_NETWORK_FEATURES_FETCH", "1", 1);
+    knob_off_and_on("GRIDJIT_NETWORK_INFERENCE_FEATURES", f);
+    unsetenv("GRIDJIT_NETWORK_FEATURES_FETCH");
+    assert_memory_equal(&r[2], &r[0], sizeof r[0]); /* by default: fused */
+    assert_memory_equal(&f[0], &r[0], sizeof r[0]); /* fetching is the two passes' alone */
+    assert_int_equal(r[0].block[0], 512);
+    assert_int_equal(r[1].block[0], 512);
+    assert_int_equal(f[1].block[0], 512);
+    assert_int_equal(r[1].shared[0], r[0].shared[0]);
+    assert_int_equal(f[1].shared[0], r[0].shared[0] + 2 * 32 * 4 * 16);
+    assert_memory_equal(&r[1].block[1], &r[0].block[1], 2 * sizeof r[0].block[1]);
+    assert_memory_equal(&r[1].shared[1], &r[0].shared[1], 2 * sizeof r[0].shared[1]);
+}
+
 /* A model recomputing in the backward (GRIDJIT_NETWORK_RECOMPUTE=1, and by default: its hidden
  * layer is 16 wide) keeps the input rows alone (a context of 32 rows of 16 halves a tile: 2
  * levels of 2 features, padded), and its forward then runs in the inference kernel's block of 16
  * warps with the inference's carveout; the backward keeps its block. With the knob 0 the forward
- * keeps its own block and leaves the carveout to the driver, and the context holds every layer. */
+ * keeps its own block and leaves the carveout to the driver, and the context holds every layer.
+ * (The fused inference kernel: GRIDJIT_NETWORK_INFERENCE_FEATURES=0.) */
 static void a_recomputing_model_forward_takes_the_inference_block(void **state) {
     (void)state;
     if (!gj_test_have_nvrtc()) {
         skip();
     }
     knob_launches r[3];
+    setenv("GRIDJIT_NETWORK_INFERENCE_FEATURES", "0", 1); /* the fused inference kernel's block */
     knob_off_and_on("GRIDJIT_NETWORK_RECOMPUTE", r);
+    unsetenv("GRIDJIT_NETWORK_INFERENCE_FEATURES");
     assert_memory_equal(&r[2], &r[1], sizeof r[1]);
     assert_int_equal(r[0].context_64, 2 * 32 * (16 + 16 + 16) * 2);
     assert_int_equal(r[1].context_64, 2 * 32 * 16 * 2);
@@ -1500,6 +1534,7 @@ int main(void) {
         cmocka_unit_test(forward_grids_stop_at_the_waves_asked_for),
         cmocka_unit_test(a_model_inference_leaves_l1_to_its_encoding),
         cmocka_unit_test(a_recomputing_model_forward_takes_the_inference_block),
+        cmocka_unit_test(a_model_s_inference_runs_in_two_passes),
         cmocka_unit_test(a_model_backward_summing_small_levels_takes_their_room),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),
         cmocka_unit_test(a_precompiled_model_trains_without_nvrtc),

@@ -89,7 +89,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
     assert_int_equal(p.step_bytes, p.backward_bytes);
     assert_int_equal(p.step_input_bytes, p.backward_input_bytes);
     /* Zero hints are no hints. */
-    gj__network_plan_hints none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan q;
     gj__network_plan_make(&net->layout, &none, GJ__NETWORK_PLAN_PORTABLE, &q);
     assert_same_plan(&p, &q);
@@ -99,7 +99,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
 static void hints_replace_the_choices(void **state) {
     (void)state;
     struct gj_network *net = make(small, 32, 16);
-    gj__network_plan_hints hints = {2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints hints = {2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan p;
     gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 2);
@@ -111,17 +111,17 @@ static void hints_replace_the_choices(void **state) {
     assert_int_equal(p.backward_bytes, 2 * 64 * 72 * 2); /* two buffers a warp */
     assert_int_equal(p.backward_input_bytes, p.backward_bytes);
     /* The block-sums hint sets both backward kernels' choice. */
-    gj__network_plan_hints sums = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints sums = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &sums, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_true(p.smem_grads && p.input_smem_grads);
     assert_int_equal(p.backward_input_bytes, p.backward_bytes);
     /* One at a time: 8 warps alone keeps the plan's staging and block sums. */
-    gj__network_plan_hints eight = {8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints eight = {8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &eight, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 8);
     assert_true(p.stage && p.smem_grads);
     /* A warp count that is not 1, 2, 4 or 8 is no hint. */
-    gj__network_plan_hints three = {3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints three = {3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &three, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 4);
     gj_network_destroy(net);
@@ -142,7 +142,7 @@ static void wide_weights_are_staged_by_the_forward_passes(void **state) {
     assert_int_equal(p.staged_halves, staged);
     assert_int_equal(p.forward_bytes, 2 * staged + p.scratch_halves * p.forward_warps);
     assert_int_equal(p.backward_bytes, (p.smem_grads ? 4 * net->layout.n_params : 0) + 2 * p.scratch_halves * p.warps);
-    gj__network_plan_hints on = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, off = {0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints on = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, off = {0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan both, neither;
     gj__network_plan_make(&net->layout, &on, GJ__NETWORK_PLAN_PORTABLE, &both);
     assert_true(both.stage && both.stage_backward);
@@ -213,7 +213,7 @@ static void the_forward_warps_hint_leaves_the_backward(void **state) {
     (void)state;
     struct gj_network *net = make(small, 32, 16);
     gj__network_plan p;
-    gj__network_plan_hints forward_two = {0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0}, eight_then_one = {8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints forward_two = {0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, eight_then_one = {8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &forward_two, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 4);
     assert_int_equal(p.forward_warps, 2);
@@ -240,7 +240,7 @@ static void hints_that_do_not_fit_are_dropped(void **state) {
     gj__network_plan plain, hinted;
     gj__network_plan_make(&net->layout, NULL, GJ__NETWORK_PLAN_PORTABLE, &plain);
     assert_false(plain.smem_grads);
-    gj__network_plan_hints hints = {8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints hints = {8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &hinted);
     assert_same_plan(&plain, &hinted);
     gj_network_destroy(net);
@@ -254,7 +254,7 @@ static void generated_code_follows_the_hints(void **state) {
     assert_non_null(strstr(plain, "WARPS = 4;"));
     assert_non_null(strstr(plain, "STAGE = true;"));
     assert_non_null(strstr(plain, "STAGE_BWD = true;"));
-    net->hints = (gj__network_plan_hints){2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    net->hints = (gj__network_plan_hints){2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     char *hinted = source_of(net, GJ__NETWORK_PART_TRAINING);
     assert_non_null(strstr(hinted, "WARPS = 2;"));
     assert_non_null(strstr(hinted, "STAGE = false;"));
@@ -263,13 +263,13 @@ static void generated_code_follows_the_hints(void **state) {
     /* No minimum of blocks unless asked for; then every kernel's bounds state it. */
     assert_non_null(strstr(plain, "void __launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_forward("));
     assert_null(strstr(plain, "__launch_bounds__(32 * net_config::FORWARD_WARPS, "));
-    net->hints = (gj__network_plan_hints){0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    net->hints = (gj__network_plan_hints){0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     char *bounded = source_of(net, GJ__NETWORK_PART_TRAINING);
     char *bounded_backward = source_of(net, GJ__NETWORK_PART_BACKWARD);
     assert_non_null(strstr(bounded, "void __launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_forward("));
     assert_non_null(strstr(bounded_backward, "void __launch_bounds__(32 * net_config::WARPS, 2)\nnet_backward("));
     free(bounded_backward);
-    net->hints = (gj__network_plan_hints){0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0}; /* out of range: no hint */
+    net->hints = (gj__network_plan_hints){0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}; /* out of range: no hint */
     char *unbounded = source_of(net, GJ__NETWORK_PART_TRAINING);
     assert_string_equal(unbounded, plain);
     free(plain);
@@ -414,6 +414,10 @@ static void narrow_models_forward_kernels_ask_for_two_blocks(void **state) {
     static const char model128[] = "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"otype\": "
                                    "\"FullyFusedMLP\", \"n_neurons\": 128, \"n_hidden_layers\": 2}}";
     struct gj_network *narrow = make(model64, 3, 16), *wide = make(model128, 3, 16), *alone = make(small, 32, 16);
+    /* The fused inference kernel (a model's inference over features is
+     * a_model_s_inference_over_features's). */
+    narrow->hints.inference_features = -1;
+    wide->hints.inference_features = -1;
     char *inference = source_of(narrow, GJ__NETWORK_PART_INFERENCE);
     /* By default the 64-wide model recomputes, and its forward takes the inference kernel's
      * bounds; keeping its context, the forward's own. */
@@ -464,6 +468,7 @@ static void narrow_models_forward_kernels_ask_for_two_blocks(void **state) {
         }
         free(src);
         /* The inference kernel's minimum in the portable plan is the forward's. */
+        model->hints.inference_features = -1;
         src = source_of(model, GJ__NETWORK_PART_INFERENCE);
         const char *portable = strstr(src, "#else\n") ? strstr(src, "#else\n") : src;
         assert_non_null(strstr(portable, shapes[i].two ? "INFERENCE_MIN_BLOCKS = 2;" : "INFERENCE_MIN_BLOCKS = 0;"));
@@ -533,6 +538,8 @@ static void without_step_staging(gj__network_plan *p, int model) {
     *bytes -= (uint32_t)(2 * p->step_target_halves * p->warps);
     p->step_fetch_targets = 0;
     p->step_target_halves = 0;
+    p->features_fetch = 0; /* a model's inference over features (a_model_s_inference_over_features) */
+    p->features_bytes = 0;
 }
 
 /* The training step fetches its targets ahead, in a staging of 32 rows a warp counted in its
@@ -667,6 +674,101 @@ static void a_model_s_backward_may_sum_its_small_levels_in_shared_memory(void **
     gj_network_destroy(model);
 }
 
+/* A model's inference in two passes: by default where the large class's fused kernel would not
+ * take the wide block of 16 warps (64 x 4, 128 x 2), the hint 1 everywhere, -1 nowhere. Its
+ * inference program then has the network's kernel over the features instead of the fused one, in
+ * the inference kernel's block; with the hint features_fetch 1, each warp's staging of a tile's
+ * features (32 x the network's inputs, fp16) after it where the block still fits: on the large
+ * class within the most a plan takes (the wide block is alone anyway), on the portable one within
+ * its 96 KiB; a network alone has none. Compiled, each class's NAME_config states the choice. */
+static void a_model_s_inference_over_features(void **state) {
+    (void)state;
+    static const struct {
+        uint32_t width, hidden;
+        int two; /* by default */
+    } shapes[] = {{64, 2, 0}, {64, 4, 1}, {128, 2, 1}, {16, 8, 0}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
+        struct gj_network *model = make_model(shapes[i].width, shapes[i].hidden);
+        gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES], fetching[GJ__NETWORK_PLAN_CLASSES],
+            alone[GJ__NETWORK_PLAN_CLASSES];
+        gj__network_plans_make(&model->layout, &model->hints, 1, 0, plans);
+        assert_int_equal(gj__network_inference_features(model), shapes[i].two);
+        assert_int_equal(shapes[i].two, plans[GJ__NETWORK_PLAN_LARGE].inference_warps != 16);
+        model->hints.features_fetch = 1;
+        gj__network_plans_make(&model->layout, &model->hints, 1, 0, fetching);
+        gj__network_plans_make(&model->layout, &model->hints, 0, 0, alone);
+        for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+            assert_false(plans[c].features_fetch); /* not without the hint */
+            assert_int_equal(plans[c].features_bytes, plans[c].inference_bytes);
+            assert_false(alone[c].features_fetch);
+            const gj__network_plan *p = &fetching[c];
+            const uint32_t staging = 2 * 32 * model->layout.input_width * p->inference_warps;
+            if (p->features_fetch) {
+                assert_int_equal(p->features_bytes, p->inference_bytes + staging);
+                assert_true(p->features_bytes <= (c == GJ__NETWORK_PLAN_LARGE ? 160u : 96u) * 1024u);
+            } else {
+                assert_int_equal(p->features_bytes, p->inference_bytes);
+                /* Beyond the budget, or (the large class's blocks that share a multiprocessor)
+                 * fewer of them a multiprocessor. */
+                assert_true(c == GJ__NETWORK_PLAN_LARGE ? p->inference_warps != 16
+                                                        : p->inference_bytes + staging > 96u * 1024u);
+            }
+        }
+        print_message("%u x %u: two passes %d by default; features fetched ahead (the hint) %d (large), %d (portable)\n",
+                      shapes[i].width, shapes[i].hidden, shapes[i].two, fetching[GJ__NETWORK_PLAN_LARGE].features_fetch,
+                      fetching[GJ__NETWORK_PLAN_PORTABLE].features_fetch);
+        /* The 64 x 2 model's wide block and its portable one both fetch ahead. */
+        if (i == 0) {
+            assert_true(fetching[GJ__NETWORK_PLAN_LARGE].features_fetch &&
+                        fetching[GJ__NETWORK_PLAN_PORTABLE].features_fetch);
+            assert_int_equal(fetching[GJ__NETWORK_PLAN_LARGE].inference_warps, 16);
+        }
+        model->hints.features_fetch = 0;
+        char *by_default = source_of(model, GJ__NETWORK_PART_INFERENCE);
+        model->hints.inference_features = 1;
+        char *two = source_of(model, GJ__NETWORK_PART_INFERENCE);
+        model->hints.inference_features = -1;
+        char *fused = source_of(model, GJ__NETWORK_PART_INFERENCE);
+        assert_string_equal(by_default, shapes[i].two ? two : fused);
+        assert_non_null(strstr(two, "__launch_bounds__(32 * net_config::INFERENCE_WARPS, net_config::INFERENCE_MIN_BLOCKS)\n"
+                                    "net_inference_features("));
+        assert_null(strstr(two, "\nnet_inference("));
+        assert_non_null(strstr(fused, "\nnet_inference("));
+        assert_null(strstr(fused, "net_inference_features("));
+        model->hints.inference_features = 1;
+        model->hints.features_fetch = 1;
+        char *fetch = source_of(model, GJ__NETWORK_PART_INFERENCE);
+        model->hints.inference_features = 0;
+        model->hints.features_fetch = 0;
+        if (i == 0 && gj_test_have_nvrtc()) {
+            gj_context *ctx = NULL;
+            assert_int_equal(gj_context_create(&ctx), GJ_OK);
+            static const char *const arch[] = {"sm_90", "sm_86", "sm_90"};
+            for (int c = 0; c < 3; ++c) {
+                const int fetched = c < 2;
+                char check[160];
+                snprintf(check, sizeof check,
+                         "\nstatic_assert(net_inference_config::FEATURES_FETCH == %s, \"the class's choice\");\n",
+                         fetched ? "true" : "false");
+                char *checked = appended(fetched ? fetch : two, check);
+                const char *names[] = {"&net_inference_features"};
+                gj_program *prog = NULL;
+                if (gj_compile_source(ctx, checked, names, 1, arch[c], &prog) != GJ_OK) {
+                    fail_msg("%s: %s\n%s", arch[c], gj_context_errmsg(ctx), prog ? gj_program_log(prog) : "");
+                }
+                gj_program_destroy(prog);
+                free(checked);
+            }
+            gj_context_destroy(ctx);
+        }
+        free(by_default);
+        free(two);
+        free(fused);
+        free(fetch);
+        gj_network_destroy(model);
+    }
+}
+
 /* A model's inference kernel on the large class: one block of 16 warps, rows as wide as the
  * network's input or output, one m-tile at a time, within 63 KiB (so that the 64 KiB carveout
  * holds it); the portable class, networks alone, models whose block would not fit and hints keep
@@ -716,6 +818,7 @@ static void a_model_s_inference_takes_one_wide_block(void **state) {
     }
     /* A hint measures the other shapes. */
     struct gj_network *model = make_model(64, 2);
+    model->hints.inference_features = -1; /* the fused kernel, compiled below */
     gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
     model->hints.forward_warps = 4;
     gj__network_plans_make(&model->layout, &model->hints, 1, 0, plans);
@@ -836,6 +939,7 @@ int main(void) {
         cmocka_unit_test(each_architecture_compiles_its_class_s_plan),
         cmocka_unit_test(narrow_models_forward_kernels_ask_for_two_blocks),
         cmocka_unit_test(a_model_s_inference_takes_one_wide_block),
+        cmocka_unit_test(a_model_s_inference_over_features),
         cmocka_unit_test(a_model_s_backward_may_sum_its_small_levels_in_shared_memory),
         cmocka_unit_test(the_step_fetches_its_targets_ahead),
         cmocka_unit_test(a_model_s_fused_backward_sums_in_global_memory),

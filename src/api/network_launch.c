@@ -85,7 +85,10 @@ static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
     /* A model's forward that keeps the input rows alone runs in the inference kernel's block
      * (network_codegen.c, emit_model_kernels). */
     const int wide_forward = k == GJ__NK_FORWARD && m->net->encoding && plan->recompute;
-    const int inference = k == GJ__NK_INFERENCE || wide_forward;
+    /* A model's network over its features in two passes (NAME_inference_features) runs in the
+     * inference kernel's block; it gathers nothing, so the driver's carveout stands. */
+    const int over_features = k == GJ__NK_INFERENCE_FEATURES;
+    const int inference = k == GJ__NK_INFERENCE || wide_forward || over_features;
     const uint32_t warps = backward ? plan->warps : inference ? plan->inference_warps : plan->forward_warps;
     const uint32_t threads = 32 * warps;
     const int features = k == GJ__NK_BACKWARD_INPUT && m->net->encoding;
@@ -93,6 +96,7 @@ static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
                                   : k == GJ__NK_STEP                              ? plan->step_bytes
                                   : features                                 ? plan->backward_input_bytes
                                   : backward                                 ? plan->backward_bytes
+                                  : over_features                            ? plan->features_bytes
                                   : inference                                ? plan->inference_bytes
                                                                              : plan->forward_bytes;
     const uint64_t needed = ((job->n + 31) / 32 + warps - 1) / warps;
@@ -109,7 +113,7 @@ static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
         /* The carveout is the kernel's in every context: the first class launched chooses it
          * (a module on GPUs of both classes keeps that class's choice; speed alone differs). */
         pthread_mutex_lock(&m->lock);
-        const int choose_carveout = inference && m->net->encoding && !m->carveout_chosen[wide_forward];
+        const int choose_carveout = inference && !over_features && m->net->encoding && !m->carveout_chosen[wide_forward];
         pthread_mutex_unlock(&m->lock);
         if (status == GJ_OK && choose_carveout) {
             status = prefer_l1(m, k, job->stream, shared_bytes, plan->inference_min_blocks == 1, &per_sm, job->call);

@@ -80,6 +80,8 @@ void gj__network_plan_hints_from_env(gj__network_plan_hints *hints) {
     hints->recompute = env_switch("GRIDJIT_NETWORK_RECOMPUTE");
     hints->small_sums = env_switch("GRIDJIT_NETWORK_SMALL_SUMS");
     hints->fused_smem_grads = env_switch("GRIDJIT_NETWORK_FUSED_BLOCK_SUMS");
+    hints->inference_features = env_switch("GRIDJIT_NETWORK_INFERENCE_FEATURES");
+    hints->features_fetch = env_switch("GRIDJIT_NETWORK_FEATURES_FETCH");
 }
 
 void gj__network_launch_knobs(uint32_t *forward_waves, int *carveout) {

@@ -57,6 +57,51 @@ static gj_status enter_pass(gj_network_module *m, const gj_network_pass_desc **d
     return check_desc(m, *desc, call);
 }
 
+/* A model's inference in two passes takes its features through a buffer of the stream's, in
+ * chunks of at most this many bytes: 2^21 points of 32 fp16 features in one. */
+#define FEATURES_CHUNK_BYTES (128ull << 20)
+
+static const gj__network_part inference_parts[] = {GJ__NETWORK_PART_INFERENCE};
+
+/* A model's inference in two passes (gj__network_inference_features), chunk by chunk: the
+ * encoding module's forward writes the features feature-major into the stream's buffer, then
+ * NAME_inference_features runs the network over them. */
+static gj_status inference_through_features(gj_network_module *m, gj_stream stream, const gj_network_pass_desc *desc,
+                                            const char *call) {
+    gj_module *encoding_module = NULL;
+    gj_status status = gj__network_made(m, inference_parts, 1)
+                           ? gj__network_need_encoding_module(m, &encoding_module)
+                           : gj__network_need_parts_beside_encoding(m, inference_parts, 1, GJ__NETWORK_ENCODING_FORWARD,
+                                                                    call, &encoding_module);
+    const uint64_t row_bytes = gj__network_features_bytes(m, 1);
+    const uint64_t chunk = desc->n < FEATURES_CHUNK_BYTES / row_bytes ? desc->n : FEATURES_CHUNK_BYTES / row_bytes / 32 * 32;
+    void *features = NULL;
+    if (status == GJ_OK) {
+        status = gj__workspace_get_for_stream(&m->stream_scratch, &m->ctx->runtime, stream, chunk * row_bytes, call,
+                                              &features);
+    }
+    const uint32_t dims = m->net->encoding->config.n_dims;
+    const void *params = desc->params;
+    for (uint64_t start = 0; status == GJ_OK && start < desc->n; start += chunk) {
+        uint64_t n = desc->n - start < chunk ? desc->n - start : chunk;
+        gj_forward_desc f;
+        gj_forward_desc_init(&f);
+        f.n = n;
+        f.x = desc->input + start * dims;
+        f.params = desc->encoding_params;
+        f.y = features;
+        f.y_layout = GJ_LAYOUT_SOA;
+        status = gj_forward(encoding_module, stream, &f);
+        float *y = desc->output + start * m->net->layout.output_width;
+        const void *f_read = features;
+        void *args[] = {&n, &f_read, &y, &params};
+        if (status == GJ_OK) {
+            status = gj__network_launch(m, GJ__NK_INFERENCE_FEATURES, stream, n, args, call);
+        }
+    }
+    return status;
+}
+
 static gj_status run_forward(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc,
                              int training, const char *call) {
     if (!module) {
@@ -71,9 +116,11 @@ static gj_status run_forward(gj_network_module *module, gj_stream stream, const 
         return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: input, output%s must not be NULL", call,
                         training ? " and context" : "");
     }
+    if (!training && module->inference_features) {
+        return inference_through_features(module, stream, desc, call);
+    }
     /* The forward for training comes with its backward: their programs compile together
      * (network_tiers.c: which backward's, for a model). */
-    static const gj__network_part inference_parts[] = {GJ__NETWORK_PART_INFERENCE};
     status = training ? gj__network_need_training(module, call)
                       : gj__network_need_parts(module, inference_parts, 1, call);
     if (status != GJ_OK) {

@@ -96,6 +96,15 @@ static void emit_header(gj__strbuf *sb, const struct gj_network *net, const gj_c
                 gj__sb_printf(sb, "//   the inference kernel: %u warps per block, rows of %u halves, shared memory %u bytes.\n",
                               plan->inference_warps, plan->inference_stride, plan->inference_bytes);
             }
+            if (plan->features_fetch) {
+                gj__sb_printf(sb, "//   the inference over features fetches tiles ahead: shared memory %u bytes.\n",
+                              plan->features_bytes);
+            }
+        }
+        if (gj__network_inference_features(net)) {
+            gj__sb_printf(sb, "// Inference in two passes: the encoding's own forward kernel writes the features\n"
+                              "// feature-major, then %s_inference_features runs the network over them.\n",
+                          gj__network_name(opts));
         }
     }
     gj__emit_options_comment(sb, options_text);
@@ -132,6 +141,8 @@ static void emit_plan_fields(gj__strbuf *sb, const gj__network_plan *plan, int m
                       plan->inference_min_blocks ? plan->inference_min_blocks : forward_min);
         gj__sb_printf(sb, "    static constexpr int INFERENCE_M_TILES = %u;    // its 16-row tiles at once (0: as the forward)\n",
                       plan->inference_m_tiles);
+        gj__sb_printf(sb, "    static constexpr bool FEATURES_FETCH = %s;     // the inference over features fetches tiles ahead\n",
+                      plan->features_fetch ? "true" : "false");
     }
 }
 
@@ -423,7 +434,7 @@ static void emit_inference_config(gj__strbuf *sb, const char *name) {
  * the fused backward sums in shared memory where the plan has room for them (§9). */
 static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part,
                                const launch_bounds_t *bounds, int unrolled, const beyond_plan_t *step, int recompute,
-                               uint32_t small_floats) {
+                               uint32_t small_floats, int features) {
     const int forward = part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL;
     const int backward = part == GJ__NETWORK_PART_BACKWARD || part == GJ__NETWORK_PART_ALL;
     gj__sb_printf(sb, "// The encoding as templates/model_kernels.cuh calls it.\n"
@@ -481,7 +492,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
     if (inference || (forward && recompute)) {
         emit_inference_config(sb, name);
     }
-    if (inference) {
+    if (inference && !features) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
                       "%s_inference(gj_u64 n, const float* x, float* y, const gj_half* params,\n"
@@ -489,6 +500,17 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "    gj_model_forward_kernel<%s_inference_config, %s_encoding_ops>(n, x, y, params, eparams, nullptr);\n"
                       "}\n\n",
                       bounds->inference, name, name, name, name);
+    }
+    if (inference && features) {
+        gj__sb_printf(sb,
+                      "// The inference's second pass: the network over the features (n x %s_config::IN,\n"
+                      "// feature-major) that the encoding's own forward kernel wrote.\n"
+                      "extern \"C\" __global__ void %s\n"
+                      "%s_inference_features(gj_u64 n, const %s_encoding_config::param_t* f, float* y,\n"
+                      "                      const gj_half* params) {\n"
+                      "    gj_model_forward_features_kernel<%s_inference_config>(n, f, y, params, nullptr);\n"
+                      "}\n\n",
+                      name, bounds->inference, name, name, name);
     }
     if (forward) {
         /* Recomputing, the forward keeps the input rows alone: the inference kernel's work and
@@ -699,7 +721,8 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         launch_bounds(&bounds, net, name, plans);
         if (net->encoding) {
             emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels, &beyond,
-                               plans[GJ__NETWORK_PLAN_PORTABLE].recompute, small_floats);
+                               plans[GJ__NETWORK_PLAN_PORTABLE].recompute, small_floats,
+                               gj__network_inference_features(net));
         } else {
             emit_kernels(&sb, name, part, &bounds, &beyond);
         }
@@ -721,10 +744,33 @@ const gj__network_kernel_info gj__network_kernels[GJ__NK_COUNT] = {
     [GJ__NK_INPUT_ZERO] = {"input_zero", GJ__NETWORK_PART_TRAINING_INPUT, 0},
     [GJ__NK_INPUT_FINISH] = {"input_finish", GJ__NETWORK_PART_TRAINING_INPUT, 0},
     [GJ__NK_INPUT_LOSS] = {"input_loss", GJ__NETWORK_PART_TRAINING_INPUT, 1},
+    [GJ__NK_INFERENCE_FEATURES] = {"inference_features", GJ__NETWORK_PART_INFERENCE, 1},
 };
+
+/* A model's inference in two passes (network_codegen.h). The rule, measured on the H200 (C1 +
+ * 32 -> W x L -> 16, 2^21 points, two rounds; docs/benchmarks.md §11, the thirty-ninth session):
+ * where the large class's fused kernel is not the wide block of 16 warps (§9: the wider and
+ * deeper networks, whose fused kernel runs the encoding's gathers in blocks that take more shared
+ * memory and leave less L1), the encoding's own level-major forward and the network's kernel over
+ * its fp16 features are faster: 128 x 2 1.365 -> 1.300 ms, 64 x 4 1.144 -> 1.136. The wide block
+ * is ahead of them: 64 x 2 1.018 against 1.085. */
+int gj__network_inference_features(const struct gj_network *net) {
+    if (!net->encoding) {
+        return 0;
+    }
+    if (net->hints.inference_features) {
+        return net->hints.inference_features > 0;
+    }
+    gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
+    gj__network_plans_make(&net->layout, &net->hints, 1, 0, plans);
+    return plans[GJ__NETWORK_PLAN_LARGE].inference_warps != GJ__NETWORK_WIDE_INFERENCE_WARPS;
+}
 
 int gj__network_has_kernel(const struct gj_network *net, gj__network_kernel k) {
     const int owner = gj__network_kernels[k].owner;
+    if (k == GJ__NK_INFERENCE || k == GJ__NK_INFERENCE_FEATURES) {
+        return (k == GJ__NK_INFERENCE_FEATURES) == gj__network_inference_features(net);
+    }
     return owner == 0 || (owner == 1) == (net->encoding != NULL);
 }
 

@@ -47,6 +47,8 @@ typedef enum gj__network_kernel {
     GJ__NK_INPUT_ZERO,   /* NAME_input_zero, NAME_input_finish: the zeroing and finishing kernels */
     GJ__NK_INPUT_FINISH, /* again, in the program with dL/dinput (which then serves a pass alone) */
     GJ__NK_INPUT_LOSS,   /* a model's: the training step's L2 loss as a pass (docs/networks.md §10) */
+    GJ__NK_INFERENCE_FEATURES, /* a model's inference in two passes: the network over the features that
+                                  its encoding module's forward wrote (gj__network_inference_features) */
     GJ__NK_COUNT
 } gj__network_kernel;
 
@@ -59,8 +61,15 @@ typedef struct gj__network_kernel_info {
     int owner;
 } gj__network_kernel_info;
 extern const gj__network_kernel_info gj__network_kernels[GJ__NK_COUNT];
-/* Whether net's unit has kernel k (its owner). */
+/* Whether net's unit has kernel k (its owner; a model's inference kernel, the fused one or the
+ * one over features, as gj__network_inference_features says). */
 int gj__network_has_kernel(const struct gj_network *net, gj__network_kernel k);
+/* Whether a model's inference runs in two passes (docs/networks.md §9): its encoding module's
+ * level-major forward writes the features feature-major, then NAME_inference_features runs the
+ * network over them; else one fused kernel (NAME_inference) encodes each point in registers.
+ * The rule, unless net's hints say (GRIDJIT_NETWORK_INFERENCE_FEATURES): where the large class's
+ * fused kernel would not take the wide block of 16 warps. 0 for a network alone. */
+int gj__network_inference_features(const struct gj_network *net);
 
 /* The network's default device-function name. */
 #define GJ__NETWORK_DEFAULT_NAME "gj_network"

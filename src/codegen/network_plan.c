@@ -185,7 +185,8 @@ int gj__network_plan_equal(const gj__network_plan *a, const gj__network_plan *b)
            a->inference_warps == b->inference_warps &&
            a->inference_stride == b->inference_stride && a->inference_scratch_halves == b->inference_scratch_halves &&
            a->inference_min_blocks == b->inference_min_blocks && a->inference_m_tiles == b->inference_m_tiles &&
-           a->inference_bytes == b->inference_bytes;
+           a->inference_bytes == b->inference_bytes && a->features_fetch == b->features_fetch &&
+           a->features_bytes == b->features_bytes;
 }
 
 /* A model's inference kernel on the large class (sm_90 to sm_110): one block of
@@ -200,7 +201,7 @@ int gj__network_plan_equal(const gj__network_plan *a, const gj__network_plan *b)
  * hand-fused kernel in this shape (docs/benchmarks.md §11, the nineteenth session). Every
  * thread then has at most 128 registers (__launch_bounds__(512, 1)). Measured on the H200
  * alone: the portable class keeps the forward kernel's shape. */
-#define WIDE_INFERENCE_WARPS 16u
+#define WIDE_INFERENCE_WARPS GJ__NETWORK_WIDE_INFERENCE_WARPS
 #define WIDE_INFERENCE_LIMIT (63u * 1024u) /* the 64 KiB carveout less the 1 KiB a block reserves */
 
 static void wide_inference(const gj__network_layout *layout, const gj__network_plan_hints *hints,
@@ -322,6 +323,32 @@ static void small_sums(const gj__network_plan_hints *hints, uint32_t small_float
     }
 }
 
+/* A model's network over its features (the inference's second pass) waits on each tile's
+ * features, which its lanes read one value at a time as the tile starts: on the H200 that kernel
+ * took 0.18 ms of the 64 x 2 model's 1.08 at 2^21 points (ncu: 226 us at 16 warps a
+ * multiprocessor, against 0.12 for the examples' MLP kernel over the same features). With the
+ * hint (GRIDJIT_NETWORK_FEATURES_FETCH=1) each warp copies its next tile's features into a
+ * staging of its own (cp.async, 16 bytes a copy) while the tile runs, where the block then
+ * still fits: as many blocks a multiprocessor on the large class (the wide block is alone
+ * anyway), BLOCK_BUDGET on the portable one. Checked on the CPU emulation, not yet timed on a
+ * GPU (docs/benchmarks.md §11, the thirty-ninth session): off by default until it is. */
+static void features_fetch(const gj__network_layout *layout, const gj__network_plan_hints *hints,
+                           gj__network_plan *plans) {
+    const int hint = hints ? hints->features_fetch : 0;
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        gj__network_plan *p = &plans[c];
+        const uint64_t bytes = p->inference_bytes + 2ull * 32 * layout->input_width * p->inference_warps;
+        /* The wide block is alone on its multiprocessor (its registers) whatever its shared memory. */
+        const int alone = p->inference_warps == WIDE_INFERENCE_WARPS;
+        const int fits = c == GJ__NETWORK_PLAN_LARGE
+                             ? bytes <= GJ__NETWORK_MAX_SMEM &&
+                                   (alone || blocks_fitting(bytes) >= blocks_fitting(p->inference_bytes))
+                             : bytes <= BLOCK_BUDGET;
+        p->features_fetch = hint > 0 && fits;
+        p->features_bytes = p->features_fetch ? (uint32_t)bytes : p->inference_bytes;
+    }
+}
+
 void gj__network_plans_make(const gj__network_layout *layout, const gj__network_plan_hints *hints, int model,
                             uint32_t small_floats, gj__network_plan *plans) {
     int recomputing = 1;
@@ -341,6 +368,7 @@ void gj__network_plans_make(const gj__network_layout *layout, const gj__network_
     if (model) {
         fused_sums(layout, hints, plans);
         small_sums(hints, small_floats, plans);
+        features_fetch(layout, hints, plans);
     }
 }
 

@@ -48,6 +48,12 @@ typedef struct gj__network_plan {
     uint32_t inference_m_tiles; /* its 16-row tiles of the 32 points computed at once: 1, or 0
                                    for the templates' rule */
     uint32_t inference_bytes;
+    /* A model's inference in two passes (NAME_inference_features, the inference kernel's block):
+     * whether each warp fetches its next tile's features into a staging of 32 x the network's
+     * inputs in shared memory while the tile runs (the hint features_fetch, where the block then
+     * still fits), and the kernel's dynamic shared memory (inference_bytes and that staging). */
+    int features_fetch;
+    uint32_t features_bytes;
     uint32_t backward_bytes; /* of the backward kernel */
     uint32_t backward_input_bytes; /* of a model's backward with dL/dinput */
     /* The training step's network kernel (docs/networks.md §10): the backward's plan (a model's:
@@ -67,6 +73,9 @@ typedef struct gj__network_plan {
 /* Output columns a product computes at once (templates/network.cuh: GJ_NN_OUT_CHUNK, which
  * the generated config's FORWARD_SCRATCH_HALVES lets the compiler check). */
 #define GJ__NETWORK_OUT_CHUNK 128u
+
+/* Warps a block of a model's wide inference kernel (gj__network_plans_make). */
+#define GJ__NETWORK_WIDE_INFERENCE_WARPS 16u
 
 /* The most dynamic shared memory a plan asks for (sm_80's 163 KiB opt-in limit, rounded down). */
 #define GJ__NETWORK_MAX_SMEM (160u * 1024u)

@@ -57,6 +57,12 @@ typedef struct gj__network_plan_hints {
     int fused_smem_grads;       /* a model's fused backward sums the network's dL/dparams per block
                                    in shared memory: 1 yes (where its plan does), -1 no (global
                                    reductions each round), 0 the rule (codegen/network_plan.c) */
+    int inference_features;     /* a model's inference in two passes, the network over the features
+                                   its encoding's forward wrote: 1 yes, -1 no (one fused kernel),
+                                   0 the rule (codegen/network_codegen.c) */
+    int features_fetch;         /* that network kernel's warps fetch their next tile's features into
+                                   shared memory while a tile runs (where the block fits): 1 yes;
+                                   anything else no (not measured yet: codegen/network_plan.c) */
 } gj__network_plan_hints;
 
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */

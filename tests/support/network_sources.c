@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "network_sources.h"
+#include "codegen/network_codegen.h" /* gj__network_inference_features: which inference kernel */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +84,7 @@ char *gj_test_network_unit(gj_context *ctx, const gj_network *net, int device_fu
 double gj_test_network_compile(gj_context *ctx, const gj_network *net, const char *unit, int device_functions_only,
                                const char *arch) {
     const int model = gj_network_encoding(net) != NULL;
-    const char *all[] = {"&mlp_inference", "&mlp_forward", "&mlp_backward", "&mlp_zero",
+    const char *all[] = {gj__network_inference_features(net) ? "&mlp_inference_features" : "&mlp_inference", "&mlp_forward", "&mlp_backward", "&mlp_zero",
                          model ? "&model_user" : "&mlp_user"};
     const char *one[] = {model ? "&model_user" : "&mlp_user"};
     const int with_kernels = !device_functions_only;
