@@ -308,6 +308,19 @@ static const model_shape models[] = {
  * waits while it is nonzero. */
 extern atomic_int gj__network_test_hold_background;
 
+/* A model's pass descriptor over n points: inputs, the network's and the encoding's parameters,
+ * the outputs. */
+static gj_network_pass_desc model_desc(uint64_t n, const float *x, const void *params, const void *eparams, float *y) {
+    gj_network_pass_desc d;
+    gj_network_pass_desc_init(&d);
+    d.n = n;
+    d.input = x;
+    d.params = params;
+    d.encoding_params = eparams;
+    d.output = y;
+    return d;
+}
+
 /* unfused: the module's fused backward is held on its thread (tiers on, a cache without it), so
  * that every backward without dL/dinput runs unfused (docs/networks.md §10, "Tiers"). */
 static int check_model(gj_context *ctx, const model_shape *s, int unfused) {
@@ -354,13 +367,7 @@ static int check_model(gj_context *ctx, const model_shape *s, int unfused) {
     float *d_dw = gj_gpu_alloc(ctx, n_mlp * 4), *d_dx = gj_gpu_alloc(ctx, n * D * 4);
     void *d_de = gj_gpu_alloc(ctx, n_enc * grad_size), *d_ctx = gj_gpu_alloc(ctx, gj_network_module_context_bytes(m, n));
 
-    gj_network_pass_desc d;
-    gj_network_pass_desc_init(&d);
-    d.n = n;
-    d.input = d_x;
-    d.params = params;
-    d.encoding_params = eparams;
-    d.output = d_y;
+    gj_network_pass_desc d = model_desc(n, d_x, params, eparams, d_y);
     gj_gpu_ok(ctx, gj_network_inference(m, NULL, &d), "gj_network_inference (model)");
     d.output = d_y2;
     d.context = d_ctx;
@@ -656,13 +663,7 @@ static int infers_alike(gj_context *ctx, const char *json, unsigned dims, uint64
     void *eparams = gj_gpu_upload(ctx, ep, n_enc, gj_encoding_precision(enc));
     float *d_x = gj_gpu_upload_floats(ctx, x, n * dims);
     float *d_y1 = gj_gpu_alloc(ctx, n * out * 4), *d_y2 = gj_gpu_alloc(ctx, n * out * 4);
-    gj_network_pass_desc d;
-    gj_network_pass_desc_init(&d);
-    d.n = n;
-    d.input = d_x;
-    d.params = params;
-    d.encoding_params = eparams;
-    d.output = d_y2;
+    gj_network_pass_desc d = model_desc(n, d_x, params, eparams, d_y2);
     gj_gpu_ok(ctx, gj_network_inference(two, NULL, &d), "gj_network_inference (two passes)");
     d.output = d_y1;
     gj_gpu_ok(ctx, gj_network_inference(one, NULL, &d), "gj_network_inference (fused)");
