@@ -58,6 +58,16 @@ GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, fl
     });
 }
 
+// Lane point i's features (n x C::IN of T, feature-major: f[k * n + i]) into its input row of the
+// warp's rows (zeros where inactive).
+template <class C, class T>
+GJ_INLINE void gj_model_put_features(gj_u16* rows, const T* __restrict__ f, gj_u64 n, gj_u64 i, bool active) {
+    T v[C::IN];
+#pragma unroll
+    for (int k = 0; k < C::IN; ++k) v[k] = active ? f[(gj_u64)k * n + i] : gj_from_float<T>(0.0f);
+    gj_nn_put_input<C>(rows, v, active);
+}
+
 // The forward of a model's inference in two passes (docs/networks.md §9): the encoding's own
 // level-major forward kernel has written the features feature-major (f[k * n + i], the
 // encoding's precision T), and this kernel runs the network over them. The same outputs as
@@ -93,30 +103,20 @@ GJ_INLINE void gj_model_forward_features_kernel(gj_u64 n, const T* __restrict__ 
                         stage[k * 32 + lane] = first + lane < n ? f[(gj_u64)k * n + first + lane] : gj_from_float<T>(0.0f);
                 }
             };
-            gj_u64 tile = (gj_u64)blockIdx.x * C::FORWARD_WARPS + threadIdx.x / 32;
-            fetch(tile);
-#pragma unroll 1
-            for (; tile < n_tiles; tile += step) {
+            fetch((gj_u64)blockIdx.x * C::FORWARD_WARPS + threadIdx.x / 32); // the warp's first tile
+            gj_model_forward_tiles<C, PAD>(n, y, w, scratch, ctx, [&](gj_u64 i, bool active, gj_u16* rows) {
                 gj_nn_copies_wait();
                 __syncwarp();
                 T v[C::IN];
 #pragma unroll
                 for (int k = 0; k < C::IN; ++k) v[k] = stage[k * 32 + lane];
                 __syncwarp(); // every lane has its features: the staging takes the next tile's
-                fetch(tile + step);
-                const gj_u64 first = tile * 32;
-                gj_nn_put_input<C>(scratch, v, first + lane < n);
-                gj_nn_forward_warp<C, PAD, !gj_nn_recomputes<C>::value>(
-                    w, scratch, ctx ? ctx + tile * gj_nn_pass_ctx_halves<C>() : nullptr);
-                gj_nn_store_rows<C::OUT, C::S>(y + first * C::OUT, scratch, n - first < 32 ? (int)(n - first) : 32);
-                __syncwarp();
-            }
+                fetch(i / 32 + step);
+                gj_nn_put_input<C>(rows, v, active);
+            });
         } else {
             gj_model_forward_tiles<C, PAD>(n, y, w, scratch, ctx, [&](gj_u64 i, bool active, gj_u16* rows) {
-                T v[C::IN];
-#pragma unroll
-                for (int k = 0; k < C::IN; ++k) v[k] = active ? f[(gj_u64)k * n + i] : gj_from_float<T>(0.0f);
-                gj_nn_put_input<C>(rows, v, active);
+                gj_model_put_features<C>(rows, f, n, i, active);
             });
         }
     });
@@ -251,12 +251,7 @@ GJ_INLINE void gj_model_train_features_kernel(gj_u64 n, T* __restrict__ f, const
     gj_nn_with_weights<C, C::STAGE_BWD, C::SMEM_GRADS>(params, [&](const gj_u16* w, auto pad) {
         squares = gj_nn_train_rounds<C, decltype(pad)::value, true>(
             n, target, grad_factor, y, w, scratch, ring, grads, dL_dparams,
-            [&](gj_u64 i, bool active, gj_u16* rows) {
-                T v[C::IN];
-#pragma unroll
-                for (int k = 0; k < C::IN; ++k) v[k] = active ? f[(gj_u64)k * n + i] : gj_from_float<T>(0.0f);
-                gj_nn_put_input<C>(rows, v, active);
-            },
+            [&](gj_u64 i, bool active, gj_u16* rows) { gj_model_put_features<C>(rows, f, n, i, active); },
             [&](gj_u64 i, bool active, const gj_u16* row) {
                 if (active) {
 #pragma unroll
