@@ -1128,26 +1128,38 @@ static knob_launches launches_with(gj_context *ctx, gj_network *model, const cha
     return r;
 }
 
-/* launches_with the small model below, knob off and on (off[0], on[1]). */
-/* r[0] with the knob 0, r[1] with it 1, r[2] with it unset (the rule). */
+/* A small model (its programs compile quickly: under valgrind NVRTC takes about half a minute a
+ * program): level 0 of its encoding (16^3 entries) is small, its inference kernel takes the wide
+ * block of 16 warps; with a context and a device buffer of 4 MiB. */
+typedef struct small_model {
+    gj_context *ctx;
+    gj_network *model;
+    void *buffer;
+} small_model;
+
+static small_model small_model_open(void) {
+    static const char json[] = "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 2}, \"network\": "
+                               "{\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 4}}";
+    small_model s = {NULL, NULL, NULL};
+    assert_int_equal(gj_context_create(&s.ctx), GJ_OK);
+    assert_int_equal(gj_network_create(s.ctx, json, 3, 0, &s.model), GJ_OK);
+    assert_int_equal(gj_device_alloc(s.ctx, 1 << 22, &s.buffer), GJ_OK);
+    return s;
+}
+
+static void small_model_close(small_model *s) {
+    gj_device_free(s->ctx, s->buffer);
+    gj_network_destroy(s->model);
+    gj_context_destroy(s->ctx);
+}
+
+/* launches_with the small model, the knob 0 (r[0]), 1 (r[1]) and unset (r[2], the rule). */
 static void knob_off_and_on(const char *knob, knob_launches r[3]) {
-    /* A small model (its programs compile quickly: under valgrind NVRTC takes about half a
-     * minute a program): level 0 of its encoding (16^3 entries) is small, its inference kernel
-     * takes the wide block of 16 warps. */
-    static const char small_model[] = "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 2}, \"network\": "
-                                      "{\"n_neurons\": 16, \"n_hidden_layers\": 1, \"n_output_dims\": 4}}";
-    gj_context *ctx = NULL;
-    assert_int_equal(gj_context_create(&ctx), GJ_OK);
-    gj_network *model = NULL;
-    assert_int_equal(gj_network_create(ctx, small_model, 3, 0, &model), GJ_OK);
-    void *buffer = NULL;
-    assert_int_equal(gj_device_alloc(ctx, 1 << 22, &buffer), GJ_OK);
-    r[0] = launches_with(ctx, model, knob, "0", buffer);
-    r[1] = launches_with(ctx, model, knob, "1", buffer);
-    r[2] = launches_with(ctx, model, knob, NULL, buffer);
-    gj_device_free(ctx, buffer);
-    gj_network_destroy(model);
-    gj_context_destroy(ctx);
+    small_model s = small_model_open();
+    r[0] = launches_with(s.ctx, s.model, knob, "0", s.buffer);
+    r[1] = launches_with(s.ctx, s.model, knob, "1", s.buffer);
+    r[2] = launches_with(s.ctx, s.model, knob, NULL, s.buffer);
+    small_model_close(&s);
 }
 
 /* A model's inference in two passes (GRIDJIT_NETWORK_INFERENCE_FEATURES=1; by default only where
@@ -1175,6 +1187,51 @@ static void a_model_s_inference_runs_in_two_passes(void **state) {
     assert_int_equal(f[1].shared[0], r[0].shared[0] + 2 * 32 * 4 * 16);
     assert_memory_equal(&r[1].block[1], &r[0].block[1], 2 * sizeof r[0].block[1]);
     assert_memory_equal(&r[1].shared[1], &r[0].shared[1], 2 * sizeof r[0].shared[1]);
+}
+
+/* GRIDJIT_NETWORK_FEATURES_OVERLAP=12 (chunks of 4096 points): a model's inference in two passes
+ * runs the network over chunk k on the side stream (B) while the caller's stream (A) encodes
+ * chunk k + 1 into the other buffer; the caller's stream waits for the network over chunk k before
+ * it encodes chunk k + 2 into its buffer, and after the last. 3 x 4096 + 5 points: four turns.
+ * A batch of one chunk, or a stream being captured, runs in order on the caller's stream. */
+static void a_two_pass_inference_overlaps_its_chunks(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    small_model s = small_model_open();
+    setenv("GRIDJIT_NETWORK_INFERENCE_FEATURES", "1", 1);
+    gj_network_module *m = module_with_env(s.ctx, s.model, "GRIDJIT_NETWORK_FEATURES_OVERLAP", "12");
+    unsetenv("GRIDJIT_NETWORK_INFERENCE_FEATURES");
+    gj_network_pass_desc d = desc_over(s.buffer, 3 * 4096 + 5);
+    d.encoding_params = (char *)s.buffer + (1 << 20);
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK); /* compiles */
+    fake.trace_start();
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
+    const char *tr = fake.trace();
+    char turn[256], expected[2048];
+    const char *encode = "launch(gj_encode_forward,A)";
+    snprintf(turn, sizeof turn, "record(E1,A) wait(B,E1) launch(gj_network_inference_features,B) %s record(E2,B) "
+             "wait(A,E2) ", encode);
+    snprintf(expected, sizeof expected, "%s %s%s%srecord(E1,A) wait(B,E1) launch(gj_network_inference_features,B) "
+             "record(E2,B) wait(A,E2)", encode, turn, turn, turn);
+    if (strcmp(tr, expected) != 0) {
+        fail_msg("overlapped chunks:\n  got      %s\n  expected %s", tr, expected);
+    }
+    fake.set_capturing(CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    fake.trace_start();
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
+    tr = fake.trace();
+    fake.set_capturing(CU_STREAM_CAPTURE_STATUS_NONE);
+    expect_in("a stream being captured", tr, "B)", 0);
+    expect_in("a stream being captured", tr, "launch(gj_network_inference_features,A) launch(gj_encode_forward,A)", 1);
+    d.n = 4096;
+    fake.trace_start();
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
+    snprintf(expected, sizeof expected, "%s launch(gj_network_inference_features,A)", encode);
+    assert_string_equal(fake.trace(), expected);
+    gj_network_module_destroy(m);
+    small_model_close(&s);
 }
 
 /* A model recomputing in the backward (GRIDJIT_NETWORK_RECOMPUTE=1, and by default: its hidden
@@ -1535,6 +1592,7 @@ int main(void) {
         cmocka_unit_test(a_model_inference_leaves_l1_to_its_encoding),
         cmocka_unit_test(a_recomputing_model_forward_takes_the_inference_block),
         cmocka_unit_test(a_model_s_inference_runs_in_two_passes),
+        cmocka_unit_test(a_two_pass_inference_overlaps_its_chunks),
         cmocka_unit_test(a_model_backward_summing_small_levels_takes_their_room),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),
         cmocka_unit_test(a_precompiled_model_trains_without_nvrtc),
