@@ -631,8 +631,11 @@ static void models_match_the_references_summing_small_levels(void **state) {
  * buffer in chunks of 128 MiB, so 2^21 + 1003 points of 32 fp16 features take two, the last of a
  * count that is not a multiple of 8 (its tiles' features read value by value). overlap: 0, or
  * GRIDJIT_NETWORK_FEATURES_OVERLAP (chunks of 2^overlap points, the network over one on a side
- * stream beside the next one's encoding, two buffers taking turns). */
-static int infers_alike(gj_context *ctx, const char *json, unsigned dims, uint64_t n, int fetch, unsigned overlap) {
+ * stream beside the next one's encoding, two buffers taking turns). training: the forward for
+ * training instead (GRIDJIT_NETWORK_FORWARD_FEATURES=1 against the fused forward), its outputs and
+ * context compared (a model that recomputes: its context is the input rows). */
+static int infers_alike(gj_context *ctx, const char *json, unsigned dims, uint64_t n, int fetch, unsigned overlap,
+                        int training) {
     gj_network *net = NULL;
     gj_gpu_ok(ctx, gj_network_create(ctx, json, dims, 0, &net), "gj_network_create");
     gj_network_module *two = NULL, *one = NULL;
@@ -641,8 +644,10 @@ static int infers_alike(gj_context *ctx, const char *json, unsigned dims, uint64
     char chunk[16];
     snprintf(chunk, sizeof chunk, "%u", overlap);
     setenv("GRIDJIT_NETWORK_FEATURES_OVERLAP", chunk, 1);
+    setenv("GRIDJIT_NETWORK_FORWARD_FEATURES", training ? "1" : "0", 1);
     gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &two), "gj_network_module_create");
     unsetenv("GRIDJIT_NETWORK_FEATURES_OVERLAP");
+    unsetenv("GRIDJIT_NETWORK_FORWARD_FEATURES");
     setenv("GRIDJIT_NETWORK_INFERENCE_FEATURES", "0", 1);
     gj_gpu_ok(ctx, gj_network_module_create(ctx, net, &one), "gj_network_module_create (fused)");
     unsetenv("GRIDJIT_NETWORK_INFERENCE_FEATURES");
@@ -670,19 +675,35 @@ static int infers_alike(gj_context *ctx, const char *json, unsigned dims, uint64
     float *d_x = gj_gpu_upload_floats(ctx, x, n * dims);
     float *d_y1 = gj_gpu_alloc(ctx, n * out * 4), *d_y2 = gj_gpu_alloc(ctx, n * out * 4);
     gj_network_pass_desc d = model_desc(n, d_x, params, eparams, d_y2);
-    gj_gpu_ok(ctx, gj_network_inference(two, NULL, &d), "gj_network_inference (two passes)");
+    const uint64_t ctx_floats = training ? gj_network_module_context_bytes(one, n) / 4 : 0;
+    void *d_ctx1 = training ? gj_gpu_alloc(ctx, ctx_floats * 4) : NULL;
+    void *d_ctx2 = training ? gj_gpu_alloc(ctx, ctx_floats * 4) : NULL;
+    d.context = d_ctx2;
+    gj_gpu_ok(ctx, training ? gj_network_forward(two, NULL, &d) : gj_network_inference(two, NULL, &d),
+              "the pass in two");
     d.output = d_y1;
-    gj_gpu_ok(ctx, gj_network_inference(one, NULL, &d), "gj_network_inference (fused)");
+    d.context = d_ctx1;
+    gj_gpu_ok(ctx, training ? gj_network_forward(one, NULL, &d) : gj_network_inference(one, NULL, &d),
+              "the pass fused");
     gj_gpu_sync(ctx);
     float *y1 = download_floats(ctx, d_y1, n * out), *y2 = download_floats(ctx, d_y2, n * out);
     uint64_t differ = 0;
     for (uint64_t i = 0; i < n * out; ++i) {
         differ += memcmp(&y1[i], &y2[i], sizeof *y1) != 0 || y1[i] != y1[i];
     }
-    printf("%s inference in two passes%s%s against the fused kernel: %s, %llu points, %llu of %llu outputs differ\n",
-           differ ? "FAIL" : "PASS", fetch ? " (features fetched ahead)" : "", overlap ? " (chunks overlapped)" : "",
-           json, (unsigned long long)n,
-           (unsigned long long)differ, (unsigned long long)(n * out));
+    uint64_t context_differ = 0;
+    if (training) {
+        float *c1 = download_floats(ctx, d_ctx1, ctx_floats), *c2 = download_floats(ctx, d_ctx2, ctx_floats);
+        context_differ = memcmp(c1, c2, ctx_floats * 4) != 0;
+        free(c1), free(c2);
+        gj_gpu_free(ctx, d_ctx1), gj_gpu_free(ctx, d_ctx2);
+    }
+    differ += context_differ;
+    printf("%s %s in two passes%s%s against the fused kernel: %s, %llu points, %llu of %llu outputs differ%s\n",
+           differ ? "FAIL" : "PASS", training ? "forward for training" : "inference",
+           fetch ? " (features fetched ahead)" : "", overlap ? " (chunks overlapped)" : "", json, (unsigned long long)n,
+           (unsigned long long)(differ - context_differ), (unsigned long long)(n * out),
+           context_differ ? "; the contexts differ" : "");
     free(y1), free(y2), free(x), free(ep);
     gj_gpu_free(ctx, d_x), gj_gpu_free(ctx, d_y1), gj_gpu_free(ctx, d_y2), gj_gpu_free(ctx, params);
     gj_gpu_free(ctx, eparams);
@@ -698,17 +719,19 @@ static void models_infer_alike_in_one_pass_and_two(void **state) {
     assert_int_equal(gj_context_create(&ctx), GJ_OK);
     int failed = 0;
     for (size_t i = 0; i < N_MODELS; ++i) {
-        failed += !infers_alike(ctx, models[i].json, models[i].dims, models[i].n, 0, 0);
-        failed += !infers_alike(ctx, models[i].json, models[i].dims, models[i].n, 1, 0);
+        failed += !infers_alike(ctx, models[i].json, models[i].dims, models[i].n, 0, 0, 0);
+        failed += !infers_alike(ctx, models[i].json, models[i].dims, models[i].n, 1, 0, 0);
     }
     static const char c1[] = "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {\"otype\": \"FullyFusedMLP\", "
                              "\"n_neurons\": 64, \"n_hidden_layers\": 2, \"n_output_dims\": 16}}";
     for (int fetch = 0; fetch < 2; ++fetch) {
-        failed += !infers_alike(ctx, c1, 3, (1u << 21) + 1003, fetch, 0);
-        failed += !infers_alike(ctx, c1, 3, 4096, fetch, 0);
-        /* 9 chunks of 2^18, the last of 1003 points; 2^12: 513 turns of the two buffers */
-        failed += !infers_alike(ctx, c1, 3, (1u << 21) + 1003, fetch, 18);
-        failed += !infers_alike(ctx, c1, 3, (1u << 21) + 1003, fetch, 12);
+        for (int training = 0; training < 2; ++training) {
+            failed += !infers_alike(ctx, c1, 3, (1u << 21) + 1003, fetch, 0, training);
+            failed += !infers_alike(ctx, c1, 3, 4096, fetch, 0, training);
+            /* 9 chunks of 2^18, the last of 1003 points; 2^12: 513 turns of the two buffers */
+            failed += !infers_alike(ctx, c1, 3, (1u << 21) + 1003, fetch, 18, training);
+            failed += !infers_alike(ctx, c1, 3, (1u << 21) + 1003, fetch, 12, training);
+        }
     }
     gj_context_destroy(ctx);
     if (failed) {

@@ -1234,6 +1234,43 @@ static void a_two_pass_inference_overlaps_its_chunks(void **state) {
     small_model_close(&s);
 }
 
+/* GRIDJIT_NETWORK_FORWARD_FEATURES=1 (a measuring knob): the small model (it recomputes) runs its
+ * forward for training in two passes as well, the encoding's forward then the network's kernel over
+ * the features writing the context, chunks overlapped as the inference's where
+ * GRIDJIT_NETWORK_FEATURES_OVERLAP says; its inference stays fused (the rule). */
+static void a_model_s_forward_runs_in_two_passes(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    small_model s = small_model_open();
+    setenv("GRIDJIT_NETWORK_FORWARD_FEATURES", "1", 1);
+    gj_network_module *m = module_with_env(s.ctx, s.model, "GRIDJIT_NETWORK_FEATURES_OVERLAP", "12");
+    gj_network_module *whole = module_with_env(s.ctx, s.model, "GRIDJIT_NETWORK_FEATURES_OVERLAP", NULL);
+    unsetenv("GRIDJIT_NETWORK_FORWARD_FEATURES");
+    gj_network_pass_desc d = desc_over(s.buffer, 2 * 4096 + 5);
+    d.encoding_params = (char *)s.buffer + (1 << 20);
+    assert_int_equal(gj_network_forward(whole, NULL, &d), GJ_OK); /* compiles */
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    fake.trace_start();
+    assert_int_equal(gj_network_forward(whole, NULL, &d), GJ_OK);
+    assert_string_equal(fake.trace(), "launch(gj_encode_forward,A) launch(gj_network_forward_features,A)");
+    fake.trace_start();
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    const char *turn = "record(E1,A) wait(B,E1) launch(gj_network_forward_features,B) launch(gj_encode_forward,A) "
+                       "record(E2,B) wait(A,E2) ";
+    char expected[1024];
+    snprintf(expected, sizeof expected, "launch(gj_encode_forward,A) %s%srecord(E1,A) wait(B,E1) "
+             "launch(gj_network_forward_features,B) record(E2,B) wait(A,E2)", turn, turn);
+    assert_string_equal(fake.trace(), expected);
+    fake.trace_start();
+    assert_int_equal(gj_network_inference(whole, NULL, &d), GJ_OK);
+    expect_in("the inference", fake.trace(), "launch(gj_network_inference,A)", 1);
+    gj_network_module_destroy(m);
+    gj_network_module_destroy(whole);
+    small_model_close(&s);
+}
+
 /* A model recomputing in the backward (GRIDJIT_NETWORK_RECOMPUTE=1, and by default: its hidden
  * layer is 16 wide) keeps the input rows alone (a context of 32 rows of 16 halves a tile: 2
  * levels of 2 features, padded), and its forward then runs in the inference kernel's block of 16
@@ -1593,6 +1630,7 @@ int main(void) {
         cmocka_unit_test(a_recomputing_model_forward_takes_the_inference_block),
         cmocka_unit_test(a_model_s_inference_runs_in_two_passes),
         cmocka_unit_test(a_two_pass_inference_overlaps_its_chunks),
+        cmocka_unit_test(a_model_s_forward_runs_in_two_passes),
         cmocka_unit_test(a_model_backward_summing_small_levels_takes_their_room),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),
         cmocka_unit_test(a_precompiled_model_trains_without_nvrtc),

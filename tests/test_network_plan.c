@@ -89,7 +89,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
     assert_int_equal(p.step_bytes, p.backward_bytes);
     assert_int_equal(p.step_input_bytes, p.backward_input_bytes);
     /* Zero hints are no hints. */
-    gj__network_plan_hints none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan q;
     gj__network_plan_make(&net->layout, &none, GJ__NETWORK_PLAN_PORTABLE, &q);
     assert_same_plan(&p, &q);
@@ -99,7 +99,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
 static void hints_replace_the_choices(void **state) {
     (void)state;
     struct gj_network *net = make(small, 32, 16);
-    gj__network_plan_hints hints = {2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints hints = {2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan p;
     gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 2);
@@ -111,17 +111,17 @@ static void hints_replace_the_choices(void **state) {
     assert_int_equal(p.backward_bytes, 2 * 64 * 72 * 2); /* two buffers a warp */
     assert_int_equal(p.backward_input_bytes, p.backward_bytes);
     /* The block-sums hint sets both backward kernels' choice. */
-    gj__network_plan_hints sums = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints sums = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &sums, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_true(p.smem_grads && p.input_smem_grads);
     assert_int_equal(p.backward_input_bytes, p.backward_bytes);
     /* One at a time: 8 warps alone keeps the plan's staging and block sums. */
-    gj__network_plan_hints eight = {8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints eight = {8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &eight, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 8);
     assert_true(p.stage && p.smem_grads);
     /* A warp count that is not 1, 2, 4 or 8 is no hint. */
-    gj__network_plan_hints three = {3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints three = {3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &three, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 4);
     gj_network_destroy(net);
@@ -142,7 +142,7 @@ static void wide_weights_are_staged_by_the_forward_passes(void **state) {
     assert_int_equal(p.staged_halves, staged);
     assert_int_equal(p.forward_bytes, 2 * staged + p.scratch_halves * p.forward_warps);
     assert_int_equal(p.backward_bytes, (p.smem_grads ? 4 * net->layout.n_params : 0) + 2 * p.scratch_halves * p.warps);
-    gj__network_plan_hints on = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, off = {0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints on = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, off = {0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan both, neither;
     gj__network_plan_make(&net->layout, &on, GJ__NETWORK_PLAN_PORTABLE, &both);
     assert_true(both.stage && both.stage_backward);
@@ -213,7 +213,7 @@ static void the_forward_warps_hint_leaves_the_backward(void **state) {
     (void)state;
     struct gj_network *net = make(small, 32, 16);
     gj__network_plan p;
-    gj__network_plan_hints forward_two = {0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, eight_then_one = {8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints forward_two = {0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, eight_then_one = {8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &forward_two, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 4);
     assert_int_equal(p.forward_warps, 2);
@@ -240,7 +240,7 @@ static void hints_that_do_not_fit_are_dropped(void **state) {
     gj__network_plan plain, hinted;
     gj__network_plan_make(&net->layout, NULL, GJ__NETWORK_PLAN_PORTABLE, &plain);
     assert_false(plain.smem_grads);
-    gj__network_plan_hints hints = {8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints hints = {8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &hinted);
     assert_same_plan(&plain, &hinted);
     gj_network_destroy(net);
@@ -254,7 +254,7 @@ static void generated_code_follows_the_hints(void **state) {
     assert_non_null(strstr(plain, "WARPS = 4;"));
     assert_non_null(strstr(plain, "STAGE = true;"));
     assert_non_null(strstr(plain, "STAGE_BWD = true;"));
-    net->hints = (gj__network_plan_hints){2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    net->hints = (gj__network_plan_hints){2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     char *hinted = source_of(net, GJ__NETWORK_PART_TRAINING);
     assert_non_null(strstr(hinted, "WARPS = 2;"));
     assert_non_null(strstr(hinted, "STAGE = false;"));
@@ -263,13 +263,13 @@ static void generated_code_follows_the_hints(void **state) {
     /* No minimum of blocks unless asked for; then every kernel's bounds state it. */
     assert_non_null(strstr(plain, "void __launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_forward("));
     assert_null(strstr(plain, "__launch_bounds__(32 * net_config::FORWARD_WARPS, "));
-    net->hints = (gj__network_plan_hints){0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    net->hints = (gj__network_plan_hints){0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     char *bounded = source_of(net, GJ__NETWORK_PART_TRAINING);
     char *bounded_backward = source_of(net, GJ__NETWORK_PART_BACKWARD);
     assert_non_null(strstr(bounded, "void __launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_forward("));
     assert_non_null(strstr(bounded_backward, "void __launch_bounds__(32 * net_config::WARPS, 2)\nnet_backward("));
     free(bounded_backward);
-    net->hints = (gj__network_plan_hints){0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}; /* out of range: no hint */
+    net->hints = (gj__network_plan_hints){0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}; /* out of range: no hint */
     char *unbounded = source_of(net, GJ__NETWORK_PART_TRAINING);
     assert_string_equal(unbounded, plain);
     free(plain);
@@ -769,6 +769,69 @@ static void a_model_s_inference_over_features(void **state) {
     }
 }
 
+/* A model's forward for training in two passes (the hint forward_features 1, a measuring knob):
+ * only where its forward recomputes, so runs in the inference kernel's block (64 x 2, 64 x 4,
+ * 16 x 8; not 128 x 2, which keeps its context); never by default. Its training program then has
+ * NAME_forward_features (the network over the features, writing the context) instead of
+ * NAME_forward; the backward's program has the same code. Compiled for sm_90, with the fetch too. */
+static void a_model_s_forward_over_features(void **state) {
+    (void)state;
+    static const struct {
+        uint32_t width, hidden;
+        int recomputes;
+    } shapes[] = {{64, 2, 1}, {64, 4, 1}, {128, 2, 0}, {16, 8, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
+        struct gj_network *model = make_model(shapes[i].width, shapes[i].hidden);
+        gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
+        gj__network_plans_make(&model->layout, &model->hints, 1, 0, plans);
+        assert_int_equal(plans[GJ__NETWORK_PLAN_PORTABLE].recompute, shapes[i].recomputes);
+        assert_false(gj__network_forward_features(model)); /* never by default */
+        char *fused = source_of(model, GJ__NETWORK_PART_TRAINING);
+        char *backward = source_of(model, GJ__NETWORK_PART_BACKWARD);
+        model->hints.forward_features = 1;
+        assert_int_equal(gj__network_forward_features(model), shapes[i].recomputes);
+        assert_int_equal(gj__network_has_kernel(model, GJ__NK_FORWARD_FEATURES), shapes[i].recomputes);
+        assert_int_equal(gj__network_has_kernel(model, GJ__NK_FORWARD), !shapes[i].recomputes);
+        char *two = source_of(model, GJ__NETWORK_PART_TRAINING);
+        char *backward_two = source_of(model, GJ__NETWORK_PART_BACKWARD);
+        /* The same code (the header's comment says how the forward runs) */
+        const char *end = "// ===========================================================================\n\n";
+        assert_non_null(strstr(backward, end));
+        assert_string_equal(strstr(backward_two, end), strstr(backward, end));
+        if (shapes[i].recomputes) {
+            assert_non_null(strstr(two, "__launch_bounds__(32 * net_config::INFERENCE_WARPS, net_config::INFERENCE_MIN_BLOCKS)\n"
+                                        "net_forward_features("));
+            assert_null(strstr(two, "\nnet_forward("));
+        } else {
+            assert_string_equal(two, fused);
+        }
+        assert_non_null(strstr(fused, "\nnet_forward("));
+        assert_null(strstr(fused, "net_forward_features("));
+        if (i == 0 && gj_test_have_nvrtc()) {
+            gj_context *ctx = NULL;
+            assert_int_equal(gj_context_create(&ctx), GJ_OK);
+            for (int fetch = 0; fetch < 2; ++fetch) {
+                model->hints.features_fetch = fetch;
+                char *source = source_of(model, GJ__NETWORK_PART_TRAINING);
+                const char *names[] = {"&net_forward_features"};
+                gj_program *prog = NULL;
+                if (gj_compile_source(ctx, source, names, 1, "sm_90", &prog) != GJ_OK) {
+                    fail_msg("fetch %d: %s\n%s", fetch, gj_context_errmsg(ctx), prog ? gj_program_log(prog) : "");
+                }
+                gj_program_destroy(prog);
+                free(source);
+            }
+            model->hints.features_fetch = 0;
+            gj_context_destroy(ctx);
+        }
+        free(fused);
+        free(two);
+        free(backward);
+        free(backward_two);
+        gj_network_destroy(model);
+    }
+}
+
 /* A model's inference kernel on the large class: one block of 16 warps, rows as wide as the
  * network's input or output, one m-tile at a time, within 63 KiB (so that the 64 KiB carveout
  * holds it); the portable class, networks alone, models whose block would not fit and hints keep
@@ -940,6 +1003,7 @@ int main(void) {
         cmocka_unit_test(narrow_models_forward_kernels_ask_for_two_blocks),
         cmocka_unit_test(a_model_s_inference_takes_one_wide_block),
         cmocka_unit_test(a_model_s_inference_over_features),
+        cmocka_unit_test(a_model_s_forward_over_features),
         cmocka_unit_test(a_model_s_backward_may_sum_its_small_levels_in_shared_memory),
         cmocka_unit_test(the_step_fetches_its_targets_ahead),
         cmocka_unit_test(a_model_s_fused_backward_sums_in_global_memory),

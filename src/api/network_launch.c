@@ -85,9 +85,10 @@ static gj_status launch_shape(void *arg, int cubin_sm, gj_launch_config *cfg) {
     /* A model's forward that keeps the input rows alone runs in the inference kernel's block
      * (network_codegen.c, emit_model_kernels). */
     const int wide_forward = k == GJ__NK_FORWARD && m->net->encoding && plan->recompute;
-    /* A model's network over its features in two passes (NAME_inference_features) runs in the
+    /* A model's network over its features in two passes (NAME_inference_features, and
+     * NAME_forward_features where the forward recomputes) runs in the
      * inference kernel's block; it gathers nothing, so the driver's carveout stands. */
-    const int over_features = k == GJ__NK_INFERENCE_FEATURES;
+    const int over_features = k == GJ__NK_INFERENCE_FEATURES || k == GJ__NK_FORWARD_FEATURES;
     const int inference = k == GJ__NK_INFERENCE || wide_forward || over_features;
     const uint32_t warps = backward ? plan->warps : inference ? plan->inference_warps : plan->forward_warps;
     const uint32_t threads = 32 * warps;

@@ -87,6 +87,7 @@ struct gj_network_module {
                                the first class launched), under lock */
     int inference_features; /* a model's inference in two passes (gj__network_inference_features, which
                                makes the plans: asked once, not at every inference) */
+    int forward_features;   /* its forward for training so (gj__network_forward_features) */
     int tiers;              /* a model's fused backward compiled behind its first steps (GRIDJIT_NETWORK_TIERS) */
     int tiers_overlap;      /* that thread started before the first call's programs, not after
                                (GRIDJIT_NETWORK_TIERS_OVERLAP) */
@@ -238,5 +239,25 @@ gj_status gj__network_encoding_backward(gj_module *encoding_module, gj_stream st
  * or the training step program's). */
 gj_status gj__network_zero_with(gj_network_module *m, gj__network_kernel k, gj_stream stream, void *p,
                                 uint64_t bytes);
+
+/* ---- network_two_passes.c ---- */
+/* A model's forward pass in two: the encoding module's forward into features (feature-major, a
+ * buffer of the stream's), then kernel (GJ__NK_INFERENCE_FEATURES, or GJ__NK_FORWARD_FEATURES
+ * writing the context) over them; in chunks, overlapped on two streams where m->overlap_log2. */
+typedef struct gj__network_two_passes {
+    gj__network_kernel kernel;
+    uint64_t n;
+    const float *x;
+    float *y;
+    const void *params, *encoding_params;
+    void *context; /* the forward for training's, else NULL */
+} gj__network_two_passes;
+gj_status gj__network_two_passes_run(gj_network_module *m, gj_module *encoding_module, gj_stream stream,
+                                     const gj__network_two_passes *t, const char *call);
+/* A model's forward for training (its programs made): NAME_forward, or in two passes where
+ * m->forward_features. */
+gj_status gj__network_model_forward(gj_network_module *m, gj_stream stream, uint64_t n, const float *x, float *y,
+                                    const void *params, const void *encoding_params, void *context,
+                                    const char *call);
 
 #endif

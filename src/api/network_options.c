@@ -82,6 +82,7 @@ void gj__network_plan_hints_from_env(gj__network_plan_hints *hints) {
     hints->fused_smem_grads = env_switch("GRIDJIT_NETWORK_FUSED_BLOCK_SUMS");
     hints->inference_features = env_switch("GRIDJIT_NETWORK_INFERENCE_FEATURES");
     hints->features_fetch = env_switch("GRIDJIT_NETWORK_FEATURES_FETCH");
+    hints->forward_features = env_switch("GRIDJIT_NETWORK_FORWARD_FEATURES");
 }
 
 void gj__network_launch_knobs(uint32_t *forward_waves, int *carveout) {

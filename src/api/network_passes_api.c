@@ -57,79 +57,9 @@ static gj_status enter_pass(gj_network_module *m, const gj_network_pass_desc **d
     return check_desc(m, *desc, call);
 }
 
-/* A model's inference in two passes takes its features through a buffer of the stream's, in
- * chunks of at most this many bytes: 2^21 points of 32 fp16 features in one. */
-#define FEATURES_CHUNK_BYTES (128ull << 20)
-
 static const gj__network_part inference_parts[] = {GJ__NETWORK_PART_INFERENCE};
 
-/* The encoding module's forward of points [start, start + n) into features (feature-major). */
-static gj_status encode_chunk(gj_network_module *m, gj_module *encoding_module, gj_stream stream,
-                              const gj_network_pass_desc *desc, uint64_t start, uint64_t n, void *features) {
-    gj_forward_desc f;
-    gj_forward_desc_init(&f);
-    f.n = n;
-    f.x = desc->input + start * m->net->encoding->config.n_dims;
-    f.params = desc->encoding_params;
-    f.y = features;
-    f.y_layout = GJ_LAYOUT_SOA;
-    return gj_forward(encoding_module, stream, &f);
-}
-
-/* NAME_inference_features over points [start, start + n), their features in features. */
-static gj_status network_chunk(gj_network_module *m, gj_stream stream, const gj_network_pass_desc *desc,
-                               uint64_t start, uint64_t n, const void *features, const char *call) {
-    float *y = desc->output + start * m->net->layout.output_width;
-    const void *params = desc->params;
-    void *args[] = {&n, &features, &y, &params};
-    return gj__network_launch(m, GJ__NK_INFERENCE_FEATURES, stream, n, args, call);
-}
-
-/* The chunks overlapped (m->overlap_log2): the network over chunk k on the context's side
- * stream while the caller's stream encodes chunk k + 1, two buffers taking turns. Each turn
- * forks (the side stream waits for chunk k's encoding), launches the network over chunk k there,
- * encodes chunk k + 1 on the caller's stream and joins (the caller's stream waits for the
- * network over chunk k, whose buffer chunk k + 2's encoding overwrites). A stream being
- * captured gets no fork: then everything runs on it, in order. */
-static gj_status overlapped_chunks(gj_network_module *m, gj_module *encoding_module, gj_stream stream,
-                                   const gj_network_pass_desc *desc, uint64_t chunk, void *buffers[2],
-                                   const char *call) {
-    gj__driver *drv = NULL;
-    gj__scope where;
-    gj_status status = gj__driver_get(m->ctx->runtime.driver, &m->ctx->diag, &drv);
-    if (status == GJ_OK) {
-        status = gj__scope_enter(&m->ctx->diag, drv, stream, call, &where);
-    }
-    if (status != GJ_OK) {
-        return status;
-    }
-    const uint64_t n_all = desc->n;
-    status = encode_chunk(m, encoding_module, stream, desc, 0, chunk < n_all ? chunk : n_all, buffers[0]);
-    for (uint64_t start = 0, k = 0; status == GJ_OK && start < n_all; start += chunk, ++k) {
-        const uint64_t n = n_all - start < chunk ? n_all - start : chunk;
-        const gj__side_stream *side = NULL;
-        status = gj__side_fork(&m->beside, &m->ctx->diag, drv, &where, stream, call, &side);
-        if (status != GJ_OK) {
-            break;
-        }
-        status = network_chunk(m, side ? (gj_stream)side->stream : stream, desc, start, n, buffers[k % 2], call);
-        const uint64_t next = start + n;
-        if (status == GJ_OK && next < n_all) {
-            const uint64_t n_next = n_all - next < chunk ? n_all - next : chunk;
-            status = encode_chunk(m, encoding_module, stream, desc, next, n_next, buffers[(k + 1) % 2]);
-        }
-        if (side) {
-            const gj_status joined = gj__side_join(&m->beside, &m->ctx->diag, drv, side, stream, call);
-            status = status == GJ_OK ? joined : status;
-        }
-    }
-    gj__scope_leave(drv, &where);
-    return status;
-}
-
-/* A model's inference in two passes (gj__network_inference_features), chunk by chunk: the
- * encoding module's forward writes the features feature-major into the stream's buffer, then
- * NAME_inference_features runs the network over them. */
+/* A model's inference in two passes (gj__network_inference_features; network_two_passes.c). */
 static gj_status inference_through_features(gj_network_module *m, gj_stream stream, const gj_network_pass_desc *desc,
                                             const char *call) {
     gj_module *encoding_module = NULL;
@@ -137,27 +67,12 @@ static gj_status inference_through_features(gj_network_module *m, gj_stream stre
                            ? gj__network_need_encoding_module(m, &encoding_module)
                            : gj__network_need_parts_beside_encoding(m, inference_parts, 1, GJ__NETWORK_ENCODING_FORWARD,
                                                                     call, &encoding_module);
-    const uint64_t row_bytes = gj__network_features_bytes(m, 1);
-    const int overlap = m->overlap_log2 && desc->n > (1ull << m->overlap_log2);
-    const uint64_t most = FEATURES_CHUNK_BYTES / row_bytes / 32 * 32;
-    const uint64_t chunk = overlap ? 1ull << m->overlap_log2 : desc->n < most ? desc->n : most;
-    void *features = NULL;
-    if (status == GJ_OK) {
-        status = gj__workspace_get_for_stream(&m->stream_scratch, &m->ctx->runtime, stream,
-                                              chunk * row_bytes * (overlap ? 2 : 1), call, &features);
+    if (status != GJ_OK) {
+        return status;
     }
-    if (status == GJ_OK && overlap) {
-        void *buffers[2] = {features, (char *)features + chunk * row_bytes};
-        return overlapped_chunks(m, encoding_module, stream, desc, chunk, buffers, call);
-    }
-    for (uint64_t start = 0; status == GJ_OK && start < desc->n; start += chunk) {
-        const uint64_t n = desc->n - start < chunk ? desc->n - start : chunk;
-        status = encode_chunk(m, encoding_module, stream, desc, start, n, features);
-        if (status == GJ_OK) {
-            status = network_chunk(m, stream, desc, start, n, features, call);
-        }
-    }
-    return status;
+    const gj__network_two_passes t = {GJ__NK_INFERENCE_FEATURES, desc->n, desc->input, desc->output,
+                                      desc->params, desc->encoding_params, NULL};
+    return gj__network_two_passes_run(m, encoding_module, stream, &t, call);
 }
 
 static gj_status run_forward(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc,
@@ -183,6 +98,10 @@ static gj_status run_forward(gj_network_module *module, gj_stream stream, const 
                       : gj__network_need_parts(module, inference_parts, 1, call);
     if (status != GJ_OK) {
         return status;
+    }
+    if (training && module->net->encoding) {
+        return gj__network_model_forward(module, stream, desc->n, desc->input, desc->output, desc->params,
+                                         desc->encoding_params, desc->context, call);
     }
     uint64_t n = desc->n;
     const float *x = desc->input;

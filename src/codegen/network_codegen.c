@@ -106,6 +106,10 @@ static void emit_header(gj__strbuf *sb, const struct gj_network *net, const gj_c
                               "// feature-major, then %s_inference_features runs the network over them.\n",
                           gj__network_name(opts));
         }
+        if (gj__network_forward_features(net)) {
+            gj__sb_printf(sb, "// The forward for training in two passes too (%s_forward_features).\n",
+                          gj__network_name(opts));
+        }
     }
     gj__emit_options_comment(sb, options_text);
     gj__sb_append(sb, "// ===========================================================================\n\n");
@@ -434,7 +438,7 @@ static void emit_inference_config(gj__strbuf *sb, const char *name) {
  * the fused backward sums in shared memory where the plan has room for them (§9). */
 static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_part part,
                                const launch_bounds_t *bounds, int unrolled, const beyond_plan_t *step, int recompute,
-                               uint32_t small_floats, int features) {
+                               uint32_t small_floats, int features, int forward_features) {
     const int forward = part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL;
     const int backward = part == GJ__NETWORK_PART_BACKWARD || part == GJ__NETWORK_PART_ALL;
     gj__sb_printf(sb, "// The encoding as templates/model_kernels.cuh calls it.\n"
@@ -512,7 +516,18 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "}\n\n",
                       name, bounds->inference, name, name, name);
     }
-    if (forward) {
+    if (forward && forward_features) {
+        gj__sb_printf(sb,
+                      "// The forward for training in two passes (recomputing: it keeps the input rows alone,\n"
+                      "// in the inference kernel's block): the network over the features (n x %s_config::IN,\n"
+                      "// feature-major) that the encoding's own forward kernel wrote.\n"
+                      "extern \"C\" __global__ void %s\n"
+                      "%s_forward_features(gj_u64 n, const %s_encoding_config::param_t* f, float* y,\n"
+                      "                    const gj_half* params, gj_u16* ctx) {\n"
+                      "    gj_model_forward_features_kernel<%s_inference_config>(n, f, y, params, ctx);\n"
+                      "}\n\n",
+                      name, bounds->inference, name, name, name);
+    } else if (forward) {
         /* Recomputing, the forward keeps the input rows alone: the inference kernel's work and
          * as much L1 for the encoding's gathers, so its block too. */
         if (recompute) {
@@ -722,7 +737,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         if (net->encoding) {
             emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels, &beyond,
                                plans[GJ__NETWORK_PLAN_PORTABLE].recompute, small_floats,
-                               gj__network_inference_features(net));
+                               gj__network_inference_features(net), gj__network_forward_features(net));
         } else {
             emit_kernels(&sb, name, part, &bounds, &beyond);
         }
@@ -745,6 +760,7 @@ const gj__network_kernel_info gj__network_kernels[GJ__NK_COUNT] = {
     [GJ__NK_INPUT_FINISH] = {"input_finish", GJ__NETWORK_PART_TRAINING_INPUT, 0},
     [GJ__NK_INPUT_LOSS] = {"input_loss", GJ__NETWORK_PART_TRAINING_INPUT, 1},
     [GJ__NK_INFERENCE_FEATURES] = {"inference_features", GJ__NETWORK_PART_INFERENCE, 1},
+    [GJ__NK_FORWARD_FEATURES] = {"forward_features", GJ__NETWORK_PART_TRAINING, 1},
 };
 
 /* A model's inference in two passes (network_codegen.h). The rule, measured on the H200 (C1 +
@@ -766,10 +782,25 @@ int gj__network_inference_features(const struct gj_network *net) {
     return plans[GJ__NETWORK_PLAN_LARGE].inference_warps != GJ__NETWORK_WIDE_INFERENCE_WARPS;
 }
 
+/* Not measured yet: only where the hint asks. Only where the forward runs in the inference
+ * kernel's block, whose plan (NAME_inference_config, with the staging of FEATURES_FETCH) the
+ * kernel over features takes. */
+int gj__network_forward_features(const struct gj_network *net) {
+    if (!net->encoding || net->hints.forward_features <= 0) {
+        return 0;
+    }
+    gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
+    gj__network_plans_make(&net->layout, &net->hints, 1, 0, plans);
+    return plans[GJ__NETWORK_PLAN_PORTABLE].recompute;
+}
+
 int gj__network_has_kernel(const struct gj_network *net, gj__network_kernel k) {
     const int owner = gj__network_kernels[k].owner;
     if (k == GJ__NK_INFERENCE || k == GJ__NK_INFERENCE_FEATURES) {
         return (k == GJ__NK_INFERENCE_FEATURES) == gj__network_inference_features(net);
+    }
+    if (net->encoding && (k == GJ__NK_FORWARD || k == GJ__NK_FORWARD_FEATURES)) {
+        return (k == GJ__NK_FORWARD_FEATURES) == gj__network_forward_features(net);
     }
     return owner == 0 || (owner == 1) == (net->encoding != NULL);
 }

@@ -49,6 +49,7 @@ typedef enum gj__network_kernel {
     GJ__NK_INPUT_LOSS,   /* a model's: the training step's L2 loss as a pass (docs/networks.md §10) */
     GJ__NK_INFERENCE_FEATURES, /* a model's inference in two passes: the network over the features that
                                   its encoding module's forward wrote (gj__network_inference_features) */
+    GJ__NK_FORWARD_FEATURES,   /* a model's forward for training so (gj__network_forward_features) */
     GJ__NK_COUNT
 } gj__network_kernel;
 
@@ -70,6 +71,11 @@ int gj__network_has_kernel(const struct gj_network *net, gj__network_kernel k);
  * The rule, unless net's hints say (GRIDJIT_NETWORK_INFERENCE_FEATURES): where the large class's
  * fused kernel would not take the wide block of 16 warps. 0 for a network alone. */
 int gj__network_inference_features(const struct gj_network *net);
+/* Whether a model's forward for training runs in two passes as well (NAME_forward_features, the
+ * network over the features, writing the context as NAME_forward does): where its hints ask
+ * (GRIDJIT_NETWORK_FORWARD_FEATURES=1, a measuring knob) and its forward runs in the inference
+ * kernel's block (it recomputes). 0 otherwise, and for a network alone. */
+int gj__network_forward_features(const struct gj_network *net);
 
 /* The network's default device-function name. */
 #define GJ__NETWORK_DEFAULT_NAME "gj_network"

@@ -63,6 +63,9 @@ typedef struct gj__network_plan_hints {
     int features_fetch;         /* that network kernel's warps fetch their next tile's features into
                                    shared memory while a tile runs (where the block fits): 1 yes;
                                    anything else no (not measured yet: codegen/network_plan.c) */
+    int forward_features;       /* a model's forward for training in two passes, as its inference's
+                                   (where the forward runs in the inference kernel's block): 1 yes;
+                                   anything else no (not measured yet: codegen/network_codegen.c) */
 } gj__network_plan_hints;
 
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */
