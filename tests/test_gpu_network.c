@@ -321,6 +321,16 @@ static gj_network_pass_desc model_desc(uint64_t n, const float *x, const void *p
     return d;
 }
 
+/* A model's n_mlp network weights (fp16, on the device) by tiny-cuda-nn's initialisation. */
+static void *initialised_weights(gj_context *ctx, gj_network_module *m, uint64_t n_mlp) {
+    void *params = gj_gpu_alloc(ctx, n_mlp * 2);
+    gj_network_init_desc init;
+    gj_network_init_desc_init(&init);
+    init.params = params;
+    gj_gpu_ok(ctx, gj_network_init_params(m, NULL, &init), "gj_network_init_params");
+    return params;
+}
+
 /* unfused: the module's fused backward is held on its thread (tiers on, a cache without it), so
  * that every backward without dL/dinput runs unfused (docs/networks.md §10, "Tiers"). */
 static int check_model(gj_context *ctx, const model_shape *s, int unfused) {
@@ -335,11 +345,7 @@ static int check_model(gj_context *ctx, const model_shape *s, int unfused) {
     const size_t grad_size = gj_network_module_encoding_gradient_size(m);
 
     /* Network weights: tiny-cuda-nn's initialisation; encoding parameters of order 1. */
-    void *params = gj_gpu_alloc(ctx, n_mlp * 2);
-    gj_network_init_desc init;
-    gj_network_init_desc_init(&init);
-    init.params = params;
-    gj_gpu_ok(ctx, gj_network_init_params(m, NULL, &init), "gj_network_init_params");
+    void *params = initialised_weights(ctx, m, n_mlp);
     uint16_t *halves = malloc(n_mlp * 2);
     memset(halves, 0xFF, n_mlp * 2); /* NaNs */
     float *wf = malloc(n_mlp * sizeof *wf);
@@ -655,11 +661,7 @@ static int infers_alike(gj_context *ctx, const char *json, unsigned dims, uint64
     const gj_encoding *enc = gj_network_encoding(net);
     const uint64_t n_mlp = gj_network_n_mlp_params(net), n_enc = gj_encoding_n_params(enc);
     const unsigned out = gj_network_n_output_dims(net);
-    void *params = gj_gpu_alloc(ctx, n_mlp * 2);
-    gj_network_init_desc init;
-    gj_network_init_desc_init(&init);
-    init.params = params;
-    gj_gpu_ok(ctx, gj_network_init_params(two, NULL, &init), "gj_network_init_params");
+    void *params = initialised_weights(ctx, two, n_mlp);
     gj_gpu_rng r = {5 + n};
     double *ep = malloc(n_enc * sizeof *ep);
     float *x = malloc(n * dims * sizeof *x);

@@ -11,6 +11,11 @@
  * of 32 fp16 features in one. */
 #define FEATURES_CHUNK_BYTES (128ull << 20)
 
+/* The points of the chunk from start: chunk of them, fewer at the batch's end. */
+static uint64_t chunk_points(const gj__network_two_passes *t, uint64_t start, uint64_t chunk) {
+    return t->n - start < chunk ? t->n - start : chunk;
+}
+
 /* The encoding module's forward of points [start, start + n) into features (feature-major). */
 static gj_status encode_chunk(gj_network_module *m, gj_module *encoding_module, gj_stream stream,
                               const gj__network_two_passes *t, uint64_t start, uint64_t n, void *features) {
@@ -54,9 +59,9 @@ static gj_status overlapped_chunks(gj_network_module *m, gj_module *encoding_mod
     if (status != GJ_OK) {
         return status;
     }
-    status = encode_chunk(m, encoding_module, stream, t, 0, chunk < t->n ? chunk : t->n, buffers[0]);
+    status = encode_chunk(m, encoding_module, stream, t, 0, chunk_points(t, 0, chunk), buffers[0]);
     for (uint64_t start = 0, k = 0; status == GJ_OK && start < t->n; start += chunk, ++k) {
-        const uint64_t n = t->n - start < chunk ? t->n - start : chunk;
+        const uint64_t n = chunk_points(t, start, chunk);
         const gj__side_stream *side = NULL;
         status = gj__side_fork(&m->beside, &m->ctx->diag, drv, &where, stream, call, &side);
         if (status != GJ_OK) {
@@ -65,8 +70,7 @@ static gj_status overlapped_chunks(gj_network_module *m, gj_module *encoding_mod
         status = network_chunk(m, side ? (gj_stream)side->stream : stream, t, start, n, buffers[k % 2], call);
         const uint64_t next = start + n;
         if (status == GJ_OK && next < t->n) {
-            const uint64_t n_next = t->n - next < chunk ? t->n - next : chunk;
-            status = encode_chunk(m, encoding_module, stream, t, next, n_next, buffers[(k + 1) % 2]);
+            status = encode_chunk(m, encoding_module, stream, t, next, chunk_points(t, next, chunk), buffers[(k + 1) % 2]);
         }
         if (side) {
             const gj_status joined = gj__side_join(&m->beside, &m->ctx->diag, drv, side, stream, call);
@@ -91,7 +95,7 @@ gj_status gj__network_two_passes_run(gj_network_module *m, gj_module *encoding_m
         return overlapped_chunks(m, encoding_module, stream, t, chunk, buffers, call);
     }
     for (uint64_t start = 0; status == GJ_OK && start < t->n; start += chunk) {
-        const uint64_t n = t->n - start < chunk ? t->n - start : chunk;
+        const uint64_t n = chunk_points(t, start, chunk);
         status = encode_chunk(m, encoding_module, stream, t, start, n, features);
         if (status == GJ_OK) {
             status = network_chunk(m, stream, t, start, n, features, call);
