@@ -532,7 +532,7 @@ static void without_fused_sums(gj__network_plan *p, const gj__network_plan *netw
 }
 
 /* p as gj__network_plan_make made it: without the staging of the step's targets that
- * gj__network_plans_make adds (model as passed to it). */
+ * gj__network_plans_make adds (model: a network behind an encoding). */
 static void without_step_staging(gj__network_plan *p, int model) {
     uint32_t *bytes = model ? &p->step_input_bytes : &p->step_bytes;
     *bytes -= (uint32_t)(2 * p->step_target_halves * p->warps);
@@ -558,7 +558,8 @@ static void the_step_fetches_its_targets_ahead(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
         gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES], one;
         cases[i].net->hints.step_fetch_targets = cases[i].hint;
-        gj__network_plans_make(&cases[i].net->layout, &cases[i].net->hints, cases[i].model, 0, plans);
+        gj__network_plans_make(&cases[i].net->layout, &cases[i].net->hints, gj__network_feature_bytes(cases[i].net), 0,
+                               plans);
         for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
             gj__network_plan_make(&cases[i].net->layout, &cases[i].net->hints, (gj__network_plan_class)c, &one);
             assert_int_equal(plans[c].step_fetch_targets, cases[i].fetch);
@@ -595,11 +596,11 @@ static void a_model_s_backward_may_sum_its_small_levels_in_shared_memory(void **
     assert_int_equal(floats, 4096 * 2);
     gj__network_plan plain[GJ__NETWORK_PLAN_CLASSES], hinted[GJ__NETWORK_PLAN_CLASSES], alone[GJ__NETWORK_PLAN_CLASSES];
     gj__network_plan by_default[GJ__NETWORK_PLAN_CLASSES];
-    gj__network_plans_make(&model->layout, &model->hints, 1, floats, by_default);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, by_default);
     model->hints.small_sums = -1;
-    gj__network_plans_make(&model->layout, &model->hints, 1, floats, plain);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, plain);
     model->hints.small_sums = 1;
-    gj__network_plans_make(&model->layout, &model->hints, 1, floats, hinted);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, hinted);
     gj__network_plans_make(&model->layout, &model->hints, 0, floats, alone);
     for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
         assert_true(by_default[c].recompute);
@@ -634,14 +635,14 @@ static void a_model_s_backward_may_sum_its_small_levels_in_shared_memory(void **
      * the hint still asks for them there. */
     model = make_model(64, 2);
     model->hints.recompute = -1;
-    gj__network_plans_make(&model->layout, &model->hints, 1, floats, by_default);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, by_default);
     model->hints.small_sums = 1;
-    gj__network_plans_make(&model->layout, &model->hints, 1, floats, hinted);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, hinted);
     assert_int_equal(by_default[GJ__NETWORK_PLAN_LARGE].small_sums_floats, 0);
     assert_int_equal(hinted[GJ__NETWORK_PLAN_LARGE].small_sums_floats, floats);
     gj_network_destroy(model);
     model = make_model(128, 2);
-    gj__network_plans_make(&model->layout, &model->hints, 1, floats, by_default);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, by_default);
     for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
         assert_false(by_default[c].recompute);
         assert_int_equal(by_default[c].small_sums_floats, 0);
@@ -655,7 +656,7 @@ static void a_model_s_backward_may_sum_its_small_levels_in_shared_memory(void **
     } depths[] = {{2, 1}, {4, 1}, {8, 0}};
     for (size_t i = 0; i < sizeof depths / sizeof depths[0]; ++i) {
         model = make_model(64, depths[i].hidden);
-        gj__network_plans_make(&model->layout, &model->hints, 1, floats, by_default);
+        gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, by_default);
         for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
             assert_int_equal(by_default[c].recompute, depths[i].recomputes);
             assert_int_equal(by_default[c].stage_backward, depths[i].recomputes);
@@ -667,7 +668,7 @@ static void a_model_s_backward_may_sum_its_small_levels_in_shared_memory(void **
     /* Sums that would leave the block alone on a multiprocessor (here 12 levels' worth) are none. */
     model = make_model(64, 2);
     model->hints.small_sums = 1;
-    gj__network_plans_make(&model->layout, &model->hints, 1, 12 * 4096, hinted);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 12 * 4096, hinted);
     for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
         assert_int_equal(hinted[c].small_sums_floats, 0);
     }
@@ -691,18 +692,18 @@ static void a_model_s_inference_over_features(void **state) {
         struct gj_network *model = make_model(shapes[i].width, shapes[i].hidden);
         gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES], fetching[GJ__NETWORK_PLAN_CLASSES],
             alone[GJ__NETWORK_PLAN_CLASSES];
-        gj__network_plans_make(&model->layout, &model->hints, 1, 0, plans);
+        gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 0, plans);
         assert_int_equal(gj__network_inference_features(model), shapes[i].two);
         assert_int_equal(shapes[i].two, plans[GJ__NETWORK_PLAN_LARGE].inference_warps != 16);
         model->hints.features_fetch = 1;
-        gj__network_plans_make(&model->layout, &model->hints, 1, 0, fetching);
+        gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 0, fetching);
         gj__network_plans_make(&model->layout, &model->hints, 0, 0, alone);
         for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
             assert_false(plans[c].features_fetch); /* not without the hint */
             assert_int_equal(plans[c].features_bytes, plans[c].inference_bytes);
             assert_false(alone[c].features_fetch);
             const gj__network_plan *p = &fetching[c];
-            const uint32_t staging = 2 * 32 * model->layout.input_width * p->inference_warps;
+            const uint32_t staging = 2 * 32 * model->layout.input_width * p->inference_warps; /* fp16 */
             if (p->features_fetch) {
                 assert_int_equal(p->features_bytes, p->inference_bytes + staging);
                 assert_true(p->features_bytes <= (c == GJ__NETWORK_PLAN_LARGE ? 160u : 96u) * 1024u);
@@ -769,6 +770,42 @@ static void a_model_s_inference_over_features(void **state) {
     }
 }
 
+/* A model whose encoding is fp32 stages its features as they are, 4 bytes each: its staging is
+ * twice the fp16 model's (a staging of fp16 room overran the next warp's, and the block's, on
+ * the GPU), and fits or not by that size. */
+static void an_fp32_model_stages_fp32_features(void **state) {
+    (void)state;
+    struct gj_network *half = make_model(64, 2);
+    struct gj_network *single = make("{\"encoding\": {\"otype\": \"HashGrid\", \"precision\": \"fp32\"}, "
+                                     "\"network\": {\"otype\": \"FullyFusedMLP\", \"n_neurons\": 64, "
+                                     "\"n_hidden_layers\": 2}}",
+                                     3, 16);
+    assert_int_equal(gj__network_feature_bytes(half), 2);
+    assert_int_equal(gj__network_feature_bytes(single), 4);
+    half->hints.features_fetch = single->hints.features_fetch = 1;
+    gj__network_plan h[GJ__NETWORK_PLAN_CLASSES], s[GJ__NETWORK_PLAN_CLASSES];
+    gj__network_plans_make(&half->layout, &half->hints, gj__network_feature_bytes(half), 0, h);
+    gj__network_plans_make(&single->layout, &single->hints, gj__network_feature_bytes(single), 0, s);
+    int fetching = 0;
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        assert_int_equal(s[c].inference_bytes, h[c].inference_bytes); /* the same network */
+        const uint64_t staging = 4ull * 32 * single->layout.input_width * s[c].inference_warps;
+        const uint64_t budget = (c == GJ__NETWORK_PLAN_LARGE ? 160u : 96u) * 1024u;
+        if (s[c].features_fetch) {
+            assert_int_equal(s[c].features_bytes, s[c].inference_bytes + staging);
+            assert_true(s[c].features_bytes <= budget);
+            assert_true(h[c].features_fetch);
+            assert_int_equal(s[c].features_bytes - s[c].inference_bytes, 2 * (h[c].features_bytes - h[c].inference_bytes));
+            fetching++;
+        } else {
+            assert_int_equal(s[c].features_bytes, s[c].inference_bytes);
+        }
+    }
+    assert_true(fetching > 0); /* the portable class's block has room for it */
+    gj_network_destroy(half);
+    gj_network_destroy(single);
+}
+
 /* A model's forward for training in two passes (the hint forward_features 1, a measuring knob):
  * only where its forward recomputes, so runs in the inference kernel's block (64 x 2, 64 x 4,
  * 16 x 8; not 128 x 2, which keeps its context); never by default. Its training program then has
@@ -783,7 +820,7 @@ static void a_model_s_forward_over_features(void **state) {
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
         struct gj_network *model = make_model(shapes[i].width, shapes[i].hidden);
         gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
-        gj__network_plans_make(&model->layout, &model->hints, 1, 0, plans);
+        gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 0, plans);
         assert_int_equal(plans[GJ__NETWORK_PLAN_PORTABLE].recompute, shapes[i].recomputes);
         assert_false(gj__network_forward_features(model)); /* never by default */
         char *fused = source_of(model, GJ__NETWORK_PART_TRAINING);
@@ -845,7 +882,7 @@ static void a_model_s_inference_takes_one_wide_block(void **state) {
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
         struct gj_network *model = make_model(shapes[i].width, shapes[i].hidden);
         gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES], alone[GJ__NETWORK_PLAN_CLASSES], one;
-        gj__network_plans_make(&model->layout, &model->hints, 1, 0, plans);
+        gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 0, plans);
         gj__network_plans_make(&model->layout, &model->hints, 0, 0, alone);
         for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
             without_step_staging(&plans[c], 1);
@@ -884,11 +921,11 @@ static void a_model_s_inference_takes_one_wide_block(void **state) {
     model->hints.inference_features = -1; /* the fused kernel, compiled below */
     gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
     model->hints.forward_warps = 4;
-    gj__network_plans_make(&model->layout, &model->hints, 1, 0, plans);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 0, plans);
     assert_int_equal(plans[GJ__NETWORK_PLAN_LARGE].inference_warps, 4);
     model->hints.forward_warps = 0;
     model->hints.forward_registers = 168;
-    gj__network_plans_make(&model->layout, &model->hints, 1, 0, plans);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 0, plans);
     assert_int_equal(plans[GJ__NETWORK_PLAN_LARGE].inference_warps, 4);
     model->hints.forward_registers = 0;
     if (!gj_test_have_nvrtc()) {
@@ -937,7 +974,7 @@ static void a_model_s_fused_backward_sums_in_global_memory(void **state) {
     struct gj_network *model = make_model(64, 2), *narrow = make_model(32, 2);
     const uint32_t floats = gj__network_small_floats(model);
     gj__network_plan m[GJ__NETWORK_PLAN_CLASSES], alone[GJ__NETWORK_PLAN_CLASSES], hinted[GJ__NETWORK_PLAN_CLASSES];
-    gj__network_plans_make(&model->layout, &model->hints, 1, floats, m);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, m);
     gj__network_plans_make(&model->layout, &model->hints, 0, floats, alone);
     assert_true(alone[L].smem_grads && alone[P].smem_grads);
     assert_false(m[L].smem_grads);
@@ -945,7 +982,7 @@ static void a_model_s_fused_backward_sums_in_global_memory(void **state) {
     assert_int_equal(m[L].small_sums_floats, floats);
     assert_int_equal(m[L].backward_bytes, alone[L].backward_bytes - 4 * 7168 + 4 * floats);
     model->hints.fused_smem_grads = 1; /* the network's plan for the fused backward */
-    gj__network_plans_make(&model->layout, &model->hints, 1, floats, hinted);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, hinted);
     model->hints.fused_smem_grads = 0;
     assert_true(hinted[L].smem_grads);
     assert_int_equal(m[L].backward_input_bytes, hinted[L].backward_input_bytes);
@@ -960,28 +997,28 @@ static void a_model_s_fused_backward_sums_in_global_memory(void **state) {
                                 "in shared memory, parameter gradients summed per block in shared memory"));
     free(src);
     /* 32 wide keeps them; the hint 0 drops them there too, in both classes. */
-    gj__network_plans_make(&narrow->layout, &narrow->hints, 1, floats, m);
+    gj__network_plans_make(&narrow->layout, &narrow->hints, gj__network_feature_bytes(narrow), floats, m);
     assert_true(m[L].smem_grads && m[P].smem_grads);
     setenv("GRIDJIT_NETWORK_FUSED_BLOCK_SUMS", "0", 1);
     gj__network_plan_hints_from_env(&narrow->hints);
-    gj__network_plans_make(&narrow->layout, &narrow->hints, 1, floats, hinted);
+    gj__network_plans_make(&narrow->layout, &narrow->hints, gj__network_feature_bytes(narrow), floats, hinted);
     assert_false(hinted[L].smem_grads || hinted[P].smem_grads);
     /* The hint 1: the network's plan. */
     setenv("GRIDJIT_NETWORK_FUSED_BLOCK_SUMS", "1", 1);
     gj__network_plan_hints_from_env(&model->hints);
     unsetenv("GRIDJIT_NETWORK_FUSED_BLOCK_SUMS");
-    gj__network_plans_make(&model->layout, &model->hints, 1, floats, hinted);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, hinted);
     assert_true(hinted[L].smem_grads && hinted[P].smem_grads);
     assert_int_equal(hinted[L].backward_bytes, alone[L].backward_bytes + 4 * floats);
     /* GRIDJIT_NETWORK_BLOCK_SUMS=1 keeps every backward kernel's sums, this one's too. */
     model->hints.fused_smem_grads = 0;
     model->hints.smem_grads = 1;
-    gj__network_plans_make(&model->layout, &model->hints, 1, floats, hinted);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, hinted);
     assert_true(hinted[L].smem_grads);
     /* A model keeping its context keeps its block sums. */
     model->hints.smem_grads = 0;
     model->hints.recompute = -1;
-    gj__network_plans_make(&model->layout, &model->hints, 1, floats, hinted);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, hinted);
     assert_false(hinted[L].recompute);
     assert_true(hinted[L].smem_grads);
     gj_network_destroy(model);
@@ -1003,6 +1040,7 @@ int main(void) {
         cmocka_unit_test(narrow_models_forward_kernels_ask_for_two_blocks),
         cmocka_unit_test(a_model_s_inference_takes_one_wide_block),
         cmocka_unit_test(a_model_s_inference_over_features),
+        cmocka_unit_test(an_fp32_model_stages_fp32_features),
         cmocka_unit_test(a_model_s_forward_over_features),
         cmocka_unit_test(a_model_s_backward_may_sum_its_small_levels_in_shared_memory),
         cmocka_unit_test(the_step_fetches_its_targets_ahead),

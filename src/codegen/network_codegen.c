@@ -29,6 +29,13 @@ uint32_t gj__network_small_floats(const struct gj_network *net) {
     return gj__leading_small_floats(net->encoding, &opts);
 }
 
+unsigned gj__network_feature_bytes(const struct gj_network *net) {
+    if (!net->encoding) {
+        return 0;
+    }
+    return gj_encoding_precision(net->encoding) == GJ_PRECISION_FP32 ? 4 : 2;
+}
+
 const char *gj__network_name(const gj_codegen_options *opts) {
     return (!opts->name || strcmp(opts->name, "gj_encode") == 0) ? GJ__NETWORK_DEFAULT_NAME : opts->name;
 }
@@ -684,7 +691,8 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
                           const char *options_text) {
     const char *name = gj__network_name(opts);
     gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
-    gj__network_plans_make(&net->layout, &net->hints, net->encoding != NULL, gj__network_small_floats(net), plans);
+    gj__network_plans_make(&net->layout, &net->hints, gj__network_feature_bytes(net), gj__network_small_floats(net),
+                           plans);
     gj__strbuf sb;
     gj__sb_init(&sb);
     emit_header(&sb, net, opts, part, plans, options_text);
@@ -778,7 +786,7 @@ int gj__network_inference_features(const struct gj_network *net) {
         return net->hints.inference_features > 0;
     }
     gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
-    gj__network_plans_make(&net->layout, &net->hints, 1, 0, plans);
+    gj__network_plans_make(&net->layout, &net->hints, gj__network_feature_bytes(net), 0, plans);
     return plans[GJ__NETWORK_PLAN_LARGE].inference_warps != GJ__NETWORK_WIDE_INFERENCE_WARPS;
 }
 
@@ -790,7 +798,7 @@ int gj__network_forward_features(const struct gj_network *net) {
         return 0;
     }
     gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
-    gj__network_plans_make(&net->layout, &net->hints, 1, 0, plans);
+    gj__network_plans_make(&net->layout, &net->hints, gj__network_feature_bytes(net), 0, plans);
     return plans[GJ__NETWORK_PLAN_PORTABLE].recompute;
 }
 

@@ -96,6 +96,10 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
  * gj__network_plans_make; what a module generates: level-major). */
 uint32_t gj__network_small_floats(const struct gj_network *net);
 
+/* The bytes of one of a model's features as its encoding writes them (2: fp16, 4: fp32; 0 for a
+ * network alone): what gj__network_plans_make stages where the kernel over features fetches. */
+unsigned gj__network_feature_bytes(const struct gj_network *net);
+
 /* The name the network's functions get under opts. */
 const char *gj__network_name(const gj_codegen_options *opts);
 

@@ -333,11 +333,12 @@ static void small_sums(const gj__network_plan_hints *hints, uint32_t small_float
  * anyway), BLOCK_BUDGET on the portable one. Checked on the CPU emulation, not yet timed on a
  * GPU (docs/benchmarks.md §11, the thirty-ninth session): off by default until it is. */
 static void features_fetch(const gj__network_layout *layout, const gj__network_plan_hints *hints,
-                           gj__network_plan *plans) {
+                           unsigned feature_bytes, gj__network_plan *plans) {
     const int hint = hints ? hints->features_fetch : 0;
     for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
         gj__network_plan *p = &plans[c];
-        const uint64_t bytes = p->inference_bytes + 2ull * 32 * layout->input_width * p->inference_warps;
+        /* the staging holds the encoding's values as they are (fp32 ones take twice fp16's room) */
+        const uint64_t bytes = p->inference_bytes + (uint64_t)feature_bytes * 32 * layout->input_width * p->inference_warps;
         /* The wide block is alone on its multiprocessor (its registers) whatever its shared memory. */
         const int alone = p->inference_warps == WIDE_INFERENCE_WARPS;
         const int fits = c == GJ__NETWORK_PLAN_LARGE
@@ -349,8 +350,9 @@ static void features_fetch(const gj__network_layout *layout, const gj__network_p
     }
 }
 
-void gj__network_plans_make(const gj__network_layout *layout, const gj__network_plan_hints *hints, int model,
-                            uint32_t small_floats, gj__network_plan *plans) {
+void gj__network_plans_make(const gj__network_layout *layout, const gj__network_plan_hints *hints,
+                            unsigned feature_bytes, uint32_t small_floats, gj__network_plan *plans) {
+    const int model = feature_bytes > 0;
     int recomputing = 1;
     for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
         gj__network_plan_make(layout, hints, (gj__network_plan_class)c, &plans[c]);
@@ -368,7 +370,7 @@ void gj__network_plans_make(const gj__network_layout *layout, const gj__network_
     if (model) {
         fused_sums(layout, hints, plans);
         small_sums(hints, small_floats, plans);
-        features_fetch(layout, hints, plans);
+        features_fetch(layout, hints, feature_bytes, plans);
     }
 }
 

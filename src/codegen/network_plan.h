@@ -118,11 +118,13 @@ void gj__network_plan_make(const gj__network_layout *layout, const gj__network_p
                            gj__network_plan_class cls, gj__network_plan *out);
 
 /* The plans of every class (plans: GJ__NETWORK_PLAN_CLASSES of them) of a network alone
- * (model 0) or behind an encoding (model 1), whose inference kernel may take a wide block;
+ * (feature_bytes 0) or behind an encoding whose features are feature_bytes each (2: fp16, 4:
+ * fp32; gj__network_feature_bytes), whose inference kernel may take a wide block and whose
+ * kernel over features stages 32 rows of them a warp where it fetches;
  * small_floats: the model's encoding's leading small levels (gj__network_small_floats), which
  * its fused backward may sum in shared memory. */
-void gj__network_plans_make(const gj__network_layout *layout, const gj__network_plan_hints *hints, int model,
-                            uint32_t small_floats, gj__network_plan *plans);
+void gj__network_plans_make(const gj__network_layout *layout, const gj__network_plan_hints *hints,
+                            unsigned feature_bytes, uint32_t small_floats, gj__network_plan *plans);
 
 /* Whether two plans make the same kernels and launches (the generated code states one plan
  * for both classes where they agree). */
