@@ -1189,85 +1189,26 @@ static void a_model_s_inference_runs_in_two_passes(void **state) {
     assert_memory_equal(&r[1].shared[1], &r[0].shared[1], 2 * sizeof r[0].shared[1]);
 }
 
-/* The stream order of chunks overlapped (network_two_passes.c): the first chunk's encoding, then
- * a turn a chunk: fork, the network's kernel over the chunk on the side stream (B), the next
- * chunk's encoding on the caller's (A) but after the last chunk, join. */
-static void expect_overlapped(const char *trace, const char *kernel, int chunks) {
-    char expected[4096];
-    size_t at = (size_t)snprintf(expected, sizeof expected, "launch(gj_encode_forward,A)");
-    for (int k = 0; k < chunks && at < sizeof expected; ++k) {
-        at += (size_t)snprintf(expected + at, sizeof expected - at, " record(E1,A) wait(B,E1) launch(%s,B)%s record(E2,B) wait(A,E2)",
-                               kernel, k + 1 < chunks ? " launch(gj_encode_forward,A)" : "");
-    }
-    if (strcmp(trace, expected) != 0) {
-        fail_msg("overlapped chunks:\n  got      %s\n  expected %s", trace, expected);
-    }
-}
-
-/* GRIDJIT_NETWORK_FEATURES_OVERLAP=12 (chunks of 4096 points): a model's inference in two passes
- * runs the network over chunk k on the side stream (B) while the caller's stream (A) encodes
- * chunk k + 1 into the other buffer; the caller's stream waits for the network over chunk k before
- * it encodes chunk k + 2 into its buffer, and after the last. 3 x 4096 + 5 points: four turns.
- * A batch of one chunk, or a stream being captured, runs in order on the caller's stream. */
-static void a_two_pass_inference_overlaps_its_chunks(void **state) {
-    (void)state;
-    if (!gj_test_have_nvrtc()) {
-        skip();
-    }
-    small_model s = small_model_open();
-    setenv("GRIDJIT_NETWORK_INFERENCE_FEATURES", "1", 1);
-    gj_network_module *m = module_with_env(s.ctx, s.model, "GRIDJIT_NETWORK_FEATURES_OVERLAP", "12");
-    unsetenv("GRIDJIT_NETWORK_INFERENCE_FEATURES");
-    gj_network_pass_desc d = desc_over(s.buffer, 3 * 4096 + 5);
-    d.encoding_params = (char *)s.buffer + (1 << 20);
-    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK); /* compiles */
-    fake.trace_start();
-    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
-    expect_overlapped(fake.trace(), "gj_network_inference_features", 4);
-    fake.set_capturing(CU_STREAM_CAPTURE_STATUS_ACTIVE);
-    fake.trace_start();
-    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
-    const char *tr = fake.trace();
-    fake.set_capturing(CU_STREAM_CAPTURE_STATUS_NONE);
-    expect_in("a stream being captured", tr, "B)", 0);
-    expect_in("a stream being captured", tr, "launch(gj_network_inference_features,A) launch(gj_encode_forward,A)", 1);
-    d.n = 4096;
-    fake.trace_start();
-    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
-    assert_string_equal(fake.trace(), "launch(gj_encode_forward,A) launch(gj_network_inference_features,A)");
-    gj_network_module_destroy(m);
-    small_model_close(&s);
-}
-
 /* GRIDJIT_NETWORK_FORWARD_FEATURES=1 (a measuring knob): the small model (it recomputes) runs its
  * forward for training in two passes as well, the encoding's forward then the network's kernel over
- * the features writing the context, chunks overlapped as the inference's where
- * GRIDJIT_NETWORK_FEATURES_OVERLAP says; its inference stays fused (the rule). */
+ * the features writing the context, on the caller's stream; its inference stays fused (the rule). */
 static void a_model_s_forward_runs_in_two_passes(void **state) {
     (void)state;
     if (!gj_test_have_nvrtc()) {
         skip();
     }
     small_model s = small_model_open();
-    setenv("GRIDJIT_NETWORK_FORWARD_FEATURES", "1", 1);
-    gj_network_module *m = module_with_env(s.ctx, s.model, "GRIDJIT_NETWORK_FEATURES_OVERLAP", "12");
-    gj_network_module *whole = module_with_env(s.ctx, s.model, "GRIDJIT_NETWORK_FEATURES_OVERLAP", NULL);
-    unsetenv("GRIDJIT_NETWORK_FORWARD_FEATURES");
+    gj_network_module *m = module_with_env(s.ctx, s.model, "GRIDJIT_NETWORK_FORWARD_FEATURES", "1");
     gj_network_pass_desc d = desc_over(s.buffer, 2 * 4096 + 5);
     d.encoding_params = (char *)s.buffer + (1 << 20);
-    assert_int_equal(gj_network_forward(whole, NULL, &d), GJ_OK); /* compiles */
-    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK); /* compiles */
     fake.trace_start();
-    assert_int_equal(gj_network_forward(whole, NULL, &d), GJ_OK);
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
     assert_string_equal(fake.trace(), "launch(gj_encode_forward,A) launch(gj_network_forward_features,A)");
     fake.trace_start();
-    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
-    expect_overlapped(fake.trace(), "gj_network_forward_features", 3);
-    fake.trace_start();
-    assert_int_equal(gj_network_inference(whole, NULL, &d), GJ_OK);
+    assert_int_equal(gj_network_inference(m, NULL, &d), GJ_OK);
     expect_in("the inference", fake.trace(), "launch(gj_network_inference,A)", 1);
     gj_network_module_destroy(m);
-    gj_network_module_destroy(whole);
     small_model_close(&s);
 }
 
@@ -1629,7 +1570,6 @@ int main(void) {
         cmocka_unit_test(a_model_inference_leaves_l1_to_its_encoding),
         cmocka_unit_test(a_recomputing_model_forward_takes_the_inference_block),
         cmocka_unit_test(a_model_s_inference_runs_in_two_passes),
-        cmocka_unit_test(a_two_pass_inference_overlaps_its_chunks),
         cmocka_unit_test(a_model_s_forward_runs_in_two_passes),
         cmocka_unit_test(a_model_backward_summing_small_levels_takes_their_room),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),

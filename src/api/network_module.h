@@ -30,7 +30,6 @@
 #include "codegen/network_codegen.h"
 #include "compile/network_unit.h"
 #include "model/network.h"
-#include "runtime/side_stream.h"
 #include "runtime/user_module.h"
 #include "runtime/workspace.h"
 
@@ -95,10 +94,6 @@ struct gj_network_module {
     gj__workspace stream_scratch; /* what the unfused backward and step serving meanwhile keep between
                                      their launches (dL/d(features); the step's outputs, context and
                                      dL/dy too), per stream */
-    uint32_t overlap_log2; /* a two-pass inference overlapped in chunks of 2^overlap_log2 points (0: not;
-                              GRIDJIT_NETWORK_FEATURES_OVERLAP, a measuring knob) */
-    gj__side_streams beside; /* per context: where the network runs over one chunk beside the next
-                                chunk's encoding */
 };
 
 /* The size of a model's encoding parameter: 2 bytes (fp16) or 4 (fp32). */
@@ -134,8 +129,6 @@ gj_status gj__network_encoding_module_options(const gj__diag *diag, const struct
 void gj__network_plan_hints_from_env(gj__network_plan_hints *hints);
 /* The launch knobs read when a module is made: the forward passes' waves, the carveout rule. */
 void gj__network_launch_knobs(uint32_t *forward_waves, int *carveout);
-/* GRIDJIT_NETWORK_FEATURES_OVERLAP (12 ... 24: chunks of 2^that many points; else 0, off). */
-uint32_t gj__network_overlap_from_env(void);
 /* Whether a model's module compiles its fused backward behind its first steps: GRIDJIT_NETWORK_TIERS
  * 0 or 1, else where this process may run on at least GJ__NETWORK_TIER_CPUS CPUs. */
 #define GJ__NETWORK_TIER_CPUS 6
@@ -243,7 +236,7 @@ gj_status gj__network_zero_with(gj_network_module *m, gj__network_kernel k, gj_s
 /* ---- network_two_passes.c ---- */
 /* A model's forward pass in two: the encoding module's forward into features (feature-major, a
  * buffer of the stream's), then kernel (GJ__NK_INFERENCE_FEATURES, or GJ__NK_FORWARD_FEATURES
- * writing the context) over them; in chunks, overlapped on two streams where m->overlap_log2. */
+ * writing the context) over them, chunk by chunk on the caller's stream. */
 typedef struct gj__network_two_passes {
     gj__network_kernel kernel;
     uint64_t n;

@@ -43,7 +43,6 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     m->inference_features = gj__network_inference_features(m->net);
     m->forward_features = gj__network_forward_features(m->net);
     gj__network_launch_knobs(&m->forward_waves, &m->carveout);
-    m->overlap_log2 = gj__network_overlap_from_env();
     m->tiers = m->net->encoding && gj__network_tiers_from_env();
     m->tiers_overlap = gj__network_tiers_overlap_from_env();
     pthread_mutex_init(&m->lock, NULL);
@@ -52,7 +51,6 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     gj__workspace_init(&m->features);
     gj__workspace_init(&m->stream_scratch);
     gj__workspace_init(&m->ring);
-    gj__side_streams_init(&m->beside);
     *out = m;
     return GJ_OK;
 }
@@ -69,7 +67,6 @@ void gj_network_module_destroy(gj_network_module *module) {
     gj__workspace_destroy(&module->features, &module->ctx->runtime);
     gj__workspace_destroy(&module->stream_scratch, &module->ctx->runtime);
     gj__workspace_destroy(&module->ring, &module->ctx->runtime);
-    gj__side_streams_destroy(&module->beside, gj__driver_loaded(module->ctx->runtime.driver));
     gj_network_destroy(module->net);
     pthread_mutex_destroy(&module->lock);
     pthread_mutex_destroy(&module->encoding_lock);

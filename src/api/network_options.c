@@ -90,10 +90,6 @@ void gj__network_launch_knobs(uint32_t *forward_waves, int *carveout) {
     *carveout = (int)env_in_range("GRIDJIT_NETWORK_CARVEOUT", -1, 100, GJ__NETWORK_CARVEOUT_RULE);
 }
 
-uint32_t gj__network_overlap_from_env(void) {
-    return (uint32_t)env_in_range("GRIDJIT_NETWORK_FEATURES_OVERLAP", 12, 24, 0);
-}
-
 /* The CPUs this process may run on (its affinity mask; the online ones where that is unknown). */
 static long usable_cpus(void) {
     cpu_set_t set;

@@ -1,8 +1,8 @@
 /* A model's forward passes in two (docs/networks.md §9, "Inference in two passes"): the encoding
  * module's level-major forward writes the features feature-major into a buffer of the stream's,
  * then the network's kernel over features (NAME_inference_features, NAME_forward_features) runs
- * over them, chunk by chunk, the chunks overlapped on two streams where the module asks
- * (network_module.h). */
+ * over them, chunk by chunk on the caller's stream (overlapping the chunks on two streams was
+ * measured slower: docs/benchmarks.md §11, the forty-first session). */
 #include "api/network_module.h"
 
 #include "runtime/module.h"
@@ -41,59 +41,14 @@ static gj_status network_chunk(gj_network_module *m, gj_stream stream, const gj_
     return gj__network_launch(m, t->kernel, stream, n, args, call);
 }
 
-/* The chunks overlapped (m->overlap_log2): the network over chunk k on the context's side
- * stream while the caller's stream encodes chunk k + 1, two buffers taking turns. Each turn
- * forks (the side stream waits for chunk k's encoding), launches the network over chunk k there,
- * encodes chunk k + 1 on the caller's stream and joins (the caller's stream waits for the
- * network over chunk k, whose buffer chunk k + 2's encoding overwrites). A stream being
- * captured gets no fork: then everything runs on it, in order. */
-static gj_status overlapped_chunks(gj_network_module *m, gj_module *encoding_module, gj_stream stream,
-                                   const gj__network_two_passes *t, uint64_t chunk, void *buffers[2],
-                                   const char *call) {
-    gj__driver *drv = NULL;
-    gj__scope where;
-    gj_status status = gj__driver_get(m->ctx->runtime.driver, &m->ctx->diag, &drv);
-    if (status == GJ_OK) {
-        status = gj__scope_enter(&m->ctx->diag, drv, stream, call, &where);
-    }
-    if (status != GJ_OK) {
-        return status;
-    }
-    status = encode_chunk(m, encoding_module, stream, t, 0, chunk_points(t, 0, chunk), buffers[0]);
-    for (uint64_t start = 0, k = 0; status == GJ_OK && start < t->n; start += chunk, ++k) {
-        const uint64_t n = chunk_points(t, start, chunk);
-        const gj__side_stream *side = NULL;
-        status = gj__side_fork(&m->beside, &m->ctx->diag, drv, &where, stream, call, &side);
-        if (status != GJ_OK) {
-            break;
-        }
-        status = network_chunk(m, side ? (gj_stream)side->stream : stream, t, start, n, buffers[k % 2], call);
-        const uint64_t next = start + n;
-        if (status == GJ_OK && next < t->n) {
-            status = encode_chunk(m, encoding_module, stream, t, next, chunk_points(t, next, chunk), buffers[(k + 1) % 2]);
-        }
-        if (side) {
-            const gj_status joined = gj__side_join(&m->beside, &m->ctx->diag, drv, side, stream, call);
-            status = status == GJ_OK ? joined : status;
-        }
-    }
-    gj__scope_leave(drv, &where);
-    return status;
-}
-
 gj_status gj__network_two_passes_run(gj_network_module *m, gj_module *encoding_module, gj_stream stream,
                                      const gj__network_two_passes *t, const char *call) {
     const uint64_t row_bytes = gj__network_features_bytes(m, 1);
-    const int overlap = m->overlap_log2 && t->n > (1ull << m->overlap_log2);
     const uint64_t most = FEATURES_CHUNK_BYTES / row_bytes / 32 * 32;
-    const uint64_t chunk = overlap ? 1ull << m->overlap_log2 : t->n < most ? t->n : most;
+    const uint64_t chunk = t->n < most ? t->n : most;
     void *features = NULL;
-    gj_status status = gj__workspace_get_for_stream(&m->stream_scratch, &m->ctx->runtime, stream,
-                                                    chunk * row_bytes * (overlap ? 2 : 1), call, &features);
-    if (status == GJ_OK && overlap) {
-        void *buffers[2] = {features, (char *)features + chunk * row_bytes};
-        return overlapped_chunks(m, encoding_module, stream, t, chunk, buffers, call);
-    }
+    gj_status status = gj__workspace_get_for_stream(&m->stream_scratch, &m->ctx->runtime, stream, chunk * row_bytes,
+                                                    call, &features);
     for (uint64_t start = 0; status == GJ_OK && start < t->n; start += chunk) {
         const uint64_t n = chunk_points(t, start, chunk);
         status = encode_chunk(m, encoding_module, stream, t, start, n, features);
