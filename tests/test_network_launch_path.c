@@ -1165,19 +1165,19 @@ static void knob_off_and_on(const char *knob, knob_launches r[3]) {
 /* A model's inference in two passes (GRIDJIT_NETWORK_INFERENCE_FEATURES=1; by default only where
  * its fused kernel would not take the wide block, and this small model's takes it): its network's
  * kernel over the features runs in the inference kernel's block (the wide block of 16 warps on
- * the fake's sm_90) with the same shared memory, and with GRIDJIT_NETWORK_FEATURES_FETCH=1 each
- * warp's staging of a tile's features after it (32 x 4 fp16 values, the encoding's 2 levels of 2
- * features); the forward and the backward are the same either way. */
+ * the fake's sm_90) with the same shared memory, or by default (GRIDJIT_NETWORK_FEATURES_FETCH
+ * unset; 0 turns it off) each warp's staging of a tile's features after it (32 x 4 fp16 values,
+ * the encoding's 2 levels of 2 features); the forward and the backward are the same either way. */
 static void a_model_s_inference_runs_in_two_passes(void **state) {
     (void)state;
     if (!gj_test_have_nvrtc()) {
         skip();
     }
     knob_launches r[3], f[3];
+    setenv("GRIDJIT_NETWORK_FEATURES_FETCH", "0", 1);
     knob_off_and_on("GRIDJIT_NETWORK_INFERENCE_FEATURES", r);
-    setenv("GRIDJIT_NETWORK_FEATURES_FETCH", "1", 1);
-    knob_off_and_on("GRIDJIT_NETWORK_INFERENCE_FEATURES", f);
     unsetenv("GRIDJIT_NETWORK_FEATURES_FETCH");
+    knob_off_and_on("GRIDJIT_NETWORK_INFERENCE_FEATURES", f); /* the fetch by default */
     assert_memory_equal(&r[2], &r[0], sizeof r[0]); /* by default: fused */
     assert_memory_equal(&f[0], &r[0], sizeof r[0]); /* fetching is the two passes' alone */
     assert_int_equal(r[0].block[0], 512);

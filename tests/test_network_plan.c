@@ -678,8 +678,9 @@ static void a_model_s_backward_may_sum_its_small_levels_in_shared_memory(void **
 /* A model's inference in two passes: by default where the large class's fused kernel would not
  * take the wide block of 16 warps (64 x 4, 128 x 2), the hint 1 everywhere, -1 nowhere. Its
  * inference program then has the network's kernel over the features instead of the fused one, in
- * the inference kernel's block; with the hint features_fetch 1, each warp's staging of a tile's
- * features (32 x the network's inputs, fp16) after it where the block still fits: on the large
+ * the inference kernel's block; by default (and with the hint features_fetch 1; -1 none) each
+ * warp's staging of a tile's features (32 x the network's inputs, fp16) after it where the block
+ * still fits: on the large
  * class within the most a plan takes (the wide block is alone anyway), on the portable one within
  * its 96 KiB; a network alone has none. Compiled, each class's NAME_config states the choice. */
 static void a_model_s_inference_over_features(void **state) {
@@ -691,16 +692,22 @@ static void a_model_s_inference_over_features(void **state) {
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
         struct gj_network *model = make_model(shapes[i].width, shapes[i].hidden);
         gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES], fetching[GJ__NETWORK_PLAN_CLASSES],
-            alone[GJ__NETWORK_PLAN_CLASSES];
+            alone[GJ__NETWORK_PLAN_CLASSES], off[GJ__NETWORK_PLAN_CLASSES];
         gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 0, plans);
         assert_int_equal(gj__network_inference_features(model), shapes[i].two);
         assert_int_equal(shapes[i].two, plans[GJ__NETWORK_PLAN_LARGE].inference_warps != 16);
         model->hints.features_fetch = 1;
         gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 0, fetching);
         gj__network_plans_make(&model->layout, &model->hints, 0, 0, alone);
+        model->hints.features_fetch = -1;
+        gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 0, off);
+        model->hints.features_fetch = 0;
         for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
-            assert_false(plans[c].features_fetch); /* not without the hint */
-            assert_int_equal(plans[c].features_bytes, plans[c].inference_bytes);
+            /* by default as the hint 1; -1 none */
+            assert_int_equal(plans[c].features_fetch, fetching[c].features_fetch);
+            assert_int_equal(plans[c].features_bytes, fetching[c].features_bytes);
+            assert_false(off[c].features_fetch);
+            assert_int_equal(off[c].features_bytes, off[c].inference_bytes);
             assert_false(alone[c].features_fetch);
             const gj__network_plan *p = &fetching[c];
             const uint32_t staging = 2 * 32 * model->layout.input_width * p->inference_warps; /* fp16 */
@@ -715,7 +722,7 @@ static void a_model_s_inference_over_features(void **state) {
                                                         : p->inference_bytes + staging > 96u * 1024u);
             }
         }
-        print_message("%u x %u: two passes %d by default; features fetched ahead (the hint) %d (large), %d (portable)\n",
+        print_message("%u x %u: two passes %d by default; features fetched ahead %d (large), %d (portable)\n",
                       shapes[i].width, shapes[i].hidden, shapes[i].two, fetching[GJ__NETWORK_PLAN_LARGE].features_fetch,
                       fetching[GJ__NETWORK_PLAN_PORTABLE].features_fetch);
         /* The 64 x 2 model's wide block and its portable one both fetch ahead. */
@@ -724,23 +731,25 @@ static void a_model_s_inference_over_features(void **state) {
                         fetching[GJ__NETWORK_PLAN_PORTABLE].features_fetch);
             assert_int_equal(fetching[GJ__NETWORK_PLAN_LARGE].inference_warps, 16);
         }
-        model->hints.features_fetch = 0;
         char *by_default = source_of(model, GJ__NETWORK_PART_INFERENCE);
         model->hints.inference_features = 1;
+        char *fetch = source_of(model, GJ__NETWORK_PART_INFERENCE); /* with the fetch: the rule */
+        model->hints.features_fetch = -1;
         char *two = source_of(model, GJ__NETWORK_PART_INFERENCE);
         model->hints.inference_features = -1;
         char *fused = source_of(model, GJ__NETWORK_PART_INFERENCE);
-        assert_string_equal(by_default, shapes[i].two ? two : fused);
+        model->hints.features_fetch = 1;
+        char *fused_hinted = source_of(model, GJ__NETWORK_PART_INFERENCE);
+        assert_string_equal(fused_hinted, fused); /* no staging where no kernel runs over features */
+        free(fused_hinted);
+        model->hints.features_fetch = 0;
+        assert_string_equal(by_default, shapes[i].two ? fetch : fused);
         assert_non_null(strstr(two, "__launch_bounds__(32 * net_config::INFERENCE_WARPS, net_config::INFERENCE_MIN_BLOCKS)\n"
                                     "net_inference_features("));
         assert_null(strstr(two, "\nnet_inference("));
         assert_non_null(strstr(fused, "\nnet_inference("));
         assert_null(strstr(fused, "net_inference_features("));
-        model->hints.inference_features = 1;
-        model->hints.features_fetch = 1;
-        char *fetch = source_of(model, GJ__NETWORK_PART_INFERENCE);
         model->hints.inference_features = 0;
-        model->hints.features_fetch = 0;
         if (i == 0 && gj_test_have_nvrtc()) {
             gj_context *ctx = NULL;
             assert_int_equal(gj_context_create(&ctx), GJ_OK);
@@ -806,23 +815,31 @@ static void an_fp32_model_stages_fp32_features(void **state) {
     gj_network_destroy(single);
 }
 
-/* A model's forward for training in two passes (the hint forward_features 1, a measuring knob):
- * only where its forward recomputes, so runs in the inference kernel's block (64 x 2, 64 x 4,
- * 16 x 8; not 128 x 2, which keeps its context); never by default. Its training program then has
+/* A model's forward for training in two passes (the hint forward_features 1; -1 never): only
+ * where its forward recomputes, so runs in the inference kernel's block (64 x 2, 64 x 4, 16 x 8;
+ * not 128 x 2, which keeps its context); by default where its inference runs in two passes too
+ * (64 x 4). Its training program then has
  * NAME_forward_features (the network over the features, writing the context) instead of
  * NAME_forward; the backward's program has the same code. Compiled for sm_90, with the fetch too. */
 static void a_model_s_forward_over_features(void **state) {
     (void)state;
     static const struct {
         uint32_t width, hidden;
-        int recomputes;
-    } shapes[] = {{64, 2, 1}, {64, 4, 1}, {128, 2, 0}, {16, 8, 1}};
+        int recomputes, by_default;
+    } shapes[] = {{64, 2, 1, 0}, {64, 4, 1, 1}, {128, 2, 0, 0}, {16, 8, 1, 0}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
         struct gj_network *model = make_model(shapes[i].width, shapes[i].hidden);
         gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
         gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 0, plans);
         assert_int_equal(plans[GJ__NETWORK_PLAN_PORTABLE].recompute, shapes[i].recomputes);
-        assert_false(gj__network_forward_features(model)); /* never by default */
+        /* by default where it recomputes and its inference runs in two passes as well */
+        assert_int_equal(gj__network_forward_features(model), shapes[i].by_default);
+        /* The sources below without the fetch: its FEATURES_FETCH, in every program's config, is
+         * set only where a kernel runs over features. */
+        model->hints.features_fetch = -1;
+        char *by_default = source_of(model, GJ__NETWORK_PART_TRAINING);
+        model->hints.forward_features = -1;
+        assert_false(gj__network_forward_features(model));
         char *fused = source_of(model, GJ__NETWORK_PART_TRAINING);
         char *backward = source_of(model, GJ__NETWORK_PART_BACKWARD);
         model->hints.forward_features = 1;
@@ -844,11 +861,12 @@ static void a_model_s_forward_over_features(void **state) {
         }
         assert_non_null(strstr(fused, "\nnet_forward("));
         assert_null(strstr(fused, "net_forward_features("));
+        assert_string_equal(by_default, shapes[i].by_default ? two : fused);
         if (i == 0 && gj_test_have_nvrtc()) {
             gj_context *ctx = NULL;
             assert_int_equal(gj_context_create(&ctx), GJ_OK);
             for (int fetch = 0; fetch < 2; ++fetch) {
-                model->hints.features_fetch = fetch;
+                model->hints.features_fetch = fetch ? 1 : -1;
                 char *source = source_of(model, GJ__NETWORK_PART_TRAINING);
                 const char *names[] = {"&net_forward_features"};
                 gj_program *prog = NULL;
@@ -861,6 +879,7 @@ static void a_model_s_forward_over_features(void **state) {
             model->hints.features_fetch = 0;
             gj_context_destroy(ctx);
         }
+        free(by_default);
         free(fused);
         free(two);
         free(backward);

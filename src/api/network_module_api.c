@@ -38,8 +38,7 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
         }
     }
     gj__network_plan_hints_from_env(&m->net->hints); /* the module's own copy of the network */
-    gj__network_plans_make(&m->net->layout, &m->net->hints, gj__network_feature_bytes(m->net),
-                           gj__network_small_floats(m->net), m->plans);
+    gj__network_plans_of(m->net, m->plans);
     m->inference_features = gj__network_inference_features(m->net);
     m->forward_features = gj__network_forward_features(m->net);
     gj__network_launch_knobs(&m->forward_waves, &m->carveout);

@@ -691,8 +691,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
                           const char *options_text) {
     const char *name = gj__network_name(opts);
     gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
-    gj__network_plans_make(&net->layout, &net->hints, gj__network_feature_bytes(net), gj__network_small_floats(net),
-                           plans);
+    gj__network_plans_of(net, plans);
     gj__strbuf sb;
     gj__sb_init(&sb);
     emit_header(&sb, net, opts, part, plans, options_text);
@@ -790,16 +789,35 @@ int gj__network_inference_features(const struct gj_network *net) {
     return plans[GJ__NETWORK_PLAN_LARGE].inference_warps != GJ__NETWORK_WIDE_INFERENCE_WARPS;
 }
 
-/* Not measured yet: only where the hint asks. Only where the forward runs in the inference
- * kernel's block, whose plan (NAME_inference_config, with the staging of FEATURES_FETCH) the
- * kernel over features takes. */
+/* Only where the forward runs in the inference kernel's block (it recomputes: its context is the
+ * input rows), whose plan (NAME_inference_config, with the staging of FEATURES_FETCH) the kernel
+ * over features takes; by default where the inference runs in two passes as well. On the H100
+ * the 64 x 4 model's forward took 1.290 ms so against 1.428 fused, and the 64 x 2 model's 1.225
+ * against 1.291, but on the H200 the 64 x 2 model's fused forward (1.064) is as fast as its two
+ * passes (1.085 without the fetch), where its 64 x 4's (1.29) is not (1.136): the rule follows
+ * the inference's (docs/benchmarks.md §11, the forty-first session). */
 int gj__network_forward_features(const struct gj_network *net) {
-    if (!net->encoding || net->hints.forward_features <= 0) {
+    if (!net->encoding || net->hints.forward_features < 0) {
         return 0;
     }
     gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
     gj__network_plans_make(&net->layout, &net->hints, gj__network_feature_bytes(net), 0, plans);
-    return plans[GJ__NETWORK_PLAN_PORTABLE].recompute;
+    if (!plans[GJ__NETWORK_PLAN_PORTABLE].recompute) {
+        return 0;
+    }
+    return net->hints.forward_features > 0 || gj__network_inference_features(net);
+}
+
+void gj__network_plans_of(const struct gj_network *net, gj__network_plan *plans) {
+    gj__network_plans_make(&net->layout, &net->hints, gj__network_feature_bytes(net), gj__network_small_floats(net),
+                           plans);
+    if (gj__network_inference_features(net) || gj__network_forward_features(net)) {
+        return;
+    }
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        plans[c].features_fetch = 0; /* no kernel over features to stage them */
+        plans[c].features_bytes = plans[c].inference_bytes;
+    }
 }
 
 int gj__network_has_kernel(const struct gj_network *net, gj__network_kernel k) {

@@ -324,14 +324,15 @@ static void small_sums(const gj__network_plan_hints *hints, uint32_t small_float
 }
 
 /* A model's network over its features (the inference's second pass) waits on each tile's
- * features, which its lanes read one value at a time as the tile starts: on the H200 that kernel
+ * features if its lanes read them one value at a time as the tile starts: on the H200 that kernel
  * took 0.18 ms of the 64 x 2 model's 1.08 at 2^21 points (ncu: 226 us at 16 warps a
- * multiprocessor, against 0.12 for the examples' MLP kernel over the same features). With the
- * hint (GRIDJIT_NETWORK_FEATURES_FETCH=1) each warp copies its next tile's features into a
- * staging of its own (cp.async, 16 bytes a copy) while the tile runs, where the block then
- * still fits: as many blocks a multiprocessor on the large class (the wide block is alone
- * anyway), BLOCK_BUDGET on the portable one. Checked on the CPU emulation, not yet timed on a
- * GPU (docs/benchmarks.md §11, the thirty-ninth session): off by default until it is. */
+ * multiprocessor, against 0.12 for the examples' MLP kernel over the same features). So each
+ * warp copies its next tile's features into a staging of its own (cp.async, 16 bytes a copy)
+ * while the tile runs, where the block then still fits: as many blocks a multiprocessor on the
+ * large class (the wide block is alone anyway), BLOCK_BUDGET on the portable one. On the H100
+ * the two passes took 1-2.5 % less with it (64 x 2 1.226 -> 1.199 ms, 128 x 2 1.441 -> 1.405,
+ * 64 x 4 the same; docs/benchmarks.md §11, the forty-first session): by default; the hint -1
+ * (GRIDJIT_NETWORK_FEATURES_FETCH=0) reads as before. */
 static void features_fetch(const gj__network_layout *layout, const gj__network_plan_hints *hints,
                            unsigned feature_bytes, gj__network_plan *plans) {
     const int hint = hints ? hints->features_fetch : 0;
@@ -345,7 +346,7 @@ static void features_fetch(const gj__network_layout *layout, const gj__network_p
                              ? bytes <= GJ__NETWORK_MAX_SMEM &&
                                    (alone || blocks_fitting(bytes) >= blocks_fitting(p->inference_bytes))
                              : bytes <= BLOCK_BUDGET;
-        p->features_fetch = hint > 0 && fits;
+        p->features_fetch = hint >= 0 && fits;
         p->features_bytes = p->features_fetch ? (uint32_t)bytes : p->inference_bytes;
     }
 }
