@@ -781,7 +781,7 @@ static void a_model_s_inference_over_features(void **state) {
 
 /* A model whose encoding is fp32 stages its features as they are, 4 bytes each: its staging is
  * twice the fp16 model's (a staging of fp16 room overran the next warp's, and the block's, on
- * the GPU), and fits or not by that size. */
+ * the GPU), and fits or not by that size; by default it fetches none (the hint 1 asks). */
 static void an_fp32_model_stages_fp32_features(void **state) {
     (void)state;
     struct gj_network *half = make_model(64, 2);
@@ -791,8 +791,14 @@ static void an_fp32_model_stages_fp32_features(void **state) {
                                      3, 16);
     assert_int_equal(gj__network_feature_bytes(half), 2);
     assert_int_equal(gj__network_feature_bytes(single), 4);
-    half->hints.features_fetch = single->hints.features_fetch = 1;
     gj__network_plan h[GJ__NETWORK_PLAN_CLASSES], s[GJ__NETWORK_PLAN_CLASSES];
+    /* by default only fp16 features are fetched (fp32's staging not yet run on a GPU) */
+    gj__network_plans_make(&single->layout, &single->hints, gj__network_feature_bytes(single), 0, s);
+    for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
+        assert_false(s[c].features_fetch);
+        assert_int_equal(s[c].features_bytes, s[c].inference_bytes);
+    }
+    half->hints.features_fetch = single->hints.features_fetch = 1;
     gj__network_plans_make(&half->layout, &half->hints, gj__network_feature_bytes(half), 0, h);
     gj__network_plans_make(&single->layout, &single->hints, gj__network_feature_bytes(single), 0, s);
     int fetching = 0;
@@ -817,8 +823,8 @@ static void an_fp32_model_stages_fp32_features(void **state) {
 
 /* A model's forward for training in two passes (the hint forward_features 1; -1 never): only
  * where its forward recomputes, so runs in the inference kernel's block (64 x 2, 64 x 4, 16 x 8;
- * not 128 x 2, which keeps its context); by default where its inference runs in two passes too
- * (64 x 4). Its training program then has
+ * not 128 x 2, which keeps its context); by the rule, once switched on, where its inference
+ * runs in two passes too (64 x 4; until a GPU has run it, never by default). Its training program then has
  * NAME_forward_features (the network over the features, writing the context) instead of
  * NAME_forward; the backward's program has the same code. Compiled for sm_90, with the fetch too. */
 static void a_model_s_forward_over_features(void **state) {
@@ -832,8 +838,9 @@ static void a_model_s_forward_over_features(void **state) {
         gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
         gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 0, plans);
         assert_int_equal(plans[GJ__NETWORK_PLAN_PORTABLE].recompute, shapes[i].recomputes);
-        /* by default where it recomputes and its inference runs in two passes as well */
-        assert_int_equal(gj__network_forward_features(model), shapes[i].by_default);
+        /* by the rule, once switched on, where it recomputes and its inference runs in two
+         * passes as well; never until then */
+        assert_int_equal(gj__network_forward_features(model), GJ__FORWARD_FEATURES_BY_RULE && shapes[i].by_default);
         /* The sources below without the fetch: its FEATURES_FETCH, in every program's config, is
          * set only where a kernel runs over features. */
         model->hints.features_fetch = -1;
@@ -861,7 +868,7 @@ static void a_model_s_forward_over_features(void **state) {
         }
         assert_non_null(strstr(fused, "\nnet_forward("));
         assert_null(strstr(fused, "net_forward_features("));
-        assert_string_equal(by_default, shapes[i].by_default ? two : fused);
+        assert_string_equal(by_default, GJ__FORWARD_FEATURES_BY_RULE && shapes[i].by_default ? two : fused);
         if (i == 0 && gj_test_have_nvrtc()) {
             gj_context *ctx = NULL;
             assert_int_equal(gj_context_create(&ctx), GJ_OK);

@@ -791,13 +791,15 @@ int gj__network_inference_features(const struct gj_network *net) {
 
 /* Only where the forward runs in the inference kernel's block (it recomputes: its context is the
  * input rows), whose plan (NAME_inference_config, with the staging of FEATURES_FETCH) the kernel
- * over features takes; by default where the inference runs in two passes as well. On the H100
- * the 64 x 4 model's forward took 1.290 ms so against 1.428 fused, and the 64 x 2 model's 1.225
- * against 1.291, but on the H200 the 64 x 2 model's fused forward (1.064) is as fast as its two
- * passes (1.085 without the fetch), where its 64 x 4's (1.29) is not (1.136): the rule follows
- * the inference's (docs/benchmarks.md §11, the forty-first session). */
+ * over features takes. On the H100 the 64 x 4 model's forward took 1.290 ms so against 1.428
+ * fused, and the 64 x 2 model's 1.225 against 1.291, but on the H200 the 64 x 2 model's fused
+ * forward (1.064) is as fast as its two passes (1.085 without the fetch), where its 64 x 4's
+ * (1.29) is not (1.136): the rule would follow the inference's (docs/benchmarks.md §11, the
+ * forty-first session). It waits for test_gpu_network to have compared this forward's outputs
+ * and context with the fused one's on a GPU (not yet run): until then only the hint 1 asks. */
 int gj__network_forward_features(const struct gj_network *net) {
-    if (!net->encoding || net->hints.forward_features < 0) {
+    if (!net->encoding || net->hints.forward_features < 0 ||
+        (net->hints.forward_features == 0 && !GJ__FORWARD_FEATURES_BY_RULE)) {
         return 0;
     }
     gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];

@@ -331,7 +331,9 @@ static void small_sums(const gj__network_plan_hints *hints, uint32_t small_float
  * while the tile runs, where the block then still fits: as many blocks a multiprocessor on the
  * large class (the wide block is alone anyway), BLOCK_BUDGET on the portable one. On the H100
  * the two passes took 1-2.5 % less with it (64 x 2 1.226 -> 1.199 ms, 128 x 2 1.441 -> 1.405,
- * 64 x 4 the same; docs/benchmarks.md §11, the forty-first session): by default; the hint -1
+ * 64 x 4 the same; docs/benchmarks.md §11, the forty-first session): by default where the
+ * features are fp16; fp32 features (staged at 4 bytes a value, value by value) only with the
+ * hint 1 until a GPU has run that form since its staging's size was mended; the hint -1
  * (GRIDJIT_NETWORK_FEATURES_FETCH=0) reads as before. */
 static void features_fetch(const gj__network_layout *layout, const gj__network_plan_hints *hints,
                            unsigned feature_bytes, gj__network_plan *plans) {
@@ -346,7 +348,7 @@ static void features_fetch(const gj__network_layout *layout, const gj__network_p
                              ? bytes <= GJ__NETWORK_MAX_SMEM &&
                                    (alone || blocks_fitting(bytes) >= blocks_fitting(p->inference_bytes))
                              : bytes <= BLOCK_BUDGET;
-        p->features_fetch = hint >= 0 && fits;
+        p->features_fetch = fits && (hint > 0 || (hint == 0 && feature_bytes == 2));
         p->features_bytes = p->features_fetch ? (uint32_t)bytes : p->inference_bytes;
     }
 }

@@ -64,8 +64,9 @@ typedef struct gj__network_plan_hints {
                                    shared memory while a tile runs (where the block fits): 1 or 0
                                    the rule (yes), -1 no (codegen/network_plan.c) */
     int forward_features;       /* a model's forward for training in two passes, as its inference's
-                                   (where the forward runs in the inference kernel's block): 1 yes,
-                                   -1 no, 0 the rule (codegen/network_codegen.c) */
+                                   (where the forward runs in the inference kernel's block): 1 yes;
+                                   anything else no, until the rule is switched on
+                                   (codegen/network_codegen.c) */
 } gj__network_plan_hints;
 
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */
