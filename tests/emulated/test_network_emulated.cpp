@@ -503,7 +503,8 @@ template <class T> static gj_u32 copy_bits(T v) {
 }
 
 // A model's inference in two passes: the network over features that the encoding's forward
-// wrote feature-major in fp16 (gj_model_forward_features_kernel, in the wide inference block,
+// wrote feature-major, T: fp16 or fp32 (an fp32 encoding's; staged at 4 bytes a value, value
+// by value) (gj_model_forward_features_kernel, in the wide inference block,
 // a model's: no input padding), each warp's next tile fetched into its staging while the tile
 // runs (FETCH: 16-byte copies where n is a multiple of 8 and the tile whole, else value by
 // value) or read as the tile starts; against the network's forward over the same values as
@@ -511,7 +512,7 @@ template <class T> static gj_u32 copy_bits(T v) {
 template <class C, bool FETCH> struct FeaturesCfg : WideInference<C> {
     static constexpr bool FEATURES_FETCH = FETCH;
 };
-template <class C> static void features_case(unsigned n, unsigned grid) {
+template <class C, class T = gj_half> static void features_case(unsigned n, unsigned grid) {
     static_assert(C::INPUT_PADDING == 0.0f, "a model's network: no input padding");
     typedef WideInference<C> WC;
     unsigned state = 91u + C::IN * 5u + C::W + n;
@@ -520,12 +521,13 @@ template <class C> static void features_case(unsigned n, unsigned grid) {
     // products of 0.25 did, and every point gave the same output).
     for (auto& v : w) v.bits = gj_float_to_half_bits((float)(uniform(state) * 0.1));
     std::vector<float> x((size_t)n * C::IN);
-    std::vector<gj_half> f((size_t)n * C::IN);
+    std::vector<T> f((size_t)n * C::IN);
     for (unsigned i = 0; i < n; ++i) {
         for (int k = 0; k < C::IN; ++k) {
             const float v = (float)round_half(uniform(state));
             x[(size_t)i * C::IN + k] = v;
-            f[(size_t)k * n + i].bits = gj_float_to_half_bits(v);
+            if constexpr (sizeof(T) == 2) f[(size_t)k * n + i].bits = gj_float_to_half_bits(v);
+            else f[(size_t)k * n + i] = v; // a value fp16 holds exactly: the same network input
         }
     }
     std::vector<float> want((size_t)n * C::OUT, NAN);
@@ -547,8 +549,9 @@ template <class C> static void features_case(unsigned n, unsigned grid) {
         int differ = 0;
         for (size_t e = 0; e < y.size(); ++e) differ += std::memcmp(&y[e], &want[e], sizeof(float)) != 0;
         char shape[160];
-        std::snprintf(shape, sizeof shape, "inference over features %d-%dx%d-%d %s, %u points, grid %u%s", C::IN, C::W,
-                      C::NL - 1, C::OUT, names[C::ACT], n, grid, fetch ? ", fetched ahead" : "");
+        std::snprintf(shape, sizeof shape, "inference over %s features %d-%dx%d-%d %s, %u points, grid %u%s",
+                      sizeof(T) == 2 ? "fp16" : "fp32", C::IN, C::W, C::NL - 1, C::OUT, names[C::ACT], n, grid,
+                      fetch ? ", fetched ahead" : "");
         if (differ) {
             std::printf("FAIL %s: %d outputs differ from the forward over the same values\n", shape, differ);
             ++failures;
@@ -679,6 +682,9 @@ int main() {
     features_case<Cfg<16, 32, 1, 3, TANH, SIGMOID, false, 4, true, true>>(4096, 1);
     features_case<Cfg<24, 16, 3, 8, SINE, NONE, false, 4, true, true>>(520, 2);
     features_case<Cfg<32, 64, 2, 16, TANH, NONE, false, 4, true, true>>(17, 1);
+    // an fp32 encoding's features (test_gpu_network's 4 levels x 4 features model)
+    features_case<Cfg<16, 32, 1, 3, TANH, SIGMOID, false, 4, true, true>, float>(257, 2);
+    features_case<Cfg<32, 64, 2, 16, TANH, NONE, false, 4, true, true>, float>(1003, 2);
     // The fused step: block sums or not, targets fetched ahead or read in place, several
     // rounds a block, a tail tile, no hidden layer.
     step_case<Cfg<3, 16, 1, 1, TANH, NONE, true, 2, true, true>, true>(77, 2);
