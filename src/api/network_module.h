@@ -98,7 +98,7 @@ struct gj_network_module {
 
 /* The size of a model's encoding parameter: 2 bytes (fp16) or 4 (fp32). */
 static inline size_t gj__network_encoding_param_size(const gj_network_module *m) {
-    return m->net->encoding->config.precision == GJ_PRECISION_FP16 ? 2 : 4;
+    return gj__network_feature_bytes(m->net);
 }
 
 /* Bytes of a model's dL/d(features) (or features) for n points: n x the encoding's outputs, in

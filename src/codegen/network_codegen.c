@@ -40,6 +40,11 @@ const char *gj__network_name(const gj_codegen_options *opts) {
     return (!opts->name || strcmp(opts->name, "gj_encode") == 0) ? GJ__NETWORK_DEFAULT_NAME : opts->name;
 }
 
+/* The two-pass choices (gj__network_inference_features, gj__network_forward_features) read from
+ * net's plans already made. */
+static int inference_features_of(const struct gj_network *net, const gj__network_plan *plans);
+static int forward_features_of(const struct gj_network *net, const gj__network_plan *plans);
+
 static int has_kernels(const struct gj_network *net, const gj_codegen_options *opts) {
     (void)net;
     return !opts->device_functions_only;
@@ -108,12 +113,12 @@ static void emit_header(gj__strbuf *sb, const struct gj_network *net, const gj_c
                               plan->features_bytes);
             }
         }
-        if (gj__network_inference_features(net)) {
+        if (inference_features_of(net, plans)) {
             gj__sb_printf(sb, "// Inference in two passes: the encoding's own forward kernel writes the features\n"
                               "// feature-major, then %s_inference_features runs the network over them.\n",
                           gj__network_name(opts));
         }
-        if (gj__network_forward_features(net)) {
+        if (forward_features_of(net, plans)) {
             gj__sb_printf(sb, "// The forward for training in two passes too (%s_forward_features).\n",
                           gj__network_name(opts));
         }
@@ -744,7 +749,7 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
         if (net->encoding) {
             emit_model_kernels(&sb, name, part, &bounds, opts->unroll_levels, &beyond,
                                plans[GJ__NETWORK_PLAN_PORTABLE].recompute, small_floats,
-                               gj__network_inference_features(net), gj__network_forward_features(net));
+                               inference_features_of(net, plans), forward_features_of(net, plans));
         } else {
             emit_kernels(&sb, name, part, &bounds, &beyond);
         }
@@ -777,16 +782,27 @@ const gj__network_kernel_info gj__network_kernels[GJ__NK_COUNT] = {
  * memory and leave less L1), the encoding's own level-major forward and the network's kernel over
  * its fp16 features are faster: 128 x 2 1.365 -> 1.300 ms, 64 x 4 1.144 -> 1.136. The wide block
  * is ahead of them: 64 x 2 1.018 against 1.085. */
-int gj__network_inference_features(const struct gj_network *net) {
+static int inference_features_of(const struct gj_network *net, const gj__network_plan *plans) {
     if (!net->encoding) {
         return 0;
     }
     if (net->hints.inference_features) {
         return net->hints.inference_features > 0;
     }
-    gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
-    gj__network_plans_make(&net->layout, &net->hints, gj__network_feature_bytes(net), 0, plans);
     return plans[GJ__NETWORK_PLAN_LARGE].inference_warps != GJ__NETWORK_WIDE_INFERENCE_WARPS;
+}
+
+/* net's plans as gj__network_plans_make makes them, with room for small_floats of the small
+ * levels' sums (the two-pass choices read only the blocks and recompute, which that room does
+ * not change: 0 will do for them). */
+static void plans_made(const struct gj_network *net, uint32_t small_floats, gj__network_plan *plans) {
+    gj__network_plans_make(&net->layout, &net->hints, gj__network_feature_bytes(net), small_floats, plans);
+}
+
+int gj__network_inference_features(const struct gj_network *net) {
+    gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
+    plans_made(net, 0, plans);
+    return inference_features_of(net, plans);
 }
 
 /* Only where the forward runs in the inference kernel's block (it recomputes: its context is the
@@ -797,23 +813,26 @@ int gj__network_inference_features(const struct gj_network *net) {
  * (1.29) is not (1.136): the rule would follow the inference's (docs/benchmarks.md §11, the
  * forty-first session). It waits for test_gpu_network to have compared this forward's outputs
  * and context with the fused one's on a GPU (not yet run): until then only the hint 1 asks. */
-int gj__network_forward_features(const struct gj_network *net) {
+static int forward_features_of(const struct gj_network *net, const gj__network_plan *plans) {
     if (!net->encoding || net->hints.forward_features < 0 ||
         (net->hints.forward_features == 0 && !GJ__FORWARD_FEATURES_BY_RULE)) {
         return 0;
     }
-    gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
-    gj__network_plans_make(&net->layout, &net->hints, gj__network_feature_bytes(net), 0, plans);
     if (!plans[GJ__NETWORK_PLAN_PORTABLE].recompute) {
         return 0;
     }
-    return net->hints.forward_features > 0 || gj__network_inference_features(net);
+    return net->hints.forward_features > 0 || inference_features_of(net, plans);
+}
+
+int gj__network_forward_features(const struct gj_network *net) {
+    gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
+    plans_made(net, 0, plans);
+    return forward_features_of(net, plans);
 }
 
 void gj__network_plans_of(const struct gj_network *net, gj__network_plan *plans) {
-    gj__network_plans_make(&net->layout, &net->hints, gj__network_feature_bytes(net), gj__network_small_floats(net),
-                           plans);
-    if (gj__network_inference_features(net) || gj__network_forward_features(net)) {
+    plans_made(net, gj__network_small_floats(net), plans);
+    if (inference_features_of(net, plans) || forward_features_of(net, plans)) {
         return;
     }
     for (int c = 0; c < GJ__NETWORK_PLAN_CLASSES; ++c) {
