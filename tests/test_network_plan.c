@@ -823,8 +823,8 @@ static void an_fp32_model_stages_fp32_features(void **state) {
 
 /* A model's forward for training in two passes (the hint forward_features 1; -1 never): only
  * where its forward recomputes, so runs in the inference kernel's block (64 x 2, 64 x 4, 16 x 8;
- * not 128 x 2, which keeps its context); by the rule, once switched on, where its inference
- * runs in two passes too (64 x 4; until a GPU has run it, never by default). Its training program then has
+ * not 128 x 2, which keeps its context); by the rule where its inference runs in two passes
+ * too (64 x 4). Its training program then has
  * NAME_forward_features (the network over the features, writing the context) instead of
  * NAME_forward; the backward's program has the same code. Compiled for sm_90, with the fetch too. */
 static void a_model_s_forward_over_features(void **state) {
@@ -838,9 +838,8 @@ static void a_model_s_forward_over_features(void **state) {
         gj__network_plan plans[GJ__NETWORK_PLAN_CLASSES];
         gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 0, plans);
         assert_int_equal(plans[GJ__NETWORK_PLAN_PORTABLE].recompute, shapes[i].recomputes);
-        /* by the rule, once switched on, where it recomputes and its inference runs in two
-         * passes as well; never until then */
-        assert_int_equal(gj__network_forward_features(model), GJ__FORWARD_FEATURES_BY_RULE && shapes[i].by_default);
+        /* by the rule: where it recomputes and its inference runs in two passes as well */
+        assert_int_equal(gj__network_forward_features(model), shapes[i].by_default);
         /* The sources below without the fetch: its FEATURES_FETCH, in every program's config, is
          * set only where a kernel runs over features. */
         model->hints.features_fetch = -1;
@@ -868,7 +867,7 @@ static void a_model_s_forward_over_features(void **state) {
         }
         assert_non_null(strstr(fused, "\nnet_forward("));
         assert_null(strstr(fused, "net_forward_features("));
-        assert_string_equal(by_default, GJ__FORWARD_FEATURES_BY_RULE && shapes[i].by_default ? two : fused);
+        assert_string_equal(by_default, shapes[i].by_default ? two : fused);
         if (i == 0 && gj_test_have_nvrtc()) {
             gj_context *ctx = NULL;
             assert_int_equal(gj_context_create(&ctx), GJ_OK);

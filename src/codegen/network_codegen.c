@@ -810,12 +810,11 @@ int gj__network_inference_features(const struct gj_network *net) {
  * over features takes. On the H100 the 64 x 4 model's forward took 1.290 ms so against 1.428
  * fused, and the 64 x 2 model's 1.225 against 1.291, but on the H200 the 64 x 2 model's fused
  * forward (1.064) is as fast as its two passes (1.085 without the fetch), where its 64 x 4's
- * (1.29) is not (1.136): the rule would follow the inference's (docs/benchmarks.md §11, the
- * forty-first session). It waits for test_gpu_network to have compared this forward's outputs
- * and context with the fused one's on a GPU (not yet run): until then only the hint 1 asks. */
+ * (1.29) is not (1.136): the rule follows the inference's (docs/benchmarks.md §11, the
+ * forty-first and forty-second sessions; test_gpu_network compares this forward's outputs and
+ * context with the fused one's). */
 static int forward_features_of(const struct gj_network *net, const gj__network_plan *plans) {
-    if (!net->encoding || net->hints.forward_features < 0 ||
-        (net->hints.forward_features == 0 && !GJ__FORWARD_FEATURES_BY_RULE)) {
+    if (!net->encoding || net->hints.forward_features < 0) {
         return 0;
     }
     if (!plans[GJ__NETWORK_PLAN_PORTABLE].recompute) {

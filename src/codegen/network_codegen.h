@@ -74,13 +74,10 @@ int gj__network_inference_features(const struct gj_network *net);
 /* Whether a model's forward for training runs in two passes as well (NAME_forward_features, the
  * network over the features, writing the context as NAME_forward does): only where its forward
  * runs in the inference kernel's block (it recomputes), and there where its hints ask
- * (GRIDJIT_NETWORK_FORWARD_FEATURES=1) or, once GJ__FORWARD_FEATURES_BY_RULE is 1, by the rule:
- * where its inference runs in two passes too (0 asks never). 0 for a network alone. */
+ * (GRIDJIT_NETWORK_FORWARD_FEATURES=1) or else by the rule: where its inference runs in two
+ * passes too (GRIDJIT_NETWORK_FORWARD_FEATURES=0 asks never). 0 for a network alone. Measured:
+ * docs/benchmarks.md §11 (forty-first and forty-second sessions). */
 int gj__network_forward_features(const struct gj_network *net);
-/* 0 until a GPU has compared the forward over features with the fused one (test_gpu_network):
- * then 1, the rule above by default (measured: docs/benchmarks.md §11, forty-first session). */
-#define GJ__FORWARD_FEATURES_BY_RULE 0
-
 /* The network's default device-function name. */
 #define GJ__NETWORK_DEFAULT_NAME "gj_network"
 
