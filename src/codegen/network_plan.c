@@ -333,7 +333,8 @@ static void small_sums(const gj__network_plan_hints *hints, uint32_t small_float
  * the two passes took 1-2.5 % less with it (64 x 2 1.226 -> 1.199 ms, 128 x 2 1.441 -> 1.405,
  * 64 x 4 the same; docs/benchmarks.md §11, the forty-first session): by default where the
  * features are fp16; fp32 features (staged at 4 bytes a value, value by value) only with the
- * hint 1 until a GPU has run that form since its staging's size was mended; the hint -1
+ * hint 1: there it measured no faster (an fp32 encoding's 64 x 4 model 1.463 against 1.464 ms,
+ * its 64 x 2 model in two passes 1.441 against 1.419; the forty-second session); the hint -1
  * (GRIDJIT_NETWORK_FEATURES_FETCH=0) reads as before. */
 static void features_fetch(const gj__network_layout *layout, const gj__network_plan_hints *hints,
                            unsigned feature_bytes, gj__network_plan *plans) {
