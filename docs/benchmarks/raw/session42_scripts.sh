@@ -82,3 +82,18 @@ for r in 1 2; do
   one 64x4f x/x/x $r; one 64x4f x/1/x $r; one 64x2f 1/0/1 $r; one 64x2f 1/1/1 $r
   log "round $r"
 done
+
+## .gpu/s42/call5.sh (3ee73ee; TOTAL=260)
+#!/bin/bash
+# Session 42, call 5: the GPU label and the torch GPU tests on HEAD (the forward in two passes by its rule).
+set -u
+ROOT=$PWD
+export LD_LIBRARY_PATH=$ROOT/.gpu/lib:/usr/local/cuda/targets/x86_64-linux/lib
+export PATH=$PATH:/usr/local/cuda/bin
+t0=$SECONDS
+log() { echo "$* $((SECONDS-t0)) s" >> $OUT/progress.txt; }
+nvidia-smi --query-gpu=name --format=csv,noheader > $OUT/progress.txt
+(cd build && timeout 170 ctest --output-on-failure -j2 -L gpu > $OUT/ctest_gpu.txt 2>&1; echo "ctest -L gpu rc=$? $((SECONDS-t0)) s" >> $OUT/progress.txt)
+GRIDJIT_TEST_BUILD_DIR=$ROOT/build PYTHONPATH=$ROOT/python/src GRIDJIT_LIBRARY=$ROOT/build/libgridjit.so.0 \
+  timeout $(( ${TOTAL:-270} - (SECONDS - t0) )) python3 -m pytest python/tests/test_torch_network_gpu.py python/tests/test_torch_train_gpu.py python/tests/test_tcnn_scripts.py -q -rs -p no:cacheprovider > $OUT/pytest.txt 2>&1
+log "pytest rc=$?"
