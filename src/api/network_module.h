@@ -84,8 +84,8 @@ struct gj_network_module {
                                GJ__NETWORK_CARVEOUT_RULE, or a percent (-1: the driver's) */
     int carveout_chosen[2]; /* prefer_l1 has run for the inference kernel [0], the forward [1] (for
                                the first class launched), under lock */
-    int inference_features; /* a model's inference in two passes (gj__network_inference_features, which
-                               makes the plans: asked once, not at every inference) */
+    int inference_features; /* a model's inference in two passes (gj__network_inference_features; from
+                               gj__network_plans_of when the module is made, not at every inference) */
     int forward_features;   /* its forward for training so (gj__network_forward_features) */
     int tiers;              /* a model's fused backward compiled behind its first steps (GRIDJIT_NETWORK_TIERS) */
     int tiers_overlap;      /* that thread started before the first call's programs, not after

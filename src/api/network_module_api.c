@@ -38,9 +38,10 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
         }
     }
     gj__network_plan_hints_from_env(&m->net->hints); /* the module's own copy of the network */
-    gj__network_plans_of(m->net, m->plans);
-    m->inference_features = gj__network_inference_features(m->net);
-    m->forward_features = gj__network_forward_features(m->net);
+    gj__network_two_pass_choice two;
+    gj__network_plans_of(m->net, m->plans, &two);
+    m->inference_features = two.inference;
+    m->forward_features = two.forward;
     gj__network_launch_knobs(&m->forward_waves, &m->carveout);
     m->tiers = m->net->encoding && gj__network_tiers_from_env();
     m->tiers_overlap = gj__network_tiers_overlap_from_env();

@@ -97,10 +97,16 @@ char *gj__network_codegen(const struct gj_network *net, const gj_codegen_options
  * gj__network_plans_make; what a module generates: level-major). */
 uint32_t gj__network_small_floats(const struct gj_network *net);
 
+/* The two-pass choices of a model (gj__network_inference_features, gj__network_forward_features). */
+typedef struct gj__network_two_pass_choice {
+    int inference, forward;
+} gj__network_two_pass_choice;
+
 /* The plans of net's kernels (GJ__NETWORK_PLAN_CLASSES of them) as its programs are generated:
  * gj__network_plans_make's, without a staging of features where no kernel runs over them (a fused
- * model's programs are the same whatever the fetch's hint). */
-void gj__network_plans_of(const struct gj_network *net, gj__network_plan *plans);
+ * model's programs are the same whatever the fetch's hint); and the two-pass choices read from
+ * them into *two. */
+void gj__network_plans_of(const struct gj_network *net, gj__network_plan *plans, gj__network_two_pass_choice *two);
 
 /* The bytes of one of a model's features as its encoding writes them (2: fp16, 4: fp32; 0 for a
  * network alone): what gj__network_plans_make stages where the kernel over features fetches. */

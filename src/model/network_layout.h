@@ -61,11 +61,12 @@ typedef struct gj__network_plan_hints {
                                    its encoding's forward wrote: 1 yes, -1 no (one fused kernel),
                                    0 the rule (codegen/network_codegen.c) */
     int features_fetch;         /* that network kernel's warps fetch their next tile's features into
-                                   shared memory while a tile runs (where the block fits): 1 or 0
-                                   the rule (yes), -1 no (codegen/network_plan.c) */
+                                   shared memory while a tile runs (where the block fits): 1 yes,
+                                   -1 no, 0 the rule: fp16 features yes, fp32 no
+                                   (codegen/network_plan.c) */
     int forward_features;       /* a model's forward for training in two passes, as its inference's
-                                   (where the forward runs in the inference kernel's block): 1 yes;
-                                   anything else no, until the rule is switched on
+                                   (where the forward runs in the inference kernel's block): 1 yes,
+                                   -1 no, 0 the rule: where its inference runs in two passes
                                    (codegen/network_codegen.c) */
 } gj__network_plan_hints;
 
