@@ -12,8 +12,8 @@
 // instance of the per-level code; point i of n chooses stochastic interpolation's sample as
 // gridjit's own kernels do) and E::READS_ROW; where it is true, E::bwd_params_row, the same from
 // dL/dy in place and x (gj_model_encoding_backward).
-// Arrays are point-major: x[i * D + d], y[i * OUT + c], dL_dy[i * OUT + c]; dL/d(features)
-// feature-major. The network's forward context of tile t is at ctx + t *
+// Arrays are point-major: x[i * D + d], y[i * OUT + c] (floats, or fp16 values where y_half),
+// dL_dy[i * OUT + c]; dL/d(features) feature-major. The network's forward context of tile t is at ctx + t *
 // gj_nn_pass_ctx_halves<C>() (network.cuh); the encoding keeps none (its backward takes x again).
 // ---------------------------------------------------------------------------
 #ifndef GJ_MODEL_KERNELS_CUH
@@ -21,10 +21,10 @@
 
 // The network's forward over the warp's tiles of 32 points; features(i, active, scratch) puts
 // point i's features into the warp's input rows (the encoding's forward in registers, or the
-// features read from memory).
+// features read from memory); y floats, or fp16 values where y_half (gj_nn_store_rows).
 template <class C, int PAD, class Features>
-GJ_INLINE void gj_model_forward_tiles(gj_u64 n, float* __restrict__ y, const gj_u16* w, gj_u16* scratch, gj_u16* ctx,
-                                      Features features) {
+GJ_INLINE void gj_model_forward_tiles(gj_u64 n, void* __restrict__ y, bool y_half, const gj_u16* w, gj_u16* scratch,
+                                      gj_u16* ctx, Features features) {
     const int lane = gj_nn_lane();
     const gj_u64 n_tiles = (n + 31) / 32;
 #pragma unroll 1
@@ -35,20 +35,21 @@ GJ_INLINE void gj_model_forward_tiles(gj_u64 n, float* __restrict__ y, const gj_
         gj_nn_forward_warp<C, PAD, !gj_nn_recomputes<C>::value>(w, scratch,
                                                                  ctx ? ctx + tile * gj_nn_pass_ctx_halves<C>() : nullptr);
         const gj_u64 first = tile * 32;
-        gj_nn_store_rows<C::OUT, C::S>(y + first * C::OUT, scratch, n - first < 32 ? (int)(n - first) : 32);
+        gj_nn_store_rows<C::OUT, C::S>(y, first, y_half, scratch, n - first < 32 ? (int)(n - first) : 32);
         __syncwarp();
     }
 }
 
 // The fused forward: each point encoded in registers by the encoding's device function.
 template <class C, class E>
-GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, float* __restrict__ y,
+GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, void* __restrict__ y,
                                        const gj_half* __restrict__ params,
-                                       const typename E::config::param_t* __restrict__ eparams, gj_u16* __restrict__ ctx) {
+                                       const typename E::config::param_t* __restrict__ eparams, gj_u16* __restrict__ ctx,
+                                       gj_u32 y_half = 0) {
     constexpr int D = E::config::D;
     gj_u16* scratch = gj_nn_forward_scratch<C>();
     gj_nn_with_weights<C, C::STAGE, false>(params, [&](const gj_u16* w, auto pad) {
-        gj_model_forward_tiles<C, decltype(pad)::value>(n, y, w, scratch, ctx, [&](gj_u64 i, bool active, gj_u16* rows) {
+        gj_model_forward_tiles<C, decltype(pad)::value>(n, y, y_half != 0, w, scratch, ctx, [&](gj_u64 i, bool active, gj_u16* rows) {
             typename E::in_t in;
 #pragma unroll
             for (int d = 0; d < D; ++d) in.v[d] = active ? x[i * D + d] : 0.0f;
@@ -77,8 +78,9 @@ GJ_INLINE void gj_model_put_features(gj_u16* rows, const T* __restrict__ f, gj_u
 // 16 bytes a copy where n is a multiple of 8 and the tile whole (16-byte aligned rows of 32
 // values), else value by value; without it the lanes read their features as the tile starts.
 template <class C, class T>
-GJ_INLINE void gj_model_forward_features_kernel(gj_u64 n, const T* __restrict__ f, float* __restrict__ y,
-                                                const gj_half* __restrict__ params, gj_u16* __restrict__ ctx) {
+GJ_INLINE void gj_model_forward_features_kernel(gj_u64 n, const T* __restrict__ f, void* __restrict__ y,
+                                                const gj_half* __restrict__ params, gj_u16* __restrict__ ctx,
+                                                gj_u32 y_half = 0) {
     gj_u16* scratch = gj_nn_forward_scratch<C>();
     gj_nn_with_weights<C, C::STAGE, false>(params, [&](const gj_u16* w, auto pad) {
         constexpr int PAD = decltype(pad)::value;
@@ -104,7 +106,7 @@ GJ_INLINE void gj_model_forward_features_kernel(gj_u64 n, const T* __restrict__ 
                 }
             };
             fetch((gj_u64)blockIdx.x * C::FORWARD_WARPS + threadIdx.x / 32); // the warp's first tile
-            gj_model_forward_tiles<C, PAD>(n, y, w, scratch, ctx, [&](gj_u64 i, bool active, gj_u16* rows) {
+            gj_model_forward_tiles<C, PAD>(n, y, y_half != 0, w, scratch, ctx, [&](gj_u64 i, bool active, gj_u16* rows) {
                 gj_nn_copies_wait();
                 __syncwarp();
                 T v[C::IN];
@@ -115,7 +117,7 @@ GJ_INLINE void gj_model_forward_features_kernel(gj_u64 n, const T* __restrict__ 
                 gj_nn_put_input<C>(rows, v, active);
             });
         } else {
-            gj_model_forward_tiles<C, PAD>(n, y, w, scratch, ctx, [&](gj_u64 i, bool active, gj_u16* rows) {
+            gj_model_forward_tiles<C, PAD>(n, y, y_half != 0, w, scratch, ctx, [&](gj_u64 i, bool active, gj_u16* rows) {
                 gj_model_put_features<C>(rows, f, n, i, active);
             });
         }

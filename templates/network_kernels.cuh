@@ -15,9 +15,10 @@
 // Points are rows of 32-point tiles; a forward kernel's warp takes tiles
 // blockIdx.x * FORWARD_WARPS + warp, then every gridDim.x * FORWARD_WARPS-th (any grid size is
 // correct); the backward kernels go in rounds (gj_nn_rounds).
-// Arrays are point-major: x[i * IN + c], y[i * OUT + c], dL_dy[i * OUT + c], dL_dx[i * IN + c];
-// the forward context of tile t at ctx + t * gj_nn_pass_ctx_halves<C>() (all of it, or the
-// input rows alone where C::RECOMPUTE: network.cuh, gj_nn_recomputes).
+// Arrays are point-major: x[i * IN + c], y[i * OUT + c] (floats, or fp16 values where y_half),
+// dL_dy[i * OUT + c], dL_dx[i * IN + c]; the forward context of tile t at ctx + t *
+// gj_nn_pass_ctx_halves<C>() (all of it, or the input rows alone where C::RECOMPUTE: network.cuh,
+// gj_nn_recomputes).
 // ---------------------------------------------------------------------------
 #ifndef GJ_NETWORK_KERNELS_CUH
 #define GJ_NETWORK_KERNELS_CUH
@@ -73,10 +74,11 @@ template <class C, bool STAGE, bool SYNC, class F> GJ_INLINE void gj_nn_with_wei
     }
 }
 
-// Inference (ctx null) or forward for training (ctx: the forward context of every tile).
+// Inference (ctx null) or forward for training (ctx: the forward context of every tile); y
+// floats, or fp16 values where y_half (gj_nn_store_rows).
 template <class C, int PAD>
-GJ_INLINE void gj_nn_forward_tiles(gj_u64 n, const float* __restrict__ x, float* __restrict__ y, const gj_u16* w,
-                                   gj_u16* scratch, gj_u16* ctx) {
+GJ_INLINE void gj_nn_forward_tiles(gj_u64 n, const float* __restrict__ x, void* __restrict__ y, bool y_half,
+                                   const gj_u16* w, gj_u16* scratch, gj_u16* ctx) {
     const int lane = gj_nn_lane();
     const gj_u64 n_tiles = (n + 31) / 32;
 #pragma unroll 1
@@ -88,7 +90,7 @@ GJ_INLINE void gj_nn_forward_tiles(gj_u64 n, const float* __restrict__ x, float*
         gj_nn_forward_warp<C, PAD, !gj_nn_recomputes<C>::value>(w, scratch,
                                                                  ctx ? ctx + tile * gj_nn_pass_ctx_halves<C>() : nullptr);
         const gj_u64 first = tile * 32;
-        gj_nn_store_rows<C::OUT, C::S>(y + first * C::OUT, scratch, n - first < 32 ? (int)(n - first) : 32);
+        gj_nn_store_rows<C::OUT, C::S>(y, first, y_half, scratch, n - first < 32 ? (int)(n - first) : 32);
         __syncwarp();
     }
 }
@@ -100,11 +102,11 @@ template <class C> GJ_INLINE gj_u16* gj_nn_forward_scratch() {
 }
 
 template <class C>
-GJ_INLINE void gj_nn_forward_kernel(gj_u64 n, const float* __restrict__ x, float* __restrict__ y,
-                                    const gj_half* __restrict__ params, gj_u16* __restrict__ ctx) {
+GJ_INLINE void gj_nn_forward_kernel(gj_u64 n, const float* __restrict__ x, void* __restrict__ y,
+                                    const gj_half* __restrict__ params, gj_u16* __restrict__ ctx, gj_u32 y_half = 0) {
     gj_u16* scratch = gj_nn_forward_scratch<C>();
     gj_nn_with_weights<C, C::STAGE, false>(params, [&](const gj_u16* w, auto pad) {
-        gj_nn_forward_tiles<C, decltype(pad)::value>(n, x, y, w, scratch, ctx);
+        gj_nn_forward_tiles<C, decltype(pad)::value>(n, x, y, y_half != 0, w, scratch, ctx);
     });
 }
 

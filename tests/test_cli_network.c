@@ -267,6 +267,10 @@ static void info_refuses_bad_networks(void **state) {
     RUN(&r, "info", "--config", "{\"otype\": \"HashGrid\"}", "--output-dims", "1");
     assert_refused(&r, 2, "--output-dims: only for a network or model configuration");
     gj_cli_result_free(&r);
+    /* bench's output precision: fp32 or fp16, checked before anything is made. */
+    RUN(&r, "bench", "--config", ff, "--dims", "3", "--output-dims", "1", "--output", "fp8");
+    assert_refused(&r, 2, "--output: must be fp32 or fp16 (got 'fp8')");
+    gj_cli_result_free(&r);
     /* Encodings are still encodings, with their own messages. */
     RUN(&r, "info", "--config", "{\"n_levels\": 4, \"bogus_key\": 1}");
     assert_refused(&r, 1, "unknown key 'bogus_key'");

@@ -215,8 +215,20 @@ static int check_shape(gj_context *ctx, const shape *s) {
     d.dL_dparams = NULL;
     d.dL_dinput = d_dx2;
     gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward (dL/dinput alone)");
+    /* Inference into fp16 outputs (output_fp16, 16-byte aligned): the floats' fp16 bits exactly. */
+    d.output = NULL;
+    d.output_fp16 = d_y2;
+    gj_gpu_ok(ctx, gj_network_inference(m, NULL, &d), "gj_network_inference (fp16 outputs)");
+    d.output_fp16 = NULL;
     gj_gpu_sync(ctx);
     float *dw2 = download_floats(ctx, d_dw, n_params), *dx2 = download_floats(ctx, d_dx2, n * in);
+    uint16_t *halves_out = malloc(n * out * 2 + 2), *want_out = malloc(n * out * 2 + 2);
+    assert_non_null(halves_out);
+    assert_non_null(want_out);
+    gj_gpu_get(ctx, halves_out, d_y2, n * out * 2);
+    gj_floats_to_halves(y, want_out, n * out);
+    const int same_fp16 = memcmp(halves_out, want_out, n * out * 2) == 0;
+    free(halves_out), free(want_out);
 
     /* The reference, on the GPU's fp16 weights. */
     double *y_ref = calloc(n * out, sizeof *y_ref), *dx_ref = calloc(n * in, sizeof *dx_ref);
@@ -248,12 +260,13 @@ static int check_shape(gj_context *ctx, const shape *s) {
     const double e_acc = gj_gpu_rel_error(dw2d, dwd, n_params, 1e-6);
     const int same_forward = memcmp(y, y2, n * out * 4) == 0;
     const int same_dx = memcmp(dx, dx2, n * in * 4) == 0;
-    const int ok = init_ok && same_forward && same_dx && e_y <= 1e-2 && e_dw <= 2e-2 && e_dx <= 2e-2 && e_acc <= 1e-4;
+    const int ok = init_ok && same_forward && same_dx && same_fp16 && e_y <= 1e-2 && e_dw <= 2e-2 && e_dx <= 2e-2 &&
+                   e_acc <= 1e-4;
     char *hyper = gj_network_hyperparams(net);
     printf("%s network %s, %llu points: output %.2e, dL/dparams %.2e, dL/dinput %.2e (tolerances 1e-2, 2e-2, 2e-2); "
-           "accumulate %.1e; init %s; forward = inference %s; dL/dinput alone %s\n",
+           "accumulate %.1e; init %s; forward = inference %s; dL/dinput alone %s; fp16 outputs %s\n",
            ok ? "PASS" : "FAIL", hyper, (unsigned long long)n, e_y, e_dw, e_dx, e_acc, init_ok ? "exact" : "DIFFERS",
-           same_forward ? "yes" : "NO", same_dx ? "same" : "DIFFERS");
+           same_forward ? "yes" : "NO", same_dx ? "same" : "DIFFERS", same_fp16 ? "the same" : "DIFFER");
     gj_free(hyper);
 
     free(y_ref), free(dx_ref), free(dw_ref), free(yd), free(dwd), free(dxd), free(dw2d);
@@ -692,14 +705,43 @@ static int infers_alike(gj_context *ctx, const char *json, unsigned dims, uint64
         float *c1 = download_floats(ctx, d_ctx1, ctx_floats), *c2 = download_floats(ctx, d_ctx2, ctx_floats);
         context_differ = memcmp(c1, c2, ctx_floats * 4) != 0;
         free(c1), free(c2);
-        gj_gpu_free(ctx, d_ctx1), gj_gpu_free(ctx, d_ctx2);
     }
     differ += context_differ;
-    printf("%s %s in two passes%s against the fused kernel: %s, %llu points, %llu of %llu outputs differ%s\n",
+    /* Into fp16 outputs (output_fp16) from both modules: the kernels round every output to fp16
+     * before either store, so these are the floats' fp16 bits exactly; the two passes' 16-byte
+     * aligned (whole pieces, and a second chunk of the batch at its offset), the fused kernel's a
+     * half past an aligned start (value by value). */
+    uint16_t *want = malloc(n * out * sizeof *want);
+    assert_non_null(want);
+    gj_floats_to_halves(y1, want, n * out);
+    uint16_t *d_h = gj_gpu_alloc(ctx, (n * out + 8) * 2);
+    uint64_t half_differ = 0;
+    for (int fused = 0; fused < 2; ++fused) {
+        d.output = NULL;
+        d.output_fp16 = d_h + fused;
+        d.context = training ? (fused ? d_ctx1 : d_ctx2) : NULL;
+        gj_network_module *m = fused ? one : two;
+        gj_gpu_ok(ctx, training ? gj_network_forward(m, NULL, &d) : gj_network_inference(m, NULL, &d),
+                  "the pass into fp16 outputs");
+        gj_gpu_sync(ctx);
+        uint16_t *h = malloc((n * out + 8) * sizeof *h);
+        assert_non_null(h);
+        gj_gpu_get(ctx, h, d_h, (n * out + 8) * sizeof *h);
+        half_differ += memcmp(h + fused, want, n * out * sizeof *h) != 0;
+        free(h);
+    }
+    gj_gpu_free(ctx, d_h);
+    free(want);
+    if (training) {
+        gj_gpu_free(ctx, d_ctx1), gj_gpu_free(ctx, d_ctx2);
+    }
+    differ += half_differ;
+    printf("%s %s in two passes%s against the fused kernel: %s, %llu points, %llu of %llu outputs differ%s%s\n",
            differ ? "FAIL" : "PASS", training ? "forward for training" : "inference",
            fetch ? " (features fetched ahead)" : "", json, (unsigned long long)n,
-           (unsigned long long)(differ - context_differ), (unsigned long long)(n * out),
-           context_differ ? "; the contexts differ" : "");
+           (unsigned long long)(differ - context_differ - half_differ), (unsigned long long)(n * out),
+           context_differ ? "; the contexts differ" : "",
+           half_differ ? "; the fp16 outputs differ from the floats' fp16 values" : "");
     free(y1), free(y2), free(x), free(ep);
     gj_gpu_free(ctx, d_x), gj_gpu_free(ctx, d_y1), gj_gpu_free(ctx, d_y2), gj_gpu_free(ctx, params);
     gj_gpu_free(ctx, eparams);

@@ -216,7 +216,7 @@ static void passes_launch_their_kernels(void **state) {
     bad.n = 5;
     bad.params = b;
     assert_int_equal(gj_network_forward(m, NULL, &bad), GJ_ERROR_INVALID_ARGUMENT);
-    assert_non_null(strstr(gj_context_errmsg(ctx), "gj_network_forward: input, output and context"));
+    assert_non_null(strstr(gj_context_errmsg(ctx), "gj_network_forward: input, output (or output_fp16) and context"));
     assert_int_equal(gj_network_backward(m, NULL, &bad), GJ_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(gj_context_errmsg(ctx), "dL_doutput"));
     bad.params = NULL;
@@ -1212,6 +1212,76 @@ static void a_model_s_forward_runs_in_two_passes(void **state) {
     small_model_close(&s);
 }
 
+/* The y_half argument (the kernels' last) of the latest launch of the kernel named ...suffix at
+ * argument index, after the call made by run; run returns its status. */
+static uint32_t y_half_of(const char *suffix, int index, gj_status (*run)(gj_network_module *, gj_stream,
+                                                                           const gj_network_pass_desc *),
+                          gj_network_module *m, const gj_network_pass_desc *d) {
+    fake.capture_argument(suffix, index);
+    assert_int_equal(run(m, NULL, d), GJ_OK);
+    const float bits = fake.captured_float();
+    fake.capture_argument(NULL, -1);
+    uint32_t half;
+    memcpy(&half, &bits, sizeof half);
+    return half;
+}
+
+/* output_fp16 (instead of output): every kernel that writes a forward pass's outputs takes it as
+ * its y and is told so by its last argument, y_half (1; 0 for output): a network's inference and
+ * forward, a model's fused ones, and a model's kernels over its features (two passes); one of
+ * output and output_fp16, never both. */
+static void fp16_outputs_reach_every_forward_kernel(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    small_model s = small_model_open();
+    char *b = s.buffer;
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(s.ctx, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1}",
+                                       16, 4, &net),
+                     GJ_OK);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(s.ctx, net, &m), GJ_OK);
+    gj_network_pass_desc d = desc_over(b, 100), h = d;
+    h.output = NULL;
+    h.output_fp16 = b + 32768;
+    assert_int_equal(y_half_of("_inference", 4, gj_network_inference, m, &h), 1);
+    assert_int_equal(y_half_of("_inference", 4, gj_network_inference, m, &d), 0);
+    assert_int_equal(y_half_of("_forward", 5, gj_network_forward, m, &h), 1);
+    assert_int_equal(y_half_of("_forward", 5, gj_network_forward, m, &d), 0);
+    h.output = d.output; /* both */
+    fake.reset_counts();
+    assert_int_equal(gj_network_inference(m, NULL, &h), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(s.ctx), "give output (floats) or output_fp16 (fp16 values), not both"));
+    assert_int_equal(gj_network_forward(m, NULL, &h), GJ_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(fake.count("cuLaunchKernel"), 0);
+    h.output = NULL;
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+
+    /* The small model, fused (its inference: n, x, y, params, eparams, y_half; its forward with
+     * the context before y_half), then in two passes (n, f, y, params, [ctx,] y_half). */
+    d.encoding_params = h.encoding_params = b + (1 << 20);
+    setenv("GRIDJIT_NETWORK_INFERENCE_FEATURES", "0", 1);
+    m = module_with_env(s.ctx, s.model, "GRIDJIT_NETWORK_FORWARD_FEATURES", "0");
+    unsetenv("GRIDJIT_NETWORK_INFERENCE_FEATURES");
+    assert_int_equal(y_half_of("_inference", 5, gj_network_inference, m, &h), 1);
+    assert_int_equal(y_half_of("_inference", 5, gj_network_inference, m, &d), 0);
+    assert_int_equal(y_half_of("_forward", 6, gj_network_forward, m, &h), 1);
+    assert_int_equal(y_half_of("_forward", 6, gj_network_forward, m, &d), 0);
+    gj_network_module_destroy(m);
+    setenv("GRIDJIT_NETWORK_INFERENCE_FEATURES", "1", 1);
+    m = module_with_env(s.ctx, s.model, "GRIDJIT_NETWORK_FORWARD_FEATURES", "1");
+    unsetenv("GRIDJIT_NETWORK_INFERENCE_FEATURES");
+    assert_int_equal(y_half_of("_inference_features", 4, gj_network_inference, m, &h), 1);
+    assert_int_equal(y_half_of("_inference_features", 4, gj_network_inference, m, &d), 0);
+    assert_int_equal(y_half_of("_forward_features", 5, gj_network_forward, m, &h), 1);
+    assert_int_equal(y_half_of("_forward_features", 5, gj_network_forward, m, &d), 0);
+    gj_network_module_destroy(m);
+    small_model_close(&s);
+}
+
 /* A model recomputing in the backward (GRIDJIT_NETWORK_RECOMPUTE=1, and by default: its hidden
  * layer is 16 wide) keeps the input rows alone (a context of 32 rows of 16 halves a tile: 2
  * levels of 2 features, padded), and its forward then runs in the inference kernel's block of 16
@@ -1571,6 +1641,7 @@ int main(void) {
         cmocka_unit_test(a_recomputing_model_forward_takes_the_inference_block),
         cmocka_unit_test(a_model_s_inference_runs_in_two_passes),
         cmocka_unit_test(a_model_s_forward_runs_in_two_passes),
+        cmocka_unit_test(fp16_outputs_reach_every_forward_kernel),
         cmocka_unit_test(a_model_backward_summing_small_levels_takes_their_room),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),
         cmocka_unit_test(a_precompiled_model_trains_without_nvrtc),

@@ -18,7 +18,7 @@ static const char *const CMD = "bench";
 
 static void usage(void) {
     printf("Usage: gridjit bench --config NETWORK --dims IN --output-dims OUT [--points N]\n"
-           "                     [--iterations K] [--json]\n"
+           "                     [--iterations K] [--output fp32|fp16] [--json]\n"
            "       gridjit bench --config MODEL --dims D [--output-dims OUT] [...]\n"
            "\n"
            "A network configuration ({\"otype\": \"FullyFusedMLP\", ...}) or a model\n"
@@ -44,8 +44,11 @@ static void usage(void) {
            "Options: -c/--config, -d/--dims (the network's input width, a model's encoding\n"
            "dimensions), --output-dims\n"
            "(default: the network object's \"n_output_dims\"), -P/--points (default 2^21),\n"
-           "-i/--iterations (default 50), -j/--json (one object: {\"config\", \"n_points\",\n"
-           "\"device\", \"compile_ms\": {\"inference\", \"training\", \"training_all\",\n"
+           "-i/--iterations (default 50), --output (what inference and the forward write:\n"
+           "fp32, the default, or fp16 values as tiny-cuda-nn's networks write them, half\n"
+           "the bytes: gj_network_pass_desc.output_fp16), -j/--json (one object: {\"config\",\n"
+           "\"n_points\", \"output\", \"device\", \"compile_ms\": {\"inference\", \"training\",\n"
+           "\"training_all\",\n"
            "\"train_step\", \"train_step_all\"}, \"iterations\", \"final_loss\" (train_step's last),\n"
            "\"passes\": {PASS: {\"median_ms\", \"points_per_s\"}}}).\n");
 }
@@ -151,7 +154,7 @@ static gj_status time_pass(run *r, int pass, uint32_t iterations, float *median)
 }
 
 static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_t n_points, uint32_t iterations,
-                 int json_output, const char *where) {
+                 int output_fp16, int json_output, const char *where) {
     gj_context *ctx = NULL;
     gj_network *net = NULL;
     int rc = gj_cli_open_network(CMD, config_text, where, n_in, n_out, &ctx, &net);
@@ -224,7 +227,8 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
     r.d.n = n;
     r.d.input = x;
     r.d.params = params;
-    r.d.output = y;
+    r.d.output = output_fp16 ? NULL : y; /* y holds n x out floats: room for either */
+    r.d.output_fp16 = output_fp16 ? y : NULL;
     r.d.context = context;
     r.d.dL_doutput = dy;
     r.d.dL_dparams = dw;
@@ -288,6 +292,7 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
             cJSON *root = cJSON_CreateObject(), *passes = cJSON_CreateObject(), *compile = cJSON_CreateObject();
             cJSON_AddItemToObject(root, "config", cJSON_Parse(hyper));
             cJSON_AddNumberToObject(root, "n_points", (double)n);
+            cJSON_AddStringToObject(root, "output", output_fp16 ? "fp16" : "fp32");
             cJSON_AddStringToObject(root, "device", gpu.info.device_name);
             cJSON_AddNumberToObject(compile, "inference", compile_ms[0]);
             cJSON_AddNumberToObject(compile, "training", compile_ms[1]);
@@ -309,11 +314,11 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
             cJSON_free(text);
             cJSON_Delete(root);
         } else {
-            printf("network   %s\ndevice    %s\npoints    %llu\n"
+            printf("network   %s\ndevice    %s\npoints    %llu\noutput    %s\n"
                    "compile   inference %.0f ms, training %.0f ms (all its programs %.0f ms), train_step %.0f "
                    "ms (%.0f ms) (cold)\n"
                    "loss      %g (after the last train_step)\n",
-                   hyper, gpu.info.device_name, (unsigned long long)n, compile_ms[0], compile_ms[1], all_ms[1],
+                   hyper, gpu.info.device_name, (unsigned long long)n, output_fp16 ? "fp16" : "fp32", compile_ms[0], compile_ms[1], all_ms[1],
                    compile_ms[2], all_ms[2], (double)final_loss);
             for (int p = 0; p < P_COUNT; ++p) {
                 printf("%-15s %9.4f ms  %8.1f M points/s\n", pass_name[p], median[p],
@@ -331,17 +336,17 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
 }
 
 int gj_cli_bench_network(int argc, char **argv) {
-    enum { OPT_OUTPUT_DIMS = 1000 };
+    enum { OPT_OUTPUT_DIMS = 1000, OPT_OUTPUT };
     static const struct option options[] = {
         {"config", required_argument, NULL, 'c'},  {"dims", required_argument, NULL, 'd'},
-        {"output-dims", required_argument, NULL, OPT_OUTPUT_DIMS},
+        {"output-dims", required_argument, NULL, OPT_OUTPUT_DIMS}, {"output", required_argument, NULL, OPT_OUTPUT},
         {"points", required_argument, NULL, 'P'},  {"iterations", required_argument, NULL, 'i'},
         {"json", no_argument, NULL, 'j'},          {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *config = NULL;
     uint32_t n_in = 0, n_out = 0, n_points = 1u << 21, iterations = 50;
-    int json = 0, opt, rc = GJ_CLI_OK;
+    int json = 0, output_fp16 = 0, opt, rc = GJ_CLI_OK;
     optind = 1;
     while (rc == GJ_CLI_OK && (opt = getopt_long(argc, argv, ":c:d:P:i:jh", options, NULL)) != -1) {
         switch (opt) {
@@ -349,6 +354,13 @@ int gj_cli_bench_network(int argc, char **argv) {
         case 'd': rc = gj_cli_parse_u32(CMD, "--dims", optarg, 1, GJ_NETWORK_MAX_INPUT_DIMS, &n_in); break;
         case OPT_OUTPUT_DIMS:
             rc = gj_cli_parse_u32(CMD, "--output-dims", optarg, 1, GJ_NETWORK_MAX_OUTPUT_DIMS, &n_out);
+            break;
+        case OPT_OUTPUT:
+            if (strcmp(optarg, "fp16") == 0 || strcmp(optarg, "fp32") == 0) {
+                output_fp16 = optarg[2] == '1';
+            } else {
+                rc = gj_cli_usage_error(CMD, "--output: must be fp32 or fp16 (got '%s')", optarg);
+            }
             break;
         case 'P': rc = gj_cli_parse_u32(CMD, "--points", optarg, 1, 1u << 28, &n_points); break;
         case 'i': rc = gj_cli_parse_u32(CMD, "--iterations", optarg, 1, 100000, &iterations); break;
@@ -367,7 +379,7 @@ int gj_cli_bench_network(int argc, char **argv) {
     if (rc == GJ_CLI_OK) {
         char where[512];
         gj_cli_config_where(config, where, sizeof where);
-        rc = bench(text, n_in, n_out, n_points, iterations, json, where);
+        rc = bench(text, n_in, n_out, n_points, iterations, output_fp16, json, where);
     }
     free(text);
     const int flushed = gj_cli_flush_stdout(CMD);

@@ -42,7 +42,7 @@ static void usage(void) {
            "                     [--calls C] [--input uniform|rays|file:PATH] [--rays R] [--samples S]\n"
            "                     [--seed X] [--dx-from dydx|compact|params]\n"
            "       gridjit bench --config NETWORK_OR_MODEL --dims IN [--output-dims OUT] [--points N]\n"
-           "                     [--iterations K] [--json]\n"
+           "                     [--iterations K] [--output fp32|fp16] [--json]\n"
            "\n"
            "Times the generated kernels on the GPU: N points (by default uniform random in\n"
            "[0,1)^D from a fixed seed; see --input), parameters from gj_init_params, then per\n"

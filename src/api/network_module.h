@@ -234,6 +234,13 @@ gj_status gj__network_zero_with(gj_network_module *m, gj__network_kernel k, gj_s
                                 uint64_t bytes);
 
 /* ---- network_two_passes.c ---- */
+/* Where a forward pass writes its outputs (gj_network_pass_desc's output or output_fp16): n x the
+ * output width of floats, or of fp16 values where half (the kernels' y_half argument). */
+typedef struct gj__network_out {
+    void *p;
+    uint32_t half;
+} gj__network_out;
+
 /* A model's forward pass in two: the encoding module's forward into features (feature-major, a
  * buffer of the stream's), then kernel (GJ__NK_INFERENCE_FEATURES, or GJ__NK_FORWARD_FEATURES
  * writing the context) over them, chunk by chunk on the caller's stream. */
@@ -241,7 +248,7 @@ typedef struct gj__network_two_passes {
     gj__network_kernel kernel;
     uint64_t n;
     const float *x;
-    float *y;
+    gj__network_out y;
     const void *params, *encoding_params;
     void *context; /* the forward for training's, else NULL */
 } gj__network_two_passes;
@@ -249,7 +256,7 @@ gj_status gj__network_two_passes_run(gj_network_module *m, gj_module *encoding_m
                                      const gj__network_two_passes *t, const char *call);
 /* A model's forward for training (its programs made): NAME_forward, or in two passes where
  * m->forward_features. */
-gj_status gj__network_model_forward(gj_network_module *m, gj_stream stream, uint64_t n, const float *x, float *y,
+gj_status gj__network_model_forward(gj_network_module *m, gj_stream stream, uint64_t n, const float *x, gj__network_out y,
                                     const void *params, const void *encoding_params, void *context,
                                     const char *call);
 

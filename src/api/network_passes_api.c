@@ -59,6 +59,12 @@ static gj_status enter_pass(gj_network_module *m, const gj_network_pass_desc **d
 
 static const gj__network_part inference_parts[] = {GJ__NETWORK_PART_INFERENCE};
 
+/* Where a forward pass writes: output, or output_fp16 (run_forward checked that one is given). */
+static gj__network_out output_of(const gj_network_pass_desc *d) {
+    const gj__network_out out = {d->output ? (void *)d->output : d->output_fp16, d->output ? 0u : 1u};
+    return out;
+}
+
 /* A model's inference in two passes (gj__network_inference_features; network_two_passes.c). */
 static gj_status inference_through_features(gj_network_module *m, gj_stream stream, const gj_network_pass_desc *desc,
                                             const char *call) {
@@ -70,7 +76,7 @@ static gj_status inference_through_features(gj_network_module *m, gj_stream stre
     if (status != GJ_OK) {
         return status;
     }
-    const gj__network_two_passes t = {GJ__NK_INFERENCE_FEATURES, desc->n, desc->input, desc->output,
+    const gj__network_two_passes t = {GJ__NK_INFERENCE_FEATURES, desc->n, desc->input, output_of(desc),
                                       desc->params, desc->encoding_params, NULL};
     return gj__network_two_passes_run(m, encoding_module, stream, &t, call);
 }
@@ -85,9 +91,13 @@ static gj_status run_forward(gj_network_module *module, gj_stream stream, const 
     if (status != GJ_OK || desc->n == 0) {
         return status;
     }
-    if (!desc->input || !desc->output || (training && !desc->context)) {
-        return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT, "%s: input, output%s must not be NULL", call,
-                        training ? " and context" : "");
+    if (!desc->input || !(desc->output || desc->output_fp16) || (training && !desc->context)) {
+        return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: input, output (or output_fp16)%s must not be NULL", call, training ? " and context" : "");
+    }
+    if (desc->output && desc->output_fp16) {
+        return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: give output (floats) or output_fp16 (fp16 values), not both", call);
     }
     if (!training && module->inference_features) {
         return inference_through_features(module, stream, desc, call);
@@ -100,19 +110,25 @@ static gj_status run_forward(gj_network_module *module, gj_stream stream, const 
         return status;
     }
     if (training && module->net->encoding) {
-        return gj__network_model_forward(module, stream, desc->n, desc->input, desc->output, desc->params,
+        return gj__network_model_forward(module, stream, desc->n, desc->input, output_of(desc), desc->params,
                                          desc->encoding_params, desc->context, call);
     }
     uint64_t n = desc->n;
     const float *x = desc->input;
-    float *y = desc->output;
+    const gj__network_out out = output_of(desc);
+    void *y = out.p;
+    uint32_t y_half = out.half;
     const void *params = desc->params;
     const void *eparams = desc->encoding_params;
     void *context = desc->context;
-    void *args_network[] = {&n, &x, &y, &params, &context};
-    void *args_model[] = {&n, &x, &y, &params, &eparams, &context};
-    return gj__network_launch(module, training ? GJ__NK_FORWARD : GJ__NK_INFERENCE, stream, n,
-                  module->net->encoding ? args_model : args_network, call);
+    /* The kernels' arguments (network_codegen.c): inference without the context. */
+    void *network_inference[] = {&n, &x, &y, &params, &y_half};
+    void *network_forward[] = {&n, &x, &y, &params, &context, &y_half};
+    void *model_inference[] = {&n, &x, &y, &params, &eparams, &y_half};
+    void *model_forward[] = {&n, &x, &y, &params, &eparams, &context, &y_half};
+    void **args = module->net->encoding ? (training ? model_forward : model_inference)
+                                        : (training ? network_forward : network_inference);
+    return gj__network_launch(module, training ? GJ__NK_FORWARD : GJ__NK_INFERENCE, stream, n, args, call);
 }
 
 gj_status gj_network_inference(gj_network_module *module, gj_stream stream, const gj_network_pass_desc *desc) {

@@ -105,7 +105,8 @@ static gj_status train_step_unfused(gj_network_module *m, gj_stream stream, cons
     void *features = scratch + context_bytes + 2 * output_bytes;
     const float *x = desc->input, *target = desc->target;
     const void *params = desc->params, *eparams = desc->encoding_params;
-    status = gj__network_model_forward(m, stream, n, x, y, params, eparams, context, call);
+    const gj__network_out out = {y, 0};
+    status = gj__network_model_forward(m, stream, n, x, out, params, eparams, context, call);
     if (status == GJ_OK) {
         status = gj__network_zero_with(m, GJ__NK_INPUT_ZERO, stream, desc->dL_dparams, 4 * m->net->layout.n_params);
     }

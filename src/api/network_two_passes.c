@@ -33,11 +33,15 @@ static gj_status encode_chunk(gj_network_module *m, gj_module *encoding_module, 
  * kept a tile of 32 points at a time), their features in features. */
 static gj_status network_chunk(gj_network_module *m, gj_stream stream, const gj__network_two_passes *t,
                                uint64_t start, uint64_t n, const void *features, const char *call) {
-    float *y = t->y + start * m->net->layout.output_width;
+    void *y = (char *)t->y.p + start * m->net->layout.output_width * (t->y.half ? 2 : 4);
+    uint32_t y_half = t->y.half;
     const void *params = t->params;
     void *ctx = t->context ? (char *)t->context + start / 32 * m->plans[GJ__NETWORK_PLAN_PORTABLE].pass_ctx_halves * 2
                            : NULL;
-    void *args[] = {&n, &features, &y, &params, &ctx};
+    /* NAME_inference_features takes no context */
+    void *args_inference[] = {&n, &features, &y, &params, &y_half};
+    void *args_forward[] = {&n, &features, &y, &params, &ctx, &y_half};
+    void **args = t->kernel == GJ__NK_FORWARD_FEATURES ? args_forward : args_inference;
     return gj__network_launch(m, t->kernel, stream, n, args, call);
 }
 
@@ -59,7 +63,7 @@ gj_status gj__network_two_passes_run(gj_network_module *m, gj_module *encoding_m
     return status;
 }
 
-gj_status gj__network_model_forward(gj_network_module *m, gj_stream stream, uint64_t n, const float *x, float *y,
+gj_status gj__network_model_forward(gj_network_module *m, gj_stream stream, uint64_t n, const float *x, gj__network_out y,
                                     const void *params, const void *encoding_params, void *context,
                                     const char *call) {
     if (m->forward_features) {
@@ -71,6 +75,6 @@ gj_status gj__network_model_forward(gj_network_module *m, gj_stream stream, uint
         const gj__network_two_passes t = {GJ__NK_FORWARD_FEATURES, n, x, y, params, encoding_params, context};
         return gj__network_two_passes_run(m, encoding_module, stream, &t, call);
     }
-    void *args[] = {&n, &x, &y, &params, &encoding_params, &context};
+    void *args[] = {&n, &x, &y.p, &params, &encoding_params, &context, &y.half};
     return gj__network_launch(m, GJ__NK_FORWARD, stream, n, args, call);
 }

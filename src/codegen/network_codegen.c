@@ -499,7 +499,8 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
         }
     }
     gj__sb_append(sb, "};\n\n");
-    gj__sb_append(sb, "// Kernels (templates/model_kernels.cuh): point-major float arrays, any grid size.\n");
+    gj__sb_append(sb, "// Kernels (templates/model_kernels.cuh): point-major float arrays, any grid size; the\n"
+                      "// forward passes write y as floats, or as fp16 values where y_half is not 0.\n");
     const int inference = part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_ALL;
     if (inference || (forward && recompute)) {
         emit_inference_config(sb, name);
@@ -507,9 +508,10 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
     if (inference && !features) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
-                      "%s_inference(gj_u64 n, const float* x, float* y, const gj_half* params,\n"
-                      "             const %s_encoding_config::param_t* eparams) {\n"
-                      "    gj_model_forward_kernel<%s_inference_config, %s_encoding_ops>(n, x, y, params, eparams, nullptr);\n"
+                      "%s_inference(gj_u64 n, const float* x, void* y, const gj_half* params,\n"
+                      "             const %s_encoding_config::param_t* eparams, gj_u32 y_half) {\n"
+                      "    gj_model_forward_kernel<%s_inference_config, %s_encoding_ops>(n, x, y, params, eparams, nullptr,\n"
+                      "                                                                    y_half);\n"
                       "}\n\n",
                       bounds->inference, name, name, name, name);
     }
@@ -518,9 +520,9 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "// The inference's second pass: the network over the features (n x %s_config::IN,\n"
                       "// feature-major) that the encoding's own forward kernel wrote.\n"
                       "extern \"C\" __global__ void %s\n"
-                      "%s_inference_features(gj_u64 n, const %s_encoding_config::param_t* f, float* y,\n"
-                      "                      const gj_half* params) {\n"
-                      "    gj_model_forward_features_kernel<%s_inference_config>(n, f, y, params, nullptr);\n"
+                      "%s_inference_features(gj_u64 n, const %s_encoding_config::param_t* f, void* y,\n"
+                      "                      const gj_half* params, gj_u32 y_half) {\n"
+                      "    gj_model_forward_features_kernel<%s_inference_config>(n, f, y, params, nullptr, y_half);\n"
                       "}\n\n",
                       name, bounds->inference, name, name, name);
     }
@@ -530,9 +532,9 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "// in the inference kernel's block): the network over the features (n x %s_config::IN,\n"
                       "// feature-major) that the encoding's own forward kernel wrote.\n"
                       "extern \"C\" __global__ void %s\n"
-                      "%s_forward_features(gj_u64 n, const %s_encoding_config::param_t* f, float* y,\n"
-                      "                    const gj_half* params, gj_u16* ctx) {\n"
-                      "    gj_model_forward_features_kernel<%s_inference_config>(n, f, y, params, ctx);\n"
+                      "%s_forward_features(gj_u64 n, const %s_encoding_config::param_t* f, void* y,\n"
+                      "                    const gj_half* params, gj_u16* ctx, gj_u32 y_half) {\n"
+                      "    gj_model_forward_features_kernel<%s_inference_config>(n, f, y, params, ctx, y_half);\n"
                       "}\n\n",
                       name, bounds->inference, name, name, name);
     } else if (forward) {
@@ -543,9 +545,9 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
         }
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
-                      "%s_forward(gj_u64 n, const float* x, float* y, const gj_half* params,\n"
-                      "           const %s_encoding_config::param_t* eparams, gj_u16* ctx) {\n"
-                      "    gj_model_forward_kernel<%s_%sconfig, %s_encoding_ops>(n, x, y, params, eparams, ctx);\n"
+                      "%s_forward(gj_u64 n, const float* x, void* y, const gj_half* params,\n"
+                      "           const %s_encoding_config::param_t* eparams, gj_u16* ctx, gj_u32 y_half) {\n"
+                      "    gj_model_forward_kernel<%s_%sconfig, %s_encoding_ops>(n, x, y, params, eparams, ctx, y_half);\n"
                       "}\n\n",
                       recompute ? bounds->inference : bounds->forward, name, name, name,
                       recompute ? "inference_" : "", name);
@@ -625,20 +627,22 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
 
 static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part, const launch_bounds_t *bounds,
                          const beyond_plan_t *step) {
-    gj__sb_append(sb, "// Kernels (templates/network_kernels.cuh): point-major float arrays, any grid size.\n");
+    gj__sb_append(sb, "// Kernels (templates/network_kernels.cuh): point-major float arrays, any grid size; the\n"
+                      "// forward passes write y as floats, or as fp16 values where y_half is not 0.\n");
     if (part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
-                      "%s_inference(gj_u64 n, const float* x, float* y, const gj_half* params) {\n"
-                      "    gj_nn_forward_kernel<%s_config>(n, x, y, params, nullptr);\n"
+                      "%s_inference(gj_u64 n, const float* x, void* y, const gj_half* params, gj_u32 y_half) {\n"
+                      "    gj_nn_forward_kernel<%s_config>(n, x, y, params, nullptr, y_half);\n"
                       "}\n\n",
                       bounds->inference, name, name);
     }
     if (part == GJ__NETWORK_PART_TRAINING || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
-                      "%s_forward(gj_u64 n, const float* x, float* y, const gj_half* params, gj_u16* ctx) {\n"
-                      "    gj_nn_forward_kernel<%s_config>(n, x, y, params, ctx);\n"
+                      "%s_forward(gj_u64 n, const float* x, void* y, const gj_half* params, gj_u16* ctx,\n"
+                      "           gj_u32 y_half) {\n"
+                      "    gj_nn_forward_kernel<%s_config>(n, x, y, params, ctx, y_half);\n"
                       "}\n\n",
                       bounds->forward, name, name);
     }

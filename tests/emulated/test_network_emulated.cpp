@@ -93,6 +93,34 @@ static double rel_error(const std::vector<double>& a, const std::vector<double>&
 
 static int failures = 0;
 
+// How many of launch(y, 1)'s fp16 outputs (y_half: n_values of them) differ from want's floats as
+// fp16 bits, in buffers that start 0, 1 and 2 halves past a 16-byte boundary (16-byte pieces
+// where the width allows, one by one, words), plus any write past the end. The kernels round every
+// output to fp16 before either store, so the two must agree bit for bit.
+template <class Launch> static int fp16_outputs_differ(const std::vector<float>& want, Launch launch) {
+    const size_t n_values = want.size();
+    int differ = 0;
+    for (int off = 0; off < 3; ++off) {
+        std::vector<gj_u32x4> storage(n_values / 8 + 2);
+        gj_u16* y = (gj_u16*)storage.data() + off;
+        for (size_t e = 0; e < n_values + 1; ++e) y[e] = 0xFFFFu;
+        launch((void*)y, 1u);
+        for (size_t e = 0; e < n_values; ++e) differ += y[e] != gj_float_to_half_bits(want[e]);
+        differ += y[n_values] != 0xFFFFu;
+    }
+    return differ;
+}
+
+// report() for a count of outputs that differ.
+static void report_fp16(const char* what, const char* shape, int differ) {
+    if (differ) {
+        std::printf("FAIL %s %s: %d fp16 outputs differ from the float ones\n", what, shape, differ);
+        ++failures;
+    } else {
+        std::printf("ok   %s %s\n", what, shape);
+    }
+}
+
 static void report(const char* what, const char* shape, double err, double tol) {
     const bool ok = err <= tol;
     std::printf("%s %-14s %s: relative error %.3g (tolerance %.3g)\n", ok ? "PASS" : "FAIL", what, shape, err, tol);
@@ -257,6 +285,10 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
 
     std::vector<double> a(y_inf.begin(), y_inf.end()), b(y_fwd.begin(), y_fwd.end());
     report("inference", shape, rel_error(a, y_ref, 1e-3), tol);
+    report_fp16("inference into fp16 outputs", shape, fp16_outputs_differ(y_inf, [&](void* y, gj_u32 half) {
+                    gj_emulate_launch(grid, forward_block,
+                                      [&] { gj_nn_forward_kernel<C>(n, x.data(), y, params, nullptr, half); });
+                }));
     if constexpr (!gj_nn_out_chunked<C>()) {
         typedef WideInference<C> WC;
         static_assert(gj_nn_forward_m_tiles<WC>::value == 1, "the wide block's one m-tile");
@@ -558,6 +590,16 @@ template <class C, class T = gj_half> static void features_case(unsigned n, unsi
         } else {
             std::printf("ok   %s\n", shape);
         }
+        report_fp16("into fp16 outputs:", shape, fp16_outputs_differ(want, [&](void* yh, gj_u32 half) {
+                        gj_emulate_launch(grid, 32 * WC::FORWARD_WARPS, [&] {
+                            if (fetch)
+                                gj_model_forward_features_kernel<FeaturesCfg<C, true>>(n, f.data(), yh, w.data(), nullptr,
+                                                                                        half);
+                            else
+                                gj_model_forward_features_kernel<FeaturesCfg<C, false>>(n, f.data(), yh, w.data(),
+                                                                                         nullptr, half);
+                        });
+                    }));
     }
 }
 
