@@ -401,13 +401,13 @@ gj_network *ex_model_create(int dims, uint32_t n_out) {
 }
 
 gj_status ex_model_inference(gj_network_module *module, uint64_t n, const float *x, const void *weights,
-                             const void *params, float *y) {
+                             const void *params, void *y_fp16) {
     gj_network_pass_desc d;
     gj_network_pass_desc_init(&d);
     d.n = n;
     d.input = x;
     d.params = weights;
     d.encoding_params = params;
-    d.output = y;
+    d.output_fp16 = y_fp16;
     return gj_network_inference(module, NULL, &d);
 }

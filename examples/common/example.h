@@ -33,10 +33,11 @@ enum { EX_IN = 32, EX_HID = 64, EX_OUT = 16, EX_W0 = 0, EX_W1 = 2048, EX_W2 = 61
  * so at most 16 computes the MLP above); exits unless its parameters match the MLP's and the
  * encoding's. */
 gj_network *ex_model_create(int dims, uint32_t n_out);
-/* gj_network_inference of a model's module on the default stream: y (n x outputs floats) from x
- * (n x dims floats), the network's weights (fp16) and the encoding's parameters. */
+/* gj_network_inference of a model's module on the default stream: y_fp16 (n x outputs fp16
+ * values, as the hand-written kernels write them: gj_network_pass_desc.output_fp16) from x (n x
+ * dims floats), the network's weights (fp16) and the encoding's parameters. */
 gj_status ex_model_inference(gj_network_module *module, uint64_t n, const float *x, const void *weights,
-                             const void *params, float *y);
+                             const void *params, void *y_fp16);
 
 /* Shared memory of the inference kernels per block: the padded weights, 80 bytes per point. */
 #define EX_WEIGHTS_SHARED 16640u
