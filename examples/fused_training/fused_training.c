@@ -117,7 +117,8 @@ typedef struct trainer {
     gj_network_module *model_module;
     void *model_grid_grad;              /* its encoding gradients: grid_grad where they are fp16 */
     uint32_t *param_steps, *weight_steps; /* its Adam's per-parameter step counts */
-    float *model_loss, *model_y;        /* the mean loss of its last step; rendered outputs (n x 3) */
+    float *model_loss;                  /* the mean loss of its last step */
+    void *model_y;                      /* rendered outputs (n x 3 fp16 values) */
     uint32_t grid[N_MODES];
     /* device memory */
     float *x, *targets, *loss;
@@ -222,7 +223,7 @@ static void trainer_load(trainer *t) {
         t->param_steps = ex_alloc_zero(np * 4);
         t->weight_steps = ex_alloc_zero(EX_N_WEIGHTS * 4);
         t->model_loss = ex_alloc_zero(sizeof(float));
-        t->model_y = ex_alloc(n * N_CHANNELS * sizeof(float));
+        t->model_y = ex_alloc(n * N_CHANNELS * sizeof(uint16_t));
     }
 }
 
@@ -833,7 +834,13 @@ static uint8_t to_byte(float v) {
 static void outputs(trainer *t, pipeline q, uint64_t n, float *rgb_out) {
     if (q == PIPE_MODULE) {
         EX_CHECK(ex_model_inference(t->model_module, n, t->x, t->weights, t->params, t->model_y));
-        ex_download(rgb_out, t->model_y, n * N_CHANNELS * sizeof(float));
+        uint16_t *halves = malloc(n * N_CHANNELS * sizeof *halves);
+        if (!halves) {
+            ex_fail("out of host memory");
+        }
+        ex_download(halves, t->model_y, n * N_CHANNELS * sizeof *halves);
+        gj_halves_to_floats(halves, rgb_out, n * N_CHANNELS);
+        free(halves);
         return;
     }
     launch_train(t, RENDER, n, 0.0f);

@@ -111,10 +111,26 @@ template <class Launch> static int fp16_outputs_differ(const std::vector<float>&
     return differ;
 }
 
-// report() for a count of outputs that differ.
-static void report_fp16(const char* what, const char* shape, int differ) {
+// The same for float outputs (launch(y, 0)) from 16-byte aligned and one float past it (four
+// values a lane where the width allows, else one by one): want's bits exactly.
+template <class Launch> static int float_outputs_differ(const std::vector<float>& want, Launch launch) {
+    const size_t n_values = want.size();
+    int differ = 0;
+    for (int off = 0; off < 2; ++off) {
+        std::vector<gj_u32x4> storage(n_values / 4 + 2);
+        float* y = (float*)storage.data() + off;
+        for (size_t e = 0; e < n_values + 1; ++e) y[e] = -7.0f;
+        launch((void*)y, 0u);
+        differ += std::memcmp(y, want.data(), n_values * sizeof(float)) != 0;
+        differ += y[n_values] != -7.0f;
+    }
+    return differ;
+}
+
+// report() for a count of differences from the float outputs (values, arrays or ends past them).
+static void report_outputs(const char* what, const char* shape, int differ) {
     if (differ) {
-        std::printf("FAIL %s %s: %d fp16 outputs differ from the float ones\n", what, shape, differ);
+        std::printf("FAIL %s %s: %d differences from the float outputs\n", what, shape, differ);
         ++failures;
     } else {
         std::printf("ok   %s %s\n", what, shape);
@@ -285,10 +301,11 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
 
     std::vector<double> a(y_inf.begin(), y_inf.end()), b(y_fwd.begin(), y_fwd.end());
     report("inference", shape, rel_error(a, y_ref, 1e-3), tol);
-    report_fp16("inference into fp16 outputs", shape, fp16_outputs_differ(y_inf, [&](void* y, gj_u32 half) {
-                    gj_emulate_launch(grid, forward_block,
-                                      [&] { gj_nn_forward_kernel<C>(n, x.data(), y, params, nullptr, half); });
-                }));
+    const auto inference_into = [&](void* y, gj_u32 half) {
+        gj_emulate_launch(grid, forward_block, [&] { gj_nn_forward_kernel<C>(n, x.data(), y, params, nullptr, half); });
+    };
+    report_outputs("inference into fp16 outputs", shape, fp16_outputs_differ(y_inf, inference_into));
+    report_outputs("inference into floats, aligned and not", shape, float_outputs_differ(y_inf, inference_into));
     if constexpr (!gj_nn_out_chunked<C>()) {
         typedef WideInference<C> WC;
         static_assert(gj_nn_forward_m_tiles<WC>::value == 1, "the wide block's one m-tile");
@@ -590,7 +607,7 @@ template <class C, class T = gj_half> static void features_case(unsigned n, unsi
         } else {
             std::printf("ok   %s\n", shape);
         }
-        report_fp16("into fp16 outputs:", shape, fp16_outputs_differ(want, [&](void* yh, gj_u32 half) {
+        report_outputs("into fp16 outputs:", shape, fp16_outputs_differ(want, [&](void* yh, gj_u32 half) {
                         gj_emulate_launch(grid, 32 * WC::FORWARD_WARPS, [&] {
                             if (fetch)
                                 gj_model_forward_features_kernel<FeaturesCfg<C, true>>(n, f.data(), yh, w.data(), nullptr,

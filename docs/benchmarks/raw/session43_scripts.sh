@@ -107,3 +107,55 @@ PY
 left=$(( 560 - (SECONDS - t0) ))
 [ $left -gt 60 ] && (cd build && timeout $left ctest --output-on-failure -j2 -L gpu -E '^test_gpu_network$' > $OUT/ctest_gpu.txt 2>&1; echo "ctest -L gpu rc=$? $((SECONDS-t0)) s" >> $OUT/progress.txt)
 log done
+
+## .gpu/s43/call4.sh (float outputs stored four to a lane, not kept)
+#!/bin/bash
+# Session 43, call 4: float outputs stored four values a lane (HEAD's working tree) against the
+# scalar stores (gridjit-w: b1cc759's kernels), fp16 outputs beside them, tiny-cuda-nn's JIT; then
+# test_gpu_network, the examples, the torch GPU tests in the time left.
+set -u
+ROOT=$PWD
+export LD_LIBRARY_PATH=$ROOT/.gpu/lib:/usr/local/cuda/targets/x86_64-linux/lib
+export PATH=$PATH:/usr/local/cuda/bin
+t0=$SECONDS
+log() { echo "$* $((SECONDS-t0)) s" >> $OUT/progress.txt; }
+nvidia-smi --query-gpu=name --format=csv,noheader > $OUT/progress.txt
+xz -dc .gpu/bin/bench_tcnn_jit.xz > /tmp/btj && chmod +x /tmp/btj
+M='{"encoding":{"otype":"HashGrid"},"network":{"otype":"FullyFusedMLP","n_neurons":64,"n_hidden_layers":2,"n_output_dims":16}}'
+one() { label=$1; bin=$2; shift 2
+  ( export CUDA_CACHE_DISABLE=1; GRIDJIT_CACHE_DIR=$(mktemp -d) timeout 40 $bin bench --config "$M" --dims 3 -i 30 "$@" --json 2>>$OUT/err.txt ) \
+      | python3 -c 'import json,sys; d=json.load(sys.stdin); d["label"]=sys.argv[1]; print(json.dumps(d))' "$label" >> $OUT/ab.jsonl
+}
+for r in 1 2; do
+  CUDA_CACHE_DISABLE=1 CUDA_CACHE_PATH=$(mktemp -d) timeout 60 /tmp/btj --cache-dir $(mktemp -d) --skip-unfused >> $OUT/tcnn_jit.jsonl 2>>$OUT/err.txt
+  one scalar_fp32/r$r .gpu/var/gridjit-w
+  one quad_fp32/r$r build/gridjit --output fp32
+  one fp16/r$r build/gridjit --output fp16
+  log "round $r"
+done
+python3 - $OUT/ab.jsonl $OUT/tcnn_jit.jsonl >> $OUT/progress.txt <<'PY'
+import json,sys
+for l in open(sys.argv[2]): d=json.loads(l); print("tcnn jit", d["jit"]["inference_ms"], d["jit"]["train_step_ms"])
+for l in open(sys.argv[1]):
+    d=json.loads(l); p=d["passes"]; print(d["label"], d.get("output"), *(f'{k}={p[k]["median_ms"]:.4f}' for k in ("inference","forward","step","train_step") if k in p))
+PY
+(cd build && timeout 150 ctest --output-on-failure -R '^test_gpu_network$') > $OUT/ctest_network.txt 2>&1
+log "test_gpu_network rc=$?"
+(cd build && timeout 60 ctest --output-on-failure -L example) > $OUT/ctest_examples.txt 2>&1
+log "examples rc=$?"
+GRIDJIT_TEST_BUILD_DIR=$ROOT/build PYTHONPATH=$ROOT/python/src GRIDJIT_LIBRARY=$ROOT/build/libgridjit.so.0 \
+  timeout $(( ${TOTAL:-480} - (SECONDS - t0) )) python3 -m pytest python/tests/test_torch_network_gpu.py python/tests/test_torch_train_gpu.py python/tests/test_tcnn_scripts.py python/tests/test_capi.py -q -rs -p no:cacheprovider > $OUT/pytest.txt 2>&1
+log "pytest rc=$?"
+
+## .gpu/s43/call5.sh (the final code's examples)
+#!/bin/bash
+# Session 43, call 5: the examples on the final code (the module pipeline's fp16 outputs), and
+# fused_inference --bench (the module into fp16 outputs beside the hand-fused kernel), twice.
+set -u
+export LD_LIBRARY_PATH=$PWD/.gpu/lib:/usr/local/cuda/targets/x86_64-linux/lib
+t0=$SECONDS
+log() { echo "$* $((SECONDS-t0)) s" >> $OUT/progress.txt; }
+nvidia-smi --query-gpu=name --format=csv,noheader > $OUT/progress.txt
+(cd build && timeout 90 ctest --output-on-failure -L example) > $OUT/ctest_examples.txt 2>&1
+log "examples rc=$?"
+for r in 1 2; do CUDA_CACHE_DISABLE=1 timeout 60 build/examples/fused_inference --bench >> $OUT/fused_inference_bench.txt 2>&1; log "bench $r rc=$?"; done
