@@ -1226,6 +1226,23 @@ static uint32_t y_half_of(const char *suffix, int index, gj_status (*run)(gj_net
     return half;
 }
 
+/* The small model's y_half (its kernels' last argument) for h (output_fp16: 1) and d (output: 0),
+ * fused (two 0: inference n, x, y, params, eparams, y_half; the forward with the context before
+ * y_half) or in two passes (two 1: n, f, y, params, [ctx,] y_half). */
+static void model_y_half(small_model *s, int two, const gj_network_pass_desc *d, const gj_network_pass_desc *h) {
+    static const char *const knob[2] = {"0", "1"};
+    static const char *const inference[2] = {"_inference", "_inference_features"};
+    static const char *const forward[2] = {"_forward", "_forward_features"};
+    setenv("GRIDJIT_NETWORK_INFERENCE_FEATURES", knob[two], 1);
+    gj_network_module *m = module_with_env(s->ctx, s->model, "GRIDJIT_NETWORK_FORWARD_FEATURES", knob[two]);
+    unsetenv("GRIDJIT_NETWORK_INFERENCE_FEATURES");
+    assert_int_equal(y_half_of(inference[two], 5 - two, gj_network_inference, m, h), 1);
+    assert_int_equal(y_half_of(inference[two], 5 - two, gj_network_inference, m, d), 0);
+    assert_int_equal(y_half_of(forward[two], 6 - two, gj_network_forward, m, h), 1);
+    assert_int_equal(y_half_of(forward[two], 6 - two, gj_network_forward, m, d), 0);
+    gj_network_module_destroy(m);
+}
+
 /* output_fp16 (instead of output): every kernel that writes a forward pass's outputs takes it as
  * its y and is told so by its last argument, y_half (1; 0 for output): a network's inference and
  * forward, a model's fused ones, and a model's kernels over its features (two passes); one of
@@ -1263,22 +1280,8 @@ static void fp16_outputs_reach_every_forward_kernel(void **state) {
     /* The small model, fused (its inference: n, x, y, params, eparams, y_half; its forward with
      * the context before y_half), then in two passes (n, f, y, params, [ctx,] y_half). */
     d.encoding_params = h.encoding_params = b + (1 << 20);
-    setenv("GRIDJIT_NETWORK_INFERENCE_FEATURES", "0", 1);
-    m = module_with_env(s.ctx, s.model, "GRIDJIT_NETWORK_FORWARD_FEATURES", "0");
-    unsetenv("GRIDJIT_NETWORK_INFERENCE_FEATURES");
-    assert_int_equal(y_half_of("_inference", 5, gj_network_inference, m, &h), 1);
-    assert_int_equal(y_half_of("_inference", 5, gj_network_inference, m, &d), 0);
-    assert_int_equal(y_half_of("_forward", 6, gj_network_forward, m, &h), 1);
-    assert_int_equal(y_half_of("_forward", 6, gj_network_forward, m, &d), 0);
-    gj_network_module_destroy(m);
-    setenv("GRIDJIT_NETWORK_INFERENCE_FEATURES", "1", 1);
-    m = module_with_env(s.ctx, s.model, "GRIDJIT_NETWORK_FORWARD_FEATURES", "1");
-    unsetenv("GRIDJIT_NETWORK_INFERENCE_FEATURES");
-    assert_int_equal(y_half_of("_inference_features", 4, gj_network_inference, m, &h), 1);
-    assert_int_equal(y_half_of("_inference_features", 4, gj_network_inference, m, &d), 0);
-    assert_int_equal(y_half_of("_forward_features", 5, gj_network_forward, m, &h), 1);
-    assert_int_equal(y_half_of("_forward_features", 5, gj_network_forward, m, &d), 0);
-    gj_network_module_destroy(m);
+    model_y_half(&s, 0, &d, &h);
+    model_y_half(&s, 1, &d, &h);
     small_model_close(&s);
 }
 
