@@ -40,20 +40,47 @@ GJ_INLINE void gj_model_forward_tiles(gj_u64 n, void* __restrict__ y, bool y_hal
     }
 }
 
-// The fused forward: each point encoded in registers by the encoding's device function.
+// C::TABLE_VALUES where a kernel's config states it (a model's inference config), else 0.
+template <class C, class = void> struct gj_model_table {
+    static constexpr gj_u32 values = 0;
+};
+template <class C> struct gj_model_table<C, decltype(void(C::TABLE_VALUES))> {
+    static constexpr gj_u32 values = C::TABLE_VALUES;
+};
+
+// The fused forward: each point encoded in registers by the encoding's device function. Where
+// C::TABLE_VALUES (the wide inference block: network_plan.c), the block first copies that many
+// leading values of the encoding's parameters (its small levels) after the warps' buffers, and
+// the encoding gathers those levels there (E::fwd_staged); the weights' barrier covers the copy.
 template <class C, class E>
 GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, void* __restrict__ y,
                                        const gj_half* __restrict__ params,
                                        const typename E::config::param_t* __restrict__ eparams, gj_u16* __restrict__ ctx,
                                        gj_u32 y_half = 0) {
     constexpr int D = E::config::D;
+    typedef typename E::config::param_t ET;
+    constexpr gj_u32 TABLE = gj_model_table<C>::values;
     gj_u16* scratch = gj_nn_forward_scratch<C>();
+    ET* table = nullptr;
+    if constexpr (TABLE > 0) {
+        static_assert(C::STAGE, "the weights' barrier orders the table's copy");
+        static_assert(TABLE * sizeof(ET) % 16 == 0, "the small levels' values copied 16 bytes at a time");
+        table = (ET*)(gj_nn_smem + gj_nn_staged_halves<C, C::STAGE>() + (gj_u64)C::FORWARD_WARPS * C::FORWARD_SCRATCH_HALVES);
+        if (((gj_u64)eparams & 15) == 0) {
+            for (gj_u32 q = threadIdx.x; q < TABLE * sizeof(ET) / 16; q += blockDim.x)
+                ((gj_u32x4*)table)[q] = ((const gj_u32x4*)eparams)[q];
+        } else {
+            for (gj_u32 v = threadIdx.x; v < TABLE; v += blockDim.x) table[v] = eparams[v];
+        }
+    }
     gj_nn_with_weights<C, C::STAGE, false>(params, [&](const gj_u16* w, auto pad) {
         gj_model_forward_tiles<C, decltype(pad)::value>(n, y, y_half != 0, w, scratch, ctx, [&](gj_u64 i, bool active, gj_u16* rows) {
             typename E::in_t in;
 #pragma unroll
             for (int d = 0; d < D; ++d) in.v[d] = active ? x[i * D + d] : 0.0f;
-            const typename E::out_t f = E::fwd(in, eparams, nullptr);
+            typename E::out_t f;
+            if constexpr (TABLE > 0) f = E::fwd_staged(in, eparams, table, TABLE);
+            else f = E::fwd(in, eparams, nullptr);
             gj_nn_put_input<C>(rows, f.v, active);
         });
     });

@@ -1189,6 +1189,24 @@ static void a_model_s_inference_runs_in_two_passes(void **state) {
     assert_memory_equal(&r[1].shared[1], &r[0].shared[1], 2 * sizeof r[0].shared[1]);
 }
 
+/* With GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1 the small model's fused inference block copies its
+ * encoding's first level (small: 16^3 entries of 2 fp16 values, 16 KiB) into its shared memory, not
+ * with 0 or by default (not yet measured on a GPU); its forward (recomputing: in the inference
+ * kernel's block) the same; the backward's block is the same either way. */
+static void a_model_s_inference_block_stages_its_small_levels(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    knob_launches r[3];
+    knob_off_and_on("GRIDJIT_NETWORK_STAGE_SMALL_LEVELS", r);
+    assert_memory_equal(&r[2], &r[0], sizeof r[0]);
+    assert_int_equal(r[1].block[0], 512);
+    assert_int_equal(r[1].shared[0], r[0].shared[0] + 4096 * 2 * 2);
+    assert_int_equal(r[1].shared[1], r[0].shared[1] + 4096 * 2 * 2);
+    assert_int_equal(r[1].shared[2], r[0].shared[2]);
+}
+
 /* GRIDJIT_NETWORK_FORWARD_FEATURES=1 (a measuring knob): the small model (it recomputes) runs its
  * forward for training in two passes as well, the encoding's forward then the network's kernel over
  * the features writing the context, on the caller's stream; its inference stays fused (the rule). */
@@ -1644,6 +1662,7 @@ int main(void) {
         cmocka_unit_test(a_recomputing_model_forward_takes_the_inference_block),
         cmocka_unit_test(a_model_s_inference_runs_in_two_passes),
         cmocka_unit_test(a_model_s_forward_runs_in_two_passes),
+        cmocka_unit_test(a_model_s_inference_block_stages_its_small_levels),
         cmocka_unit_test(fp16_outputs_reach_every_forward_kernel),
         cmocka_unit_test(a_model_backward_summing_small_levels_takes_their_room),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),

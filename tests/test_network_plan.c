@@ -89,7 +89,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
     assert_int_equal(p.step_bytes, p.backward_bytes);
     assert_int_equal(p.step_input_bytes, p.backward_input_bytes);
     /* Zero hints are no hints. */
-    gj__network_plan_hints none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan q;
     gj__network_plan_make(&net->layout, &none, GJ__NETWORK_PLAN_PORTABLE, &q);
     assert_same_plan(&p, &q);
@@ -99,7 +99,7 @@ static void a_layout_gets_the_plan_s_choices(void **state) {
 static void hints_replace_the_choices(void **state) {
     (void)state;
     struct gj_network *net = make(small, 32, 16);
-    gj__network_plan_hints hints = {2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints hints = {2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan p;
     gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 2);
@@ -111,17 +111,17 @@ static void hints_replace_the_choices(void **state) {
     assert_int_equal(p.backward_bytes, 2 * 64 * 72 * 2); /* two buffers a warp */
     assert_int_equal(p.backward_input_bytes, p.backward_bytes);
     /* The block-sums hint sets both backward kernels' choice. */
-    gj__network_plan_hints sums = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints sums = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &sums, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_true(p.smem_grads && p.input_smem_grads);
     assert_int_equal(p.backward_input_bytes, p.backward_bytes);
     /* One at a time: 8 warps alone keeps the plan's staging and block sums. */
-    gj__network_plan_hints eight = {8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints eight = {8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &eight, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 8);
     assert_true(p.stage && p.smem_grads);
     /* A warp count that is not 1, 2, 4 or 8 is no hint. */
-    gj__network_plan_hints three = {3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints three = {3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &three, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 4);
     gj_network_destroy(net);
@@ -142,7 +142,7 @@ static void wide_weights_are_staged_by_the_forward_passes(void **state) {
     assert_int_equal(p.staged_halves, staged);
     assert_int_equal(p.forward_bytes, 2 * staged + p.scratch_halves * p.forward_warps);
     assert_int_equal(p.backward_bytes, (p.smem_grads ? 4 * net->layout.n_params : 0) + 2 * p.scratch_halves * p.warps);
-    gj__network_plan_hints on = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, off = {0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints on = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, off = {0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan both, neither;
     gj__network_plan_make(&net->layout, &on, GJ__NETWORK_PLAN_PORTABLE, &both);
     assert_true(both.stage && both.stage_backward);
@@ -213,7 +213,7 @@ static void the_forward_warps_hint_leaves_the_backward(void **state) {
     (void)state;
     struct gj_network *net = make(small, 32, 16);
     gj__network_plan p;
-    gj__network_plan_hints forward_two = {0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, eight_then_one = {8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints forward_two = {0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, eight_then_one = {8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &forward_two, GJ__NETWORK_PLAN_PORTABLE, &p);
     assert_int_equal(p.warps, 4);
     assert_int_equal(p.forward_warps, 2);
@@ -240,7 +240,7 @@ static void hints_that_do_not_fit_are_dropped(void **state) {
     gj__network_plan plain, hinted;
     gj__network_plan_make(&net->layout, NULL, GJ__NETWORK_PLAN_PORTABLE, &plain);
     assert_false(plain.smem_grads);
-    gj__network_plan_hints hints = {8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gj__network_plan_hints hints = {8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     gj__network_plan_make(&net->layout, &hints, GJ__NETWORK_PLAN_PORTABLE, &hinted);
     assert_same_plan(&plain, &hinted);
     gj_network_destroy(net);
@@ -254,7 +254,7 @@ static void generated_code_follows_the_hints(void **state) {
     assert_non_null(strstr(plain, "WARPS = 4;"));
     assert_non_null(strstr(plain, "STAGE = true;"));
     assert_non_null(strstr(plain, "STAGE_BWD = true;"));
-    net->hints = (gj__network_plan_hints){2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    net->hints = (gj__network_plan_hints){2, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     char *hinted = source_of(net, GJ__NETWORK_PART_TRAINING);
     assert_non_null(strstr(hinted, "WARPS = 2;"));
     assert_non_null(strstr(hinted, "STAGE = false;"));
@@ -263,13 +263,13 @@ static void generated_code_follows_the_hints(void **state) {
     /* No minimum of blocks unless asked for; then every kernel's bounds state it. */
     assert_non_null(strstr(plain, "void __launch_bounds__(32 * net_config::FORWARD_WARPS)\nnet_forward("));
     assert_null(strstr(plain, "__launch_bounds__(32 * net_config::FORWARD_WARPS, "));
-    net->hints = (gj__network_plan_hints){0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    net->hints = (gj__network_plan_hints){0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     char *bounded = source_of(net, GJ__NETWORK_PART_TRAINING);
     char *bounded_backward = source_of(net, GJ__NETWORK_PART_BACKWARD);
     assert_non_null(strstr(bounded, "void __launch_bounds__(32 * net_config::FORWARD_WARPS, 2)\nnet_forward("));
     assert_non_null(strstr(bounded_backward, "void __launch_bounds__(32 * net_config::WARPS, 2)\nnet_backward("));
     free(bounded_backward);
-    net->hints = (gj__network_plan_hints){0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}; /* out of range: no hint */
+    net->hints = (gj__network_plan_hints){0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}; /* out of range: no hint */
     char *unbounded = source_of(net, GJ__NETWORK_PART_TRAINING);
     assert_string_equal(unbounded, plain);
     free(plain);
@@ -898,6 +898,45 @@ static void a_model_s_forward_over_features(void **state) {
  * network's input or output, one m-tile at a time, within 63 KiB (so that the 64 KiB carveout
  * holds it); the portable class, networks alone, models whose block would not fit and hints keep
  * the forward kernel's shape. Compiled, NAME_inference_config states the class's shape. */
+/* With the hint 1 (GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1; not by default yet) a model's wide
+ * inference block (large class) copies its encoding's leading small levels into its shared memory:
+ * C1's first level, 16^3 entries of 2 fp16 values (gj__network_small_floats), after the warps'
+ * buffers; not the kernel over features (features_bytes), not the portable class, not with the hint
+ * -1 or 0, nor where the block is not the wide one (64 x 4) or there are no small levels. */
+static void the_wide_block_stages_the_small_levels(void **state) {
+    (void)state;
+    struct gj_network *model = make_model(64, 2);
+    const uint32_t floats = gj__network_small_floats(model);
+    assert_int_equal(floats, 4096 * 2);
+    gj__network_plan with[GJ__NETWORK_PLAN_CLASSES], without[GJ__NETWORK_PLAN_CLASSES];
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, with);
+    assert_int_equal(with[GJ__NETWORK_PLAN_LARGE].inference_table_values, 0); /* the rule: not yet */
+    model->hints.small_levels_staged = 1;
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, with);
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 0, without);
+    const gj__network_plan *large = &with[GJ__NETWORK_PLAN_LARGE];
+    assert_int_equal(large->inference_warps, 16);
+    assert_int_equal(large->inference_table_values, floats);
+    assert_int_equal(large->inference_bytes, 2 * (large->staged_halves + 16 * 32 * 40) + 2 * floats);
+    assert_int_equal(large->features_bytes, without[GJ__NETWORK_PLAN_LARGE].features_bytes);
+    assert_int_equal(with[GJ__NETWORK_PLAN_PORTABLE].inference_table_values, 0);
+    assert_int_equal(without[GJ__NETWORK_PLAN_LARGE].inference_table_values, 0);
+    model->hints.small_levels_staged = -1;
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, with);
+    assert_int_equal(with[GJ__NETWORK_PLAN_LARGE].inference_table_values, 0);
+    assert_int_equal(with[GJ__NETWORK_PLAN_LARGE].inference_bytes, without[GJ__NETWORK_PLAN_LARGE].inference_bytes);
+    /* Copied 16 bytes at a time: a count that is not a multiple of 8 values is rounded down. */
+    model->hints.small_levels_staged = 1;
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 8 * 1000 + 5, with);
+    assert_int_equal(with[GJ__NETWORK_PLAN_LARGE].inference_table_values, 8 * 1000);
+    gj_network_destroy(model);
+    model = make_model(64, 4);
+    model->hints.small_levels_staged = 1;
+    gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, with);
+    assert_int_equal(with[GJ__NETWORK_PLAN_LARGE].inference_table_values, 0);
+    gj_network_destroy(model);
+}
+
 static void a_model_s_inference_takes_one_wide_block(void **state) {
     (void)state;
     static const struct {
@@ -1064,6 +1103,7 @@ int main(void) {
         cmocka_unit_test(each_architecture_compiles_its_class_s_plan),
         cmocka_unit_test(narrow_models_forward_kernels_ask_for_two_blocks),
         cmocka_unit_test(a_model_s_inference_takes_one_wide_block),
+        cmocka_unit_test(the_wide_block_stages_the_small_levels),
         cmocka_unit_test(a_model_s_inference_over_features),
         cmocka_unit_test(an_fp32_model_stages_fp32_features),
         cmocka_unit_test(a_model_s_forward_over_features),

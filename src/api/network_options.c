@@ -83,6 +83,7 @@ void gj__network_plan_hints_from_env(gj__network_plan_hints *hints) {
     hints->inference_features = env_switch("GRIDJIT_NETWORK_INFERENCE_FEATURES");
     hints->features_fetch = env_switch("GRIDJIT_NETWORK_FEATURES_FETCH");
     hints->forward_features = env_switch("GRIDJIT_NETWORK_FORWARD_FEATURES");
+    hints->small_levels_staged = env_switch("GRIDJIT_NETWORK_STAGE_SMALL_LEVELS");
 }
 
 void gj__network_launch_knobs(uint32_t *forward_waves, int *carveout) {

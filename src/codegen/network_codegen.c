@@ -108,6 +108,11 @@ static void emit_header(gj__strbuf *sb, const struct gj_network *net, const gj_c
                 gj__sb_printf(sb, "//   the inference over features fetches tiles ahead: shared memory %u bytes.\n",
                               plan->features_bytes);
             }
+            if (plan->inference_table_values) {
+                gj__sb_printf(sb, "//   the inference kernel's blocks gather the encoding's first %u values (its small levels) from\n"
+                                  "//   a copy in their shared memory.\n",
+                              plan->inference_table_values);
+            }
         }
         if (two->inference) {
             gj__sb_printf(sb, "// Inference in two passes: the encoding's own forward kernel writes the features\n"
@@ -155,6 +160,8 @@ static void emit_plan_fields(gj__strbuf *sb, const gj__network_plan *plan, int m
                       plan->inference_m_tiles);
         gj__sb_printf(sb, "    static constexpr bool FEATURES_FETCH = %s;     // the inference over features fetches tiles ahead\n",
                       plan->features_fetch ? "true" : "false");
+        gj__sb_printf(sb, "    static constexpr gj_u32 INFERENCE_TABLE_VALUES = %u; // its encoding's small levels' values in shared memory\n",
+                      plan->inference_table_values);
     }
 }
 
@@ -422,18 +429,25 @@ static void emit_adam(gj__strbuf *sb, const char *name, const char *param_type, 
                   name, ptype, gtype);
 }
 
-/* NAME_inference_config: the inference kernel's block (and a recomputing model's forward's). */
-static void emit_inference_config(gj__strbuf *sb, const char *name) {
+/* NAME_inference_config: the inference kernel's block (and a recomputing model's forward's);
+ * TABLE_VALUES: the plan's staged small levels (none where the levels are unrolled: their loop
+ * stages them). */
+static void emit_inference_config(gj__strbuf *sb, const char *name, int unrolled) {
     gj__sb_printf(sb,
                   "// The inference kernel's plan: its own warps a block and rows (as wide as the network's\n"
-                  "// input or output where its block is one of 16 warps: docs/networks.md §9).\n"
+                  "// input or output where its block is one of 16 warps: docs/networks.md §9), and the\n"
+                  "// values of the encoding's leading small levels its block gathers from shared memory.\n"
                   "struct %s_inference_config : %s_config {\n"
                   "    static constexpr int FORWARD_WARPS = %s_config::INFERENCE_WARPS;\n"
                   "    static constexpr int S = %s_config::INFERENCE_S;\n"
                   "    static constexpr gj_u64 FORWARD_SCRATCH_HALVES = %s_config::INFERENCE_SCRATCH_HALVES;\n"
-                  "    static constexpr int FORWARD_M_TILES = %s_config::INFERENCE_M_TILES;\n"
-                  "};\n\n",
+                  "    static constexpr int FORWARD_M_TILES = %s_config::INFERENCE_M_TILES;\n",
                   name, name, name, name, name, name);
+    if (unrolled) {
+        gj__sb_append(sb, "    static constexpr gj_u32 TABLE_VALUES = 0;\n};\n\n");
+    } else {
+        gj__sb_printf(sb, "    static constexpr gj_u32 TABLE_VALUES = %s_config::INFERENCE_TABLE_VALUES;\n};\n\n", name);
+    }
 }
 
 /* The model's kernels (templates/model_kernels.cuh): the encoding's device functions behind
@@ -458,6 +472,20 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "        return %s_encoding(x, p, ctx);\n"
                       "    }\n",
                   name, name, name, name, name);
+    if (!unrolled) {
+        /* The same with the leading small levels' first `values` parameters read from staged (the
+         * block's copy in shared memory: NAME_inference_config::TABLE_VALUES). */
+        gj__sb_printf(sb, "    static __device__ __forceinline__ out_t fwd_staged(const in_t& x, const config::param_t* p,\n"
+                          "                                                       const config::param_t* staged, gj_u32 values) {\n"
+                          "        out_t y;\n"
+                          "        gj_levels_forward<config, %s_encoding_levels, true>(x.v, p, gj_level_limit<config>(1.0f), y.v,\n"
+                          "                                                             staged, values);\n"
+                          "        for (int k = config::L * config::F; k < config::N_OUT_PADDED; ++k)\n"
+                          "            y.v[k] = gj_from_float<config::param_t>(0.0f);\n"
+                          "        return y;\n"
+                          "    }\n",
+                      name);
+    }
     if (backward) {
         /* dL/dparams alone: the level loop with one instance of the per-level code; small: the
          * block's sums of the small levels (templates/model_kernels.cuh), or null. */
@@ -503,7 +531,7 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "// forward passes write y as floats, or as fp16 values where y_half is not 0.\n");
     const int inference = part == GJ__NETWORK_PART_INFERENCE || part == GJ__NETWORK_PART_ALL;
     if (inference || (forward && recompute)) {
-        emit_inference_config(sb, name);
+        emit_inference_config(sb, name, unrolled);
     }
     if (inference && !features) {
         gj__sb_printf(sb,

@@ -186,7 +186,7 @@ int gj__network_plan_equal(const gj__network_plan *a, const gj__network_plan *b)
            a->inference_stride == b->inference_stride && a->inference_scratch_halves == b->inference_scratch_halves &&
            a->inference_min_blocks == b->inference_min_blocks && a->inference_m_tiles == b->inference_m_tiles &&
            a->inference_bytes == b->inference_bytes && a->features_fetch == b->features_fetch &&
-           a->features_bytes == b->features_bytes;
+           a->features_bytes == b->features_bytes && a->inference_table_values == b->inference_table_values;
 }
 
 /* A model's inference kernel on the large class (sm_90 to sm_110): one block of
@@ -354,6 +354,33 @@ static void features_fetch(const gj__network_layout *layout, const gj__network_p
     }
 }
 
+/* A model's fused inference kernel in the wide block gathers its encoding's coarsest levels for
+ * every point; their tables are small (C1's first level: 4096 entries, 16 KiB in fp16) and hit L1,
+ * but each hit is an L1 request where the kernel is bound by them (docs/networks.md §9). With the
+ * hint 1 (GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1) each block copies the leading small levels' values
+ * (small_values of the encoding's parameters, value_bytes each) into its shared memory once and
+ * gathers them there, where the block still fits; the shared memory it adds leaves L1 less room
+ * (the 64 KiB carveout becomes 100). The forward for training that runs in this block
+ * (recomputing) does the same. On an H200 the twenty-first session's experiment of the same idea
+ * took the 64 x 2 model's inference from 1.031 to 1.020 ms, 32 x 2's from 1.033 to 1.012; this
+ * form has not run on a GPU yet (no device time was left in the forty-third session): off by
+ * default until it is timed and test_gpu_network has compared its outputs. */
+static void small_levels_staged(const gj__network_plan_hints *hints, uint32_t small_values, unsigned value_bytes,
+                                gj__network_plan *plans) {
+    gj__network_plan *p = &plans[GJ__NETWORK_PLAN_LARGE];
+    const int hint = hints ? hints->small_levels_staged : 0;
+    /* Copied 16 bytes at a time: a level past the last whole piece stays in global memory. */
+    const uint32_t values = value_bytes ? small_values / (16u / value_bytes) * (16u / value_bytes) : 0;
+    if (hint <= 0 || values == 0 || p->inference_warps != WIDE_INFERENCE_WARPS) {
+        return;
+    }
+    const uint64_t bytes = p->inference_bytes + (uint64_t)value_bytes * values;
+    if (bytes <= GJ__NETWORK_MAX_SMEM) {
+        p->inference_table_values = values;
+        p->inference_bytes = (uint32_t)bytes;
+    }
+}
+
 void gj__network_plans_make(const gj__network_layout *layout, const gj__network_plan_hints *hints,
                             unsigned feature_bytes, uint32_t small_floats, gj__network_plan *plans) {
     const int model = feature_bytes > 0;
@@ -375,6 +402,7 @@ void gj__network_plans_make(const gj__network_layout *layout, const gj__network_
         fused_sums(layout, hints, plans);
         small_sums(hints, small_floats, plans);
         features_fetch(layout, hints, feature_bytes, plans);
+        small_levels_staged(hints, small_floats, feature_bytes, plans); /* after the fetch: not its kernel's */
     }
 }
 

@@ -54,6 +54,11 @@ typedef struct gj__network_plan {
      * still fits), and the kernel's dynamic shared memory (inference_bytes and that staging). */
     int features_fetch;
     uint32_t features_bytes;
+    /* A model's fused inference kernel (and the forward that runs in its block): the values of its
+     * encoding's leading small levels (gj__network_small_floats) that each block copies into its
+     * shared memory after the warps' buffers, whose gathers then read them there (0: none;
+     * inference_bytes counts them, features_bytes not). */
+    uint32_t inference_table_values;
     uint32_t backward_bytes; /* of the backward kernel */
     uint32_t backward_input_bytes; /* of a model's backward with dL/dinput */
     /* The training step's network kernel (docs/networks.md §10): the backward's plan (a model's:

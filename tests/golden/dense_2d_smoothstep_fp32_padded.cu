@@ -988,15 +988,28 @@ GJ_INLINE void gj_with_mode(gj_u32 mode, F&& f) {
 // user's fused kernel small and quick to compile, and it measured faster than sixteen
 // unrolled copies (docs/benchmarks.md). gj_codegen_options.unroll_levels asks for the
 // unrolled form instead.
-template <class C, class LV>
+// STAGED (a model's fused inference block): the small levels that lead the table and lie within
+// its first staged_values values read them from staged, the block's copy in shared memory (one
+// more instance of the level code, for the small levels' index modes alone).
+template <class C, class LV, bool STAGED = false>
 GJ_INLINE void gj_levels_forward(const float (&x)[C::D], const typename C::param_t* __restrict__ params, float limit,
-                                 typename C::param_t* y) {
+                                 typename C::param_t* y, const typename C::param_t* staged = nullptr,
+                                 gj_u32 staged_values = 0) {
 #pragma unroll 1
     for (int l = 0; l < C::L; ++l) {
         float f[C::F];
         if ((float)l < limit) {
             const gj_level& lv = LV::at((gj_u32)l);
             float unused[C::F][C::D];
+            if constexpr (STAGED && C::SMALL_MODES != 0) {
+                if (lv.small && lv.offset + (gj_u64)lv.entries * C::F <= staged_values) {
+                    gj_with_mode<C::SMALL_MODES>(lv.mode, [&](auto mode) {
+                        gj_level_forward<C, decltype(mode)::value, false>(x, lv, staged + lv.offset, f, unused);
+                    });
+                    gj_store_level<C>(y + l * C::F, f);
+                    continue;
+                }
+            }
             gj_with_mode<C::MODES>(lv.mode, [&](auto mode) {
                 gj_level_forward<C, decltype(mode)::value, false>(x, lv, params + lv.offset, f, unused);
             });

@@ -159,3 +159,37 @@ nvidia-smi --query-gpu=name --format=csv,noheader > $OUT/progress.txt
 (cd build && timeout 90 ctest --output-on-failure -L example) > $OUT/ctest_examples.txt 2>&1
 log "examples rc=$?"
 for r in 1 2; do CUDA_CACHE_DISABLE=1 timeout 60 build/examples/fused_inference --bench >> $OUT/fused_inference_bench.txt 2>&1; log "bench $r rc=$?"; done
+
+## .gpu/s43/call6.sh (written for GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1; never ran: no device time left)
+#!/bin/bash
+# Session 43, call 6: the wide inference block gathering its encoding's small levels from shared
+# memory (GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1) against the rule (off), beside tiny-cuda-nn's JIT; then
+# test_gpu_network (the models' outputs against the CPU reference, fused = two passes bit for bit).
+set -u
+export LD_LIBRARY_PATH=$PWD/.gpu/lib:/usr/local/cuda/targets/x86_64-linux/lib
+export PATH=$PATH:/usr/local/cuda/bin
+t0=$SECONDS
+log() { echo "$* $((SECONDS-t0)) s" >> $OUT/progress.txt; }
+nvidia-smi --query-gpu=name --format=csv,noheader > $OUT/progress.txt
+xz -dc .gpu/bin/bench_tcnn_jit.xz > /tmp/btj && chmod +x /tmp/btj
+model() { echo "{\"encoding\":{\"otype\":\"HashGrid\"},\"network\":{\"otype\":\"FullyFusedMLP\",\"n_neurons\":$1,\"n_hidden_layers\":$2,\"n_output_dims\":16}}"; }
+one() { label=$1; m=$2; o=$3; shift 3
+  ( export CUDA_CACHE_DISABLE=1; env "$@" GRIDJIT_CACHE_DIR=$(mktemp -d) timeout 40 build/gridjit bench --config "$(model ${m%x*} ${m#*x})" --dims 3 -i 30 --output $o --json 2>>$OUT/err.txt ) \
+      | python3 -c 'import json,sys; d=json.load(sys.stdin); d["label"]=sys.argv[1]; print(json.dumps(d))' "$label" >> $OUT/ab.jsonl
+}
+CUDA_CACHE_DISABLE=1 CUDA_CACHE_PATH=$(mktemp -d) timeout 60 /tmp/btj --cache-dir $(mktemp -d) --skip-unfused >> $OUT/tcnn_jit.jsonl 2>>$OUT/err.txt
+for r in 1 2; do
+  one 64x2/staged/fp16/r$r 64x2 fp16 GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1
+  one 64x2/plain/fp16/r$r 64x2 fp16 X=1
+  one 32x2/staged/fp16/r$r 32x2 fp16 GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1
+  one 32x2/plain/fp16/r$r 32x2 fp16 X=1
+  log "round $r"
+done
+python3 - $OUT/ab.jsonl $OUT/tcnn_jit.jsonl >> $OUT/progress.txt <<'PY'
+import json,sys
+for l in open(sys.argv[2]): d=json.loads(l); print("tcnn jit", d["jit"]["inference_ms"], d["jit"]["train_step_ms"])
+for l in open(sys.argv[1]):
+    d=json.loads(l); p=d["passes"]; print(d["label"], *(f'{k}={p[k]["median_ms"]:.4f}' for k in ("inference","forward","step","train_step") if k in p), "compile", round(d["compile_ms"]["inference"]))
+PY
+(cd build && timeout 120 ctest --output-on-failure -R '^test_gpu_network$') > $OUT/ctest_network.txt 2>&1
+log "test_gpu_network rc=$?"
