@@ -430,8 +430,8 @@ static void emit_adam(gj__strbuf *sb, const char *name, const char *param_type, 
 }
 
 /* NAME_inference_config: the inference kernel's block (and a recomputing model's forward's);
- * TABLE_VALUES: the plan's staged small levels (none where the levels are unrolled: their loop
- * stages them). */
+ * TABLE_VALUES: the plan's staged small levels, none where the levels are unrolled (no level loop
+ * to read them; a module never unrolls, so its launches never reserve the room for nothing). */
 static void emit_inference_config(gj__strbuf *sb, const char *name, int unrolled) {
     gj__sb_printf(sb,
                   "// The inference kernel's plan: its own warps a block and rows (as wide as the network's\n"

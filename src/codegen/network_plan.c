@@ -369,8 +369,10 @@ static void small_levels_staged(const gj__network_plan_hints *hints, uint32_t sm
                                 gj__network_plan *plans) {
     gj__network_plan *p = &plans[GJ__NETWORK_PLAN_LARGE];
     const int hint = hints ? hints->small_levels_staged : 0;
-    /* Copied 16 bytes at a time: a level past the last whole piece stays in global memory. */
-    const uint32_t values = value_bytes ? small_values / (16u / value_bytes) * (16u / value_bytes) : 0;
+    /* Copied 16 bytes at a time: a level past the last whole piece stays in global memory (a
+     * model's values take 2 or 4 bytes). */
+    const uint32_t per_piece = 16u / value_bytes;
+    const uint32_t values = small_values / per_piece * per_piece;
     if (hint <= 0 || values == 0 || p->inference_warps != WIDE_INFERENCE_WARPS) {
         return;
     }
