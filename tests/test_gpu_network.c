@@ -652,8 +652,9 @@ static void models_match_the_references_summing_small_levels(void **state) {
  * is fp32: its staging holds fp32 features (with the fetch). training: the forward for
  * training instead (GRIDJIT_NETWORK_FORWARD_FEATURES=1 against the fused forward), its outputs and
  * context compared (a model that recomputes: its context is the input rows). staged: the fused
- * module with GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1 (its encoding's small levels gathered from its
- * block's shared memory). */
+ * module with its encoding's small levels gathered from its block's shared memory (the rule for fp16
+ * values; GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1, which stages fp32 values too), else without
+ * (GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=0). */
 static int infers_alike(gj_context *ctx, const char *json, unsigned dims, uint64_t n, int fetch, int training,
                         int staged) {
     gj_network *net = NULL;
@@ -770,7 +771,7 @@ static void models_infer_alike_in_one_pass_and_two(void **state) {
                              "\"n_neurons\": 64, \"n_hidden_layers\": 2, \"n_output_dims\": 16}}";
     for (int fetch = 0; fetch < 2; ++fetch) {
         for (int training = 0; training < 2; ++training) {
-            /* GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1 (not yet the rule) with the fetch. */
+            /* The fused module's small levels staged (the rule) with the fetch, not without it. */
             failed += !infers_alike(ctx, c1, 3, (1u << 21) + 1003, fetch, training, fetch);
             failed += !infers_alike(ctx, c1, 3, 4096, fetch, training, 0);
         }

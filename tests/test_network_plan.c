@@ -898,20 +898,28 @@ static void a_model_s_forward_over_features(void **state) {
  * network's input or output, one m-tile at a time, within 63 KiB (so that the 64 KiB carveout
  * holds it); the portable class, networks alone, models whose block would not fit and hints keep
  * the forward kernel's shape. Compiled, NAME_inference_config states the class's shape. */
-/* With the hint 1 (GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1; not by default yet) a model's wide
- * inference block (large class) copies its encoding's leading small levels into its shared memory:
- * C1's first level, 16^3 entries of 2 fp16 values (gj__network_small_floats), after the warps'
- * buffers; not the kernel over features (features_bytes), not the portable class, not with the hint
- * -1 or 0, nor where the block is not the wide one (64 x 4) or there are no small levels. */
+/* By the rule (fp16 values) and with the hint 1 (GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1) a model's
+ * wide inference block (large class) copies its encoding's leading small levels into its shared
+ * memory: C1's first level, 16^3 entries of 2 fp16 values (gj__network_small_floats), after the
+ * warps' buffers; not the kernel over features (features_bytes), not the portable class, not with
+ * the hint -1, not fp32 values by the rule, nor where the block is not the wide one (64 x 4) or
+ * there are no small levels. */
 static void the_wide_block_stages_the_small_levels(void **state) {
     (void)state;
     struct gj_network *model = make_model(64, 2);
     const uint32_t floats = gj__network_small_floats(model);
     assert_int_equal(floats, 4096 * 2);
     gj__network_plan with[GJ__NETWORK_PLAN_CLASSES], without[GJ__NETWORK_PLAN_CLASSES];
+    assert_int_equal(gj__network_feature_bytes(model), 2);
     gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, with);
-    assert_int_equal(with[GJ__NETWORK_PLAN_LARGE].inference_table_values, 0); /* the rule: not yet */
+    assert_int_equal(with[GJ__NETWORK_PLAN_LARGE].inference_table_values, floats); /* the rule */
+    /* fp32 values (a model of fp32 parameters): by the rule no, with the hint 1 yes. */
+    gj__network_plan wide32[GJ__NETWORK_PLAN_CLASSES];
+    gj__network_plans_make(&model->layout, &model->hints, 4, floats, wide32);
+    assert_int_equal(wide32[GJ__NETWORK_PLAN_LARGE].inference_table_values, 0);
     model->hints.small_levels_staged = 1;
+    gj__network_plans_make(&model->layout, &model->hints, 4, floats, wide32);
+    assert_int_equal(wide32[GJ__NETWORK_PLAN_LARGE].inference_table_values, floats);
     gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), floats, with);
     gj__network_plans_make(&model->layout, &model->hints, gj__network_feature_bytes(model), 0, without);
     const gj__network_plan *large = &with[GJ__NETWORK_PLAN_LARGE];

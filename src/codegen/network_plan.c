@@ -356,15 +356,15 @@ static void features_fetch(const gj__network_layout *layout, const gj__network_p
 
 /* A model's fused inference kernel in the wide block gathers its encoding's coarsest levels for
  * every point; their tables are small (C1's first level: 4096 entries, 16 KiB in fp16) and hit L1,
- * but each hit is an L1 request where the kernel is bound by them (docs/networks.md §9). With the
- * hint 1 (GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1) each block copies the leading small levels' values
- * (small_values of the encoding's parameters, value_bytes each) into its shared memory once and
- * gathers them there, where the block still fits; the shared memory it adds leaves L1 less room
- * (the 64 KiB carveout becomes 100). The forward for training that runs in this block
- * (recomputing) does the same. On an H200 the twenty-first session's experiment of the same idea
- * took the 64 x 2 model's inference from 1.031 to 1.020 ms, 32 x 2's from 1.033 to 1.012; this
- * form has not run on a GPU yet (no device time was left in the forty-third session): off by
- * default until it is timed and test_gpu_network has compared its outputs. */
+ * but each hit is an L1 request where the kernel is bound by them (docs/networks.md §9). So each
+ * block copies the leading small levels' values (small_values of the encoding's parameters,
+ * value_bytes each) into its shared memory once and gathers them there, where the block still
+ * fits; the shared memory it adds leaves L1 less room (the 64 KiB carveout becomes 100). The
+ * forward for training that runs in this block (recomputing) does the same. The rule stages fp16
+ * values, the form measured: on an H200 (forty-fourth session, beside tiny-cuda-nn's JIT) the
+ * 64 x 2 model's inference into fp16 outputs went from 0.994 to 0.976 ms, 32 x 2's from 0.986 to
+ * 0.956, their forwards 1 to 2 % faster. GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1 (the hint 1) stages
+ * fp32 values too, =0 (the hint -1) none. */
 static void small_levels_staged(const gj__network_plan_hints *hints, uint32_t small_values, unsigned value_bytes,
                                 gj__network_plan *plans) {
     gj__network_plan *p = &plans[GJ__NETWORK_PLAN_LARGE];
@@ -373,7 +373,8 @@ static void small_levels_staged(const gj__network_plan_hints *hints, uint32_t sm
      * model's values take 2 or 4 bytes). */
     const uint32_t per_piece = 16u / value_bytes;
     const uint32_t values = small_values / per_piece * per_piece;
-    if (hint <= 0 || values == 0 || p->inference_warps != WIDE_INFERENCE_WARPS) {
+    const int staged = hint > 0 || (hint == 0 && value_bytes == 2);
+    if (!staged || values == 0 || p->inference_warps != WIDE_INFERENCE_WARPS) {
         return;
     }
     const uint64_t bytes = p->inference_bytes + (uint64_t)value_bytes * values;

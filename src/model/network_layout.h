@@ -70,8 +70,8 @@ typedef struct gj__network_plan_hints {
                                    (codegen/network_codegen.c) */
     int small_levels_staged;    /* a model's fused inference (and the forward in its block) copies its
                                    encoding's leading small levels into the block's shared memory and
-                                   gathers them there: 1 yes (where the wide block still fits), -1 or 0
-                                   (the rule until it is measured) no (codegen/network_plan.c) */
+                                   gathers them there (where the wide block still fits): 1 yes, -1 no,
+                                   0 the rule: fp16 values yes, fp32 no (codegen/network_plan.c) */
 } gj__network_plan_hints;
 
 /* value rounded up to a multiple of GJ_NETWORK_ALIGNMENT (tiny-cuda-nn's next_multiple). */
