@@ -79,7 +79,7 @@ GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, vo
 #pragma unroll
             for (int d = 0; d < D; ++d) in.v[d] = active ? x[i * D + d] : 0.0f;
             typename E::out_t f;
-            if constexpr (TABLE > 0) f = E::fwd_staged(in, eparams, table, TABLE);
+            if constexpr (TABLE > 0) f = E::template fwd_staged<TABLE>(in, eparams, table);
             else f = E::fwd(in, eparams, nullptr);
             gj_nn_put_input<C>(rows, f.v, active);
         });

@@ -609,50 +609,23 @@ GJ_INLINE void gj_nn_forward_warp(const gj_u16* w, gj_u16* x, gj_u16* ctx) {
 // The warp's output rows (fp16, row r at rows + r * S; the first `valid` of 32) into y from
 // point first on, point-major: as floats, or where half as the fp16 values they are (what
 // tiny-cuda-nn's networks write: half the bytes). Consecutive points' rows are one contiguous
-// run of y, so consecutive lanes take consecutive pieces of it (floats; fp16 values 8 to a
-// 16-byte piece where rows and y allow, else 2 to a word, else one by one): each store
-// instruction writes whole 32-byte sectors. (One lane per row wrote 32 partial sectors per
-// instruction, each sent to L2 on its own: stores are not merged in L1, and L2 requests are what
-// an encoding's gathers queue on.)
+// run of y, so consecutive lanes take consecutive values of it: each store instruction writes
+// whole 32-byte sectors (one lane per row wrote 32 partial sectors per instruction, each sent to
+// L2 on its own: stores are not merged in L1, and L2 requests are what an encoding's gathers
+// queue on). One loop for both types, the type a uniform branch per value: the bytes written
+// are what costs, not the store instructions (fp16 values stored 8 to a 16-byte piece, with
+// words and single values where the width or alignment did not allow, ran no faster on an H100
+// and cost the inference program's cold compile 60 ms on two cores; docs/benchmarks.md §11).
 template <int OUT, int S>
 GJ_INLINE void gj_nn_store_rows(void* __restrict__ y, gj_u64 first, bool half, const gj_u16* rows, int valid) {
-    const int lane = gj_nn_lane();
-    if (!half) {
-        float* out = (float*)y + first * OUT;
-        const int count = valid * OUT;
+    const gj_u64 base = first * OUT;
+    const int count = valid * OUT;
 #pragma unroll 4
-        for (int e = lane; e < count; e += 32) {
-            const int r = e / OUT;
-            out[e] = gj_half_to_float(rows[r * S + (e - r * OUT)]);
-        }
-        return;
-    }
-    gj_u16* out = (gj_u16*)y + first * OUT;
-    if constexpr (OUT % 8 == 0 && S % 8 == 0) {
-        if (((gj_u64)out & 15) == 0) {
-            constexpr int PIECES = OUT / 8; // a row's 16-byte pieces
-            for (int e = lane; e < valid * PIECES; e += 32) {
-                const int r = e / PIECES;
-                *(gj_u32x4*)(out + 8 * e) = *(const gj_u32x4*)(rows + r * S + 8 * (e - r * PIECES));
-            }
-            return;
-        }
-    }
-    if constexpr (OUT % 2 == 0 && S % 2 == 0) {
-        if (((gj_u64)out & 3) == 0) {
-            constexpr int WORDS = OUT / 2;
-#pragma unroll 4
-            for (int e = lane; e < valid * WORDS; e += 32) {
-                const int r = e / WORDS;
-                *(gj_u32*)(out + 2 * e) = *(const gj_u32*)(rows + r * S + 2 * (e - r * WORDS));
-            }
-            return;
-        }
-    }
-#pragma unroll 4
-    for (int e = lane; e < valid * OUT; e += 32) {
+    for (int e = gj_nn_lane(); e < count; e += 32) {
         const int r = e / OUT;
-        out[e] = rows[r * S + (e - r * OUT)];
+        const gj_u16 v = rows[r * S + (e - r * OUT)];
+        if (half) ((gj_u16*)y)[base + e] = v;
+        else ((float*)y)[base + e] = gj_half_to_float(v);
     }
 }
 

@@ -473,13 +473,15 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
                       "    }\n",
                   name, name, name, name, name);
     if (!unrolled) {
-        /* The same with the leading small levels' first `values` parameters read from staged (the
-         * block's copy in shared memory: NAME_inference_config::TABLE_VALUES). */
-        gj__sb_printf(sb, "    static __device__ __forceinline__ out_t fwd_staged(const in_t& x, const config::param_t* p,\n"
-                          "                                                       const config::param_t* staged, gj_u32 values) {\n"
+        /* The same with the leading small levels' first VALUES parameters read from staged (the
+         * block's copy in shared memory: NAME_inference_config::TABLE_VALUES). A member template:
+         * instantiated only in the programs whose kernels call it. */
+        gj__sb_printf(sb, "    template <gj_u32 VALUES>\n"
+                          "    static __device__ __forceinline__ out_t fwd_staged(const in_t& x, const config::param_t* p,\n"
+                          "                                                       const config::param_t* staged) {\n"
                           "        out_t y;\n"
                           "        gj_levels_forward<config, %s_encoding_levels, true>(x.v, p, gj_level_limit<config>(1.0f), y.v,\n"
-                          "                                                             staged, values);\n"
+                          "                                                             staged, VALUES);\n"
                           "        for (int k = config::L * config::F; k < config::N_OUT_PADDED; ++k)\n"
                           "            y.v[k] = gj_from_float<config::param_t>(0.0f);\n"
                           "        return y;\n"

@@ -94,9 +94,9 @@ static double rel_error(const std::vector<double>& a, const std::vector<double>&
 static int failures = 0;
 
 // How many of launch(y, 1)'s fp16 outputs (y_half: n_values of them) differ from want's floats as
-// fp16 bits, in buffers that start 0, 1 and 2 halves past a 16-byte boundary (16-byte pieces
-// where the width allows, one by one, words), plus any write past the end. The kernels round every
-// output to fp16 before either store, so the two must agree bit for bit.
+// fp16 bits, in buffers that start 0, 1 and 2 halves past a 16-byte boundary, plus any write past
+// the end. The kernels round every output to fp16 before either store, so the two must agree bit
+// for bit.
 template <class Launch> static int fp16_outputs_differ(const std::vector<float>& want, Launch launch) {
     const size_t n_values = want.size();
     int differ = 0;
@@ -111,8 +111,8 @@ template <class Launch> static int fp16_outputs_differ(const std::vector<float>&
     return differ;
 }
 
-// The same for float outputs (launch(y, 0)) from 16-byte aligned and one float past it (four
-// values a lane where the width allows, else one by one): want's bits exactly.
+// The same for float outputs (launch(y, 0)) from 16-byte aligned and one float past it: want's
+// bits exactly.
 template <class Launch> static int float_outputs_differ(const std::vector<float>& want, Launch launch) {
     const size_t n_values = want.size();
     int differ = 0;
