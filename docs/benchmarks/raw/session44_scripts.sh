@@ -139,3 +139,27 @@ for l in open(sys.argv[1]):
 PY
 (cd build && timeout 150 ctest --output-on-failure -R '^test_gpu_network$') > $OUT/ctest_network.txt 2>&1
 log "test_gpu_network rc=$?"
+## .gpu/s44/call5.sh
+#!/bin/bash
+# Session 44, call 5: the whole suite on the final code (ctest -L gpu beside ctest -LE gpu, then the
+# Python lane in the time left); on an H200 first the 64 x 2 model beside tiny-cuda-nn's JIT.
+set -u
+ROOT=$PWD
+export LD_LIBRARY_PATH=$ROOT/.gpu/lib:/usr/local/cuda/targets/x86_64-linux/lib
+export PATH=$PATH:/usr/local/cuda/bin
+G=$ROOT/build/gridjit; t0=$SECONDS
+log() { echo "$* $((SECONDS-t0)) s" >> $OUT/progress.txt; }
+nvidia-smi --query-gpu=name --format=csv,noheader > $OUT/progress.txt
+M='{"encoding":{"otype":"HashGrid"},"network":{"otype":"FullyFusedMLP","n_neurons":64,"n_hidden_layers":2,"n_output_dims":16}}'
+if grep -q H200 $OUT/progress.txt; then
+  xz -dc .gpu/bin/bench_tcnn_jit.xz > /tmp/btj && chmod +x /tmp/btj
+  CUDA_CACHE_DISABLE=1 CUDA_CACHE_PATH=$(mktemp -d) timeout 60 /tmp/btj --cache-dir $(mktemp -d) --skip-unfused >> $OUT/tcnn_jit.jsonl 2>>$OUT/err.txt
+  for o in fp16 fp32; do CUDA_CACHE_DISABLE=1 GRIDJIT_CACHE_DIR=$(mktemp -d) timeout 40 $G bench --config "$M" --dims 3 -i 30 --output $o --json >> $OUT/gj.jsonl 2>>$OUT/err.txt; done
+  log "bench"
+fi
+(cd build && timeout 330 ctest --output-on-failure -j2 -L gpu > $OUT/ctest_gpu.txt 2>&1; echo "ctest -L gpu rc=$? $((SECONDS-t0)) s" >> $OUT/progress.txt) &
+(cd build && timeout 330 ctest --output-on-failure -j12 -LE gpu > $OUT/ctest_nongpu.txt 2>&1; echo "ctest -LE gpu rc=$? $((SECONDS-t0)) s" >> $OUT/progress.txt) &
+wait
+GRIDJIT_TEST_BUILD_DIR=$ROOT/build PYTHONPATH=$ROOT/python/src GRIDJIT_LIBRARY=$ROOT/build/libgridjit.so.0 \
+  timeout $(( ${TOTAL:-570} - (SECONDS - t0) )) python3 -m pytest python/tests -q -rs -p no:cacheprovider > $OUT/pytest.txt 2>&1
+log "pytest rc=$?"
