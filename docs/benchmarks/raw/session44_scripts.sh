@@ -163,3 +163,28 @@ wait
 GRIDJIT_TEST_BUILD_DIR=$ROOT/build PYTHONPATH=$ROOT/python/src GRIDJIT_LIBRARY=$ROOT/build/libgridjit.so.0 \
   timeout $(( ${TOTAL:-570} - (SECONDS - t0) )) python3 -m pytest python/tests -q -rs -p no:cacheprovider > $OUT/pytest.txt 2>&1
 log "pytest rc=$?"
+## .gpu/s44/call6.sh (run with LD_LIBRARY_PATH=$PWD/.gpu/lib:/usr/local/cuda/targets/x86_64-linux/lib exported)
+#!/bin/bash
+# Session 44, call 6: the SASS of the 64 x 2 model's kernels as the rule generates them (is the
+# level loop unrolled by ptxas? local memory?), for the next session to read.
+set -u
+export PATH=$PATH:/usr/local/cuda/bin
+M='{"encoding":{"otype":"HashGrid"},"network":{"otype":"FullyFusedMLP","n_neurons":64,"n_hidden_layers":2,"n_output_dims":16}}'
+build/gridjit dump --config "$M" --dims 3 > /tmp/m.cu
+nvcc -cubin -arch=sm_90 -std=c++17 -DGJ_CUBIN_TARGET -Xptxas -v /tmp/m.cu -o /tmp/m.cubin > $OUT/ptxas.txt 2>&1
+build/gridjit dump --config '{"otype":"HashGrid"}' --dims 3 --pass forward > /tmp/e.cu
+nvcc -cubin -arch=sm_90 -std=c++17 -DGJ_CUBIN_TARGET -Xptxas -v /tmp/e.cu -o /tmp/e.cubin >> $OUT/ptxas.txt 2>&1
+for c in m e; do cuobjdump -sass /tmp/$c.cubin > $OUT/sass_$c.txt 2>&1; done
+python3 - $OUT/sass_m.txt $OUT/sass_e.txt > $OUT/summary.txt <<'PY'
+import re,sys,collections
+for f in sys.argv[1:]:
+    fn=None; c=collections.defaultdict(collections.Counter)
+    for l in open(f):
+        m=re.search(r"Function : (\S+)",l)
+        if m: fn=m.group(1); continue
+        m=re.search(r"/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?",l)
+        if m and fn: c[fn][m.group(2)]+=1; c[fn]["_total"]+=1
+    for fn,k in c.items():
+        print(f, fn, "total", k["_total"], {x:k[x] for x in ("LDG","LDL","STL","LDS","STS","LD","ST","HMMA","LDSM","BRA","RED","ATOMG","STG") if k[x]})
+PY
+ls -la $OUT; for f in $OUT/sass_*.txt; do xz -9 $f; done
