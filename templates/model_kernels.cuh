@@ -48,10 +48,26 @@ template <class C> struct gj_model_table<C, decltype(void(C::TABLE_VALUES))> {
     static constexpr gj_u32 values = C::TABLE_VALUES;
 };
 
+// The block's copy of the first TABLE values of the encoding's parameters (its small levels) in
+// shared memory after the warps' buffers, 16 bytes at a time where eparams is aligned so; the
+// caller's barrier (the weights') orders it before the gathers.
+template <class C, gj_u32 TABLE, class ET> GJ_INLINE ET* gj_model_stage_table(const ET* __restrict__ eparams) {
+    static_assert(C::STAGE, "the weights' barrier orders the table's copy");
+    static_assert(TABLE * sizeof(ET) % 16 == 0, "the small levels' values copied 16 bytes at a time");
+    ET* table = (ET*)(gj_nn_smem + gj_nn_staged_halves<C, C::STAGE>() + (gj_u64)C::FORWARD_WARPS * C::FORWARD_SCRATCH_HALVES);
+    if (((gj_u64)eparams & 15) == 0) {
+        for (gj_u32 q = threadIdx.x; q < TABLE * sizeof(ET) / 16; q += blockDim.x)
+            ((gj_u32x4*)table)[q] = ((const gj_u32x4*)eparams)[q];
+    } else {
+        for (gj_u32 v = threadIdx.x; v < TABLE; v += blockDim.x) table[v] = eparams[v];
+    }
+    return table;
+}
+
 // The fused forward: each point encoded in registers by the encoding's device function. Where
 // C::TABLE_VALUES (the wide inference block: network_plan.c), the block first copies that many
-// leading values of the encoding's parameters (its small levels) after the warps' buffers, and
-// the encoding gathers those levels there (E::fwd_staged); the weights' barrier covers the copy.
+// leading values of the encoding's parameters (its small levels) into its shared memory
+// (gj_model_stage_table), and the encoding gathers those levels there (E::fwd_staged).
 template <class C, class E>
 GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, void* __restrict__ y,
                                        const gj_half* __restrict__ params,
@@ -62,17 +78,7 @@ GJ_INLINE void gj_model_forward_kernel(gj_u64 n, const float* __restrict__ x, vo
     constexpr gj_u32 TABLE = gj_model_table<C>::values;
     gj_u16* scratch = gj_nn_forward_scratch<C>();
     ET* table = nullptr;
-    if constexpr (TABLE > 0) {
-        static_assert(C::STAGE, "the weights' barrier orders the table's copy");
-        static_assert(TABLE * sizeof(ET) % 16 == 0, "the small levels' values copied 16 bytes at a time");
-        table = (ET*)(gj_nn_smem + gj_nn_staged_halves<C, C::STAGE>() + (gj_u64)C::FORWARD_WARPS * C::FORWARD_SCRATCH_HALVES);
-        if (((gj_u64)eparams & 15) == 0) {
-            for (gj_u32 q = threadIdx.x; q < TABLE * sizeof(ET) / 16; q += blockDim.x)
-                ((gj_u32x4*)table)[q] = ((const gj_u32x4*)eparams)[q];
-        } else {
-            for (gj_u32 v = threadIdx.x; v < TABLE; v += blockDim.x) table[v] = eparams[v];
-        }
-    }
+    if constexpr (TABLE > 0) table = gj_model_stage_table<C, TABLE>(eparams);
     gj_nn_with_weights<C, C::STAGE, false>(params, [&](const gj_u16* w, auto pad) {
         gj_model_forward_tiles<C, decltype(pad)::value>(n, y, y_half != 0, w, scratch, ctx, [&](gj_u64 i, bool active, gj_u16* rows) {
             typename E::in_t in;

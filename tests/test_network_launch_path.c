@@ -1153,6 +1153,10 @@ static void small_model_close(small_model *s) {
     gj_context_destroy(s->ctx);
 }
 
+/* The small model's first level (16^3 entries of 2 fp16 values) as its fused inference block copies
+ * it into shared memory. */
+enum { SMALL_LEVEL_BYTES = 4096 * 2 * 2 };
+
 /* launches_with the small model, the knob 0 (r[0]), 1 (r[1]) and unset (r[2], the rule). */
 static void knob_off_and_on(const char *knob, knob_launches r[3]) {
     small_model s = small_model_open();
@@ -1185,10 +1189,10 @@ static void a_model_s_inference_runs_in_two_passes(void **state) {
     assert_int_equal(r[0].block[0], 512);
     assert_int_equal(r[1].block[0], 512);
     assert_int_equal(f[1].block[0], 512);
-    assert_int_equal(r[1].shared[0] + 4096 * 2 * 2, r[0].shared[0]); /* the fused block's small level */
+    assert_int_equal(r[1].shared[0] + SMALL_LEVEL_BYTES, r[0].shared[0]); /* the fused block's small level */
     assert_int_equal(f[1].shared[0], r[1].shared[0] + 2 * 32 * 4 * 16);
     assert_memory_equal(&r[1].block[1], &r[0].block[1], 2 * sizeof r[0].block[1]);
-    assert_int_equal(r[1].shared[1] + 4096 * 2 * 2, r[0].shared[1]); /* the forward follows */
+    assert_int_equal(r[1].shared[1] + SMALL_LEVEL_BYTES, r[0].shared[1]); /* the forward follows */
     assert_int_equal(r[1].shared[2], r[0].shared[2]);
 }
 
@@ -1205,8 +1209,8 @@ static void a_model_s_inference_block_stages_its_small_levels(void **state) {
     knob_off_and_on("GRIDJIT_NETWORK_STAGE_SMALL_LEVELS", r);
     assert_memory_equal(&r[2], &r[1], sizeof r[0]); /* the rule */
     assert_int_equal(r[1].block[0], 512);
-    assert_int_equal(r[1].shared[0], r[0].shared[0] + 4096 * 2 * 2);
-    assert_int_equal(r[1].shared[1], r[0].shared[1] + 4096 * 2 * 2);
+    assert_int_equal(r[1].shared[0], r[0].shared[0] + SMALL_LEVEL_BYTES);
+    assert_int_equal(r[1].shared[1], r[0].shared[1] + SMALL_LEVEL_BYTES);
     assert_int_equal(r[1].shared[2], r[0].shared[2]);
 }
 
