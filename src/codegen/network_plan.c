@@ -363,8 +363,10 @@ static void features_fetch(const gj__network_layout *layout, const gj__network_p
  * forward for training that runs in this block (recomputing) does the same. The rule stages fp16
  * values, the form measured: on an H200 (forty-fourth session, beside tiny-cuda-nn's JIT) the
  * 64 x 2 model's inference into fp16 outputs went from 0.994 to 0.976 ms, 32 x 2's from 0.986 to
- * 0.956, their forwards 1 to 2 % faster. GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1 (the hint 1) stages
- * fp32 values too, =0 (the hint -1) none. */
+ * 0.956, their forwards 1 to 2 % faster. fp32 values are not staged: their copy made the 64 x 2
+ * model over an fp32 encoding slower on an H100 (forty-fifth session: inference 1.707, 1.718 ms
+ * against 1.662, 1.664 without it). GRIDJIT_NETWORK_STAGE_SMALL_LEVELS=1 (the hint 1) stages fp32
+ * values too, =0 (the hint -1) none. */
 static void small_levels_staged(const gj__network_plan_hints *hints, uint32_t small_values, unsigned value_bytes,
                                 gj__network_plan *plans) {
     gj__network_plan *p = &plans[GJ__NETWORK_PLAN_LARGE];
