@@ -33,6 +33,8 @@
  * waits while it is nonzero. */
 extern atomic_int gj__network_test_hold_background;
 extern atomic_uint gj__network_test_made_at_start;
+/* network_backward_choice.c's rule (api/network_module.h). */
+int gj__network_fused_backward_fits(unsigned gradient_size, uint64_t gradient_table_bytes, uint64_t l2_bytes);
 
 static gj_fake_driver fake;
 
@@ -687,6 +689,91 @@ static void a_model_backward_runs_unfused_while_the_fused_one_compiles(void **st
     atomic_store(&gj__network_test_hold_background, 0);
     gj_network_module_destroy(m2);
     gj_context_destroy(ctx2);
+    tier_teardown(&f);
+}
+
+/* Whether a model's first forward for training made the programs of the backward apart (the
+ * forward's, the network's backward with dL/dinput, the encoding module's backward; 3 loads, no
+ * thread) and its backwards without dL/dinput run apart (the network's kernel writing
+ * dL/d(features), then the encoding's), or the fused one's (tiers off: the forward's and the
+ * fused backward's, 2 loads). The cache holds the programs apart (tier_base). */
+static void expect_backward(tier_fixture *f, int tiers, int apart) {
+    setenv("GRIDJIT_NETWORK_TIERS", tiers ? "1" : "0", 1);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(f->ctx, f->net, &m), GJ_OK);
+    atomic_store(&gj__network_test_hold_background, 1); /* a thread started would hold */
+    fake.reset_counts();
+    gj_network_pass_desc d = f->d;
+    assert_int_equal(gj_network_forward(m, NULL, &d), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), apart ? 3 : 2);
+    if (apart) {
+        assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK); /* no thread: returns at once */
+    }
+    for (int i = 0; i < 2; ++i) {
+        const char *t = tier_backward(m, &d, NULL);
+        const char *what = apart ? "apart" : "fused";
+        expect_in(what, t, "launch(gj_network_backward_input,A)", apart);
+        expect_in(what, t, "launch(gj_encode_backward", apart);
+        expect_in(what, t, "launch(gj_network_backward,", !apart);
+    }
+    assert_int_equal(fake.count("cuLibraryLoadData"), apart ? 3 : 2); /* nothing more loaded */
+    atomic_store(&gj__network_test_hold_background, 0);
+    gj_network_module_destroy(m);
+}
+
+/* A model's backward runs apart where its encoding's fp16 gradient tables take more than three
+ * quarters of the device's L2 or its gradients are fp32 sums (network_backward_choice.c), or where
+ * GRIDJIT_NETWORK_FUSED_BACKWARD=0 says so; its first forward then compiles the programs apart and
+ * no thread the fused backward, tiers on or off. =1, or a device that does not give its L2 size,
+ * keeps fp16 sums fused. */
+static void a_model_backward_runs_apart_where_its_gradients_outgrow_l2(void **state) {
+    (void)state;
+    assert_true(gj__network_fused_backward_fits(2, 3u << 20, 4u << 20));
+    assert_false(gj__network_fused_backward_fits(2, (3u << 20) + 1, 4u << 20));
+    assert_false(gj__network_fused_backward_fits(4, 1u << 20, 4u << 20)); /* fp32 sums: apart */
+    /* C1's fp16 sums (2^19 entries a level, 28.5 MB) fused on an H100's 50 MiB, 2^20's apart. */
+    assert_true(gj__network_fused_backward_fits(2, 28459008u, 50u << 20));
+    assert_false(gj__network_fused_backward_fits(2, 55721984u, 50u << 20));
+    assert_false(gj__network_fused_backward_fits(2, 1, 0));
+    tier_fixture f;
+    tier_setup(&f, "gj_network_apart_XXXXXX", 1);
+    gj_network_module *probe = NULL;
+    assert_int_equal(gj_network_module_create(f.ctx, f.net, &probe), GJ_OK);
+    const uint64_t bytes = gj_network_module_encoding_gradient_size(probe) *
+                           gj_encoding_n_params(gj_network_encoding(f.net));
+    gj_network_module_destroy(probe);
+    assert_true(bytes > 1000000 && bytes < (1u << 30)); /* tier_model's: 1,646,592 fp16 sums */
+    const int fits = (int)((bytes * 4 + 2) / 3), short_of = (int)(bytes * 4 / 3) - 1;
+
+    fake.set_l2_bytes(short_of); /* the rule: apart */
+    expect_backward(&f, 1, 1);
+    expect_backward(&f, 0, 1);
+    fake.set_l2_bytes(fits); /* fused */
+    expect_backward(&f, 0, 0);
+    fake.set_l2_bytes(0); /* not said: fused */
+    expect_backward(&f, 0, 0);
+
+    setenv("GRIDJIT_NETWORK_FUSED_BACKWARD", "0", 1); /* the knob: apart whatever the L2 */
+    fake.set_l2_bytes(1 << 30);
+    expect_backward(&f, 1, 1);
+    expect_backward(&f, 0, 1);
+    setenv("GRIDJIT_NETWORK_FUSED_BACKWARD", "1", 1);
+    fake.set_l2_bytes(short_of);
+    expect_backward(&f, 0, 0);
+    unsetenv("GRIDJIT_NETWORK_FUSED_BACKWARD");
+
+    /* fp32 sums run apart whatever the L2, and where the device does not say. */
+    static const char fp32_model[] = "{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 4, \"precision\": "
+                                     "\"fp32\"}, \"network\": {\"n_neurons\": 16, \"n_hidden_layers\": 1, "
+                                     "\"n_output_dims\": 1}}";
+    tier_fixture g = f;
+    g.net = NULL;
+    assert_int_equal(gj_network_create(f.ctx, fp32_model, 3, 0, &g.net), GJ_OK);
+    fake.set_l2_bytes(1 << 30);
+    expect_backward(&g, 0, 1);
+    fake.set_l2_bytes(0);
+    expect_backward(&g, 0, 1);
+    gj_network_destroy(g.net);
     tier_teardown(&f);
 }
 
@@ -1660,6 +1747,7 @@ int main(void) {
         cmocka_unit_test(a_model_launches_fused_kernels),
         cmocka_unit_test(a_model_backward_runs_unfused_while_the_fused_one_compiles),
         cmocka_unit_test(a_failed_or_abandoned_compile_behind_the_passes),
+        cmocka_unit_test(a_model_backward_runs_apart_where_its_gradients_outgrow_l2),
         cmocka_unit_test(a_model_training_step_runs_unfused_while_its_program_compiles),
         cmocka_unit_test(a_step_while_the_backward_s_thread_runs_compiles_its_own),
         cmocka_unit_test(exit_waits_for_the_compile_behind_the_passes),

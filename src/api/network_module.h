@@ -87,6 +87,8 @@ struct gj_network_module {
     int inference_features; /* a model's inference in two passes (gj__network_inference_features; from
                                gj__network_plans_of when the module is made, not at every inference) */
     int forward_features;   /* its forward for training so (gj__network_forward_features) */
+    int fused_backward_knob; /* GRIDJIT_NETWORK_FUSED_BACKWARD: 1 fused, -1 apart, 0 the rule
+                                (gj__network_backward_fused) */
     int tiers;              /* a model's fused backward compiled behind its first steps (GRIDJIT_NETWORK_TIERS) */
     int tiers_overlap;      /* that thread started before the first call's programs, not after
                                (GRIDJIT_NETWORK_TIERS_OVERLAP) */
@@ -133,6 +135,9 @@ void gj__network_launch_knobs(uint32_t *forward_waves, int *carveout);
  * 0 or 1, else where this process may run on at least GJ__NETWORK_TIER_CPUS CPUs. */
 #define GJ__NETWORK_TIER_CPUS 6
 int gj__network_tiers_from_env(void);
+/* GRIDJIT_NETWORK_FUSED_BACKWARD, read when a module is made: 1 a model's backward without
+ * dL/dinput always fused, 0 always apart (-1), anything else the rule (0). */
+int gj__network_fused_backward_knob_from_env(void);
 /* GRIDJIT_NETWORK_TIERS_OVERLAP=1: the tiers' thread starts before the passes apart's programs
  * compile (beside them), not after them; anything else, after. */
 int gj__network_tiers_overlap_from_env(void);
@@ -182,11 +187,21 @@ int gj__network_background_tried(gj_network_module *m, gj__network_part part);
 /* Waits for the thread and joins it (a module being destroyed). */
 void gj__network_background_join(gj_network_module *m);
 
+/* ---- network_backward_choice.c ---- */
+/* Whether a model's backward without dL/dinput on stream's device runs as its fused kernel (the
+ * backward program): the knob, else where the encoding's gradients are fp16 sums whose tables fit
+ * in the device's L2 (gj__network_fused_backward_fits); apart, the network's kernel writing
+ * dL/d(features), then the encoding module's level-major backward. 0 for a network alone. */
+int gj__network_backward_fused(gj_network_module *m, gj_stream stream, const char *call);
+/* The rule: gradient tables of gradient_table_bytes, sums of gradient_size bytes (2 or 4), against
+ * an L2 of l2_bytes. */
+int gj__network_fused_backward_fits(unsigned gradient_size, uint64_t gradient_table_bytes, uint64_t l2_bytes);
+
 /* ---- network_tiers.c ---- */
 /* The programs of the forward for training, a model's first made as the tiers say: with the
  * fused backward's, or (tiers on, that one not cached) with those of the unfused backward while
  * a thread compiles the fused one. */
-gj_status gj__network_need_training(gj_network_module *m, const char *call);
+gj_status gj__network_need_training(gj_network_module *m, gj_stream stream, const char *call);
 /* A model's training step's programs, made as the tiers say: *unfused 0, the fused step's (and
  * Adam's, and the encoding module's forward and backward); 1 (tiers on, the step's program not
  * cached), those of the step served by the passes apart while a thread compiles it. */

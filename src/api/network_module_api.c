@@ -43,6 +43,7 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     m->inference_features = two.inference;
     m->forward_features = two.forward;
     gj__network_launch_knobs(&m->forward_waves, &m->carveout);
+    m->fused_backward_knob = gj__network_fused_backward_knob_from_env();
     m->tiers = m->net->encoding && gj__network_tiers_from_env();
     m->tiers_overlap = gj__network_tiers_overlap_from_env();
     pthread_mutex_init(&m->lock, NULL);

@@ -108,6 +108,10 @@ int gj__network_tiers_from_env(void) {
     return knob != 0 ? knob > 0 : usable_cpus() >= GJ__NETWORK_TIER_CPUS;
 }
 
+int gj__network_fused_backward_knob_from_env(void) {
+    return env_switch("GRIDJIT_NETWORK_FUSED_BACKWARD");
+}
+
 int gj__network_tiers_overlap_from_env(void) {
     return env_switch("GRIDJIT_NETWORK_TIERS_OVERLAP") > 0;
 }

@@ -104,7 +104,7 @@ static gj_status run_forward(gj_network_module *module, gj_stream stream, const 
     }
     /* The forward for training comes with its backward: their programs compile together
      * (network_tiers.c: which backward's, for a model). */
-    status = training ? gj__network_need_training(module, call)
+    status = training ? gj__network_need_training(module, stream, call)
                       : gj__network_need_parts(module, inference_parts, 1, call);
     if (status != GJ_OK) {
         return status;
@@ -250,8 +250,9 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     int unfused = model && with_input;
     const gj__network_part fused_part = GJ__NETWORK_PART_BACKWARD;
     if (model && !with_input) {
-        unfused = !gj__network_made(module, &fused_part, 1) &&
-                  gj__network_background_compiling(module, GJ__NETWORK_PART_BACKWARD);
+        unfused = !gj__network_backward_fused(module, stream, call) ||
+                  (!gj__network_made(module, &fused_part, 1) &&
+                   gj__network_background_compiling(module, GJ__NETWORK_PART_BACKWARD));
     }
     const int input_program = with_input || unfused;
     const gj__network_part part = input_program ? GJ__NETWORK_PART_TRAINING_INPUT : fused_part;

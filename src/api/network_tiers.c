@@ -82,9 +82,12 @@ static gj_status serve_apart(gj_network_module *m, int plan, gj__network_part pa
     return status;
 }
 
-gj_status gj__network_need_training(gj_network_module *m, const char *call) {
+gj_status gj__network_need_training(gj_network_module *m, gj_stream stream, const char *call) {
     if (!m->net->encoding) {
         return gj__network_need_parts(m, fused_parts, N_FUSED_NETWORK, call);
+    }
+    if (!gj__network_backward_fused(m, stream, call)) { /* the backward runs apart on this device */
+        return need_unfused(m, call, NULL);
     }
     const int plan = gj__network_made(m, &fused_parts[1], 1) || !m->tiers
                          ? BEHIND_NONE

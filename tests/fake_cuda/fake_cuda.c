@@ -258,6 +258,11 @@ FAKE_API void gjfake_set_capability(int device, int major, int minor) {
     }
 }
 
+/* What CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE answers: 0 (a device that does not say) until set. */
+static atomic_int l2_bytes;
+
+FAKE_API void gjfake_set_l2_bytes(int bytes) { atomic_store(&l2_bytes, bytes); }
+
 static CUresult fake_DeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice device) {
     COUNT(DeviceGetAttribute);
     const int cc = device >= 0 && device < N_DEVICES ? atomic_load(&capability[device]) : 90;
@@ -267,6 +272,7 @@ static CUresult fake_DeviceGetAttribute(int *value, CUdevice_attribute attribute
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 228 * 1024; break; /* sm_90's */
     case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = atomic_load(&l2_bytes); break;
     default: *value = 0; break;
     }
     return CUDA_SUCCESS;

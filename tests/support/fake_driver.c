@@ -37,6 +37,7 @@ int gj_fake_driver_open(gj_fake_driver *fake) {
         {"gjfake_last_block_x", (void **)&fake->last_block_x},
         {"gjfake_last_shared", (void **)&fake->last_shared},
         {"gjfake_set_capability", (void **)&fake->set_capability},
+        {"gjfake_set_l2_bytes", (void **)&fake->set_l2_bytes},
         {"gjfake_last_carveout", (void **)&fake->last_carveout},
         {"gjfake_reset_carveout", (void **)&fake->reset_carveout},
         {"gjfake_capture_argument", (void **)&fake->capture_argument},

@@ -24,6 +24,7 @@ typedef struct gj_fake_driver {
     unsigned (*last_block_x)(void); /* its block.x */
     unsigned (*last_shared)(void);  /* its dynamic shared memory */
     void (*set_capability)(int device, int major, int minor); /* 9.0 until set */
+    void (*set_l2_bytes)(int bytes); /* what every device's L2 size reads; 0 (not said) until set */
     int (*last_carveout)(void);    /* the last PREFERRED_SHARED_MEMORY_CARVEOUT set, or GJ_FAKE_NO_CARVEOUT */
     void (*reset_carveout)(void);
     /* Later launches of a kernel whose name ends in suffix keep their grid.x and their argument
