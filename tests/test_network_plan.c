@@ -821,6 +821,42 @@ static void an_fp32_model_stages_fp32_features(void **state) {
     gj_network_destroy(single);
 }
 
+/* A model whose encoding's parameter tables outgrow 40 MiB (the sm_90 GPUs' L2 is 50-60 MiB) runs
+ * its inference, and its forward for training where it recomputes, in two passes whatever its
+ * network: C1's fp16 tables (28.5 MB) stay fused, 2^20 entries a level (55.7 MB) and C1 in fp32
+ * (56.9 MB) do not, nor fp32 with 2^18 (29.6 MB). The hint -1 keeps them fused. */
+static void a_model_with_tables_past_l2_runs_in_two_passes(void **state) {
+    (void)state;
+    static const struct {
+        const char *precision;
+        int log2;
+        uint64_t bytes; /* its parameter tables */
+        int two;
+    } tables[] = {{"fp16", 19, 28459008u, 0}, {"fp16", 20, 55721984u, 1}, {"fp16", 22, 0, 1},
+                  {"fp32", 18, 0, 0},         {"fp32", 19, 56918016u, 1}};
+    for (size_t i = 0; i < sizeof tables / sizeof *tables; ++i) {
+        char config[320];
+        snprintf(config, sizeof config,
+                 "{\"encoding\": {\"otype\": \"HashGrid\", \"precision\": \"%s\", \"log2_hashmap_size\": %d}, "
+                 "\"network\": {\"otype\": \"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 2}}",
+                 tables[i].precision, tables[i].log2);
+        struct gj_network *model = make(config, 3, 16);
+        if (tables[i].bytes) {
+            assert_int_equal((uint64_t)gj__network_feature_bytes(model) * model->encoding->layout.n_params,
+                             tables[i].bytes);
+        }
+        assert_int_equal(gj__network_inference_features(model), tables[i].two);
+        assert_int_equal(gj__network_forward_features(model), tables[i].two); /* 64 x 2 recomputes */
+        char *src = source_of(model, GJ__NETWORK_PART_INFERENCE);
+        assert_true((strstr(src, "net_inference_features(") != NULL) == tables[i].two);
+        free(src);
+        model->hints.inference_features = -1;
+        assert_false(gj__network_inference_features(model));
+        assert_false(gj__network_forward_features(model));
+        gj_network_destroy(model);
+    }
+}
+
 /* A model's forward for training in two passes (the hint forward_features 1; -1 never): only
  * where its forward recomputes, so runs in the inference kernel's block (64 x 2, 64 x 4, 16 x 8;
  * not 128 x 2, which keeps its context); by the rule where its inference runs in two passes
@@ -1115,6 +1151,7 @@ int main(void) {
         cmocka_unit_test(a_model_s_inference_over_features),
         cmocka_unit_test(an_fp32_model_stages_fp32_features),
         cmocka_unit_test(a_model_s_forward_over_features),
+        cmocka_unit_test(a_model_with_tables_past_l2_runs_in_two_passes),
         cmocka_unit_test(a_model_s_backward_may_sum_its_small_levels_in_shared_memory),
         cmocka_unit_test(the_step_fetches_its_targets_ahead),
         cmocka_unit_test(a_model_s_fused_backward_sums_in_global_memory),

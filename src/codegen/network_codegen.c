@@ -812,7 +812,17 @@ const gj__network_kernel_info gj__network_kernels[GJ__NK_COUNT] = {
  * deeper networks, whose fused kernel runs the encoding's gathers in blocks that take more shared
  * memory and leave less L1), the encoding's own level-major forward and the network's kernel over
  * its fp16 features are faster: 128 x 2 1.365 -> 1.300 ms, 64 x 4 1.144 -> 1.136. The wide block
- * is ahead of them: 64 x 2 1.018 against 1.085. */
+ * is ahead of them: 64 x 2 1.018 against 1.085.
+ * And where the encoding's parameter tables outgrow L2: the fused kernel gathers every level of a
+ * point at once, all over every table, where the encoding's level-major forward reads one table at
+ * a time. Measured on an H100 (50 MiB of L2; forty-fifth session, C1 + 64 x 2 -> 16 with the hash
+ * tables' size changed, 2^21 points, fused / two passes, ms): fp16 tables of 28.5 MB (C1) 1.200 /
+ * 1.201, 55.7 MB (2^20 entries a level) 1.59 / 1.21, 211 MB 3.16 / 1.30; fp32 of 29.6 MB 1.367 /
+ * 1.378, 56.9 MB 1.68 / 1.41. The programs are generated before a device is known, so the bound is
+ * a size, between the measured ones, for the sm_90 GPUs' 50-60 MiB of L2 (other GPUs unmeasured;
+ * a model's backward decides by the device's own L2, src/api/network_backward_choice.c). */
+#define TWO_PASS_TABLE_BYTES (40ull << 20)
+
 static int inference_features_of(const struct gj_network *net, const gj__network_plan *plans) {
     if (!net->encoding) {
         return 0;
@@ -820,7 +830,9 @@ static int inference_features_of(const struct gj_network *net, const gj__network
     if (net->hints.inference_features) {
         return net->hints.inference_features > 0;
     }
-    return plans[GJ__NETWORK_PLAN_LARGE].inference_warps != GJ__NETWORK_WIDE_INFERENCE_WARPS;
+    const uint64_t table_bytes = (uint64_t)gj__network_feature_bytes(net) * net->encoding->layout.n_params;
+    return plans[GJ__NETWORK_PLAN_LARGE].inference_warps != GJ__NETWORK_WIDE_INFERENCE_WARPS ||
+           table_bytes > TWO_PASS_TABLE_BYTES;
 }
 
 /* net's plans as gj__network_plans_make makes them, with room for small_floats of the small
