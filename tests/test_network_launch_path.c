@@ -770,19 +770,26 @@ static void a_model_backward_runs_apart_where_its_gradients_outgrow_l2(void **st
                                      "\"n_output_dims\": 1}}";
     gj_network *fp32_net = NULL;
     assert_int_equal(gj_network_create(f.ctx, fp32_model, 3, 0, &fp32_net), GJ_OK);
-    gj_network_module *fp32 = NULL, *fp16 = NULL;
-    assert_int_equal(gj_network_module_create(f.ctx, fp32_net, &fp32), GJ_OK);
-    assert_int_equal(gj_network_module_create(f.ctx, f.net, &fp16), GJ_OK);
-    assert_int_equal(gj_network_module_encoding_gradient_size(fp32), 4);
-    fake.set_l2_bytes(1 << 30);
-    assert_false(gj__network_backward_fused(fp32, NULL, "test"));
-    assert_true(gj__network_backward_fused(fp16, NULL, "test"));
-    fake.set_l2_bytes(0);
-    assert_false(gj__network_backward_fused(fp32, NULL, "test"));
-    assert_true(gj__network_backward_fused(fp16, NULL, "test"));
-    gj_network_module_destroy(fp32);
-    gj_network_module_destroy(fp16);
+    static const int l2_said[] = {1 << 30, 0};
+    for (int i = 0; i < 2; ++i) {
+        fake.set_l2_bytes(l2_said[i]);
+        gj_network_module *fp32 = NULL, *fp16 = NULL;
+        assert_int_equal(gj_network_module_create(f.ctx, fp32_net, &fp32), GJ_OK);
+        assert_int_equal(gj_network_module_create(f.ctx, f.net, &fp16), GJ_OK);
+        assert_int_equal(gj_network_module_encoding_gradient_size(fp32), 4);
+        fake.reset_counts();
+        assert_false(gj__network_backward_fused(fp32, NULL, "test"));
+        assert_true(gj__network_backward_fused(fp16, NULL, "test"));
+        const long asked = fake.count("cuDeviceGetAttribute");
+        assert_true(asked > 0);
+        assert_false(gj__network_backward_fused(fp32, NULL, "test"));
+        assert_true(gj__network_backward_fused(fp16, NULL, "test"));
+        assert_int_equal(fake.count("cuDeviceGetAttribute"), asked); /* asked once a module */
+        gj_network_module_destroy(fp32);
+        gj_network_module_destroy(fp16);
+    }
     gj_network_destroy(fp32_net);
+    fake.set_l2_bytes(0);
     tier_teardown(&f);
 }
 

@@ -38,15 +38,26 @@ int gj__network_backward_fused(gj_network_module *m, gj_stream stream, const cha
     if (m->fused_backward_knob != 0) {
         return m->fused_backward_knob > 0;
     }
-    int l2 = 0;
-    const gj_status status =
-        gj__stream_device_attribute(&m->ctx->runtime, stream, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, call, &l2);
-    if (status != GJ_OK || l2 <= 0) {
-        /* A device that does not say: fp16 sums fused, as before the rule, fp32 sums apart, as
-         * the rule has them anyway (the launch that follows reports a driver that does not answer). */
-        gj__diag_clear(&m->ctx->diag);
-        return gj_network_module_encoding_gradient_size(m) == 2;
+    /* Asked of the driver once a module, off the passes' path after that: a module whose passes
+     * run on GPUs of different L2 sizes keeps the first one's choice (speed alone differs). */
+    pthread_mutex_lock(&m->lock);
+    int64_t l2 = m->l2_bytes;
+    pthread_mutex_unlock(&m->lock);
+    if (l2 == 0) {
+        int said = 0;
+        const gj_status status =
+            gj__stream_device_attribute(&m->ctx->runtime, stream, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, call, &said);
+        if (status != GJ_OK) {
+            gj__diag_clear(&m->ctx->diag); /* the launch that follows reports a driver that does not answer */
+        }
+        l2 = status == GJ_OK && said > 0 ? said : -1;
+        pthread_mutex_lock(&m->lock);
+        m->l2_bytes = l2;
+        pthread_mutex_unlock(&m->lock);
     }
     const unsigned size = (unsigned)gj_network_module_encoding_gradient_size(m);
+    if (l2 < 0) { /* a device that does not say: fp16 sums fused, as before the rule; fp32 apart */
+        return size == 2;
+    }
     return gj__network_fused_backward_fits(size, (uint64_t)size * m->net->encoding->layout.n_params, (uint64_t)l2);
 }

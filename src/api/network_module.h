@@ -89,6 +89,8 @@ struct gj_network_module {
     int forward_features;   /* its forward for training so (gj__network_forward_features) */
     int fused_backward_knob; /* GRIDJIT_NETWORK_FUSED_BACKWARD: 1 fused, -1 apart, 0 the rule
                                 (gj__network_backward_fused) */
+    int64_t l2_bytes;        /* the rule's L2 size: the first device asked's (0: not asked yet; -1:
+                                it did not say), under lock */
     int tiers;              /* a model's fused backward compiled behind its first steps (GRIDJIT_NETWORK_TIERS) */
     int tiers_overlap;      /* that thread started before the first call's programs, not after
                                (GRIDJIT_NETWORK_TIERS_OVERLAP) */
@@ -188,10 +190,11 @@ int gj__network_background_tried(gj_network_module *m, gj__network_part part);
 void gj__network_background_join(gj_network_module *m);
 
 /* ---- network_backward_choice.c ---- */
-/* Whether a model's backward without dL/dinput on stream's device runs as its fused kernel (the
- * backward program): the knob, else where the encoding's gradients are fp16 sums whose tables fit
- * in the device's L2 (gj__network_fused_backward_fits); apart, the network's kernel writing
- * dL/d(features), then the encoding module's level-major backward. 0 for a network alone. */
+/* Whether a model's backward without dL/dinput runs as its fused kernel (the backward program):
+ * the knob, else where the encoding's gradients are fp16 sums whose tables fit in the L2 of the
+ * first device asked (stream's, the first time; gj__network_fused_backward_fits); apart, the
+ * network's kernel writing dL/d(features), then the encoding module's level-major backward. 0 for
+ * a network alone. */
 int gj__network_backward_fused(gj_network_module *m, gj_stream stream, const char *call);
 /* The rule: gradient tables of gradient_table_bytes, sums of gradient_size bytes (2 or 4), against
  * an L2 of l2_bytes. */
