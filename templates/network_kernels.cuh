@@ -319,18 +319,19 @@ GJ_INLINE void gj_nn_add_loss(float* loss, float v, float factor) {
     if (loss && gj_nn_lane() == 0 && v != 0.0f) atomicAdd(loss, factor * v);
 }
 
-// The same loss as a pass of its own, for a training step served by the passes apart (a model's
-// while its fused step compiles: docs/networks.md §10, "Tiers"): over the n values (points x
-// outputs) of y (the forward's fp16 outputs, as floats) and target, dL_dy = grad_factor *
-// (y - target) rounded to fp16 (as gj_nn_train_rounds puts it), and *loss (or null, zeroed by
-// the caller) += loss_factor * the sum of (y - target)^2. A grid-stride loop; blocks of whole
-// warps (gj_nn_add_loss sums over the warp).
-GJ_INLINE void gj_nn_l2_loss_kernel(gj_u64 n, const float* __restrict__ y, const float* __restrict__ target,
+// The same loss as a pass of its own, for a model's training step run as its passes (the forward
+// for training, this, the backward: docs/networks.md §10): over the n values (points x outputs)
+// of y (the forward's fp16-rounded outputs, as floats, or as fp16 values where y_half) and
+// target, dL_dy = grad_factor * (y - target) rounded to fp16 (as gj_nn_train_rounds puts it),
+// and *loss (or null, zeroed by the caller) += loss_factor * the sum of (y - target)^2. A
+// grid-stride loop; blocks of whole warps (gj_nn_add_loss sums over the warp).
+GJ_INLINE void gj_nn_l2_loss_kernel(gj_u64 n, const void* __restrict__ y, bool y_half, const float* __restrict__ target,
                                     float grad_factor, float loss_factor, float* __restrict__ dL_dy,
                                     float* __restrict__ loss) {
     float squares = 0.0f;
     for (gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (gj_u64)gridDim.x * blockDim.x) {
-        const float diff = y[i] - target[i];
+        const float yi = y_half ? gj_half_to_float(((const gj_u16*)y)[i]) : ((const float*)y)[i];
+        const float diff = yi - target[i];
         squares = fmaf(diff, diff, squares);
         dL_dy[i] = gj_half_to_float(gj_float_to_half_bits(grad_factor * diff));
     }

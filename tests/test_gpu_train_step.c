@@ -60,6 +60,11 @@ static const step_case cases[] = {
     {"{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 8, \"log2_hashmap_size\": 15}, \"network\": "
      "{\"n_neurons\": 64, \"n_hidden_layers\": 2, \"n_output_dims\": 3}}", 3, 0, 200002, 0.0f},
     {"{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 64, \"n_hidden_layers\": 2}", 32, 16, 200003, 0.0f},
+    /* Four hidden layers: the forward for training in two passes (the encoding's forward into
+     * features, then the network over them), whose features must not share the buffer in which a
+     * step run as passes keeps the forward's context. */
+    {"{\"encoding\": {\"otype\": \"HashGrid\", \"n_levels\": 8, \"log2_hashmap_size\": 15}, \"network\": "
+     "{\"n_neurons\": 64, \"n_hidden_layers\": 4, \"n_output_dims\": 16}}", 3, 0, 70001, 0.0f},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -180,7 +185,7 @@ static int check_case(gj_context *ctx, const step_case *s, int unfused) {
         atomic_store(&gj__network_test_hold_background, 1);
     }
 
-    /* The fused step. */
+    /* The training step: its own program or its passes, as the rule or the knob says. */
     float *d_y2 = gj_gpu_alloc(ctx, n * out * 4), *d_dw2 = gj_gpu_alloc(ctx, n_mlp * 4), *d_loss = gj_gpu_alloc(ctx, 4);
     void *d_de2 = enc ? gj_gpu_alloc(ctx, n_enc * grad_size) : NULL;
     gj_network_train_desc ts;
@@ -216,9 +221,11 @@ static int check_case(gj_context *ctx, const step_case *s, int unfused) {
      * many points to a few fp16 steps. */
     const double tol_de = grad_size == 2 ? 1e-2 : 1e-4;
     const int ok = same_outputs && e_loss <= 1e-5 && e_dw <= 1e-4 && e_de <= tol_de;
-    printf("%s %strain step %s (%u in, %u out), %llu points, loss scale %g: outputs %s, loss %.6g against %.6g "
+    const char *knob = getenv("GRIDJIT_NETWORK_STEP_PASSES");
+    printf("%s %strain step%s%s %s (%u in, %u out), %llu points, loss scale %g: outputs %s, loss %.6g against %.6g "
            "(%.1e), network dL/dparams %.2e, encoding dL/dparams %.2e (tolerances 1e-5, 1e-4, %.0e)\n",
-           ok ? "PASS" : "FAIL", unfused ? "unfused " : "", s->json, in, out, (unsigned long long)n, (double)scale,
+           ok ? "PASS" : "FAIL", unfused ? "unfused " : "", knob ? ", GRIDJIT_NETWORK_STEP_PASSES=" : "",
+           knob ? knob : "", s->json, in, out, (unsigned long long)n, (double)scale,
            same_outputs ? "equal" : "DIFFER", (double)loss[0], loss_ref, e_loss, e_dw, e_de, tol_de);
 
     free(x), free(t), free(y), free(g), free(gh), free(y2), free(loss), free(dw), free(dw2), free(de), free(de2);
@@ -253,6 +260,7 @@ static void unfused_models_match(const char *scratch, const char *knob, const ch
     char *dir = gjt_scratch(scratch);
     gj_context *ctx = gjt_context(dir, NULL);
     setenv("GRIDJIT_NETWORK_TIERS", "1", 1);
+    setenv("GRIDJIT_NETWORK_STEP_PASSES", "0", 1); /* the step's own program, compiling behind */
     if (knob) {
         setenv(knob, value, 1);
     }
@@ -266,6 +274,7 @@ static void unfused_models_match(const char *scratch, const char *knob, const ch
     }
     atomic_store(&gj__network_test_hold_background, 0);
     unsetenv("GRIDJIT_NETWORK_TIERS");
+    unsetenv("GRIDJIT_NETWORK_STEP_PASSES");
     if (knob) {
         unsetenv(knob);
     }
@@ -288,6 +297,40 @@ static void unfused_train_step_matches_the_passes_apart(void **state) {
 static void unfused_keeping_train_step_matches_the_passes_apart(void **state) {
     (void)state;
     unfused_models_match("unfused_keeping_steps", "GRIDJIT_NETWORK_RECOMPUTE", "0");
+}
+
+/* Every model's step as its passes (GRIDJIT_NETWORK_STEP_PASSES=1; by the rule the deeper 64-wide
+ * models that recompute) with the fused backward (tiers off), and as the step's own program
+ * (=0), against the passes run here. */
+static void models_match_with_step_knob(const char *value) {
+    gj_context *ctx = NULL;
+    assert_int_equal(gj_context_create(&ctx), GJ_OK);
+    setenv("GRIDJIT_NETWORK_TIERS", "0", 1);
+    setenv("GRIDJIT_NETWORK_STEP_PASSES", value, 1);
+    int failed = 0, models = 0;
+    for (size_t i = 0; i < N_CASES; ++i) {
+        if (strstr(cases[i].json, "\"encoding\"")) {
+            failed += !check_case(ctx, &cases[i], 0);
+            models++;
+        }
+    }
+    unsetenv("GRIDJIT_NETWORK_TIERS");
+    unsetenv("GRIDJIT_NETWORK_STEP_PASSES");
+    gj_context_destroy(ctx);
+    if (failed) {
+        fail_msg("%d of %d models failed with GRIDJIT_NETWORK_STEP_PASSES=%s (the FAIL lines above)", failed, models,
+                 value);
+    }
+}
+
+static void train_step_as_passes_matches_the_passes_apart(void **state) {
+    (void)state;
+    models_match_with_step_knob("1");
+}
+
+static void train_step_as_its_own_program_matches_the_passes_apart(void **state) {
+    (void)state;
+    models_match_with_step_knob("0");
 }
 
 /* A model of json over dims and its module (the model in *net). */
@@ -512,6 +555,8 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(train_step_matches_the_passes_apart),
+        cmocka_unit_test(train_step_as_passes_matches_the_passes_apart),
+        cmocka_unit_test(train_step_as_its_own_program_matches_the_passes_apart),
         cmocka_unit_test(unfused_train_step_matches_the_passes_apart),
         cmocka_unit_test(unfused_keeping_train_step_matches_the_passes_apart),
         cmocka_unit_test(adam_matches_the_host_rule),

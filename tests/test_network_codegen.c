@@ -150,7 +150,9 @@ static void unit_states_the_layout(void **state) {
     /* Its own zeroing and finishing kernels: the passes it serves need no other program. */
     assert_non_null(strstr(with_input, "gj_network_input_zero("));
     assert_non_null(strstr(with_input, "gj_network_input_finish("));
-    expect_line(with_input, "    gj_nn_l2_loss_kernel(n, y, target, grad_factor, loss_factor, dL_dy, loss);");
+    /* The loss as a pass of its own is the forward's (the step run as passes needs no other). */
+    expect_line(training, "    gj_nn_l2_loss_kernel(n, y, y_half != 0, target, grad_factor, loss_factor, dL_dy, loss);");
+    assert_null(strstr(with_input, "gj_nn_l2_loss_kernel(n"));
     assert_null(strstr(with_input, "gj_network_zero("));
     assert_null(strstr(backward, "gj_network_input_zero("));
     assert_null(strstr(with_input, "gj_network_backward("));
@@ -187,11 +189,15 @@ static void unit_states_the_layout(void **state) {
     assert_null(strstr(with_input, "gj_levels_backward<"));
     size_t count = 0;
     char **names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_TRAINING_INPUT, &count);
-    assert_int_equal(count, 4);
+    assert_int_equal(count, 3);
     assert_string_equal(names[0], "&gj_network_backward_input");
     assert_string_equal(names[1], "&gj_network_input_zero");
     assert_string_equal(names[2], "&gj_network_input_finish");
-    assert_string_equal(names[3], "&gj_network_input_loss");
+    gj__free_string_list(names, count);
+    names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_TRAINING, &count);
+    assert_int_equal(count, 2);
+    assert_string_equal(names[0], "&gj_network_forward");
+    assert_string_equal(names[1], "&gj_network_loss");
     gj__free_string_list(names, count);
     names = gj__network_kernel_names(net, &module_opts, GJ__NETWORK_PART_BACKWARD, &count);
     assert_int_equal(count, 3);

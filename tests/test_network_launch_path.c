@@ -36,6 +36,9 @@ extern atomic_uint gj__network_test_made_at_start;
 /* network_backward_choice.c's choice and its rule (api/network_module.h). */
 int gj__network_backward_fused(gj_network_module *m, gj_stream stream, const char *call);
 int gj__network_fused_backward_fits(unsigned gradient_size, uint64_t gradient_table_bytes, uint64_t l2_bytes);
+/* network_step_choice.c's choice and its rule (api/network_module.h). */
+int gj__network_step_as_passes(const gj_network_module *m);
+int gj__network_step_passes_fit(const gj_network *net, int recompute);
 
 static gj_fake_driver fake;
 
@@ -809,7 +812,7 @@ static void a_model_training_step_runs_unfused_while_its_program_compiles(void *
 
     atomic_store(&gj__network_test_hold_background, 1);
     fake.reset_counts();
-    fake.capture_argument("_input_loss", 3); /* grad_factor = 2 * 128 / 100 */
+    fake.capture_argument("_loss", 4); /* grad_factor = 2 * 128 / 100 */
     fake.trace_start();
     assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
     const char *tr = fake.trace();
@@ -822,11 +825,11 @@ static void a_model_training_step_runs_unfused_while_its_program_compiles(void *
     assert_false(made & (1u << GJ__NETWORK_PART_STEP));
     assert_int_equal(fake.count("cuMemAlloc"), 1); /* the stream's buffer */
     expect_in("unfused step", tr, "launch(gj_network_forward,A) launch(gj_network_input_zero,A) "
-                                  "launch(gj_network_input_zero,A) launch(gj_network_input_loss,A) "
+                                  "launch(gj_network_input_zero,A) launch(gj_network_loss,A) "
                                   "launch(gj_network_backward_input,A) memset(A) launch(gj_encode_backward", 1);
     expect_in("unfused step", tr, "train_features", 0);
     assert_true(fake.captured_float() == (float)(2.0 * 128.0 / 100.0));
-    fake.capture_argument("_input_loss", 4); /* loss_factor = 1 / 100 */
+    fake.capture_argument("_loss", 5); /* loss_factor = 1 / 100 */
     assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
     assert_true(fake.captured_float() == (float)(1.0 / 100.0));
     fake.capture_argument(NULL, -1);
@@ -855,9 +858,94 @@ static void a_model_training_step_runs_unfused_while_its_program_compiles(void *
     assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
     tr = fake.trace();
     expect_in("fused step", tr, "launch(gj_network_train_features,A)", 1);
-    expect_in("fused step", tr, "launch(gj_network_input_loss", 0);
+    expect_in("fused step", tr, "launch(gj_network_loss", 0);
     assert_int_equal(fake.count("cuLibraryLoadData"), 2); /* nothing more */
     gj_network_module_destroy(m);
+    tier_teardown(&f);
+}
+
+/* A model's step as its passes (GRIDJIT_NETWORK_STEP_PASSES=1 here; by the rule the deeper
+ * 64-wide models that recompute): the forward for training, the loss kernel of the forward's
+ * program, the backward. While the fused backward compiles on a thread the backward is served
+ * apart as the backward passes are (and the step's own program is never compiled); once it is
+ * loaded, the fused backward, after zeroing the encoding's gradients. */
+static void a_model_step_runs_as_its_passes(void **state) {
+    (void)state;
+    setenv("GRIDJIT_NETWORK_STEP_PASSES", "1", 1);
+    tier_fixture f;
+    tier_setup(&f, "gj_network_tiers_passes_XXXXXX", 0);
+    char *b = f.buffer;
+    gj_network_train_desc t = tier_train_desc(b);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(f.ctx, f.net, &m), GJ_OK);
+    assert_true(gj__network_step_as_passes(m));
+
+    atomic_store(&gj__network_test_hold_background, 1);
+    fake.reset_counts();
+    fake.capture_argument("_loss", 4); /* grad_factor = 2 * 128 / 100 */
+    fake.trace_start();
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    const char *tr = fake.trace();
+    assert_int_equal(fake.count("cuLibraryLoadData"), 4); /* forward's, with dL/dinput, Adam's, the encoding's */
+    const unsigned made = atomic_load(&gj__network_test_made_at_start);
+    assert_true(made & (1u << GJ__NETWORK_PART_TRAINING_INPUT));
+    assert_false(made & (1u << GJ__NETWORK_PART_BACKWARD));
+    expect_in("the step's passes, the backward apart", tr,
+              "launch(gj_network_forward,A) launch(gj_network_input_zero,A) launch(gj_network_input_zero,A) "
+              "launch(gj_network_loss,A) launch(gj_network_backward_input,A) memset(A) launch(gj_encode_backward", 1);
+    assert_true(fake.captured_float() == (float)(2.0 * 128.0 / 100.0));
+    fake.capture_argument(NULL, -1);
+
+    atomic_store(&gj__network_test_hold_background, 0);
+    fake.reset_counts();
+    assert_int_equal(gj_network_module_wait_compiles(m), GJ_OK);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 1); /* the thread's: the fused backward */
+    fake.reset_counts();
+    fake.capture_argument("_backward", 8); /* dy_scale: dL/dy carries the loss scale already */
+    fake.trace_start();
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    tr = fake.trace();
+    expect_in("the step's passes, the backward fused", tr,
+              "launch(gj_network_forward,A) launch(gj_network_zero,A) launch(gj_network_zero,A) "
+              "launch(gj_network_loss,A) launch(gj_network_zero,A) launch(gj_network_backward,A)", 1);
+    assert_true(fake.captured_float() == 1.0f);
+    fake.capture_argument(NULL, -1);
+    expect_in("the step's passes", tr, "train_features", 0);
+    assert_int_equal(fake.count("cuLibraryLoadData"), 0); /* never the step's own program */
+    gj_network_module_destroy(m);
+
+    /* The rule where no knob says: the deeper 64-wide models that recompute. */
+    unsetenv("GRIDJIT_NETWORK_STEP_PASSES");
+    static const struct {
+        const char *network;
+        int passes;
+    } shapes[] = {{"\"n_neurons\": 64, \"n_hidden_layers\": 2", 1}, {"\"n_neurons\": 64, \"n_hidden_layers\": 4", 1},
+                  {"\"n_neurons\": 64, \"n_hidden_layers\": 1", 0}, {"\"n_neurons\": 32, \"n_hidden_layers\": 2", 0},
+                  {"\"n_neurons\": 128, \"n_hidden_layers\": 2", 0}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
+        char json[256];
+        snprintf(json, sizeof json, "{\"encoding\": {\"otype\": \"HashGrid\"}, \"network\": {%s, \"n_output_dims\": 16}}",
+                 shapes[i].network);
+        gj_network *net = NULL;
+        assert_int_equal(gj_network_create(f.ctx, json, 3, 0, &net), GJ_OK);
+        gj_network_module *rule = NULL;
+        assert_int_equal(gj_network_module_create(f.ctx, net, &rule), GJ_OK);
+        if (gj__network_step_as_passes(rule) != shapes[i].passes) {
+            fail_msg("%s: the step %s as its passes", json, shapes[i].passes ? "should run" : "should not run");
+        }
+        setenv("GRIDJIT_NETWORK_STEP_PASSES", shapes[i].passes ? "0" : "1", 1); /* the knob overrides */
+        gj_network_module *knob = NULL;
+        assert_int_equal(gj_network_module_create(f.ctx, net, &knob), GJ_OK);
+        assert_int_equal(gj__network_step_as_passes(knob), !shapes[i].passes);
+        unsetenv("GRIDJIT_NETWORK_STEP_PASSES");
+        gj_network_module_destroy(rule);
+        gj_network_module_destroy(knob);
+        gj_network_destroy(net);
+    }
+    gj_network *alone = NULL;
+    assert_int_equal(gj_network_create(f.ctx, "{\"n_neurons\": 64, \"n_hidden_layers\": 2}", 32, 16, &alone), GJ_OK);
+    assert_false(gj__network_step_passes_fit(alone, 1)); /* a network alone: its own kernel */
+    gj_network_destroy(alone);
     tier_teardown(&f);
 }
 
@@ -1765,6 +1853,7 @@ int main(void) {
         cmocka_unit_test(a_failed_or_abandoned_compile_behind_the_passes),
         cmocka_unit_test(a_model_backward_runs_apart_where_its_gradients_outgrow_l2),
         cmocka_unit_test(a_model_training_step_runs_unfused_while_its_program_compiles),
+        cmocka_unit_test(a_model_step_runs_as_its_passes),
         cmocka_unit_test(a_step_while_the_backward_s_thread_runs_compiles_its_own),
         cmocka_unit_test(exit_waits_for_the_compile_behind_the_passes),
         cmocka_unit_test(the_training_step_launches_its_program),

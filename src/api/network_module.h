@@ -89,15 +89,20 @@ struct gj_network_module {
     int forward_features;   /* its forward for training so (gj__network_forward_features) */
     int fused_backward_knob; /* GRIDJIT_NETWORK_FUSED_BACKWARD: 1 fused, -1 apart, 0 the rule
                                 (gj__network_backward_fused) */
+    int step_passes_knob;    /* GRIDJIT_NETWORK_STEP_PASSES: 1 a model's step as its passes, -1 its own
+                                program, 0 the rule (gj__network_step_as_passes) */
     int64_t l2_bytes;        /* the rule's L2 size: the first device asked's (0: not asked yet; -1:
                                 it did not say), under lock */
     int tiers;              /* a model's fused backward compiled behind its first steps (GRIDJIT_NETWORK_TIERS) */
     int tiers_overlap;      /* that thread started before the first call's programs, not after
                                (GRIDJIT_NETWORK_TIERS_OVERLAP) */
     gj__network_background background;
-    gj__workspace stream_scratch; /* what the unfused backward and step serving meanwhile keep between
+    gj__workspace stream_scratch; /* what the unfused backward and the step as passes keep between
                                      their launches (dL/d(features); the step's outputs, context and
                                      dL/dy too), per stream */
+    gj__workspace two_pass_features; /* a forward in two passes: the features between its two kernels,
+                                        per stream (not stream_scratch: a step's forward writes its
+                                        context there meanwhile) */
 };
 
 /* The size of a model's encoding parameter: 2 bytes (fp16) or 4 (fp32). */
@@ -140,6 +145,9 @@ int gj__network_tiers_from_env(void);
 /* GRIDJIT_NETWORK_FUSED_BACKWARD, read when a module is made: 1 a model's backward without
  * dL/dinput always fused, 0 always apart (-1), anything else the rule (0). */
 int gj__network_fused_backward_knob_from_env(void);
+/* GRIDJIT_NETWORK_STEP_PASSES, read when a module is made: 1 a model's training step always as
+ * its passes, 0 always its own program (-1), anything else the rule (0). */
+int gj__network_step_passes_knob_from_env(void);
 /* GRIDJIT_NETWORK_TIERS_OVERLAP=1: the tiers' thread starts before the passes apart's programs
  * compile (beside them), not after them; anything else, after. */
 int gj__network_tiers_overlap_from_env(void);
@@ -200,6 +208,14 @@ int gj__network_backward_fused(gj_network_module *m, gj_stream stream, const cha
  * an L2 of l2_bytes. */
 int gj__network_fused_backward_fits(unsigned gradient_size, uint64_t gradient_table_bytes, uint64_t l2_bytes);
 
+/* ---- network_step_choice.c ---- */
+/* Whether a model's training step runs as its passes (the forward for training, the loss as a
+ * pass, the backward to the parameters): the knob, else the rule (gj__network_step_passes_fit);
+ * else as the step's own program. 0 for a network alone. */
+int gj__network_step_as_passes(const gj_network_module *m);
+/* The rule: a model (net) that recomputes, whose hidden layers are 64 wide and at least two. */
+int gj__network_step_passes_fit(const struct gj_network *net, int recompute);
+
 /* ---- network_tiers.c ---- */
 /* The programs of the forward for training, a model's first made as the tiers say: with the
  * fused backward's, or (tiers on, that one not cached) with those of the unfused backward while
@@ -209,6 +225,12 @@ gj_status gj__network_need_training(gj_network_module *m, gj_stream stream, cons
  * Adam's, and the encoding module's forward and backward); 1 (tiers on, the step's program not
  * cached), those of the step served by the passes apart while a thread compiles it. */
 gj_status gj__network_need_step(gj_network_module *m, const char *call, gj_module **encoding_module, int *unfused);
+/* A model's step as its passes: the forward's program (with the loss kernel) and Adam's, and the
+ * backward's as gj__network_need_training makes them: *apart 0, the fused backward's; 1 (the
+ * backward runs apart on this device, or its fused program compiles on a thread), those of the
+ * network's kernel writing dL/d(features) and the encoding module's backward (*encoding_module). */
+gj_status gj__network_need_step_passes(gj_network_module *m, gj_stream stream, const char *call,
+                                       gj_module **encoding_module, int *apart);
 
 /* ---- network_launch.c ---- */
 /* Launches kernel k over n points with the plan of the code that serves the stream's context;

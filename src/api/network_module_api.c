@@ -44,6 +44,7 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     m->forward_features = two.forward;
     gj__network_launch_knobs(&m->forward_waves, &m->carveout);
     m->fused_backward_knob = gj__network_fused_backward_knob_from_env();
+    m->step_passes_knob = gj__network_step_passes_knob_from_env();
     m->tiers = m->net->encoding && gj__network_tiers_from_env();
     m->tiers_overlap = gj__network_tiers_overlap_from_env();
     pthread_mutex_init(&m->lock, NULL);
@@ -51,6 +52,7 @@ gj_status gj_network_module_create(gj_context *ctx, const gj_network *net, gj_ne
     gj__network_background_init(&m->background);
     gj__workspace_init(&m->features);
     gj__workspace_init(&m->stream_scratch);
+    gj__workspace_init(&m->two_pass_features);
     gj__workspace_init(&m->ring);
     *out = m;
     return GJ_OK;
@@ -67,6 +69,7 @@ void gj_network_module_destroy(gj_network_module *module) {
     gj_module_destroy(module->encoding_module);
     gj__workspace_destroy(&module->features, &module->ctx->runtime);
     gj__workspace_destroy(&module->stream_scratch, &module->ctx->runtime);
+    gj__workspace_destroy(&module->two_pass_features, &module->ctx->runtime);
     gj__workspace_destroy(&module->ring, &module->ctx->runtime);
     gj_network_destroy(module->net);
     pthread_mutex_destroy(&module->lock);

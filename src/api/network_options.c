@@ -112,6 +112,10 @@ int gj__network_fused_backward_knob_from_env(void) {
     return env_switch("GRIDJIT_NETWORK_FUSED_BACKWARD");
 }
 
+int gj__network_step_passes_knob_from_env(void) {
+    return env_switch("GRIDJIT_NETWORK_STEP_PASSES");
+}
+
 int gj__network_tiers_overlap_from_env(void) {
     return env_switch("GRIDJIT_NETWORK_TIERS_OVERLAP") > 0;
 }

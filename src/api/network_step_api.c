@@ -80,70 +80,94 @@ static uint64_t aligned_bytes(uint64_t bytes) {
     return (bytes + 255) / 256 * 256;
 }
 
-/* A model's training step served by the passes apart while its own program compiles on a thread
- * (network_tiers.c): the forward for training (its outputs and context into a buffer of the
- * stream's, the outputs into desc->output where given), the L2 loss's gradient and the loss
- * (NAME_input_loss, as the fused kernel computes them), the network's backward writing
- * dL/d(features) and its gradients, the encoding's backward. The same gradients and loss as
- * the fused step, summed in another order. */
-static gj_status train_step_unfused(gj_network_module *m, gj_stream stream, const gj_network_train_desc *desc,
-                                    float scale, gj_module *encoding_module, const char *call) {
+/* A model's training step as its passes (docs/networks.md §10, "The step as passes"): the forward
+ * for training (its outputs into desc->output, else as fp16 values into a buffer of the
+ * stream's, and its context there), the L2 loss's gradient and the loss (NAME_loss, as the
+ * step's own kernel computes them), then the backward to the parameters: the fused kernel (apart
+ * 0), or (apart 1: where the backward runs apart on this device, and while a thread compiles the
+ * step's or the backward's program, network_tiers.c) the network's backward writing
+ * dL/d(features) and its gradients, then the encoding module's backward. The same gradients and
+ * loss as the step's own program, summed in another order. */
+static gj_status train_step_passes(gj_network_module *m, gj_stream stream, const gj_network_train_desc *desc,
+                                   float scale, gj_module *encoding_module, int apart, const char *call) {
     const uint64_t n = desc->n, values = n * m->net->layout.output_width;
+    uint32_t y_half = desc->output == NULL; /* outputs nobody reads but the loss: fp16, half the bytes */
     const uint64_t context_bytes = aligned_bytes(gj_network_module_context_bytes(m, n));
-    const uint64_t output_bytes = aligned_bytes(4 * values);
-    const uint64_t feature_bytes = gj__network_features_bytes(m, n);
+    const uint64_t output_bytes = y_half ? aligned_bytes(2 * values) : 0;
+    const uint64_t dy_bytes = aligned_bytes(4 * values);
+    const uint64_t feature_bytes = apart ? gj__network_features_bytes(m, n) : 0;
     char *scratch = NULL;
     gj_status status = gj__workspace_get_for_stream(&m->stream_scratch, &m->ctx->runtime, stream,
-                                                    context_bytes + 2 * output_bytes + feature_bytes, call,
+                                                    context_bytes + output_bytes + dy_bytes + feature_bytes, call,
                                                     (void **)&scratch);
     if (status != GJ_OK) {
         return status;
     }
     void *context = scratch;
-    float *y = desc->output ? desc->output : (float *)(scratch + context_bytes);
+    void *y = desc->output ? (void *)desc->output : (void *)(scratch + context_bytes);
     float *dy = (float *)(scratch + context_bytes + output_bytes);
-    void *features = scratch + context_bytes + 2 * output_bytes;
+    void *features = apart ? scratch + context_bytes + output_bytes + dy_bytes : NULL;
     const float *x = desc->input, *target = desc->target;
     const void *params = desc->params, *eparams = desc->encoding_params;
-    const gj__network_out out = {y, 0};
+    const gj__network_out out = {y, y_half};
     status = gj__network_model_forward(m, stream, n, x, out, params, eparams, context, call);
+    /* The zeroing kernel of a program the passes launch anyway. */
+    const gj__network_kernel zero = apart ? GJ__NK_INPUT_ZERO : GJ__NK_ZERO;
     if (status == GJ_OK) {
-        status = gj__network_zero_with(m, GJ__NK_INPUT_ZERO, stream, desc->dL_dparams, 4 * m->net->layout.n_params);
+        status = gj__network_zero_with(m, zero, stream, desc->dL_dparams, 4 * m->net->layout.n_params);
     }
     if (status == GJ_OK && desc->loss) {
-        status = gj__network_zero_with(m, GJ__NK_INPUT_ZERO, stream, desc->loss, 4);
+        status = gj__network_zero_with(m, zero, stream, desc->loss, 4);
     }
     float grad_factor, loss_factor;
     loss_factors(m, n, scale, &grad_factor, &loss_factor);
     float *loss = desc->loss;
     uint64_t n_values = values;
-    const float *y_read = y;
-    void *loss_args[] = {&n_values, &y_read, &target, &grad_factor, &loss_factor, &dy, &loss};
+    const void *y_read = y;
+    void *loss_args[] = {&n_values, &y_read, &y_half, &target, &grad_factor, &loss_factor, &dy, &loss};
     /* At most LOSS_BLOCKS blocks: a warp adds its sum of squares to the loss with one atomic, and
      * fewer of them sum in fp32 with less rounding (the fused kernel's are a wave's warps). */
     if (status == GJ_OK) {
-        status = gj__network_launch_elementwise(m, GJ__NK_INPUT_LOSS, stream, values, LOSS_BLOCKS, loss_args);
+        status = gj__network_launch_elementwise(m, GJ__NK_LOSS, stream, values, LOSS_BLOCKS, loss_args);
     }
-    if (status == GJ_OK) { /* dL/dy carries the loss scale already, rounded as the fused kernel rounds it */
+    if (status != GJ_OK) {
+        return status;
+    }
+    if (apart) { /* dL/dy carries the loss scale already, rounded as the fused kernel rounds it */
         const gj__network_features_backward b = {n, x, dy, 1.0f, params, eparams, context, desc->dL_dparams,
                                                  features, encoding_module, desc->dL_dencoding_params,
                                                  GJ_GRAD_OVERWRITE, NULL};
-        status = gj__network_backward_through_features(m, stream, &b, call);
+        return gj__network_backward_through_features(m, stream, &b, call);
     }
-    return status;
+    status = gj__network_zero_with(m, zero, stream, desc->dL_dencoding_params,
+                                   gj_network_module_encoding_gradient_size(m) * m->net->encoding->layout.n_params);
+    if (status != GJ_OK) {
+        return status;
+    }
+    float one = 1.0f, *dparams = desc->dL_dparams;
+    const float *dy_read = dy;
+    void *deparams = desc->dL_dencoding_params;
+    uint64_t points = n;
+    void *args[] = {&points, &x, &dy_read, &params, &eparams, &context, &dparams, &deparams, &one};
+    return gj__network_launch(m, GJ__NK_BACKWARD, stream, n, args, call);
 }
 
-/* A model's training step in three launches: the encoding module's forward writes the features
+/* A model's training step as its own program, in three launches: the encoding module's forward writes the features
  * (feature-major, into the module's workspace), the network's kernel turns them into
  * dL/d(features) in place, the encoding module's backward adds its parameter gradients. */
 static gj_status train_step_model(gj_network_module *module, gj_stream stream, const gj_network_train_desc *desc,
                                   float scale, const char *call) {
     gj_module *encoding_module = NULL;
     void *features = NULL;
+    if (gj__network_step_as_passes(module)) {
+        int apart = 1;
+        gj_status status = gj__network_need_step_passes(module, stream, call, &encoding_module, &apart);
+        return status == GJ_OK ? train_step_passes(module, stream, desc, scale, encoding_module, apart, call) : status;
+    }
     int unfused = 0;
     gj_status status = gj__network_need_step(module, call, &encoding_module, &unfused);
-    if (status == GJ_OK && unfused) {
-        return train_step_unfused(module, stream, desc, scale, encoding_module, call);
+    if (status == GJ_OK && unfused) { /* its own program compiles on a thread meanwhile */
+        return train_step_passes(module, stream, desc, scale, encoding_module, 1, call);
     }
     if (status == GJ_OK) {
         status = gj__workspace_get(&module->features, &module->ctx->runtime, stream,

@@ -145,3 +145,25 @@ gj_status gj__network_need_step(gj_network_module *m, const char *call, gj_modul
     *unfused = 1;
     return serve_apart(m, plan, GJ__NETWORK_PART_STEP, make_step_behind, need_unfused_step, call, encoding_module);
 }
+
+/* ---- the training step as its passes (network_step_choice.c) ------------------------------ */
+
+/* The forward's program (with the loss kernel), the fused backward's and Adam's. */
+static const gj__network_part passes_step_parts[] = {GJ__NETWORK_PART_TRAINING, GJ__NETWORK_PART_BACKWARD,
+                                                     GJ__NETWORK_PART_ADAM};
+
+gj_status gj__network_need_step_passes(gj_network_module *m, gj_stream stream, const char *call,
+                                       gj_module **encoding_module, int *apart) {
+    *apart = 1;
+    if (!gj__network_backward_fused(m, stream, call)) { /* the backward runs apart on this device */
+        return need_unfused_step(m, call, encoding_module);
+    }
+    const int plan = gj__network_made(m, &passes_step_parts[1], 1) || !m->tiers
+                         ? BEHIND_NONE
+                         : behind_plan(m, GJ__NETWORK_PART_BACKWARD, call);
+    if (plan == BEHIND_NONE) {
+        *apart = 0;
+        return gj__network_need_parts(m, passes_step_parts, 3, call);
+    }
+    return serve_apart(m, plan, GJ__NETWORK_PART_BACKWARD, make_behind, need_unfused_step, call, encoding_module);
+}

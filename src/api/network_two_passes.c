@@ -51,8 +51,8 @@ gj_status gj__network_two_passes_run(gj_network_module *m, gj_module *encoding_m
     const uint64_t most = FEATURES_CHUNK_BYTES / row_bytes / 32 * 32;
     const uint64_t chunk = t->n < most ? t->n : most;
     void *features = NULL;
-    gj_status status = gj__workspace_get_for_stream(&m->stream_scratch, &m->ctx->runtime, stream, chunk * row_bytes,
-                                                    call, &features);
+    gj_status status = gj__workspace_get_for_stream(&m->two_pass_features, &m->ctx->runtime, stream,
+                                                    chunk * row_bytes, call, &features);
     for (uint64_t start = 0; status == GJ_OK && start < t->n; start += chunk) {
         const uint64_t n = chunk_points(t, start, chunk);
         status = encode_chunk(m, encoding_module, stream, t, start, n, features);

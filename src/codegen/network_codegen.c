@@ -618,13 +618,15 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
     }
     if (part == GJ__NETWORK_PART_TRAINING_INPUT || part == GJ__NETWORK_PART_ALL) {
         emit_gradient_kernels(sb, name, "input_");
+    }
+    if (forward) {
         gj__sb_printf(sb,
-                      "// The training step's L2 loss as a pass of its own: dL/dy (fp16-rounded floats) and the\n"
-                      "// loss, for a step served by the passes apart while its own program compiles.\n"
+                      "// The training step's L2 loss as a pass of its own, after the forward for training:\n"
+                      "// dL/dy (fp16-rounded floats) and the loss, from y as floats or (y_half) fp16 values.\n"
                       "extern \"C\" __global__ void __launch_bounds__(256)\n"
-                      "%s_input_loss(gj_u64 n, const float* y, const float* target, float grad_factor, float loss_factor,\n"
-                      "               float* dL_dy, float* loss) {\n"
-                      "    gj_nn_l2_loss_kernel(n, y, target, grad_factor, loss_factor, dL_dy, loss);\n"
+                      "%s_loss(gj_u64 n, const void* y, gj_u32 y_half, const float* target, float grad_factor,\n"
+                      "        float loss_factor, float* dL_dy, float* loss) {\n"
+                      "    gj_nn_l2_loss_kernel(n, y, y_half != 0, target, grad_factor, loss_factor, dL_dy, loss);\n"
                       "}\n\n",
                       name);
     }
@@ -801,7 +803,7 @@ const gj__network_kernel_info gj__network_kernels[GJ__NK_COUNT] = {
     [GJ__NK_STEP_FEATURES] = {"train_features", GJ__NETWORK_PART_STEP, 1},
     [GJ__NK_INPUT_ZERO] = {"input_zero", GJ__NETWORK_PART_TRAINING_INPUT, 0},
     [GJ__NK_INPUT_FINISH] = {"input_finish", GJ__NETWORK_PART_TRAINING_INPUT, 0},
-    [GJ__NK_INPUT_LOSS] = {"input_loss", GJ__NETWORK_PART_TRAINING_INPUT, 1},
+    [GJ__NK_LOSS] = {"loss", GJ__NETWORK_PART_TRAINING, 1},
     [GJ__NK_INFERENCE_FEATURES] = {"inference_features", GJ__NETWORK_PART_INFERENCE, 1},
     [GJ__NK_FORWARD_FEATURES] = {"forward_features", GJ__NETWORK_PART_TRAINING, 1},
 };

@@ -46,7 +46,8 @@ typedef enum gj__network_kernel {
     GJ__NK_STEP_FEATURES,
     GJ__NK_INPUT_ZERO,   /* NAME_input_zero, NAME_input_finish: the zeroing and finishing kernels */
     GJ__NK_INPUT_FINISH, /* again, in the program with dL/dinput (which then serves a pass alone) */
-    GJ__NK_INPUT_LOSS,   /* a model's: the training step's L2 loss as a pass (docs/networks.md §10) */
+    GJ__NK_LOSS,         /* a model's: the training step's L2 loss as a pass, in the forward's program
+                            (docs/networks.md §10) */
     GJ__NK_INFERENCE_FEATURES, /* a model's inference in two passes: the network over the features that
                                   its encoding module's forward wrote (gj__network_inference_features) */
     GJ__NK_FORWARD_FEATURES,   /* a model's forward for training so (gj__network_forward_features) */
@@ -116,8 +117,8 @@ unsigned gj__network_feature_bytes(const struct gj_network *net);
 const char *gj__network_name(const gj_codegen_options *opts);
 
 /* The part's kernels as name expressions ("&NAME_inference"; "&NAME_forward", "&NAME_backward",
- * "&NAME_zero", "&NAME_finish"; "&NAME_backward_input", "&NAME_input_zero", "&NAME_input_finish",
- * a model's "&NAME_input_loss";
+ * "&NAME_zero", "&NAME_finish"; a model's "&NAME_loss" in the forward's;
+ * "&NAME_backward_input", "&NAME_input_zero", "&NAME_input_finish";
  * "&NAME_train_step", "&NAME_train_zero", "&NAME_adam"), *count of them; malloc()ed
  * (gj__free_string_list); NULL on OOM. */
 char **gj__network_kernel_names(const struct gj_network *net, const gj_codegen_options *opts, gj__network_part part,

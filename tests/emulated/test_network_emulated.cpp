@@ -411,20 +411,23 @@ static void finish_case(unsigned grid, unsigned n16, bool aligned, bool accumula
 // gj_nn_l2_loss_kernel: dL/dy the fp16 rounding of grad_factor (y - target), as the fused step
 // puts it, and the loss added to what is there, over grids smaller and larger than the work
 // (warps summing partial loops) and with no loss asked for.
-static void loss_case(unsigned grid, unsigned n, bool with_loss) {
+static void loss_case(unsigned grid, unsigned n, bool with_loss, bool y_half = false) {
     std::vector<float> y(n), target(n), dy(n + 1, -7.0f);
+    std::vector<gj_u16> y16(n);
     double want_loss = 0.5; // added to
     const float grad_factor = 2.0f * 128.0f / (float)n, loss_factor = 1.0f / (float)n;
     unsigned state = 11 + n;
     for (unsigned i = 0; i < n; ++i) {
         y[i] = (float)round_half(uniform(state) * 4.0 - 2.0); // the forward's outputs are fp16
+        y16[i] = gj_float_to_half_bits(y[i]);
         target[i] = (float)uniform(state);
         const double diff = (double)y[i] - target[i];
         want_loss += loss_factor * diff * diff;
     }
     float loss = 0.5f;
     gj_emulate_launch(grid, 64, [&] {
-        gj_nn_l2_loss_kernel(n, y.data(), target.data(), grad_factor, loss_factor, dy.data(),
+        const void* y_in = y_half ? (const void*)y16.data() : (const void*)y.data();
+        gj_nn_l2_loss_kernel(n, y_in, y_half, target.data(), grad_factor, loss_factor, dy.data(),
                              with_loss ? &loss : nullptr);
     });
     int wrong = 0;
@@ -433,7 +436,8 @@ static void loss_case(unsigned grid, unsigned n, bool with_loss) {
         wrong += dy[i] != gj_half_to_float(gj_float_to_half_bits(grad_factor * diff));
     }
     char shape[64];
-    std::snprintf(shape, sizeof shape, "l2 loss grid %u n %u%s", grid, n, with_loss ? "" : " (no loss)");
+    std::snprintf(shape, sizeof shape, "l2 loss grid %u n %u%s%s", grid, n, with_loss ? "" : " (no loss)",
+                  y_half ? ", fp16 outputs" : "");
     const double loss_error = with_loss ? std::fabs(loss - want_loss) / want_loss : (loss == 0.5f ? 0.0 : 1.0);
     if (wrong || dy[n] != -7.0f || loss_error > 1e-5) {
         std::printf("FAIL %s: %d gradients wrong, loss error %g\n", shape, wrong, loss_error);
@@ -728,6 +732,7 @@ int main() {
     loss_case(1, 1000, true);
     loss_case(7, 100, true);
     loss_case(3, 4099, false);
+    loss_case(5, 777, true, true);
     finish_case(1, 103, true, false, 1.0f / 128.0f);
     finish_case(3, 1000, true, true, 0.5f);
     finish_case(2, 103, false, false, 1.0f / 128.0f);
