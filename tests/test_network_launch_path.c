@@ -864,8 +864,8 @@ static void a_model_training_step_runs_unfused_while_its_program_compiles(void *
     tier_teardown(&f);
 }
 
-/* A model's step as its passes (GRIDJIT_NETWORK_STEP_PASSES=1 here; by the rule the deeper
- * 64-wide models that recompute): the forward for training, the loss kernel of the forward's
+/* A model's step as its passes (GRIDJIT_NETWORK_STEP_PASSES=1 here; by the rule the 64-wide
+ * models of three or more hidden layers that recompute): the forward for training, the loss kernel of the forward's
  * program, the backward. While the fused backward compiles on a thread the backward is served
  * apart as the backward passes are (and the step's own program is never compiled); once it is
  * loaded, the fused backward, after zeroing the encoding's gradients. */
@@ -914,12 +914,13 @@ static void a_model_step_runs_as_its_passes(void **state) {
     assert_int_equal(fake.count("cuLibraryLoadData"), 0); /* never the step's own program */
     gj_network_module_destroy(m);
 
-    /* The rule where no knob says: the deeper 64-wide models that recompute. */
+    /* The rule where no knob says: 64-wide models of three or more hidden layers that recompute. */
     unsetenv("GRIDJIT_NETWORK_STEP_PASSES");
     static const struct {
         const char *network;
         int passes;
-    } shapes[] = {{"\"n_neurons\": 64, \"n_hidden_layers\": 2", 1}, {"\"n_neurons\": 64, \"n_hidden_layers\": 4", 1},
+    } shapes[] = {{"\"n_neurons\": 64, \"n_hidden_layers\": 3", 1}, {"\"n_neurons\": 64, \"n_hidden_layers\": 4", 1},
+                  {"\"n_neurons\": 64, \"n_hidden_layers\": 2", 0},
                   {"\"n_neurons\": 64, \"n_hidden_layers\": 1", 0}, {"\"n_neurons\": 32, \"n_hidden_layers\": 2", 0},
                   {"\"n_neurons\": 128, \"n_hidden_layers\": 2", 0}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; ++i) {
