@@ -82,20 +82,31 @@ static gj_status serve_apart(gj_network_module *m, int plan, gj__network_part pa
     return status;
 }
 
+/* The programs of passes that end in a model's backward to the parameters: those of fused (with
+ * the fused backward's) and *apart 0, or need_apart's (user its argument) and *apart 1 where the
+ * backward runs apart on this device or (tiers) while a thread compiles the fused one. */
+static gj_status need_with_backward(gj_network_module *m, gj_stream stream, const gj__network_part *fused,
+                                    size_t n_fused, gj_status (*need_apart)(gj_network_module *, const char *, void *),
+                                    void *user, const char *call, int *apart) {
+    *apart = 1;
+    if (!gj__network_backward_fused(m, stream, call)) { /* the backward runs apart on this device */
+        return need_apart(m, call, user);
+    }
+    const gj__network_part backward = GJ__NETWORK_PART_BACKWARD;
+    const int plan = gj__network_made(m, &backward, 1) || !m->tiers ? BEHIND_NONE : behind_plan(m, backward, call);
+    if (plan == BEHIND_NONE) {
+        *apart = 0;
+        return gj__network_need_parts(m, fused, n_fused, call);
+    }
+    return serve_apart(m, plan, backward, make_behind, need_apart, call, user);
+}
+
 gj_status gj__network_need_training(gj_network_module *m, gj_stream stream, const char *call) {
     if (!m->net->encoding) {
         return gj__network_need_parts(m, fused_parts, N_FUSED_NETWORK, call);
     }
-    if (!gj__network_backward_fused(m, stream, call)) { /* the backward runs apart on this device */
-        return need_unfused(m, call, NULL);
-    }
-    const int plan = gj__network_made(m, &fused_parts[1], 1) || !m->tiers
-                         ? BEHIND_NONE
-                         : behind_plan(m, GJ__NETWORK_PART_BACKWARD, call);
-    if (plan == BEHIND_NONE) {
-        return gj__network_need_parts(m, fused_parts, N_FUSED_MODEL, call);
-    }
-    return serve_apart(m, plan, GJ__NETWORK_PART_BACKWARD, make_behind, need_unfused, call, NULL);
+    int apart = 0;
+    return need_with_backward(m, stream, fused_parts, N_FUSED_MODEL, need_unfused, NULL, call, &apart);
 }
 
 /* ---- the training step ------------------------------------------------------------------ */
@@ -154,16 +165,5 @@ static const gj__network_part passes_step_parts[] = {GJ__NETWORK_PART_TRAINING, 
 
 gj_status gj__network_need_step_passes(gj_network_module *m, gj_stream stream, const char *call,
                                        gj_module **encoding_module, int *apart) {
-    *apart = 1;
-    if (!gj__network_backward_fused(m, stream, call)) { /* the backward runs apart on this device */
-        return need_unfused_step(m, call, encoding_module);
-    }
-    const int plan = gj__network_made(m, &passes_step_parts[1], 1) || !m->tiers
-                         ? BEHIND_NONE
-                         : behind_plan(m, GJ__NETWORK_PART_BACKWARD, call);
-    if (plan == BEHIND_NONE) {
-        *apart = 0;
-        return gj__network_need_parts(m, passes_step_parts, 3, call);
-    }
-    return serve_apart(m, plan, GJ__NETWORK_PART_BACKWARD, make_behind, need_unfused_step, call, encoding_module);
+    return need_with_backward(m, stream, passes_step_parts, 3, need_unfused_step, encoding_module, call, apart);
 }
