@@ -950,6 +950,47 @@ static void a_model_step_runs_as_its_passes(void **state) {
     tier_teardown(&f);
 }
 
+/* A step as passes whose forward runs in two passes (GRIDJIT_NETWORK_FORWARD_FEATURES=1 here; by
+ * the rule the 64 x 4 model's): the features between the forward's two kernels and the context
+ * that its second kernel writes are in different buffers (they once shared the stream's buffer,
+ * and the network's kernel wrote the context over features other blocks had still to read). */
+static void a_step_s_two_pass_forward_keeps_its_features_apart(void **state) {
+    (void)state;
+    setenv("GRIDJIT_NETWORK_STEP_PASSES", "1", 1);
+    setenv("GRIDJIT_NETWORK_FORWARD_FEATURES", "1", 1);
+    tier_fixture f;
+    tier_setup(&f, "gj_network_tiers_features_XXXXXX", 0);
+    setenv("GRIDJIT_NETWORK_TIERS", "0", 1); /* the fused backward: one path, whatever the CPUs */
+    char *b = f.buffer;
+    gj_network_train_desc t = tier_train_desc(b);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(f.ctx, f.net, &m), GJ_OK);
+    unsetenv("GRIDJIT_NETWORK_STEP_PASSES");
+    unsetenv("GRIDJIT_NETWORK_FORWARD_FEATURES");
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK); /* compiles */
+    fake.trace_start();
+    fake.capture_pointer("_forward_features", 1); /* f */
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    expect_in("the step's two-pass forward", fake.trace(),
+              "launch(gj_network_forward_features,A) launch(gj_network_zero,A)", 1);
+    expect_in("the step's two-pass forward", fake.trace(), "launch(gj_encode_forward", 1);
+    const uint64_t features = fake.captured_pointer();
+    fake.capture_pointer("_forward_features", 4); /* ctx */
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    const uint64_t context = fake.captured_pointer();
+    fake.capture_argument(NULL, -1);
+    const gj_encoding *enc = gj_network_encoding(f.net);
+    const uint64_t feature_bytes = t.n * gj_encoding_n_output_dims(enc) * 2; /* fp16, feature-major */
+    const uint64_t context_bytes = gj_network_module_context_bytes(m, t.n);
+    assert_true(features != 0 && context != 0);
+    if (!(features + feature_bytes <= context || context + context_bytes <= features)) {
+        fail_msg("the features [%#llx, +%llu) overlap the context [%#llx, +%llu)", (unsigned long long)features,
+                 (unsigned long long)feature_bytes, (unsigned long long)context, (unsigned long long)context_bytes);
+    }
+    gj_network_module_destroy(m);
+    tier_teardown(&f);
+}
+
 /* One thread a module: a first step that comes while the backward's thread runs (held here)
  * compiles the step's program then and there and runs fused, starting no thread of its own. */
 static void a_step_while_the_backward_s_thread_runs_compiles_its_own(void **state) {
@@ -1855,6 +1896,7 @@ int main(void) {
         cmocka_unit_test(a_model_backward_runs_apart_where_its_gradients_outgrow_l2),
         cmocka_unit_test(a_model_training_step_runs_unfused_while_its_program_compiles),
         cmocka_unit_test(a_model_step_runs_as_its_passes),
+        cmocka_unit_test(a_step_s_two_pass_forward_keeps_its_features_apart),
         cmocka_unit_test(a_step_while_the_backward_s_thread_runs_compiles_its_own),
         cmocka_unit_test(exit_waits_for_the_compile_behind_the_passes),
         cmocka_unit_test(the_training_step_launches_its_program),

@@ -414,10 +414,11 @@ FAKE_API void gjfake_fail_next_launch(CUresult error) {
 static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
 static int captured_index = -1;
 static char captured_suffix[64];
-static uint32_t captured_word;
+static size_t captured_size = 4; /* bytes of the argument kept: 4, or 8 for a pointer */
+static uint64_t captured_word;
 static unsigned captured_grid;
 
-FAKE_API void gjfake_capture_argument(const char *kernel_suffix, int index) {
+static void capture_bytes(const char *kernel_suffix, int index, size_t size) {
     pthread_mutex_lock(&capture_lock);
     captured_suffix[0] = '\0';
     captured_index = -1;
@@ -425,9 +426,19 @@ FAKE_API void gjfake_capture_argument(const char *kernel_suffix, int index) {
         strcpy(captured_suffix, kernel_suffix);
         captured_index = index;
     }
+    captured_size = size;
     captured_word = 0u;
     captured_grid = 0u;
     pthread_mutex_unlock(&capture_lock);
+}
+
+FAKE_API void gjfake_capture_argument(const char *kernel_suffix, int index) {
+    capture_bytes(kernel_suffix, index, 4);
+}
+
+/* The same for a pointer argument: its 8 bytes (gjfake_captured_pointer). */
+FAKE_API void gjfake_capture_pointer(const char *kernel_suffix, int index) {
+    capture_bytes(kernel_suffix, index, 8);
 }
 
 static void capture(const char *kernel, void **params, unsigned grid_x) {
@@ -436,7 +447,8 @@ static void capture(const char *kernel, void **params, unsigned grid_x) {
     if (m && n >= m && strcmp(kernel + n - m, captured_suffix) == 0) {
         captured_grid = grid_x;
         if (captured_index >= 0 && params) {
-            memcpy(&captured_word, params[captured_index], sizeof captured_word);
+            captured_word = 0u;
+            memcpy(&captured_word, params[captured_index], captured_size); /* little-endian: the low bytes */
         }
     }
     pthread_mutex_unlock(&capture_lock);
@@ -453,11 +465,19 @@ FAKE_API unsigned gjfake_captured_grid_x(void) {
 /* The 4 bytes of the captured argument as a float (0 until a launch captured one). */
 FAKE_API float gjfake_captured_float(void) {
     pthread_mutex_lock(&capture_lock);
-    const uint32_t word = captured_word;
+    const uint32_t word = (uint32_t)captured_word;
     pthread_mutex_unlock(&capture_lock);
     float value;
     memcpy(&value, &word, sizeof value);
     return value;
+}
+
+/* The captured pointer argument (gjfake_capture_pointer; 0 until a launch captured one). */
+FAKE_API uint64_t gjfake_captured_pointer(void) {
+    pthread_mutex_lock(&capture_lock);
+    const uint64_t word = captured_word;
+    pthread_mutex_unlock(&capture_lock);
+    return word;
 }
 
 static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,

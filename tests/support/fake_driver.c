@@ -42,6 +42,8 @@ int gj_fake_driver_open(gj_fake_driver *fake) {
         {"gjfake_reset_carveout", (void **)&fake->reset_carveout},
         {"gjfake_capture_argument", (void **)&fake->capture_argument},
         {"gjfake_captured_float", (void **)&fake->captured_float},
+        {"gjfake_capture_pointer", (void **)&fake->capture_pointer},
+        {"gjfake_captured_pointer", (void **)&fake->captured_pointer},
         {"gjfake_captured_grid_x", (void **)&fake->captured_grid_x},
         {"gjfake_set_capturing", (void **)&fake->set_capturing},
         {"gjfake_trace_start", (void **)&fake->trace_start},

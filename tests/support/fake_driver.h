@@ -4,6 +4,7 @@
 #define GJ_TEST_FAKE_DRIVER_H
 
 #include <cuda.h>
+#include <stdint.h>
 
 #define GJ_FAKE_NO_CARVEOUT (-1000)
 
@@ -32,6 +33,9 @@ typedef struct gj_fake_driver {
     void (*capture_argument)(const char *suffix, int index);
     float (*captured_float)(void);     /* its first 4 bytes, as a float, of the last such launch */
     unsigned (*captured_grid_x)(void); /* the last such launch's grid.x (0: none yet) */
+    /* The same for a pointer argument, all 8 bytes of it. */
+    void (*capture_pointer)(const char *suffix, int index);
+    uint64_t (*captured_pointer)(void);
     /* What cuStreamIsCapturing answers from now on (a CUstreamCaptureStatus; NONE at first). */
     void (*set_capturing)(int status);
     /* The stream order of what is queued from now on: trace() gives "memset(A) record(E1,A)
