@@ -80,7 +80,7 @@ static uint64_t aligned_bytes(uint64_t bytes) {
     return (bytes + 255) / 256 * 256;
 }
 
-/* A model's training step as its passes (docs/networks.md §10, "The step as passes"): the forward
+/* A model's training step as its passes (docs/networks.md §10, "A model's step as its passes"): the forward
  * for training (its outputs into desc->output, else as fp16 values into a buffer of the
  * stream's, and its context there), the L2 loss's gradient and the loss (NAME_loss, as the
  * step's own kernel computes them), then the backward to the parameters: the fused kernel (apart
@@ -152,9 +152,10 @@ static gj_status train_step_passes(gj_network_module *m, gj_stream stream, const
     return gj__network_launch(m, GJ__NK_BACKWARD, stream, n, args, call);
 }
 
-/* A model's training step as its own program, in three launches: the encoding module's forward writes the features
- * (feature-major, into the module's workspace), the network's kernel turns them into
- * dL/d(features) in place, the encoding module's backward adds its parameter gradients. */
+/* A model's training step: as its passes where network_step_choice.c says so, else as its own
+ * program in three launches: the encoding module's forward writes the features (feature-major,
+ * into the module's workspace), the network's kernel turns them into dL/d(features) in place,
+ * the encoding module's backward adds its parameter gradients. */
 static gj_status train_step_model(gj_network_module *module, gj_stream stream, const gj_network_train_desc *desc,
                                   float scale, const char *call) {
     gj_module *encoding_module = NULL;

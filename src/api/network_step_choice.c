@@ -1,5 +1,5 @@
 /* Whether a model's training step runs as its passes or as its own program (network_module.h;
- * docs/networks.md §10, "The step as passes").
+ * docs/networks.md §10, "A model's step as its passes").
  *
  * The step's own program (NAME_train_features between the encoding's level-major forward and
  * backward kernels) runs the network's forward, loss and backward in one kernel over features in
