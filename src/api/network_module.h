@@ -7,7 +7,10 @@
  *   network_launch.c       the geometry of its kernels' launches; a model's backward through
  *                          dL/d(features) (the network's kernel, then the encoding module's)
  *   network_passes_api.c   inference, the forward for training, the backward
- *   network_step_api.c     the fused training step and Adam
+ *   network_step_api.c     the training step (its own program, or a model's as its passes) and
+ *                          Adam
+ *   network_step_choice.c  which of the two a model's step runs as
+ *   network_backward_choice.c  whether a model's backward runs fused or apart
  *   network_init_api.c     the parameters' initialisation
  *   network_tiers.c        a model's fused backward compiled on a thread behind its first
  *                          steps, which its unfused backward serves meanwhile
