@@ -172,6 +172,18 @@ gj_status gj__network_backward_through_features(gj_network_module *m, gj_stream 
                                          b->dL_dencoding_params, b->encoding_mode, b->dL_dx);
 }
 
+gj_status gj__network_backward_fused_launch(gj_network_module *m, gj_stream stream,
+                                            const gj__network_features_backward *b, const char *call) {
+    uint64_t n = b->n;
+    const float *x = b->x, *dy = b->dL_dy;
+    const void *params = b->params, *eparams = b->encoding_params, *context = b->context;
+    float *dparams = b->dL_dparams;
+    void *deparams = b->dL_dencoding_params;
+    float dy_scale = b->dy_scale;
+    void *args[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams, &dy_scale};
+    return gj__network_launch(m, GJ__NK_BACKWARD, stream, n, args, call);
+}
+
 gj_status gj__network_encoding_backward(gj_module *encoding_module, gj_stream stream, uint64_t n, const float *x,
                                         const void *encoding_params, const void *features, void *dL_dparams,
                                         gj_grad_mode mode, float *dL_dx) {

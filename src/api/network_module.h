@@ -266,6 +266,11 @@ typedef struct gj__network_features_backward {
 } gj__network_features_backward;
 gj_status gj__network_backward_through_features(gj_network_module *m, gj_stream stream,
                                                 const gj__network_features_backward *b, const char *call);
+/* The same backward to the parameters in the fused kernel (NAME_backward, its program made):
+ * b's features, encoding_module, encoding_mode and dL_dx unused; its gradients added to (the
+ * caller zeroes what is overwritten). */
+gj_status gj__network_backward_fused_launch(gj_network_module *m, gj_stream stream,
+                                            const gj__network_features_backward *b, const char *call);
 /* The encoding module's backward from dL/d(features) (feature-major, n points): its gradients
  * (or NULL) as mode says, dL/dx (or NULL). */
 gj_status gj__network_encoding_backward(gj_module *encoding_module, gj_stream stream, uint64_t n, const float *x,

@@ -296,14 +296,12 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     } else if (!model) {
         void *args[] = {&n, &dy, &params, &context, &dparams, &dy_scale};
         status = gj__network_launch(module, GJ__NK_BACKWARD, stream, n, args, call);
-    } else if (!unfused) {
-        void *args[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams, &dy_scale};
-        status = gj__network_launch(module, GJ__NK_BACKWARD, stream, n, args, call);
     } else {
         const gj__network_features_backward b = {n, x, dy, dy_scale, params, eparams, context, dparams, features,
                                                  encoding_module, deparams,
                                                  grads.sums_zeroed ? GJ_GRAD_OVERWRITE : GJ_GRAD_ACCUMULATE, dx};
-        status = gj__network_backward_through_features(module, stream, &b, call);
+        status = unfused ? gj__network_backward_through_features(module, stream, &b, call)
+                         : gj__network_backward_fused_launch(module, stream, &b, call);
     }
     return status == GJ_OK
                ? finish_gradients(module, stream, desc, &grads, input_program ? GJ__NK_INPUT_FINISH : GJ__NK_FINISH)

@@ -133,23 +133,16 @@ static gj_status train_step_passes(gj_network_module *m, gj_stream stream, const
     if (status != GJ_OK) {
         return status;
     }
-    if (apart) { /* dL/dy carries the loss scale already, rounded as the fused kernel rounds it */
-        const gj__network_features_backward b = {n, x, dy, 1.0f, params, eparams, context, desc->dL_dparams,
-                                                 features, encoding_module, desc->dL_dencoding_params,
-                                                 GJ_GRAD_OVERWRITE, NULL};
+    /* dL/dy carries the loss scale already, rounded as the step's own kernel rounds it */
+    const gj__network_features_backward b = {n, x, dy, 1.0f, params, eparams, context, desc->dL_dparams,
+                                             features, encoding_module, desc->dL_dencoding_params,
+                                             GJ_GRAD_OVERWRITE, NULL};
+    if (apart) {
         return gj__network_backward_through_features(m, stream, &b, call);
     }
     status = gj__network_zero_with(m, zero, stream, desc->dL_dencoding_params,
                                    gj_network_module_encoding_gradient_size(m) * m->net->encoding->layout.n_params);
-    if (status != GJ_OK) {
-        return status;
-    }
-    float one = 1.0f, *dparams = desc->dL_dparams;
-    const float *dy_read = dy;
-    void *deparams = desc->dL_dencoding_params;
-    uint64_t points = n;
-    void *args[] = {&points, &x, &dy_read, &params, &eparams, &context, &dparams, &deparams, &one};
-    return gj__network_launch(m, GJ__NK_BACKWARD, stream, n, args, call);
+    return status == GJ_OK ? gj__network_backward_fused_launch(m, stream, &b, call) : status;
 }
 
 /* A model's training step: as its passes where network_step_choice.c says so, else as its own
