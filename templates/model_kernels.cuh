@@ -234,7 +234,7 @@ GJ_INLINE void gj_model_small_flush(const float* sums, typename E::config::grad_
 }
 
 template <class C, class E, int PAD>
-GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, const float* __restrict__ dL_dy,
+GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, gj_nn_dy dL_dy,
                                        float dy_scale, const gj_u16* w,
                                        const typename E::config::param_t* __restrict__ eparams, gj_u16* scratch,
                                        const gj_u16* ctx, float* grads, float* __restrict__ dL_dparams,
@@ -248,7 +248,7 @@ GJ_INLINE void gj_model_backward_tiles(gj_u64 n, const float* __restrict__ x, co
 // dL_dparams: the network's, fp32, added to; dL_deparams: the encoding's (grad_t), added to.
 // Either may be null. dy_scale multiplies dL/dy as it is read (a loss scale).
 template <class C, class E>
-GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, const float* __restrict__ dL_dy,
+GJ_INLINE void gj_model_backward_kernel(gj_u64 n, const float* __restrict__ x, gj_nn_dy dL_dy,
                                         float dy_scale, const gj_half* __restrict__ params,
                                         const typename E::config::param_t* __restrict__ eparams,
                                         const gj_u16* __restrict__ ctx, float* __restrict__ dL_dparams,
@@ -305,7 +305,7 @@ GJ_INLINE void gj_model_train_features_kernel(gj_u64 n, T* __restrict__ f, const
 // dL/dx (docs/networks.md §9), 0.67-0.80 of the time the fused kernel took with the encoding's
 // per-point backward with dL/dx.
 template <class C, class T, int PAD>
-GJ_INLINE void gj_model_backward_features_tiles(gj_u64 n, const float* __restrict__ dL_dy, float dy_scale,
+GJ_INLINE void gj_model_backward_features_tiles(gj_u64 n, gj_nn_dy dL_dy, float dy_scale,
                                                 const gj_u16* w, gj_u16* scratch, const gj_u16* ctx, float* grads,
                                                 float* __restrict__ dL_dparams, T* __restrict__ dL_df) {
     gj_nn_backward_rounds<C, PAD, true>(n, dL_dy, dy_scale, w, scratch, ctx, grads, dL_dparams,
@@ -332,7 +332,7 @@ GJ_INLINE void gj_model_backward_features_tiles(gj_u64 n, const float* __restric
 // dL_dparams: the network's, fp32, added to (null: none); dL_df: n x C::IN of T, feature-major,
 // written; dy_scale multiplies dL/dy as it is read.
 template <class C, class T>
-GJ_INLINE void gj_model_backward_features_kernel(gj_u64 n, const float* __restrict__ dL_dy, float dy_scale,
+GJ_INLINE void gj_model_backward_features_kernel(gj_u64 n, gj_nn_dy dL_dy, float dy_scale,
                                                  const gj_half* __restrict__ params, const gj_u16* __restrict__ ctx,
                                                  float* __restrict__ dL_dparams, T* __restrict__ dL_df) {
     float* grads;

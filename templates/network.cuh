@@ -1035,21 +1035,40 @@ GJ_INLINE gj_u64 gj_nn_sums_to_layout(gj_u64 offset, int K, gj_u64 e) {
     return offset + row * (gj_u64)K + col;
 }
 
-// The warp's tile backwards. dL_dy: lane p's C::OUT values of dL/dy (floats or halves; the
-// padding outputs get none), null when its point is inactive; dy_scale multiplies them as they
+// dL/dy as the backward kernels take it: floats, or fp16 values where half (the outputs' own
+// precision, as tiny-cuda-nn's networks and PyTorch hand it back: no conversion pass, half the
+// bytes read). A pointer of either kind converts to it; row(at) is the same array from value at.
+struct gj_nn_dy {
+    const void* p;
+    bool half;
+    GJ_INLINE gj_nn_dy(const void* values, bool fp16) : p(values), half(fp16) {}
+    GJ_INLINE gj_nn_dy(const float* values) : p(values), half(false) {}
+    GJ_INLINE gj_nn_dy row(gj_u64 at) const {
+        return gj_nn_dy(half ? (const void*)((const gj_u16*)p + at) : (const void*)((const float*)p + at), half);
+    }
+};
+template <class T> GJ_INLINE bool gj_nn_dy_given(const T* dy) { return dy != nullptr; }
+GJ_INLINE bool gj_nn_dy_given(const gj_nn_dy& dy) { return dy.p != nullptr; }
+template <class T> GJ_INLINE float gj_nn_dy_value(const T* dy, int c) { return gj_to_float(dy[c]); }
+GJ_INLINE float gj_nn_dy_value(const gj_nn_dy& dy, int c) {
+    return dy.half ? gj_half_to_float(((const gj_u16*)dy.p)[c]) : ((const float*)dy.p)[c];
+}
+
+// The warp's tile backwards. dL_dy: lane p's C::OUT values of dL/dy (a pointer to floats or
+// halves, or a gj_nn_dy; the padding outputs get none), null when its point is inactive; dy_scale multiplies them as they
 // are read (in fp32, before the fp16 rounding: a loss scale). x, d: the warp's two scratch
 // buffers (C::SCRATCH_HALVES from x). ctx: the forward context (read only for active points,
 // and for the activation derivatives of every row, which inactive rows then mask: it must
 // point at some tile's context). wg: where dL/dW goes (above). WITH_DX: also dL/dx, left as
 // fp16 in row p of the returned buffer (columns < C::IN). Returns the buffer holding dL/dx
 // (or null).
-template <class C, int PAD, bool WITH_DX, bool RECOMPUTE = false, class T, class WG>
-GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, float dy_scale, const gj_u16* w, gj_u16* x,
+template <class C, int PAD, bool WITH_DX, bool RECOMPUTE = false, class DY, class WG>
+GJ_INLINE const gj_u16* gj_nn_backward_warp(DY dL_dy, float dy_scale, const gj_u16* w, gj_u16* x,
                                             const gj_u16* ctx, const WG& wg) {
     typedef gj_nn<C> L;
     constexpr int S = C::S;
     const int p = gj_nn_lane();
-    const bool active = dL_dy != nullptr;
+    const bool active = gj_nn_dy_given(dL_dy);
     const gj_u32 mask = __ballot_sync(0xFFFFFFFFu, active);
     gj_u16* d = x + 32 * S;
     __syncwarp();
@@ -1061,8 +1080,8 @@ GJ_INLINE const gj_u16* gj_nn_backward_warp(const T* dL_dy, float dy_scale, cons
         for (int c = 0; c < C::OUT_P; c += 2) {
             float v[2] = {0.0f, 0.0f};
             if (active) {
-                if (c < C::OUT) v[0] = dy_scale * gj_to_float(dL_dy[c]);
-                if (c + 1 < C::OUT) v[1] = dy_scale * gj_to_float(dL_dy[c + 1]);
+                if (c < C::OUT) v[0] = dy_scale * gj_nn_dy_value(dL_dy, c);
+                if (c + 1 < C::OUT) v[1] = dy_scale * gj_nn_dy_value(dL_dy, c + 1);
             }
             *(gj_u32*)(row + c) = gj_pack_half2(v[0], v[1]);
         }

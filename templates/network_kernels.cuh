@@ -143,7 +143,7 @@ template <class C> struct gj_nn_round {
 // rounds (gj_nn_wgrad_regs), added to dL_dparams after the last; the others to grads every
 // round (the block sums, or dL_dparams itself).
 template <class C, int PAD, bool WITH_DX, class F>
-GJ_INLINE void gj_nn_backward_rounds(gj_u64 n, const float* __restrict__ dL_dy, float dy_scale, const gj_u16* w,
+GJ_INLINE void gj_nn_backward_rounds(gj_u64 n, gj_nn_dy dL_dy, float dy_scale, const gj_u16* w,
                                      gj_u16* scratch, const gj_u16* ctx, float* grads, float* __restrict__ dL_dparams,
                                      F per_point) {
     const int lane = gj_nn_lane();
@@ -155,7 +155,7 @@ GJ_INLINE void gj_nn_backward_rounds(gj_u64 n, const float* __restrict__ dL_dy, 
         const gj_u64 i = r.tile * 32 + lane;
         const bool active = i < n;
         const gj_u16* g = gj_nn_backward_warp<C, PAD, WITH_DX, gj_nn_recomputes<C>::value>(
-            active ? dL_dy + i * C::OUT : nullptr, dy_scale, w, scratch, r.ctx, sums);
+            active ? dL_dy.row(i * C::OUT) : gj_nn_dy(nullptr, false), dy_scale, w, scratch, r.ctx, sums);
         per_point(i, active, WITH_DX ? g + lane * C::S : nullptr);
         __syncwarp();
     }
@@ -163,7 +163,7 @@ GJ_INLINE void gj_nn_backward_rounds(gj_u64 n, const float* __restrict__ dL_dy, 
 }
 
 template <class C, int PAD, bool WITH_DX>
-GJ_INLINE void gj_nn_backward_tiles(gj_u64 n, const float* __restrict__ dL_dy, float dy_scale, const gj_u16* w,
+GJ_INLINE void gj_nn_backward_tiles(gj_u64 n, gj_nn_dy dL_dy, float dy_scale, const gj_u16* w,
                                     gj_u16* scratch, const gj_u16* ctx, float* grads, float* __restrict__ dL_dparams,
                                     float* __restrict__ dL_dx) {
     gj_nn_backward_rounds<C, PAD, WITH_DX>(n, dL_dy, dy_scale, w, scratch, ctx, grads, dL_dparams,
@@ -223,7 +223,7 @@ template <class C> GJ_INLINE void gj_nn_backward_flush(const float* grads, float
 // forms are kernels of different programs (NAME_backward, NAME_backward_input): each compiles
 // in about half the time of one kernel holding both, and a module makes them side by side.
 template <class C, bool WITH_DX>
-GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, const float* __restrict__ dL_dy, float dy_scale,
+GJ_INLINE void gj_nn_backward_kernel(gj_u64 n, gj_nn_dy dL_dy, float dy_scale,
                                      const gj_half* __restrict__ params, const gj_u16* __restrict__ ctx,
                                      float* __restrict__ dL_dparams, float* __restrict__ dL_dx) {
     float* grads;
@@ -322,18 +322,58 @@ GJ_INLINE void gj_nn_add_loss(float* loss, float v, float factor) {
 // The same loss as a pass of its own, for a model's training step run as its passes (the forward
 // for training, this, the backward: docs/networks.md §10): over the n values (points x outputs)
 // of y (the forward's fp16-rounded outputs, as floats, or as fp16 values where y_half) and
-// target, dL_dy = grad_factor * (y - target) rounded to fp16 (as gj_nn_train_rounds puts it),
+// target, dL_dy = grad_factor * (y - target) as fp16 values (as gj_nn_train_rounds rounds it),
 // and *loss (or null, zeroed by the caller) += loss_factor * the sum of (y - target)^2. A
-// grid-stride loop; blocks of whole warps (gj_nn_add_loss sums over the warp).
+// grid-stride loop over groups of 8 values, each read and written 16 bytes at a time where the
+// three arrays are 16-byte aligned (a streaming pass: one value a thread at a time left it at a
+// fraction of the bandwidth), the rest value by value; blocks of whole warps (gj_nn_add_loss
+// sums over the warp).
+GJ_INLINE void gj_nn_l2_loss_value(float yi, float ti, float grad_factor, float& squares, gj_u16& dy) {
+    const float diff = yi - ti;
+    squares = fmaf(diff, diff, squares);
+    dy = gj_float_to_half_bits(grad_factor * diff);
+}
+
 GJ_INLINE void gj_nn_l2_loss_kernel(gj_u64 n, const void* __restrict__ y, bool y_half, const float* __restrict__ target,
-                                    float grad_factor, float loss_factor, float* __restrict__ dL_dy,
+                                    float grad_factor, float loss_factor, gj_u16* __restrict__ dL_dy,
                                     float* __restrict__ loss) {
     float squares = 0.0f;
-    for (gj_u64 i = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (gj_u64)gridDim.x * blockDim.x) {
+    const gj_u64 first = (gj_u64)blockIdx.x * blockDim.x + threadIdx.x, stride = (gj_u64)gridDim.x * blockDim.x;
+    gj_u64 done = 0;
+    if ((((gj_u64)y | (gj_u64)target | (gj_u64)dL_dy) & 15) == 0) {
+        const gj_u64 groups = n / 8;
+        for (gj_u64 g = first; g < groups; g += stride) {
+            float yv[8], tv[8];
+            const gj_u32x4 t0 = ((const gj_u32x4*)target)[2 * g], t1 = ((const gj_u32x4*)target)[2 * g + 1];
+            const gj_u32 tw[8] = {t0.x, t0.y, t0.z, t0.w, t1.x, t1.y, t1.z, t1.w};
+            if (y_half) {
+                const gj_u32x4 q = ((const gj_u32x4*)y)[g];
+                const gj_u32 yw[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+                for (int k = 0; k < 8; ++k) yv[k] = gj_half_to_float((gj_u16)(yw[k / 2] >> (16 * (k % 2))));
+            } else {
+                const gj_u32x4 q0 = ((const gj_u32x4*)y)[2 * g], q1 = ((const gj_u32x4*)y)[2 * g + 1];
+                const gj_u32 yw[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+#pragma unroll
+                for (int k = 0; k < 8; ++k) yv[k] = __uint_as_float(yw[k]);
+            }
+            gj_u32 out[4];
+#pragma unroll
+            for (int k = 0; k < 8; k += 2) {
+                gj_u16 lo, hi;
+                tv[k] = __uint_as_float(tw[k]);
+                tv[k + 1] = __uint_as_float(tw[k + 1]);
+                gj_nn_l2_loss_value(yv[k], tv[k], grad_factor, squares, lo);
+                gj_nn_l2_loss_value(yv[k + 1], tv[k + 1], grad_factor, squares, hi);
+                out[k / 2] = (gj_u32)lo | ((gj_u32)hi << 16);
+            }
+            ((gj_u32x4*)dL_dy)[g] = gj_u32x4{out[0], out[1], out[2], out[3]};
+        }
+        done = groups * 8;
+    }
+    for (gj_u64 i = done + first; i < n; i += stride) {
         const float yi = y_half ? gj_half_to_float(((const gj_u16*)y)[i]) : ((const float*)y)[i];
-        const float diff = yi - target[i];
-        squares = fmaf(diff, diff, squares);
-        dL_dy[i] = gj_half_to_float(gj_float_to_half_bits(grad_factor * diff));
+        gj_nn_l2_loss_value(yi, target[i], grad_factor, squares, dL_dy[i]);
     }
     gj_nn_add_loss(loss, squares, loss_factor);
 }

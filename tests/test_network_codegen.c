@@ -112,8 +112,8 @@ static void unit_states_the_layout(void **state) {
     /* The whole unit: the fused backward to the parameters (the encoding's dL/dparams alone, one
      * instance of its per-level code) and the network's backward writing dL/d(features) for the
      * backward with dL/dinput. */
-    expect_line(a, "gj_model_backward_kernel<gj_network_config, gj_network_encoding_ops>(n, x, dL_dy, dy_scale, params, eparams, ctx,");
-    expect_line(a, "gj_model_backward_features_kernel<gj_network_input_config>(n, dL_dy, dy_scale, params, ctx, dL_dparams,");
+    expect_line(a, "gj_model_backward_kernel<gj_network_config, gj_network_encoding_ops>(n, x, gj_nn_dy(dL_dy, dy_half != 0), dy_scale,");
+    expect_line(a, "gj_model_backward_features_kernel<gj_network_input_config>(n, gj_nn_dy(dL_dy, dy_half != 0), dy_scale, params,");
     expect_line(a, "gj_levels_backward<config, gj_network_encoding_levels, true>(x, dy.v, p, g, unused, false,");
     expect_line(a, "// ===== templates/model_kernels.cuh =====");
     assert_true(strstr(a, "struct gj_network_encoding_config") < strstr(a, "struct gj_network_config"));

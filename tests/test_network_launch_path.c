@@ -912,6 +912,13 @@ static void a_model_step_runs_as_its_passes(void **state) {
     fake.capture_argument(NULL, -1);
     expect_in("the step's passes", tr, "train_features", 0);
     assert_int_equal(fake.count("cuLibraryLoadData"), 0); /* never the step's own program */
+    fake.capture_argument("_backward", 9); /* dy_half: the loss kernel writes fp16 values */
+    assert_int_equal(gj_network_train_step(m, NULL, &t), GJ_OK);
+    const float dy_half = fake.captured_float();
+    fake.capture_argument(NULL, -1);
+    uint32_t dy_half_bits;
+    memcpy(&dy_half_bits, &dy_half, sizeof dy_half_bits);
+    assert_int_equal(dy_half_bits, 1);
     gj_network_module_destroy(m);
 
     /* The rule where no knob says: 64-wide models of three or more hidden layers that recompute. */
@@ -1543,6 +1550,66 @@ static void fp16_outputs_reach_every_forward_kernel(void **state) {
     small_model_close(&s);
 }
 
+/* dL_doutput_fp16 (instead of dL_doutput): every backward kernel reads dL/dy in place and is told
+ * so by its last argument, dy_half (1; 0 for dL_doutput): a network's backward and its backward
+ * with dL/dinput (n, dy, params, ctx, dparams, [dx,] dy_scale, dy_half), a model's fused backward
+ * (n, x, dy, params, eparams, ctx, dparams, deparams, dy_scale, dy_half) and its backward writing
+ * dL/d(features) (n, dy, params, ctx, dparams, features, dy_scale, dy_half); one of dL_doutput and
+ * dL_doutput_fp16, never both, and one of them given. */
+static void fp16_dL_doutput_reaches_every_backward_kernel(void **state) {
+    (void)state;
+    if (!gj_test_have_nvrtc()) {
+        skip();
+    }
+    small_model s = small_model_open();
+    char *b = s.buffer;
+    gj_network *net = NULL;
+    assert_int_equal(gj_network_create(s.ctx, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1}",
+                                       16, 4, &net),
+                     GJ_OK);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(s.ctx, net, &m), GJ_OK);
+    gj_network_pass_desc d = desc_over(b, 100), h;
+    d.dL_doutput = (const float *)(b + 65536);
+    d.dL_dparams = (float *)(b + 131072);
+    h = d;
+    h.dL_doutput = NULL;
+    h.dL_doutput_fp16 = b + 65536;
+    assert_int_equal(y_half_of("_backward", 6, gj_network_backward, m, &h), 1);
+    assert_int_equal(y_half_of("_backward", 6, gj_network_backward, m, &d), 0);
+    d.dL_dinput = h.dL_dinput = (float *)(b + 196608);
+    assert_int_equal(y_half_of("_backward_input", 7, gj_network_backward, m, &h), 1);
+    assert_int_equal(y_half_of("_backward_input", 7, gj_network_backward, m, &d), 0);
+    h.dL_doutput = d.dL_doutput; /* both */
+    fake.reset_counts();
+    assert_int_equal(gj_network_backward(m, NULL, &h), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(s.ctx), "give dL_doutput (floats) or dL_doutput_fp16 (fp16 values), not both"));
+    h.dL_doutput = h.dL_doutput_fp16 = NULL; /* neither */
+    assert_int_equal(gj_network_backward(m, NULL, &h), GJ_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gj_context_errmsg(s.ctx), "dL_doutput (or dL_doutput_fp16) and context must not be NULL"));
+    assert_int_equal(fake.count("cuLaunchKernel"), 0);
+    gj_network_module_destroy(m);
+    gj_network_destroy(net);
+
+    /* The small model: its fused backward (no thread compiling behind it), then with dL/dinput. */
+    setenv("GRIDJIT_NETWORK_TIERS", "0", 1);
+    m = module_with_env(s.ctx, s.model, "GRIDJIT_NETWORK_FUSED_BACKWARD", "1");
+    unsetenv("GRIDJIT_NETWORK_TIERS");
+    d.encoding_params = (const void *)(b + (1 << 20));
+    d.dL_dencoding_params = b + (2 << 20);
+    d.dL_dinput = NULL;
+    h = d;
+    h.dL_doutput = NULL;
+    h.dL_doutput_fp16 = b + 65536;
+    assert_int_equal(y_half_of("_backward", 9, gj_network_backward, m, &h), 1);
+    assert_int_equal(y_half_of("_backward", 9, gj_network_backward, m, &d), 0);
+    d.dL_dinput = h.dL_dinput = (float *)(b + 196608);
+    assert_int_equal(y_half_of("_backward_input", 7, gj_network_backward, m, &h), 1);
+    assert_int_equal(y_half_of("_backward_input", 7, gj_network_backward, m, &d), 0);
+    gj_network_module_destroy(m);
+    small_model_close(&s);
+}
+
 /* A model recomputing in the backward (GRIDJIT_NETWORK_RECOMPUTE=1, and by default: its hidden
  * layer is 16 wide) keeps the input rows alone (a context of 32 rows of 16 halves a tile: 2
  * levels of 2 features, padded), and its forward then runs in the inference kernel's block of 16
@@ -1907,6 +1974,7 @@ int main(void) {
         cmocka_unit_test(a_model_s_forward_runs_in_two_passes),
         cmocka_unit_test(a_model_s_inference_block_stages_its_small_levels),
         cmocka_unit_test(fp16_outputs_reach_every_forward_kernel),
+        cmocka_unit_test(fp16_dL_doutput_reaches_every_backward_kernel),
         cmocka_unit_test(a_model_backward_summing_small_levels_takes_their_room),
         cmocka_unit_test(precompiled_programs_serve_without_nvrtc),
         cmocka_unit_test(a_precompiled_model_trains_without_nvrtc),

@@ -45,9 +45,11 @@ static void usage(void) {
            "Options: -c/--config, -d/--dims (the network's input width, a model's encoding\n"
            "dimensions), --output-dims\n"
            "(default: the network object's \"n_output_dims\"), -P/--points (default 2^21),\n"
-           "-i/--iterations (default 50), --output (what inference and the forward write:\n"
-           "fp32, the default, or fp16 values as tiny-cuda-nn's networks write them, half\n"
-           "the bytes: gj_network_pass_desc.output_fp16), -j/--json (one object: {\"config\",\n"
+           "-i/--iterations (default 50), --output (what inference and the forward write\n"
+           "and the backward reads as dL/doutput: fp32, the default, or fp16 values as\n"
+           "tiny-cuda-nn's networks write them and PyTorch hands their gradient back, half\n"
+           "the bytes: gj_network_pass_desc.output_fp16, dL_doutput_fp16), -j/--json (one\n"
+           "object: {\"config\",\n"
            "\"n_points\", \"output\", \"device\", \"compile_ms\": {\"inference\", \"training\",\n"
            "\"training_all\",\n"
            "\"train_step\", \"train_step_all\"}, \"iterations\", \"final_loss\" (train_step's last),\n"
@@ -186,7 +188,7 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
     }
     if (rc == GJ_CLI_OK) {
         gj_cli_random_floats(&seed, host, n * out, -1.0f, 1.0f);
-        rc = gj_cli_gpu_upload(&gpu, host, n * out, GJ_PRECISION_FP32, &dy);
+        rc = gj_cli_gpu_upload(&gpu, host, n * out, output_fp16 ? GJ_PRECISION_FP16 : GJ_PRECISION_FP32, &dy);
     }
     const gj_encoding *enc = net ? gj_network_encoding(net) : NULL;
     const uint64_t n_enc = enc ? gj_encoding_n_params(enc) : 0;
@@ -231,7 +233,8 @@ static int bench(const char *config_text, uint32_t n_in, uint32_t n_out, uint32_
     r.d.output = output_fp16 ? NULL : y; /* y holds n x out floats: room for either */
     r.d.output_fp16 = output_fp16 ? y : NULL;
     r.d.context = context;
-    r.d.dL_doutput = dy;
+    r.d.dL_doutput = output_fp16 ? NULL : dy; /* dL/doutput in the outputs' precision, as PyTorch hands it back */
+    r.d.dL_doutput_fp16 = output_fp16 ? dy : NULL;
     r.d.dL_dparams = dw;
     r.d.dL_dinput = dx;
     r.d.encoding_params = eparams;

@@ -127,6 +127,43 @@ def test_tiny_output_gradients_survive_thanks_to_the_loss_scale():
     assert rel_norm(net.params.grad, gp) < 3e-2, rel_norm(net.params.grad, gp)
 
 
+@pytest.mark.parametrize("kind", ["network", "model"])
+def test_fp16_output_gradient_is_read_as_it_is(kind, monkeypatch):
+    """dL/dy in fp16 (a loss on the outputs cast to fp16, as tinycudann's users write it) goes
+    to the kernels in place (gj_network_pass_desc.dL_doutput_fp16, no conversion to float32):
+    the same dL/dx, bit for bit, as the same values handed over as float32, and the same
+    dL/dparams up to the order in which the kernels' atomics sum them."""
+    torch.manual_seed(3)
+    if kind == "network":
+        net = gjt.Network(3, 16, MLP64)
+    else:
+        net = gjt.NetworkWithInputEncoding(3, 16, GRID, MLP64)
+    x = torch.rand(3000, 3, device=DEVICE, requires_grad=True)
+    dy16 = (torch.rand(3000, 16, device=DEVICE) - 0.5).half()
+    calls = []
+    original = torch.Tensor.to
+
+    def counting_to(self, *args, **kwargs):
+        calls.append((self.dtype, args))
+        return original(self, *args, **kwargs)
+
+    grads = []
+    for dy in (dy16, dy16.float()):
+        net.zero_grad(set_to_none=True)
+        x.grad = None
+        y = net(x)
+        if dy.dtype is torch.float16:
+            monkeypatch.setattr(torch.Tensor, "to", counting_to)
+        y.backward(dy)
+        monkeypatch.setattr(torch.Tensor, "to", original)
+        torch.cuda.synchronize()
+        grads.append((net.params.grad.clone(), x.grad.clone()))
+    assert not [c for c in calls if c[0] is torch.float16], calls  # no conversion of fp16 dy
+    assert rel_norm(grads[0][0], grads[1][0]) < 1e-3, rel_norm(grads[0][0], grads[1][0])
+    assert torch.equal(grads[0][1], grads[1][1])
+    assert grads[0][0].abs().sum() > 0
+
+
 def test_zero_points_and_cpu_input():
     net = gjt.Network(3, 2, MLP64)
     x = torch.zeros(0, 3, device=DEVICE, requires_grad=True)

@@ -157,13 +157,14 @@ gj_status gj__network_launch(gj_network_module *m, gj__network_kernel k, gj_stre
 gj_status gj__network_backward_through_features(gj_network_module *m, gj_stream stream,
                                                 const gj__network_features_backward *b, const char *call) {
     uint64_t n = b->n;
-    const float *dy = b->dL_dy;
+    const void *dy = b->dL_dy;
     const void *params = b->params;
     const void *context = b->context;
     float *dparams = b->dL_dparams;
     void *features = b->features;
     float dy_scale = b->dy_scale;
-    void *args[] = {&n, &dy, &params, &context, &dparams, &features, &dy_scale};
+    uint32_t dy_half = b->dy_half;
+    void *args[] = {&n, &dy, &params, &context, &dparams, &features, &dy_scale, &dy_half};
     gj_status status = gj__network_launch(m, GJ__NK_BACKWARD_INPUT, stream, n, args, call);
     if (status != GJ_OK || (!b->dL_dencoding_params && !b->dL_dx)) {
         return status; /* the encoding's part: only what was asked for */
@@ -175,12 +176,14 @@ gj_status gj__network_backward_through_features(gj_network_module *m, gj_stream 
 gj_status gj__network_backward_fused_launch(gj_network_module *m, gj_stream stream,
                                             const gj__network_features_backward *b, const char *call) {
     uint64_t n = b->n;
-    const float *x = b->x, *dy = b->dL_dy;
+    const float *x = b->x;
+    const void *dy = b->dL_dy;
     const void *params = b->params, *eparams = b->encoding_params, *context = b->context;
     float *dparams = b->dL_dparams;
     void *deparams = b->dL_dencoding_params;
     float dy_scale = b->dy_scale;
-    void *args[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams, &dy_scale};
+    uint32_t dy_half = b->dy_half;
+    void *args[] = {&n, &x, &dy, &params, &eparams, &context, &dparams, &deparams, &dy_scale, &dy_half};
     return gj__network_launch(m, GJ__NK_BACKWARD, stream, n, args, call);
 }
 

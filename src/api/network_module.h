@@ -254,7 +254,9 @@ gj_status gj__network_launch_elementwise(gj_network_module *m, gj__network_kerne
  * turns them into what is asked of it (its gradients, dL/dx; neither: nothing). */
 typedef struct gj__network_features_backward {
     uint64_t n;
-    const float *x, *dL_dy;
+    const float *x;
+    const void *dL_dy;           /* floats, or fp16 values where dy_half */
+    uint32_t dy_half;
     float dy_scale;
     const void *params, *encoding_params, *context;
     float *dL_dparams;           /* added to (zeroed first where overwritten), or NULL */

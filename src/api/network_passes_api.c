@@ -220,11 +220,15 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
         return status;
     }
     const int model = module->net->encoding != NULL;
-    if (!desc->dL_doutput || !desc->context ||
+    if (!(desc->dL_doutput || desc->dL_doutput_fp16) || !desc->context ||
         (!desc->dL_dparams && !desc->dL_dinput && !desc->dL_dencoding_params && !desc->dL_dencoding_params_fp32)) {
         return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
-                        "%s: dL_doutput and context must not be NULL, and dL_dparams, dL_dinput, "
+                        "%s: dL_doutput (or dL_doutput_fp16) and context must not be NULL, and dL_dparams, dL_dinput, "
                         "dL_dencoding_params or dL_dencoding_params_fp32 must be given", call);
+    }
+    if (desc->dL_doutput && desc->dL_doutput_fp16) {
+        return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
+                        "%s: give dL_doutput (floats) or dL_doutput_fp16 (fp16 values), not both", call);
     }
     if (model && !desc->input) {
         return gj__fail(&module->ctx->diag, GJ_ERROR_INVALID_ARGUMENT,
@@ -283,7 +287,8 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     }
     uint64_t n = desc->n;
     const float *x = desc->input;
-    const float *dy = desc->dL_doutput;
+    const void *dy = desc->dL_doutput ? (const void *)desc->dL_doutput : desc->dL_doutput_fp16;
+    uint32_t dy_half = desc->dL_doutput == NULL;
     const void *params = desc->params;
     const void *eparams = desc->encoding_params;
     const void *context = desc->context;
@@ -291,13 +296,13 @@ gj_status gj_network_backward(gj_network_module *module, gj_stream stream, const
     void *deparams = grads.sums;
     float *dx = desc->dL_dinput;
     if (!model && with_input) {
-        void *args[] = {&n, &dy, &params, &context, &dparams, &dx, &dy_scale};
+        void *args[] = {&n, &dy, &params, &context, &dparams, &dx, &dy_scale, &dy_half};
         status = gj__network_launch(module, GJ__NK_BACKWARD_INPUT, stream, n, args, call);
     } else if (!model) {
-        void *args[] = {&n, &dy, &params, &context, &dparams, &dy_scale};
+        void *args[] = {&n, &dy, &params, &context, &dparams, &dy_scale, &dy_half};
         status = gj__network_launch(module, GJ__NK_BACKWARD, stream, n, args, call);
     } else {
-        const gj__network_features_backward b = {n, x, dy, dy_scale, params, eparams, context, dparams, features,
+        const gj__network_features_backward b = {n, x, dy, dy_half, dy_scale, params, eparams, context, dparams, features,
                                                  encoding_module, deparams,
                                                  grads.sums_zeroed ? GJ_GRAD_OVERWRITE : GJ_GRAD_ACCUMULATE, dx};
         status = unfused ? gj__network_backward_through_features(module, stream, &b, call)

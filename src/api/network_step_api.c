@@ -72,8 +72,9 @@ static gj_status zero_step_outputs(gj_network_module *m, gj_stream stream, const
     return status;
 }
 
-/* The unfused step's loss kernel: at most this many blocks of 256 threads. */
-#define LOSS_BLOCKS 256u
+/* The unfused step's loss kernel: at most this many blocks of 256 threads (a wave of an H100 or
+ * H200), each thread 8 values at a time. */
+#define LOSS_BLOCKS 1024u
 
 /* 256-byte steps of the stream's scratch buffer. */
 static uint64_t aligned_bytes(uint64_t bytes) {
@@ -94,7 +95,7 @@ static gj_status train_step_passes(gj_network_module *m, gj_stream stream, const
     uint32_t y_half = desc->output == NULL; /* outputs nobody reads but the loss: fp16, half the bytes */
     const uint64_t context_bytes = aligned_bytes(gj_network_module_context_bytes(m, n));
     const uint64_t output_bytes = y_half ? aligned_bytes(2 * values) : 0;
-    const uint64_t dy_bytes = aligned_bytes(4 * values);
+    const uint64_t dy_bytes = aligned_bytes(2 * values); /* fp16 values, as the backward reads them */
     const uint64_t feature_bytes = apart ? gj__network_features_bytes(m, n) : 0;
     char *scratch = NULL;
     gj_status status = gj__workspace_get_for_stream(&m->stream_scratch, &m->ctx->runtime, stream,
@@ -105,7 +106,7 @@ static gj_status train_step_passes(gj_network_module *m, gj_stream stream, const
     }
     void *context = scratch;
     void *y = desc->output ? (void *)desc->output : (void *)(scratch + context_bytes);
-    float *dy = (float *)(scratch + context_bytes + output_bytes);
+    void *dy = scratch + context_bytes + output_bytes;
     void *features = apart ? scratch + context_bytes + output_bytes + dy_bytes : NULL;
     const float *x = desc->input, *target = desc->target;
     const void *params = desc->params, *eparams = desc->encoding_params;
@@ -128,13 +129,13 @@ static gj_status train_step_passes(gj_network_module *m, gj_stream stream, const
     /* At most LOSS_BLOCKS blocks: a warp adds its sum of squares to the loss with one atomic, and
      * fewer of them sum in fp32 with less rounding (the fused kernel's are a wave's warps). */
     if (status == GJ_OK) {
-        status = gj__network_launch_elementwise(m, GJ__NK_LOSS, stream, values, LOSS_BLOCKS, loss_args);
+        status = gj__network_launch_elementwise(m, GJ__NK_LOSS, stream, (values + 7) / 8, LOSS_BLOCKS, loss_args);
     }
     if (status != GJ_OK) {
         return status;
     }
-    /* dL/dy carries the loss scale already, rounded as the step's own kernel rounds it */
-    const gj__network_features_backward b = {n, x, dy, 1.0f, params, eparams, context, desc->dL_dparams,
+    /* dL/dy (fp16) carries the loss scale already, rounded as the step's own kernel rounds it */
+    const gj__network_features_backward b = {n, x, dy, 1, 1.0f, params, eparams, context, desc->dL_dparams,
                                              features, encoding_module, desc->dL_dencoding_params,
                                              GJ_GRAD_OVERWRITE, NULL};
     if (apart) {

@@ -585,11 +585,11 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
     if (backward) {
         gj__sb_printf(sb,
                       "extern \"C\" __global__ void %s\n"
-                      "%s_backward(gj_u64 n, const float* x, const float* dL_dy, const gj_half* params,\n"
+                      "%s_backward(gj_u64 n, const float* x, const void* dL_dy, const gj_half* params,\n"
                       "            const %s_encoding_config::param_t* eparams, const gj_u16* ctx, float* dL_dparams,\n"
-                      "            %s_encoding_config::grad_t* dL_deparams, float dy_scale) {\n"
-                      "    gj_model_backward_kernel<%s_config, %s_encoding_ops>(n, x, dL_dy, dy_scale, params, eparams, ctx,\n"
-                      "                                                        dL_dparams, dL_deparams);\n"
+                      "            %s_encoding_config::grad_t* dL_deparams, float dy_scale, gj_u32 dy_half) {\n"
+                      "    gj_model_backward_kernel<%s_config, %s_encoding_ops>(n, x, gj_nn_dy(dL_dy, dy_half != 0), dy_scale,\n"
+                      "                                                        params, eparams, ctx, dL_dparams, dL_deparams);\n"
                       "}\n\n",
                       bounds->backward, name, name, name, name, name);
     }
@@ -606,10 +606,11 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
         gj__sb_printf(sb,
                       "// dL_dfeatures: n x %s_config::IN, feature-major, in the encoding's precision (written).\n"
                       "extern \"C\" __global__ void %s\n"
-                      "%s_backward_input(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx,\n"
-                      "                  float* dL_dparams, %s_encoding_config::param_t* dL_dfeatures, float dy_scale) {\n"
-                      "    gj_model_backward_features_kernel<%s_input_config>(n, dL_dy, dy_scale, params, ctx, dL_dparams,\n"
-                      "                                                       dL_dfeatures);\n"
+                      "%s_backward_input(gj_u64 n, const void* dL_dy, const gj_half* params, const gj_u16* ctx,\n"
+                      "                  float* dL_dparams, %s_encoding_config::param_t* dL_dfeatures, float dy_scale,\n"
+                      "                  gj_u32 dy_half) {\n"
+                      "    gj_model_backward_features_kernel<%s_input_config>(n, gj_nn_dy(dL_dy, dy_half != 0), dy_scale, params,\n"
+                      "                                                       ctx, dL_dparams, dL_dfeatures);\n"
                       "}\n\n",
                       name, bounds->backward, name, name, name);
     }
@@ -622,10 +623,10 @@ static void emit_model_kernels(gj__strbuf *sb, const char *name, gj__network_par
     if (forward) {
         gj__sb_printf(sb,
                       "// The training step's L2 loss as a pass of its own, after the forward for training:\n"
-                      "// dL/dy (fp16-rounded floats) and the loss, from y as floats or (y_half) fp16 values.\n"
+                      "// dL/dy (fp16 values) and the loss, from y as floats or (y_half) fp16 values.\n"
                       "extern \"C\" __global__ void __launch_bounds__(256)\n"
                       "%s_loss(gj_u64 n, const void* y, gj_u32 y_half, const float* target, float grad_factor,\n"
-                      "        float loss_factor, float* dL_dy, float* loss) {\n"
+                      "        float loss_factor, gj_u16* dL_dy, float* loss) {\n"
                       "    gj_nn_l2_loss_kernel(n, y, y_half != 0, target, grad_factor, loss_factor, dL_dy, loss);\n"
                       "}\n\n",
                       name);
@@ -680,11 +681,13 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
     }
     if (part == GJ__NETWORK_PART_BACKWARD || part == GJ__NETWORK_PART_ALL) {
         gj__sb_printf(sb,
-                      "// dL/dparams alone (added to: zero them first, NAME_zero), of dL/dy times dy_scale.\n"
+                      "// dL/dparams alone (added to: zero them first, NAME_zero), of dL/dy (floats, or fp16 values\n"
+                      "// where dy_half) times dy_scale.\n"
                       "extern \"C\" __global__ void %s\n"
-                      "%s_backward(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx, float* dL_dparams,\n"
-                      "            float dy_scale) {\n"
-                      "    gj_nn_backward_kernel<%s_config, false>(n, dL_dy, dy_scale, params, ctx, dL_dparams, nullptr);\n"
+                      "%s_backward(gj_u64 n, const void* dL_dy, const gj_half* params, const gj_u16* ctx, float* dL_dparams,\n"
+                      "            float dy_scale, gj_u32 dy_half) {\n"
+                      "    gj_nn_backward_kernel<%s_config, false>(n, gj_nn_dy(dL_dy, dy_half != 0), dy_scale, params, ctx,\n"
+                      "                                           dL_dparams, nullptr);\n"
                       "}\n\n",
                       bounds->backward, name, name);
         emit_gradient_kernels(sb, name, "");
@@ -693,9 +696,10 @@ static void emit_kernels(gj__strbuf *sb, const char *name, gj__network_part part
         gj__sb_printf(sb,
                       "// dL/dx (written) and, unless dL_dparams is null, dL/dparams (added to).\n"
                       "extern \"C\" __global__ void %s\n"
-                      "%s_backward_input(gj_u64 n, const float* dL_dy, const gj_half* params, const gj_u16* ctx,\n"
-                      "                  float* dL_dparams, float* dL_dx, float dy_scale) {\n"
-                      "    gj_nn_backward_kernel<%s_config, true>(n, dL_dy, dy_scale, params, ctx, dL_dparams, dL_dx);\n"
+                      "%s_backward_input(gj_u64 n, const void* dL_dy, const gj_half* params, const gj_u16* ctx,\n"
+                      "                  float* dL_dparams, float* dL_dx, float dy_scale, gj_u32 dy_half) {\n"
+                      "    gj_nn_backward_kernel<%s_config, true>(n, gj_nn_dy(dL_dy, dy_half != 0), dy_scale, params, ctx,\n"
+                      "                                          dL_dparams, dL_dx);\n"
                       "}\n\n",
                       bounds->backward, name, name);
         emit_gradient_kernels(sb, name, "input_");

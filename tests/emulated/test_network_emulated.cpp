@@ -337,6 +337,43 @@ template <class C> static void run(unsigned n, unsigned grid, double tol) {
     std::vector<double> g_scaled(dw_scaled.begin(), dw_scaled.end()), dw_ref_scaled(dw_ref);
     for (double& v : dw_ref_scaled) v *= 128.0;
     report("dL/dparams, loss scale 128", shape, rel_error(g_scaled, dw_ref_scaled, 1e-3 * 128.0), 2 * tol);
+    // dL/dy as fp16 values (gj_nn_dy(p, true): what PyTorch hands back for fp16 outputs, read in
+    // place) against the same values as floats: dL/dparams and dL/dx bit for bit, and a model's
+    // dL/d(features) too.
+    {
+        std::vector<gj_u16> dy16(dy.size());
+        std::vector<float> dy_rounded(dy.size());
+        for (size_t i = 0; i < dy.size(); ++i) {
+            dy16[i] = gj_float_to_half_bits(dy[i]);
+            dy_rounded[i] = gj_half_to_float(dy16[i]);
+        }
+        std::vector<float> dw_f(C::N_PARAMS, 0.0f), dw_h(C::N_PARAMS, 0.0f), dx_f(dx.size(), NAN), dx_h(dx.size(), NAN);
+        std::vector<gj_half> df_f((size_t)n * C::IN), df_h((size_t)n * C::IN);
+        gj_emulate_launch(grid, block, [&] {
+            gj_nn_backward_kernel<C, true>(n, dy_rounded.data(), 128.0f, params, ctx.data(), dw_f.data(), dx_f.data());
+        });
+        gj_emulate_launch(grid, block, [&] {
+            gj_nn_backward_kernel<C, true>(n, gj_nn_dy(dy16.data(), true), 128.0f, params, ctx.data(), dw_h.data(),
+                                           dx_h.data());
+        });
+        gj_emulate_launch(grid, block, [&] {
+            gj_model_backward_features_kernel<C>(n, dy_rounded.data(), 1.0f, params, ctx.data(), (float*)nullptr,
+                                                 df_f.data());
+        });
+        gj_emulate_launch(grid, block, [&] {
+            gj_model_backward_features_kernel<C>(n, gj_nn_dy(dy16.data(), true), 1.0f, params, ctx.data(), (float*)nullptr,
+                                                 df_h.data());
+        });
+        int differ = std::memcmp(dw_f.data(), dw_h.data(), dw_f.size() * sizeof(float)) != 0;
+        differ += std::memcmp(dx_f.data(), dx_h.data(), dx_f.size() * sizeof(float)) != 0;
+        for (size_t i = 0; i < df_f.size(); ++i) differ += df_f[i].bits != df_h[i].bits;
+        if (differ) {
+            std::printf("FAIL fp16 dL/dy %s: %d differences from the same values as floats\n", shape, differ);
+            ++failures;
+        } else {
+            std::printf("ok   fp16 dL/dy %s: dL/dparams, dL/dx, dL/d(features) as from floats\n", shape);
+        }
+    }
     // A model's backward with dL/dinput: dL/d(features) feature-major ([k * n + i]), rounded
     // to the encoding's precision, and the network's dL/dparams.
     std::vector<gj_half> df_half((size_t)n * C::IN, gj_half{0x7E00u});
@@ -408,12 +445,19 @@ static void finish_case(unsigned grid, unsigned n16, bool aligned, bool accumula
     }
 }
 
-// gj_nn_l2_loss_kernel: dL/dy the fp16 rounding of grad_factor (y - target), as the fused step
+// gj_nn_l2_loss_kernel: dL/dy the fp16 values of grad_factor (y - target), as the fused step
 // puts it, and the loss added to what is there, over grids smaller and larger than the work
-// (warps summing partial loops) and with no loss asked for.
-static void loss_case(unsigned grid, unsigned n, bool with_loss, bool y_half = false) {
-    std::vector<float> y(n), target(n), dy(n + 1, -7.0f);
-    std::vector<gj_u16> y16(n);
+// (warps summing partial loops), with no loss asked for, with n not a multiple of 8 (the values
+// after the last group of 8) and with the arrays one value off 16-byte alignment (shift 1: value
+// by value throughout).
+static void loss_case(unsigned grid, unsigned n, bool with_loss, bool y_half = false, unsigned shift = 0) {
+    // 16-byte aligned storage, the arrays starting shift values in
+    std::vector<gj_u32x4> y_store(n / 4 + 2), target_store(n / 4 + 2), y16_store(n / 8 + 2), dy_store(n / 8 + 2);
+    float* y = (float*)y_store.data() + shift;
+    float* target = (float*)target_store.data() + shift;
+    gj_u16* y16 = (gj_u16*)y16_store.data() + shift;
+    gj_u16* dy = (gj_u16*)dy_store.data() + shift;
+    for (unsigned i = 0; i <= n; ++i) dy[i] = 0x7E00; // dy[n]: a NaN's bits, to stay untouched
     double want_loss = 0.5; // added to
     const float grad_factor = 2.0f * 128.0f / (float)n, loss_factor = 1.0f / (float)n;
     unsigned state = 11 + n;
@@ -426,20 +470,19 @@ static void loss_case(unsigned grid, unsigned n, bool with_loss, bool y_half = f
     }
     float loss = 0.5f;
     gj_emulate_launch(grid, 64, [&] {
-        const void* y_in = y_half ? (const void*)y16.data() : (const void*)y.data();
-        gj_nn_l2_loss_kernel(n, y_in, y_half, target.data(), grad_factor, loss_factor, dy.data(),
-                             with_loss ? &loss : nullptr);
+        const void* y_in = y_half ? (const void*)y16 : (const void*)y;
+        gj_nn_l2_loss_kernel(n, y_in, y_half, target, grad_factor, loss_factor, dy, with_loss ? &loss : nullptr);
     });
     int wrong = 0;
     for (unsigned i = 0; i < n; ++i) {
         const float diff = y[i] - target[i]; // in fp32, as the kernels compute it
-        wrong += dy[i] != gj_half_to_float(gj_float_to_half_bits(grad_factor * diff));
+        wrong += dy[i] != gj_float_to_half_bits(grad_factor * diff);
     }
-    char shape[64];
-    std::snprintf(shape, sizeof shape, "l2 loss grid %u n %u%s%s", grid, n, with_loss ? "" : " (no loss)",
-                  y_half ? ", fp16 outputs" : "");
+    char shape[80];
+    std::snprintf(shape, sizeof shape, "l2 loss grid %u n %u%s%s%s", grid, n, with_loss ? "" : " (no loss)",
+                  y_half ? ", fp16 outputs" : "", shift ? ", unaligned" : "");
     const double loss_error = with_loss ? std::fabs(loss - want_loss) / want_loss : (loss == 0.5f ? 0.0 : 1.0);
-    if (wrong || dy[n] != -7.0f || loss_error > 1e-5) {
+    if (wrong || dy[n] != 0x7E00 || loss_error > 1e-5) {
         std::printf("FAIL %s: %d gradients wrong, loss error %g\n", shape, wrong, loss_error);
         ++failures;
     } else {
@@ -733,6 +776,9 @@ int main() {
     loss_case(7, 100, true);
     loss_case(3, 4099, false);
     loss_case(5, 777, true, true);
+    loss_case(2, 4096, true, true);
+    loss_case(3, 1003, true, false, 1);
+    loss_case(4, 999, true, true, 1);
     finish_case(1, 103, true, false, 1.0f / 128.0f);
     finish_case(3, 1000, true, true, 0.5f);
     finish_case(2, 103, false, false, 1.0f / 128.0f);

@@ -260,6 +260,7 @@ class NetworkPassDesc(Structure):
         ("dL_dencoding_params_fp32", c_void_p),  # appended after the loss scale: a model's fp32 encoding gradients
         ("unscale_gradients", c_uint32),  # 1: the fp32 gradients divided by the loss scale
         ("output_fp16", c_void_p),  # appended after unscale_gradients: fp16 outputs instead of output
+        ("dL_doutput_fp16", c_void_p),  # appended after output_fp16: fp16 dL/doutput instead of dL_doutput
     ]
 
 

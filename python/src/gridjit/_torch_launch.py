@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .torch import _Native, _NetNative
 
 _F32 = torch.float32
+_F16 = torch.float16
 
 # What the per-call path calls, looked up once. Each has a fallback for torch builds without
 # the private entry point.
@@ -270,6 +271,7 @@ class _NetOps(_DeviceOps):
     they are returned."""
 
     _descriptor_type = _NetDescriptors
+    fp16_dy = True  # backward takes dy as float32 or as fp16 (read in place)
 
     def __init__(self, native: "_NetNative", index: int):
         super().__init__(native, index)
@@ -345,7 +347,11 @@ class _NetOps(_DeviceOps):
             d.n = n
             d.params = params.data_ptr()
             d.context = saved[0].data_ptr()
-            d.dL_doutput = dy.data_ptr()
+            # fp16 dL/dy (a loss computed on the outputs cast to fp16) is read in place, floats
+            # otherwise (docs/networks.md §8, "fp16 dL/doutput").
+            half = dy.dtype is _F16
+            d.dL_doutput = None if half else dy.data_ptr()
+            d.dL_doutput_fp16 = dy.data_ptr() if half else None
             d.dL_doutput_scale = loss_scale
             d.dL_dparams = None if dparams is None else dparams.data_ptr()
             d.dL_dinput = None if dx is None else dx.data_ptr()
@@ -374,6 +380,8 @@ class _ModelOps:
         self.n_mlp = self.network.n_params
         self.n_params = native.n_params
         self.half = self.encoding.dtype
+
+    fp16_dy = True  # the network's backward reads fp16 dy in place
 
     def init(self, params: torch.Tensor, seed: int) -> None:
         n_mlp = self.n_mlp

@@ -897,8 +897,8 @@ def _network_backward(ctx, dy, x, kparams, saved, want_dx, want_dparams):
     (gj_network_pass_desc.dL_doutput_scale: no pass of its own), and the launch layer has the
     gradients divided by it (the library's finishing pass, unscale_gradients, which also converts
     a model's fp16 encoding gradients to fp32)."""
-    if dy.dtype is not _F32:
-        dy = dy.to(_F32)
+    if dy.dtype is not _F32 and not (dy.dtype is torch.float16 and getattr(ctx.ops, "fp16_dy", False)):
+        dy = dy.to(_F32)  # fp16 dy goes to the library's kernels as it is (no conversion pass)
     if not dy.is_contiguous():
         dy = dy.contiguous()
     return ctx.ops.backward(x, kparams, saved, dy, want_dx, want_dparams, ctx.stochastic, loss_scale=ctx.loss_scale)
