@@ -300,7 +300,7 @@ static void unfused_keeping_train_step_matches_the_passes_apart(void **state) {
 }
 
 /* Every model's step as its passes (GRIDJIT_NETWORK_STEP_PASSES=1; by the rule the 64-wide models
- * of three or more hidden layers that recompute) with the fused backward (tiers off), and as the step's own program
+ * of two or more hidden layers that recompute) with the fused backward (tiers off), and as the step's own program
  * (=0), against the passes run here. */
 static void models_match_with_step_knob(const char *value) {
     gj_context *ctx = NULL;

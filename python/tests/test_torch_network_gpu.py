@@ -131,8 +131,9 @@ def test_tiny_output_gradients_survive_thanks_to_the_loss_scale():
 def test_fp16_output_gradient_is_read_as_it_is(kind, monkeypatch):
     """dL/dy in fp16 (a loss on the outputs cast to fp16, as tinycudann's users write it) goes
     to the kernels in place (gj_network_pass_desc.dL_doutput_fp16, no conversion to float32):
-    the same dL/dx, bit for bit, as the same values handed over as float32, and the same
-    dL/dparams up to the order in which the kernels' atomics sum them."""
+    the same gradients as the same values handed over as float32: a network's dL/dx bit for
+    bit, dL/dparams (and a model's dL/dx, which its encoding's backward sums over levels) up to
+    the order in which the kernels' atomics sum them."""
     torch.manual_seed(3)
     if kind == "network":
         net = gjt.Network(3, 16, MLP64)
@@ -160,7 +161,10 @@ def test_fp16_output_gradient_is_read_as_it_is(kind, monkeypatch):
         grads.append((net.params.grad.clone(), x.grad.clone()))
     assert not [c for c in calls if c[0] is torch.float16], calls  # no conversion of fp16 dy
     assert rel_norm(grads[0][0], grads[1][0]) < 1e-3, rel_norm(grads[0][0], grads[1][0])
-    assert torch.equal(grads[0][1], grads[1][1])
+    if kind == "network":
+        assert torch.equal(grads[0][1], grads[1][1])
+    else:
+        assert rel_norm(grads[0][1], grads[1][1]) < 1e-5, rel_norm(grads[0][1], grads[1][1])
     assert grads[0][0].abs().sum() > 0
 
 

@@ -216,7 +216,7 @@ int gj__network_fused_backward_fits(unsigned gradient_size, uint64_t gradient_ta
  * pass, the backward to the parameters): the knob, else the rule (gj__network_step_passes_fit);
  * else as the step's own program. 0 for a network alone. */
 int gj__network_step_as_passes(const gj_network_module *m);
-/* The rule: a model (net) that recomputes, whose hidden layers are 64 wide and at least three. */
+/* The rule: a model (net) that recomputes, whose hidden layers are 64 wide and at least two. */
 int gj__network_step_passes_fit(const struct gj_network *net, int recompute);
 
 /* ---- network_tiers.c ---- */
