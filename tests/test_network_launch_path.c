@@ -1512,6 +1512,16 @@ static void model_y_half(small_model *s, int two, const gj_network_pass_desc *d,
     gj_network_module_destroy(m);
 }
 
+/* A network alone beside the small model (16 -> 16 x 1 -> 4) and its module (*net to destroy). */
+static gj_network_module *small_network_module(gj_context *ctx, gj_network **net) {
+    assert_int_equal(gj_network_create(ctx, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1}",
+                                       16, 4, net),
+                     GJ_OK);
+    gj_network_module *m = NULL;
+    assert_int_equal(gj_network_module_create(ctx, *net, &m), GJ_OK);
+    return m;
+}
+
 /* output_fp16 (instead of output): every kernel that writes a forward pass's outputs takes it as
  * its y and is told so by its last argument, y_half (1; 0 for output): a network's inference and
  * forward, a model's fused ones, and a model's kernels over its features (two passes); one of
@@ -1524,11 +1534,7 @@ static void fp16_outputs_reach_every_forward_kernel(void **state) {
     small_model s = small_model_open();
     char *b = s.buffer;
     gj_network *net = NULL;
-    assert_int_equal(gj_network_create(s.ctx, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1}",
-                                       16, 4, &net),
-                     GJ_OK);
-    gj_network_module *m = NULL;
-    assert_int_equal(gj_network_module_create(s.ctx, net, &m), GJ_OK);
+    gj_network_module *m = small_network_module(s.ctx, &net);
     gj_network_pass_desc d = desc_over(b, 100), h = d;
     h.output = NULL;
     h.output_fp16 = b + 32768;
@@ -1568,11 +1574,7 @@ static void fp16_dL_doutput_reaches_every_backward_kernel(void **state) {
     small_model s = small_model_open();
     char *b = s.buffer;
     gj_network *net = NULL;
-    assert_int_equal(gj_network_create(s.ctx, "{\"otype\": \"FullyFusedMLP\", \"n_neurons\": 16, \"n_hidden_layers\": 1}",
-                                       16, 4, &net),
-                     GJ_OK);
-    gj_network_module *m = NULL;
-    assert_int_equal(gj_network_module_create(s.ctx, net, &m), GJ_OK);
+    gj_network_module *m = small_network_module(s.ctx, &net);
     gj_network_pass_desc d = desc_over(b, 100), h;
     d.dL_doutput = (const float *)(b + 65536);
     d.dL_dparams = (float *)(b + 131072);
