@@ -182,10 +182,17 @@ static int check_shape(gj_context *ctx, const shape *s) {
     for (uint64_t i = 0; i < n * in; ++i) {
         x[i] = (float)gj_gpu_round(gj_gpu_rng_float(&r, -1.0f, 1.0f), GJ_PRECISION_FP16);
     }
-    for (uint64_t i = 0; i < n * out; ++i) {
-        dy[i] = gj_gpu_rng_float(&r, -1.0f, 1.0f);
+    for (uint64_t i = 0; i < n * out; ++i) { /* fp16 values, so that dL_doutput_fp16 can hold them too */
+        dy[i] = (float)gj_gpu_round(gj_gpu_rng_float(&r, -1.0f, 1.0f), GJ_PRECISION_FP16);
     }
     float *d_x = gj_gpu_upload_floats(ctx, x, n * in), *d_dy = gj_gpu_upload_floats(ctx, dy, n * out);
+    uint16_t *dy16 = malloc(n * out * 2 + 2);
+    assert_non_null(dy16);
+    gj_floats_to_halves(dy, dy16, n * out);
+    void *d_dy16 = gj_gpu_alloc(ctx, n * out * 2);
+    gj_gpu_put(ctx, d_dy16, dy16, n * out * 2);
+    free(dy16);
+    float *d_dx3 = gj_gpu_alloc(ctx, n * in * 4);
     float *d_y = gj_gpu_alloc(ctx, n * out * 4), *d_y2 = gj_gpu_alloc(ctx, n * out * 4);
     float *d_dw = gj_gpu_alloc(ctx, n_params * 4), *d_dx = gj_gpu_alloc(ctx, n * in * 4);
     float *d_dx2 = gj_gpu_alloc(ctx, n * in * 4);
@@ -215,6 +222,13 @@ static int check_shape(gj_context *ctx, const shape *s) {
     d.dL_dparams = NULL;
     d.dL_dinput = d_dx2;
     gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward (dL/dinput alone)");
+    /* The same dL/dy as fp16 values read in place (dL_doutput_fp16): the same dL/dx bit for bit. */
+    d.dL_doutput = NULL;
+    d.dL_doutput_fp16 = d_dy16;
+    d.dL_dinput = d_dx3;
+    gj_gpu_ok(ctx, gj_network_backward(m, NULL, &d), "gj_network_backward (dL/dinput from fp16 dL/doutput)");
+    d.dL_doutput_fp16 = NULL;
+    d.dL_doutput = d_dy;
     /* Inference into fp16 outputs (output_fp16, 16-byte aligned): the floats' fp16 bits exactly. */
     d.output = NULL;
     d.output_fp16 = d_y2;
@@ -222,6 +236,9 @@ static int check_shape(gj_context *ctx, const shape *s) {
     d.output_fp16 = NULL;
     gj_gpu_sync(ctx);
     float *dw2 = download_floats(ctx, d_dw, n_params), *dx2 = download_floats(ctx, d_dx2, n * in);
+    float *dx3 = download_floats(ctx, d_dx3, n * in);
+    const int same_dx_fp16_dy = memcmp(dx2, dx3, n * in * 4) == 0;
+    free(dx3);
     uint16_t *halves_out = malloc(n * out * 2 + 2), *want_out = malloc(n * out * 2 + 2);
     assert_non_null(halves_out);
     assert_non_null(want_out);
@@ -260,13 +277,15 @@ static int check_shape(gj_context *ctx, const shape *s) {
     const double e_acc = gj_gpu_rel_error(dw2d, dwd, n_params, 1e-6);
     const int same_forward = memcmp(y, y2, n * out * 4) == 0;
     const int same_dx = memcmp(dx, dx2, n * in * 4) == 0;
-    const int ok = init_ok && same_forward && same_dx && same_fp16 && e_y <= 1e-2 && e_dw <= 2e-2 && e_dx <= 2e-2 &&
-                   e_acc <= 1e-4;
+    const int ok = init_ok && same_forward && same_dx && same_fp16 && same_dx_fp16_dy && e_y <= 1e-2 && e_dw <= 2e-2 &&
+                   e_dx <= 2e-2 && e_acc <= 1e-4;
     char *hyper = gj_network_hyperparams(net);
     printf("%s network %s, %llu points: output %.2e, dL/dparams %.2e, dL/dinput %.2e (tolerances 1e-2, 2e-2, 2e-2); "
-           "accumulate %.1e; init %s; forward = inference %s; dL/dinput alone %s; fp16 outputs %s\n",
+           "accumulate %.1e; init %s; forward = inference %s; dL/dinput alone %s; fp16 outputs %s; "
+           "from fp16 dL/doutput %s\n",
            ok ? "PASS" : "FAIL", hyper, (unsigned long long)n, e_y, e_dw, e_dx, e_acc, init_ok ? "exact" : "DIFFERS",
-           same_forward ? "yes" : "NO", same_dx ? "same" : "DIFFERS", same_fp16 ? "the same" : "DIFFER");
+           same_forward ? "yes" : "NO", same_dx ? "same" : "DIFFERS", same_fp16 ? "the same" : "DIFFER",
+           same_dx_fp16_dy ? "the same dL/dinput" : "DIFFERS");
     gj_free(hyper);
 
     free(y_ref), free(dx_ref), free(dw_ref), free(yd), free(dwd), free(dxd), free(dw2d);
@@ -274,6 +293,7 @@ static int check_shape(gj_context *ctx, const shape *s) {
     free(expected), free(got32), free(halves), free(w), free(wf);
     gj_gpu_free(ctx, d_x), gj_gpu_free(ctx, d_dy), gj_gpu_free(ctx, d_y), gj_gpu_free(ctx, d_y2);
     gj_gpu_free(ctx, d_dw), gj_gpu_free(ctx, d_dx), gj_gpu_free(ctx, d_dx2), gj_gpu_free(ctx, d_ctx);
+    gj_gpu_free(ctx, d_dy16), gj_gpu_free(ctx, d_dx3);
     gj_gpu_free(ctx, params), gj_gpu_free(ctx, params32);
     gj_network_module_destroy(m);
     gj_network_destroy(net);
