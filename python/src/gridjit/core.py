@@ -1090,7 +1090,9 @@ class NetworkModule(_Owned):
 
     params: fp16, n_params, in tiny-cuda-nn's layout; input (n x n_input_dims), output and
     dL_doutput (n x n_output_dims), dL_dinput (n x n_input_dims) and dL_dparams (n_params):
-    float32. context: context_bytes(n) bytes, written by forward, read by backward.
+    float32, or for output and dL_doutput fp16 values where fp16=True (output_fp16,
+    dL_doutput_fp16 of the pass descriptor: tiny-cuda-nn's output precision). context:
+    context_bytes(n) bytes, written by forward, read by backward.
     """
 
     _what, _destroy, _spare_at_exit = "NetworkModule", "gj_network_module_destroy", True
@@ -1126,24 +1128,37 @@ class NetworkModule(_Owned):
         failed and no pass has made the program since."""
         self.context.check(lib.gj_network_module_wait_compiles(self.handle), "gj_network_module_wait_compiles")
 
-    def _desc(self, n, input, params, output, context, dL_doutput, dL_dparams, accumulate, dL_dinput):
+    def _desc(self, n, input, params, output, context, dL_doutput, dL_dparams, accumulate, dL_dinput, fp16=False):
         desc = _capi.NetworkPassDesc.from_buffer_copy(self._pass)
-        desc.n, desc.input, desc.params, desc.output = n, input or None, params or None, output or None
-        desc.context, desc.dL_doutput = context or None, dL_doutput or None
+        desc.n, desc.input, desc.params, desc.context = n, input or None, params or None, context or None
+        if fp16:
+            desc.output_fp16, desc.dL_doutput_fp16 = output or None, dL_doutput or None
+        else:
+            desc.output, desc.dL_doutput = output or None, dL_doutput or None
         desc.dL_dparams, desc.dL_dinput = dL_dparams or None, dL_dinput or None
         desc.dL_dparams_mode = _capi.GRAD_ACCUMULATE if accumulate else _capi.GRAD_OVERWRITE
         return desc
 
-    def inference(self, n: int, input: int, params: int, output: int, *, stream: Optional[int] = None) -> None:
-        """gj_network_inference: output = the network of input."""
-        desc = self._desc(n, input, params, output, None, None, None, False, None)
+    def inference(
+        self, n: int, input: int, params: int, output: int, *, fp16: bool = False, stream: Optional[int] = None
+    ) -> None:
+        """gj_network_inference: output = the network of input (fp16: as fp16 values)."""
+        desc = self._desc(n, input, params, output, None, None, None, False, None, fp16)
         self.context.check(lib.gj_network_inference(self.handle, stream or None, byref(desc)), "gj_network_inference")
 
     def forward(
-        self, n: int, input: int, params: int, output: int, context: int, *, stream: Optional[int] = None
+        self,
+        n: int,
+        input: int,
+        params: int,
+        output: int,
+        context: int,
+        *,
+        fp16: bool = False,
+        stream: Optional[int] = None,
     ) -> None:
-        """gj_network_forward: output, and the forward context for backward."""
-        desc = self._desc(n, input, params, output, context, None, None, False, None)
+        """gj_network_forward: output (fp16: as fp16 values), and the forward context for backward."""
+        desc = self._desc(n, input, params, output, context, None, None, False, None, fp16)
         self.context.check(lib.gj_network_forward(self.handle, stream or None, byref(desc)), "gj_network_forward")
 
     def backward(
@@ -1158,15 +1173,17 @@ class NetworkModule(_Owned):
         dL_dinput: Optional[int] = None,
         loss_scale: float = 0.0,
         unscale: bool = False,
+        fp16: bool = False,
         stream: Optional[int] = None,
     ) -> None:
         """gj_network_backward: dL/dparams (fp32, overwritten or added to) and/or dL/dinput
-        from dL/doutput and the context of the forward pass with the same n and params.
+        from dL/doutput (fp16: fp16 values, read in place) and the context of the forward pass
+        with the same n and params.
         loss_scale (0: none) multiplies dL/doutput as the kernels read it; the gradients are
         then those of the scaled loss (dL_doutput_scale, docs/networks.md §8), or with
         unscale (overwriting only) divided by it again in the library's finishing pass
         (unscale_gradients)."""
-        desc = self._desc(n, None, params, None, context, dL_doutput, dL_dparams, accumulate, dL_dinput)
+        desc = self._desc(n, None, params, None, context, dL_doutput, dL_dparams, accumulate, dL_dinput, fp16)
         desc.dL_doutput_scale = float(loss_scale)
         desc.unscale_gradients = 1 if unscale else 0
         self.context.check(lib.gj_network_backward(self.handle, stream or None, byref(desc)), "gj_network_backward")
