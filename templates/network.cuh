@@ -1055,8 +1055,8 @@ GJ_INLINE float gj_nn_dy_value(const gj_nn_dy& dy, int c) {
 }
 
 // The warp's tile backwards. dL_dy: lane p's C::OUT values of dL/dy (a pointer to floats or
-// halves, or a gj_nn_dy; the padding outputs get none), null when its point is inactive; dy_scale multiplies them as they
-// are read (in fp32, before the fp16 rounding: a loss scale). x, d: the warp's two scratch
+// halves, or a gj_nn_dy; the padding outputs get none), null when its point is inactive;
+// dy_scale multiplies them as they are read (in fp32, before the fp16 rounding: a loss scale). x, d: the warp's two scratch
 // buffers (C::SCRATCH_HALVES from x). ctx: the forward context (read only for active points,
 // and for the activation derivatives of every row, which inactive rows then mask: it must
 // point at some tile's context). wg: where dL/dW goes (above). WITH_DX: also dL/dx, left as

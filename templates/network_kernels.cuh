@@ -328,10 +328,11 @@ GJ_INLINE void gj_nn_add_loss(float* loss, float v, float factor) {
 // three arrays are 16-byte aligned (a streaming pass: one value a thread at a time left it at a
 // fraction of the bandwidth), the rest value by value; blocks of whole warps (gj_nn_add_loss
 // sums over the warp).
-GJ_INLINE void gj_nn_l2_loss_value(float yi, float ti, float grad_factor, float& squares, gj_u16& dy) {
+// One value's loss term added to squares; returns grad_factor * (y - target), the gradient.
+GJ_INLINE float gj_nn_l2_loss_grad(float yi, float ti, float grad_factor, float& squares) {
     const float diff = yi - ti;
     squares = fmaf(diff, diff, squares);
-    dy = gj_float_to_half_bits(grad_factor * diff);
+    return grad_factor * diff;
 }
 
 GJ_INLINE void gj_nn_l2_loss_kernel(gj_u64 n, const void* __restrict__ y, bool y_half, const float* __restrict__ target,
@@ -343,14 +344,14 @@ GJ_INLINE void gj_nn_l2_loss_kernel(gj_u64 n, const void* __restrict__ y, bool y
     if ((((gj_u64)y | (gj_u64)target | (gj_u64)dL_dy) & 15) == 0) {
         const gj_u64 groups = n / 8;
         for (gj_u64 g = first; g < groups; g += stride) {
-            float yv[8], tv[8];
             const gj_u32x4 t0 = ((const gj_u32x4*)target)[2 * g], t1 = ((const gj_u32x4*)target)[2 * g + 1];
             const gj_u32 tw[8] = {t0.x, t0.y, t0.z, t0.w, t1.x, t1.y, t1.z, t1.w};
+            float yv[8];
             if (y_half) {
                 const gj_u32x4 q = ((const gj_u32x4*)y)[g];
                 const gj_u32 yw[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-                for (int k = 0; k < 8; ++k) yv[k] = gj_half_to_float((gj_u16)(yw[k / 2] >> (16 * (k % 2))));
+                for (int k = 0; k < 4; ++k) yv[2 * k] = gj_nn_lo(yw[k]), yv[2 * k + 1] = gj_nn_hi(yw[k]);
             } else {
                 const gj_u32x4 q0 = ((const gj_u32x4*)y)[2 * g], q1 = ((const gj_u32x4*)y)[2 * g + 1];
                 const gj_u32 yw[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
@@ -359,13 +360,10 @@ GJ_INLINE void gj_nn_l2_loss_kernel(gj_u64 n, const void* __restrict__ y, bool y
             }
             gj_u32 out[4];
 #pragma unroll
-            for (int k = 0; k < 8; k += 2) {
-                gj_u16 lo, hi;
-                tv[k] = __uint_as_float(tw[k]);
-                tv[k + 1] = __uint_as_float(tw[k + 1]);
-                gj_nn_l2_loss_value(yv[k], tv[k], grad_factor, squares, lo);
-                gj_nn_l2_loss_value(yv[k + 1], tv[k + 1], grad_factor, squares, hi);
-                out[k / 2] = (gj_u32)lo | ((gj_u32)hi << 16);
+            for (int k = 0; k < 4; ++k) {
+                const float lo = gj_nn_l2_loss_grad(yv[2 * k], __uint_as_float(tw[2 * k]), grad_factor, squares);
+                const float hi = gj_nn_l2_loss_grad(yv[2 * k + 1], __uint_as_float(tw[2 * k + 1]), grad_factor, squares);
+                out[k] = gj_pack_half2(lo, hi);
             }
             ((gj_u32x4*)dL_dy)[g] = gj_u32x4{out[0], out[1], out[2], out[3]};
         }
@@ -373,7 +371,7 @@ GJ_INLINE void gj_nn_l2_loss_kernel(gj_u64 n, const void* __restrict__ y, bool y
     }
     for (gj_u64 i = done + first; i < n; i += stride) {
         const float yi = y_half ? gj_half_to_float(((const gj_u16*)y)[i]) : ((const float*)y)[i];
-        gj_nn_l2_loss_value(yi, target[i], grad_factor, squares, dL_dy[i]);
+        dL_dy[i] = gj_float_to_half_bits(gj_nn_l2_loss_grad(yi, target[i], grad_factor, squares));
     }
     gj_nn_add_loss(loss, squares, loss_factor);
 }
