@@ -217,9 +217,13 @@ static int check_case(gj_context *ctx, const step_case *s, int unfused) {
     const double e_loss = fabs(loss[0] - loss_ref) / fmax(loss_ref, 1e-12);
     const double e_dw = rel_error(dw2, dw, n_mlp, 1e-6);
     const double e_de = enc ? rel_error(de2, de, n_enc, 1e-6) : 0.0;
-    /* The same products summed in another order: fp32 sums agree to rounding, fp16 sums of
-     * many points to a few fp16 steps. */
-    const double tol_de = grad_size == 2 ? 1e-2 : 1e-4;
+    /* The same products summed in another order: fp32 sums agree to rounding. fp16 sums do
+     * not: a coarse level's entry takes hundreds of fp16 atomic additions (200 000 points over
+     * a 16^3 level), each rounding to half an fp16 step of the running sum, so two orders
+     * part by up to ~10 steps of the largest entry, 1e-2 of it (one H100 run measured 1.04e-2
+     * where the same case's three other forms of the step measured 0.49e-2 to 0.77e-2). 3e-2
+     * still tells them from a wrong gradient, off by the whole value. */
+    const double tol_de = grad_size == 2 ? 3e-2 : 1e-4;
     const int ok = same_outputs && e_loss <= 1e-5 && e_dw <= 1e-4 && e_de <= tol_de;
     const char *knob = getenv("GRIDJIT_NETWORK_STEP_PASSES");
     printf("%s %strain step%s%s %s (%u in, %u out), %llu points, loss scale %g: outputs %s, loss %.6g against %.6g "
