@@ -14,7 +14,8 @@ visible share of the step. This script measures, for the package given:
 - synced: the median step between two events with a synchronisation after each step (what
   compare_tcnn.py reports);
 - pipelined: the mean step over --iterations steps queued back to back, one
-  synchronisation at the end (the GPU's own time a step when the host keeps ahead);
+  synchronisation at the end (the GPU's own time a step where the host keeps ahead of it,
+  the host's where it does not);
 - host: the median host time (perf_counter) of each phase of a step: the forward call, the
   loss, zero_grad, backward, the optimizer step, with the GPU kept busy (no
   synchronisation inside the measured steps), and of the whole step;
