@@ -41,17 +41,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tcnn_workloads import DEFAULT_HASHGRID, MODEL_NETWORK  # noqa: E402
+from tcnn_workloads import DEFAULT_HASHGRID, MODEL_NETWORK, event_median_ms, import_package  # noqa: E402
 
 PHASES = ("forward", "loss", "zero_grad", "backward", "optimizer")
-
-
-def load(package: str):
-    if package == "gridjit":
-        import gridjit.torch as tcnn
-    else:
-        import tinycudann as tcnn
-    return tcnn
 
 
 def main() -> int:
@@ -66,7 +58,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("step_host_time.py: needs a CUDA device", file=sys.stderr)
         return 2
-    tcnn = load(args.package)
+    tcnn, _ = import_package(args.package)
     torch.manual_seed(1)
     n = 1 << args.log2_points
     model = tcnn.NetworkWithInputEncoding(3, 16, DEFAULT_HASHGRID, MODEL_NETWORK).cuda()
@@ -92,18 +84,9 @@ def main() -> int:
             marks["step"].append((t5 - t0) * 1e6)
         return loss
 
-    for _ in range(args.warmup):
-        step()
-    torch.cuda.synchronize()
-
-    synced = []
-    for _ in range(args.iterations):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        step()
-        end.record()
-        end.synchronize()
-        synced.append(start.elapsed_time(end))
+    # compare_tcnn.py's timing (its settle() waits for gridjit's programs compiled behind the
+    # first steps, so that the fused kernels are timed).
+    synced_ms = event_median_ms(step, args.warmup, args.iterations)
 
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
@@ -126,7 +109,7 @@ def main() -> int:
         "n_points": n,
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
-        "synced_step_ms": statistics.median(synced),
+        "synced_step_ms": synced_ms,
         "pipelined_step_ms": pipelined,
         "host_us": {name: statistics.median(v) for name, v in marks.items()},
     }
