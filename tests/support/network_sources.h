@@ -1,5 +1,5 @@
 /* Generated network sources with a caller's kernel that instantiates every device
- * function, for the compile tests (test_network_codegen.c and its exhaustive sibling). */
+ * function, for the compile tests (test_network_codegen_sharded.c and its exhaustive sibling). */
 #ifndef GJ_TEST_NETWORK_SOURCES_H
 #define GJ_TEST_NETWORK_SOURCES_H
 

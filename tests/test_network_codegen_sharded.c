@@ -4,6 +4,12 @@
  * activation (as hidden and as output activation) at least once, alone and behind an
  * encoding, with a caller's kernel that instantiates every device function. The full matrix
  * is test_network_codegen_exhaustive_sharded.
+ *
+ * Run as: test_network_codegen_sharded SHARD N_SHARDS (ctest registers 4 shards). Its NVRTC
+ * compiles take some four minutes one after the other on a 2-core machine and three or four
+ * times that under AddressSanitizer (which intercepts NVRTC's allocations too): the twelve
+ * networks of every_width_and_activation_compiles are dealt over the shards, and each other
+ * test runs in one shard of its own (owner_shard).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +28,8 @@
 #include "model/network.h"
 #include "network_sources.h"
 #include "test_env.h"
+
+static int shard = 0, n_shards = 1;
 
 static gj_network *make(gj_context *ctx, const char *json, uint32_t in, uint32_t out) {
     gj_network *net = NULL;
@@ -265,7 +273,7 @@ static void every_width_and_activation_compiles(void **state) {
                     {"CutlassMLP", 16, 0, 16, 1000}};
     gj_context *ctx = NULL;
     assert_int_equal(gj_context_create(&ctx), GJ_OK);
-    for (unsigned i = 0; i < 12; ++i) {
+    for (unsigned i = (unsigned)shard; i < 12; i += (unsigned)n_shards) {
         char json[512];
         gj_test_network_json(json, sizeof json, shapes[i].otype, shapes[i].neurons, shapes[i].hidden,
                              (gj_activation)(i % 10), (gj_activation)((i + 3) % 10));
@@ -505,15 +513,36 @@ static void dump_compiles_with_nvcc(void **state) {
     assert_int_equal(system(command), 0);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(unit_states_the_layout),
-        cmocka_unit_test(every_width_and_activation_compiles),
+/* The shard that runs a test other than the twelve networks': the three long ones (step_sums
+ * 20 s, recomputing 55 s, the models 20 s alone here) on shards of their own. */
+static int owner_shard(unsigned test) {
+    return (int)(test % (unsigned)n_shards);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3) {
+        shard = atoi(argv[1]);
+        n_shards = atoi(argv[2]);
+    }
+    if (n_shards < 1 || shard < 0 || shard >= n_shards) {
+        fprintf(stderr, "usage: %s SHARD N_SHARDS\n", argv[0]);
+        return 2;
+    }
+    const struct CMUnitTest others[] = {
         cmocka_unit_test(step_sums_in_registers),
         cmocka_unit_test(recomputing_units),
         cmocka_unit_test(model_device_functions_fuse),
+        cmocka_unit_test(unit_states_the_layout),
         cmocka_unit_test(networks_are_offered_to_user_sources),
         cmocka_unit_test(dump_compiles_with_nvcc),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    struct CMUnitTest tests[1 + sizeof others / sizeof others[0]];
+    size_t n = 0;
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(every_width_and_activation_compiles);
+    for (unsigned i = 0; i < sizeof others / sizeof others[0]; ++i) {
+        if (owner_shard(i) == shard) {
+            tests[n++] = others[i];
+        }
+    }
+    return _cmocka_run_group_tests("network_codegen", tests, n, NULL, NULL);
 }
