@@ -13,6 +13,10 @@
 // kernels (a network's, a model's network kernel over its features) against the passes
 // apart; a model's inference over its features against the forward; the loss kernel, the finishing pass and Adam (every path of its quads) against host
 // rules.
+//
+// Run as: test_network_emulated SHARD N_SHARDS (ctest registers 4 shards): the cases are dealt
+// round-robin, so that ctest -j spreads them over the cores (all of them one after the other
+// take some nine minutes under AddressSanitizer on CI's 2 cores). No arguments: every case.
 #include "cuda_host.h"
 
 #include "../../templates/network.cuh"
@@ -92,6 +96,12 @@ static double rel_error(const std::vector<double>& a, const std::vector<double>&
 }
 
 static int failures = 0;
+static int shard = 0, n_shards = 1, next_case = 0;
+
+// Whether the next case in main's order is this shard's.
+static bool mine() {
+    return next_case++ % n_shards == shard;
+}
 
 // How many of launch(y, 1)'s fp16 outputs (y_half: n_values of them) differ from want's floats as
 // fp16 bits, in buffers that start 0, 1 and 2 halves past a 16-byte boundary, plus any write past
@@ -767,94 +777,104 @@ template <class P, class G> static void adam_case(unsigned grid, unsigned n_net,
     }
 }
 
-int main() {
-    adam_case<gj_half, gj_half>(2, 37, 203, true);
-    adam_case<gj_half, gj_half>(1, 8, 66, false);
-    adam_case<float, float>(3, 16, 130, true);
-    adam_case<float, float>(1, 5, 97, false);
-    loss_case(1, 1000, true);
-    loss_case(7, 100, true);
-    loss_case(3, 4099, false);
-    loss_case(5, 777, true, true);
-    loss_case(2, 4096, true, true);
-    loss_case(3, 1003, true, false, 1);
-    loss_case(4, 999, true, true, 1);
-    finish_case(1, 103, true, false, 1.0f / 128.0f);
-    finish_case(3, 1000, true, true, 0.5f);
-    finish_case(2, 103, false, false, 1.0f / 128.0f);
-    finish_case(64, 6, false, true, 1.0f);
+int main(int argc, char** argv) {
+    if (argc == 3) {
+        shard = std::atoi(argv[1]);
+        n_shards = std::atoi(argv[2]);
+    }
+    if (argc != 1 && argc != 3) n_shards = 0;
+    if (n_shards < 1 || shard < 0 || shard >= n_shards) {
+        std::fprintf(stderr, "usage: %s [SHARD N_SHARDS]\n", argv[0]);
+        return 2;
+    }
+    if (mine()) adam_case<gj_half, gj_half>(2, 37, 203, true);
+    if (mine()) adam_case<gj_half, gj_half>(1, 8, 66, false);
+    if (mine()) adam_case<float, float>(3, 16, 130, true);
+    if (mine()) adam_case<float, float>(1, 5, 97, false);
+    if (mine()) loss_case(1, 1000, true);
+    if (mine()) loss_case(7, 100, true);
+    if (mine()) loss_case(3, 4099, false);
+    if (mine()) loss_case(5, 777, true, true);
+    if (mine()) loss_case(2, 4096, true, true);
+    if (mine()) loss_case(3, 1003, true, false, 1);
+    if (mine()) loss_case(4, 999, true, true, 1);
+    if (mine()) finish_case(1, 103, true, false, 1.0f / 128.0f);
+    if (mine()) finish_case(3, 1000, true, true, 0.5f);
+    if (mine()) finish_case(2, 103, false, false, 1.0f / 128.0f);
+    if (mine()) finish_case(64, 6, false, true, 1.0f);
     enum { NONE, RELU, LEAKY, EXP, SINE, SIGMOID, SQUAREPLUS, SOFTPLUS, TANH, SILU };
     // A model's inference over its features: 16-byte copies with a last tile of 8 points (value by
     // value), n not a multiple of 8 (every tile value by value), several tiles a warp (the fetch
     // of the next while one runs), inputs not a multiple of 8, fewer points than a tile.
-    features_case<Cfg<32, 64, 2, 16, TANH, NONE, false, 4, true, true>>(1000, 1);
-    features_case<Cfg<32, 64, 2, 16, TANH, NONE, false, 4, true, true>>(1003, 2);
-    features_case<Cfg<16, 32, 1, 3, TANH, SIGMOID, false, 4, true, true>>(4096, 1);
-    features_case<Cfg<24, 16, 3, 8, SINE, NONE, false, 4, true, true>>(520, 2);
-    features_case<Cfg<32, 64, 2, 16, TANH, NONE, false, 4, true, true>>(17, 1);
+    if (mine()) features_case<Cfg<32, 64, 2, 16, TANH, NONE, false, 4, true, true>>(1000, 1);
+    if (mine()) features_case<Cfg<32, 64, 2, 16, TANH, NONE, false, 4, true, true>>(1003, 2);
+    if (mine()) features_case<Cfg<16, 32, 1, 3, TANH, SIGMOID, false, 4, true, true>>(4096, 1);
+    if (mine()) features_case<Cfg<24, 16, 3, 8, SINE, NONE, false, 4, true, true>>(520, 2);
+    if (mine()) features_case<Cfg<32, 64, 2, 16, TANH, NONE, false, 4, true, true>>(17, 1);
     // an fp32 encoding's features (test_gpu_network's 4 levels x 4 features model)
-    features_case<Cfg<16, 32, 1, 3, TANH, SIGMOID, false, 4, true, true>, float>(257, 2);
-    features_case<Cfg<32, 64, 2, 16, TANH, NONE, false, 4, true, true>, float>(1003, 2);
+    if (mine()) features_case<Cfg<16, 32, 1, 3, TANH, SIGMOID, false, 4, true, true>, float>(257, 2);
+    if (mine()) features_case<Cfg<32, 64, 2, 16, TANH, NONE, false, 4, true, true>, float>(1003, 2);
     // The fused step: block sums or not, targets fetched ahead or read in place, several
     // rounds a block, a tail tile, no hidden layer.
-    step_case<Cfg<3, 16, 1, 1, TANH, NONE, true, 2, true, true>, true>(77, 2);
-    step_case<Cfg<37, 64, 2, 5, LEAKY, SIGMOID, true, 4, false, false>, false>(150, 1);
-    step_case<Cfg<32, 32, 3, 16, SINE, NONE, false, 2, true, false>, true>(300, 3);
-    step_case<Cfg<5, 64, 0, 2, NONE, EXP, true, 1, true, true>, false>(33, 1);
-    run<Cfg<3, 16, 1, 1, RELU, NONE, true, 2, true, true>>(77, 2, 2e-2);
-    run<Cfg<37, 64, 2, 5, TANH, SIGMOID, true, 4, false, false>>(150, 1, 2e-2);
-    run<Cfg<32, 32, 3, 16, SINE, SILU, false, 1, true, false>>(64, 1, 2e-2);
-    run<Cfg<16, 128, 1, 3, SOFTPLUS, SQUAREPLUS, true, 2, false, true>>(40, 1, 2e-2);
-    run<Cfg<5, 64, 0, 2, NONE, EXP, true, 1, true, true>>(33, 1, 2e-2);
-    run<Cfg<2, 16, 4, 18, LEAKY, TANH, true, 2, true, false>>(45, 2, 2e-2);
-    run<Cfg<20, 32, 2, 1, SILU, SINE, false, 2, false, true>>(31, 1, 2e-2);
-    run<Cfg<8, 64, 1, 4, SIGMOID, SOFTPLUS, true, 1, false, false>>(96, 2, 2e-2);
-    run<Cfg<4, 16, 2, 3, EXP, RELU, true, 1, true, true>>(20, 1, 2e-2);
-    run<Cfg<6, 32, 1, 2, SQUAREPLUS, LEAKY, true, 2, true, true>>(50, 1, 2e-2);
+    if (mine()) step_case<Cfg<3, 16, 1, 1, TANH, NONE, true, 2, true, true>, true>(77, 2);
+    if (mine()) step_case<Cfg<37, 64, 2, 5, LEAKY, SIGMOID, true, 4, false, false>, false>(150, 1);
+    if (mine()) step_case<Cfg<32, 32, 3, 16, SINE, NONE, false, 2, true, false>, true>(300, 3);
+    if (mine()) step_case<Cfg<5, 64, 0, 2, NONE, EXP, true, 1, true, true>, false>(33, 1);
+    if (mine()) run<Cfg<3, 16, 1, 1, RELU, NONE, true, 2, true, true>>(77, 2, 2e-2);
+    if (mine()) run<Cfg<37, 64, 2, 5, TANH, SIGMOID, true, 4, false, false>>(150, 1, 2e-2);
+    if (mine()) run<Cfg<32, 32, 3, 16, SINE, SILU, false, 1, true, false>>(64, 1, 2e-2);
+    if (mine()) run<Cfg<16, 128, 1, 3, SOFTPLUS, SQUAREPLUS, true, 2, false, true>>(40, 1, 2e-2);
+    if (mine()) run<Cfg<5, 64, 0, 2, NONE, EXP, true, 1, true, true>>(33, 1, 2e-2);
+    if (mine()) run<Cfg<2, 16, 4, 18, LEAKY, TANH, true, 2, true, false>>(45, 2, 2e-2);
+    if (mine()) run<Cfg<20, 32, 2, 1, SILU, SINE, false, 2, false, true>>(31, 1, 2e-2);
+    if (mine()) run<Cfg<8, 64, 1, 4, SIGMOID, SOFTPLUS, true, 1, false, false>>(96, 2, 2e-2);
+    if (mine()) run<Cfg<4, 16, 2, 3, EXP, RELU, true, 1, true, true>>(20, 1, 2e-2);
+    if (mine()) run<Cfg<6, 32, 1, 2, SQUAREPLUS, LEAKY, true, 2, true, true>>(50, 1, 2e-2);
     // The GPU test's ReLU and LeakyReLU shapes, whose kinks need the reference's fp16 h.
-    run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, true>>(1000, 4, 2e-2);
-    run<Cfg<20, 128, 2, 4, LEAKY, TANH, true, 2, false, true>>(257, 2, 2e-2);
+    if (mine()) run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, true>>(1000, 4, 2e-2);
+    if (mine()) run<Cfg<20, 128, 2, 4, LEAKY, TANH, true, 2, false, true>>(257, 2, 2e-2);
     // Staged weights whose first layer's rows (48 halves) are not a power of two wide, and
     // whose output layer is wider than one mma tile (OUT_P 32).
-    run<Cfg<40, 32, 1, 20, RELU, NONE, true, 2, true, true>>(70, 1, 2e-2);
+    if (mine()) run<Cfg<40, 32, 1, 20, RELU, NONE, true, 2, true, true>>(70, 1, 2e-2);
     // Weights staged by the forward passes and read from global memory by the backward
     // (the plan of 128 x 2: 49 KiB of weights).
-    run<Cfg<20, 128, 2, 4, LEAKY, TANH, true, 2, true, true, false>>(257, 2, 2e-2);
-    run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, false, false>>(300, 2, 2e-2);
+    if (mine()) run<Cfg<20, 128, 2, 4, LEAKY, TANH, true, 2, true, true, false>>(257, 2, 2e-2);
+    if (mine()) run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, false, false>>(300, 2, 2e-2);
     // Outputs wider than one chunk of GJ_NN_OUT_CHUNK (128) columns, as tiny-cuda-nn's
     // test_random_input.py asks (3 -> 8 x 128 -> 256): two full chunks; a full chunk and a
     // rest of 32 with an output activation that keeps z; no hidden layers (the forward's
     // chunks go through the second buffer), a rest of 80 and an output activation that keeps y.
-    run<Cfg<3, 32, 2, 256, RELU, NONE, true, 2, true, true>>(70, 1, 2e-2);
-    run<Cfg<20, 64, 1, 150, TANH, SINE, false, 1, false, false>>(45, 1, 2e-2);
-    run<Cfg<16, 16, 0, 200, NONE, SIGMOID, true, 2, true, false>>(50, 1, 2e-2);
+    if (mine()) run<Cfg<3, 32, 2, 256, RELU, NONE, true, 2, true, true>>(70, 1, 2e-2);
+    if (mine()) run<Cfg<20, 64, 1, 150, TANH, SINE, false, 1, false, false>>(45, 1, 2e-2);
+    if (mine()) run<Cfg<16, 16, 0, 200, NONE, SIGMOID, true, 2, true, false>>(50, 1, 2e-2);
     // Forward passes with fewer warps a block than the backward's (the plan of 64 x 4: four and
     // eight; here one and four, two and four over a grid of two) and with more (four and two,
     // eight and four),
     // each with its own tiles and rounds: the contexts the forward leaves are the backward's.
-    run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, false, true, 1>>(300, 2, 2e-2);
-    run<Cfg<6, 32, 1, 2, SQUAREPLUS, LEAKY, true, 4, true, true, true, 2>>(333, 2, 2e-2);
-    run<Cfg<3, 64, 3, 16, RELU, NONE, true, 2, true, true, true, 4>>(290, 2, 2e-2);
+    if (mine()) run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, false, true, 1>>(300, 2, 2e-2);
+    if (mine()) run<Cfg<6, 32, 1, 2, SQUAREPLUS, LEAKY, true, 4, true, true, true, 2>>(333, 2, 2e-2);
+    if (mine()) run<Cfg<3, 64, 3, 16, RELU, NONE, true, 2, true, true, true, 4>>(290, 2, 2e-2);
     // Eight forward warps staging the weights, four backward warps reading them (as the 128 x 2
     // plan measured fastest on the H200, docs/networks.md §7).
-    run<Cfg<20, 128, 2, 4, LEAKY, TANH, true, 4, true, false, false, 8>>(600, 2, 2e-2);
+    if (mine()) run<Cfg<20, 128, 2, 4, LEAKY, TANH, true, 4, true, false, false, 8>>(600, 2, 2e-2);
     // Weight-gradient sums in registers: none; every layer (all three shapes alike: 64 -> 64 x 1
     // -> 64, one 64 x 64 block a warp's task); the last, the first and two of four hidden layers
     // kept, the others summed per block (48 floats a lane) or added per round (no block sums).
-    run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, true, true, 4, 0>>(300, 2, 2e-2);
-    run<Cfg<64, 64, 2, 64, TANH, NONE, true, 4, true, true, true, 4, 255>>(300, 2, 2e-2);
-    run<Cfg<5, 32, 5, 3, SILU, SIGMOID, true, 2, true, true, true, 2, 48>>(200, 2, 2e-2);
-    run<Cfg<5, 32, 5, 3, SILU, SIGMOID, true, 2, true, false, true, 2, 48>>(200, 2, 2e-2);
+    if (mine()) run<Cfg<3, 64, 2, 1, RELU, NONE, true, 4, true, true, true, 4, 0>>(300, 2, 2e-2);
+    if (mine()) run<Cfg<64, 64, 2, 64, TANH, NONE, true, 4, true, true, true, 4, 255>>(300, 2, 2e-2);
+    if (mine()) run<Cfg<5, 32, 5, 3, SILU, SIGMOID, true, 2, true, true, true, 2, 48>>(200, 2, 2e-2);
+    if (mine()) run<Cfg<5, 32, 5, 3, SILU, SIGMOID, true, 2, true, false, true, 2, 48>>(200, 2, 2e-2);
     // Recomputing (every shape above whose activations allow it runs it too): the activations
     // that keep h with no output activation, one warp (whose dL/dparams come in one order), no
     // hidden layer (nothing to recompute: the input rows alone), 128 wide read from global memory.
-    run<Cfg<6, 32, 2, 3, SIGMOID, NONE, true, 1, true, true>>(100, 1, 2e-2);
-    run<Cfg<4, 16, 2, 3, EXP, NONE, true, 2, true, false>>(70, 2, 2e-2);
-    run<Cfg<8, 64, 1, 4, SOFTPLUS, NONE, true, 2, false, true>>(96, 2, 2e-2);
-    run<Cfg<7, 32, 2, 5, SQUAREPLUS, NONE, false, 2, true, true, true, 4>>(150, 2, 2e-2);
-    run<Cfg<5, 32, 1, 2, NONE, NONE, true, 1, true, false>>(40, 1, 2e-2);
-    run<Cfg<16, 16, 0, 8, NONE, NONE, true, 2, true, true>>(60, 1, 2e-2);
-    run<Cfg<20, 128, 2, 4, LEAKY, NONE, true, 2, true, true, false>>(130, 2, 2e-2);
-    std::printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");
+    if (mine()) run<Cfg<6, 32, 2, 3, SIGMOID, NONE, true, 1, true, true>>(100, 1, 2e-2);
+    if (mine()) run<Cfg<4, 16, 2, 3, EXP, NONE, true, 2, true, false>>(70, 2, 2e-2);
+    if (mine()) run<Cfg<8, 64, 1, 4, SOFTPLUS, NONE, true, 2, false, true>>(96, 2, 2e-2);
+    if (mine()) run<Cfg<7, 32, 2, 5, SQUAREPLUS, NONE, false, 2, true, true, true, 4>>(150, 2, 2e-2);
+    if (mine()) run<Cfg<5, 32, 1, 2, NONE, NONE, true, 1, true, false>>(40, 1, 2e-2);
+    if (mine()) run<Cfg<16, 16, 0, 8, NONE, NONE, true, 2, true, true>>(60, 1, 2e-2);
+    if (mine()) run<Cfg<20, 128, 2, 4, LEAKY, NONE, true, 2, true, true, false>>(130, 2, 2e-2);
+    std::printf("%s: %d failure%s in %d of %d cases (shard %d of %d)\n", failures ? "FAIL" : "PASS", failures,
+                failures == 1 ? "" : "s", (next_case + n_shards - 1 - shard) / n_shards, next_case, shard, n_shards);
     return failures ? 1 : 0;
 }
