@@ -153,12 +153,7 @@ static void compile_shard(void **state) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 3) {
-        shard = atoi(argv[1]);
-        n_shards = atoi(argv[2]);
-    }
-    if (n_shards < 1 || shard < 0 || shard >= n_shards) {
-        fprintf(stderr, "usage: %s SHARD N_SHARDS\n", argv[0]);
+    if (gj_test_shard_args(argc, argv, &shard, &n_shards) != 0) {
         return 2;
     }
     /* This test is about NVRTC compiling every combination: never answer from the disk cache. */

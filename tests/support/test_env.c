@@ -66,3 +66,17 @@ const char *gj_test_source_path(const char *relative) {
     snprintf(path, sizeof path, "%s/%s", root ? root : ".", relative);
     return path;
 }
+
+int gj_test_shard_args(int argc, char **argv, int *shard, int *n_shards) {
+    *shard = 0;
+    *n_shards = argc == 1 ? 1 : 0;
+    if (argc == 3) {
+        *shard = atoi(argv[1]);
+        *n_shards = atoi(argv[2]);
+    }
+    if (*n_shards < 1 || *shard < 0 || *shard >= *n_shards) {
+        fprintf(stderr, "usage: %s SHARD N_SHARDS\n", argv[0]);
+        return -1;
+    }
+    return 0;
+}

@@ -14,4 +14,8 @@ int gj_test_write_file(const char *path, const char *data, size_t size);
 /* GRIDJIT_SOURCE_DIR/relative. Static buffer. */
 const char *gj_test_source_path(const char *relative);
 
+/* The arguments SHARD N_SHARDS of a *_sharded test (none: shard 0 of 1) into *shard and
+ * *n_shards; 0, or -1 after printing the usage to stderr (main then returns 2). */
+int gj_test_shard_args(int argc, char **argv, int *shard, int *n_shards);
+
 #endif
