@@ -17,6 +17,8 @@ log() { echo "$* $((SECONDS-t0)) s" >> $OUT/progress.txt; }
 nvidia-smi --query-gpu=name --format=csv,noheader > $OUT/progress.txt
 git log --oneline -1 | cut -c1-60 >> $OUT/progress.txt
 xz -dc .gpu/bin/bench_tcnn.xz > /tmp/bt && chmod +x /tmp/bt
+rm -rf build/tests/tmp
+for r in 1 2; do (cd build && timeout 60 ctest --output-on-failure -R test_gpu_train_step > $OUT/ctest_train_step_$r.txt 2>&1; echo "train_step r$r rc=$? $((SECONDS-t0)) s" >> $OUT/progress.txt); done
 NEW=$ROOT/build/gridjit BASE=$ROOT/.gpu/base/gridjit_fc066f5
 CB=$(mktemp -d) CN=$(mktemp -d)
 C1='{"otype":"HashGrid","n_levels":16,"n_features_per_level":2,"log2_hashmap_size":19,"base_resolution":16,"per_level_scale":2.0}'
@@ -39,8 +41,6 @@ for round in 1 2; do
   done
   log "round $round"
 done
-rm -rf build/tests/tmp
-for r in 1 2; do (cd build && timeout 60 ctest --output-on-failure -R test_gpu_train_step > $OUT/ctest_train_step_$r.txt 2>&1; echo "train_step r$r rc=$? $((SECONDS-t0)) s" >> $OUT/progress.txt); done
 for v in words pairs soa; do
   l=aos; [ $v = soa ] && l=soa; k=0; [ $v = pairs ] && k=1
   GRIDJIT_STAGE_PAIRS=$k GRIDJIT_CACHE_DIR=$CN timeout 60 ncu --clock-control none -k regex:forward -c 1 \
