@@ -1303,18 +1303,18 @@ template <class C>
 struct gj_stage {
     typedef typename C::param_t T;
     static constexpr gj_u32 ENTRY_BYTES = C::F * (gj_u32)sizeof(T);
+    bool pairs;         // staged in 8-byte pairs: args.stage 2 (and entries of whole pairs)
     gj_u32* words_base; // the block's dynamic shared memory
     gj_u32 stride;      // words from one staged row to the next: a full group's words, made odd (pairs: 2 mod 4)
     gj_u64 first;       // the block's first point
     gj_u32 points;      // the block's points
-    bool pairs;         // args.stage == 2
     // The block's points as gj_for_each_point maps them (BLOCK x PPT from gj_block_first_point).
     GJ_INLINE gj_stage(gj_u32 levels_per_thread, gj_u32 stage)
         : gj_stage(levels_per_thread, stage, gj_block_first_point<C>(), C::BLOCK * C::PPT) {}
     GJ_INLINE gj_stage(gj_u32 levels_per_thread, gj_u32 stage, gj_u64 first_point, gj_u32 block_points)
-        : words_base(gj_stage_memory()),
-          stride((levels_per_thread * ENTRY_BYTES / 4u) | (ENTRY_BYTES % 8 == 0 && stage == 2 ? 2u : 1u)),
-          first(first_point), points(block_points), pairs(ENTRY_BYTES % 8 == 0 && stage == 2) {}
+        : pairs(ENTRY_BYTES % 8 == 0 && stage == 2), words_base(gj_stage_memory()),
+          stride((levels_per_thread * ENTRY_BYTES / 4u) | (pairs ? 2u : 1u)), first(first_point),
+          points(block_points) {}
     // The staged row of point i (of this block).
     GJ_INLINE T* row(gj_u64 i) const { return (T*)(words_base + (i - first) * stride); }
     // STORE: the first group_words words of the staged rows to words word_offset.. of the
