@@ -16,7 +16,8 @@
 //
 // Run as: test_network_emulated SHARD N_SHARDS (ctest registers 4 shards): the cases are dealt
 // round-robin, so that ctest -j spreads them over the cores (all of them one after the other
-// take some nine minutes under AddressSanitizer on CI's 2 cores). No arguments: every case.
+// take some nine minutes under AddressSanitizer on CI's 2 cores). No arguments: every case
+// (gj_test_shard_args: shard 0 of 1).
 #include "cuda_host.h"
 
 #include "../../templates/network.cuh"
@@ -24,6 +25,7 @@
 #include "../../templates/model_kernels.cuh"
 
 extern "C" {
+#include "test_env.h"
 #include "codegen/network_plan.h"
 #include "mlp_reference.h"
 #include "model/network.h"
@@ -778,15 +780,7 @@ template <class P, class G> static void adam_case(unsigned grid, unsigned n_net,
 }
 
 int main(int argc, char** argv) {
-    if (argc == 3) {
-        shard = std::atoi(argv[1]);
-        n_shards = std::atoi(argv[2]);
-    }
-    if (argc != 1 && argc != 3) n_shards = 0;
-    if (n_shards < 1 || shard < 0 || shard >= n_shards) {
-        std::fprintf(stderr, "usage: %s [SHARD N_SHARDS]\n", argv[0]);
-        return 2;
-    }
+    if (gj_test_shard_args(argc, argv, &shard, &n_shards) != 0) return 2;
     if (mine()) adam_case<gj_half, gj_half>(2, 37, 203, true);
     if (mine()) adam_case<gj_half, gj_half>(1, 8, 66, false);
     if (mine()) adam_case<float, float>(3, 16, 130, true);
