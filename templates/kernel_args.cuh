@@ -25,9 +25,7 @@ typedef struct gj_forward_args {
      * of its points; grid y = ceil(levels / levels_per_thread) level groups. stage = 1 (with
      * point-major y rows, when a group's F * levels_per_thread outputs are whole 32-bit
      * words): each block keeps its rows' group in dynamic shared memory, block * points per
-     * thread * ((group bytes / 4) | 1) words, and writes them with coalesced stores.
-     * stage = 2 (entries, groups, rows and y of whole 8-byte pairs): the same in pairs,
-     * ((group bytes / 4) | 2) words a row. */
+     * thread * ((group bytes / 4) | 1) words, and writes them with coalesced stores. */
     unsigned int levels_per_thread;
     unsigned int stage;
     /* Or NULL: dy/dx compact, as dy_dx but 16-bit, each level's values divided by its scale

@@ -956,22 +956,6 @@ static void level_groups_and_staging(void **state) {
     assert_int_equal(a.stage, 0);
     assert_int_equal(dims.shared_bytes, 0);
     d.y = aligned;
-    /* In 8-byte pairs where asked (GRIDJIT_STAGE_PAIRS) and the entries (8 bytes), groups and
-     * rows are whole pairs: rows 2 modulo 4 words apart (8 + 2), args.stage 2. */
-    assert_int_equal(gj__stage_mode(&s, 4, d.y), GJ__STAGE_WORDS); /* off by default */
-    gj__module_shape pairs = s;
-    pairs.stage_pairs = 1;
-    gj__forward_args(&pairs, &d, &a, &dims);
-    assert_int_equal(a.stage, GJ__STAGE_PAIRS);
-    assert_int_equal(dims.shared_bytes, 10 * 4 * 64);
-    d.y = ADDR(0x30004); /* 4-byte aligned rows: words */
-    gj__forward_args(&pairs, &d, &a, &dims);
-    assert_int_equal(a.stage, GJ__STAGE_WORDS);
-    assert_int_equal(dims.shared_bytes, 9 * 4 * 64);
-    d.y = aligned;
-    pairs.n_features_per_level = 1; /* 4-byte entries: words, whatever the groups */
-    assert_int_equal(gj__stage_mode(&pairs, 4, d.y), GJ__STAGE_WORDS);
-    assert_int_equal(gj__stage_bytes(&pairs, 4, 64, d.y, GJ_LAYOUT_AOS), 5 * 4 * 64);
 
     gj_backward_desc b = valid_backward();
     gj_backward_args ba;

@@ -358,7 +358,7 @@ static void grid_comment(gj__strbuf *sb, const struct gj_encoding *enc, const gj
     const char *groups = "ceil(levels / args.levels_per_thread), one per group of args.levels_per_thread (at least 2)\n"
                          "// levels";
     const char *stage = "// args.stage = 1 (point-major rows): block * points per thread * ((args.levels_per_thread * F *\n"
-                        "// element bytes / 4) | 1) words of dynamic shared memory; 2 (rows of 8-byte pairs): | 2.\n";
+                        "// element bytes / 4) | 1) words of dynamic shared memory.\n";
     switch (id) {
     case GJ__KERNEL_FORWARD:
     case GJ__KERNEL_FORWARD_DYDX:

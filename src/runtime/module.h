@@ -69,9 +69,6 @@ typedef struct gj__module_shape {
     /* Staging launches prefer the L1 carveout of gj__module_fit_carveout (1), or leave it to
      * the driver (0: GRIDJIT_STAGE_CARVEOUT=0). */
     int stage_carveout;
-    /* Staging in 8-byte pairs where entries and rows allow it (args.stage 2, gj__stage_mode),
-     * else in 32-bit words: GRIDJIT_STAGE_PAIRS=1, a measuring knob (default 0). */
-    int stage_pairs;
     /* The one-level forward kernels' resident warps a multiprocessor (gj__module_cap_residency;
      * docs/runtime.md, "Launch shapes"): 32 for hashed levels of 3 or more dimensions, else
      * 0 (as many as fit). */
@@ -159,11 +156,6 @@ typedef enum gj__group_pass {
 uint32_t gj__levels_per_thread(const gj__module_shape *shape, gj__group_pass pass, int point_major_rows);
 uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, uint32_t points, const void *rows,
                          gj_data_layout layout);
-/* How a launch that stages (gj__stage_bytes not 0) stages: GJ__STAGE_WORDS, or GJ__STAGE_PAIRS
- * where shape.stage_pairs is set and the entries, groups and rows are whole 8-byte pairs
- * (args.stage, templates/kernels.cuh gj_stage). */
-enum { GJ__STAGE_WORDS = 1, GJ__STAGE_PAIRS = 2 };
-unsigned gj__stage_mode(const gj__module_shape *shape, uint32_t levels, const void *rows);
 /* A block's points in level groups of `levels` (split: the forward's groups split one
  * level a thread, NAME_config::FORWARD_SPLIT). */
 uint32_t gj__group_block_points(const gj__module_shape *shape, uint32_t levels, int split);

@@ -474,8 +474,7 @@ uint32_t gj__levels_per_thread(const gj__module_shape *shape, gj__group_pass pas
 /* Dynamic shared memory of a launch staging point-major rows at rows in level groups of
  * `levels`, `points` points a block, or 0 where it cannot: one level per block, groups
  * (the last, shorter one too) or rows that are not whole 32-bit words, a misaligned array,
- * too much shared memory. The rows are staged `stride` words apart: a group's words made
- * odd, or 2 modulo 4 where the stage is made of 8-byte pairs (gj__stage_mode). */
+ * too much shared memory. */
 uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, uint32_t points, const void *rows,
                          gj_data_layout layout) {
     const uint32_t element = (uint32_t)gj__shape_element_size(shape);
@@ -488,19 +487,8 @@ uint32_t gj__stage_bytes(const gj__module_shape *shape, uint32_t levels, uint32_
         (uintptr_t)rows % 4 != 0) {
         return 0;
     }
-    const uint32_t stride = (group_bytes / 4) | (gj__stage_mode(shape, levels, rows) == GJ__STAGE_PAIRS ? 2u : 1u);
-    const uint64_t bytes = (uint64_t)stride * 4u * points;
+    const uint64_t bytes = (uint64_t)((group_bytes / 4) | 1u) * 4u * points;
     return bytes <= GJ__DEFAULT_SHARED_BYTES ? (uint32_t)bytes : 0;
-}
-
-unsigned gj__stage_mode(const gj__module_shape *shape, uint32_t levels, const void *rows) {
-    const uint32_t element = (uint32_t)gj__shape_element_size(shape);
-    const uint32_t entry = shape->n_features_per_level * element;
-    /* The kernel stages an entry in pairs when its bytes are (gj_stage::put); the rows' and
-     * the groups' offsets are then whole pairs too, but for a padded row or an odd array. */
-    const int pairs = shape->stage_pairs && entry % 8 == 0 && levels >= 2 && (shape->padded_width * element) % 8 == 0 &&
-                      (uintptr_t)rows % 8 == 0;
-    return pairs ? GJ__STAGE_PAIRS : GJ__STAGE_WORDS;
 }
 
 /* The points of a block of a level-major launch in groups of `levels`: block x points per
@@ -525,7 +513,7 @@ static void level_groups(const gj__module_shape *shape, uint64_t n, const void *
     const uint32_t points = gj__group_block_points(shape, levels, split);
     dims->grid_x = (uint32_t)((n + points - 1) / points);
     dims->shared_bytes = gj__stage_bytes(shape, levels, points, rows, layout);
-    *stage = dims->shared_bytes != 0 ? gj__stage_mode(shape, levels, rows) : 0u;
+    *stage = dims->shared_bytes != 0;
 }
 
 void gj__forward_args(const gj__module_shape *shape, const gj_forward_desc *desc, gj_forward_args *args,

@@ -145,7 +145,7 @@ static uint32_t env_blocks_per_sm(const char *name, uint32_t fallback) {
 
 /* Overrides of the launch shapes from the environment (docs/runtime.md, "Launch shapes"),
  * read once per module: GRIDJIT_LEVELS_PER_THREAD (where the options leave it automatic),
- * GRIDJIT_AGGREGATE_MIN, GRIDJIT_STAGE_CARVEOUT, GRIDJIT_STAGE_PAIRS, GRIDJIT_FORWARD_WARPS_PER_SM,
+ * GRIDJIT_AGGREGATE_MIN, GRIDJIT_STAGE_CARVEOUT, GRIDJIT_FORWARD_WARPS_PER_SM,
  * GRIDJIT_STAGED_FORWARD_WARPS_PER_SM and GRIDJIT_GROUPED_FORWARD_WARPS_PER_SM (the one-level
  * forwards', the staging ones' with or without dy/dx, and the other level-group forwards'
  * resident warps a multiprocessor, at most 64, 0: no cap; unset: the shape's default,
@@ -160,7 +160,6 @@ static void launch_tuning(gj__module_shape *shape) {
     const uint64_t aggregate = env_number("GRIDJIT_AGGREGATE_MIN", GJ__DEFAULT_AGGREGATE_MIN);
     shape->aggregate_min = aggregate > 32 ? 32u : (uint32_t)aggregate;
     shape->stage_carveout = env_number("GRIDJIT_STAGE_CARVEOUT", 1) != 0;
-    shape->stage_pairs = env_number("GRIDJIT_STAGE_PAIRS", 0) != 0;
     shape->forward_warps_per_sm = env_warps("GRIDJIT_FORWARD_WARPS_PER_SM", shape->forward_warps_per_sm);
     shape->staged_forward_warps_per_sm =
         env_warps("GRIDJIT_STAGED_FORWARD_WARPS_PER_SM", shape->staged_forward_warps_per_sm);

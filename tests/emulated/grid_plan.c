@@ -35,10 +35,6 @@ gj_emu_shape *gj_emu_shape_create(const gj_encoding *enc, const gj_codegen_optio
     return s;
 }
 
-void gj_emu_shape_set_stage_pairs(gj_emu_shape *shape, int pairs) {
-    shape->shape.stage_pairs = pairs;
-}
-
 void gj_emu_shape_destroy(gj_emu_shape *shape) {
     free(shape);
 }

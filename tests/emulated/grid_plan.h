@@ -26,8 +26,6 @@ typedef struct gj_emu_shape gj_emu_shape;
 gj_emu_shape *gj_emu_shape_create(const gj_encoding *enc, const gj_codegen_options *opts, unsigned aggregate_min,
                                   char *err, size_t err_size);
 void gj_emu_shape_destroy(gj_emu_shape *shape);
-/* Stage point-major rows in 8-byte pairs where they can be (GRIDJIT_STAGE_PAIRS), or not. */
-void gj_emu_shape_set_stage_pairs(gj_emu_shape *shape, int pairs);
 uint32_t gj_emu_shape_levels_per_thread(const gj_emu_shape *shape, int point_major_rows, int backward_params);
 
 /* Whether the backward's warp aggregation can apply to enc with opts: the templates enable

@@ -47,7 +47,6 @@ struct variant {
     float max_level; // < 0: per point
     inputs in;
     gj_grad_mode mode;
-    bool stage_pairs = false; // GRIDJIT_STAGE_PAIRS: staged rows in 8-byte pairs (units whose entries are)
 };
 
 const float PER_POINT = -1.0f;
@@ -65,10 +64,6 @@ const variant level_major_variants[] = {
     {"soa-lpt8-agg1-point", GJ_LAYOUT_SOA, 8, 1, PER_POINT, UNIFORM, GJ_GRAD_OVERWRITE},
     {"aos-lpt1-agg1-rays", GJ_LAYOUT_AOS, 1, 1, 1.0f, RAYS, GJ_GRAD_ACCUMULATE},
     {"aos-lpt2-agg2-point", GJ_LAYOUT_AOS, 2, 2, PER_POINT, UNIFORM, GJ_GRAD_OVERWRITE},
-    // Staged in 8-byte pairs (only the units whose entries are whole pairs run these): the
-    // automatic groups (a power of two of pairs a row), and three levels (a division).
-    {"aos-auto-agg1-pairs", GJ_LAYOUT_AOS, 0, 1, PER_POINT, UNIFORM, GJ_GRAD_OVERWRITE, true},
-    {"aos-lpt3-agg0-pairs-rays", GJ_LAYOUT_AOS, 3, 0, 1.0f, RAYS, GJ_GRAD_ACCUMULATE, true},
 };
 const variant point_major_variants[] = {
     {"aos-agg2-rays", GJ_LAYOUT_AOS, 0, 2, 1.0f, RAYS, GJ_GRAD_OVERWRITE},
@@ -127,7 +122,6 @@ struct case_run {
     std::vector<float> x, max_levels;
     std::vector<double> params, dl_dy, h, prefill;
     size_t failures = 0;
-    unsigned pair_launches = 0; // launches staging in 8-byte pairs (args.stage 2)
     bool per_point() const { return max_level < 0; }
     double point_max_level(uint64_t i) const { return per_point() ? (double)max_levels[i] : (double)max_level; }
     size_t out_index(uint64_t i, uint32_t k) const {
@@ -353,7 +347,6 @@ void run_forward(case_run& c, device& dev, void* y, float* dy_dx, const char* wh
     gj_emu_plan_launch l;
     char err[2048];
     if (!planned(c, gj_emu_plan_forward(c.shape, &f, &args, &l, err, sizeof err), what, err)) return;
-    c.pair_launches += args.stage == 2;
     dev.kernels_run.push_back(describe(l));
     launch(c, l, args, what);
 }
@@ -386,7 +379,6 @@ void run_gradient_kernels(case_run& c, device& dev, const gj_backward_desc& b, c
                  what, err)) {
         return;
     }
-    c.pair_launches += args.stage == 2;
     if (zero_dx) std::memset(dx, 0, c.n * c.D * sizeof(float));
     with_gradients(c, dev, dparams, c.v->mode, scratch, zero_bytes, cast, [&](void* target) {
         args.dL_dparams = target;
@@ -586,15 +578,7 @@ size_t run_case(gj_context* ctx, const gj_emu_unit* u, const variant* v, uint64_
         gj_encoding_destroy(c.enc);
         return 1;
     }
-    gj_emu_shape_set_stage_pairs(c.shape, v->stage_pairs);
     make_data(c, seed);
-    const uint32_t entry_bytes = c.F * (c.precision == GJ_PRECISION_FP16 ? 2u : 4u);
-    if (v->stage_pairs && entry_bytes % 8 != 0) { // not a case: the words' stage, as another variant
-        std::printf("n/a %s: %u-byte entries are not staged in pairs\n", c.name.c_str(), entry_bytes);
-        gj_emu_shape_destroy(c.shape);
-        gj_encoding_destroy(c.enc);
-        return 0;
-    }
     reference r;
     run_reference(c, r);
     std::vector<double> g(c.n * c.n_out);
@@ -654,14 +638,6 @@ size_t run_case(gj_context* ctx, const gj_emu_unit* u, const variant* v, uint64_
         std::printf("FAILED %s: inputs along rays with warp aggregation from %u lanes, yet no run of lanes in the "
                     "coarse kernels summed its gradients before the shared-memory adds\n",
                     c.name.c_str(), v->aggregate_min);
-        ++c.failures;
-    }
-
-    // Staged in pairs where the variant asks it (its rows are staged: AoS, groups of levels), in
-    // words otherwise.
-    if (v->stage_pairs != (c.pair_launches != 0)) {
-        std::printf("FAILED %s: %u launches staged in 8-byte pairs, the variant %s them\n", c.name.c_str(),
-                    c.pair_launches, v->stage_pairs ? "asks for" : "does not ask for");
         ++c.failures;
     }
 

@@ -1113,9 +1113,7 @@ typedef struct gj_forward_args {
      * of its points; grid y = ceil(levels / levels_per_thread) level groups. stage = 1 (with
      * point-major y rows, when a group's F * levels_per_thread outputs are whole 32-bit
      * words): each block keeps its rows' group in dynamic shared memory, block * points per
-     * thread * ((group bytes / 4) | 1) words, and writes them with coalesced stores.
-     * stage = 2 (entries, groups, rows and y of whole 8-byte pairs): the same in pairs,
-     * ((group bytes / 4) | 2) words a row. */
+     * thread * ((group bytes / 4) | 1) words, and writes them with coalesced stores. */
     unsigned int levels_per_thread;
     unsigned int stage;
     /* Or NULL: dy/dx compact, as dy_dx but 16-bit, each level's values divided by its scale
@@ -1286,35 +1284,28 @@ GJ_INLINE void gj_store_point(float* base, gj_u64 stride_point, gj_u64 stride_di
 // ---- point-major rows staged in shared memory ----------------------------------------
 // Level-major kernels whose level group is whole 32-bit words of a row (args.stage): a
 // block's points keep the group's outputs (or dL/dy values) in shared memory, rows
-// `stride` words apart, and the block moves them between shared memory and the
-// point-major rows with coalesced copies: a warp writes whole sectors where each thread
-// alone would write a few bytes of 32 different rows.
-//   args.stage 1: 32-bit words; the stride is odd, so that threads storing the same word
-//   of their rows hit different banks.
-//   args.stage 2 (GJ__STAGE_PAIRS, entries and rows of whole 8-byte pairs): 8-byte pairs,
-//   a thread's entry staged in whole pairs; the stride is 2 modulo 4 words, so that 16
-//   threads storing the same pair of their rows cover the 32 banks once.
+// `stride` words apart (odd, so that threads storing the same word of their rows hit
+// different banks), and the block moves them between shared memory and the
+// point-major rows with coalesced word copies: a warp writes whole sectors where each
+// thread alone would write a few bytes of 32 different rows.
 GJ_INLINE gj_u32* gj_stage_memory() {
-    extern __shared__ __align__(16) gj_u32 gj_stage_words[]; // 8-byte pairs staged (args.stage 2)
+    extern __shared__ gj_u32 gj_stage_words[];
     return gj_stage_words;
 }
 
 template <class C>
 struct gj_stage {
     typedef typename C::param_t T;
-    static constexpr gj_u32 ENTRY_BYTES = C::F * (gj_u32)sizeof(T);
-    bool pairs;         // staged in 8-byte pairs: args.stage 2 (and entries of whole pairs)
     gj_u32* words_base; // the block's dynamic shared memory
-    gj_u32 stride;      // words from one staged row to the next: a full group's words, made odd (pairs: 2 mod 4)
+    gj_u32 stride;      // words from one staged row to the next: a full group's words, made odd
     gj_u64 first;       // the block's first point
     gj_u32 points;      // the block's points
     // The block's points as gj_for_each_point maps them (BLOCK x PPT from gj_block_first_point).
-    GJ_INLINE gj_stage(gj_u32 levels_per_thread, gj_u32 stage)
-        : gj_stage(levels_per_thread, stage, gj_block_first_point<C>(), C::BLOCK * C::PPT) {}
-    GJ_INLINE gj_stage(gj_u32 levels_per_thread, gj_u32 stage, gj_u64 first_point, gj_u32 block_points)
-        : pairs(ENTRY_BYTES % 8 == 0 && stage == 2), words_base(gj_stage_memory()),
-          stride((levels_per_thread * ENTRY_BYTES / 4u) | (pairs ? 2u : 1u)), first(first_point),
-          points(block_points) {}
+    GJ_INLINE explicit gj_stage(gj_u32 levels_per_thread)
+        : gj_stage(levels_per_thread, gj_block_first_point<C>(), C::BLOCK * C::PPT) {}
+    GJ_INLINE gj_stage(gj_u32 levels_per_thread, gj_u64 first_point, gj_u32 block_points)
+        : words_base(gj_stage_memory()), stride((levels_per_thread * C::F * (gj_u32)sizeof(T) / 4u) | 1u),
+          first(first_point), points(block_points) {}
     // The staged row of point i (of this block).
     GJ_INLINE T* row(gj_u64 i) const { return (T*)(words_base + (i - first) * stride); }
     // STORE: the first group_words words of the staged rows to words word_offset.. of the
@@ -1323,54 +1314,13 @@ struct gj_stage {
     template <bool STORE>
     GJ_INLINE void copy(const void* rows, gj_u64 n, gj_u64 row_words, gj_u32 word_offset, gj_u32 group_words) const {
         if (first >= n) return;
-        const gj_u32 block_rows = (gj_u32)min((gj_u64)points, n - first);
-        if (pairs) { // every count here even: whole pairs, 8-byte aligned
-            const gj_u32 units = group_words / 2u, stride_units = stride / 2u, count = block_rows * units;
-            // A group's pairs a row: a power of two but for a short last group (then a division).
-            const bool pow2 = (units & (units - 1u)) == 0u;
-            const gj_u32 shift = pow2 ? (gj_u32)__ffs((int)units) - 1u : 0u;
-            gj_u32x2* base = (gj_u32x2*)rows + (first * row_words + word_offset) / 2u;
-            gj_u32x2* staged = (gj_u32x2*)words_base;
-            const gj_u64 row_units = row_words / 2u;
-            for (gj_u32 w = threadIdx.x; w < count; w += C::BLOCK) {
-                const gj_u32 r = pow2 ? w >> shift : w / units, k = w - r * units;
-                if constexpr (STORE) base[r * row_units + k] = staged[r * stride_units + k];
-                else staged[r * stride_units + k] = base[r * row_units + k];
-            }
-            return;
-        }
-        const gj_u32 count = block_rows * group_words;
+        const gj_u32 count = (gj_u32)min((gj_u64)points, n - first) * group_words;
         gj_u32* base = (gj_u32*)rows + first * row_words + word_offset;
         for (gj_u32 w = threadIdx.x; w < count; w += C::BLOCK) {
             const gj_u32 r = w / group_words, k = w - r * group_words;
             if constexpr (STORE) base[r * row_words + k] = words_base[r * stride + k];
             else words_base[r * stride + k] = base[r * row_words + k];
         }
-    }
-    // Stages the F values y of an entry at `at` (a point's row, at its level's place): in
-    // whole pairs where the stage is made of them, else value by value.
-    GJ_INLINE void put(T* at, const float (&y)[C::F]) const {
-        if constexpr (ENTRY_BYTES % 8 == 0) {
-            if (pairs) {
-                constexpr bool HALF = sizeof(T) == 2;
-                gj_u32x2* out = (gj_u32x2*)at;
-#pragma unroll
-                for (int k = 0; k < (int)(ENTRY_BYTES / 8); ++k) {
-                    gj_u32x2 v;
-                    if constexpr (HALF) {
-                        v.x = gj_pack_half2(y[4 * k], y[4 * k + 1]);
-                        v.y = gj_pack_half2(y[4 * k + 2], y[4 * k + 3]);
-                    } else {
-                        v.x = __float_as_uint(y[2 * k]);
-                        v.y = __float_as_uint(y[2 * k + 1]);
-                    }
-                    out[k] = v;
-                }
-                return;
-            }
-        }
-#pragma unroll
-        for (int f = 0; f < C::F; ++f) at[f] = gj_from_float<T>(y[f]);
     }
 };
 
@@ -1395,7 +1345,6 @@ struct gj_forward_op {
     float limit;
     typename C::param_t* staged; // this point's staged row (level group starting at `first`), or null
     gj_u32 first;
-    const gj_stage<C>* stage; // the block's stage, where staged
 
     // Reads point i's input and level limit: before visiting its levels.
     GJ_INLINE void load_point() {
@@ -1416,7 +1365,8 @@ struct gj_forward_op {
             gj_zero(dydx);
         }
         if (C::LEVEL_MAJOR && staged) {
-            stage->put(staged + (level - first) * C::F, y);
+#pragma unroll
+            for (int f = 0; f < C::F; ++f) staged[(level - first) * C::F + f] = gj_from_float<T>(y[f]);
         } else if (a.y) {
 #pragma unroll
             for (int f = 0; f < C::F; ++f) gj_store_element<C>(a.y, a.y_stride_point, a.y_stride_feature, i, level * C::F + f, y[f]);
@@ -1530,7 +1480,7 @@ GJ_INLINE void gj_forward_groups(const gj_forward_args& a) {
             }
             return;
         }
-        const gj_stage<C> stage(a.levels_per_thread, a.stage, first, lanes * C::PPT);
+        const gj_stage<C> stage(a.levels_per_thread, first, lanes * C::PPT);
         const gj_u32 level = group.first + slot; // threads past the group (a short last group) only copy
         if (level < group.last) {
 #pragma unroll
@@ -1542,7 +1492,7 @@ GJ_INLINE void gj_forward_groups(const gj_forward_args& a) {
 #endif
                 gj_forward_op<C, DYDX> op{a, i};
                 op.load_point();
-                if (a.stage) op.staged = stage.row(i), op.first = group.first, op.stage = &stage;
+                if (a.stage) op.staged = stage.row(i), op.first = group.first;
                 gj_visit_level<C, LV>(level, op);
             }
         }
@@ -1553,11 +1503,11 @@ GJ_INLINE void gj_forward_groups(const gj_forward_args& a) {
             if (a.y) gj_for_each_point<C>(a.n, [&](gj_u64 i) { gj_store_padding<C>(a.y, a.y_stride_point, a.y_stride_feature, i); });
             return;
         }
-        const gj_stage<C> stage(a.levels_per_thread, a.stage);
+        const gj_stage<C> stage(a.levels_per_thread);
         gj_for_each_point<C>(a.n, [&](gj_u64 i) {
             gj_forward_op<C, DYDX> op{a, i};
             op.load_point();
-            if (a.stage) op.staged = stage.row(i), op.first = group.first, op.stage = &stage;
+            if (a.stage) op.staged = stage.row(i), op.first = group.first;
             gj_visit_group<C, LV>(group, op);
         });
         if (a.stage) gj_write_staged_group<C>(a, stage, group);
@@ -1678,7 +1628,7 @@ template <class C, class LV, bool PARAMS, bool INPUT, bool ROWS>
 GJ_INLINE void gj_backward_levels(const gj_backward_args& a) {
     typedef typename C::param_t T;
     [[maybe_unused]] const gj_level_group<C> group(ROWS ? a.levels_per_thread : 1u);
-    [[maybe_unused]] const gj_stage<C> stage(a.levels_per_thread, a.stage);
+    [[maybe_unused]] const gj_stage<C> stage(a.levels_per_thread);
     if constexpr (ROWS) {
         if (a.stage) {
             stage.template copy<false>(a.dL_dy, a.n, a.dy_stride_point * sizeof(T) / 4, group.word_offset(),
