@@ -86,3 +86,65 @@ log "ab"
 (cd build && timeout 150 ctest -j16 --output-on-failure -LE 'gpu|exhaustive' > $OUT/ctest_nongpu.txt 2>&1; echo "nongpu rc=$? $((SECONDS-t0)) s" >> $OUT/progress.txt)
 GRIDJIT_TEST_BUILD_DIR=$ROOT/build GRIDJIT_LIBRARY=$ROOT/build/libgridjit.so.0 PYTHONPATH=$ROOT/python/src timeout 150 python3 -m pytest python/tests -q -rs -p no:cacheprovider > $OUT/pytest.txt 2>&1
 echo "pytest rc=$? $((SECONDS-t0)) s" >> $OUT/progress.txt
+
+# ---- the next session's calls (.gpu/s51/call1.sh, call2.sh), not run in the fiftieth session: its device time ran out
+# ---- .gpu/s51/call1.sh
+#!/bin/bash
+# Session 51, call 1 (session 50's call 2, not run: no device time left): (1) where a
+# synchronised PyTorch step waits on the host: step_host_time.py for gridjit.torch (2^18 with
+# cProfile, 2^21) then tinycudann (built meanwhile); (2) ncu of the 64x2 model's inference and
+# fused backward kernels.
+set -u
+ROOT=$PWD
+export LD_LIBRARY_PATH=$ROOT/.gpu/lib:/usr/local/cuda/targets/x86_64-linux/lib
+export PATH=$PATH:/usr/local/cuda/bin
+t0=$SECONDS
+log() { echo "$* $((SECONDS-t0)) s" >> $OUT/progress.txt; }
+nvidia-smi --query-gpu=name --format=csv,noheader > $OUT/progress.txt
+git log --oneline -1 | cut -c1-60 >> $OUT/progress.txt
+mkdir -p /tmp/tcnn && tar -xzf .gpu/tiny-cuda-nn-6ee3546-src.tar.gz -C /tmp/tcnn
+(cd /tmp/tcnn/tiny-cuda-nn/bindings/torch && CC=/usr/bin/gcc CXX=/usr/bin/g++ \
+  TCNN_CUDA_ARCHITECTURES=90 MAX_JOBS=10 taskset -c 4-15 python3 setup.py build_ext >/tmp/tcnn.log 2>&1; echo "rc=$?" >> /tmp/tcnn.log) &
+bpid=$!
+NEW=$ROOT/build/gridjit BASE=$ROOT/.gpu/base/gridjit_fc066f5
+C1='{"otype":"HashGrid","n_levels":16,"n_features_per_level":2,"log2_hashmap_size":19,"base_resolution":16,"per_level_scale":2.0}'
+C3='{"otype":"HashGrid","n_levels":8,"n_features_per_level":4,"log2_hashmap_size":19,"base_resolution":16,"per_level_scale":2.0}'
+for c in C1 C3; do for v in base new; do B=$NEW; [ $v = base ] && B=$BASE
+  echo "$c $v $(CUDA_CACHE_DISABLE=1 timeout 60 $B bench -c "${!c}" -d 3 -l aos -p forward,forward_dydx -i 30 --calls 0 -j 2>/dev/null | tr -d '\n')" >> $OUT/revert_ab.txt
+done; done
+log "revert ab"
+export GRIDJIT_LIBRARY=$ROOT/build/libgridjit.so.0
+for p in 18 21; do
+  PYTHONPATH=$ROOT/python/src timeout 60 taskset -c 0-3 python3 python/benchmarks/step_host_time.py --package gridjit --log2-points $p --profile $(( p == 18 ? 100 : 0 )) > $OUT/host_gridjit_$p.txt 2>&1
+done
+log "host gridjit"
+M='{"encoding":{"otype":"HashGrid"},"network":{"otype":"FullyFusedMLP","n_neurons":64,"n_hidden_layers":2,"n_output_dims":16}}'
+GRIDJIT_CACHE_DIR=$(mktemp -d) timeout 120 ncu --clock-control none -k 'regex:^gj_network_(inference|backward)$' -c 2 \
+  --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
+  build/gridjit bench --config "$M" --dims 3 -i 20 --output fp16 > $OUT/ncu_model_64x2.txt 2>&1
+log "ncu model rc=$?"
+wait $bpid; tail -1 /tmp/tcnn.log >> $OUT/progress.txt
+TP=/tmp/tcnn/tiny-cuda-nn/bindings/torch/build/lib.linux-x86_64-cpython-312:/tmp/tcnn/tiny-cuda-nn/bindings/torch
+for p in 18 21; do
+  PYTHONPATH=$TP timeout 60 taskset -c 0-3 python3 python/benchmarks/step_host_time.py --package tinycudann --log2-points $p --profile $(( p == 18 ? 100 : 0 )) > $OUT/host_tcnn_$p.txt 2>&1
+done
+log "host tcnn"
+head -5 $OUT/host_*.txt >> $OUT/progress.txt
+# ---- .gpu/s51/call2.sh
+#!/bin/bash
+# Session 51, call 2 (written in session 49): the whole suite on the GPU machine: every ctest
+# label but exhaustive (the new shards of test_network_codegen and test_network_emulated among
+# them), the GPU label, pytest.
+set -u
+ROOT=$PWD
+export LD_LIBRARY_PATH=$ROOT/.gpu/lib:/usr/local/cuda/targets/x86_64-linux/lib
+export PATH=$PATH:/usr/local/cuda/bin
+t0=$SECONDS
+nvidia-smi --query-gpu=name --format=csv,noheader > $OUT/progress.txt
+git log --oneline -1 | cut -c1-60 >> $OUT/progress.txt
+rm -rf build/tests/tmp build/Testing
+(cd build && timeout 330 ctest -j16 --output-on-failure -LE 'gpu|exhaustive' > $OUT/ctest_nongpu.txt 2>&1; echo "nongpu rc=$? $((SECONDS-t0)) s" >> $OUT/progress.txt)
+(cd build && timeout 150 ctest --output-on-failure -L gpu > $OUT/ctest_gpu.txt 2>&1; echo "gpu rc=$? $((SECONDS-t0)) s" >> $OUT/progress.txt)
+GRIDJIT_TEST_BUILD_DIR=$ROOT/build GRIDJIT_LIBRARY=$ROOT/build/libgridjit.so.0 PYTHONPATH=$ROOT/python/src timeout 100 python3 -m pytest python/tests -q -rs -p no:cacheprovider > $OUT/pytest.txt 2>&1
+echo "pytest rc=$? $((SECONDS-t0)) s" >> $OUT/progress.txt
+tail -3 $OUT/ctest_nongpu.txt $OUT/ctest_gpu.txt $OUT/pytest.txt >> $OUT/progress.txt
