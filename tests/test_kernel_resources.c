@@ -21,8 +21,9 @@
 #include "compile/arch.h"
 #include "compile/encoding_unit.h"
 
-/* C1 (2 fp16 features a level: the point-major forward walks its group's levels) and C3 (4:
- * the group split one level a thread), the configurations of docs/benchmarks.md. */
+/* C1 (2 fp16 features a level: the point-major forward walks its group's levels), C3 (4: the
+ * group split one level a thread), S2 (8 fp16 features, four levels) and S3 (fp32), as
+ * docs/benchmarks.md names them. */
 static const struct {
     const char *name;
     const char *json;
@@ -31,6 +32,8 @@ static const struct {
            "\"base_resolution\":16,\"per_level_scale\":2.0}"},
     {"C3", "{\"otype\":\"HashGrid\",\"n_levels\":8,\"n_features_per_level\":4,\"log2_hashmap_size\":19,"
            "\"base_resolution\":16,\"per_level_scale\":2.0}"},
+    {"S2", "{\"otype\":\"HashGrid\",\"n_levels\":4,\"n_features_per_level\":8}"},
+    {"S3", "{\"otype\":\"HashGrid\",\"n_features_per_level\":4,\"log2_hashmap_size\":18,\"precision\":\"fp32\"}"},
 };
 
 /* The programs checked. The backward with dL/dx is not among them: under its register
