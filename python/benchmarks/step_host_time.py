@@ -19,7 +19,9 @@ visible share of the step. This script measures, for the package given:
 - host: the median host time (perf_counter) of each phase of a step: the forward call, the
   loss, zero_grad, backward, the optimizer step, with the GPU kept busy (no
   synchronisation inside the measured steps), and of the whole step;
-- with --profile N: cProfile's 25 most expensive functions (cumulative) over N steps.
+- with --profile N: cProfile's 25 most expensive functions (cumulative) over N steps;
+- with --kernels N: torch.profiler's kernels over N synchronised steps, each with its
+  count and GPU time a step (what the step's GPU time is made of).
 
 synced - pipelined is what host latency costs a synchronised step. Prints a table, then
 one JSON object (or writes it to --json).
@@ -53,6 +55,8 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--profile", type=int, default=0, help="cProfile over this many steps (0: off)")
+    parser.add_argument("--kernels", type=int, default=0,
+                        help="torch.profiler's kernels over this many steps (0: off)")
     parser.add_argument("--json", help="write the JSON object here instead of stdout")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -124,16 +128,43 @@ def main() -> int:
         pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(25)
         result["profile"] = text.getvalue()
 
+    if args.kernels:
+        result["kernels"] = kernel_times(step, args.kernels)
+
     print(f"{args.package} at 2^{args.log2_points} points on {result['device']}: step synced "
           f"{result['synced_step_ms']:.3f} ms, pipelined {pipelined:.3f} ms")
     print("  host, median us: " + ", ".join(f"{k} {v:.1f}" for k, v in result["host_us"].items()))
     if args.profile:
         print(result["profile"])
+    for name, count, us in result.get("kernels", []):
+        print(f"  kernel {us:9.1f} us/step  x{count:<4} {name[:110]}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
     else:
         print(json.dumps({k: v for k, v in result.items() if k != "profile"}))
     return 0
+
+
+def kernel_times(step, steps: int) -> list:
+    """[(kernel name, launches a step, GPU us a step)], costliest first, over steps
+    synchronised steps under torch.profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+            torch.cuda.synchronize()
+    rows = []
+    for event in prof.key_averages():
+        us = getattr(event, "self_device_time_total", None)
+        if us is None:
+            us = getattr(event, "self_cuda_time_total", 0.0)
+        if us > 0:
+            rows.append((event.key, round(event.count / steps, 2), us / steps))
+    rows.sort(key=lambda row: -row[2])
+    total = sum(row[2] for row in rows)
+    return [("(all kernels and copies)", 0, total)] + rows[:30]
 
 
 if __name__ == "__main__":
