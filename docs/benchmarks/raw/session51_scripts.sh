@@ -87,3 +87,34 @@ rm -rf build/tests/tmp build/Testing
 GRIDJIT_TEST_BUILD_DIR=$ROOT/build GRIDJIT_LIBRARY=$ROOT/build/libgridjit.so.0 PYTHONPATH=$ROOT/python/src timeout 100 python3 -m pytest python/tests -q -rs -p no:cacheprovider > $OUT/pytest.txt 2>&1
 echo "pytest rc=$? $((SECONDS-t0)) s" >> $OUT/progress.txt
 tail -3 $OUT/ctest_nongpu.txt $OUT/ctest_gpu.txt $OUT/pytest.txt >> $OUT/progress.txt
+# ---- .gpu/s51/call1c.sh (ran on an H200: the session's one machine)
+#!/bin/bash
+# Session 51, call 1c (what the device budget left allows): step_host_time.py for gridjit.torch alone.
+set -u
+ROOT=$PWD
+export LD_LIBRARY_PATH=$ROOT/.gpu/lib:/usr/local/cuda/targets/x86_64-linux/lib
+nvidia-smi --query-gpu=name --format=csv,noheader > $OUT/progress.txt
+export GRIDJIT_LIBRARY=$ROOT/build/libgridjit.so.0
+for p in 21 18; do
+  PYTHONPATH=$ROOT/python/src timeout 60 python3 python/benchmarks/step_host_time.py --package gridjit \
+    --log2-points $p --iterations 100 --profile $(( p == 18 ? 30 : 0 )) --kernels 10 --json $OUT/host_gridjit_$p.json > $OUT/host_gridjit_$p.txt 2>&1
+  echo "host gridjit $p rc=$? $SECONDS s" >> $OUT/progress.txt
+done
+head -3 $OUT/host_gridjit_*.txt >> $OUT/progress.txt
+# ---- then, on the same warm H200 (three calls; bench_tcnn and bench_tcnn_jit carried as .gpu/bin/*.xz):
+# the 64 x 2 model beside tiny-cuda-nn's JIT, two rounds
+M() { echo "{\"encoding\":{\"otype\":\"HashGrid\"},\"network\":{\"otype\":\"FullyFusedMLP\",\"n_neurons\":64,\"n_hidden_layers\":$1,\"n_output_dims\":16}}"; }
+for r in 1 2; do
+  CUDA_CACHE_PATH=$(mktemp -d) timeout 50 /tmp/btj --cache-dir $(mktemp -d) --skip-unfused > $OUT/tcnn_jit_r$r.json 2>&1
+  GRIDJIT_CACHE_DIR=/tmp/gjc timeout 40 build/gridjit bench --config "$(M 2)" --dims 3 -i 30 --output fp16 --json > $OUT/gj_64x2_r$r.json 2>&1
+done
+# C1-C4 beside bench_tcnn, both layouts (run twice, one call each; the second also C1 and C3 along rays)
+for c in C1 C2 C3 C4; do d=3; [ $c = C2 ] && d=2
+  echo "$c tcnn $(timeout 25 /tmp/bt $c --json | tr -d '\n')" >> $OUT/enc.txt
+  for l in soa aos; do
+    echo "$c $l $(GRIDJIT_CACHE_DIR=/tmp/gjc2 timeout 25 build/gridjit bench -c "${!c}" -d $d -l $l -p forward,forward_dydx,backward,step -i 30 --calls 0 -j | tr -d '\n')" >> $OUT/enc.txt
+  done
+done
+for c in C1 C3; do
+  echo "$c rays_soa $(GRIDJIT_CACHE_DIR=/tmp/gjc2 timeout 25 build/gridjit bench -c "${!c}" -d 3 -l soa --input rays -p forward,step -i 30 --calls 0 -j | tr -d '\n')" >> $OUT/enc2.txt
+done
