@@ -130,7 +130,7 @@ def main() -> int:
 
     if args.kernels:
         try:
-            result["kernels"] = kernel_times(step, args.kernels)
+            result["kernels_total_us"], result["kernels"] = kernel_times(step, args.kernels)
         except Exception as error:  # a profiler that cannot run here leaves the timings standing
             result["kernels_error"] = f"{type(error).__name__}: {error}"
 
@@ -139,8 +139,12 @@ def main() -> int:
     print("  host, median us: " + ", ".join(f"{k} {v:.1f}" for k, v in result["host_us"].items()))
     if args.profile:
         print(result["profile"])
-    for name, count, us in result.get("kernels", []):
-        print(f"  kernel {us:9.1f} us/step  x{count:<4} {name[:110]}")
+    if "kernels" in result:
+        print(f"  kernels and copies: {result['kernels_total_us']:.1f} us a step")
+        for name, count, us in result["kernels"]:
+            print(f"  kernel {us:9.1f} us/step  x{count:<4} {name[:110]}")
+    if "kernels_error" in result:
+        print(f"  kernels: not profiled ({result['kernels_error']})")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
     else:
@@ -148,9 +152,9 @@ def main() -> int:
     return 0
 
 
-def kernel_times(step, steps: int) -> list:
-    """[(kernel name, launches a step, GPU us a step)], costliest first, over steps
-    synchronised steps under torch.profiler."""
+def kernel_times(step, steps: int) -> tuple:
+    """(GPU us a step of every kernel and copy, [(kernel name, launches a step, GPU us a
+    step)] of the 30 costliest), over steps synchronised steps under torch.profiler."""
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()
@@ -166,8 +170,7 @@ def kernel_times(step, steps: int) -> list:
         if us > 0:
             rows.append((event.key, round(event.count / steps, 2), us / steps))
     rows.sort(key=lambda row: -row[2])
-    total = sum(row[2] for row in rows)
-    return [("(all kernels and copies)", 0, total)] + rows[:30]
+    return sum(row[2] for row in rows), rows[:30]
 
 
 if __name__ == "__main__":
