@@ -69,10 +69,10 @@ static report read_report(const char *log) {
                           "%u bytes stack frame, %u bytes spill stores, %u bytes spill loads", &stack, &stores,
                           &loads) == 3;
         }
-        if (!read || stack || stores || loads) {
-            if (!r.offending++ && !read) {
+        if ((!read || stack || stores || loads) && r.offending++ == 0) { /* the first offender is named */
+            if (!read) {
                 snprintf(r.first, sizeof r.first, "%.*s: ptxas's line for it did not read", name_len, p);
-            } else if (r.offending == 1) {
+            } else {
                 snprintf(r.first, sizeof r.first,
                          "%.*s: a %u-byte stack frame, %u bytes of spill stores, %u of spill loads", name_len, p,
                          stack, stores, loads);
